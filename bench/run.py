@@ -1,0 +1,574 @@
+#!/usr/bin/env python3
+"""microtab vs DuckDB vs Polars, side by side, in one run.
+
+    python3 bench/run.py [--rows 14081466] [--dir bench/data] [--runs 5]
+                         [--cold-runs 3] [--skip-cold] [--bin PATH]
+
+Steps: generate the census CSV (skipped when bench/data/census.csv matches the
+stamp), import it with each tool (time, peak RSS, bytes on disk), run the five
+queries warm (in-process for DuckDB/Polars, `--repeat` for microtab) and cold
+(fresh process after dropping the page cache), check that the three tools
+agree, and print one table; the same goes to bench/results/latest.{md,json}.
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+NA = 9999999
+
+# --------------------------------------------------------------------------
+# the five queries, written once per tool
+# --------------------------------------------------------------------------
+
+QUERIES = {
+    "Q1": {
+        "title": "weighted freq EDUC",
+        "microtab": ["freq", "{ds}", "EDUC", "--weight", "PERWT"],
+        "sql": "SELECT EDUC, count(*) AS n, sum(PERWT) AS w FROM census "
+               "WHERE EDUC IS NOT NULL AND PERWT IS NOT NULL GROUP BY EDUC ORDER BY EDUC",
+        "polars": 'src.filter(pl.col("EDUC").is_not_null() & pl.col("PERWT").is_not_null())'
+                  '.group_by("EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"))'
+                  '.sort("EDUC")',
+        "keys": 1,
+    },
+    "Q2": {
+        "title": "SEX × EDUC weighted",
+        "microtab": ["tab", "{ds}", "SEX", "EDUC", "--weight", "PERWT"],
+        "sql": "SELECT SEX, EDUC, count(*) AS n, sum(PERWT) AS w FROM census "
+               "WHERE SEX IS NOT NULL AND EDUC IS NOT NULL AND PERWT IS NOT NULL "
+               "GROUP BY SEX, EDUC ORDER BY SEX, EDUC",
+        "polars": 'src.filter(pl.col("SEX").is_not_null() & pl.col("EDUC").is_not_null() '
+                  '& pl.col("PERWT").is_not_null())'
+                  '.group_by("SEX", "EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"))'
+                  '.sort("SEX", "EDUC")',
+        "keys": 2,
+    },
+    "Q3": {
+        "title": "RACE × EMPSTAT weighted, AGE 25–64",
+        "microtab": ["tab", "{ds}", "RACE", "EMPSTAT", "--weight", "PERWT", "--filter", "AGE(25-64)"],
+        "sql": "SELECT RACE, EMPSTAT, count(*) AS n, sum(PERWT) AS w FROM census "
+               "WHERE AGE BETWEEN 25 AND 64 AND RACE IS NOT NULL AND EMPSTAT IS NOT NULL "
+               "AND PERWT IS NOT NULL GROUP BY RACE, EMPSTAT ORDER BY RACE, EMPSTAT",
+        "polars": 'src.filter(pl.col("AGE").is_between(25, 64) & pl.col("RACE").is_not_null() '
+                  '& pl.col("EMPSTAT").is_not_null() & pl.col("PERWT").is_not_null())'
+                  '.group_by("RACE", "EMPSTAT").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"))'
+                  '.sort("RACE", "EMPSTAT")',
+        "keys": 2,
+    },
+    "Q4": {
+        "title": "weighted mean INCTOT by EDUC",
+        "microtab": ["means", "{ds}", "INCTOT", "--by", "EDUC", "--weight", "PERWT"],
+        # mean and the pieces of the frequency-weight SD (microtab prints both)
+        "sql": f"SELECT EDUC, count(*) AS n, sum(PERWT) AS w, sum(PERWT * INCTOT) / sum(PERWT) AS mean, "
+               f"sum(PERWT * INCTOT::DOUBLE * INCTOT) AS swxx FROM census "
+               f"WHERE INCTOT IS NOT NULL AND INCTOT <> {NA} AND EDUC IS NOT NULL AND PERWT IS NOT NULL "
+               f"GROUP BY EDUC ORDER BY EDUC",
+        "polars": f'src.filter(pl.col("INCTOT").is_not_null() & (pl.col("INCTOT") != {NA}) '
+                  f'& pl.col("EDUC").is_not_null() & pl.col("PERWT").is_not_null())'
+                  f'.group_by("EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"), '
+                  f'((pl.col("PERWT") * pl.col("INCTOT")).sum() / pl.col("PERWT").sum()).alias("mean"), '
+                  f'(pl.col("PERWT") * pl.col("INCTOT").cast(pl.Float64) ** 2).sum().alias("swxx"))'
+                  f'.sort("EDUC")',
+        "keys": 1,
+    },
+    "Q5": {
+        "title": "STATEFIP × SEX × MARST counts",
+        "microtab": ["tab", "{ds}", "STATEFIP", "SEX", "--control", "MARST"],
+        "sql": "SELECT MARST, STATEFIP, SEX, count(*) AS n FROM census "
+               "WHERE STATEFIP IS NOT NULL AND SEX IS NOT NULL AND MARST IS NOT NULL "
+               "GROUP BY MARST, STATEFIP, SEX ORDER BY MARST, STATEFIP, SEX",
+        "polars": 'src.filter(pl.col("STATEFIP").is_not_null() & pl.col("SEX").is_not_null() '
+                  '& pl.col("MARST").is_not_null())'
+                  '.group_by("MARST", "STATEFIP", "SEX").agg(pl.len().alias("n"))'
+                  '.sort("MARST", "STATEFIP", "SEX")',
+        "keys": 3,
+    },
+}
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def run_measured(cmd, stdout_path=None, env=None):
+    """Run ``cmd`` as a child; return (seconds, peak RSS bytes, exit code,
+    stdout text, stderr text). Peak RSS comes from wait4()'s rusage of that
+    very child (ru_maxrss, KiB on Linux)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        secs = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        o = out.read().decode("utf-8", "replace")
+        e = err.read().decode("utf-8", "replace")
+    return secs, ru.ru_maxrss * 1024, p.returncode, o, e
+
+
+def check(res, what):
+    secs, rss, rc, out, err = res
+    if rc != 0:
+        raise SystemExit(f"{what} failed (exit {rc}):\n{err[-3000:]}")
+    return res
+
+
+def du(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def drop_caches() -> tuple[bool, str]:
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True, "dropped (sync; echo 3 > /proc/sys/vm/drop_caches)"
+    except OSError as e:
+        return False, f"NOT permitted ({e.strerror}); cold runs use a warm page cache"
+
+
+UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+TIMING = re.compile(r"median=([\d.]+)\s*(ns|µs|us|ms|s)\b.*?min=([\d.]+)\s*(ns|µs|us|ms|s)\b"
+                    r".*?max=([\d.]+)\s*(ns|µs|us|ms|s)\b")
+
+
+def parse_timing(stderr: str):
+    m = TIMING.search(stderr)
+    if not m:
+        raise SystemExit(f"no timing line in microtab stderr:\n{stderr}")
+    g = m.groups()
+    return {"median": float(g[0]) * UNITS[g[1]], "min": float(g[2]) * UNITS[g[3]],
+            "max": float(g[4]) * UNITS[g[5]]}
+
+
+def summarize(samples):
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
+            "samples": samples}
+
+
+def fmt_t(s):
+    if s is None:
+        return "—"
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        v = s * 1e3
+        return f"{v:.3g} ms" if v < 100 else f"{v:.0f} ms"
+    return f"{s:.3g} s" if s < 100 else f"{s:.0f} s"
+
+
+def fmt_b(b):
+    if b is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if b < 1024 or unit == "GiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024
+
+
+def fmt_warm(w):
+    if not w:
+        return "—"
+    return f"{fmt_t(w['median'])} ({fmt_t(w['min'])}–{fmt_t(w['max'])})"
+
+
+def ratio(a, b):
+    if not a or not b:
+        return "—"
+    r = a / b
+    return f"{r:.1f}×" if r < 100 else f"{r:.0f}×"
+
+
+def csv_rows(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            n += chunk.count(b"\n")
+    return n - 1
+
+
+# --------------------------------------------------------------------------
+# normalized answers for the agreement check
+# --------------------------------------------------------------------------
+
+
+def norm_microtab(q, js):
+    """→ {key tuple: (count, weighted or None[, mean])}"""
+    out = {}
+    if q in ("Q1",):
+        for r in js["rows"]:
+            if not r["missing"]:
+                out[(r["value"],)] = (r["count"], r["weighted"])
+    elif q in ("Q2", "Q3", "Q5"):
+        for t in js["tables"]:
+            c = t["control"]
+            c = c.get("value") if isinstance(c, dict) else c
+            for i, r in enumerate(t["rows"]):
+                for j, col in enumerate(t["cols"]):
+                    n = t["counts"][i][j]
+                    if n:
+                        w = t["weighted"][i][j] if t["weighted"] else None
+                        key = (r["value"], col["value"]) if q != "Q5" else (c, r["value"], col["value"])
+                        out[key] = (n, w)
+    elif q == "Q4":
+        for g in js["groups"]:
+            out[tuple(b["value"] for b in g["by"])] = (g["n"], g["sum_weights"], g["mean"])
+    return out
+
+
+def norm_rows(q, rows):
+    k = QUERIES[q]["keys"]
+    out = {}
+    for r in rows:
+        key = tuple(r[:k])
+        rest = list(r[k:])
+        if q == "Q5":
+            out[key] = (rest[0], None)
+        elif q == "Q4":
+            out[key] = (rest[0], rest[1], rest[2])
+        else:
+            out[key] = (rest[0], rest[1])
+    return out
+
+
+def agree(a, b, rel=1e-6):
+    if a.keys() != b.keys():
+        return f"different groups: only in first {sorted(set(a) - set(b))[:5]}, " \
+               f"only in second {sorted(set(b) - set(a))[:5]}"
+    for k in a:
+        for x, y in zip(a[k], b[k]):
+            if x is None or y is None:
+                continue
+            if isinstance(x, int) and isinstance(y, int):
+                if x != y:
+                    return f"group {k}: {a[k]} vs {b[k]}"
+            elif abs(x - y) > rel * max(abs(x), abs(y), 1e-12):
+                return f"group {k}: {a[k]} vs {b[k]}"
+    return None
+
+
+# --------------------------------------------------------------------------
+# steps
+# --------------------------------------------------------------------------
+
+
+def step_gen(args, data: Path, binary: str):
+    csv = data / "census.csv"
+    stamp = data / "census.stamp.json"
+    want = {"rows": args.rows, "seed": 1}
+    if csv.exists() and stamp.exists():
+        st = json.loads(stamp.read_text())
+        if {k: st.get(k) for k in want} == want and st.get("bytes") == csv.stat().st_size:
+            log(f"gen: {csv} present ({args.rows} rows), skipped")
+            return csv, None
+    log(f"gen: {args.rows} rows → {csv}")
+    secs, *_ = check(run_measured([binary, "gen", "census", "--rows", str(args.rows), "--seed", "1",
+                                   "--out", str(csv)]), "gen")
+    n = csv_rows(csv)
+    if n != args.rows:
+        log(f"WARNING: generated CSV has {n} data lines, expected {args.rows}")
+    stamp.write_text(json.dumps({**want, "bytes": csv.stat().st_size, "lines": n,
+                                 "generated": dt.datetime.now().isoformat(timespec="seconds")}))
+    return csv, secs
+
+
+def step_import(args, data: Path, csv: Path, binary: str):
+    ds = data / "census.mtab"
+    db = data / "census.duckdb"
+    pq = data / "census.parquet"
+    res = {}
+
+    log("import: microtab")
+    secs, rss, *_ = check(run_measured([binary, "import", str(csv), str(ds), "--force",
+                                        "--missing", f"INCTOT={NA}"]), "microtab import")
+    res["microtab"] = {"tool": "microtab import", "seconds": secs, "rss": rss, "bytes": du(ds),
+                       "note": "column files"}
+
+    log("import: DuckDB")
+    for p in (db, Path(str(db) + ".wal")):
+        if p.exists():
+            p.unlink()
+    code = textwrap.dedent(f"""
+        import duckdb
+        con = duckdb.connect({str(db)!r})
+        con.execute("CREATE TABLE census AS SELECT * FROM read_csv(?, header=true)", [{str(csv)!r}])
+        con.execute("CHECKPOINT")
+        con.close()
+    """)
+    secs, rss, *_ = check(run_measured([sys.executable, "-c", code]), "duckdb import")
+    res["duckdb"] = {"tool": "DuckDB CREATE TABLE … read_csv", "seconds": secs, "rss": rss,
+                     "bytes": du(db), "note": "persistent .duckdb file"}
+
+    log("import: Polars read_csv")
+    code = f"import polars as pl; df = pl.read_csv({str(csv)!r}); print(df.estimated_size())"
+    secs, rss, rc, out, err = check(run_measured([sys.executable, "-c", code]), "polars read_csv")
+    res["polars"] = {"tool": "Polars read_csv (in memory)", "seconds": secs, "rss": rss,
+                     "bytes": int(out.strip() or 0), "note": "bytes = DataFrame.estimated_size()"}
+
+    log("import: Polars read_csv → Parquet")
+    if pq.exists():
+        pq.unlink()
+    code = f"import polars as pl; pl.read_csv({str(csv)!r}).write_parquet({str(pq)!r})"
+    secs, rss, *_ = check(run_measured([sys.executable, "-c", code]), "polars parquet")
+    res["polars_parquet"] = {"tool": "Polars read_csv → write_parquet", "seconds": secs, "rss": rss,
+                             "bytes": du(pq), "note": "Parquet file used by the cold Polars runs"}
+    res["csv"] = {"tool": "(source CSV)", "seconds": None, "rss": None, "bytes": du(csv), "note": ""}
+    return ds, db, pq, res
+
+
+def warm_microtab(binary, ds, runs):
+    out = {}
+    for q, spec in QUERIES.items():
+        cmd = [binary] + [a.format(ds=ds) for a in spec["microtab"]] + ["--format", "json"]
+        check(run_measured(cmd), f"microtab {q}")  # warm the page cache
+        _, _, _, stdout, stderr = check(run_measured(cmd + ["--repeat", str(runs)]), f"microtab {q}")
+        out[q] = {"timing": parse_timing(stderr), "answer": norm_microtab(q, json.loads(stdout))}
+        log(f"  microtab {q}: {fmt_warm(out[q]['timing'])}")
+    return out
+
+
+def warm_duckdb(db, runs):
+    import duckdb
+    con = duckdb.connect(str(db), read_only=True)
+    out = {}
+    for q, spec in QUERIES.items():
+        samples = []
+        rows = None
+        for i in range(runs + 1):
+            t0 = time.perf_counter()
+            rows = con.execute(spec["sql"]).fetchall()
+            t = time.perf_counter() - t0
+            if i:
+                samples.append(t)
+        out[q] = {"timing": summarize(samples), "answer": norm_rows(q, rows)}
+        log(f"  DuckDB {q}: {fmt_warm(out[q]['timing'])}")
+    con.close()
+    return out
+
+
+def warm_polars(pq, runs):
+    import polars as pl
+    df = pl.read_parquet(str(pq))
+    out = {}
+    for q, spec in QUERIES.items():
+        samples = []
+        res = None
+        for i in range(runs + 1):
+            t0 = time.perf_counter()
+            res = eval(spec["polars"], {"pl": pl, "src": df.lazy()}).collect()
+            t = time.perf_counter() - t0
+            if i:
+                samples.append(t)
+        out[q] = {"timing": summarize(samples), "answer": norm_rows(q, res.rows())}
+        log(f"  Polars {q}: {fmt_warm(out[q]['timing'])}")
+    del df
+    return out
+
+
+def cold_runs(args, binary, ds, db, pq):
+    ok, how = drop_caches()
+    log(f"cold: page cache {how}")
+    py = sys.executable
+    cmds = {}
+    for q, spec in QUERIES.items():
+        cmds[(q, "microtab")] = [binary] + [a.format(ds=ds) for a in spec["microtab"]] + ["--format", "json"]
+        cmds[(q, "duckdb")] = [py, "-c", "import duckdb; con = duckdb.connect(%r, read_only=True); "
+                               "con.execute(%r).fetchall()" % (str(db), spec["sql"])]
+        cmds[(q, "polars")] = [py, "-c", "import polars as pl; src = pl.scan_parquet(%r); "
+                               "(%s).collect()" % (str(pq), spec["polars"])]
+    # interpreter + library import alone, for reference
+    base = {"duckdb": [py, "-c", "import duckdb"], "polars": [py, "-c", "import polars"]}
+    out = {}
+    for key, cmd in list(cmds.items()) + [(("startup", k), v) for k, v in base.items()]:
+        times, rsss = [], []
+        for _ in range(args.cold_runs):
+            if ok:
+                drop_caches()
+            secs, rss, *_ = check(run_measured(cmd), f"cold {key}")
+            times.append(secs)
+            rsss.append(rss)
+        out[key] = {"timing": summarize(times), "rss": max(rsss)}
+        log(f"  cold {key[0]} {key[1]}: {fmt_t(out[key]['timing']['median'])}, "
+            f"peak RSS {fmt_b(out[key]['rss'])}")
+    return ok, how, out
+
+
+# --------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------
+
+
+def table(headers, rows):
+    """Markdown table; also readable as plain text."""
+    w = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w[i]) for i, c in enumerate(cells)) + " |"
+    return "\n".join([line(headers), "|" + "|".join("-" * (x + 2) for x in w) + "|"]
+                     + [line(r) for r in rows])
+
+
+def versions(binary):
+    v = {"python": platform.python_version()}
+    for mod in ("duckdb", "polars"):
+        try:
+            v[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover
+            v[mod] = "?"
+    try:
+        p = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+        v["microtab"] = (p.stdout.strip() or p.stderr.strip()).splitlines()[0] if p.returncode == 0 else "?"
+    except Exception:
+        v["microtab"] = "?"
+    return v
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=14_081_466)
+    ap.add_argument("--dir", type=Path, default=HERE / "data")
+    ap.add_argument("--runs", type=int, default=5, help="warm runs per query (default 5)")
+    ap.add_argument("--cold-runs", type=int, default=3, help="cold runs per query and tool (default 3)")
+    ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--bin", default=os.environ.get("MICROTAB_BIN", str(REPO / "target/release/microtab")))
+    ap.add_argument("--results", type=Path, default=HERE / "results")
+    args = ap.parse_args()
+
+    binary = args.bin
+    if not Path(binary).exists():
+        raise SystemExit(f"microtab binary not found at {binary} (cargo build --release, or --bin)")
+    data = args.dir
+    data.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+
+    csv, gen_secs = step_gen(args, data, binary)
+    ds, db, pq, imports = step_import(args, data, csv, binary)
+
+    log(f"warm: {args.runs} runs per query")
+    warm = {"microtab": warm_microtab(binary, ds, args.runs),
+            "duckdb": warm_duckdb(db, args.runs),
+            "polars": warm_polars(pq, args.runs)}
+
+    warnings = []
+    for q in QUERIES:
+        m = warm["microtab"][q]["answer"]
+        for tool in ("duckdb", "polars"):
+            diff = agree(m, warm[tool][q]["answer"])
+            if diff:
+                warnings.append(f"{q}: microtab and {tool} disagree: {diff}")
+        n_tot = sum(v[0] for v in m.values())
+        w_tot = sum(v[1] for v in m.values() if v[1] is not None) if q != "Q5" else None
+        warm["microtab"][q]["totals"] = {"count": n_tot, "weighted": w_tot}
+    for w in warnings:
+        log("WARNING: " + w)
+
+    cold = None
+    cache_note = "cold runs skipped (--skip-cold)"
+    if not args.skip_cold:
+        _, cache_note, cold = cold_runs(args, binary, ds, db, pq)
+
+    # ---- tables
+    rows = []
+    for q, spec in QUERIES.items():
+        wm, wd, wp = (warm[t][q]["timing"] for t in ("microtab", "duckdb", "polars"))
+        r = [f"{q} {spec['title']}", fmt_warm(wm), fmt_warm(wd), fmt_warm(wp),
+             ratio(wd["median"], wm["median"]), ratio(wp["median"], wm["median"])]
+        if cold:
+            cm, cd, cp = (cold[(q, t)] for t in ("microtab", "duckdb", "polars"))
+            r += [f"{fmt_t(cm['timing']['median'])} ({fmt_b(cm['rss'])})",
+                  fmt_t(cd["timing"]["median"]), fmt_t(cp["timing"]["median"]),
+                  f"{ratio(cd['timing']['median'], cm['timing']['median'])} / "
+                  f"{ratio(cp['timing']['median'], cm['timing']['median'])}"]
+        rows.append(r)
+    headers = ["query", "microtab warm median (min–max)", "DuckDB warm", "Polars warm",
+               "DuckDB/microtab", "Polars/microtab"]
+    if cold:
+        headers += ["cold microtab (peak RSS)", "cold DuckDB", "cold Polars",
+                    "cold ratio DuckDB/m · Polars/m"]
+    qtable = table(headers, rows)
+
+    itable = table(["import", "time", "peak RSS", "bytes on disk", "note"],
+                   [[v["tool"], fmt_t(v["seconds"]), fmt_b(v["rss"]), fmt_b(v["bytes"]), v["note"]]
+                    for v in imports.values()])
+    extra = ""
+    if cold:
+        extra = table(["process start-up only (cold)", "time", "peak RSS"],
+                      [[f"python -c 'import {k}'", fmt_t(cold[('startup', k)]['timing']['median']),
+                        fmt_b(cold[('startup', k)]['rss'])] for k in ("duckdb", "polars")])
+    atable = table(["query", "groups", "total count", "total weighted", "tools agree"],
+                   [[q, len(warm["microtab"][q]["answer"]), warm["microtab"][q]["totals"]["count"],
+                     "—" if warm["microtab"][q]["totals"]["weighted"] is None
+                     else f"{warm['microtab'][q]['totals']['weighted']:.2f}",
+                     "no — see warnings" if any(w.startswith(q + ":") for w in warnings) else "yes"]
+                    for q in QUERIES])
+
+    ver = versions(binary)
+    head = (f"# microtab vs DuckDB vs Polars — {args.rows:,} rows\n\n"
+            f"{dt.datetime.now().isoformat(timespec='seconds')} · {cpu_model()} · {os.cpu_count()} cores · "
+            f"microtab {ver['microtab']} · DuckDB {ver['duckdb']} · Polars {ver['polars']} · "
+            f"Python {ver['python']}\n\n"
+            f"Warm: microtab `--repeat {args.runs}` (its own timing line); DuckDB in-process on the "
+            f"persistent `census.duckdb`, Polars in-process on a DataFrame read from `census.parquet` "
+            f"(written once from the CSV), each query run {args.runs}+1 times, first discarded. "
+            f"Cold: one fresh process per run ({args.cold_runs} runs, median), page cache {cache_note}; "
+            f"DuckDB/Polars cold times include starting Python and importing the library "
+            f"(see start-up table); Polars cold uses `scan_parquet`.\n")
+    md = "\n\n".join(x for x in [
+        head, "## Queries\n\n" + qtable, "## Import\n\n" + itable,
+        extra and "## Start-up baseline\n\n" + extra,
+        "## Answers\n\n" + atable + ("\n\n" + "\n".join("**WARNING** " + w for w in warnings)
+                                     if warnings else ""),
+    ] if x) + "\n"
+    print(md)
+
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / "latest.md").write_text(md)
+    dump = {
+        "rows": args.rows, "runs": args.runs, "cold_runs": args.cold_runs, "versions": ver,
+        "cpu": cpu_model(), "cores": os.cpu_count(), "page_cache": cache_note,
+        "gen_seconds": gen_secs, "imports": imports,
+        "warm": {t: {q: v["timing"] for q, v in d.items()} for t, d in warm.items()},
+        "totals": {q: warm["microtab"][q]["totals"] for q in QUERIES},
+        "cold": None if not cold else {f"{k[0]}/{k[1]}": v for k, v in cold.items()},
+        "warnings": warnings, "elapsed_seconds": time.time() - t_start,
+        "queries": {q: {k: (" ".join(v) if isinstance(v, list) else v) for k, v in s.items()}
+                    for q, s in QUERIES.items()},
+    }
+    (args.results / "latest.json").write_text(json.dumps(dump, indent=2, default=str) + "\n")
+    log(f"wrote {args.results / 'latest.md'} and latest.json ({time.time() - t_start:.0f} s)")
+    return 1 if warnings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+//! The `microtab` command line: a thin layer that parses arguments, calls
+//! the library crates and renders their results.
+
+mod census;
+mod cmd;
+mod common;
+mod render;
+
+use clap::{Parser, Subcommand};
+
+/// Fast weighted tabulation of survey and census microdata.
+#[derive(Parser)]
+#[command(name = "microtab", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate synthetic data (`gen census`).
+    Gen(cmd::gen::Args),
+    /// Import a CSV file into a dataset.
+    Import(cmd::import::Args),
+    /// Show a dataset's size and variables.
+    Info(cmd::info::Args),
+    /// Describe variables: type, range, missing values, top values.
+    Codebook(cmd::codebook::Args),
+    /// Frequency table of one variable.
+    Freq(cmd::freq::Args),
+    /// Crosstab of two variables, optionally per control category.
+    Tab(cmd::tab::Args),
+    /// Means and standard deviations by group.
+    Means(cmd::means::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Gen(a) => cmd::gen::run(a),
+        Command::Import(a) => cmd::import::run(a),
+        Command::Info(a) => cmd::info::run(a),
+        Command::Codebook(a) => cmd::codebook::run(a),
+        Command::Freq(a) => cmd::freq::run(a),
+        Command::Tab(a) => cmd::tab::run(a),
+        Command::Means(a) => cmd::means::run(a),
+    };
+    if let Err(e) = result {
+        // A closed pipe (`microtab freq … | head`) is not an error.
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
+            std::process::exit(0);
+        }
+        let msg = format!("{e:#}").replace('\n', " ");
+        eprintln!("error: {msg}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,612 @@
+//! The scan: morsels of rows counted in parallel into private dense cubes.
+
+use crate::filter::resolve;
+use crate::plan::{dim_categories, dim_mapper, filter_mapper, DimPlan, Exclusion, Mapper, TRASH};
+use crate::value::Category;
+use crate::{Error, Query, Result};
+use microtab_store::{Column, ColumnData, Dataset, Kind, Variable};
+use rayon::prelude::*;
+
+/// Rows per morsel: small enough that a morsel's cell indexes and values
+/// stay in L2, large enough to amortize the per-morsel work.
+const MORSEL: usize = 32 * 1024;
+/// Largest cube (cells) a query may build.
+const MAX_CELLS: usize = 1 << 26;
+
+/// Weighted moments of the analysis variable in one cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Moments {
+    /// Records.
+    pub n: u64,
+    /// Sum of weights (records when unweighted).
+    pub w: f64,
+    /// Weighted mean.
+    pub mean: f64,
+    /// Sum of weighted squared deviations from the mean.
+    pub m2: f64,
+}
+
+impl Moments {
+    /// Combines two partial results (Chan et al.).
+    pub fn merge(&mut self, o: &Moments) {
+        if o.w == 0.0 && o.n == 0 {
+            return;
+        }
+        if self.w == 0.0 && self.n == 0 {
+            *self = *o;
+            return;
+        }
+        let w = self.w + o.w;
+        let delta = o.mean - self.mean;
+        if w != 0.0 {
+            self.mean += delta * o.w / w;
+            self.m2 += o.m2 + delta * delta * self.w * o.w / w;
+        }
+        self.w = w;
+        self.n += o.n;
+    }
+
+    /// Frequency-weight standard deviation `sqrt(m2 / (w - 1))`.
+    pub fn sd(&self) -> Option<f64> {
+        (self.w > 1.0).then(|| (self.m2 / (self.w - 1.0)).max(0.0).sqrt())
+    }
+}
+
+/// One dimension of a result cube.
+#[derive(Debug, Clone)]
+pub struct Dim {
+    /// The grouping variable.
+    pub var: Variable,
+    /// Its categories that occur (after filters), in order.
+    pub categories: Vec<Category>,
+}
+
+/// The result of a query: a dense cube, first dimension outermost.
+#[derive(Debug, Clone)]
+pub struct Cube {
+    /// Grouping dimensions.
+    pub dims: Vec<Dim>,
+    /// Records per cell.
+    pub counts: Vec<u64>,
+    /// Sum of weights per cell (with `Query::weight`).
+    pub weighted: Option<Vec<f64>>,
+    /// Moments of the analysis variable per cell (with `Query::measure`).
+    pub moments: Option<Vec<Moments>>,
+}
+
+impl Cube {
+    /// Number of categories per dimension.
+    pub fn shape(&self) -> Vec<usize> {
+        self.dims.iter().map(|d| d.categories.len()).collect()
+    }
+
+    /// Cell index of a category tuple.
+    pub fn cell(&self, idx: &[usize]) -> usize {
+        let mut c = 0;
+        for (d, &i) in self.dims.iter().zip(idx) {
+            c = c * d.categories.len() + i;
+        }
+        c
+    }
+}
+
+/// Generic access to column values.
+trait Val: Copy + Send + Sync {
+    fn i(self) -> i64;
+    fn f(self) -> f64;
+}
+macro_rules! val_int {
+    ($($t:ty),*) => {$(
+        impl Val for $t {
+            #[inline(always)]
+            fn i(self) -> i64 { self as i64 }
+            #[inline(always)]
+            fn f(self) -> f64 { self as f64 }
+        }
+    )*};
+}
+val_int!(u8, i8, u16, i16, u32, i32, i64);
+impl Val for f32 {
+    #[inline(always)]
+    fn i(self) -> i64 {
+        self.to_bits() as i64
+    }
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self as f64
+    }
+}
+impl Val for f64 {
+    #[inline(always)]
+    fn i(self) -> i64 {
+        self.to_bits() as i64
+    }
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self
+    }
+}
+
+macro_rules! dispatch {
+    ($data:expr, $range:expr, |$v:ident| $body:expr) => {
+        match $data {
+            ColumnData::U8(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::I8(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::U16(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::I16(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::U32(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::I32(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::I64(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::F32(x) => {
+                let $v = &x[$range];
+                $body
+            }
+            ColumnData::F64(x) => {
+                let $v = &x[$range];
+                $body
+            }
+        }
+    };
+}
+
+#[inline(always)]
+fn combine(idx: u32, e: u32) -> u32 {
+    (idx + (e & !TRASH)) | (e & TRASH)
+}
+
+fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
+    match m {
+        Mapper::Table {
+            base,
+            table,
+            outside,
+        } => {
+            let base = *base;
+            let outside = *outside;
+            for (x, &v) in idx.iter_mut().zip(vals) {
+                let off = v.i().wrapping_sub(base) as u64 as usize;
+                let e = table.get(off).copied().unwrap_or(outside);
+                *x = combine(*x, e);
+            }
+        }
+        Mapper::Hash {
+            map,
+            float,
+            null,
+            other,
+        } => {
+            for (x, &v) in idx.iter_mut().zip(vals) {
+                let e = if *float {
+                    let f = v.f();
+                    if f.is_nan() {
+                        *null
+                    } else {
+                        map.get(&f.to_bits()).copied().unwrap_or(*other)
+                    }
+                } else {
+                    map.get(&(v.i() as u64)).copied().unwrap_or(*null)
+                };
+                *x = combine(*x, e);
+            }
+        }
+        Mapper::Eval {
+            pred,
+            missing,
+            null_code,
+            float,
+        } => {
+            for (x, &v) in idx.iter_mut().zip(vals) {
+                let f = v.f();
+                let bad = (*float && f.is_nan())
+                    || (!*float && Some(v.i()) == *null_code)
+                    || missing.contains(&f)
+                    || !pred.test(f);
+                if bad {
+                    *x |= TRASH;
+                }
+            }
+        }
+    }
+}
+
+/// Loads a weight or analysis value per row into `out` (stored units),
+/// excluding rows where it is missing.
+fn load_values<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Vec<f64>) {
+    out.clear();
+    out.extend(vals.iter().map(|v| v.f()));
+    let has_missing = !ex.missing.is_empty();
+    for (x, &v) in idx.iter_mut().zip(out.iter()) {
+        let bad = v.is_nan()
+            || ex.null_code.is_some_and(|n| v == n as f64)
+            || (has_missing && ex.missing.contains(&v));
+        if bad {
+            *x |= TRASH;
+        }
+    }
+}
+
+struct Acc {
+    counts: Vec<u64>,
+    wsum: Vec<f64>,
+    moments: Vec<Moments>,
+    idx: Vec<u32>,
+    wbuf: Vec<f64>,
+    xbuf: Vec<f64>,
+    // Per-morsel moment sums: n, Σw, Σw(x−k), Σw(x−k)².
+    local: Vec<[f64; 4]>,
+}
+
+struct Plan<'a> {
+    cells: usize,
+    dims: Vec<(&'a Column, Mapper)>,
+    filters: Vec<(&'a Column, Mapper)>,
+    weight: Option<(&'a Column, Exclusion)>,
+    measure: Option<(&'a Column, Exclusion)>,
+}
+
+impl Acc {
+    fn new(p: &Plan) -> Self {
+        let n = p.cells + 1;
+        Acc {
+            counts: vec![0; n],
+            wsum: if p.weight.is_some() {
+                vec![0.0; n]
+            } else {
+                Vec::new()
+            },
+            moments: if p.measure.is_some() {
+                vec![Moments::default(); n]
+            } else {
+                Vec::new()
+            },
+            idx: Vec::with_capacity(MORSEL),
+            wbuf: Vec::with_capacity(MORSEL),
+            xbuf: Vec::with_capacity(MORSEL),
+            local: if p.measure.is_some() {
+                vec![[0.0; 4]; n]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn morsel(&mut self, p: &Plan, start: usize, end: usize) {
+        let r = start..end;
+        self.idx.clear();
+        self.idx.resize(end - start, 0);
+        for (col, m) in p.dims.iter().chain(p.filters.iter()) {
+            dispatch!(col.data(), r.clone(), |v| apply(v, m, &mut self.idx));
+        }
+        if let Some((col, ex)) = &p.weight {
+            dispatch!(col.data(), r.clone(), |v| load_values(
+                v,
+                ex,
+                &mut self.idx,
+                &mut self.wbuf
+            ));
+        }
+        if let Some((col, ex)) = &p.measure {
+            dispatch!(col.data(), r.clone(), |v| load_values(
+                v,
+                ex,
+                &mut self.idx,
+                &mut self.xbuf
+            ));
+        }
+        let trash = p.cells as u32;
+        match (&p.weight, &p.measure) {
+            (None, None) => {
+                for &i in &self.idx {
+                    self.counts[i.min(trash) as usize] += 1;
+                }
+            }
+            (Some(_), None) => {
+                for (&i, &w) in self.idx.iter().zip(&self.wbuf) {
+                    let c = i.min(trash) as usize;
+                    self.counts[c] += 1;
+                    self.wsum[c] += w;
+                }
+            }
+            (_, Some(_)) => {
+                // Shift by the morsel's first usable value so the sums of
+                // squares do not cancel, then fold into the running moments.
+                let k = self
+                    .idx
+                    .iter()
+                    .zip(&self.xbuf)
+                    .find(|(&i, _)| i < trash)
+                    .map(|(_, &x)| x)
+                    .unwrap_or(0.0);
+                let weighted = p.weight.is_some();
+                for (j, &i) in self.idx.iter().enumerate() {
+                    let c = i.min(trash) as usize;
+                    let w = if weighted { self.wbuf[j] } else { 1.0 };
+                    let d = self.xbuf[j] - k;
+                    let l = &mut self.local[c];
+                    l[0] += 1.0;
+                    l[1] += w;
+                    l[2] += w * d;
+                    l[3] += w * d * d;
+                }
+                for c in 0..p.cells {
+                    let l = self.local[c];
+                    if l[0] == 0.0 {
+                        continue;
+                    }
+                    self.counts[c] += l[0] as u64;
+                    if weighted {
+                        self.wsum[c] += l[1];
+                    }
+                    let part = if l[1] != 0.0 {
+                        Moments {
+                            n: l[0] as u64,
+                            w: l[1],
+                            mean: k + l[2] / l[1],
+                            m2: l[3] - l[2] * l[2] / l[1],
+                        }
+                    } else {
+                        Moments {
+                            n: l[0] as u64,
+                            w: 0.0,
+                            mean: 0.0,
+                            m2: 0.0,
+                        }
+                    };
+                    self.moments[c].merge(&part);
+                    self.local[c] = [0.0; 4];
+                }
+                self.local[p.cells] = [0.0; 4];
+            }
+        }
+    }
+
+    fn merge(mut self, o: Acc) -> Acc {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        for (a, b) in self.wsum.iter_mut().zip(&o.wsum) {
+            *a += b;
+        }
+        for (a, b) in self.moments.iter_mut().zip(&o.moments) {
+            a.merge(b);
+        }
+        self
+    }
+}
+
+fn dict_of(ds: &Dataset, var: &Variable) -> Result<Vec<String>> {
+    Ok(if var.kind == Kind::String {
+        ds.dictionary(var)?
+    } else {
+        Vec::new()
+    })
+}
+
+fn numeric(var: &Variable, role: &str) -> Result<()> {
+    if var.kind == Kind::String {
+        return Err(Error::Invalid(format!(
+            "{} is a string variable and cannot be used as {role}",
+            var.name
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `q` over `ds`.
+pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
+    let rows = ds.rows() as usize;
+    // Open every column first so a bad name fails before any work.
+    let dim_cols: Vec<Column> = q
+        .group_by
+        .iter()
+        .map(|n| ds.column(n))
+        .collect::<std::result::Result<_, _>>()?;
+    let filter_cols: Vec<Column> = q
+        .filter
+        .iter()
+        .map(|t| ds.column(&t.var))
+        .collect::<std::result::Result<_, _>>()?;
+    let weight_col = q.weight.as_deref().map(|n| ds.column(n)).transpose()?;
+    let measure_col = q.measure.as_deref().map(|n| ds.column(n)).transpose()?;
+    if let Some(c) = &weight_col {
+        numeric(c.var(), "a weight")?;
+    }
+    if let Some(c) = &measure_col {
+        numeric(c.var(), "an analysis variable")?;
+    }
+    // Start the kernel reading every column now; counting overlaps the reads.
+    for c in dim_cols
+        .iter()
+        .chain(&filter_cols)
+        .chain(weight_col.iter())
+        .chain(measure_col.iter())
+    {
+        c.prefetch(0, rows);
+    }
+
+    let mut plans: Vec<DimPlan> = Vec::new();
+    for c in &dim_cols {
+        let dict = dict_of(ds, c.var())?;
+        plans.push(dim_categories(c, dict, q.include_missing));
+    }
+    let mut cells = 1usize;
+    for p in &plans {
+        cells = cells.saturating_mul(p.categories.len().max(1));
+    }
+    if cells > MAX_CELLS {
+        return Err(Error::Invalid(format!(
+            "the table would have {cells} cells (more than {MAX_CELLS}); group by fewer or narrower variables"
+        )));
+    }
+    let mut strides = vec![1u32; plans.len()];
+    for i in (0..plans.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * plans[i + 1].categories.len().max(1) as u32;
+    }
+    let mut filters = Vec::new();
+    for (t, c) in q.filter.iter().zip(&filter_cols) {
+        let dict = dict_of(ds, c.var())?;
+        let pred = resolve(t, c.var(), &dict)?;
+        filters.push((c, filter_mapper(c.var(), pred)));
+    }
+    let plan = Plan {
+        cells,
+        dims: dim_cols
+            .iter()
+            .zip(&plans)
+            .zip(&strides)
+            .map(|((c, p), &s)| (c, dim_mapper(p, s)))
+            .collect(),
+        filters,
+        weight: weight_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
+        measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
+    };
+    // If any dimension has no categories the cube is empty.
+    let empty = plans.iter().any(|p| p.categories.is_empty());
+    let acc = if empty || rows == 0 {
+        Acc::new(&plan)
+    } else {
+        let nm = rows.div_ceil(MORSEL);
+        let per = (nm / (rayon::current_num_threads() * 4)).max(1);
+        (0..nm)
+            .into_par_iter()
+            .with_min_len(per)
+            .fold(
+                || Acc::new(&plan),
+                |mut acc, m| {
+                    let s = m * MORSEL;
+                    acc.morsel(&plan, s, (s + MORSEL).min(rows));
+                    acc
+                },
+            )
+            .reduce(|| Acc::new(&plan), Acc::merge)
+    };
+    Ok(compact(
+        plans,
+        acc,
+        &plan,
+        weight_col.as_ref(),
+        measure_col.as_ref(),
+    ))
+}
+
+/// Drops categories that no counted row has and scales sums to displayed units.
+fn compact(
+    plans: Vec<DimPlan>,
+    acc: Acc,
+    plan: &Plan,
+    weight: Option<&Column>,
+    measure: Option<&Column>,
+) -> Cube {
+    let shape: Vec<usize> = plans.iter().map(|p| p.categories.len().max(1)).collect();
+    let n = plan.cells;
+    // Marginal counts per dimension.
+    let mut keep: Vec<Vec<bool>> = shape.iter().map(|&k| vec![false; k]).collect();
+    for c in 0..n {
+        if acc.counts[c] == 0 {
+            continue;
+        }
+        let mut r = c;
+        for d in (0..shape.len()).rev() {
+            keep[d][r % shape[d]] = true;
+            r /= shape[d];
+        }
+    }
+    let new_index: Vec<Vec<Option<usize>>> = keep
+        .iter()
+        .map(|k| {
+            let mut j = 0;
+            k.iter()
+                .map(|&b| {
+                    if b {
+                        j += 1;
+                        Some(j - 1)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let new_shape: Vec<usize> = keep
+        .iter()
+        .map(|k| k.iter().filter(|&&b| b).count())
+        .collect();
+    let total: usize = if plans.is_empty() {
+        1
+    } else {
+        new_shape.iter().product()
+    };
+    let wscale = weight.map(|c| c.var().scale()).unwrap_or(1.0);
+    let xscale = measure.map(|c| c.var().scale()).unwrap_or(1.0);
+    let mut counts = vec![0u64; total];
+    let mut weighted = weight.map(|_| vec![0.0; total]);
+    let mut moments = measure.map(|_| vec![Moments::default(); total]);
+    for c in 0..n {
+        if acc.counts[c] == 0 {
+            continue;
+        }
+        let mut r = c;
+        let mut dst = 0;
+        let mut mult = 1;
+        for d in (0..shape.len()).rev() {
+            let i = new_index[d][r % shape[d]].expect("kept");
+            dst += i * mult;
+            mult *= new_shape[d];
+            r /= shape[d];
+        }
+        counts[dst] = acc.counts[c];
+        if let Some(w) = weighted.as_mut() {
+            w[dst] = acc.wsum[c] / wscale;
+        }
+        if let Some(m) = moments.as_mut() {
+            let a = acc.moments[c];
+            m[dst] = Moments {
+                n: a.n,
+                w: a.w / wscale,
+                mean: a.mean / xscale,
+                m2: a.m2 / (xscale * xscale) / wscale,
+            };
+        }
+    }
+    let dims = plans
+        .into_iter()
+        .zip(&keep)
+        .map(|(p, k)| Dim {
+            var: p.var,
+            categories: p
+                .categories
+                .into_iter()
+                .zip(k)
+                .filter(|(_, &b)| b)
+                .map(|(c, _)| c)
+                .collect(),
+        })
+        .collect();
+    Cube {
+        dims,
+        counts,
+        weighted,
+        moments,
+    }
+}

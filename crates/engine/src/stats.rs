@@ -1,0 +1,71 @@
+//! Statistics computed from a two-way table.
+
+/// Pearson's chi-square test of independence and Cramér's V.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChiSquare {
+    /// The statistic Σ (O − E)² / E.
+    pub chi2: f64,
+    /// Degrees of freedom (r − 1)(c − 1).
+    pub df: u64,
+    /// Upper-tail probability of χ²(df).
+    pub p: f64,
+    /// Cramér's V = sqrt(χ² / (n · (min(r, c) − 1))).
+    pub cramers_v: f64,
+    /// Table total.
+    pub n: f64,
+}
+
+/// Computes the test on an `r × c` table (rows of equal length). Rows and
+/// columns that sum to zero are ignored. `None` when fewer than two rows or
+/// columns remain.
+pub fn chi_square(table: &[Vec<f64>]) -> Option<ChiSquare> {
+    let r = table.len();
+    let c = table.first().map_or(0, |x| x.len());
+    let rs: Vec<f64> = table.iter().map(|row| row.iter().sum()).collect();
+    let cs: Vec<f64> = (0..c)
+        .map(|j| table.iter().map(|row| row[j]).sum())
+        .collect();
+    let n: f64 = rs.iter().sum();
+    let rk = rs.iter().filter(|&&x| x != 0.0).count();
+    let ck = cs.iter().filter(|&&x| x != 0.0).count();
+    if rk < 2 || ck < 2 || n <= 0.0 {
+        return None;
+    }
+    let mut chi2 = 0.0;
+    for i in 0..r {
+        for j in 0..c {
+            let e = rs[i] * cs[j] / n;
+            if e > 0.0 {
+                let d = table[i][j] - e;
+                chi2 += d * d / e;
+            }
+        }
+    }
+    let df = ((rk - 1) * (ck - 1)) as u64;
+    let p = puruspe::gammq(df as f64 / 2.0, chi2 / 2.0);
+    let k = rk.min(ck) as f64 - 1.0;
+    Some(ChiSquare {
+        chi2,
+        df,
+        p,
+        cramers_v: (chi2 / (n * k)).sqrt(),
+        n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_computed_2x2() {
+        // O = [[10, 20], [30, 40]]; E = [[12, 18], [28, 42]]
+        // chi2 = 4/12 + 4/18 + 4/28 + 4/42 = 0.793650...
+        let t = chi_square(&[vec![10.0, 20.0], vec![30.0, 40.0]]).unwrap();
+        assert!((t.chi2 - 0.7936507936507936).abs() < 1e-12);
+        assert_eq!(t.df, 1);
+        // scipy.stats.chi2.sf(0.7936507936507936, 1) = 0.37299848361348686
+        assert!((t.p - 0.372_998_483_613_486_86).abs() < 1e-9, "{}", t.p);
+        assert!((t.cramers_v - (0.7936507936507936f64 / 100.0).sqrt()).abs() < 1e-12);
+    }
+}

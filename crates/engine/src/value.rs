@@ -1,0 +1,76 @@
+//! Values as users see them: decimals applied, strings decoded, labels.
+
+use microtab_store::{Kind, Variable};
+
+/// A category's value in displayed form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// An integer (no implied decimals).
+    Int(i64),
+    /// A number with decimals (implied-decimal integers and floats).
+    Num(f64),
+    /// Text.
+    Str(String),
+    /// System-missing (empty).
+    Null,
+}
+
+/// One category of a grouping variable.
+#[derive(Debug, Clone)]
+pub struct Category {
+    /// The value.
+    pub value: Value,
+    /// The value formatted (`"123.45"`, `"Ohio"`, `""` for null).
+    pub display: String,
+    /// Its value label, if the variable has one.
+    pub label: Option<String>,
+    /// Whether it is a missing code or system-missing.
+    pub missing: bool,
+}
+
+/// Formats a stored value of `var` for display.
+pub(crate) fn display_stored(var: &Variable, stored: f64) -> (Value, String) {
+    match var.kind {
+        Kind::Int if var.decimals == 0 => {
+            let v = stored as i64;
+            (Value::Int(v), v.to_string())
+        }
+        Kind::Int => {
+            let x = stored / var.scale();
+            (Value::Num(x), format!("{:.*}", var.decimals as usize, x))
+        }
+        Kind::Float | Kind::String => {
+            let s = format_float(stored);
+            (Value::Num(stored), s)
+        }
+    }
+}
+
+/// Shortest round-trip formatting, without a trailing `.0`.
+pub fn format_float(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+pub(crate) fn category(var: &Variable, stored: f64, missing: bool) -> Category {
+    let (value, display) = display_stored(var, stored);
+    let label = var.value_labels.get(&display).cloned();
+    Category {
+        value,
+        display,
+        label,
+        missing,
+    }
+}
+
+pub(crate) fn null_category() -> Category {
+    Category {
+        value: Value::Null,
+        display: String::new(),
+        label: None,
+        missing: true,
+    }
+}

@@ -1,0 +1,119 @@
+//! Import errors: each names the file and, where it applies, the line,
+//! column and what was expected.
+
+use std::path::PathBuf;
+
+/// Why an import failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A field's value does not fit its column.
+    #[error("{path}: line {line}, column {column} ({name}): expected {expected}, found {found:?}")]
+    Value {
+        /// Input file.
+        path: PathBuf,
+        /// 1-based physical line where the record starts.
+        line: u64,
+        /// 1-based column number.
+        column: usize,
+        /// Column name from the header.
+        name: String,
+        /// What the column needed.
+        expected: String,
+        /// The offending text (shortened).
+        found: String,
+    },
+    /// A record with the wrong number of fields.
+    #[error("{path}: line {line}: expected {expected} fields as in the header, found {found}")]
+    Ragged {
+        /// Input file.
+        path: PathBuf,
+        /// 1-based line of the record.
+        line: u64,
+        /// Fields in the header.
+        expected: usize,
+        /// Fields in this record.
+        found: usize,
+    },
+    /// Malformed CSV syntax (quotes).
+    #[error("{path}: line {line}: {reason}")]
+    Syntax {
+        /// Input file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A problem with the header line or the options.
+    #[error("{path}: {reason}")]
+    Input {
+        /// Input file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Reading the input failed.
+    #[error(transparent)]
+    Io(#[from] microtab_io::Error),
+    /// Writing the dataset failed.
+    #[error(transparent)]
+    Store(#[from] microtab_store::Error),
+}
+
+/// An error found by a parser thread, before the file path is attached.
+#[derive(Debug)]
+pub(crate) enum RowError {
+    Value {
+        line: u64,
+        column: usize,
+        expected: String,
+        found: String,
+    },
+    Ragged {
+        line: u64,
+        found: usize,
+    },
+    Syntax {
+        line: u64,
+        reason: String,
+    },
+}
+
+impl RowError {
+    pub(crate) fn into_error(self, path: &std::path::Path, names: &[String]) -> Error {
+        let path = path.to_path_buf();
+        match self {
+            RowError::Value {
+                line,
+                column,
+                expected,
+                found,
+            } => Error::Value {
+                path,
+                line,
+                column: column + 1,
+                name: names.get(column).cloned().unwrap_or_default(),
+                expected,
+                found,
+            },
+            RowError::Ragged { line, found } => Error::Ragged {
+                path,
+                line,
+                expected: names.len(),
+                found,
+            },
+            RowError::Syntax { line, reason } => Error::Syntax { path, line, reason },
+        }
+    }
+}
+
+/// Shortens and makes printable a field for an error message.
+pub(crate) fn show(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]).into_owned();
+    if bytes.len() > 40 {
+        s + "…"
+    } else {
+        s
+    }
+}

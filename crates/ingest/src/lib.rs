@@ -1,0 +1,44 @@
+//! Import of delimited text (CSV) into microtab datasets.
+//!
+//! The entry point is [`import_csv`]. The input is streamed through a
+//! three-stage pipeline whose memory use does not depend on the file size:
+//!
+//! 1. a **reader** thread reads blocks of [`CsvOptions::chunk_size`] bytes
+//!    and cuts them at record boundaries (quote-aware, so quoted fields may
+//!    hold delimiters, doubled quotes and newlines);
+//! 2. **parser** threads (one per core) turn chunks into typed column
+//!    buffers and per-chunk statistics;
+//! 3. the **writer** (the calling thread) appends the chunks in file order
+//!    to one column file per variable, in the narrowest type that holds the
+//!    values seen so far, re-encoding a column into a wider type when a
+//!    later value needs it.
+//!
+//! At most `2 × threads + 4` chunks are in flight, so peak memory is about
+//! `(2 × threads + 4) × chunk_size × 4` bytes (≈ 200 MB for 2 threads and the
+//! default 4 MiB chunks), whatever the size of the input.
+//!
+//! Types are inferred from the first chunk (like DuckDB's sample): a column
+//! whose sampled values are all integers or fixed-point decimals is stored
+//! as (scaled) integers, one with other numbers as floats, anything else as
+//! a dictionary-encoded string. Numeric columns widen freely later (integer
+//! → decimal → float); a non-number later in a numeric column is an error
+//! naming the line and column (override with [`CsvOptions::types`]).
+//!
+//! ```no_run
+//! use microtab_ingest::{import_csv, CsvOptions};
+//! let summary = import_csv("people.csv".as_ref(), "people.mtab".as_ref(), false, &CsvOptions::default()).unwrap();
+//! println!("{} rows", summary.rows);
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod parse;
+mod pipeline;
+mod sink;
+mod tokenizer;
+
+pub use error::Error;
+pub use pipeline::{import_csv, CsvOptions, ImportSummary, TypeHint};
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;

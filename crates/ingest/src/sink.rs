@@ -1,0 +1,572 @@
+//! The writer side: appends parsed chunks to column files in the narrowest
+//! type seen so far, re-encoding a column into a wider type when needed.
+
+use crate::parse::{pow10, ColBuf, NULL_I64};
+use crate::Result;
+use microtab_store::{
+    ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, PhysType, Variable, HEADER_SIZE,
+};
+use std::collections::HashMap;
+
+/// Values per block when re-encoding a column.
+const BLOCK: usize = 1 << 16;
+
+enum State {
+    Int {
+        decimals: u32,
+        min: i64,
+        max: i64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+        f32_exact: bool,
+    },
+    Str {
+        map: HashMap<String, u32>,
+        dict: Vec<String>,
+    },
+}
+
+/// One output column being written.
+pub(crate) struct Sink {
+    name: String,
+    state: State,
+    writer: Option<ColumnWriter>,
+    nulls: u64,
+    rows: u64,
+    scratch: Vec<u8>,
+}
+
+/// Writes `vals` (with [`NULL_I64`] for nulls) as integers of `w`'s type.
+fn append_ints(w: &mut ColumnWriter, vals: &[i64], scratch: &mut Vec<u8>) -> Result<()> {
+    fn go<T: NativeType>(
+        w: &mut ColumnWriter,
+        vals: &[i64],
+        scratch: &mut Vec<u8>,
+        conv: impl Fn(i64) -> T,
+    ) -> Result<()> {
+        let null = w.ty().null_code();
+        let need = std::mem::size_of_val(vals) / 8 * std::mem::size_of::<T>();
+        scratch.clear();
+        scratch.reserve(need);
+        let mut out: Vec<T> = Vec::with_capacity(vals.len());
+        out.extend(
+            vals.iter()
+                .map(|&v| conv(if v == NULL_I64 { null } else { v })),
+        );
+        w.append(&out)?;
+        Ok(())
+    }
+    match w.ty() {
+        PhysType::U8 => go(w, vals, scratch, |v| v as u8),
+        PhysType::I8 => go(w, vals, scratch, |v| v as i8),
+        PhysType::U16 => go(w, vals, scratch, |v| v as u16),
+        PhysType::I16 => go(w, vals, scratch, |v| v as i16),
+        PhysType::U32 => go(w, vals, scratch, |v| v as u32),
+        PhysType::I32 => go(w, vals, scratch, |v| v as i32),
+        PhysType::I64 => go(w, vals, scratch, |v| v),
+        PhysType::F32 | PhysType::F64 => unreachable!("integer sink with float type"),
+    }
+}
+
+fn append_floats(w: &mut ColumnWriter, vals: &[f64]) -> Result<()> {
+    match w.ty() {
+        PhysType::F64 => w.append(vals)?,
+        PhysType::F32 => {
+            let v: Vec<f32> = vals.iter().map(|&x| x as f32).collect();
+            w.append(&v)?
+        }
+        _ => unreachable!("float sink with integer type"),
+    }
+    Ok(())
+}
+
+/// Calls `f` with blocks of a partial column file's values as `i64`
+/// (nulls as [`NULL_I64`]) or, for float files, as `f64`.
+fn read_partial(
+    path: &std::path::Path,
+    ty: PhysType,
+    rows: u64,
+    mut f: impl FnMut(Block<'_>) -> Result<()>,
+) -> Result<()> {
+    let map = microtab_io::MappedFile::open(path)?;
+    let payload = &map.bytes()[HEADER_SIZE..HEADER_SIZE + rows as usize * ty.width()];
+    let n = rows as usize;
+    // SAFETY: page-aligned mapping, payload at 4096, length checked above.
+    let data = unsafe {
+        let p = payload.as_ptr();
+        match ty {
+            PhysType::U8 => ColumnData::U8(std::slice::from_raw_parts(p, n)),
+            PhysType::I8 => ColumnData::I8(std::slice::from_raw_parts(p as *const i8, n)),
+            PhysType::U16 => ColumnData::U16(std::slice::from_raw_parts(p as *const u16, n)),
+            PhysType::I16 => ColumnData::I16(std::slice::from_raw_parts(p as *const i16, n)),
+            PhysType::U32 => ColumnData::U32(std::slice::from_raw_parts(p as *const u32, n)),
+            PhysType::I32 => ColumnData::I32(std::slice::from_raw_parts(p as *const i32, n)),
+            PhysType::I64 => ColumnData::I64(std::slice::from_raw_parts(p as *const i64, n)),
+            PhysType::F32 => ColumnData::F32(std::slice::from_raw_parts(p as *const f32, n)),
+            PhysType::F64 => ColumnData::F64(std::slice::from_raw_parts(p as *const f64, n)),
+        }
+    };
+    let null = ty.null_code();
+    let mut ibuf: Vec<i64> = Vec::with_capacity(BLOCK);
+    let mut fbuf: Vec<f64> = Vec::with_capacity(BLOCK);
+    macro_rules! ints {
+        ($v:expr) => {
+            for c in $v.chunks(BLOCK) {
+                ibuf.clear();
+                ibuf.extend(c.iter().map(|&x| {
+                    let x = x as i64;
+                    if x == null {
+                        NULL_I64
+                    } else {
+                        x
+                    }
+                }));
+                f(Block::Int(&ibuf))?;
+            }
+        };
+    }
+    match data {
+        ColumnData::U8(v) => ints!(v),
+        ColumnData::I8(v) => ints!(v),
+        ColumnData::U16(v) => ints!(v),
+        ColumnData::I16(v) => ints!(v),
+        ColumnData::U32(v) => ints!(v),
+        ColumnData::I32(v) => ints!(v),
+        ColumnData::I64(v) => ints!(v),
+        ColumnData::F32(v) => {
+            for c in v.chunks(BLOCK) {
+                fbuf.clear();
+                fbuf.extend(c.iter().map(|&x| x as f64));
+                f(Block::Float(&fbuf))?;
+            }
+        }
+        ColumnData::F64(v) => {
+            for c in v.chunks(BLOCK) {
+                f(Block::Float(c))?;
+            }
+        }
+    }
+    drop(map);
+    let _ = std::fs::remove_file(path);
+    Ok(())
+}
+
+enum Block<'a> {
+    Int(&'a [i64]),
+    Float(&'a [f64]),
+}
+
+impl Sink {
+    pub fn new(name: &str, text: bool) -> Self {
+        Sink {
+            name: name.to_string(),
+            state: if text {
+                State::Str {
+                    map: HashMap::new(),
+                    dict: Vec::new(),
+                }
+            } else {
+                State::Int {
+                    decimals: 0,
+                    min: i64::MAX,
+                    max: i64::MIN,
+                }
+            },
+            writer: None,
+            nulls: 0,
+            rows: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn ensure_writer(&mut self, ds: &mut DatasetWriter, ty: PhysType) -> Result<()> {
+        match &self.writer {
+            Some(w) if w.ty() == ty => Ok(()),
+            Some(_) => self.reencode(ds, ty, 1, false),
+            None => {
+                self.writer = Some(ds.column_writer(&self.name, ty)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Rewrites the column written so far as `ty`, multiplying integers by
+    /// `mul` (decimal rescale) or converting them to floats (`to_float`,
+    /// dividing by `10^decimals`).
+    fn reencode(
+        &mut self,
+        ds: &mut DatasetWriter,
+        ty: PhysType,
+        mul: i64,
+        to_float: bool,
+    ) -> Result<()> {
+        let old = self.writer.take().expect("writer exists");
+        let (old_ty, rows) = (old.ty(), old.rows());
+        let path = old.into_partial()?;
+        let mut w = ds.column_writer(&self.name, ty)?;
+        let scale = match &self.state {
+            State::Int { decimals, .. } => pow10(*decimals) as f64,
+            _ => 1.0,
+        };
+        let scratch = &mut self.scratch;
+        let mut tmp: Vec<i64> = Vec::new();
+        let mut ftmp: Vec<f64> = Vec::new();
+        read_partial(&path, old_ty, rows, |b| match b {
+            Block::Int(v) if to_float => {
+                ftmp.clear();
+                ftmp.extend(v.iter().map(|&x| {
+                    if x == NULL_I64 {
+                        f64::NAN
+                    } else {
+                        x as f64 / scale
+                    }
+                }));
+                append_floats(&mut w, &ftmp)
+            }
+            Block::Int(v) if mul != 1 => {
+                tmp.clear();
+                tmp.extend(v.iter().map(|&x| if x == NULL_I64 { x } else { x * mul }));
+                append_ints(&mut w, &tmp, scratch)
+            }
+            Block::Int(v) => append_ints(&mut w, v, scratch),
+            Block::Float(v) => append_floats(&mut w, v),
+        })?;
+        self.writer = Some(w);
+        Ok(())
+    }
+
+    /// Appends one chunk's column.
+    pub fn append(&mut self, ds: &mut DatasetWriter, col: ColBuf) -> Result<()> {
+        match col {
+            ColBuf::Int {
+                mut vals,
+                decimals,
+                nulls,
+                mut min,
+                mut max,
+            } => {
+                if let State::Float { .. } = self.state {
+                    let scale = pow10(decimals) as f64;
+                    let f: Vec<f64> = vals
+                        .iter()
+                        .map(|&x| {
+                            if x == NULL_I64 {
+                                f64::NAN
+                            } else {
+                                x as f64 / scale
+                            }
+                        })
+                        .collect();
+                    let (lo, hi) = if nulls as usize == vals.len() {
+                        (f64::INFINITY, f64::NEG_INFINITY)
+                    } else {
+                        (min as f64 / scale, max as f64 / scale)
+                    };
+                    return self.append(
+                        ds,
+                        ColBuf::Float {
+                            vals: f,
+                            nulls,
+                            min: lo,
+                            max: hi,
+                        },
+                    );
+                }
+                let State::Int {
+                    decimals: sd,
+                    min: smin,
+                    max: smax,
+                } = &mut self.state
+                else {
+                    unreachable!("numeric chunk for a text column")
+                };
+                // Bring both sides to the same number of decimals.
+                if decimals > *sd {
+                    let k = pow10(decimals - *sd);
+                    let fits = self.rows == self.nulls
+                        || (smin.checked_mul(k).is_some() && smax.checked_mul(k).is_some());
+                    if !fits {
+                        return self.int_to_float_then(
+                            ds,
+                            ColBuf::Int {
+                                vals,
+                                decimals,
+                                nulls,
+                                min,
+                                max,
+                            },
+                        );
+                    }
+                    if self.rows > self.nulls {
+                        *smin *= k;
+                        *smax *= k;
+                    }
+                    *sd = decimals;
+                    if self.writer.is_some() {
+                        let (lo, hi) = if self.rows == self.nulls {
+                            (0, 0)
+                        } else {
+                            (*smin, *smax)
+                        };
+                        let need = PhysType::narrowest_int(lo, hi, self.nulls > 0);
+                        self.reencode(ds, need, k, false)?;
+                    }
+                } else if decimals < *sd {
+                    let k = pow10(*sd - decimals);
+                    if crate::parse::rescale(&mut vals, &mut min, &mut max, k).is_none() {
+                        return self.int_to_float_then(
+                            ds,
+                            ColBuf::Int {
+                                vals,
+                                decimals,
+                                nulls,
+                                min,
+                                max,
+                            },
+                        );
+                    }
+                }
+                let State::Int {
+                    min: smin,
+                    max: smax,
+                    ..
+                } = &mut self.state
+                else {
+                    unreachable!()
+                };
+                if (nulls as usize) < vals.len() {
+                    *smin = (*smin).min(min);
+                    *smax = (*smax).max(max);
+                }
+                self.nulls += nulls;
+                let (lo, hi) = if *smin > *smax {
+                    (0, 0)
+                } else {
+                    (*smin, *smax)
+                };
+                let need = PhysType::narrowest_int(lo, hi, self.nulls > 0);
+                let ty = match &self.writer {
+                    Some(w) if fits(w.ty(), lo, hi, self.nulls > 0) => w.ty(),
+                    _ => need,
+                };
+                self.ensure_writer(ds, ty)?;
+                append_ints(self.writer.as_mut().unwrap(), &vals, &mut self.scratch)?;
+                self.rows += vals.len() as u64;
+            }
+            ColBuf::Float {
+                vals,
+                nulls,
+                min,
+                max,
+            } => {
+                if let State::Int { .. } = self.state {
+                    self.int_sink_to_float(ds)?;
+                }
+                let State::Float {
+                    min: smin,
+                    max: smax,
+                    f32_exact,
+                } = &mut self.state
+                else {
+                    unreachable!("numeric chunk for a text column")
+                };
+                *smin = smin.min(min);
+                *smax = smax.max(max);
+                if *f32_exact {
+                    *f32_exact = vals.iter().all(|&x| x.is_nan() || (x as f32) as f64 == x);
+                }
+                self.nulls += nulls;
+                self.ensure_writer(ds, PhysType::F64)?;
+                append_floats(self.writer.as_mut().unwrap(), &vals)?;
+                self.rows += vals.len() as u64;
+            }
+            ColBuf::Str { codes, dict, nulls } => {
+                let State::Str { map, dict: gdict } = &mut self.state else {
+                    unreachable!("text chunk for a numeric column")
+                };
+                let remap: Vec<u32> = dict
+                    .into_iter()
+                    .map(|s| {
+                        if let Some(&c) = map.get(&s) {
+                            c
+                        } else {
+                            let c = gdict.len() as u32;
+                            gdict.push(s.clone());
+                            map.insert(s, c);
+                            c
+                        }
+                    })
+                    .collect();
+                self.nulls += nulls;
+                let n = gdict.len() as i64;
+                let vals: Vec<i64> = codes
+                    .iter()
+                    .map(|&c| {
+                        if c == u32::MAX {
+                            NULL_I64
+                        } else {
+                            remap[c as usize] as i64
+                        }
+                    })
+                    .collect();
+                let need = PhysType::narrowest_int(0, (n - 1).max(0), self.nulls > 0);
+                let ty = match &self.writer {
+                    Some(w) if fits(w.ty(), 0, (n - 1).max(0), self.nulls > 0) => w.ty(),
+                    _ => unsigned(need),
+                };
+                self.ensure_writer(ds, ty)?;
+                append_ints(self.writer.as_mut().unwrap(), &vals, &mut self.scratch)?;
+                self.rows += vals.len() as u64;
+            }
+        }
+        Ok(())
+    }
+
+    fn int_to_float_then(&mut self, ds: &mut DatasetWriter, chunk: ColBuf) -> Result<()> {
+        self.int_sink_to_float(ds)?;
+        self.append(ds, chunk)
+    }
+
+    /// Turns an integer sink (and its file) into a float one.
+    fn int_sink_to_float(&mut self, ds: &mut DatasetWriter) -> Result<()> {
+        let State::Int { decimals, min, max } = self.state else {
+            return Ok(());
+        };
+        let scale = pow10(decimals) as f64;
+        if self.writer.is_some() {
+            self.reencode(ds, PhysType::F64, 1, true)?;
+        }
+        let (min, max) = if self.rows == self.nulls {
+            (f64::INFINITY, f64::NEG_INFINITY)
+        } else {
+            (min as f64 / scale, max as f64 / scale)
+        };
+        self.state = State::Float {
+            min,
+            max,
+            f32_exact: false,
+        };
+        Ok(())
+    }
+
+    /// Finishes the column file and describes it.
+    pub fn finish(mut self, ds: &mut DatasetWriter) -> Result<Variable> {
+        if self.writer.is_none() {
+            // A file with no rows still gets a (empty) column.
+            let ty = match self.state {
+                State::Float { .. } => PhysType::F64,
+                _ => PhysType::U8,
+            };
+            self.writer = Some(ds.column_writer(&self.name, ty)?);
+        }
+        let has_nulls = self.nulls > 0;
+        let mut var;
+        match std::mem::replace(
+            &mut self.state,
+            State::Int {
+                decimals: 0,
+                min: 0,
+                max: 0,
+            },
+        ) {
+            State::Int { decimals, min, max } => {
+                let ty = self.writer.as_ref().unwrap().ty();
+                var = Variable::new(&self.name, Kind::Int, ty);
+                var.decimals = decimals;
+                if min <= max {
+                    var.min = Some(min as f64);
+                    var.max = Some(max as f64);
+                }
+                if has_nulls {
+                    var.null_code = Some(ty.null_code());
+                }
+            }
+            State::Float {
+                min,
+                max,
+                f32_exact,
+            } => {
+                if f32_exact && self.rows > 0 {
+                    self.reencode(ds, PhysType::F32, 1, false)?;
+                }
+                let ty = self.writer.as_ref().unwrap().ty();
+                var = Variable::new(&self.name, Kind::Float, ty);
+                if min <= max {
+                    var.min = Some(min);
+                    var.max = Some(max);
+                }
+            }
+            State::Str { dict, .. } => {
+                // Sort the dictionary so codes order like the strings.
+                let mut order: Vec<u32> = (0..dict.len() as u32).collect();
+                order.sort_by(|&a, &b| dict[a as usize].cmp(&dict[b as usize]));
+                let mut rank = vec![0i64; dict.len()];
+                for (new, &old) in order.iter().enumerate() {
+                    rank[old as usize] = new as i64;
+                }
+                let sorted: Vec<String> = order.iter().map(|&i| dict[i as usize].clone()).collect();
+                if !dict.is_empty() && order.iter().enumerate().any(|(i, &o)| i as u32 != o) {
+                    let old = self.writer.take().unwrap();
+                    let (ty, rows) = (old.ty(), old.rows());
+                    let path = old.into_partial()?;
+                    let mut w = ds.column_writer(&self.name, ty)?;
+                    let scratch = &mut self.scratch;
+                    let mut tmp = Vec::new();
+                    read_partial(&path, ty, rows, |b| {
+                        let Block::Int(v) = b else { unreachable!() };
+                        tmp.clear();
+                        tmp.extend(
+                            v.iter()
+                                .map(|&c| if c == NULL_I64 { c } else { rank[c as usize] }),
+                        );
+                        append_ints(&mut w, &tmp, scratch)
+                    })?;
+                    self.writer = Some(w);
+                }
+                let ty = self.writer.as_ref().unwrap().ty();
+                var = Variable::new(&self.name, Kind::String, ty);
+                if !sorted.is_empty() {
+                    var.min = Some(0.0);
+                    var.max = Some((sorted.len() - 1) as f64);
+                }
+                if has_nulls {
+                    var.null_code = Some(ty.null_code());
+                }
+                var.dictionary = Some(ds.write_dictionary(&self.name, &sorted)?);
+            }
+        }
+        var.nulls = self.nulls;
+        let w = self.writer.take().unwrap();
+        let dict = var.dictionary.take();
+        let mut var = w.finish(var)?;
+        var.dictionary = dict;
+        Ok(var)
+    }
+}
+
+fn unsigned(t: PhysType) -> PhysType {
+    match t {
+        PhysType::I8 => PhysType::U8,
+        PhysType::I16 => PhysType::U16,
+        PhysType::I32 => PhysType::U32,
+        t => t,
+    }
+}
+
+/// Whether `ty` holds `lo..=hi` (plus its null code when `nulls`).
+fn fits(ty: PhysType, lo: i64, hi: i64, nulls: bool) -> bool {
+    if ty.is_float() {
+        return false;
+    }
+    let (a, b) = ty.int_range();
+    let (a, b) = if !nulls {
+        (a, b)
+    } else if a == 0 {
+        (a, b - 1)
+    } else {
+        (a + 1, b)
+    };
+    lo >= a && hi <= b
+}

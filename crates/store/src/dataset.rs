@@ -1,0 +1,452 @@
+//! Opening, building and atomically publishing datasets.
+
+use crate::column::ColumnWriter;
+use crate::{Column, Error, Manifest, Result, Variable, FORMAT_VERSION};
+use microtab_io::{sync_dir, write_file_atomic, IoConfig};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const MANIFEST: &str = "manifest.json";
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::Io(microtab_io::Error {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+/// A published dataset: its manifest, read once when opened.
+///
+/// Opening reads only `manifest.json`; column files are mapped on demand,
+/// so a query touches exactly the variables it names.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
+impl Dataset {
+    /// Opens the dataset directory `dir`.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let mpath = dir.join(MANIFEST);
+        let text = match std::fs::read(&mpath) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !dir.exists() {
+                    return Err(io_err(dir, e));
+                }
+                return Err(Error::NotADataset {
+                    path: dir.to_path_buf(),
+                });
+            }
+            Err(e) => return Err(io_err(&mpath, e)),
+        };
+        let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
+            path: mpath.clone(),
+            reason: e.to_string(),
+        })?;
+        if manifest.format != "microtab" || manifest.version > FORMAT_VERSION {
+            return Err(Error::Corrupt {
+                path: mpath,
+                reason: format!(
+                    "format '{}' version {} is not supported (this build reads version {})",
+                    manifest.format, manifest.version, FORMAT_VERSION
+                ),
+            });
+        }
+        Ok(Dataset {
+            dir: dir.to_path_buf(),
+            manifest,
+        })
+    }
+
+    /// The dataset directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Number of records.
+    pub fn rows(&self) -> u64 {
+        self.manifest.rows
+    }
+
+    /// Looks a variable up by name, case-insensitively.
+    pub fn variable(&self, name: &str) -> Result<&Variable> {
+        self.manifest
+            .variables
+            .iter()
+            .find(|v| v.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                let mut known: Vec<&str> = self
+                    .manifest
+                    .variables
+                    .iter()
+                    .take(12)
+                    .map(|v| v.name.as_str())
+                    .collect();
+                if self.manifest.variables.len() > 12 {
+                    known.push("…");
+                }
+                Error::UnknownVariable {
+                    name: name.to_string(),
+                    dataset: self.dir.clone(),
+                    known: known.join(", "),
+                }
+            })
+    }
+
+    /// Maps the column of variable `name`.
+    pub fn column(&self, name: &str) -> Result<Column> {
+        let var = self.variable(name)?;
+        Column::open(&self.dir.join(&var.file), var, self.manifest.rows)
+    }
+
+    /// Reads a string variable's dictionary (code `i` is entry `i`).
+    pub fn dictionary(&self, var: &Variable) -> Result<Vec<String>> {
+        let Some(rel) = &var.dictionary else {
+            return Ok(Vec::new());
+        };
+        let path = self.dir.join(rel);
+        let text = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
+        serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
+            path,
+            reason: e.to_string(),
+        })
+    }
+
+    /// Replaces the manifest atomically with `f(manifest)` (metadata-only
+    /// changes such as labels or missing codes; column files are untouched).
+    pub fn update_manifest(&mut self, f: impl FnOnce(&mut Manifest)) -> Result<()> {
+        let mut m = self.manifest.clone();
+        f(&mut m);
+        m.generation += 1;
+        write_manifest(&self.dir, &m)?;
+        self.manifest = m;
+        Ok(())
+    }
+}
+
+fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    let mut text = serde_json::to_vec_pretty(m).expect("manifest serializes");
+    text.push(b'\n');
+    write_file_atomic(&dir.join(MANIFEST), &text)?;
+    Ok(())
+}
+
+/// Where a writer puts its files until it publishes them.
+enum Mode {
+    /// A brand-new dataset built in a hidden sibling directory, renamed onto
+    /// the target name when complete.
+    Fresh { staging: PathBuf },
+    /// A new generation inside an existing dataset: new files beside the
+    /// old ones, then the manifest is swapped.
+    Replace { old: Box<Manifest> },
+}
+
+/// Builds a dataset and publishes it atomically with [`commit`](Self::commit).
+///
+/// Until `commit` returns, nothing is visible under the target name (or the
+/// existing dataset there is unchanged). Dropping the writer, a failed
+/// import or a killed process leaves only hidden staging files, which the
+/// next writer for the same target removes.
+pub struct DatasetWriter {
+    target: PathBuf,
+    root: PathBuf,
+    mode: Mode,
+    generation: u64,
+    cfg: IoConfig,
+    variables: Vec<Variable>,
+    files: HashMap<String, String>,
+    seq: u64,
+    committed: bool,
+    source: Option<String>,
+}
+
+fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if s.is_empty() {
+        "var".into()
+    } else {
+        s
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+impl DatasetWriter {
+    /// Starts writing to `target`. If `target` is an existing dataset it is
+    /// replaced on commit only when `force` is set.
+    pub fn create(target: &Path, force: bool) -> Result<Self> {
+        Self::create_with(target, force, IoConfig::default())
+    }
+
+    /// Like [`create`](Self::create) with explicit I/O settings.
+    pub fn create_with(target: &Path, force: bool, cfg: IoConfig) -> Result<Self> {
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !parent.is_dir() {
+            return Err(io_err(
+                &parent,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "directory does not exist"),
+            ));
+        }
+        let name = target
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "dataset".into());
+        cleanup_stale_staging(&parent, &name);
+        let (root, mode, generation) = if target.exists() {
+            if !force {
+                return Err(Error::Exists {
+                    path: target.to_path_buf(),
+                });
+            }
+            let old = Dataset::open(target).map_err(|_| Error::Corrupt {
+                path: target.to_path_buf(),
+                reason: "exists but is not a microtab dataset; refusing to replace it".into(),
+            })?;
+            remove_orphans(target, &old.manifest);
+            let generation = old.manifest.generation + 1;
+            (
+                target.to_path_buf(),
+                Mode::Replace {
+                    old: Box::new(old.manifest),
+                },
+                generation,
+            )
+        } else {
+            let staging = parent.join(format!(".{name}.importing-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&staging);
+            std::fs::create_dir_all(staging.join("vars")).map_err(|e| io_err(&staging, e))?;
+            (staging.clone(), Mode::Fresh { staging }, 1)
+        };
+        Ok(DatasetWriter {
+            target: target.to_path_buf(),
+            root,
+            mode,
+            generation,
+            cfg,
+            variables: Vec::new(),
+            files: HashMap::new(),
+            seq: 0,
+            committed: false,
+            source: None,
+        })
+    }
+
+    /// Records where the data came from (shown by `info`).
+    pub fn set_source(&mut self, source: &str) {
+        self.source = Some(source.to_string());
+    }
+
+    /// I/O settings in force.
+    pub fn io_config(&self) -> &IoConfig {
+        &self.cfg
+    }
+
+    fn final_rel(&mut self, name: &str) -> String {
+        if let Some(f) = self.files.get(name) {
+            return f.clone();
+        }
+        let base = sanitize(name);
+        let mut rel = format!("vars/{base}.{}.col", self.generation);
+        let mut n = 1;
+        while self.files.values().any(|f| f.eq_ignore_ascii_case(&rel)) {
+            n += 1;
+            rel = format!("vars/{base}_{n}.{}.col", self.generation);
+        }
+        self.files.insert(name.to_string(), rel.clone());
+        rel
+    }
+
+    /// Opens a writer for variable `name`'s column. Calling it again for the
+    /// same name (to rewrite the column in a wider type) is allowed; the
+    /// last writer finished wins.
+    pub fn column_writer(&mut self, name: &str, ty: crate::PhysType) -> Result<ColumnWriter> {
+        let rel = self.final_rel(name);
+        self.seq += 1;
+        let tmp = self.root.join(format!("{rel}.part{}", self.seq));
+        ColumnWriter::create(&tmp, self.root.join(&rel), rel, ty, &self.cfg)
+    }
+
+    /// Writes a string variable's dictionary and returns its relative path.
+    pub fn write_dictionary(&mut self, name: &str, entries: &[String]) -> Result<String> {
+        let col = self.final_rel(name);
+        let rel = col.trim_end_matches(".col").to_string() + ".dict.json";
+        let text = serde_json::to_vec(entries).expect("strings serialize");
+        let path = self.root.join(&rel);
+        let mut w = microtab_io::BlockWriter::create(&path, &self.cfg)?;
+        w.write_all(&text)?;
+        w.finish()?;
+        Ok(rel)
+    }
+
+    /// Adds a finished variable (in output order).
+    pub fn add_variable(&mut self, var: Variable) {
+        self.variables.push(var);
+    }
+
+    /// Publishes the dataset with `rows` records: writes the manifest and
+    /// makes it visible atomically.
+    pub fn commit(mut self, rows: u64) -> Result<PathBuf> {
+        let manifest = Manifest {
+            format: "microtab".into(),
+            version: FORMAT_VERSION,
+            generation: self.generation,
+            rows,
+            source: self.source.clone(),
+            variables: std::mem::take(&mut self.variables),
+        };
+        sync_dir(&self.root.join("vars"))?;
+        match &self.mode {
+            Mode::Fresh { staging } => {
+                write_manifest(staging, &manifest)?;
+                if self.target.exists() {
+                    return Err(Error::Exists {
+                        path: self.target.clone(),
+                    });
+                }
+                std::fs::rename(staging, &self.target).map_err(|e| io_err(&self.target, e))?;
+                let parent = self.target.parent().unwrap_or(Path::new("."));
+                let parent = if parent.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    parent
+                };
+                sync_dir(parent)?;
+            }
+            Mode::Replace { old } => {
+                write_manifest(&self.target, &manifest)?;
+                // The old generation is unreachable now; readers that mapped
+                // its files keep them until they unmap.
+                for v in &old.variables {
+                    if !manifest.variables.iter().any(|n| n.file == v.file) {
+                        let _ = std::fs::remove_file(self.target.join(&v.file));
+                        if let Some(d) = &v.dictionary {
+                            let _ = std::fs::remove_file(self.target.join(d));
+                        }
+                    }
+                }
+            }
+        }
+        self.committed = true;
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for DatasetWriter {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        match &self.mode {
+            Mode::Fresh { staging } => {
+                let _ = std::fs::remove_dir_all(staging);
+            }
+            Mode::Replace { old } => remove_orphans(&self.target, old),
+        }
+    }
+}
+
+/// Removes files in `vars/` that the manifest does not reference (left by a
+/// killed writer).
+fn remove_orphans(dir: &Path, m: &Manifest) {
+    let Ok(rd) = std::fs::read_dir(dir.join("vars")) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let rel = format!("vars/{}", e.file_name().to_string_lossy());
+        let used = m
+            .variables
+            .iter()
+            .any(|v| v.file == rel || v.dictionary.as_deref() == Some(rel.as_str()));
+        if !used {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Removes `.NAME.importing-PID` directories whose process is gone.
+fn cleanup_stale_staging(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.importing-");
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = f.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) {
+            if !pid_alive(pid) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Kind, PhysType};
+
+    fn write(target: &Path, force: bool, vals: &[u16]) -> Result<PathBuf> {
+        let mut w = DatasetWriter::create(target, force)?;
+        let mut c = w.column_writer("X", PhysType::U16)?;
+        c.append(vals)?;
+        let v = c.finish(Variable::new("X", Kind::Int, PhysType::U16))?;
+        w.add_variable(v);
+        w.commit(vals.len() as u64)
+    }
+
+    #[test]
+    fn replace_needs_force_and_swaps_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("d.mtab");
+        write(&t, false, &[1, 2, 3]).unwrap();
+        assert!(matches!(write(&t, false, &[4]), Err(Error::Exists { .. })));
+        write(&t, true, &[7, 8]).unwrap();
+        let ds = Dataset::open(&t).unwrap();
+        assert_eq!(ds.manifest().generation, 2);
+        let c = ds.column("x").unwrap();
+        c.verify().unwrap();
+        match c.data() {
+            crate::ColumnData::U16(v) => assert_eq!(v, &[7, 8]),
+            _ => panic!(),
+        }
+        // Only generation-2 files remain.
+        let names: Vec<_> = std::fs::read_dir(t.join("vars"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["X.2.col".to_string()]);
+    }
+
+    #[test]
+    fn dropped_writer_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("d.mtab");
+        {
+            let mut w = DatasetWriter::create(&t, false).unwrap();
+            let mut c = w.column_writer("X", PhysType::U8).unwrap();
+            c.append(&[1u8]).unwrap();
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,113 @@
+//! `manifest.json`: the dataset's table of contents.
+
+use crate::PhysType;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the on-disk format written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What a variable's values mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Integers, possibly scaled by `10^decimals` (stored exactly).
+    Int,
+    /// Floating point.
+    Float,
+    /// Text, stored as integer codes into a sorted dictionary.
+    String,
+}
+
+/// One variable of a dataset.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Variable {
+    /// Name as given in the input (matched case-insensitively by queries).
+    pub name: String,
+    /// Descriptive label, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Logical kind.
+    pub kind: Kind,
+    /// Physical type of the stored values (for strings: of the codes).
+    #[serde(rename = "type")]
+    pub ty: PhysType,
+    /// Column file, relative to the dataset directory.
+    pub file: String,
+    /// Payload size in bytes (without the 4096-byte header).
+    pub bytes: u64,
+    /// `xxh3:<16 hex digits>` of the payload.
+    pub checksum: String,
+    /// Implied decimals: the stored integer is the value times `10^decimals`.
+    #[serde(default)]
+    pub decimals: u32,
+    /// Number of system-missing (empty) values.
+    #[serde(default)]
+    pub nulls: u64,
+    /// Stored code marking system-missing in integer and string columns
+    /// (float columns use NaN); absent when the column has no nulls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_code: Option<i64>,
+    /// Smallest non-null value, in stored units (`null` if all are null).
+    #[serde(default)]
+    pub min: Option<f64>,
+    /// Largest non-null value, in stored units.
+    #[serde(default)]
+    pub max: Option<f64>,
+    /// User-missing codes, in stored units (e.g. `9999999` for "N/A").
+    #[serde(default)]
+    pub missing_codes: Vec<f64>,
+    /// Value labels keyed by the value as displayed (`"1": "Male"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub value_labels: BTreeMap<String, String>,
+    /// For string variables: the dictionary file (JSON array, sorted), relative
+    /// to the dataset directory; code `i` is entry `i`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dictionary: Option<String>,
+}
+
+impl Variable {
+    /// A variable with no file yet; [`ColumnWriter::finish`](crate::ColumnWriter::finish) fills in the rest.
+    pub fn new(name: &str, kind: Kind, ty: PhysType) -> Self {
+        Variable {
+            name: name.to_string(),
+            label: None,
+            kind,
+            ty,
+            file: String::new(),
+            bytes: 0,
+            checksum: String::new(),
+            decimals: 0,
+            nulls: 0,
+            null_code: None,
+            min: None,
+            max: None,
+            missing_codes: Vec::new(),
+            value_labels: BTreeMap::new(),
+            dictionary: None,
+        }
+    }
+
+    /// `10^decimals` as a float: stored value / scale = displayed value.
+    pub fn scale(&self) -> f64 {
+        10f64.powi(self.decimals as i32)
+    }
+}
+
+/// The whole manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always `"microtab"`.
+    pub format: String,
+    /// Format version ([`FORMAT_VERSION`]).
+    pub version: u32,
+    /// Incremented on every change; column files carry it in their names.
+    pub generation: u64,
+    /// Number of records.
+    pub rows: u64,
+    /// Where the data came from (input file name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Variables in input order.
+    pub variables: Vec<Variable>,
+}

@@ -1,0 +1,245 @@
+"""Shared fixtures and helpers for the microtab end-to-end tests.
+
+Every number the CLI prints is checked against an independent oracle:
+DuckDB reading the very same CSV, numpy/scipy, or values computed by hand in
+the test.  See docs/CLI.md for the contract being tested.
+
+Binary: $MICROTAB_BIN, default <repo>/target/release/microtab.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
+
+CENSUS_ROWS = 200_000
+CENSUS_SEED = 7
+INCTOT_NA = 9999999
+
+
+# --------------------------------------------------------------------------
+# running the CLI
+# --------------------------------------------------------------------------
+
+def pytest_sessionstart(session):  # noqa: D401 - pytest hook
+    if not BIN.exists():
+        pytest.exit(
+            f"microtab binary not found at {BIN}; run `cargo build --release` "
+            "or set MICROTAB_BIN",
+            returncode=4,
+        )
+
+
+def run(*args, ok=True, timeout=300, input=None, cwd=None, env=None):
+    """Run microtab with ``args``.
+
+    ok=True: assert exit code 0; ok=False: assert non-zero; ok=None: no check.
+    Returns the CompletedProcess (text; undecodable bytes are replaced).
+    """
+    cmd = [str(BIN), *[str(a) for a in args]]
+    p = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=timeout,
+        input=input,
+        cwd=cwd,
+        env=env,
+    )
+    where = f"\n$ {' '.join(cmd)}\nexit {p.returncode}\nstderr: {p.stderr}\nstdout: {p.stdout[:2000]}"
+    if ok is True:
+        assert p.returncode == 0, "command failed" + where
+    elif ok is False:
+        assert p.returncode != 0, "command unexpectedly succeeded" + where
+    return p
+
+
+def run_json(*args, **kw):
+    """Run an analysis command with ``--format json`` and parse stdout."""
+    p = run(*args, "--format", "json", **kw)
+    try:
+        return json.loads(p.stdout)
+    except json.JSONDecodeError as e:  # pragma: no cover - diagnostic
+        raise AssertionError(f"stdout is not JSON ({e}):\n{p.stdout[:2000]}") from e
+
+
+def line_re(n: int) -> re.Pattern:
+    """Regex that accepts the usual ways of naming line ``n`` in a message."""
+    return re.compile(rf"(?:\bline\s*:?\s*{n}\b|:{n}(?::|\b))", re.I)
+
+
+def assert_one_error(p, *needles, code=1, line=None):
+    """Exit ``code``, exactly one stderr line, starting with ``error:`` and
+    containing each needle (case-sensitive) and, if given, line number."""
+    lines = p.stderr.splitlines()
+    assert p.returncode == code, f"exit {p.returncode}, want {code}; stderr={p.stderr!r}"
+    assert len(lines) == 1, f"want exactly one stderr line, got {lines!r}"
+    msg = lines[0]
+    assert msg.startswith("error:"), msg
+    for n in needles:
+        assert n in msg, f"{n!r} not in {msg!r}"
+    if line is not None:
+        assert line_re(line).search(msg), f"line {line} not named in {msg!r}"
+    return msg
+
+
+# --------------------------------------------------------------------------
+# JSON helpers
+# --------------------------------------------------------------------------
+
+def disp(r):
+    """The displayed value of a freq/tab/means entry: for string variables
+    the string may be in ``label`` (with a code in ``value``) or in ``value``
+    itself; numeric variables have ``label`` null and the value in ``value``."""
+    lab = r.get("label")
+    if isinstance(lab, str):
+        return lab
+    return r.get("value")
+
+
+def control_value(t):
+    c = t.get("control")
+    if isinstance(c, dict):
+        return c.get("value")
+    return c
+
+
+def write(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path.write_bytes(data)
+    return path
+
+
+def make_dataset(tmp: Path, name: str, csv_text, *import_args):
+    """Write a CSV (str or bytes) and import it; returns (csv_path, ds_path)."""
+    csv_path = write(tmp / f"{name}.csv", csv_text)
+    ds = tmp / f"{name}.mtab"
+    run("import", csv_path, ds, *import_args)
+    return csv_path, ds
+
+
+# --------------------------------------------------------------------------
+# DuckDB oracle
+# --------------------------------------------------------------------------
+
+def _py(v):
+    """DuckDB DECIMAL → float (JSON numbers parse to float), else unchanged."""
+    if isinstance(v, Decimal):
+        return float(v)
+    return v
+
+
+@dataclass
+class Oracle:
+    con: duckdb.DuckDBPyConnection
+    table: str
+    missing: dict  # var -> list of user-missing codes
+
+    def q(self, sql, *params):
+        return [tuple(_py(v) for v in r) for r in self.con.execute(sql, list(params)).fetchall()]
+
+    def one(self, sql, *params):
+        r = self.con.execute(sql, list(params)).fetchone()
+        return None if r is None else tuple(_py(v) for v in r)
+
+    def valid(self, var):
+        """SQL condition: ``var`` is neither system- nor user-missing."""
+        cond = f'"{var}" IS NOT NULL'
+        codes = self.missing.get(var)
+        if codes:
+            cond += f' AND "{var}" NOT IN ({", ".join(map(str, codes))})'
+        return f"({cond})"
+
+    def where(self, *vars_, weight=None, extra=None):
+        conds = [self.valid(v) for v in vars_]
+        if weight:
+            conds.append(self.valid(weight))
+        if extra:
+            conds.append(f"({extra})")
+        return " AND ".join(conds) if conds else "TRUE"
+
+    def freq(self, var, weight=None, extra=None):
+        """[(value, count, weighted_or_None)] ordered by value."""
+        w = f'sum("{weight}")::DOUBLE' if weight else "NULL"
+        return self.q(
+            f'SELECT "{var}", count(*), {w} FROM {self.table} '
+            f"WHERE {self.where(var, weight=weight, extra=extra)} GROUP BY 1 ORDER BY 1"
+        )
+
+    def cells(self, row, col, weight=None, extra=None, control=None):
+        """{(ctrl,row,col): (count, weighted)}"""
+        cv = f'"{control}"' if control else "NULL"
+        vars_ = [row, col] + ([control] if control else [])
+        w = f'sum("{weight}")::DOUBLE' if weight else "NULL"
+        res = self.q(
+            f'SELECT {cv}, "{row}", "{col}", count(*), {w} FROM {self.table} '
+            f"WHERE {self.where(*vars_, weight=weight, extra=extra)} GROUP BY ALL"
+        )
+        return {(c, r, k): (n, s) for c, r, k, n, s in res}
+
+
+@pytest.fixture(scope="session")
+def census(tmp_path_factory):
+    """200k-row generated census CSV, imported with INCTOT=9999999 missing,
+    plus a DuckDB oracle table ``census`` over the same CSV."""
+    d = tmp_path_factory.mktemp("census")
+    csv_path = d / "census.csv"
+    ds = d / "census.mtab"
+    run("gen", "census", "--rows", CENSUS_ROWS, "--seed", CENSUS_SEED, "--out", csv_path)
+    run("import", csv_path, ds, "--missing", f"INCTOT={INCTOT_NA}")
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE census AS SELECT * FROM read_csv(?, header=true, "
+        "sample_size=-1, types={'PERWT': 'DECIMAL(18,2)'})",
+        [str(csv_path)],
+    )
+    o = Oracle(con, "census", {"INCTOT": [INCTOT_NA]})
+    o.csv = csv_path
+    o.ds = ds
+    o.dir = d
+    return o
+
+
+def approx(x, rel=1e-9, abs=None):
+    return pytest.approx(x, rel=rel, abs=abs)
+
+
+def same_dataset(got, ds):
+    """The ``dataset`` field names the dataset (as given, or its base name)."""
+    return got in (str(ds), Path(ds).name, str(Path(ds).resolve()))
+
+
+def check_freq(res, exp, weighted):
+    """Compare a freq JSON result's non-missing rows with oracle rows
+    [(value, count, weighted)], including percent and totals."""
+    rows = [r for r in res["rows"] if not r["missing"]]
+    assert [disp(r) for r in rows] == [e[0] for e in exp]
+    assert [r["count"] for r in rows] == [e[1] for e in exp]
+    tot_n = sum(e[1] for e in exp)
+    assert res["total"]["count"] == tot_n
+    if weighted:
+        tot_w = sum(e[2] for e in exp)
+        for r, e in zip(rows, exp):
+            assert r["weighted"] == approx(e[2])
+            assert r["percent"] == approx(100.0 * e[2] / tot_w)
+        assert res["total"]["weighted"] == approx(tot_w)
+    else:
+        for r, e in zip(rows, exp):
+            assert r["weighted"] is None
+            assert r["percent"] == approx(100.0 * e[1] / tot_n)
+        assert res["total"]["weighted"] is None

@@ -1,0 +1,184 @@
+"""tab: two-way (and controlled) tables vs DuckDB; statistics vs scipy."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chi2 as chi2_dist
+from scipy.stats import chi2_contingency
+
+from conftest import approx, control_value, disp, make_dataset, run_json, same_dataset
+
+
+def check_table(t, cells, ctrl, weighted, pct=None):
+    """Compare one entry of ``tables`` with oracle cells
+    {(ctrl,row,col): (count, weighted)} restricted to control ``ctrl``."""
+    mine = {(r, c): v for (k, r, c), v in cells.items() if k == ctrl}
+    rows = sorted({r for r, _ in mine})
+    cols = sorted({c for _, c in mine})
+    assert [disp(x) for x in t["rows"]] == rows
+    assert [disp(x) for x in t["cols"]] == cols
+    assert all(x["missing"] is False for x in t["rows"] + t["cols"])
+    n = np.array([[mine.get((r, c), (0, 0))[0] for c in cols] for r in rows], dtype=np.int64)
+    assert t["counts"] == n.tolist()
+    assert t["row_totals"]["counts"] == n.sum(axis=1).tolist()
+    assert t["col_totals"]["counts"] == n.sum(axis=0).tolist()
+    assert t["total"]["count"] == int(n.sum())
+    if weighted:
+        w = np.array([[mine.get((r, c), (0, 0.0))[1] or 0.0 for c in cols] for r in rows])
+        assert np.array(t["weighted"], dtype=float) == approx(w)
+        assert t["row_totals"]["weighted"] == approx(w.sum(axis=1).tolist())
+        assert t["col_totals"]["weighted"] == approx(w.sum(axis=0).tolist())
+        assert t["total"]["weighted"] == approx(float(w.sum()))
+        base = w
+    else:
+        assert t["weighted"] is None
+        base = n.astype(float)
+    if pct is None:
+        assert t["pct"] is None
+    else:
+        if pct == "row":
+            exp = 100.0 * base / base.sum(axis=1, keepdims=True)
+        elif pct == "col":
+            exp = 100.0 * base / base.sum(axis=0, keepdims=True)
+        else:
+            exp = 100.0 * base / base.sum()
+        assert np.array(t["pct"], dtype=float) == approx(exp)
+    return base
+
+
+def check_stats(st, base):
+    chi2, p, dof, _ = chi2_contingency(base, correction=False)
+    r, c = base.shape
+    n = float(base.sum())
+    assert st["df"] == (r - 1) * (c - 1) == dof
+    assert st["chi2"] == approx(chi2)
+    # p far in the tail (< 1e-12) is only compared absolutely
+    assert st["p"] == approx(chi2_dist.sf(chi2, dof), abs=1e-12)
+    assert st["n"] == approx(n)
+    assert st["cramers_v"] == approx(math.sqrt(chi2 / (n * (min(r, c) - 1))))
+
+
+@pytest.mark.parametrize("row,col", [("SEX", "EDUC"), ("RACE", "EMPSTAT"), ("MARST", "HISPAN")])
+def test_tab_unweighted(census, row, col):
+    res = run_json("tab", census.ds, row, col)
+    assert res["row_var"] == row and res["col_var"] == col
+    assert res["control_var"] is None and res["weight"] is None and res["filter"] is None
+    assert res["pct"] is None
+    assert same_dataset(res["dataset"], census.ds)
+    assert len(res["tables"]) == 1
+    t = res["tables"][0]
+    assert t["control"] is None
+    assert t["stats"] is None
+    check_table(t, census.cells(row, col), None, weighted=False)
+
+
+@pytest.mark.parametrize("pct", ["row", "col", "total"])
+def test_tab_weighted_pct(census, pct):
+    res = run_json("tab", census.ds, "SEX", "EDUC", "--weight", "PERWT", "--pct", pct)
+    assert res["pct"] == pct and res["weight"] == "PERWT"
+    check_table(res["tables"][0], census.cells("SEX", "EDUC", weight="PERWT"), None,
+                weighted=True, pct=pct)
+
+
+@pytest.mark.parametrize("pct", ["row", "col", "total"])
+def test_tab_unweighted_pct(census, pct):
+    res = run_json("tab", census.ds, "RACE", "MARST", "--pct", pct)
+    check_table(res["tables"][0], census.cells("RACE", "MARST"), None, weighted=False, pct=pct)
+
+
+def test_tab_filter_weighted(census):
+    res = run_json("tab", census.ds, "RACE", "EMPSTAT", "--weight", "PERWT",
+                   "--filter", "AGE(25-64)")
+    assert res["filter"] == "AGE(25-64)"
+    check_table(res["tables"][0],
+                census.cells("RACE", "EMPSTAT", weight="PERWT", extra="AGE BETWEEN 25 AND 64"),
+                None, weighted=True)
+
+
+def test_tab_control(census):
+    res = run_json("tab", census.ds, "STATEFIP", "SEX", "--control", "MARST")
+    assert res["control_var"] == "MARST"
+    cells = census.cells("STATEFIP", "SEX", control="MARST")
+    ctrls = sorted({k for k, _, _ in cells})
+    assert [control_value(t) for t in res["tables"]] == ctrls
+    for t in res["tables"]:
+        check_table(t, cells, control_value(t), weighted=False)
+
+
+def test_tab_control_weighted_pct_stats(census):
+    """Each control table lists only its own categories and has its own
+    percentages and statistics. A filter makes some categories vanish in
+    some control tables."""
+    flt = "AGE(15-30)"
+    res = run_json("tab", census.ds, "EMPSTAT", "MARST", "--control", "SEX",
+                   "--weight", "PERWT", "--pct", "col", "--stats", "--filter", flt)
+    cells = census.cells("EMPSTAT", "MARST", weight="PERWT", control="SEX",
+                         extra="AGE BETWEEN 15 AND 30")
+    ctrls = sorted({k for k, _, _ in cells})
+    assert [control_value(t) for t in res["tables"]] == ctrls
+    for t in res["tables"]:
+        base = check_table(t, cells, control_value(t), weighted=True, pct="col")
+        check_stats(t["stats"], base)
+
+
+def test_tab_stats_weighted(census):
+    res = run_json("tab", census.ds, "SEX", "EDUC", "--weight", "PERWT", "--stats")
+    t = res["tables"][0]
+    base = check_table(t, census.cells("SEX", "EDUC", weight="PERWT"), None, weighted=True)
+    check_stats(t["stats"], base)
+
+
+def test_tab_stats_unweighted(census):
+    res = run_json("tab", census.ds, "RACE", "HISPAN", "--stats")
+    t = res["tables"][0]
+    base = check_table(t, census.cells("RACE", "HISPAN"), None, weighted=False)
+    check_stats(t["stats"], base)
+
+
+def test_tab_stats_2x2_no_continuity_correction(census):
+    """A 2×2 table: scipy would apply Yates' correction by default; the
+    contract says none."""
+    flt = "EMPSTAT(1-2)"
+    cells = census.cells("SEX", "EMPSTAT", extra="EMPSTAT BETWEEN 1 AND 2")
+    assert len({c for _, _, c in cells}) == 2, "need EMPSTAT 1 and 2 in data"
+    res = run_json("tab", census.ds, "SEX", "EMPSTAT", "--filter", flt, "--stats")
+    t = res["tables"][0]
+    base = check_table(t, cells, None, weighted=False)
+    check_stats(t["stats"], base)
+
+
+def test_tab_stats_small_hand_computed(tmp_path):
+    """A 2×3 table with a moderate p-value, checked against numbers computed
+    by hand from the formula (not only scipy)."""
+    rows = [(1, "a")] * 10 + [(1, "b")] * 20 + [(1, "c")] * 30 + \
+           [(2, "a")] * 20 + [(2, "b")] * 15 + [(2, "c")] * 25
+    text = "G,H\n" + "".join(f"{g},{h}\n" for g, h in rows)
+    _, ds = make_dataset(tmp_path, "small", text)
+    res = run_json("tab", ds, "G", "H", "--stats", "--pct", "row")
+    t = res["tables"][0]
+    assert t["counts"] == [[10, 20, 30], [20, 15, 25]]
+    assert [disp(c) for c in t["cols"]] == ["a", "b", "c"]
+    obs = np.array([[10, 20, 30], [20, 15, 25]], dtype=float)
+    exp = obs.sum(1, keepdims=True) * obs.sum(0, keepdims=True) / obs.sum()
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    st = t["stats"]
+    assert st["df"] == 2
+    assert st["chi2"] == approx(chi2)
+    assert st["p"] == approx(math.exp(-chi2 / 2))  # χ²(2) survival function
+    assert st["n"] == approx(120.0)
+    assert st["cramers_v"] == approx(math.sqrt(chi2 / 120.0))
+    assert np.array(t["pct"]) == approx(100 * obs / obs.sum(1, keepdims=True))
+
+
+def test_tab_weighted_count_matches_weighted_rows(tmp_path):
+    """Rows with a missing weight are excluded from counts too (hand data)."""
+    text = "A,B,W\n1,1,2.50\n1,2,\n2,1,1.25\n2,2,4.00\n1,1,0.75\n2,2,\n"
+    _, ds = make_dataset(tmp_path, "w", text)
+    res = run_json("tab", ds, "A", "B", "--weight", "W")
+    t = res["tables"][0]
+    assert t["counts"] == [[2, 0], [1, 1]]
+    assert np.array(t["weighted"], dtype=float) == approx(np.array([[3.25, 0.0], [1.25, 4.0]]))
+    assert t["total"] == {"count": 4, "weighted": approx(8.5)}
+    res = run_json("tab", ds, "A", "B")
+    assert res["tables"][0]["counts"] == [[2, 1], [1, 2]]
