@@ -110,21 +110,37 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def run_measured(cmd, stdout_path=None, env=None):
+TIME_BIN = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+
+
+def run_measured(cmd, env=None):
     """Run ``cmd`` as a child; return (seconds, peak RSS bytes, exit code,
-    stdout text, stderr text). Peak RSS comes from wait4()'s rusage of that
-    very child (ru_maxrss, KiB on Linux)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    stdout text, stderr text).
+
+    Peak RSS is the child's ru_maxrss. On Linux ru_maxrss survives exec(), so
+    a child forked straight from this (big) Python process would report at
+    least our own RSS; the child is therefore started through GNU
+    /usr/bin/time (a small process) and its ``%M`` is used. Without it, the
+    wait4() rusage of the direct child is used (an upper bound)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rssf:
+        full = [TIME_BIN, "-f", "%M", "-o", rssf.name, *cmd] if TIME_BIN else list(cmd)
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        p = subprocess.Popen(full, stdout=out, stderr=err, env=env)
         _, status, ru = os.wait4(p.pid, 0)
         secs = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
+        rss = ru.ru_maxrss * 1024
+        if TIME_BIN:
+            txt = rssf.read().strip().splitlines()
+            # GNU time prefixes "Command exited with non-zero status N" on failure
+            if txt and txt[-1].strip().isdigit():
+                rss = int(txt[-1]) * 1024
         out.seek(0)
         err.seek(0)
         o = out.read().decode("utf-8", "replace")
         e = err.read().decode("utf-8", "replace")
-    return secs, ru.ru_maxrss * 1024, p.returncode, o, e
+    return secs, rss, p.returncode, o, e
 
 
 def check(res, what):
@@ -199,7 +215,7 @@ def ratio(a, b):
     if not a or not b:
         return "—"
     r = a / b
-    return f"{r:.1f}×" if r < 100 else f"{r:.0f}×"
+    return f"{r:.2f}×" if r < 1 else f"{r:.1f}×" if r < 100 else f"{r:.0f}×"
 
 
 def csv_rows(path: Path) -> int:

@@ -224,13 +224,25 @@ def same_dataset(got, ds):
     return got in (str(ds), Path(ds).name, str(Path(ds).resolve()))
 
 
-def check_freq(res, exp, weighted):
+def check_freq(res, exp, weighted, missing_rows=False):
     """Compare a freq JSON result's non-missing rows with oracle rows
-    [(value, count, weighted)], including percent and totals."""
+    [(value, count, weighted)], including percent and totals.
+
+    missing_rows=True (--include-missing): the contract does not say whether
+    ``total`` then includes the missing categories; both are accepted."""
     rows = [r for r in res["rows"] if not r["missing"]]
     assert [disp(r) for r in rows] == [e[0] for e in exp]
     assert [r["count"] for r in rows] == [e[1] for e in exp]
     tot_n = sum(e[1] for e in exp)
+    if missing_rows:
+        all_n = sum(r["count"] for r in res["rows"])
+        assert res["total"]["count"] in (tot_n, all_n)
+        if weighted:
+            all_w = sum(r["weighted"] for r in res["rows"])
+            assert res["total"]["weighted"] in (approx(sum(e[2] for e in exp)), approx(all_w))
+        else:
+            assert res["total"]["weighted"] is None
+        res = {**res, "total": {"count": tot_n, "weighted": sum(e[2] for e in exp) if weighted else None}}
     assert res["total"]["count"] == tot_n
     if weighted:
         tot_w = sum(e[2] for e in exp)

@@ -17,9 +17,33 @@ BIG_ROWS = 2_000_000
 
 @pytest.fixture(scope="module")
 def big_csv(tmp_path_factory):
-    p = tmp_path_factory.mktemp("big") / "big.csv"
+    d = tmp_path_factory.mktemp("big")
+    p = d / "big.csv"
     run("gen", "census", "--rows", BIG_ROWS, "--seed", 5, "--out", p, timeout=600)
-    return p
+    # how long a full import takes here, to place the kills inside it
+    t0 = time.monotonic()
+    run("import", p, d / "scratch.mtab", timeout=600)
+    return p, time.monotonic() - t0
+
+
+# when to SIGKILL: as soon as the import is visibly writing, or at a fraction
+# of the measured duration of a full import
+KILL_POINTS = ["first-write", 0.3, 0.6, 0.85]
+
+
+def _wait_kill_point(proc, point, started, is_writing, full_seconds):
+    if point == "first-write":
+        # a file newer than the manifest under the dataset / a new sibling,
+        # or 0.5 s at most
+        while time.monotonic() - started < 0.5 and proc.poll() is None:
+            if is_writing():
+                time.sleep(0.02)
+                return
+            time.sleep(0.002)
+    else:
+        left = started + point * full_seconds - time.monotonic()
+        if left > 0:
+            time.sleep(left)
 
 
 def _newest_under(path):
@@ -49,7 +73,9 @@ def _kill(proc):
     assert proc.returncode == -signal.SIGKILL
 
 
-def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv):
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv, point):
+    big_csv, full_seconds = big_csv
     old_csv = tmp_path / "old.csv"
     ds = tmp_path / "data.mtab"
     run("gen", "census", "--rows", 5000, "--seed", 9, "--out", old_csv)
@@ -67,14 +93,9 @@ def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv):
     m0 = manifest.stat().st_mtime_ns
     parent_before = set(os.listdir(tmp_path))
     proc = _start_import(big_csv, ds, "--force")
-    t0 = time.monotonic()
-    # wait until the new import is visibly writing (a file newer than the
-    # manifest under the dataset, or a new sibling), or 0.5 s at most
-    while time.monotonic() - t0 < 0.5 and proc.poll() is None:
-        if _newest_under(ds) > m0 or set(os.listdir(tmp_path)) - parent_before:
-            time.sleep(0.05)
-            break
-        time.sleep(0.005)
+    _wait_kill_point(proc, point, time.monotonic(),
+                     lambda: _newest_under(ds) > m0 or set(os.listdir(tmp_path)) - parent_before,
+                     full_seconds)
     _kill(proc)
 
     after = run_json("freq", ds, "EDUC", "--weight", "PERWT")
@@ -93,18 +114,22 @@ def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv):
     run("gen", "census", "--rows", 1234, "--seed", 10, "--out", new_csv)
     run("import", new_csv, ds, "--force")
     assert run_json("info", ds)["rows"] == 1234
+    exp = con.execute(
+        "SELECT EDUC, count(*), sum(PERWT)::DOUBLE FROM read_csv(?, header=true, "
+        "types={'PERWT': 'DECIMAL(18,2)'}) WHERE EDUC IS NOT NULL AND PERWT IS NOT NULL "
+        "GROUP BY 1 ORDER BY 1", [str(new_csv)]).fetchall()
+    check_freq(run_json("freq", ds, "EDUC", "--weight", "PERWT"), exp, weighted=True)
 
 
-def test_killed_fresh_import_leaves_nothing(tmp_path, big_csv):
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_killed_fresh_import_leaves_nothing(tmp_path, big_csv, point):
+    big_csv, full_seconds = big_csv
     target = tmp_path / "fresh.mtab"
     before = set(os.listdir(tmp_path))
     proc = _start_import(big_csv, target)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 0.5 and proc.poll() is None:
-        if set(os.listdir(tmp_path)) - before:
-            time.sleep(0.1)
-            break
-        time.sleep(0.005)
+    _wait_kill_point(proc, point, time.monotonic(),
+                     lambda: bool(set(os.listdir(tmp_path)) - before),
+                     full_seconds)
     _kill(proc)
     assert not target.exists(), f"killed import left {sorted(os.listdir(target))} at {target}"
     # and the name is usable afterwards without --force

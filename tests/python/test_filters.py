@@ -26,15 +26,26 @@ CASES = [
     ("INCTOT>=50000", f"{INC_OK} AND INCTOT >= 50000"),
     ("INCTOT(100000-*)", f"{INC_OK} AND INCTOT >= 100000"),
     ("INCTOT!=0", f"{INC_OK} AND INCTOT <> 0"),
-    ("PERWT>100.5", "PERWT > 100.5"),
-    ("PERWT<=100.5", "PERWT <= 100.5"),
-    ("PERWT(50.25-150.75)", "PERWT BETWEEN 50.25 AND 150.75"),
-    ("EMPSTAT(1) AGE(30-39) PERWT<200", "EMPSTAT = 1 AND AGE BETWEEN 30 AND 39 AND PERWT < 200"),
+    # {p1}: the median PERWT with one decimal (PERWT has two), {q1}/{q3}: the
+    # quartiles with two decimals -- taken from the data at run time
+    ("PERWT>{p1}", "PERWT > {p1}"),
+    ("PERWT<={p1}", "PERWT <= {p1}"),
+    ("PERWT({q1}-{q3})", "PERWT BETWEEN {q1} AND {q3}"),
+    ("EMPSTAT(1) AGE(30-39) PERWT<{p1}", "EMPSTAT = 1 AND AGE BETWEEN 30 AND 39 AND PERWT < {p1}"),
 ]
 
 
+@pytest.fixture(scope="module")
+def perwt_points(census):
+    med, q1, q3 = census.one("SELECT quantile_cont(PERWT::DOUBLE, 0.5), "
+                             "quantile_cont(PERWT::DOUBLE, 0.25), quantile_cont(PERWT::DOUBLE, 0.75) "
+                             "FROM census")
+    return {"p1": f"{med:.1f}", "q1": f"{q1:.2f}", "q3": f"{q3:.2f}"}
+
+
 @pytest.mark.parametrize("flt,sql", CASES, ids=[c[0] for c in CASES])
-def test_filter_freq_weighted(census, flt, sql):
+def test_filter_freq_weighted(census, perwt_points, flt, sql):
+    flt, sql = flt.format(**perwt_points), sql.format(**perwt_points)
     res = run_json("freq", census.ds, "EDUC", "--weight", "PERWT", "--filter", flt)
     assert res["filter"] == flt
     exp = census.freq("EDUC", weight="PERWT", extra=sql)
