@@ -322,3 +322,23 @@ def test_force_replaces_dataset(tmp_path):
     info = run_json("info", ds)
     assert info["rows"] == 3
     assert [r["value"] for r in run_json("freq", ds, "A")["rows"]] == [2, 3, 4]
+
+
+def test_large_integers_exact(tmp_path):
+    """64-bit integers beyond 2**53 are held exactly (i64) and every row is
+    counted with its exact value."""
+    vals = [2**53 + 1, 2**53, -(2**53 + 1), 1, 2**62 + 1, -(2**63 - 1)]
+    text = "A,B\n" + "".join(f"{v},{i % 2}\n" for i, v in enumerate(vals))
+    _, ds = make_dataset(tmp_path, "bigint", text)
+    _, v = info_vars(ds)
+    assert v["A"]["type"] == "i64" and v["A"]["kind"] == "int"
+    check_column_file(ds, "A", v["A"], [str(x) for x in vals], len(vals))
+    assert v["A"]["min"] == min(vals) and v["A"]["max"] == max(vals)
+    res = run_json("freq", ds, "A")
+    assert [(r["value"], r["count"]) for r in res["rows"]] == [(x, 1) for x in sorted(vals)]
+    assert res["total"]["count"] == len(vals)
+    res = run_json("freq", ds, "A", "--filter", f"A>{2**53}")
+    assert [r["value"] for r in res["rows"]] == [2**53 + 1, 2**62 + 1]
+    t = run_json("tab", ds, "A", "B")["tables"][0]
+    assert [r["value"] for r in t["rows"]] == sorted(vals)
+    assert t["total"]["count"] == len(vals)

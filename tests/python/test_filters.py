@@ -140,6 +140,13 @@ def strds(tmp_path_factory):
     ("V<0", [5]),
     ("V(*-0.5)", [3, 5]),
     ("N(2-7) V(0.5-2.25)", [2, 3, 7]),
+    ("V(-2-0)", [5]),                     # negative bounds
+    ("V(*--1)", [5]),
+    ("V(-1.8--1.7)", [5]),
+    ("V=-1.75", [5]),
+    ("N(2.5-4)", [3, 4]),                 # decimal bounds on an integer variable
+    ("N(3-1)", []),                       # empty range
+    ("V(1.5,3)", [1, 6]),
 ])
 def test_filter_string_and_decimal_hand(strds, flt, exp_n):
     res = run_json("freq", strds, "N", "--filter", flt)

@@ -34,7 +34,7 @@ pub fn group_digits(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -103,9 +103,9 @@ pub fn text_table(header: &[String], rows: &[Vec<String>], align: &[Align]) -> S
     }
     let line = |r: &[String]| {
         let mut s = String::new();
-        for i in 0..n {
+        for (i, wi) in w.iter().enumerate() {
             let c = r.get(i).map(|s| s.as_str()).unwrap_or("");
-            let pad = w[i] - c.chars().count();
+            let pad = wi - c.chars().count();
             if i > 0 {
                 s.push_str("  ");
             }

@@ -17,7 +17,9 @@
 //! # let mut w = DatasetWriter::create(&t, false).unwrap();
 //! # let mut c = w.column_writer("SEX", PhysType::U8).unwrap();
 //! # c.append(&[1u8, 2, 2]).unwrap();
-//! # let v = c.finish(Variable::new("SEX", Kind::Int, PhysType::U8)).unwrap();
+//! # let mut v = Variable::new("SEX", Kind::Int, PhysType::U8);
+//! # (v.min, v.max) = (Some(1.0), Some(2.0));
+//! # let v = c.finish(v).unwrap();
 //! # w.add_variable(v); w.commit(3).unwrap();
 //! use microtab_engine::{run, Query};
 //! let ds = Dataset::open(&t).unwrap();

@@ -50,7 +50,7 @@ pub(crate) struct DimPlan {
 }
 
 fn is_missing(var: &Variable, v: f64) -> bool {
-    var.missing_codes.iter().any(|&m| m == v)
+    var.missing_codes.contains(&v)
 }
 
 /// Lists the categories of a grouping variable: every value in its range

@@ -203,11 +203,9 @@ impl ColParser {
                         return Ok(());
                     }
                 }
-                if self.plan != Plan::IntOnly {
-                    if parse_float(s).is_some() {
-                        self.to_float();
-                        return self.push(raw, line, column);
-                    }
+                if self.plan != Plan::IntOnly && parse_float(s).is_some() {
+                    self.promote_to_float();
+                    return self.push(raw, line, column);
                 }
                 Err(value_error(
                     raw,
@@ -269,7 +267,7 @@ impl ColParser {
         }
     }
 
-    fn to_float(&mut self) {
+    fn promote_to_float(&mut self) {
         if let ColBuf::Int {
             vals,
             decimals,
