@@ -454,7 +454,8 @@ def versions(binary):
             v[mod] = "?"
     try:
         p = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
-        v["microtab"] = (p.stdout.strip() or p.stderr.strip()).splitlines()[0] if p.returncode == 0 else "?"
+        line = (p.stdout.strip() or p.stderr.strip()).splitlines()[0] if p.returncode == 0 else "?"
+        v["microtab"] = line.removeprefix("microtab").strip() or "?"
     except Exception:
         v["microtab"] = "?"
     return v

@@ -20,15 +20,26 @@ def big_csv(tmp_path_factory):
     d = tmp_path_factory.mktemp("big")
     p = d / "big.csv"
     run("gen", "census", "--rows", BIG_ROWS, "--seed", 5, "--out", p, timeout=600)
-    # how long a full import takes here, to place the kills inside it
-    t0 = time.monotonic()
-    run("import", p, d / "scratch.mtab", timeout=600)
-    return p, time.monotonic() - t0
+    # how long a full import takes here (best of two), to place the kills inside it
+    best = None
+    for _ in range(2):
+        t0 = time.monotonic()
+        run("import", p, d / "scratch.mtab", "--force", timeout=600)
+        dt = time.monotonic() - t0
+        best = dt if best is None else min(best, dt)
+    return p, best
+
+
+def _freq_oracle(con, csv_path):
+    return con.execute(
+        "SELECT EDUC, count(*), sum(PERWT)::DOUBLE FROM read_csv(?, header=true, "
+        "types={'PERWT': 'DECIMAL(18,2)'}) WHERE EDUC IS NOT NULL AND PERWT IS NOT NULL "
+        "GROUP BY 1 ORDER BY 1", [str(csv_path)]).fetchall()
 
 
 # when to SIGKILL: as soon as the import is visibly writing, or at a fraction
 # of the measured duration of a full import
-KILL_POINTS = ["first-write", 0.3, 0.6, 0.85]
+KILL_POINTS = ["first-write", 0.25, 0.5, 0.75]
 
 
 def _wait_kill_point(proc, point, started, is_writing, full_seconds):
@@ -81,10 +92,7 @@ def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv, point):
     run("gen", "census", "--rows", 5000, "--seed", 9, "--out", old_csv)
     run("import", old_csv, ds, "--missing", f"INCTOT={INCTOT_NA}")
     con = duckdb.connect()
-    exp = con.execute(
-        "SELECT EDUC, count(*), sum(PERWT)::DOUBLE FROM read_csv(?, header=true, "
-        "types={'PERWT': 'DECIMAL(18,2)'}) WHERE EDUC IS NOT NULL AND PERWT IS NOT NULL "
-        "GROUP BY 1 ORDER BY 1", [str(old_csv)]).fetchall()
+    exp = _freq_oracle(con, old_csv)
     before = run_json("freq", ds, "EDUC", "--weight", "PERWT")
     check_freq(before, exp, weighted=True)
     info_before = run_json("info", ds)
@@ -98,10 +106,15 @@ def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv, point):
                      full_seconds)
     _kill(proc)
 
+    info_after = run_json("info", ds)
     after = run_json("freq", ds, "EDUC", "--weight", "PERWT")
+    if info_after["rows"] == BIG_ROWS:
+        # killed after the manifest swap (while cleaning up): the dataset must
+        # then be the complete new one
+        check_freq(after, _freq_oracle(con, big_csv), weighted=True)
+        return
     assert after == before
     check_freq(after, exp, weighted=True)
-    info_after = run_json("info", ds)
     assert info_after["rows"] == info_before["rows"] == 5000
     assert [v["name"] for v in info_after["variables"]] == [v["name"] for v in info_before["variables"]]
     m = run_json("means", ds, "AGE", "--by", "SEX")
@@ -114,11 +127,8 @@ def test_killed_force_import_keeps_old_dataset(tmp_path, big_csv, point):
     run("gen", "census", "--rows", 1234, "--seed", 10, "--out", new_csv)
     run("import", new_csv, ds, "--force")
     assert run_json("info", ds)["rows"] == 1234
-    exp = con.execute(
-        "SELECT EDUC, count(*), sum(PERWT)::DOUBLE FROM read_csv(?, header=true, "
-        "types={'PERWT': 'DECIMAL(18,2)'}) WHERE EDUC IS NOT NULL AND PERWT IS NOT NULL "
-        "GROUP BY 1 ORDER BY 1", [str(new_csv)]).fetchall()
-    check_freq(run_json("freq", ds, "EDUC", "--weight", "PERWT"), exp, weighted=True)
+    check_freq(run_json("freq", ds, "EDUC", "--weight", "PERWT"), _freq_oracle(con, new_csv),
+               weighted=True)
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
@@ -131,9 +141,15 @@ def test_killed_fresh_import_leaves_nothing(tmp_path, big_csv, point):
                      lambda: bool(set(os.listdir(tmp_path)) - before),
                      full_seconds)
     _kill(proc)
-    assert not target.exists(), f"killed import left {sorted(os.listdir(target))} at {target}"
-    # and the name is usable afterwards without --force
     small = tmp_path / "small.csv"
     small.write_text("A\n1\n2\n2\n")
-    run("import", small, target)
+    if target.exists():
+        # only acceptable if killed after the final rename: then it is complete
+        assert run_json("info", target)["rows"] == BIG_ROWS
+        check_freq(run_json("freq", target, "EDUC", "--weight", "PERWT"),
+                   _freq_oracle(duckdb.connect(), big_csv), weighted=True)
+        run("import", small, target, "--force")
+    else:
+        # the name is usable afterwards without --force
+        run("import", small, target)
     assert [(r["value"], r["count"]) for r in run_json("freq", target, "A")["rows"]] == [(1, 1), (2, 2)]

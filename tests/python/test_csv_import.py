@@ -40,19 +40,24 @@ def info_vars(ds):
     return info, {v["name"]: v for v in info["variables"]}
 
 
-def manifest_files(ds):
+def manifest_vars(ds):
     m = json.loads((ds / "manifest.json").read_text())
-    out = {}
-    for i, v in enumerate(m["variables"]):
-        out[v.get("name", i)] = ds / v["file"]
-    return out
+    return {v.get("name", i): v for i, v in enumerate(m["variables"])}
+
+
+TYPE_CODES = {"u8": 1, "i8": 2, "u16": 3, "i16": 4, "u32": 5, "i32": 6, "i64": 7, "f32": 8, "f64": 9}
 
 
 def read_column(ds, name, var, rows):
-    """Read a column file with numpy.memmap at offset 4096."""
-    path = manifest_files(ds)[name]
+    """Read a column file with numpy.memmap at offset 4096 (docs/FORMAT.md:
+    4096-byte header, then the little-endian values)."""
+    path = ds / manifest_vars(ds)[name]["file"]
     dt = np.dtype(DTYPES[var["type"]])
     assert path.stat().st_size >= 4096 + rows * dt.itemsize
+    head = path.read_bytes()[:32]
+    assert head[:8] == b"MTABCOL\0"
+    assert int.from_bytes(head[12:16], "little") == TYPE_CODES[var["type"]]
+    assert int.from_bytes(head[16:24], "little") == rows
     if rows == 0:
         return np.array([], dtype=dt)
     return np.array(np.memmap(path, dtype=dt, mode="r", offset=4096, shape=(rows,)))
@@ -61,13 +66,19 @@ def read_column(ds, name, var, rows):
 def check_column_file(ds, name, var, values, rows):
     """``values``: list of python values from the CSV (None = empty)."""
     raw = read_column(ds, name, var, rows)
+    mv = manifest_vars(ds)[name]
     nn = np.array([v is not None for v in values], dtype=bool)
+    if var["type"].startswith("f"):
+        assert np.isnan(raw[~nn]).all()
+    elif (~nn).any():
+        # system-missing is stored as the manifest's null_code
+        assert (raw[~nn] == mv["null_code"]).all()
     if var["kind"] == "string":
-        # dictionary codes: equal strings ⇔ equal codes
-        pairs = {}
-        for code, v in zip(raw[nn].tolist(), [v for v in values if v is not None]):
-            assert pairs.setdefault(v, code) == code
-        assert len(set(pairs.values())) == len(pairs)
+        d = mv["dictionary"]
+        if isinstance(d, str):  # path of a JSON array, relative to the dataset
+            d = json.loads((ds / d).read_text())
+        assert d == sorted(d, key=lambda s: s.encode("utf-8"))
+        assert [d[c] for c in raw[nn].tolist()] == [v for v in values if v is not None]
         return
     if var["type"].startswith("f"):
         got = raw[nn].astype(float)
@@ -221,6 +232,7 @@ def test_quoted_fields(tmp_path, eol):
     assert v["N"]["kind"] == "int"  # no stray \r in the last column
     res = run_json("freq", ds, "TXT")
     assert [(disp(r), r["count"]) for r in res["rows"]] == QUOTED_EXP
+    check_column_file(ds, "TXT", v["TXT"], ["a,b", 'say "hi"', "line1\nline2", "plain", "a,b"], 5)
     res = run_json("freq", ds, "N")
     assert [r["value"] for r in res["rows"]] == [10, 20, 30, 40, 50]
 
@@ -317,10 +329,12 @@ def test_type_override(tmp_path):
 
 def test_force_replaces_dataset(tmp_path):
     _, ds = make_dataset(tmp_path, "f", "A\n1\n1\n")
+    gen1 = run_json("info", ds)["generation"]
     write(tmp_path / "g.csv", "A\n2\n3\n4\n")
     run("import", tmp_path / "g.csv", ds, "--force")
     info = run_json("info", ds)
     assert info["rows"] == 3
+    assert info["generation"] > gen1
     assert [r["value"] for r in run_json("freq", ds, "A")["rows"]] == [2, 3, 4]
 
 

@@ -85,3 +85,15 @@ def test_freq_weight_missing_excludes_rows_from_count(census):
     res = run_json("freq", census.ds, "SEX", "--weight", "INCTOT")
     exp = census.freq("SEX", weight="INCTOT")
     check_freq(res, exp, weighted=True)
+
+
+def test_variable_names_case_insensitive(census):
+    exp = census.freq("EDUC", weight="PERWT", extra="AGE BETWEEN 25 AND 64")
+    res = run_json("freq", census.ds, "educ", "--weight", "perwt", "--filter", "age(25-64)")
+    check_freq(res, exp, weighted=True)
+    t = run_json("tab", census.ds, "sex", "Educ", "--control", "marst")
+    assert sum(tt["total"]["count"] for tt in t["tables"]) == census.one(
+        "SELECT count(*) FROM census WHERE SEX IS NOT NULL AND EDUC IS NOT NULL AND MARST IS NOT NULL")[0]
+    m = run_json("means", census.ds, "age", "--by", "sex")
+    assert m["total"]["mean"] == approx(census.one(
+        "SELECT avg(AGE) FROM census WHERE AGE IS NOT NULL AND SEX IS NOT NULL")[0])

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import INCTOT_NA, approx, disp, make_dataset, run_json, same_dataset
+from conftest import INCTOT_NA, approx, disp, make_dataset, run, run_json, same_dataset
 
 
 def wstats(x, w):
@@ -164,3 +164,12 @@ def test_means_hand_computed(tmp_path):
     assert g[1]["n"] == 3 and g[1]["mean"] == approx(20.0) and g[1]["sd"] == approx(10.0)
     assert g[2]["n"] == 1 and g[2]["sd"] is None
     assert res["total"]["n"] == 6
+
+
+@pytest.mark.parametrize("weight", [[], ["--weight", "PERWT"]], ids=["unweighted", "weighted"])
+def test_means_output_is_deterministic(census, weight):
+    """The same query prints the same bytes every time (no dependence on how
+    the work was split between threads)."""
+    outs = {run("means", census.ds, "INCTOT", "--by", "EDUC", *weight, "--format", "json").stdout
+            for _ in range(30)}
+    assert len(outs) == 1, f"{len(outs)} different outputs in 30 runs"

@@ -5,11 +5,15 @@ use crate::plan::{dim_categories, dim_mapper, filter_mapper, DimPlan, Exclusion,
 use crate::value::Category;
 use crate::{Error, Query, Result};
 use microtab_store::{Column, ColumnData, Dataset, Kind, Variable};
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Rows per morsel: small enough that a morsel's cell indexes and values
 /// stay in L2, large enough to amortize the per-morsel work.
 const MORSEL: usize = 32 * 1024;
+/// Morsels between read-ahead hints.
+const STEP: usize = 16;
+/// How far ahead of the scan (in morsels) the read-ahead window runs.
+const AHEAD: usize = 64;
 /// Largest cube (cells) a query may build.
 const MAX_CELLS: usize = 1 << 26;
 
@@ -435,14 +439,16 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
     if let Some(c) = &measure_col {
         numeric(c.var(), "an analysis variable")?;
     }
-    // Start the kernel reading every column now; counting overlaps the reads.
-    for c in dim_cols
+    let all_cols: Vec<&Column> = dim_cols
         .iter()
         .chain(&filter_cols)
         .chain(weight_col.iter())
         .chain(measure_col.iter())
-    {
-        c.prefetch(0, rows);
+        .collect();
+    // Start the kernel reading the first stretch of every column now, so the
+    // reads overlap planning; the scan keeps the read-ahead window moving.
+    for c in &all_cols {
+        c.prefetch(0, (AHEAD + STEP) * MORSEL);
     }
 
     let mut plans: Vec<DimPlan> = Vec::new();
@@ -486,20 +492,32 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
     let acc = if empty || rows == 0 {
         Acc::new(&plan)
     } else {
+        // Workers take morsels in file order from a shared counter, so all
+        // of them consume the front of the read-ahead window together.
         let nm = rows.div_ceil(MORSEL);
-        let per = (nm / (rayon::current_num_threads() * 4)).max(1);
-        (0..nm)
-            .into_par_iter()
-            .with_min_len(per)
-            .fold(
-                || Acc::new(&plan),
-                |mut acc, m| {
+        let next = AtomicUsize::new(0);
+        let accs = rayon::broadcast(|_| {
+            let mut acc = Acc::new(&plan);
+            loop {
+                let first = next.fetch_add(STEP, Ordering::Relaxed);
+                if first >= nm {
+                    break;
+                }
+                if first + AHEAD < nm {
+                    for c in &all_cols {
+                        c.prefetch((first + AHEAD) * MORSEL, STEP * MORSEL);
+                    }
+                }
+                for m in first..(first + STEP).min(nm) {
                     let s = m * MORSEL;
                     acc.morsel(&plan, s, (s + MORSEL).min(rows));
-                    acc
-                },
-            )
-            .reduce(|| Acc::new(&plan), Acc::merge)
+                }
+            }
+            acc
+        });
+        accs.into_iter()
+            .reduce(Acc::merge)
+            .expect("one worker at least")
     };
     Ok(compact(
         plans,

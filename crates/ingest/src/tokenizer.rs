@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn boundary_respects_quotes() {
         let b = b"a,b\n\"x\ny\",2\n3,\"4\n";
-        assert_eq!(last_record_end(b), Some(13));
+        assert_eq!(last_record_end(b), Some(12));
         assert_eq!(last_record_end(b"1,2\n3,4"), Some(4));
     }
 
