@@ -202,3 +202,19 @@ def test_closed_stdout_pipe_is_not_an_error(census):
     p.wait(timeout=60)
     assert p.returncode in (0, -signal.SIGPIPE), (p.returncode, err)
     assert err == "", err
+
+
+def test_means_without_by(census):
+    """The synopsis requires --by; a CLI that accepts its absence anyway must
+    print well-formed output (rectangular CSV) with the right numbers."""
+    p = run("means", census.ds, "AGE", "--format", "csv", ok=None)
+    if p.returncode == 2:
+        return
+    assert p.returncode == 0, p.stderr
+    rows = parse_csv(p.stdout)
+    assert rows[0][-4:] == ["mean", "sd", "n", "sum_weights"]
+    assert {len(r) for r in rows} == {len(rows[0])}, f"ragged CSV: {rows}"
+    m, sd, n = census.one("SELECT avg(AGE), stddev_samp(AGE), count(*) FROM census WHERE AGE IS NOT NULL")
+    assert rows[-1][0] == "Total"
+    assert fnum(rows[-1][-4]) == approx(m) and fnum(rows[-1][-3]) == approx(sd)
+    assert int(rows[-1][-2]) == n
