@@ -225,7 +225,11 @@ fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
                 let bad = (*float && f.is_nan())
                     || (!*float && Some(v.i()) == *null_code)
                     || missing.contains(&f)
-                    || !pred.test(f);
+                    || !(if *float {
+                        pred.test(f)
+                    } else {
+                        pred.test_int(v.i())
+                    });
                 if bad {
                     *x |= TRASH;
                 }
@@ -250,6 +254,20 @@ fn load_values<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Ve
     }
 }
 
+/// Loads integer values (weights or analysis values) per row, excluding
+/// rows where the value is missing.
+fn load_ints<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Vec<i64>) {
+    out.clear();
+    out.extend(vals.iter().map(|v| v.i()));
+    let has_missing = !ex.missing.is_empty();
+    for (x, &v) in idx.iter_mut().zip(out.iter()) {
+        let bad = ex.null_code == Some(v) || (has_missing && ex.missing.contains(&(v as f64)));
+        if bad {
+            *x |= TRASH;
+        }
+    }
+}
+
 struct Acc {
     counts: Vec<u64>,
     wsum: Vec<f64>,
@@ -259,6 +277,56 @@ struct Acc {
     xbuf: Vec<f64>,
     // Per-morsel moment sums: n, Σw, Σw(x−k), Σw(x−k)².
     local: Vec<[f64; 4]>,
+    // Exact path: integer weights and values.
+    wint: Vec<i64>,
+    xint: Vec<i64>,
+    exact: Vec<ExactCell>,
+}
+
+/// Exact sums for integer (and implied-decimal) analysis variables and
+/// weights: the result does not depend on how rows were split among
+/// workers, so it is identical from run to run.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExactCell {
+    n: u64,
+    w: i128,
+    wx: i128,
+    wxx: i128,
+}
+
+impl ExactCell {
+    fn add(&mut self, o: &ExactCell) {
+        self.n += o.n;
+        self.w = self.w.wrapping_add(o.w);
+        self.wx = self.wx.wrapping_add(o.wx);
+        self.wxx = self.wxx.wrapping_add(o.wxx);
+    }
+
+    /// Moments in stored units.
+    fn moments(&self) -> Moments {
+        if self.w == 0 {
+            return Moments {
+                n: self.n,
+                ..Moments::default()
+            };
+        }
+        let w = self.w as f64;
+        // m2 = Σw(x−m)² = (W·Σwx² − (Σwx)²) / W, exact up to the division.
+        let m2 = match self
+            .w
+            .checked_mul(self.wxx)
+            .and_then(|a| self.wx.checked_mul(self.wx).and_then(|b| a.checked_sub(b)))
+        {
+            Some(num) => num as f64 / w,
+            None => self.wxx as f64 - (self.wx as f64) * (self.wx as f64) / w,
+        };
+        Moments {
+            n: self.n,
+            w,
+            mean: self.wx as f64 / w,
+            m2,
+        }
+    }
 }
 
 struct Plan<'a> {
@@ -267,6 +335,9 @@ struct Plan<'a> {
     filters: Vec<(&'a Column, Mapper)>,
     weight: Option<(&'a Column, Exclusion)>,
     measure: Option<(&'a Column, Exclusion)>,
+    /// Sum moments exactly in integers (int-kind measure and weight whose
+    /// ranges cannot overflow i128).
+    exact: bool,
 }
 
 impl Acc {
@@ -287,8 +358,15 @@ impl Acc {
             idx: Vec::with_capacity(MORSEL),
             wbuf: Vec::with_capacity(MORSEL),
             xbuf: Vec::with_capacity(MORSEL),
-            local: if p.measure.is_some() {
+            local: if p.measure.is_some() && !p.exact {
                 vec![[0.0; 4]; n]
+            } else {
+                Vec::new()
+            },
+            wint: Vec::new(),
+            xint: Vec::new(),
+            exact: if p.exact {
+                vec![ExactCell::default(); n]
             } else {
                 Vec::new()
             },
@@ -301,6 +379,37 @@ impl Acc {
         self.idx.resize(end - start, 0);
         for (col, m) in p.dims.iter().chain(p.filters.iter()) {
             dispatch!(col.data(), r.clone(), |v| apply(v, m, &mut self.idx));
+        }
+        if p.exact {
+            if let Some((col, ex)) = &p.weight {
+                dispatch!(col.data(), r.clone(), |v| load_ints(
+                    v,
+                    ex,
+                    &mut self.idx,
+                    &mut self.wint
+                ));
+            }
+            if let Some((col, ex)) = &p.measure {
+                dispatch!(col.data(), r.clone(), |v| load_ints(
+                    v,
+                    ex,
+                    &mut self.idx,
+                    &mut self.xint
+                ));
+            }
+            let trash = p.cells as u32;
+            let weighted = p.weight.is_some();
+            for (j, &i) in self.idx.iter().enumerate() {
+                let e = &mut self.exact[i.min(trash) as usize];
+                let w = if weighted { self.wint[j] as i128 } else { 1 };
+                let x = self.xint[j] as i128;
+                let wx = w.wrapping_mul(x);
+                e.n += 1;
+                e.w = e.w.wrapping_add(w);
+                e.wx = e.wx.wrapping_add(wx);
+                e.wxx = e.wxx.wrapping_add(wx.wrapping_mul(x));
+            }
+            return;
         }
         if let Some((col, ex)) = &p.weight {
             dispatch!(col.data(), r.clone(), |v| load_values(
@@ -395,6 +504,9 @@ impl Acc {
         for (a, b) in self.moments.iter_mut().zip(&o.moments) {
             a.merge(b);
         }
+        for (a, b) in self.exact.iter_mut().zip(&o.exact) {
+            a.add(b);
+        }
         self
     }
 }
@@ -415,6 +527,29 @@ fn numeric(var: &Variable, role: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Whether Σw·x² over `rows` rows stays far inside i128 for these columns.
+fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: usize) -> bool {
+    let bound = |c: &Column| -> Option<f64> {
+        let v = c.var();
+        if v.kind != Kind::Int {
+            return None;
+        }
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+        Some(m(v.min).max(m(v.max)).max(1.0))
+    };
+    let Some(x) = measure.and_then(bound) else {
+        return false;
+    };
+    let w = match weight {
+        Some(c) => match bound(c) {
+            Some(w) => w,
+            None => return false,
+        },
+        None => 1.0,
+    };
+    x * x * w * (rows.max(1) as f64) < 2f64.powi(120)
 }
 
 /// Runs `q` over `ds`.
@@ -486,6 +621,7 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
         filters,
         weight: weight_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
+        exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
     };
     // If any dimension has no categories the cube is empty.
     let empty = plans.iter().any(|p| p.categories.is_empty());
@@ -540,8 +676,15 @@ fn compact(
     let n = plan.cells;
     // Marginal counts per dimension.
     let mut keep: Vec<Vec<bool>> = shape.iter().map(|&k| vec![false; k]).collect();
+    let counts_of = |c: usize| {
+        if plan.exact {
+            acc.exact[c].n
+        } else {
+            acc.counts[c]
+        }
+    };
     for c in 0..n {
-        if acc.counts[c] == 0 {
+        if counts_of(c) == 0 {
             continue;
         }
         let mut r = c;
@@ -581,7 +724,7 @@ fn compact(
     let mut weighted = weight.map(|_| vec![0.0; total]);
     let mut moments = measure.map(|_| vec![Moments::default(); total]);
     for c in 0..n {
-        if acc.counts[c] == 0 {
+        if counts_of(c) == 0 {
             continue;
         }
         let mut r = c;
@@ -593,12 +736,16 @@ fn compact(
             mult *= new_shape[d];
             r /= shape[d];
         }
-        counts[dst] = acc.counts[c];
+        counts[dst] = counts_of(c);
         if let Some(w) = weighted.as_mut() {
             w[dst] = acc.wsum[c] / wscale;
         }
         if let Some(m) = moments.as_mut() {
-            let a = acc.moments[c];
+            let a = if plan.exact {
+                acc.exact[c].moments()
+            } else {
+                acc.moments[c]
+            };
             m[dst] = Moments {
                 n: a.n,
                 w: a.w / wscale,

@@ -240,15 +240,6 @@ pub(crate) struct Interval {
 }
 
 impl Interval {
-    fn closed(lo: f64, hi: f64) -> Self {
-        Interval {
-            lo,
-            lo_open: false,
-            hi,
-            hi_open: false,
-        }
-    }
-
     #[inline]
     pub fn contains(&self, v: f64) -> bool {
         (if self.lo_open {
@@ -264,30 +255,105 @@ impl Interval {
 }
 
 /// A resolved term: the stored values that pass.
+///
+/// Int and string kinds compare exact integers (every `i64`, including
+/// values beyond 2^53); floats compare floats.
 #[derive(Debug, Clone)]
-pub(crate) struct Predicate {
-    pub any: Vec<Interval>,
+pub(crate) enum Predicate {
+    /// Inclusive integer ranges.
+    Ints(Vec<(i64, i64)>),
+    /// Float intervals.
+    Floats(Vec<Interval>),
 }
 
 impl Predicate {
     #[inline]
+    pub fn test_int(&self, v: i64) -> bool {
+        match self {
+            Predicate::Ints(r) => r.iter().any(|&(lo, hi)| v >= lo && v <= hi),
+            Predicate::Floats(_) => self.test(v as f64),
+        }
+    }
+
+    #[inline]
     pub fn test(&self, v: f64) -> bool {
-        self.any.iter().any(|i| i.contains(v))
+        match self {
+            Predicate::Floats(r) => r.iter().any(|i| i.contains(v)),
+            Predicate::Ints(r) => {
+                v.fract() == 0.0 && r.iter().any(|&(lo, hi)| v >= lo as f64 && v <= hi as f64)
+            }
+        }
     }
 }
 
+/// A value in stored units: exact when it is an integer there.
+#[derive(Clone, Copy)]
+enum Stored {
+    Exact(i128),
+    Approx(f64),
+}
+
+impl Stored {
+    fn floor(self) -> i128 {
+        match self {
+            Stored::Exact(i) => i,
+            Stored::Approx(f) => f.floor().clamp(-1.7e38, 1.7e38) as i128,
+        }
+    }
+    fn ceil(self) -> i128 {
+        match self {
+            Stored::Exact(i) => i,
+            Stored::Approx(f) => f.ceil().clamp(-1.7e38, 1.7e38) as i128,
+        }
+    }
+    fn f(self) -> f64 {
+        match self {
+            Stored::Exact(i) => i as f64,
+            Stored::Approx(f) => f,
+        }
+    }
+}
+
+/// Parses `[+-]digits[.digits]` exactly into stored units with `decimals`.
+fn exact_decimal(s: &str, decimals: u32) -> Option<i128> {
+    let t = s.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let frac = frac.trim_end_matches('0');
+    if frac.len() as u32 > decimals || int.len() > 30 {
+        return None;
+    }
+    let mut v: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    for i in 0..decimals as usize {
+        let d = frac.as_bytes().get(i).map_or(0, |b| (b - b'0') as i128);
+        v = v.checked_mul(10)?.checked_add(d)?;
+    }
+    Some(if neg { -v } else { v })
+}
+
 /// Converts a displayed value to stored units of `var`.
-fn to_stored(term: &Term, var: &Variable, dict: &[String], s: &str, side: Side) -> Result<f64> {
+fn to_stored(term: &Term, var: &Variable, dict: &[String], s: &str) -> Result<Stored> {
     if var.kind == Kind::String {
         // The dictionary is sorted: a string's position is its code, and a
-        // missing string falls between two codes.
+        // string not in it falls between two codes.
         return Ok(match dict.binary_search_by(|d| d.as_str().cmp(s)) {
-            Ok(i) => i as f64,
-            Err(i) => match side {
-                Side::Lo => i as f64 - 0.5,
-                Side::Hi => i as f64 - 0.5,
-            },
+            Ok(i) => Stored::Exact(i as i128),
+            Err(i) => Stored::Approx(i as f64 - 0.5),
         });
+    }
+    if var.kind == Kind::Int {
+        if let Some(v) = exact_decimal(s, var.decimals) {
+            return Ok(Stored::Exact(v));
+        }
     }
     let x: f64 = s.trim().parse().map_err(|_| {
         err(
@@ -295,68 +361,77 @@ fn to_stored(term: &Term, var: &Variable, dict: &[String], s: &str, side: Side) 
             format!("expected a number for {}, found '{s}'", var.name),
         )
     })?;
-    let v = x * var.scale();
-    if var.kind == Kind::Int && (v - v.round()).abs() < 1e-6 {
-        Ok(v.round())
-    } else {
-        Ok(v)
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Side {
-    Lo,
-    Hi,
+    Ok(Stored::Approx(x * var.scale()))
 }
 
 /// Resolves a term against its variable.
 pub(crate) fn resolve(term: &Term, var: &Variable, dict: &[String]) -> Result<Predicate> {
     let inf = f64::INFINITY;
-    let mut any = Vec::new();
+    let conv = |s: &str| to_stored(term, var, dict, s);
+    // Bounds as (lower, upper) pairs; `None` is unbounded.
+    let mut spans: Vec<(Option<Stored>, bool, Option<Stored>, bool)> = Vec::new();
     match &term.cond {
         Cond::Set(items) => {
             for it in items {
                 match it {
                     Item::One(s) => {
-                        let v = to_stored(term, var, dict, s, Side::Lo)?;
-                        any.push(Interval::closed(v, v));
+                        let v = conv(s)?;
+                        spans.push((Some(v), false, Some(v), false));
                     }
                     Item::Range(a, b) => {
-                        let lo = match a {
-                            Some(s) => to_stored(term, var, dict, s, Side::Lo)?,
-                            None => -inf,
-                        };
-                        let hi = match b {
-                            Some(s) => to_stored(term, var, dict, s, Side::Hi)?,
-                            None => inf,
-                        };
-                        any.push(Interval::closed(lo, hi));
+                        let lo = a.as_deref().map(conv).transpose()?;
+                        let hi = b.as_deref().map(conv).transpose()?;
+                        spans.push((lo, false, hi, false));
                     }
                 }
             }
         }
         Cond::Cmp(op, s) => {
-            let v = to_stored(term, var, dict, s, Side::Lo)?;
-            let iv = |lo, lo_open, hi, hi_open| Interval {
-                lo,
-                lo_open,
-                hi,
-                hi_open,
-            };
+            let v = Some(conv(s)?);
             match op {
-                CmpOp::Lt => any.push(iv(-inf, false, v, true)),
-                CmpOp::Le => any.push(iv(-inf, false, v, false)),
-                CmpOp::Gt => any.push(iv(v, true, inf, false)),
-                CmpOp::Ge => any.push(iv(v, false, inf, false)),
-                CmpOp::Eq => any.push(Interval::closed(v, v)),
+                CmpOp::Lt => spans.push((None, false, v, true)),
+                CmpOp::Le => spans.push((None, false, v, false)),
+                CmpOp::Gt => spans.push((v, true, None, false)),
+                CmpOp::Ge => spans.push((v, false, None, false)),
+                CmpOp::Eq => spans.push((v, false, v, false)),
                 CmpOp::Ne => {
-                    any.push(iv(-inf, false, v, true));
-                    any.push(iv(v, true, inf, false));
+                    spans.push((None, false, v, true));
+                    spans.push((v, true, None, false));
                 }
             }
         }
     }
-    Ok(Predicate { any })
+    if var.kind == Kind::Float {
+        return Ok(Predicate::Floats(
+            spans
+                .into_iter()
+                .map(|(lo, lo_open, hi, hi_open)| Interval {
+                    lo: lo.map_or(-inf, Stored::f),
+                    lo_open,
+                    hi: hi.map_or(inf, Stored::f),
+                    hi_open,
+                })
+                .collect(),
+        ));
+    }
+    let clamp = |v: i128| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+    let ints = spans
+        .into_iter()
+        .filter_map(|(lo, lo_open, hi, hi_open)| {
+            let lo = match lo {
+                None => i64::MIN as i128,
+                Some(v) if lo_open => v.floor() + 1,
+                Some(v) => v.ceil(),
+            };
+            let hi = match hi {
+                None => i64::MAX as i128,
+                Some(v) if hi_open => v.ceil() - 1,
+                Some(v) => v.floor(),
+            };
+            (lo <= hi).then(|| (clamp(lo), clamp(hi)))
+        })
+        .collect();
+    Ok(Predicate::Ints(ints))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! # let mut c = w.column_writer("SEX", PhysType::U8).unwrap();
 //! # c.append(&[1u8, 2, 2]).unwrap();
 //! # let mut v = Variable::new("SEX", Kind::Int, PhysType::U8);
-//! # (v.min, v.max) = (Some(1.0), Some(2.0));
+//! # (v.min, v.max) = (Some(Number::Int(1)), Some(Number::Int(2)));
 //! # let v = c.finish(v).unwrap();
 //! # w.add_variable(v); w.commit(3).unwrap();
 //! use microtab_engine::{run, Query};

@@ -44,8 +44,9 @@ pub(crate) enum Mapper {
 pub(crate) struct DimPlan {
     pub var: Variable,
     pub categories: Vec<Category>,
-    /// Per category: its stored value (for table building); `None` for null.
-    pub stored: Vec<Option<f64>>,
+    /// Per category: its key (stored integer, or `f64` bits for floats);
+    /// `None` for system-missing.
+    pub keys: Vec<Option<i64>>,
     pub hashed: bool,
 }
 
@@ -53,73 +54,88 @@ fn is_missing(var: &Variable, v: f64) -> bool {
     var.missing_codes.contains(&v)
 }
 
+fn key_value(var: &Variable, key: i64) -> f64 {
+    if var.kind == Kind::Float {
+        f64::from_bits(key as u64)
+    } else {
+        key as f64
+    }
+}
+
+/// The exact integer range of an int or string variable, if small enough
+/// for a direct table.
+fn table_range(var: &Variable) -> Option<(i64, i64)> {
+    match (var.min, var.max) {
+        (None, None) => Some((0, -1)),
+        (Some(lo), Some(hi)) if var.kind != Kind::Float => {
+            let (lo, hi) = (lo.as_i64(), hi.as_i64());
+            (hi.checked_sub(lo).is_some_and(|d| d < MAX_TABLE)).then_some((lo, hi))
+        }
+        _ => None,
+    }
+}
+
 /// Lists the categories of a grouping variable: every value in its range
 /// (table-mapped) or every distinct value (hash-mapped, found by a scan).
 pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: bool) -> DimPlan {
     let var = col.var().clone();
     let mut categories = Vec::new();
-    let mut stored = Vec::new();
-    let mut push = |v: f64, cats: &mut Vec<Category>| {
-        let missing = is_missing(&var, v);
+    let mut keys = Vec::new();
+    let mut push = |key: i64, cats: &mut Vec<Category>| {
+        let missing = is_missing(&var, key_value(&var, key));
         if missing && !include_missing {
             return;
         }
-        let mut c = category(&var, v, missing);
+        let mut c = category(&var, key, missing);
         if var.kind == Kind::String {
-            let s = dict.get(v as usize).cloned().unwrap_or_default();
+            let s = dict.get(key as usize).cloned().unwrap_or_default();
             c.display = s.clone();
             c.label = var.value_labels.get(&s).cloned();
             c.value = crate::Value::Str(s);
         }
         cats.push(c);
-        stored.push(Some(v));
+        keys.push(Some(key));
     };
-    let table_range = match (var.min, var.max) {
-        (Some(lo), Some(hi)) if var.kind != Kind::Float && hi - lo < MAX_TABLE as f64 => {
-            Some((lo as i64, hi as i64))
-        }
-        (None, None) => Some((0, -1)),
-        _ => None,
-    };
-    let hashed = table_range.is_none();
-    match table_range {
+    let range = table_range(&var);
+    let hashed = range.is_none();
+    match range {
         Some((lo, hi)) => {
             for v in lo..=hi {
-                push(v as f64, &mut categories);
+                push(v, &mut categories);
             }
         }
         None => {
-            for v in distinct_values(col) {
+            for v in distinct_keys(col) {
                 push(v, &mut categories);
             }
         }
     }
     if include_missing && var.nulls > 0 {
         categories.push(null_category());
-        stored.push(None);
+        keys.push(None);
     }
     DimPlan {
         var,
         categories,
-        stored,
+        keys,
         hashed,
     }
 }
 
-/// Sorted distinct non-null values of a column (parallel scan).
-fn distinct_values(col: &Column) -> Vec<f64> {
+/// Sorted distinct non-null keys of a column (parallel scan): exact
+/// integers for int and string kinds, `f64` bits for floats.
+fn distinct_keys(col: &Column) -> Vec<i64> {
     use rayon::prelude::*;
     let null = col.var().null_code;
-    fn scan<T: Copy + Send + Sync + Into<f64>>(v: &[T], null: Option<i64>) -> Vec<f64> {
+    let float = col.var().kind == Kind::Float;
+    fn scan<T: Copy + Send + Sync>(v: &[T], key: impl Fn(T) -> Option<i64> + Sync) -> Vec<i64> {
         let sets = v
             .par_chunks(1 << 16)
-            .fold(HashMap::<u64, ()>::new, |mut s, c| {
+            .fold(HashMap::<i64, ()>::new, |mut s, c| {
                 for &x in c {
-                    let f: f64 = x.into();
-                    if f.is_nan() || null.is_some_and(|n| f == n as f64) {
-                        continue;
+                    if let Some(k) = key(x) {
+                        s.insert(k, ());
                     }
-                    s.insert(f.to_bits(), ());
                 }
                 s
             })
@@ -127,30 +143,33 @@ fn distinct_values(col: &Column) -> Vec<f64> {
                 a.extend(b);
                 a
             });
-        let mut out: Vec<f64> = sets.into_keys().map(f64::from_bits).collect();
-        out.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        out
+        sets.into_keys().collect()
     }
-    match col.data() {
-        ColumnData::U8(v) => scan(v, null),
-        ColumnData::I8(v) => scan(v, null),
-        ColumnData::U16(v) => scan(v, null),
-        ColumnData::I16(v) => scan(v, null),
-        ColumnData::U32(v) => scan(v, null),
-        ColumnData::I32(v) => scan(v, null),
-        ColumnData::I64(v) => {
-            let conv: Vec<f64> = v.iter().map(|&x| x as f64).collect();
-            scan(&conv, null)
-        }
-        ColumnData::F32(v) => scan(v, null),
-        ColumnData::F64(v) => scan(v, null),
+    let int = |x: i64| (Some(x) != null).then_some(x);
+    let flt = |x: f64| (!x.is_nan()).then_some(x.to_bits() as i64);
+    let mut out = match col.data() {
+        ColumnData::U8(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I8(v) => scan(v, |x| int(x as i64)),
+        ColumnData::U16(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I16(v) => scan(v, |x| int(x as i64)),
+        ColumnData::U32(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I32(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I64(v) => scan(v, int),
+        ColumnData::F32(v) => scan(v, |x| flt(x as f64)),
+        ColumnData::F64(v) => scan(v, flt),
+    };
+    if float {
+        out.sort_by(|a, b| f64::from_bits(*a as u64).total_cmp(&f64::from_bits(*b as u64)));
+    } else {
+        out.sort_unstable();
     }
+    out
 }
 
-/// Builds the mapper of a (possibly compacted) dimension with `stride`.
+/// Builds the mapper of a dimension with `stride`.
 pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
     let null_entry = d
-        .stored
+        .keys
         .iter()
         .position(|s| s.is_none())
         .map(|i| i as u32 * stride)
@@ -158,15 +177,10 @@ pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
     if d.hashed {
         let float = d.var.kind == Kind::Float;
         let map = d
-            .stored
+            .keys
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| {
-                s.map(|v| {
-                    let key = if float { v.to_bits() } else { v as i64 as u64 };
-                    (key, i as u32 * stride)
-                })
-            })
+            .filter_map(|(i, k)| k.map(|k| (k as u64, i as u32 * stride)))
             .collect();
         return Mapper::Hash {
             map,
@@ -175,14 +189,11 @@ pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
             other: TRASH,
         };
     }
-    let (lo, hi) = match (d.var.min, d.var.max) {
-        (Some(lo), Some(hi)) => (lo as i64, hi as i64),
-        _ => (0, -1),
-    };
+    let (lo, hi) = table_range(&d.var).expect("table-mapped");
     let mut table = vec![TRASH; (hi - lo + 1).max(0) as usize];
-    for (i, s) in d.stored.iter().enumerate() {
-        if let Some(v) = s {
-            table[(*v as i64 - lo) as usize] = i as u32 * stride;
+    for (i, k) in d.keys.iter().enumerate() {
+        if let Some(v) = k {
+            table[(*v - lo) as usize] = i as u32 * stride;
         }
     }
     Mapper::Table {
@@ -194,13 +205,12 @@ pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
 
 /// Builds the pass/fail mapper of a filter term on `var`.
 pub(crate) fn filter_mapper(var: &Variable, pred: Predicate) -> Mapper {
-    match (var.min, var.max) {
-        (Some(lo), Some(hi)) if var.kind != Kind::Float && hi - lo < MAX_TABLE as f64 => {
-            let (lo, hi) = (lo as i64, hi as i64);
+    match table_range(var) {
+        Some((lo, hi)) => {
             let table = (lo..=hi)
                 .map(|v| {
                     let f = v as f64;
-                    if !is_missing(var, f) && pred.test(f) {
+                    if !is_missing(var, f) && pred.test_int(v) {
                         0
                     } else {
                         TRASH
@@ -213,12 +223,7 @@ pub(crate) fn filter_mapper(var: &Variable, pred: Predicate) -> Mapper {
                 outside: TRASH,
             }
         }
-        (None, None) => Mapper::Table {
-            base: 0,
-            table: Vec::new(),
-            outside: TRASH,
-        },
-        _ => Mapper::Eval {
+        None => Mapper::Eval {
             pred,
             missing: var.missing_codes.clone(),
             null_code: var.null_code,

@@ -28,21 +28,20 @@ pub struct Category {
     pub missing: bool,
 }
 
-/// Formats a stored value of `var` for display.
-pub(crate) fn display_stored(var: &Variable, stored: f64) -> (Value, String) {
+/// Formats a stored value of `var` for display. `key` is the stored
+/// integer for int and string kinds, the `f64` bits for floats.
+pub(crate) fn display_stored(var: &Variable, key: i64) -> (Value, String) {
     match var.kind {
-        Kind::Int if var.decimals == 0 => {
-            let v = stored as i64;
-            (Value::Int(v), v.to_string())
-        }
+        Kind::Int if var.decimals == 0 => (Value::Int(key), key.to_string()),
         Kind::Int => {
-            let x = stored / var.scale();
+            let x = key as f64 / var.scale();
             (Value::Num(x), format!("{:.*}", var.decimals as usize, x))
         }
-        Kind::Float | Kind::String => {
-            let s = format_float(stored);
-            (Value::Num(stored), s)
+        Kind::Float => {
+            let f = f64::from_bits(key as u64);
+            (Value::Num(f), format_float(f))
         }
+        Kind::String => (Value::Int(key), key.to_string()),
     }
 }
 
@@ -55,8 +54,8 @@ pub fn format_float(x: f64) -> String {
     }
 }
 
-pub(crate) fn category(var: &Variable, stored: f64, missing: bool) -> Category {
-    let (value, display) = display_stored(var, stored);
+pub(crate) fn category(var: &Variable, key: i64, missing: bool) -> Category {
+    let (value, display) = display_stored(var, key);
     let label = var.value_labels.get(&display).cloned();
     Category {
         value,

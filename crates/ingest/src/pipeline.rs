@@ -86,7 +86,7 @@ struct Chunk {
 fn io_err(path: &Path, e: std::io::Error) -> Error {
     Error::Io(microtab_io::Error {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     })
 }
 
@@ -145,6 +145,12 @@ pub fn import_csv(
             }
         }
     };
+    if memchr::memchr(b'\n', &buf[..header_end]).is_none() && memchr::memchr(b'\r', &buf).is_some()
+    {
+        return Err(input_err(
+            "lines end in CR only (old Mac style); expected LF or CRLF line endings".into(),
+        ));
+    }
     if buf.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(input_err(
             "empty file: expected a header line naming the columns".into(),

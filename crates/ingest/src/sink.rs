@@ -4,7 +4,8 @@
 use crate::parse::{pow10, ColBuf, NULL_I64};
 use crate::Result;
 use microtab_store::{
-    ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, PhysType, Variable, HEADER_SIZE,
+    ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, Number, PhysType, Variable,
+    HEADER_SIZE,
 };
 use std::collections::HashMap;
 
@@ -476,8 +477,8 @@ impl Sink {
                 var = Variable::new(&self.name, Kind::Int, ty);
                 var.decimals = decimals;
                 if min <= max {
-                    var.min = Some(min as f64);
-                    var.max = Some(max as f64);
+                    var.min = Some(Number::Int(min));
+                    var.max = Some(Number::Int(max));
                 }
                 if has_nulls {
                     var.null_code = Some(ty.null_code());
@@ -494,8 +495,8 @@ impl Sink {
                 let ty = self.writer.as_ref().unwrap().ty();
                 var = Variable::new(&self.name, Kind::Float, ty);
                 if min <= max {
-                    var.min = Some(min);
-                    var.max = Some(max);
+                    var.min = Some(Number::Float(min));
+                    var.max = Some(Number::Float(max));
                 }
             }
             State::Str { dict, .. } => {
@@ -528,8 +529,8 @@ impl Sink {
                 let ty = self.writer.as_ref().unwrap().ty();
                 var = Variable::new(&self.name, Kind::String, ty);
                 if !sorted.is_empty() {
-                    var.min = Some(0.0);
-                    var.max = Some((sorted.len() - 1) as f64);
+                    var.min = Some(Number::Int(0));
+                    var.max = Some(Number::Int(sorted.len() as i64 - 1));
                 }
                 if has_nulls {
                     var.null_code = Some(ty.null_code());

@@ -49,21 +49,23 @@ impl Default for IoConfig {
 }
 
 /// Errors from block I/O, each naming the file involved.
+///
+/// The message already includes the operating-system error, so it is not
+/// also exposed as `source()` (that would print it twice in error chains).
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
+#[error("{path}: {error}")]
 pub struct Error {
     /// The file being read or written.
     pub path: PathBuf,
     /// The underlying operating-system error.
-    #[source]
-    pub source: io::Error,
+    pub error: io::Error,
 }
 
 impl Error {
     fn new(path: &Path, source: io::Error) -> Self {
         Error {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }

@@ -130,7 +130,7 @@ impl ColumnWriter {
         std::fs::rename(&tmp, &self.final_path).map_err(|e| {
             Error::Io(microtab_io::Error {
                 path: self.final_path.clone(),
-                source: e,
+                error: e,
             })
         })?;
         var.ty = self.ty;

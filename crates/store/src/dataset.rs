@@ -11,7 +11,7 @@ const MANIFEST: &str = "manifest.json";
 fn io_err(path: &Path, e: std::io::Error) -> Error {
     Error::Io(microtab_io::Error {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     })
 }
 

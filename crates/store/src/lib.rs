@@ -33,7 +33,7 @@ mod types;
 
 pub use column::{Column, ColumnData, ColumnHeader, ColumnWriter, HEADER_SIZE};
 pub use dataset::{Dataset, DatasetWriter};
-pub use manifest::{Kind, Manifest, Variable, FORMAT_VERSION};
+pub use manifest::{Kind, Manifest, Number, Variable, FORMAT_VERSION};
 pub use types::{NativeType, PhysType};
 
 use std::path::PathBuf;

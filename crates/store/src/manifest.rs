@@ -19,6 +19,35 @@ pub enum Kind {
     String,
 }
 
+/// A stored value in the manifest: integers stay exact (all of `i64`),
+/// floats are floats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Number {
+    /// An integer (int and string kinds).
+    Int(i64),
+    /// A float (float kind).
+    Float(f64),
+}
+
+impl Number {
+    /// As a float (rounded beyond ±2^53).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+
+    /// As an integer (floats truncated).
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Number::Int(i) => i,
+            Number::Float(f) => f as i64,
+        }
+    }
+}
+
 /// One variable of a dataset.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Variable {
@@ -50,10 +79,10 @@ pub struct Variable {
     pub null_code: Option<i64>,
     /// Smallest non-null value, in stored units (`null` if all are null).
     #[serde(default)]
-    pub min: Option<f64>,
+    pub min: Option<Number>,
     /// Largest non-null value, in stored units.
     #[serde(default)]
-    pub max: Option<f64>,
+    pub max: Option<Number>,
     /// User-missing codes, in stored units (e.g. `9999999` for "N/A").
     #[serde(default)]
     pub missing_codes: Vec<f64>,

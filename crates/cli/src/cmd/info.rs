@@ -3,7 +3,7 @@
 use crate::common::{emit, open, Format};
 use crate::render::{csv_line, group_digits, text_table, Align};
 use anyhow::Result;
-use microtab_store::{Dataset, Kind, Variable};
+use microtab_store::{Dataset, Kind, Number, Variable};
 use serde_json::{json, Value as Json};
 use std::path::PathBuf;
 
@@ -18,12 +18,12 @@ pub struct Args {
 }
 
 /// A stored value in displayed units (strings: the dictionary entry).
-pub fn display_value(var: &Variable, stored: f64, dict: &[String]) -> Json {
-    match var.kind {
-        Kind::String => json!(dict.get(stored as usize)),
-        Kind::Int if var.decimals == 0 => json!(stored as i64),
-        Kind::Int => json!(stored / var.scale()),
-        Kind::Float => json!(stored),
+pub fn display_value(var: &Variable, stored: Number, dict: &[String]) -> Json {
+    match (var.kind, stored) {
+        (Kind::String, n) => json!(dict.get(n.as_i64() as usize)),
+        (Kind::Int, Number::Int(i)) if var.decimals == 0 => json!(i),
+        (_, n) if var.decimals > 0 => json!(n.as_f64() / var.scale()),
+        (_, n) => json!(n.as_f64()),
     }
 }
 
@@ -44,7 +44,7 @@ pub fn var_json(ds: &Dataset, v: &Variable) -> Result<Json> {
         "min": v.min.map(|m| display_value(v, m, &dict)),
         "max": v.max.map(|m| display_value(v, m, &dict)),
         "nulls": v.nulls,
-        "missing_codes": v.missing_codes.iter().map(|&m| display_value(v, m, &dict)).collect::<Vec<_>>(),
+        "missing_codes": v.missing_codes.iter().map(|&m| display_value(v, if v.kind == Kind::Float { Number::Float(m) } else { Number::Int(m as i64) }, &dict)).collect::<Vec<_>>(),
         "file": v.file,
     }))
 }

@@ -18,7 +18,7 @@ pub struct Args {
     /// Analysis variable.
     var: String,
     /// Grouping variable(s); repeat or separate with commas.
-    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    #[arg(long, value_delimiter = ',', num_args = 1.., required = true)]
     by: Vec<String>,
     #[command(flatten)]
     q: QueryArgs,
