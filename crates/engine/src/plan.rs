@@ -17,6 +17,10 @@ pub(crate) const MAX_TABLE: i64 = 1 << 20;
 
 /// Stored value → entry (`offset` or [`TRASH`]).
 pub(crate) enum Mapper {
+    /// Full table for a `u8` column: no range check, no bounds check.
+    Byte(Box<[u32; 256]>),
+    /// Full table for a `u16` column.
+    Word(Box<[u32; 65536]>),
     /// Direct table over `base .. base + table.len()`; anything outside
     /// (the null code) maps to `outside`.
     Table {
@@ -236,9 +240,15 @@ pub(crate) fn filter_mapper(var: &Variable, pred: Predicate) -> Mapper {
 pub(crate) struct Exclusion {
     pub missing: Vec<f64>,
     pub null_code: Option<i64>,
+    pub float: bool,
 }
 
 impl Exclusion {
+    /// True when no value can be excluded (no missing codes, no nulls, not float).
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty() && self.null_code.is_none() && !self.float
+    }
+
     pub fn of(var: &Variable) -> Self {
         Exclusion {
             missing: var.missing_codes.clone(),
@@ -247,6 +257,38 @@ impl Exclusion {
             } else {
                 var.null_code
             },
+            float: var.kind == Kind::Float,
         }
+    }
+}
+
+/// Turns a range table on a `u8`/`u16` column into a full table indexed by
+/// the raw code, so the kernel needs no subtraction or bounds check.
+pub(crate) fn specialize(m: Mapper, ty: microtab_store::PhysType) -> Mapper {
+    use microtab_store::PhysType;
+    let Mapper::Table {
+        base,
+        table,
+        outside,
+    } = &m
+    else {
+        return m;
+    };
+    let full = |n: usize| -> Vec<u32> {
+        (0..n as i64)
+            .map(|v| {
+                let off = v - base;
+                if off >= 0 && (off as usize) < table.len() {
+                    table[off as usize]
+                } else {
+                    *outside
+                }
+            })
+            .collect()
+    };
+    match ty {
+        PhysType::U8 => Mapper::Byte(full(256).into_boxed_slice().try_into().expect("256")),
+        PhysType::U16 => Mapper::Word(full(65536).into_boxed_slice().try_into().expect("65536")),
+        _ => m,
     }
 }
