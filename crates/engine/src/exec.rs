@@ -6,6 +6,7 @@ use crate::plan::{
 };
 use crate::value::Category;
 use crate::{Error, Query, Result};
+use microtab_io::{ReadPath, SegmentStream};
 use microtab_store::{Column, ColumnData, Dataset, Kind, Variable};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -305,6 +306,49 @@ fn load_ints<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Vec<
     }
 }
 
+/// The fused kernel: `N` byte columns through their tables, then count (and
+/// weigh) into lane-split cells. `INT` selects exact integer weight sums.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn fused_kernel<const N: usize, T: Val, const INT: bool>(
+    cols: [&[u8]; N],
+    tabs: [&[u32; 256]; N],
+    w: Option<&[T]>,
+    trash: u32,
+    counts: &mut [u64],
+    wsum_int: &mut [i64],
+    wsum: &mut [f64],
+) {
+    let n = cols[0].len();
+    let cols = cols.map(|c| &c[..n]);
+    let cell = |i: usize| {
+        let mut c = 0u32;
+        for k in 0..N {
+            c = combine(c, tabs[k][cols[k][i] as usize]);
+        }
+        c.min(trash) as usize * LANES + (i & (LANES - 1))
+    };
+    match w {
+        None => {
+            for i in 0..n {
+                counts[cell(i)] += 1;
+            }
+        }
+        Some(w) => {
+            let w = &w[..n];
+            for i in 0..n {
+                let c = cell(i);
+                counts[c] += 1;
+                if INT {
+                    wsum_int[c] += w[i].i();
+                } else {
+                    wsum[c] += w[i].f();
+                }
+            }
+        }
+    }
+}
+
 /// Sub-histograms per cell: consecutive rows that hit the same cell update
 /// different lanes, so an add does not wait for the previous row's store
 /// to the same address (measured: the store-to-load chain was 40% of Q3).
@@ -444,6 +488,8 @@ struct Plan<'a> {
     /// Sum moments exactly in integers (int-kind measure and weight whose
     /// ranges cannot overflow i128).
     exact: bool,
+    /// Try the fused byte-column kernel (no measure, weight never missing).
+    fused: bool,
 }
 
 impl Acc {
@@ -484,24 +530,34 @@ impl Acc {
         }
     }
 
-    fn morsel(&mut self, p: &Plan, start: usize, end: usize) {
-        let r = start..end;
-        self.idx.clear();
-        self.idx.resize(end - start, 0);
-        for (col, m) in p.dims.iter().chain(p.filters.iter()) {
-            apply_col(col.data(), r.clone(), m, &mut self.idx);
+    /// Counts rows `r` of `data` (one view per query column, in plan order:
+    /// dimensions, filters, weight, measure).
+    fn morsel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
+        if p.fused && self.fused(p, data, r.clone()) {
+            return;
         }
+        self.idx.clear();
+        self.idx.resize(r.len(), 0);
+        let nd = p.dims.len() + p.filters.len();
+        for ((_, m), d) in p.dims.iter().chain(p.filters.iter()).zip(data) {
+            apply_col(*d, r.clone(), m, &mut self.idx);
+        }
+        let wdata = p.weight.as_ref().map(|_| data[nd]);
+        let xdata = p
+            .measure
+            .as_ref()
+            .map(|_| data[nd + p.weight.is_some() as usize]);
         if p.exact {
-            if let Some((col, ex)) = &p.weight {
-                dispatch!(col.data(), r.clone(), |v| load_ints(
+            if let (Some((_, ex)), Some(d)) = (&p.weight, wdata) {
+                dispatch!(d, r.clone(), |v| load_ints(
                     v,
                     ex,
                     &mut self.idx,
                     &mut self.wint
                 ));
             }
-            if let Some((col, ex)) = &p.measure {
-                dispatch!(col.data(), r.clone(), |v| load_ints(
+            if let (Some((_, ex)), Some(d)) = (&p.measure, xdata) {
+                dispatch!(d, r.clone(), |v| load_ints(
                     v,
                     ex,
                     &mut self.idx,
@@ -523,20 +579,21 @@ impl Acc {
             }
             return;
         }
-        if let Some((col, ex)) = p
-            .weight
-            .as_ref()
-            .filter(|(_, ex)| !ex.is_empty() || p.measure.is_some())
-        {
-            dispatch!(col.data(), r.clone(), |v| load_values(
+        if let (Some((_, ex)), Some(d)) = (
+            p.weight
+                .as_ref()
+                .filter(|(_, ex)| !ex.is_empty() || p.measure.is_some()),
+            wdata,
+        ) {
+            dispatch!(d, r.clone(), |v| load_values(
                 v,
                 ex,
                 &mut self.idx,
                 &mut self.wbuf
             ));
         }
-        if let Some((col, ex)) = &p.measure {
-            dispatch!(col.data(), r.clone(), |v| load_values(
+        if let (Some((_, ex)), Some(d)) = (&p.measure, xdata) {
+            dispatch!(d, r.clone(), |v| load_values(
                 v,
                 ex,
                 &mut self.idx,
@@ -551,12 +608,13 @@ impl Acc {
                 let (counts, wsum, wsum_int) =
                     (&mut self.counts, &mut self.wsum, &mut self.wsum_int);
                 let idx = &self.idx;
+                let d = wdata.expect("weight data");
                 if col.var().kind == Kind::Int {
-                    dispatch!(col.data(), r.clone(), |v| accumulate_int_weighted(
+                    dispatch!(d, r.clone(), |v| accumulate_int_weighted(
                         idx, v, trash, counts, wsum_int
                     ));
                 } else {
-                    dispatch!(col.data(), r.clone(), |v| accumulate_weighted(
+                    dispatch!(d, r.clone(), |v| accumulate_weighted(
                         idx, v, trash, counts, wsum
                     ));
                 }
@@ -621,6 +679,110 @@ impl Acc {
         }
     }
 
+    /// One pass over up to four `u8` code columns (and the weight) with no
+    /// intermediate cell-index array: the common survey crosstab.
+    fn fused(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) -> bool {
+        let nd = p.dims.len() + p.filters.len();
+        let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
+        let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
+        for ((_, m), d) in p.dims.iter().chain(p.filters.iter()).zip(data) {
+            match (m, d) {
+                (Mapper::Byte(t), ColumnData::U8(v)) => {
+                    cols.push(&v[r.clone()]);
+                    tabs.push(t);
+                }
+                _ => return false,
+            }
+        }
+        let trash = p.cells as u32;
+        let w = p.weight.as_ref().map(|(c, _)| (c.var().kind, data[nd]));
+        macro_rules! go {
+            ($n:literal) => {{
+                let c: [&[u8]; $n] = cols.try_into().unwrap();
+                let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
+                match w {
+                    None => fused_kernel::<$n, u8, false>(
+                        c,
+                        t,
+                        None,
+                        trash,
+                        &mut self.counts,
+                        &mut self.wsum_int,
+                        &mut self.wsum,
+                    ),
+                    Some((kind, d)) => {
+                        let int = kind == Kind::Int;
+                        match d {
+                            ColumnData::U8(v) if int => fused_kernel::<$n, u8, true>(
+                                c,
+                                t,
+                                Some(&v[r]),
+                                trash,
+                                &mut self.counts,
+                                &mut self.wsum_int,
+                                &mut self.wsum,
+                            ),
+                            ColumnData::U16(v) if int => fused_kernel::<$n, u16, true>(
+                                c,
+                                t,
+                                Some(&v[r]),
+                                trash,
+                                &mut self.counts,
+                                &mut self.wsum_int,
+                                &mut self.wsum,
+                            ),
+                            ColumnData::U32(v) if int => fused_kernel::<$n, u32, true>(
+                                c,
+                                t,
+                                Some(&v[r]),
+                                trash,
+                                &mut self.counts,
+                                &mut self.wsum_int,
+                                &mut self.wsum,
+                            ),
+                            ColumnData::I32(v) if int => fused_kernel::<$n, i32, true>(
+                                c,
+                                t,
+                                Some(&v[r]),
+                                trash,
+                                &mut self.counts,
+                                &mut self.wsum_int,
+                                &mut self.wsum,
+                            ),
+                            ColumnData::F64(v) => fused_kernel::<$n, f64, false>(
+                                c,
+                                t,
+                                Some(&v[r]),
+                                trash,
+                                &mut self.counts,
+                                &mut self.wsum_int,
+                                &mut self.wsum,
+                            ),
+                            ColumnData::F32(v) => fused_kernel::<$n, f32, false>(
+                                c,
+                                t,
+                                Some(&v[r]),
+                                trash,
+                                &mut self.counts,
+                                &mut self.wsum_int,
+                                &mut self.wsum,
+                            ),
+                            _ => return false,
+                        }
+                    }
+                }
+            }};
+        }
+        match cols.len() {
+            1 => go!(1),
+            2 => go!(2),
+            3 => go!(3),
+            4 => go!(4),
+            _ => return false,
+        }
+        true
+    }
+
     fn merge(mut self, o: Acc) -> Acc {
         for (a, b) in self.counts.iter_mut().zip(&o.counts) {
             *a += b;
@@ -682,8 +844,156 @@ fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: usize) -> b
     x * w < 2f64.powi(62) && x * x * w * (rows.max(1) as f64) < 2f64.powi(120)
 }
 
-/// Runs `q` over `ds`.
+/// Workers take morsels in file order from a shared counter, so all of them
+/// consume the front of the kernel's read-ahead window together.
+fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -> Acc {
+    let data: Vec<ColumnData<'_>> = cols.iter().map(|c| c.data()).collect();
+    let nm = rows.div_ceil(MORSEL);
+    let next = AtomicUsize::new(0);
+    let accs = rayon::broadcast(|_| {
+        let mut acc = Acc::new(plan);
+        loop {
+            let first = next.fetch_add(STEP, Ordering::Relaxed);
+            if first >= nm {
+                break;
+            }
+            if first + opts.readahead < nm {
+                for c in cols {
+                    c.prefetch((first + opts.readahead) * MORSEL, STEP * MORSEL);
+                }
+            }
+            for m in first..(first + STEP).min(nm) {
+                let s = m * MORSEL;
+                acc.morsel(plan, &data, s..(s + MORSEL).min(rows));
+            }
+        }
+        acc
+    });
+    accs.into_iter()
+        .reduce(Acc::merge)
+        .expect("one worker at least")
+}
+
+/// An I/O thread reads segments of every column (large `pread`s, or
+/// `O_DIRECT`) `readahead` segments ahead; workers count whole segments.
+fn scan_streamed(
+    plan: &Plan,
+    cols: &[&Column],
+    rows: usize,
+    read_path: ReadPath,
+    opts: &ScanOptions,
+) -> Result<Acc> {
+    let sources: Vec<_> = cols.iter().map(|c| c.source()).collect();
+    let seg_rows = (opts.segment_bytes
+        / cols.iter().map(|c| c.var().ty.width()).max().unwrap_or(1))
+    .max(MORSEL);
+    let stream = SegmentStream::start(
+        &sources,
+        rows,
+        seg_rows,
+        read_path,
+        opts.block_size,
+        opts.readahead_segments,
+    )
+    .map_err(microtab_store::Error::from)?;
+    let failed: std::sync::Mutex<Option<microtab_io::Error>> = std::sync::Mutex::new(None);
+    let accs = rayon::broadcast(|_| {
+        let mut acc = Acc::new(plan);
+        while let Some(seg) = stream.next() {
+            let seg = match seg {
+                Ok(s) => s,
+                Err(e) => {
+                    *failed.lock().unwrap() = Some(e);
+                    break;
+                }
+            };
+            let data: Vec<ColumnData<'_>> = cols
+                .iter()
+                .zip(&seg.bufs)
+                .map(|(c, b)| ColumnData::view(c.var().ty, b.bytes()))
+                .collect();
+            let mut s = 0;
+            while s < seg.rows {
+                let e = (s + MORSEL).min(seg.rows);
+                acc.morsel(plan, &data, s..e);
+                s = e;
+            }
+            drop(data);
+            stream.recycle(seg);
+        }
+        acc
+    });
+    stream.finish();
+    if let Some(e) = failed.into_inner().unwrap() {
+        return Err(microtab_store::Error::from(e).into());
+    }
+    Ok(accs
+        .into_iter()
+        .reduce(Acc::merge)
+        .expect("one worker at least"))
+}
+
+/// How a scan reads its columns (chosen by measurement: `microtab tune`).
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// auto, mmap, pread or O_DIRECT.
+    pub read_path: ReadPath,
+    /// Bytes per `pread` call.
+    pub block_size: usize,
+    /// Bytes of the widest column per streamed segment.
+    pub segment_bytes: usize,
+    /// Segments read ahead of the workers (pread / direct).
+    pub readahead_segments: usize,
+    /// Morsels the mmap read-ahead window runs ahead of the scan.
+    pub readahead: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            read_path: ReadPath::Auto,
+            block_size: microtab_io::DEFAULT_BLOCK_SIZE,
+            segment_bytes: 1 << 20,
+            readahead_segments: 2,
+            readahead: AHEAD,
+        }
+    }
+}
+
+impl ScanOptions {
+    /// Defaults overridden by `MICROTAB_READ_PATH` (auto|mmap|pread|direct) and
+    /// `MICROTAB_BLOCK_SIZE`, `MICROTAB_SEGMENT_BYTES`, `MICROTAB_READAHEAD`
+    /// (segments) when set.
+    pub fn from_env() -> Self {
+        let mut o = ScanOptions::default();
+        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+        if let Some(p) = std::env::var("MICROTAB_READ_PATH")
+            .ok()
+            .and_then(|v| ReadPath::parse(&v))
+        {
+            o.read_path = p;
+        }
+        if let Some(n) = num("MICROTAB_BLOCK_SIZE") {
+            o.block_size = n;
+        }
+        if let Some(n) = num("MICROTAB_SEGMENT_BYTES") {
+            o.segment_bytes = n;
+        }
+        if let Some(n) = num("MICROTAB_READAHEAD") {
+            o.readahead_segments = n;
+        }
+        o
+    }
+}
+
+/// Runs `q` over `ds` with the settings from the environment
+/// ([`ScanOptions::from_env`]).
 pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
+    run_with(ds, q, &ScanOptions::from_env())
+}
+
+/// Runs `q` over `ds` reading columns as `opts` says.
+pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     let rows = ds.rows() as usize;
     // Open every column first so a bad name fails before any work.
     let dim_cols: Vec<Column> = q
@@ -710,10 +1020,24 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
         .chain(weight_col.iter())
         .chain(measure_col.iter())
         .collect();
-    // Start the kernel reading the first stretch of every column now, so the
-    // reads overlap planning; the scan keeps the read-ahead window moving.
-    for c in &all_cols {
-        c.prefetch(0, (AHEAD + STEP) * MORSEL);
+    let read_path = match opts.read_path {
+        ReadPath::Auto => {
+            // Cached columns are cheapest mapped (no copy); cold ones stream
+            // fastest through large preads (measured: docs/IO.md).
+            if all_cols.iter().all(|c| c.resident_fraction() >= 0.9) {
+                ReadPath::Mmap
+            } else {
+                ReadPath::Pread
+            }
+        }
+        p => p,
+    };
+    if read_path == ReadPath::Mmap {
+        // Start the kernel reading the first stretch of every column now, so
+        // the reads overlap planning; the scan keeps the window moving.
+        for c in &all_cols {
+            c.prefetch(0, (opts.readahead + STEP) * MORSEL);
+        }
     }
 
     let mut plans: Vec<DimPlan> = Vec::new();
@@ -752,38 +1076,19 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
         weight: weight_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
+        fused: measure_col.is_none()
+            && weight_col
+                .as_ref()
+                .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
     // If any dimension has no categories the cube is empty.
     let empty = plans.iter().any(|p| p.categories.is_empty());
     let acc = if empty || rows == 0 {
         Acc::new(&plan)
+    } else if read_path == ReadPath::Mmap {
+        scan_mapped(&plan, &all_cols, rows, opts)
     } else {
-        // Workers take morsels in file order from a shared counter, so all
-        // of them consume the front of the read-ahead window together.
-        let nm = rows.div_ceil(MORSEL);
-        let next = AtomicUsize::new(0);
-        let accs = rayon::broadcast(|_| {
-            let mut acc = Acc::new(&plan);
-            loop {
-                let first = next.fetch_add(STEP, Ordering::Relaxed);
-                if first >= nm {
-                    break;
-                }
-                if first + AHEAD < nm {
-                    for c in &all_cols {
-                        c.prefetch((first + AHEAD) * MORSEL, STEP * MORSEL);
-                    }
-                }
-                for m in first..(first + STEP).min(nm) {
-                    let s = m * MORSEL;
-                    acc.morsel(&plan, s, (s + MORSEL).min(rows));
-                }
-            }
-            acc
-        });
-        accs.into_iter()
-            .reduce(Acc::merge)
-            .expect("one worker at least")
+        scan_streamed(&plan, &all_cols, rows, read_path, opts)?
     };
     Ok(compact(
         plans,

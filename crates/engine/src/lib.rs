@@ -35,8 +35,9 @@ mod plan;
 pub mod stats;
 mod value;
 
-pub use exec::{run, Cube, Dim, Moments};
+pub use exec::{run, run_with, Cube, Dim, Moments, ScanOptions};
 pub use filter::{parse_filter, Term};
+pub use microtab_io::ReadPath;
 pub use value::{Category, Value};
 
 use std::fmt;

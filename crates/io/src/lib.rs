@@ -23,6 +23,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod reader;
+pub use reader::{AlignedBuf, ColumnSource, ReadPath, ReadStats, Segment, SegmentStream, ALIGN};
+
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -62,7 +65,7 @@ pub struct Error {
 }
 
 impl Error {
-    fn new(path: &Path, source: io::Error) -> Self {
+    pub(crate) fn new(path: &Path, source: io::Error) -> Self {
         Error {
             path: path.to_path_buf(),
             error: source,
@@ -233,6 +236,64 @@ impl MappedFile {
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// Reads `buf.len()` bytes at `offset` with one `pread`, without touching
+    /// the mapping. Used for headers: a fault on a cold mapping would make
+    /// the kernel read (and wait for) a whole read-ahead window first.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .read_at(buf, offset)
+            .map_err(|e| Error::new(&self.path, e))
+    }
+
+    /// Fraction (0..=1) of sampled pages of `start..start+len` that are in
+    /// the page cache (`mincore` on 16 evenly spread 64 KiB stretches).
+    pub fn resident_fraction(&self, start: usize, len: usize) -> f64 {
+        let Some(m) = &self.map else { return 1.0 };
+        let end = (start + len).min(m.len());
+        if start >= end {
+            return 1.0;
+        }
+        let page = 4096;
+        let span = 16 * page;
+        let (mut hit, mut total) = (0usize, 0usize);
+        let mut vec = vec![0u8; span / page];
+        for k in 0..16 {
+            let at = start + (end - start) * k / 16;
+            let at = at / page * page;
+            let n = span.min(m.len() - at);
+            if n == 0 {
+                continue;
+            }
+            let pages = n.div_ceil(page);
+            // SAFETY: the range lies inside our mapping; `vec` has room for
+            // one byte per page.
+            let r = unsafe {
+                libc::mincore(m.as_ptr().add(at) as *mut libc::c_void, n, vec.as_mut_ptr())
+            };
+            if r != 0 {
+                return 0.0;
+            }
+            hit += vec[..pages].iter().filter(|&&b| b & 1 == 1).count();
+            total += pages;
+        }
+        if total == 0 {
+            1.0
+        } else {
+            hit as f64 / total as f64
+        }
+    }
+
+    /// File size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The mapped path.

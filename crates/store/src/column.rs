@@ -156,7 +156,35 @@ pub enum ColumnData<'a> {
     F64(&'a [f64]),
 }
 
-impl ColumnData<'_> {
+impl<'a> ColumnData<'a> {
+    /// Views little-endian `bytes` as values of type `ty`.
+    ///
+    /// # Panics
+    /// If `bytes` is not aligned for `ty` or its length is not a multiple of
+    /// the width (column payloads and read buffers are page aligned).
+    pub fn view(ty: PhysType, bytes: &'a [u8]) -> ColumnData<'a> {
+        let w = ty.width();
+        assert!(bytes.len() % w == 0, "partial value");
+        assert!((bytes.as_ptr() as usize) % w == 0, "unaligned column bytes");
+        let n = bytes.len() / w;
+        let ptr = bytes.as_ptr();
+        // SAFETY: alignment and length checked above; every bit pattern is a
+        // valid value of these number types.
+        unsafe {
+            match ty {
+                PhysType::U8 => ColumnData::U8(std::slice::from_raw_parts(ptr, n)),
+                PhysType::I8 => ColumnData::I8(std::slice::from_raw_parts(ptr as *const i8, n)),
+                PhysType::U16 => ColumnData::U16(std::slice::from_raw_parts(ptr as *const u16, n)),
+                PhysType::I16 => ColumnData::I16(std::slice::from_raw_parts(ptr as *const i16, n)),
+                PhysType::U32 => ColumnData::U32(std::slice::from_raw_parts(ptr as *const u32, n)),
+                PhysType::I32 => ColumnData::I32(std::slice::from_raw_parts(ptr as *const i32, n)),
+                PhysType::I64 => ColumnData::I64(std::slice::from_raw_parts(ptr as *const i64, n)),
+                PhysType::F32 => ColumnData::F32(std::slice::from_raw_parts(ptr as *const f32, n)),
+                PhysType::F64 => ColumnData::F64(std::slice::from_raw_parts(ptr as *const f64, n)),
+            }
+        }
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
         match self {
@@ -203,9 +231,11 @@ pub struct Column {
 impl Column {
     pub(crate) fn open(path: &Path, var: &Variable, rows: u64) -> Result<Self> {
         let map = MappedFile::open(path)?;
-        let header = ColumnHeader::decode(path, map.bytes())?;
+        let mut head = vec![0u8; HEADER_SIZE];
+        let n = map.read_at(0, &mut head)?;
+        let header = ColumnHeader::decode(path, &head[..n])?;
         let expect = HEADER_SIZE as u64 + header.rows * header.ty.width() as u64;
-        if header.ty != var.ty || header.rows != rows || map.bytes().len() as u64 != expect {
+        if header.ty != var.ty || header.rows != rows || map.len() as u64 != expect {
             return Err(Error::Corrupt {
                 path: path.to_path_buf(),
                 reason: format!(
@@ -251,6 +281,12 @@ impl Column {
         self.map.advise_sequential(HEADER_SIZE + start * w, len * w);
     }
 
+    /// Fraction of the column's pages found in the page cache (sampled).
+    pub fn resident_fraction(&self) -> f64 {
+        self.map
+            .resident_fraction(HEADER_SIZE, self.payload().len())
+    }
+
     /// Recomputes the payload checksum and compares it with the header's.
     pub fn verify(&self) -> Result<()> {
         let got = xxhash_rust::xxh3::xxh3_64(self.payload());
@@ -265,24 +301,16 @@ impl Column {
 
     /// Typed view of the values.
     pub fn data(&self) -> ColumnData<'_> {
-        let p = self.payload();
-        let n = self.rows();
-        // SAFETY: the mapping is page aligned and the payload starts at 4096,
-        // so every element is naturally aligned; the length was checked
-        // against the header on open.
-        unsafe {
-            let ptr = p.as_ptr();
-            match self.header.ty {
-                PhysType::U8 => ColumnData::U8(std::slice::from_raw_parts(ptr, n)),
-                PhysType::I8 => ColumnData::I8(std::slice::from_raw_parts(ptr as *const i8, n)),
-                PhysType::U16 => ColumnData::U16(std::slice::from_raw_parts(ptr as *const u16, n)),
-                PhysType::I16 => ColumnData::I16(std::slice::from_raw_parts(ptr as *const i16, n)),
-                PhysType::U32 => ColumnData::U32(std::slice::from_raw_parts(ptr as *const u32, n)),
-                PhysType::I32 => ColumnData::I32(std::slice::from_raw_parts(ptr as *const i32, n)),
-                PhysType::I64 => ColumnData::I64(std::slice::from_raw_parts(ptr as *const i64, n)),
-                PhysType::F32 => ColumnData::F32(std::slice::from_raw_parts(ptr as *const f32, n)),
-                PhysType::F64 => ColumnData::F64(std::slice::from_raw_parts(ptr as *const f64, n)),
-            }
+        ColumnData::view(self.header.ty, self.payload())
+    }
+
+    /// Where the values start in the file and how wide they are (for
+    /// readers that stream the file themselves).
+    pub fn source(&self) -> microtab_io::ColumnSource {
+        microtab_io::ColumnSource {
+            path: self.path(),
+            offset: HEADER_SIZE as u64,
+            width: self.header.ty.width(),
         }
     }
 
