@@ -20,7 +20,7 @@ struct Cli {
 enum Command {
     /// Generate synthetic data (`gen census`).
     Gen(cmd::gen::Args),
-    /// Import a CSV file into a dataset.
+    /// Import a CSV file, or a fixed-width file with its DDI codebook, into a dataset.
     Import(cmd::import::Args),
     /// Show a dataset's size and variables.
     Info(cmd::info::Args),
@@ -32,6 +32,10 @@ enum Command {
     Tab(cmd::tab::Args),
     /// Means and standard deviations by group.
     Means(cmd::means::Args),
+    /// Set or clear a variable's user-missing codes.
+    Missing(cmd::missing::Args),
+    /// Set value labels and the variable label of a variable.
+    Label(cmd::label::Args),
 }
 
 fn main() {
@@ -44,6 +48,8 @@ fn main() {
         Command::Freq(a) => cmd::freq::run(a),
         Command::Tab(a) => cmd::tab::run(a),
         Command::Means(a) => cmd::means::run(a),
+        Command::Missing(a) => cmd::missing::run(a),
+        Command::Label(a) => cmd::label::run(a),
     };
     if let Err(e) = result {
         // A closed pipe (`microtab freq … | head`) is not an error.

@@ -1,5 +1,5 @@
-//! Import errors: each names the file and, where it applies, the line,
-//! column and what was expected.
+//! Import errors: each names the file and, where it applies, the line or
+//! record, the column or variable, and what was expected.
 
 use std::path::PathBuf;
 
@@ -51,6 +51,87 @@ pub enum Error {
         /// Input file.
         path: PathBuf,
         /// What is wrong.
+        reason: String,
+    },
+    /// A fixed-width field that does not hold what the codebook says.
+    #[error("{path}: record {record}, variable {name} (columns {start}-{end}): expected {expected}, found {found:?}")]
+    Field {
+        /// Data file.
+        path: PathBuf,
+        /// 1-based record (line) number.
+        record: u64,
+        /// Variable name from the codebook.
+        name: String,
+        /// First column of the field (1-based).
+        start: usize,
+        /// Last column of the field (1-based, inclusive).
+        end: usize,
+        /// What the codebook says the field holds.
+        expected: String,
+        /// The offending text (shortened).
+        found: String,
+    },
+    /// A fixed-width record too short to hold a variable the codebook
+    /// places in it.
+    #[error("{path}: record {record} is {len} characters long, but the codebook puts variable {name} in columns {start}-{end}")]
+    ShortRecord {
+        /// Data file.
+        path: PathBuf,
+        /// 1-based record (line) number.
+        record: u64,
+        /// Length of the record in bytes (without the line ending).
+        len: usize,
+        /// The first variable that does not fit.
+        name: String,
+        /// First column of that variable (1-based).
+        start: usize,
+        /// Last column of that variable (1-based, inclusive).
+        end: usize,
+    },
+    /// A hierarchical file's record whose record type the codebook does not
+    /// describe.
+    #[error("{path}: record {record}: record type {found:?} (variable {name}) is not described by the codebook (record types: {known})")]
+    RecordType {
+        /// Data file.
+        path: PathBuf,
+        /// 1-based record (line) number.
+        record: u64,
+        /// The record-type variable (e.g. `RECTYPE`).
+        name: String,
+        /// The record type found.
+        found: String,
+        /// The record types the codebook lists.
+        known: String,
+    },
+    /// A hierarchical file's record that comes before any record of the
+    /// type it belongs to (a person before any household).
+    #[error("{path}: record {record}: record of type {child:?} comes before any record of type {parent:?} it could belong to")]
+    Orphan {
+        /// Data file.
+        path: PathBuf,
+        /// 1-based record (line) number.
+        record: u64,
+        /// Its record type.
+        child: String,
+        /// The parent record type.
+        parent: String,
+    },
+    /// Gzip input that is damaged or ends early.
+    #[error("{path}: corrupt or truncated gzip data after line {after_line}: {reason}")]
+    Decompress {
+        /// Input file.
+        path: PathBuf,
+        /// Complete lines decompressed before the damage.
+        after_line: u64,
+        /// What the decompressor reported.
+        reason: String,
+    },
+    /// A codebook (DDI XML) that is malformed or cannot describe the data.
+    #[error("{path}: {reason}")]
+    Codebook {
+        /// The codebook file.
+        path: PathBuf,
+        /// What is wrong, naming the XML line or the variable.
         reason: String,
     },
     /// Reading the input failed.

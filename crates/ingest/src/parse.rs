@@ -91,7 +91,7 @@ pub(crate) fn parse_float(s: &[u8]) -> Option<f64> {
     t.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-fn trim(s: &[u8]) -> &[u8] {
+pub(crate) fn trim(s: &[u8]) -> &[u8] {
     let mut a = 0;
     let mut b = s.len();
     while a < b && s[a] == b' ' {
@@ -136,15 +136,16 @@ pub(crate) fn infer(
         .collect())
 }
 
-/// Builder for one column of a chunk.
-struct ColParser {
+/// Builder for one column of a chunk (shared by the CSV and fixed-width
+/// parsers).
+pub(crate) struct ColParser {
     plan: Plan,
     buf: ColBuf,
     map: HashMap<String, u32>,
 }
 
 impl ColParser {
-    fn new(plan: Plan, cap: usize) -> Self {
+    pub(crate) fn new(plan: Plan, cap: usize) -> Self {
         let buf = match plan {
             Plan::Numeric | Plan::IntOnly => ColBuf::Int {
                 vals: Vec::with_capacity(cap),
@@ -172,40 +173,111 @@ impl ColParser {
         }
     }
 
+    /// The finished column.
+    pub(crate) fn into_buf(self) -> ColBuf {
+        self.buf
+    }
+
+    /// Appends system-missing.
+    #[inline]
+    pub(crate) fn push_null(&mut self) {
+        match &mut self.buf {
+            ColBuf::Int { vals, nulls, .. } => {
+                vals.push(NULL_I64);
+                *nulls += 1;
+            }
+            ColBuf::Float { vals, nulls, .. } => {
+                vals.push(f64::NAN);
+                *nulls += 1;
+            }
+            ColBuf::Str { codes, nulls, .. } => {
+                codes.push(u32::MAX);
+                *nulls += 1;
+            }
+        }
+    }
+
+    /// Appends the number `m / 10^d` to an integer column exactly, bringing
+    /// the column and the value to the same number of decimals. Returns
+    /// false (nothing appended) when that does not fit in an `i64`, or when
+    /// the column is not an integer column.
+    #[inline]
+    pub(crate) fn push_scaled(&mut self, mut m: i64, d: u32) -> bool {
+        let ColBuf::Int {
+            vals,
+            decimals,
+            min,
+            max,
+            ..
+        } = &mut self.buf
+        else {
+            return false;
+        };
+        let ok = if d > *decimals {
+            rescale(vals, min, max, pow10(d - *decimals)).map(|_| *decimals = d)
+        } else if d < *decimals {
+            m.checked_mul(pow10(*decimals - d)).map(|x| m = x)
+        } else {
+            Some(())
+        };
+        if ok.is_some() && m != NULL_I64 {
+            vals.push(m);
+            *min = (*min).min(m);
+            *max = (*max).max(m);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Appends a float, turning an integer column into a float one first.
+    pub(crate) fn push_float(&mut self, v: f64) {
+        self.promote_to_float();
+        if let ColBuf::Float { vals, min, max, .. } = &mut self.buf {
+            vals.push(v);
+            *min = min.min(v);
+            *max = max.max(v);
+        }
+    }
+
+    /// Appends a non-empty string to a text column.
+    #[inline]
+    pub(crate) fn push_text(&mut self, s: &str) {
+        let ColBuf::Str { codes, dict, .. } = &mut self.buf else {
+            unreachable!("text value for a numeric column")
+        };
+        let code = match self.map.get(s) {
+            Some(&c) => c,
+            None => {
+                let c = dict.len() as u32;
+                dict.push(s.to_string());
+                self.map.insert(s.to_string(), c);
+                c
+            }
+        };
+        codes.push(code);
+    }
+
+    /// Appends one CSV field.
     #[inline]
     fn push(&mut self, raw: &[u8], line: u64, column: usize) -> Result<(), RowError> {
-        match &mut self.buf {
-            ColBuf::Int {
-                vals,
-                decimals,
-                nulls,
-                min,
-                max,
-            } => {
+        match &self.buf {
+            ColBuf::Int { .. } => {
                 let s = trim(raw);
                 if s.is_empty() {
-                    vals.push(NULL_I64);
-                    *nulls += 1;
+                    self.push_null();
                     return Ok(());
                 }
-                if let Some((mut m, d)) = parse_decimal(s) {
-                    let ok = if d > *decimals {
-                        rescale(vals, min, max, pow10(d - *decimals)).map(|_| *decimals = d)
-                    } else if d < *decimals {
-                        m.checked_mul(pow10(*decimals - d)).map(|x| m = x)
-                    } else {
-                        Some(())
-                    };
-                    if ok.is_some() && m != NULL_I64 {
-                        vals.push(m);
-                        *min = (*min).min(m);
-                        *max = (*max).max(m);
+                if let Some((m, d)) = parse_decimal(s) {
+                    if self.push_scaled(m, d) {
                         return Ok(());
                     }
                 }
-                if self.plan != Plan::IntOnly && parse_float(s).is_some() {
-                    self.promote_to_float();
-                    return self.push(raw, line, column);
+                if self.plan != Plan::IntOnly {
+                    if let Some(v) = parse_float(s) {
+                        self.push_float(v);
+                        return Ok(());
+                    }
                 }
                 Err(value_error(
                     raw,
@@ -218,32 +290,23 @@ impl ColParser {
                     },
                 ))
             }
-            ColBuf::Float {
-                vals,
-                nulls,
-                min,
-                max,
-            } => {
+            ColBuf::Float { .. } => {
                 let s = trim(raw);
                 if s.is_empty() {
-                    vals.push(f64::NAN);
-                    *nulls += 1;
+                    self.push_null();
                     return Ok(());
                 }
                 match parse_float(s) {
                     Some(v) => {
-                        vals.push(v);
-                        *min = min.min(v);
-                        *max = max.max(v);
+                        self.push_float(v);
                         Ok(())
                     }
                     None => Err(value_error(raw, line, column, "a number")),
                 }
             }
-            ColBuf::Str { codes, dict, nulls } => {
+            ColBuf::Str { .. } => {
                 if raw.is_empty() {
-                    codes.push(u32::MAX);
-                    *nulls += 1;
+                    self.push_null();
                     return Ok(());
                 }
                 let s = std::str::from_utf8(raw).map_err(|_| RowError::Value {
@@ -252,16 +315,7 @@ impl ColParser {
                     expected: "valid UTF-8 text".into(),
                     found: show(raw),
                 })?;
-                let code = match self.map.get(s) {
-                    Some(&c) => c,
-                    None => {
-                        let c = dict.len() as u32;
-                        dict.push(s.to_string());
-                        self.map.insert(s.to_string(), c);
-                        c
-                    }
-                };
-                codes.push(code);
+                self.push_text(s);
                 Ok(())
             }
         }
@@ -341,6 +395,7 @@ pub(crate) fn rescale(vals: &mut [i64], min: &mut i64, max: &mut i64, k: i64) ->
 }
 
 /// The parsed contents of one chunk.
+#[derive(Debug)]
 pub(crate) struct Parsed {
     pub rows: u64,
     pub cols: Vec<ColBuf>,
@@ -374,7 +429,7 @@ pub(crate) fn parse_chunk(
     }
     Ok(Parsed {
         rows,
-        cols: cols.into_iter().map(|c| c.buf).collect(),
+        cols: cols.into_iter().map(ColParser::into_buf).collect(),
     })
 }
 

@@ -453,7 +453,16 @@ impl Sink {
     }
 
     /// Finishes the column file and describes it.
-    pub fn finish(mut self, ds: &mut DatasetWriter) -> Result<Variable> {
+    pub fn finish(self, ds: &mut DatasetWriter) -> Result<Variable> {
+        self.finish_with_dictionary(ds).map(|(v, _)| v)
+    }
+
+    /// Like [`finish`](Self::finish), also returning a string column's
+    /// sorted dictionary (code `i` is entry `i`; empty for numbers).
+    pub fn finish_with_dictionary(
+        mut self,
+        ds: &mut DatasetWriter,
+    ) -> Result<(Variable, Vec<String>)> {
         if self.writer.is_none() {
             // A file with no rows still gets a (empty) column.
             let ty = match self.state {
@@ -464,6 +473,7 @@ impl Sink {
         }
         let has_nulls = self.nulls > 0;
         let mut var;
+        let mut entries = Vec::new();
         match std::mem::replace(
             &mut self.state,
             State::Int {
@@ -536,6 +546,7 @@ impl Sink {
                     var.null_code = Some(ty.null_code());
                 }
                 var.dictionary = Some(ds.write_dictionary(&self.name, &sorted)?);
+                entries = sorted;
             }
         }
         var.nulls = self.nulls;
@@ -543,7 +554,7 @@ impl Sink {
         let dict = var.dictionary.take();
         let mut var = w.finish(var)?;
         var.dictionary = dict;
-        Ok(var)
+        Ok((var, entries))
     }
 }
 

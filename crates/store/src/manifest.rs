@@ -56,6 +56,9 @@ pub struct Variable {
     /// Descriptive label, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Longer description (e.g. a DDI codebook's `txt`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Logical kind.
     pub kind: Kind,
     /// Physical type of the stored values (for strings: of the codes).
@@ -101,6 +104,7 @@ impl Variable {
         Variable {
             name: name.to_string(),
             label: None,
+            description: None,
             kind,
             ty,
             file: String::new(),

@@ -1,4 +1,6 @@
-//! `microtab codebook`: per-variable description with top values.
+//! `microtab codebook`: per-variable description with top values, in the
+//! terminal (table, CSV, JSON) or as an HTML page (`--html`, written by
+//! [`codebook_html`](crate::cmd::codebook_html)).
 
 use crate::cmd::info::{plain, var_json};
 use crate::common::{emit, open, Format};
@@ -21,6 +23,13 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Write a self-contained HTML codebook to FILE instead (value labels
+    /// with frequencies, descriptions, missing codes).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Weight variable for the HTML codebook's weighted frequencies.
+    #[arg(long, short = 'w', value_name = "VAR", requires = "html")]
+    weight: Option<String>,
 }
 
 /// Prints the codebook.
@@ -35,6 +44,18 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         a.vars.clone()
     };
+    if let Some(file) = &a.html {
+        crate::cmd::codebook_html::write(
+            &ds,
+            &a.dataset.display().to_string(),
+            &names,
+            a.weight.as_deref(),
+            a.top,
+            file,
+        )?;
+        eprintln!("wrote {} ({} variables)", file.display(), names.len());
+        return Ok(());
+    }
     let mut out = Vec::new();
     for n in &names {
         let var = ds.variable(n)?.clone();

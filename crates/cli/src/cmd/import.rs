@@ -1,7 +1,10 @@
-//! `microtab import`: CSV → dataset.
+//! `microtab import`: CSV, or fixed-width with a DDI codebook (IPUMS), →
+//! dataset. Either may be gzip-compressed.
 
 use anyhow::{anyhow, bail, Result};
-use microtab_ingest::{import_csv, CsvOptions, TypeHint};
+use microtab_ingest::{
+    import_csv, import_fixed, Codebook, CsvOptions, FixedOptions, Progress, TypeHint,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,7 +13,8 @@ use std::time::Instant;
 /// Arguments of `import`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Input CSV file (header line first).
+    /// Input file: CSV (header line first), or with --ddi fixed-width
+    /// records; plain or gzip-compressed (.gz).
     input: PathBuf,
     /// Dataset directory to create (e.g. census.mtab).
     output: PathBuf,
@@ -26,6 +30,14 @@ pub struct Args {
     /// Declare user-missing codes: VAR=CODE[,CODE…] (repeatable).
     #[arg(long, value_name = "VAR=CODES")]
     missing: Vec<String>,
+    /// DDI codebook (XML) describing INPUT as fixed-width records, as
+    /// IPUMS ships with every extract.
+    #[arg(long, value_name = "FILE")]
+    ddi: Option<PathBuf>,
+    /// Hierarchical fixed-width files: the record type that becomes a row
+    /// (default P; H imports the household records).
+    #[arg(long, value_name = "TYPE", requires = "ddi")]
+    rectype: Option<String>,
 }
 
 fn delimiter(s: &str) -> Result<u8> {
@@ -36,8 +48,49 @@ fn delimiter(s: &str) -> Result<u8> {
     }
 }
 
+fn missing_codes(specs: &[String]) -> Result<Vec<(String, Vec<f64>)>> {
+    let mut out = Vec::new();
+    for m in specs {
+        let (n, codes) = m
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--missing expects VAR=CODE[,CODE…], got '{m}'"))?;
+        let codes = codes
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .parse::<f64>()
+                    .map_err(|_| anyhow!("--missing {n}: '{c}' is not a number"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        out.push((n.to_string(), codes));
+    }
+    Ok(out)
+}
+
+/// A progress bar on stderr when it is a terminal.
+fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Option<Progress>) {
+    if !std::io::stderr().is_terminal() {
+        return (None, None);
+    }
+    let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let pb = indicatif::ProgressBar::new(total);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} importing [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
+    let p = pb.clone();
+    let f: Progress = Arc::new(move |done, _| p.set_position(done));
+    (Some(pb), Some(f))
+}
+
 /// Runs the import, with a progress bar when stderr is a terminal.
 pub fn run(a: Args) -> Result<()> {
+    if a.ddi.is_some() {
+        return run_fixed(a);
+    }
     let mut opts = CsvOptions {
         delimiter: delimiter(&a.delimiter)?,
         ..CsvOptions::default()
@@ -54,53 +107,60 @@ pub fn run(a: Args) -> Result<()> {
         };
         opts.types.push((n.to_string(), hint));
     }
-    for m in &a.missing {
-        let (n, codes) = m
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--missing expects VAR=CODE[,CODE…], got '{m}'"))?;
-        let codes = codes
-            .split(',')
-            .map(|c| {
-                c.trim()
-                    .parse::<f64>()
-                    .map_err(|_| anyhow!("--missing {n}: '{c}' is not a number"))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        opts.missing.push((n.to_string(), codes));
-    }
-    let bar = if std::io::stderr().is_terminal() {
-        let total = std::fs::metadata(&a.input).map(|m| m.len()).unwrap_or(0);
-        let pb = indicatif::ProgressBar::new(total);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} importing [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-            )
-            .unwrap()
-            .progress_chars("=> "),
-        );
-        let p = pb.clone();
-        opts.progress = Some(Arc::new(move |done, _| p.set_position(done)));
-        Some(pb)
-    } else {
-        None
-    };
+    opts.missing = missing_codes(&a.missing)?;
+    let (bar, progress) = progress_bar(&a.input);
+    opts.progress = progress;
     let t = Instant::now();
     let r = import_csv(&a.input, &a.output, a.force, &opts);
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    let s = r?;
-    let secs = t.elapsed().as_secs_f64();
+    report(&a, &r?, t);
+    Ok(())
+}
+
+/// `import --ddi`: fixed-width records described by a DDI codebook.
+fn run_fixed(a: Args) -> Result<()> {
+    if !a.types.is_empty() || a.delimiter != "," {
+        bail!("--type and --delimiter are for CSV input; with --ddi the codebook gives every variable's columns and type");
+    }
+    let ddi = a.ddi.as_ref().expect("checked by caller");
+    let cb = Codebook::read(ddi)?;
+    for w in &cb.warnings {
+        eprintln!("warning: {}: {w}", ddi.display());
+    }
+    let (bar, progress) = progress_bar(&a.input);
+    let opts = FixedOptions {
+        record_type: a.rectype.clone(),
+        missing: missing_codes(&a.missing)?,
+        progress,
+        ..FixedOptions::default()
+    };
+    let t = Instant::now();
+    let r = import_fixed(&a.input, &cb, &a.output, a.force, &opts);
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
+    report(&a, &r?, t);
+    Ok(())
+}
+
+fn report(a: &Args, s: &microtab_ingest::ImportSummary, t: Instant) {
+    let secs = t.elapsed().as_secs_f64().max(1e-9);
+    let text = if s.bytes_text != s.bytes_in {
+        format!(", {:.1} MB of text", s.bytes_text as f64 / 1e6)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "imported {} records x {} variables from {} ({:.1} MB) in {:.2} s ({:.0} MB/s) into {} ({:.1} MB)",
+        "imported {} records x {} variables from {} ({:.1} MB{text}) in {:.2} s ({:.0} MB/s of text) into {} ({:.1} MB)",
         s.rows,
         s.variables,
         a.input.display(),
         s.bytes_in as f64 / 1e6,
         secs,
-        s.bytes_in as f64 / 1e6 / secs.max(1e-9),
+        s.bytes_text as f64 / 1e6 / secs,
         s.path.display(),
         s.bytes_out as f64 / 1e6
     );
-    Ok(())
 }

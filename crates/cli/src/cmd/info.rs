@@ -46,6 +46,8 @@ pub fn var_json(ds: &Dataset, v: &Variable) -> Result<Json> {
         "nulls": v.nulls,
         "missing_codes": v.missing_codes.iter().map(|&m| display_value(v, if v.kind == Kind::Float { Number::Float(m) } else { Number::Int(m as i64) }, &dict)).collect::<Vec<_>>(),
         "file": v.file,
+        "description": v.description,
+        "value_labels": v.value_labels,
     }))
 }
 

@@ -1,9 +1,12 @@
 //! One module per subcommand: its arguments and `run`.
 
 pub mod codebook;
+pub mod codebook_html;
 pub mod freq;
 pub mod gen;
 pub mod import;
 pub mod info;
+pub mod label;
 pub mod means;
+pub mod missing;
 pub mod tab;
