@@ -61,11 +61,12 @@ pub fn open(path: &Path) -> Result<Dataset> {
 
 /// Runs `q` `repeat` times; prints timings on stderr when repeating.
 pub fn run_timed(ds: &Dataset, q: &Query, repeat: usize) -> Result<Cube> {
+    let settings = crate::settings::Settings::load()?;
     let mut times: Vec<Duration> = Vec::new();
     let mut cube = None;
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
-        cube = Some(microtab_engine::run(ds, q)?);
+        cube = Some(microtab_engine::run_with(ds, q, &settings.scan)?);
         times.push(t.elapsed());
     }
     if repeat > 1 {

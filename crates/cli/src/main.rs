@@ -5,6 +5,7 @@ mod census;
 mod cmd;
 mod common;
 mod render;
+mod settings;
 
 use clap::{Parser, Subcommand};
 
@@ -36,6 +37,8 @@ enum Command {
     Missing(cmd::missing::Args),
     /// Set value labels and the variable label of a variable.
     Label(cmd::label::Args),
+    /// Measure this machine's best read settings and save them.
+    Tune(cmd::tune::Args),
 }
 
 fn main() {
@@ -50,6 +53,7 @@ fn main() {
         Command::Means(a) => cmd::means::run(a),
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
+        Command::Tune(a) => cmd::tune::run(a),
     };
     if let Err(e) = result {
         // A closed pipe (`microtab freq … | head`) is not an error.

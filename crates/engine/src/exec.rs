@@ -335,14 +335,13 @@ fn fused_kernel<const N: usize, T: Val, const INT: bool>(
             }
         }
         Some(w) => {
-            let w = &w[..n];
-            for i in 0..n {
+            for (i, &wi) in w[..n].iter().enumerate() {
                 let c = cell(i);
                 counts[c] += 1;
                 if INT {
-                    wsum_int[c] += w[i].i();
+                    wsum_int[c] += wi.i();
                 } else {
-                    wsum[c] += w[i].f();
+                    wsum[c] += wi.f();
                 }
             }
         }
@@ -965,7 +964,12 @@ impl ScanOptions {
     /// `MICROTAB_BLOCK_SIZE`, `MICROTAB_SEGMENT_BYTES`, `MICROTAB_READAHEAD`
     /// (segments) when set.
     pub fn from_env() -> Self {
-        let mut o = ScanOptions::default();
+        Self::from_env_over(ScanOptions::default())
+    }
+
+    /// `base` overridden by the environment variables of [`from_env`](Self::from_env).
+    pub fn from_env_over(base: ScanOptions) -> Self {
+        let mut o = base;
         let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
         if let Some(p) = std::env::var("MICROTAB_READ_PATH")
             .ok()

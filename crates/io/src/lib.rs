@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bench;
 mod reader;
 pub use reader::{AlignedBuf, ColumnSource, ReadPath, ReadStats, Segment, SegmentStream, ALIGN};
 

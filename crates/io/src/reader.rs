@@ -394,8 +394,14 @@ mod tests {
         let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let src = file_with(dir.path(), "a", &payload);
         for path in [ReadPath::Pread, ReadPath::Direct] {
-            let s = match SegmentStream::start(&[src.clone()], payload.len(), 20_000, path, 8192, 2)
-            {
+            let s = match SegmentStream::start(
+                std::slice::from_ref(&src),
+                payload.len(),
+                20_000,
+                path,
+                8192,
+                2,
+            ) {
                 Ok(s) => s,
                 // Some file systems (tmpfs) refuse O_DIRECT.
                 Err(_) if path == ReadPath::Direct => continue,

@@ -80,6 +80,7 @@ pub fn plain(j: &Json) -> String {
 /// Prints the summary.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
+    let settings = crate::settings::Settings::load()?;
     let m = ds.manifest();
     let vars: Vec<Json> = m
         .variables
@@ -95,6 +96,7 @@ pub fn run(a: Args) -> Result<()> {
                 "bytes": bytes,
                 "generation": m.generation,
                 "source": m.source,
+                "io_settings": settings.describe().into_iter().collect::<std::collections::BTreeMap<_, _>>(),
                 "variables": vars,
             });
             serde_json::to_string_pretty(&j)? + "\n"
@@ -185,6 +187,10 @@ pub fn run(a: Args) -> Result<()> {
                 &rows,
                 &[Left, Left, Left, Right, Right, Right, Right, Right, Left],
             );
+            s += "\nI/O settings in force:\n";
+            for (k, v) in settings.describe() {
+                s += &format!("  {k:<11} {v}\n");
+            }
             s
         }
     };

@@ -10,3 +10,4 @@ pub mod label;
 pub mod means;
 pub mod missing;
 pub mod tab;
+pub mod tune;
