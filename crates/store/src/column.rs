@@ -165,7 +165,10 @@ impl<'a> ColumnData<'a> {
     pub fn view(ty: PhysType, bytes: &'a [u8]) -> ColumnData<'a> {
         let w = ty.width();
         assert!(bytes.len().is_multiple_of(w), "partial value");
-        assert!((bytes.as_ptr() as usize).is_multiple_of(w), "unaligned column bytes");
+        assert!(
+            (bytes.as_ptr() as usize).is_multiple_of(w),
+            "unaligned column bytes"
+        );
         let n = bytes.len() / w;
         let ptr = bytes.as_ptr();
         // SAFETY: alignment and length checked above; every bit pattern is a
