@@ -348,6 +348,21 @@ fn trim_blanks(s: &[u8]) -> &[u8] {
 /// one decimal point; without a point the value has `implied` decimals.
 #[inline]
 fn parse_number(field: &[u8], implied: u32) -> Num {
+    // Fast path: IPUMS writes numbers as zero-padded digits. Up to 18
+    // digits cannot overflow an i64; the check for non-digits is folded
+    // into the loop (a non-digit makes `ok` false and the value is unused).
+    if !field.is_empty() && field.len() <= 18 {
+        let mut m: i64 = 0;
+        let mut ok = true;
+        for &b in field {
+            let d = b.wrapping_sub(b'0');
+            ok &= d < 10;
+            m = m.wrapping_mul(10).wrapping_add(d as i64);
+        }
+        if ok {
+            return Num::Scaled(m, implied);
+        }
+    }
     let s = trim_blanks(field);
     let Some(&first) = s.first() else {
         return Num::Null;

@@ -142,6 +142,9 @@ pub(crate) struct ColParser {
     plan: Plan,
     buf: ColBuf,
     map: HashMap<String, u32>,
+    /// Code of the last string appended: runs of one value (common in
+    /// sorted or hierarchical files) skip the hash lookup.
+    last: u32,
 }
 
 impl ColParser {
@@ -170,6 +173,7 @@ impl ColParser {
             plan,
             buf,
             map: HashMap::new(),
+            last: u32::MAX,
         }
     }
 
@@ -246,6 +250,12 @@ impl ColParser {
         let ColBuf::Str { codes, dict, .. } = &mut self.buf else {
             unreachable!("text value for a numeric column")
         };
+        if let Some(d) = dict.get(self.last as usize) {
+            if d == s {
+                codes.push(self.last);
+                return;
+            }
+        }
         let code = match self.map.get(s) {
             Some(&c) => c,
             None => {
@@ -255,6 +265,7 @@ impl ColParser {
                 c
             }
         };
+        self.last = code;
         codes.push(code);
     }
 
