@@ -39,6 +39,8 @@ enum Command {
     Label(cmd::label::Args),
     /// Measure this machine's best read settings and save them.
     Tune(cmd::tune::Args),
+    /// Re-run the classic I/O studies on this machine (buffer sizes, cold/warm, overlap).
+    Iobench(cmd::iobench::Args),
 }
 
 fn main() {
@@ -54,6 +56,7 @@ fn main() {
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
         Command::Tune(a) => cmd::tune::run(a),
+        Command::Iobench(a) => cmd::iobench::run(a),
     };
     if let Err(e) = result {
         // A closed pipe (`microtab freq … | head`) is not an error.

@@ -22,7 +22,8 @@
 //! use microtab_io::bench::{Bench, BenchConfig, BUFFER_SIZES};
 //! let bench = Bench::prepare(BenchConfig::quick("./.iobench-tmp".into())).unwrap();
 //! for r in bench.buffer_sizes(&BUFFER_SIZES).unwrap() {
-//!     println!("{:>8}  warm {:.0} MB/s  cold {:.0} MB/s", r.buffer, r.warm.mb_s.mean, r.cold.mb_s.mean);
+//!     let (warm, cold) = (r.times.warm.mb_s.mean, r.times.cold.mb_s.mean);
+//!     println!("{:>8}  warm {warm:.0} MB/s  cold {cold:.0} MB/s", r.buffer);
 //! }
 //! ```
 
@@ -327,20 +328,32 @@ pub struct OverlapResult {
     /// Hash rounds per value, chosen so that computing a block takes about
     /// as long as reading it cold (where overlap matters most).
     pub rounds: u32,
-    /// Cold read of the file in blocks, no computation.
+    /// Cold read of the file in blocks, kernel read-ahead off, no computation.
     pub read_only: Measurement,
     /// The computation alone over an in-memory buffer.
     pub compute_only: Measurement,
-    /// Read a block, then compute on it, in one thread.
+    /// Read a block, then compute on it, in one thread, with the kernel's
+    /// read-ahead turned off (`POSIX_FADV_RANDOM`): no overlap at all.
     pub sequential: Measurement,
+    /// The same loop with the kernel's default read-ahead, which fetches
+    /// up to its window (`read_ahead_kb`) in the background: the overlap a
+    /// program gets without asking.
+    pub kernel_readahead: Measurement,
     /// [`SegmentStream`] reads ahead on its own thread while this one computes.
     pub overlapped: Measurement,
 }
 
 impl OverlapResult {
-    /// Mean time of the sequential scan over mean time of the overlapped one.
+    /// Mean time of the sequential scan (no read-ahead) over mean time of
+    /// the overlapped one.
     pub fn speedup(&self) -> f64 {
         self.sequential.seconds.mean / self.overlapped.seconds.mean.max(1e-12)
+    }
+
+    /// Mean time of the scan with only the kernel's read-ahead over mean
+    /// time of the overlapped one.
+    pub fn speedup_vs_kernel(&self) -> f64 {
+        self.kernel_readahead.seconds.mean / self.overlapped.seconds.mean.max(1e-12)
     }
 }
 
@@ -354,8 +367,10 @@ pub struct Bench {
     made_dir: bool,
     eviction: Cell<Eviction>,
     resident_after_eviction: f64,
-    progress: Option<Box<dyn Fn(&str)>>,
+    progress: Option<Progress>,
 }
+
+type Progress = Box<dyn Fn(&str)>;
 
 /// File names the bench creates inside its directory.
 const DATA_FILE: &str = "iobench-data.bin";
@@ -685,29 +700,33 @@ impl Bench {
     }
 
     /// (f) A cold scan that hashes every `u16` of the test file and sums
-    /// the hashes: once reading a block and then computing on it, once with
-    /// a [`SegmentStream`] reading `depth` blocks ahead on its own thread.
-    /// The hash rounds per value are calibrated first (see
-    /// [`OverlapResult::rounds`]).
+    /// the hashes: reading a block and then computing on it (without and
+    /// with the kernel's read-ahead), and with a [`SegmentStream`] reading
+    /// `depth` blocks ahead on its own thread. The hash rounds per value
+    /// are calibrated first (see [`OverlapResult::rounds`]).
     pub fn overlap_scan(&self, block_bytes: usize, depth: usize) -> Result<OverlapResult> {
         let block_bytes = block_bytes.max(ALIGN) / ALIGN * ALIGN;
         let values = self.size / 2;
         let fail = |e| Error::new(&self.data, e);
         let mut buf = vec![0u8; block_bytes];
         let runs = self.cfg.runs;
+        let mut cold_scans = |rounds: Option<u32>, readahead: bool| -> Result<(Vec<f64>, u64)> {
+            let mut secs = Vec::with_capacity(runs);
+            let mut sum = 0;
+            for _ in 0..runs {
+                self.evict(&self.data)?;
+                let t = Instant::now();
+                sum = sequential_scan(&self.data, &mut buf, rounds, readahead).map_err(fail)?;
+                secs.push(t.elapsed().as_secs_f64());
+            }
+            Ok((secs, sum))
+        };
 
         self.say("f. cold read without computation");
-        let mut secs = Vec::new();
-        for _ in 0..runs {
-            self.evict(&self.data)?;
-            let t = Instant::now();
-            sequential_scan(&self.data, &mut buf, None).map_err(fail)?;
-            secs.push(t.elapsed().as_secs_f64());
-        }
-        let read_only = Measurement::from_seconds(self.size, &secs);
+        let read_only = Measurement::from_seconds(self.size, &cold_scans(None, false)?.0);
 
-        // Calibrate on an in-memory sample: cost = base + rounds × per_round
-        // seconds per byte; pick rounds so the compute time matches the read.
+        // Calibrate on an in-memory sample: scale the rounds until computing
+        // the sample takes as long as reading that much cold.
         self.say("f. calibrating the computation");
         let sample_len = (self.size as usize).min(16 * MIB);
         let mut sample = vec![0u8; sample_len];
@@ -718,28 +737,26 @@ impl Bench {
             std::hint::black_box(work(&sample, rounds));
             t.elapsed().as_secs_f64()
         };
-        let (r1, r2) = (4u32, 36u32);
-        let (t1, t2) = (min_of(3, || time_work(r1)), min_of(3, || time_work(r2)));
-        let per_round = ((t2 - t1) / (r2 - r1) as f64).max(1e-12);
-        let base = (t1 - r1 as f64 * per_round).max(0.0);
-        let read_per_sample = read_only.seconds.mean * sample.len() as f64 / self.size as f64;
-        let rounds = ((read_per_sample - base) / per_round)
-            .round()
-            .clamp(1.0, 10_000.0) as u32;
+        let target = read_only.seconds.mean * sample.len() as f64 / self.size as f64;
+        let mut rounds = 1u32;
+        for _ in 0..3 {
+            let t = min_of(3, || time_work(rounds)).max(1e-9);
+            rounds = (rounds as f64 * target / t).round().clamp(1.0, 10_000.0) as u32;
+        }
         let compute_secs: Vec<f64> = (0..runs).map(|_| time_work(rounds)).collect();
         let compute_only = Measurement::from_seconds(sample.len() as u64, &compute_secs);
 
-        self.say("f. cold scan, read then compute");
-        let mut want = None;
-        let mut secs = Vec::new();
-        for _ in 0..runs {
-            self.evict(&self.data)?;
-            let t = Instant::now();
-            let sum = sequential_scan(&self.data, &mut buf, Some(rounds)).map_err(fail)?;
-            secs.push(t.elapsed().as_secs_f64());
-            want = Some(sum);
-        }
+        self.say("f. cold scan, read a block then compute, no read-ahead");
+        let (secs, want) = cold_scans(Some(rounds), false)?;
         let sequential = Measurement::from_seconds(self.size, &secs);
+        self.say("f. cold scan, read a block then compute, kernel read-ahead");
+        let (secs, sum) = cold_scans(Some(rounds), true)?;
+        let kernel_readahead = Measurement::from_seconds(self.size, &secs);
+        if sum != want {
+            return Err(fail(io::Error::other(
+                "scans with and without read-ahead summed differently",
+            )));
+        }
 
         self.say("f. cold scan, read-ahead overlapped");
         let src = ColumnSource {
@@ -767,7 +784,7 @@ impl Bench {
             }
             stream.finish();
             secs.push(t.elapsed().as_secs_f64());
-            if Some(sum) != want {
+            if sum != want {
                 return Err(fail(io::Error::other(
                     "overlapped scan summed differently from the sequential one",
                 )));
@@ -782,6 +799,7 @@ impl Bench {
             read_only,
             compute_only,
             sequential,
+            kernel_readahead,
             overlapped,
         })
     }
@@ -993,9 +1011,19 @@ pub fn work(bytes: &[u8], rounds: u32) -> u64 {
 }
 
 /// Reads `path` block by block with `pread`; computes on each block (when
-/// `rounds` is given) before reading the next.
-fn sequential_scan(path: &Path, buf: &mut [u8], rounds: Option<u32>) -> io::Result<u64> {
+/// `rounds` is given) before reading the next. Without `readahead` the
+/// kernel reads exactly the blocks asked for, when asked.
+fn sequential_scan(
+    path: &Path,
+    buf: &mut [u8],
+    rounds: Option<u32>,
+    readahead: bool,
+) -> io::Result<u64> {
     let f = File::open(path)?;
+    if !readahead {
+        // SAFETY: plain syscall on an open descriptor.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    }
     let mut off = 0u64;
     let mut sum = 0u64;
     loop {

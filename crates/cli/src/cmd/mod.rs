@@ -6,6 +6,7 @@ pub mod freq;
 pub mod gen;
 pub mod import;
 pub mod info;
+pub mod iobench;
 pub mod label;
 pub mod means;
 pub mod missing;
