@@ -279,6 +279,31 @@ def test_csv_gz_import(tmp_path):
     assert res["total"]["weighted"] == approx(df[w].sum())
 
 
+def test_csv_extract_with_codebook(tmp_path):
+    """IPUMS also delivers extracts as CSV (decimals written out); with
+    --ddi the codebook types the alphabetic variables and labels them all."""
+    name = EXTRACTS[-1]
+    ddi, df = ipums(name)
+    gz = tmp_path / "x.csv.gz"
+    gz.write_bytes(gzip.compress(df.to_csv(index=False).encode()))
+    ds = tmp_path / "x.mtab"
+    run("import", gz, ds, "--ddi", DATA / f"{name}.xml")
+    by_name = {v["name"]: v for v in manifest(ds)["variables"]}
+    for desc in ddi.data_description:
+        v = by_name[desc.name]
+        assert v.get("label") == desc.label
+        assert v["kind"] == ("string" if desc.vartype == "character" else "int")
+        raw, v, strings = column(ds, desc.name)
+        if strings is not None:
+            assert strings == [None if pd.isna(x) else x for x in df[desc.name]]
+        else:
+            exp = df[desc.name].to_numpy(dtype=np.float64)
+            assert np.allclose(raw / 10 ** v["decimals"], exp, rtol=0, atol=1e-9), desc.name
+        for label, code in desc.codes.items():
+            if label and desc.vartype != "character":
+                assert v["value_labels"][str(code)] == label
+
+
 # --------------------------------------------------------------------------
 # HTML codebook
 # --------------------------------------------------------------------------

@@ -7,7 +7,7 @@ use crate::pipeline::{self, Feed, ImportSummary, Progress, Stages};
 use crate::sink::Sink;
 use crate::source::{self, fill};
 use crate::tokenizer::{count_lines, last_record_end, Tokenizer};
-use crate::{Error, Result};
+use crate::{Codebook, Error, Result};
 use microtab_store::DatasetWriter;
 use std::path::Path;
 
@@ -39,6 +39,11 @@ pub struct CsvOptions {
     pub sample_rows: usize,
     /// Called as chunks are written.
     pub progress: Option<Progress>,
+    /// A DDI codebook describing the columns (an IPUMS extract delivered
+    /// as CSV): its alphabetic variables are imported as text, and columns
+    /// it describes get its labels, description, value labels and missing
+    /// codes. Columns are matched by name, case-insensitively.
+    pub codebook: Option<Codebook>,
 }
 
 impl Default for CsvOptions {
@@ -53,6 +58,7 @@ impl Default for CsvOptions {
                 .unwrap_or(2),
             sample_rows: 50_000,
             progress: None,
+            codebook: None,
         }
     }
 }
@@ -148,6 +154,13 @@ pub fn import_csv(
     for (i, p) in inferred.into_iter().enumerate() {
         plans[i] = p;
     }
+    if let Some(cb) = &opts.codebook {
+        for v in cb.variables.iter().filter(|v| v.text) {
+            if let Some(i) = find(&v.name) {
+                plans[i] = Plan::Str;
+            }
+        }
+    }
     for (n, t) in &opts.types {
         let i = find(n).unwrap();
         plans[i] = match t {
@@ -196,7 +209,7 @@ pub fn import_csv(
 
     let mut bytes_out = 0;
     for (i, sink) in sinks.into_iter().enumerate() {
-        let mut var = sink.finish(&mut ds)?;
+        let (mut var, dict) = sink.finish(&mut ds)?;
         if let Some((_, codes)) = opts
             .missing
             .iter()
@@ -204,6 +217,9 @@ pub fn import_csv(
         {
             let scale = var.scale();
             var.missing_codes = codes.iter().map(|c| (c * scale).round()).collect();
+        }
+        if let Some(dv) = opts.codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
+            crate::fixed::describe(&mut var, dv, &dict);
         }
         bytes_out += var.bytes;
         ds.add_variable(var);

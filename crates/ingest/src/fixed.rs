@@ -622,7 +622,7 @@ pub fn import_fixed(
     )?;
     let mut bytes_out = 0;
     for (slot, sink) in layout.slots.iter().zip(sinks) {
-        let (mut var, dict) = sink.finish_with_dictionary(&mut ds)?;
+        let (mut var, dict) = sink.finish(&mut ds)?;
         describe(&mut var, &cb.variables[slot.var], &dict);
         if let Some((_, codes)) = opts
             .missing
@@ -712,7 +712,7 @@ fn code_value(
 }
 
 /// Copies the codebook's description of a variable into its manifest entry.
-fn describe(var: &mut Variable, dv: &DdiVariable, dict: &[String]) {
+pub(crate) fn describe(var: &mut Variable, dv: &DdiVariable, dict: &[String]) {
     var.label = dv.label.clone();
     var.description = dv.description.clone();
     let mut missing = Vec::new();

@@ -452,17 +452,9 @@ impl Sink {
         Ok(())
     }
 
-    /// Finishes the column file and describes it.
-    pub fn finish(self, ds: &mut DatasetWriter) -> Result<Variable> {
-        self.finish_with_dictionary(ds).map(|(v, _)| v)
-    }
-
-    /// Like [`finish`](Self::finish), also returning a string column's
-    /// sorted dictionary (code `i` is entry `i`; empty for numbers).
-    pub fn finish_with_dictionary(
-        mut self,
-        ds: &mut DatasetWriter,
-    ) -> Result<(Variable, Vec<String>)> {
+    /// Finishes the column file and describes it; also returns a string
+    /// column's sorted dictionary (code `i` is entry `i`; empty for numbers).
+    pub fn finish(mut self, ds: &mut DatasetWriter) -> Result<(Variable, Vec<String>)> {
         if self.writer.is_none() {
             // A file with no rows still gets a (empty) column.
             let ty = match self.state {

@@ -31,7 +31,8 @@ pub struct Args {
     #[arg(long, value_name = "VAR=CODES")]
     missing: Vec<String>,
     /// DDI codebook (XML) describing INPUT as fixed-width records, as
-    /// IPUMS ships with every extract.
+    /// IPUMS ships with every extract (a .csv INPUT is read as CSV and
+    /// gets the codebook's labels and missing codes).
     #[arg(long, value_name = "FILE")]
     ddi: Option<PathBuf>,
     /// Hierarchical fixed-width files: the record type that becomes a row
@@ -128,6 +129,29 @@ fn run_fixed(a: Args) -> Result<()> {
     let cb = Codebook::read(ddi)?;
     for w in &cb.warnings {
         eprintln!("warning: {}: {w}", ddi.display());
+    }
+    let name = a.input.to_string_lossy().to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    if name.ends_with(".csv") {
+        // An IPUMS extract delivered as CSV: the codebook supplies types of
+        // alphabetic variables, labels and missing codes.
+        if a.rectype.is_some() {
+            bail!("--rectype applies to hierarchical fixed-width files, not to CSV");
+        }
+        let (bar, progress) = progress_bar(&a.input);
+        let opts = CsvOptions {
+            missing: missing_codes(&a.missing)?,
+            progress,
+            codebook: Some(cb),
+            ..CsvOptions::default()
+        };
+        let t = Instant::now();
+        let r = import_csv(&a.input, &a.output, a.force, &opts);
+        if let Some(pb) = bar {
+            pb.finish_and_clear();
+        }
+        report(&a, &r?, t);
+        return Ok(());
     }
     let (bar, progress) = progress_bar(&a.input);
     let opts = FixedOptions {
