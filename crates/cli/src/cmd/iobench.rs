@@ -544,7 +544,10 @@ fn plot(rows: &[BufferSizeResult], path: &Path) -> Result<()> {
         .x_label_area_size(45)
         .y_label_area_size(70)
         .build_cartesian_2d(
-            (0.5f64..x_max).log_scale().base(2.0),
+            (0.5f64..x_max)
+                .log_scale()
+                .base(2.0)
+                .with_key_points((0..7).map(|k| 16f64.powi(k)).collect()),
             (y_min..y_max).log_scale(),
         )
         .map_err(|e| err(&e))?;
