@@ -265,20 +265,24 @@ fn render_buffer_sizes(rows: &[BufferSizeResult], bench: &Bench) -> String {
     )
 }
 
-/// Mean and sigma of the time, integers per second, MB/s and a ratio.
+/// Min, mean and sigma of the time; integers per second and MB/s from the
+/// mean; the ratio of best (min) times, which one slow outlier among short
+/// runs cannot distort.
 fn timing_row(name: &str, m: &Measurement, ints: usize, base: &Measurement) -> Vec<String> {
     vec![
         name.into(),
+        secs(m.seconds.min),
         secs(m.seconds.mean),
         secs(m.seconds.sigma),
         rate(ints as f64 / m.seconds.mean.max(1e-12) / 1e6),
         rate(m.mb_s.mean),
-        times(m.seconds.mean / base.seconds.mean.max(1e-12)),
+        times(m.seconds.min / base.seconds.min.max(1e-12)),
     ]
 }
 
-const TIMING_ALIGN: [Align; 6] = [
+const TIMING_ALIGN: [Align; 7] = [
     Align::Left,
+    Align::Right,
     Align::Right,
     Align::Right,
     Align::Right,
@@ -304,11 +308,12 @@ fn render_write_calls(r: &WriteCallsResult) -> String {
         text_table(
             &header(&[
                 "method",
+                "min time",
                 "mean time",
                 "sigma",
                 "M ints/s",
                 "MB/s",
-                "time vs bulk"
+                "min vs bulk"
             ]),
             &t,
             &TIMING_ALIGN,
@@ -336,11 +341,12 @@ fn render_text_binary(r: &TextBinaryResult) -> String {
         text_table(
             &header(&[
                 "operation",
+                "min time",
                 "mean time",
                 "sigma",
                 "M ints/s",
                 "MB/s",
-                "time vs binary"
+                "min vs binary"
             ]),
             &t,
             &TIMING_ALIGN,
@@ -400,6 +406,7 @@ fn render_overlap(r: &OverlapResult) -> String {
     let row = |name: &str, m: &Measurement| {
         vec![
             name.to_string(),
+            secs(m.seconds.min),
             secs(m.seconds.mean),
             secs(m.seconds.sigma),
             rate(m.mb_s.mean),
@@ -434,9 +441,15 @@ fn render_overlap(r: &OverlapResult) -> String {
         r.rounds,
         human_bytes(r.block_bytes),
         text_table(
-            &header(&["scan", "mean time", "sigma", "MB/s"]),
+            &header(&["scan", "min time", "mean time", "sigma", "MB/s"]),
             &t,
-            &[Align::Left, Align::Right, Align::Right, Align::Right],
+            &[
+                Align::Left,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+                Align::Right,
+            ],
         ),
         times(r.speedup()),
         times(r.speedup_vs_kernel()),
