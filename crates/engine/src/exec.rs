@@ -865,6 +865,10 @@ fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -
                 let s = m * MORSEL;
                 acc.morsel(plan, &data, s..(s + MORSEL).min(rows));
             }
+            // Keep resident memory bounded by the stretch being counted.
+            for c in cols {
+                c.release(first * MORSEL, STEP * MORSEL);
+            }
         }
         acc
     });

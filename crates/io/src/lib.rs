@@ -302,6 +302,30 @@ impl MappedFile {
         &self.path
     }
 
+    /// Unmaps the pages of `start..start+len` from this process (they stay in
+    /// the page cache), so a scan's resident memory stays bounded by the
+    /// stretch it is working on rather than growing with the file.
+    pub fn release(&self, start: usize, len: usize) {
+        if let Some(m) = &self.map {
+            let page = 4096;
+            // Only whole pages inside the range.
+            let s = start.div_ceil(page) * page;
+            let e = ((start + len).min(m.len())) / page * page;
+            if s < e {
+                // SAFETY: the range is inside our read-only file mapping;
+                // MADV_DONTNEED there only drops page-table entries, and the
+                // next access re-reads the (unchanged) file page.
+                unsafe {
+                    libc::madvise(
+                        m.as_ptr().add(s) as *mut libc::c_void,
+                        e - s,
+                        libc::MADV_DONTNEED,
+                    );
+                }
+            }
+        }
+    }
+
     /// Hints that `range` will be read sequentially soon: the kernel starts
     /// reading it asynchronously, overlapping I/O with computation.
     pub fn advise_sequential(&self, start: usize, len: usize) {

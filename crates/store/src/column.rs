@@ -284,6 +284,13 @@ impl Column {
         self.map.advise_sequential(HEADER_SIZE + start * w, len * w);
     }
 
+    /// Drops rows `start..start+len` from this process's mapping once
+    /// counted (see [`microtab_io::MappedFile::release`]).
+    pub fn release(&self, start: usize, len: usize) {
+        let w = self.header.ty.width();
+        self.map.release(HEADER_SIZE + start * w, len * w);
+    }
+
     /// Fraction of the column's pages found in the page cache (sampled).
     pub fn resident_fraction(&self) -> f64 {
         self.map
