@@ -38,6 +38,7 @@ NA = 9999999
 
 QUERIES = {
     "Q1": {
+        "cols": ["EDUC", "PERWT"],
         "title": "weighted freq EDUC",
         "microtab": ["freq", "{ds}", "EDUC", "--weight", "PERWT"],
         "sql": "SELECT EDUC, count(*) AS n, sum(PERWT) AS w FROM census "
@@ -48,6 +49,7 @@ QUERIES = {
         "keys": 1,
     },
     "Q2": {
+        "cols": ["SEX", "EDUC", "PERWT"],
         "title": "SEX × EDUC weighted",
         "microtab": ["tab", "{ds}", "SEX", "EDUC", "--weight", "PERWT"],
         "sql": "SELECT SEX, EDUC, count(*) AS n, sum(PERWT) AS w FROM census "
@@ -60,6 +62,7 @@ QUERIES = {
         "keys": 2,
     },
     "Q3": {
+        "cols": ["RACE", "EMPSTAT", "AGE", "PERWT"],
         "title": "RACE × EMPSTAT weighted, AGE 25–64",
         "microtab": ["tab", "{ds}", "RACE", "EMPSTAT", "--weight", "PERWT", "--filter", "AGE(25-64)"],
         "sql": "SELECT RACE, EMPSTAT, count(*) AS n, sum(PERWT) AS w FROM census "
@@ -72,6 +75,7 @@ QUERIES = {
         "keys": 2,
     },
     "Q4": {
+        "cols": ["INCTOT", "EDUC", "PERWT"],
         "title": "weighted mean INCTOT by EDUC",
         "microtab": ["means", "{ds}", "INCTOT", "--by", "EDUC", "--weight", "PERWT"],
         # mean and the pieces of the frequency-weight SD (microtab prints both)
@@ -88,6 +92,7 @@ QUERIES = {
         "keys": 1,
     },
     "Q5": {
+        "cols": ["STATEFIP", "SEX", "MARST"],
         "title": "STATEFIP × SEX × MARST counts",
         "microtab": ["tab", "{ds}", "STATEFIP", "SEX", "--control", "MARST"],
         "sql": "SELECT MARST, STATEFIP, SEX, count(*) AS n FROM census "
@@ -471,6 +476,46 @@ def cpu_model():
     return platform.processor() or "?"
 
 
+def physical_floor(ds: Path, rows: int, cold_ok: bool):
+    """Per query: bytes it must read, the time `dd bs=1M` needs for exactly
+    those column files cold (one process per file, page cache dropped
+    first), and the time of a single-pass counting loop over that many rows
+    (numpy.bincount over a mapped u8 column, one core)."""
+    import numpy as np
+    man = json.loads((ds / "manifest.json").read_text())
+    files = {v["name"]: (ds / v["file"], v["bytes"]) for v in man["variables"]}
+    # Counting loop speed: bincount of EDUC (u8), warm, best of 5.
+    educ = np.memmap(files["EDUC"][0], dtype=np.uint8, mode="r", offset=4096)
+    np.bincount(educ, minlength=256)
+    best = min(_timed(lambda: np.bincount(educ, minlength=256)) for _ in range(5))
+    count_rate = len(educ) / best
+    out = {}
+    for q, spec in QUERIES.items():
+        nbytes = sum(files[c][1] for c in spec["cols"])
+        dd = None
+        if cold_ok:
+            samples = []
+            for _ in range(3):
+                drop_caches()
+                t = time.perf_counter()
+                for c in spec["cols"]:
+                    subprocess.run(["dd", f"if={files[c][0]}", "of=/dev/null", "bs=1M"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                samples.append(time.perf_counter() - t)
+            dd = statistics.median(samples)
+        out[q] = {"bytes": nbytes, "dd_seconds": dd,
+                  "dd_mb_s": (nbytes / dd / 1e6) if dd else None,
+                  "count_seconds_1core": rows / count_rate,
+                  "count_seconds_all_cores": rows / count_rate / (os.cpu_count() or 1)}
+    return out, count_rate
+
+
+def _timed(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=14_081_466)
@@ -514,6 +559,29 @@ def main():
     cache_note = "cold runs skipped (--skip-cold)"
     if not args.skip_cold:
         _, cache_note, cold = cold_runs(args, binary, ds, db, pq)
+
+    floor, count_rate = physical_floor(ds, args.rows, cold is not None)
+    frows = []
+    for q, spec in QUERIES.items():
+        f = floor[q]
+        wm = warm["microtab"][q]["timing"]["median"]
+        r = [q, ", ".join(spec["cols"]), fmt_b(f["bytes"]),
+             fmt_t(f["dd_seconds"]) if f["dd_seconds"] else "—",
+             fmt_t(f["count_seconds_all_cores"]),
+             f"{wm / f['count_seconds_all_cores']:.2f}×"]
+        if cold and f["dd_seconds"]:
+            cm = cold[(q, "microtab")]["timing"]["median"]
+            r += [fmt_t(cm), f"{cm / f['dd_seconds']:.2f}×"]
+        frows.append(r)
+    fheaders = ["query", "columns read", "bytes", "I/O floor: dd bs=1M cold", "CPU floor: counting loop",
+                "warm / CPU floor"]
+    if cold:
+        fheaders += ["microtab cold", "cold / I/O floor"]
+    ftable = table(fheaders, frows) + (
+        f"\n\nCounting loop: numpy.bincount over the mapped EDUC column, "
+        f"{count_rate / 1e6:.0f} M rows/s on one core, divided by {os.cpu_count()} cores. "
+        f"I/O floor: the query's column files read with `dd bs=1M` after dropping the page cache "
+        f"(median of 3).")
 
     # ---- tables
     rows = []
@@ -562,7 +630,7 @@ def main():
             f"DuckDB/Polars cold times include starting Python and importing the library "
             f"(see start-up table); Polars cold uses `scan_parquet`.\n")
     md = "\n\n".join(x for x in [
-        head, "## Queries\n\n" + qtable, "## Import\n\n" + itable,
+        head, "## Queries\n\n" + qtable, "## Physical floor\n\n" + ftable, "## Import\n\n" + itable,
         extra and "## Start-up baseline\n\n" + extra,
         "## Answers\n\n" + atable + ("\n\n" + "\n".join("**WARNING** " + w for w in warnings)
                                      if warnings else ""),
@@ -579,6 +647,7 @@ def main():
         "totals": {q: warm["microtab"][q]["totals"] for q in QUERIES},
         "cold": None if not cold else {f"{k[0]}/{k[1]}": v for k, v in cold.items()},
         "warnings": warnings, "elapsed_seconds": time.time() - t_start,
+        "floor": floor, "count_rate_rows_per_s": count_rate,
         "queries": {q: {k: (" ".join(v) if isinstance(v, list) else v) for k, v in s.items()}
                     for q, s in QUERIES.items()},
     }
