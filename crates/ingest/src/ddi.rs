@@ -165,7 +165,7 @@ impl Codebook {
 
     /// Parses codebook XML `text`; `path` is used in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Codebook> {
-        Parser::new(path, text).run()
+        Parser::new(path, text.strip_prefix('\u{feff}').unwrap_or(text)).run()
     }
 
     /// The variable named `name` (case-insensitive).
@@ -710,6 +710,8 @@ mod tests {
     fn rectangular_codebook() {
         let cb = parse(RECT).unwrap();
         assert!(!cb.hierarchical);
+        let with_bom = parse(&format!("\u{feff}{RECT}")).unwrap();
+        assert_eq!(with_bom.variables, cb.variables);
         assert_eq!(cb.file_name.as_deref(), Some("x.dat"));
         assert_eq!(cb.charset, Charset::Latin1);
         let names: Vec<&str> = cb.variables.iter().map(|v| v.name.as_str()).collect();
