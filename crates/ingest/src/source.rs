@@ -36,7 +36,9 @@ impl Input {
     /// Turns a read error of this input into a crate error: for gzip input,
     /// one that says the compressed data is damaged and how far it got.
     pub fn read_error(&self, e: std::io::Error, lines_read: u64) -> Error {
-        if self.gzip && e.kind() != std::io::ErrorKind::PermissionDenied {
+        // An operating-system error (EIO, …) is one whatever the format;
+        // anything else the decompressor reports is damaged data.
+        if self.gzip && e.raw_os_error().is_none() {
             Error::Decompress {
                 path: self.path.clone(),
                 after_line: lines_read,
