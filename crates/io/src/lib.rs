@@ -359,7 +359,10 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Writes `data` to `path` atomically: temp file, `fsync`, rename, `fsync` dir.
 pub fn write_file_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let name = path.file_name().map(|s| s.to_string_lossy().into_owned());
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
@@ -393,6 +396,17 @@ mod tests {
         let back = std::fs::read(&path).unwrap();
         assert_eq!(back.len(), 400_000);
         assert_eq!(&back[4 * 77_777..4 * 77_778], &77_777u32.to_le_bytes());
+    }
+
+    #[test]
+    fn atomic_write_accepts_a_bare_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::env::current_dir().unwrap();
+        std::env::set_current_dir(dir.path()).unwrap();
+        let r = write_file_atomic(Path::new("bare.json"), b"x");
+        std::env::set_current_dir(old).unwrap();
+        r.unwrap();
+        assert_eq!(std::fs::read(dir.path().join("bare.json")).unwrap(), b"x");
     }
 
     #[test]
