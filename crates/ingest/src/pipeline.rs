@@ -63,18 +63,26 @@ pub(crate) struct Stages {
     pub progress: Option<Progress>,
 }
 
+/// A chunk's text: read into a buffer, or a range of the mapped input.
+enum Text {
+    Owned(Vec<u8>),
+    Mapped(usize, usize),
+}
+
 struct Job {
     seq: u64,
     /// Input position (bytes on disk) when the chunk was read.
     pos: u64,
     line: u64,
-    data: Result<Vec<u8>>,
+    data: Result<Text>,
 }
 
 struct Done {
     seq: u64,
     pos: u64,
     text: u64,
+    /// The mapped range, released once written.
+    range: Option<(usize, usize)>,
     parsed: Result<Parsed>,
 }
 
@@ -110,7 +118,43 @@ where
 
     std::thread::scope(|s| {
         // Reader: cuts the text into chunks at record boundaries.
+        let map = feed.input.map.clone();
         s.spawn(move || {
+            if let Some(map) = feed.input.map.clone() {
+                // Mapped input: cut ranges of the mapping; nothing is copied.
+                let bytes = map.bytes();
+                let consumed = feed.input.consumed.load(Ordering::Relaxed) as usize;
+                let mut pos = consumed - feed.pending.len();
+                let mut line = feed.line;
+                let mut seq = 0u64;
+                while pos < bytes.len() {
+                    let mut want = chunk_size;
+                    let end = loop {
+                        let lim = (pos + want).min(bytes.len());
+                        if lim == bytes.len() {
+                            break lim;
+                        }
+                        match cut(&bytes[pos..lim]) {
+                            Some(e) if e > 0 => break pos + e,
+                            _ => want *= 2,
+                        }
+                    };
+                    let lines = count_lines(&bytes[pos..end]);
+                    let job = Job {
+                        seq,
+                        pos: end as u64,
+                        line,
+                        data: Ok(Text::Mapped(pos, end)),
+                    };
+                    if job_tx.send(job).is_err() {
+                        return;
+                    }
+                    seq += 1;
+                    line += lines;
+                    pos = end;
+                }
+                return;
+            }
             let Feed {
                 mut input,
                 pending,
@@ -163,7 +207,7 @@ where
                     seq,
                     pos: input.consumed.load(Ordering::Relaxed),
                     line,
-                    data: Ok(data),
+                    data: Ok(Text::Owned(data)),
                 };
                 if job_tx.send(job).is_err() {
                     return;
@@ -179,17 +223,23 @@ where
             let job_rx = Arc::clone(&job_rx);
             let res_tx = res_tx.clone();
             let parse = &parse;
+            let map = map.clone();
             s.spawn(move || loop {
                 let job = job_rx.lock().unwrap().recv();
                 let Ok(job) = job else { return };
-                let (text, parsed) = match job.data {
-                    Ok(d) => (d.len() as u64, parse(&d, job.line)),
-                    Err(e) => (0, Err(e)),
+                let (text, range, parsed) = match job.data {
+                    Ok(Text::Owned(d)) => (d.len() as u64, None, parse(&d, job.line)),
+                    Ok(Text::Mapped(a, b)) => {
+                        let bytes = &map.as_ref().expect("mapped input").bytes()[a..b];
+                        ((b - a) as u64, Some((a, b)), parse(bytes, job.line))
+                    }
+                    Err(e) => (0, None, Err(e)),
                 };
                 let done = Done {
                     seq: job.seq,
                     pos: job.pos,
                     text,
+                    range,
                     parsed,
                 };
                 if res_tx.send(done).is_err() {
@@ -199,7 +249,14 @@ where
         }
         drop(job_rx);
         drop(res_tx);
-        let r = write_in_order(&res_rx, sinks, ds, total, st.progress.as_ref());
+        let r = write_in_order(
+            &res_rx,
+            sinks,
+            ds,
+            total,
+            st.progress.as_ref(),
+            map.as_deref(),
+        );
         drop(res_rx);
         r
     })
@@ -212,6 +269,7 @@ fn write_in_order(
     ds: &mut DatasetWriter,
     total: u64,
     progress: Option<&Progress>,
+    map: Option<&microtab_io::MappedFile>,
 ) -> Result<(u64, u64)> {
     let mut pending = BTreeMap::new();
     let mut next = 0u64;
@@ -225,6 +283,11 @@ fn write_in_order(
             }
             rows += parsed.rows;
             text += done.text;
+            if let (Some(m), Some((a, b))) = (map, done.range) {
+                // Written: drop the pages from our mapping so resident memory
+                // stays bounded by the chunks in flight.
+                m.release(a, b - a);
+            }
             if let Some(p) = progress {
                 p(done.pos.min(total), total);
             }
