@@ -44,6 +44,8 @@ pub struct CsvOptions {
     /// it describes get its labels, description, value labels and missing
     /// codes. Columns are matched by name, case-insensitively.
     pub codebook: Option<Codebook>,
+    /// Block size for writing column files (from `microtab tune`).
+    pub io: microtab_io::IoConfig,
 }
 
 impl Default for CsvOptions {
@@ -59,6 +61,7 @@ impl Default for CsvOptions {
             sample_rows: 50_000,
             progress: None,
             codebook: None,
+            io: microtab_io::IoConfig::default(),
         }
     }
 }
@@ -170,7 +173,7 @@ pub fn import_csv(
         };
     }
 
-    let mut ds = DatasetWriter::create(target, force)?;
+    let mut ds = DatasetWriter::create_with(target, force, opts.io.clone())?;
     ds.set_source(
         &input
             .file_name()

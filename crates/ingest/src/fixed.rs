@@ -56,6 +56,8 @@ pub struct FixedOptions {
     pub missing: Vec<(String, Vec<f64>)>,
     /// Called as chunks are written.
     pub progress: Option<Progress>,
+    /// Block size for writing column files (from `microtab tune`).
+    pub io: microtab_io::IoConfig,
 }
 
 impl Default for FixedOptions {
@@ -68,6 +70,7 @@ impl Default for FixedOptions {
             record_type: None,
             missing: Vec::new(),
             progress: None,
+            io: microtab_io::IoConfig::default(),
         }
     }
 }
@@ -585,7 +588,7 @@ pub fn import_fixed(
     }
     let src = source::open(data)?;
     let total = src.total;
-    let mut ds = DatasetWriter::create(target, force)?;
+    let mut ds = DatasetWriter::create_with(target, force, opts.io.clone())?;
     let mut source_name = data
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())

@@ -92,8 +92,10 @@ pub fn run(a: Args) -> Result<()> {
     if a.ddi.is_some() {
         return run_fixed(a);
     }
+    let io = crate::settings::Settings::load()?.io;
     let mut opts = CsvOptions {
         delimiter: delimiter(&a.delimiter)?,
+        io,
         ..CsvOptions::default()
     };
     for t in &a.types {
@@ -143,6 +145,7 @@ fn run_fixed(a: Args) -> Result<()> {
             missing: missing_codes(&a.missing)?,
             progress,
             codebook: Some(cb),
+            io: crate::settings::Settings::load()?.io,
             ..CsvOptions::default()
         };
         let t = Instant::now();
@@ -158,6 +161,7 @@ fn run_fixed(a: Args) -> Result<()> {
         record_type: a.rectype.clone(),
         missing: missing_codes(&a.missing)?,
         progress,
+        io: crate::settings::Settings::load()?.io,
         ..FixedOptions::default()
     };
     let t = Instant::now();
