@@ -282,27 +282,30 @@ fn load_values<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Ve
 /// rows where the value is system- or user-missing (branch-free for up to
 /// two excluded codes, the usual case).
 fn load_ints<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Vec<i64>) {
+    let n = idx.len();
     out.clear();
-    out.extend(vals.iter().map(|v| v.i()));
+    out.resize(n, 0);
+    let vals = &vals[..n];
     let mut codes: Vec<i64> = ex.missing.iter().map(|&m| m as i64).collect();
     codes.extend(ex.null_code);
+    // One pass: convert and mark excluded rows.
+    macro_rules! pass {
+        (|$v:ident| $bad:expr) => {
+            for ((o, x), &raw) in out.iter_mut().zip(idx.iter_mut()).zip(vals) {
+                let $v = raw.i();
+                *o = $v;
+                *x |= (($bad) as u32) << 31;
+            }
+        };
+    }
     match codes[..] {
-        [] => {}
-        [a] => {
-            for (x, &v) in idx.iter_mut().zip(out.iter()) {
-                *x |= ((v == a) as u32) << 31;
-            }
-        }
-        [a, b] => {
-            for (x, &v) in idx.iter_mut().zip(out.iter()) {
-                *x |= ((v == a) as u32 | (v == b) as u32) << 31;
-            }
-        }
-        _ => {
-            for (x, &v) in idx.iter_mut().zip(out.iter()) {
-                *x |= (codes.contains(&v) as u32) << 31;
-            }
-        }
+        [] => pass!(|v| {
+            let _ = v;
+            false
+        }),
+        [a] => pass!(|v| v == a),
+        [a, b] => pass!(|v| (v == a) | (v == b)),
+        _ => pass!(|v| codes.contains(&v)),
     }
 }
 
@@ -432,6 +435,16 @@ struct Acc {
     wint: Vec<i64>,
     xint: Vec<i64>,
     exact: Vec<ExactCell>,
+    mloc: Vec<MorselCell>,
+}
+
+/// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
+#[derive(Debug, Clone, Copy, Default)]
+struct MorselCell {
+    n: u64,
+    w: i64,
+    wx: i64,
+    wxx: f64,
 }
 
 /// Exact sums for integer (and implied-decimal) analysis variables and
@@ -490,6 +503,9 @@ struct Plan<'a> {
     exact: bool,
     /// Try the fused byte-column kernel (no measure, weight never missing).
     fused: bool,
+    /// Exact path with few cells and |w·x| small enough that a morsel's
+    /// Σw·x fits in an i64: sum each morsel in 64-bit cells first.
+    morsel_sums: bool,
 }
 
 impl Acc {
@@ -527,6 +543,7 @@ impl Acc {
             } else {
                 Vec::new()
             },
+            mloc: Vec::new(),
         }
     }
 
@@ -566,6 +583,48 @@ impl Acc {
                 ));
             }
             let weighted = p.weight.is_some();
+            if p.morsel_sums {
+                // Few cells: sum the morsel in plain 64-bit registers-worth of
+                // state, then fold into the exact cells once per morsel. The
+                // square is summed in f64 within the morsel (rounded, but the
+                // same rows in the same order every run), so results stay
+                // identical from run to run.
+                let n = (p.cells + 1) * LANES;
+                self.mloc.clear();
+                self.mloc.resize(n, MorselCell::default());
+                // Locals, so the loop does not reload `self`'s vectors.
+                let (mloc, idx, xs) = (&mut self.mloc[..], &self.idx[..], &self.xint[..]);
+                let mut add = |j: usize, i: u32, w: i64, x: i64| {
+                    let m = &mut mloc[i.min(trash) as usize * LANES + (j & (LANES - 1))];
+                    let wx = w.wrapping_mul(x);
+                    m.n += 1;
+                    m.w = m.w.wrapping_add(w);
+                    m.wx = m.wx.wrapping_add(wx);
+                    m.wxx += wx as f64 * x as f64;
+                };
+                if weighted {
+                    let ws = &self.wint[..idx.len()];
+                    for (j, ((&i, &w), &x)) in idx.iter().zip(ws).zip(&xs[..idx.len()]).enumerate()
+                    {
+                        add(j, i, w, x);
+                    }
+                } else {
+                    for (j, (&i, &x)) in idx.iter().zip(&xs[..idx.len()]).enumerate() {
+                        add(j, i, 1, x);
+                    }
+                }
+                for (k, m) in self.mloc.iter().enumerate() {
+                    if m.n == 0 {
+                        continue;
+                    }
+                    let e = &mut self.exact[(k / LANES) * XLANES];
+                    e.n += m.n;
+                    e.w = e.w.wrapping_add(m.w);
+                    e.wx = e.wx.wrapping_add(m.wx as i128);
+                    e.wxx = e.wxx.wrapping_add(m.wxx.round() as i128);
+                }
+                return;
+            }
             for (j, &i) in self.idx.iter().enumerate() {
                 let e = &mut self.exact[i.min(trash) as usize * XLANES + (j & (XLANES - 1))];
                 let w = if weighted { self.wint[j] } else { 1 };
@@ -997,6 +1056,17 @@ impl ScanOptions {
     }
 }
 
+/// Whether a morsel's Σw and Σw·x fit in i64 for these columns.
+fn morsel_sums_ok(measure: Option<&Column>, weight: Option<&Column>) -> bool {
+    let bound = |c: &Column| -> f64 {
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+        m(c.var().min).max(m(c.var().max)).max(1.0)
+    };
+    let x = measure.map_or(f64::INFINITY, bound);
+    let w = weight.map_or(1.0, bound);
+    x * w * (MORSEL as f64) < 2f64.powi(62)
+}
+
 /// Runs `q` over `ds` with the settings from the environment
 /// ([`ScanOptions::from_env`]).
 pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
@@ -1087,6 +1157,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         weight: weight_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
+        morsel_sums: cells <= 256 && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
         fused: measure_col.is_none()
             && weight_col
                 .as_ref()
