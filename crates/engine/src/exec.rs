@@ -444,7 +444,7 @@ struct MorselCell {
     n: u64,
     w: i64,
     wx: i64,
-    wxx: f64,
+    wxx: i128,
 }
 
 /// Exact sums for integer (and implied-decimal) analysis variables and
@@ -584,11 +584,9 @@ impl Acc {
             }
             let weighted = p.weight.is_some();
             if p.morsel_sums {
-                // Few cells: sum the morsel in plain 64-bit registers-worth of
-                // state, then fold into the exact cells once per morsel. The
-                // square is summed in f64 within the morsel (rounded, but the
-                // same rows in the same order every run), so results stay
-                // identical from run to run.
+                // Few cells: sum the morsel in 64-bit cells (only the square
+                // needs 128 bits), then fold into the exact cells once per
+                // morsel. Exact, so identical from run to run.
                 let n = (p.cells + 1) * LANES;
                 self.mloc.clear();
                 self.mloc.resize(n, MorselCell::default());
@@ -600,7 +598,7 @@ impl Acc {
                     m.n += 1;
                     m.w = m.w.wrapping_add(w);
                     m.wx = m.wx.wrapping_add(wx);
-                    m.wxx += wx as f64 * x as f64;
+                    m.wxx = m.wxx.wrapping_add((wx as i128).wrapping_mul(x as i128));
                 };
                 if weighted {
                     let ws = &self.wint[..idx.len()];
@@ -621,7 +619,7 @@ impl Acc {
                     e.n += m.n;
                     e.w = e.w.wrapping_add(m.w);
                     e.wx = e.wx.wrapping_add(m.wx as i128);
-                    e.wxx = e.wxx.wrapping_add(m.wxx.round() as i128);
+                    e.wxx = e.wxx.wrapping_add(m.wxx);
                 }
                 return;
             }
