@@ -93,22 +93,7 @@ fn read_partial(
 ) -> Result<()> {
     let map = microtab_io::MappedFile::open(path)?;
     let payload = &map.bytes()[HEADER_SIZE..HEADER_SIZE + rows as usize * ty.width()];
-    let n = rows as usize;
-    // SAFETY: page-aligned mapping, payload at 4096, length checked above.
-    let data = unsafe {
-        let p = payload.as_ptr();
-        match ty {
-            PhysType::U8 => ColumnData::U8(std::slice::from_raw_parts(p, n)),
-            PhysType::I8 => ColumnData::I8(std::slice::from_raw_parts(p as *const i8, n)),
-            PhysType::U16 => ColumnData::U16(std::slice::from_raw_parts(p as *const u16, n)),
-            PhysType::I16 => ColumnData::I16(std::slice::from_raw_parts(p as *const i16, n)),
-            PhysType::U32 => ColumnData::U32(std::slice::from_raw_parts(p as *const u32, n)),
-            PhysType::I32 => ColumnData::I32(std::slice::from_raw_parts(p as *const i32, n)),
-            PhysType::I64 => ColumnData::I64(std::slice::from_raw_parts(p as *const i64, n)),
-            PhysType::F32 => ColumnData::F32(std::slice::from_raw_parts(p as *const f32, n)),
-            PhysType::F64 => ColumnData::F64(std::slice::from_raw_parts(p as *const f64, n)),
-        }
-    };
+    let data = ColumnData::view(ty, payload);
     let null = ty.null_code();
     let mut ibuf: Vec<i64> = Vec::with_capacity(BLOCK);
     let mut fbuf: Vec<f64> = Vec::with_capacity(BLOCK);
