@@ -131,6 +131,19 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// Atomically replaces the manifest with `f` applied to variable
+    /// `name`'s entry (case-insensitive), e.g. to set labels or missing codes.
+    pub fn update_variable(&mut self, name: &str, f: impl FnOnce(&mut Variable)) -> Result<()> {
+        let exact = self.variable(name)?.name.clone();
+        self.update_manifest(|m| {
+            if let Some(v) = m.variables.iter_mut().find(|v| v.name == exact) {
+                f(v);
+            }
+        })
+    }
+}
+
 fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
     let mut text = serde_json::to_vec_pretty(m).expect("manifest serializes");
     text.push(b'\n');

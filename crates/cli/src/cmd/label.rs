@@ -118,12 +118,7 @@ pub fn run(a: Args) -> Result<()> {
         set.push((key, (!l.is_empty()).then(|| l.to_string())));
     }
     let name = var.name.clone();
-    ds.update_manifest(|m| {
-        let v = m
-            .variables
-            .iter_mut()
-            .find(|v| v.name == name)
-            .expect("variable exists");
+    ds.update_variable(&name, |v| {
         if a.clear {
             v.value_labels.clear();
         }

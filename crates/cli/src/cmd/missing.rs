@@ -43,12 +43,7 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let name = var.name.clone();
-    ds.update_manifest(|m| {
-        let v = m
-            .variables
-            .iter_mut()
-            .find(|v| v.name == name)
-            .expect("variable exists");
+    ds.update_variable(&name, |v| {
         v.missing_codes = codes;
     })?;
     if shown.is_empty() {
