@@ -12,6 +12,7 @@
 //! | [`Bench::text_vs_binary`] | formatted (text) vs unformatted (binary) write and read |
 //! | [`Bench::interfaces`] | `read()`, a buffered stream, `mmap` and `O_DIRECT` at several request sizes |
 //! | [`Bench::overlap_scan`] | a cold column scan with read-ahead overlapped vs without |
+//! | [`Bench::column_scan`] | a column scan vs `dd` (cold) and vs a memory copy (warm) |
 //!
 //! Every read is measured warm (file in the page cache) and cold (evicted
 //! first, see [`Eviction`]); every figure is a [`Stats`] (min, max, mean,
@@ -374,6 +375,126 @@ impl OverlapResult {
             &self.overlapped.seconds,
             true,
         )
+    }
+}
+
+/// How experiment (g) gets the column's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanPath {
+    /// [`SegmentStream`] with [`ReadPath::Pread`]: an I/O thread `pread`s
+    /// segments through the page cache, `depth` ahead.
+    Pread,
+    /// [`SegmentStream`] with [`ReadPath::Direct`]: the same with `O_DIRECT`.
+    Direct,
+    /// [`MappedFile`](crate::MappedFile) (sequential advice), every page
+    /// touched by the sum, `posix_fadvise(WILLNEED)` `depth` segments ahead.
+    Mmap,
+}
+
+impl ScanPath {
+    /// Every path, in table order.
+    pub const ALL: [ScanPath; 3] = [ScanPath::Pread, ScanPath::Direct, ScanPath::Mmap];
+
+    /// Short machine-readable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanPath::Pread => "pread",
+            ScanPath::Direct => "direct",
+            ScanPath::Mmap => "mmap",
+        }
+    }
+
+    /// How the table calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ScanPath::Pread => "SegmentStream, pread",
+            ScanPath::Direct => "SegmentStream, O_DIRECT",
+            ScanPath::Mmap => "MappedFile (mmap), every page",
+        }
+    }
+}
+
+/// One read path of the column scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanPathResult {
+    /// The read path.
+    pub path: ScanPath,
+    /// Warm and cold scans summing every `u16`, or `None` if it cannot run.
+    pub times: Option<WarmCold>,
+    /// Why it could not run, when it could not.
+    pub note: Option<String>,
+}
+
+/// `dd if=FILE of=/dev/null bs=1M` on the test file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DdResult {
+    /// The subprocess timed from outside: fork, exec, start-up and the copy.
+    pub wall: WarmCold,
+    /// The copy as dd itself reports it on stderr (its own clock, which
+    /// starts after its start-up); MB/s from dd's bytes and seconds.
+    pub reported: WarmCold,
+}
+
+/// A column scan through microtab's read paths against `dd` (cold) and a
+/// memory copy (warm): the two targets of issue 3.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnScanResult {
+    /// `u16` values summed per scan (the whole test file).
+    pub values: u64,
+    /// Bytes per segment handed to the computation.
+    pub segment_bytes: usize,
+    /// Segments read ahead of the computation.
+    pub depth: usize,
+    /// One row per read path.
+    pub scans: Vec<ScanPathResult>,
+    /// `dd`, or `None` when it could not be run (see `dd_note`).
+    pub dd: Option<DdResult>,
+    /// Why `dd` could not be run, when it could not.
+    pub dd_note: Option<String>,
+    /// `copy_from_slice` of a buffer the size of the file into another
+    /// (both resident, one untimed copy first).
+    pub memcpy: Measurement,
+}
+
+impl ColumnScanResult {
+    /// The scan on `path`, if it ran.
+    pub fn scan(&self, path: ScanPath) -> Option<&WarmCold> {
+        self.scans
+            .iter()
+            .find(|s| s.path == path)
+            .and_then(|s| s.times.as_ref())
+    }
+
+    /// Cold MB/s of `scan` over cold MB/s of dd, by dd's own clock
+    /// (`reported`) or the subprocess's wall time; from means, or from the
+    /// best runs of each with `best`.
+    pub fn cold_vs_dd(&self, scan: &WarmCold, reported: bool, best: bool) -> Option<f64> {
+        let dd = self.dd?;
+        let d = if reported {
+            dd.reported.cold
+        } else {
+            dd.wall.cold
+        };
+        Some(rate_ratio(&scan.cold.mb_s, &d.mb_s, best))
+    }
+
+    /// Warm MB/s of `scan` (mean, or best run with `best`) over the best
+    /// memory-copy MB/s.
+    pub fn warm_vs_memcpy(&self, scan: &WarmCold, best: bool) -> f64 {
+        let s = if best {
+            scan.warm.mb_s.max
+        } else {
+            scan.warm.mb_s.mean
+        };
+        s / self.memcpy.mb_s.max.max(1e-12)
+    }
+}
+
+fn rate_ratio(num: &Stats, den: &Stats, best: bool) -> f64 {
+    if best {
+        num.max / den.max.max(1e-12)
+    } else {
+        num.mean / den.mean.max(1e-12)
     }
 }
 
@@ -832,6 +953,105 @@ impl Bench {
             overlapped,
         })
     }
+
+    /// (g) The targets of issue 3: one column file (the test file as `u16`
+    /// values) scanned while summing every value, through microtab's own
+    /// read paths ([`ScanPath`]), against `dd if=FILE of=/dev/null bs=1M`
+    /// cold and against a memory copy of the same size warm. Every scan must
+    /// produce the same sum.
+    pub fn column_scan(&self, segment_bytes: usize, depth: usize) -> Result<ColumnScanResult> {
+        let segment_bytes = segment_bytes.max(ALIGN) / ALIGN * ALIGN;
+        let values = self.size / 2;
+        let src = ColumnSource {
+            path: self.data.clone(),
+            offset: 0,
+            width: 2,
+        };
+        let mut reference = None;
+        let mut scans = Vec::new();
+        for path in ScanPath::ALL {
+            self.say(&format!("g. column scan, {}", path.label()));
+            let mut result = ScanPathResult {
+                path,
+                times: None,
+                note: None,
+            };
+            if path == ScanPath::Direct {
+                if let Err(e) = open_direct(&self.data) {
+                    result.note = Some(format!("n/a (O_DIRECT refused: {e})"));
+                    scans.push(result);
+                    continue;
+                }
+            }
+            let times = self.warm_cold(&self.data, self.size, || {
+                let sum = match path {
+                    ScanPath::Pread | ScanPath::Direct => {
+                        let rp = if path == ScanPath::Pread {
+                            ReadPath::Pread
+                        } else {
+                            ReadPath::Direct
+                        };
+                        stream_sum(&src, values as usize, segment_bytes, rp, depth)?
+                    }
+                    ScanPath::Mmap => mmap_sum(&self.data, segment_bytes, depth)?,
+                };
+                let want = *reference.get_or_insert(sum);
+                if sum != want {
+                    return Err(io::Error::other(format!(
+                        "{} scan summed to {sum}, expected {want}",
+                        path.name()
+                    )));
+                }
+                Ok(())
+            })?;
+            result.times = Some(times);
+            scans.push(result);
+        }
+
+        self.say("g. dd if=FILE of=/dev/null bs=1M");
+        let mut reported = Vec::new();
+        let dd = self.warm_cold(&self.data, self.size, || {
+            let (bytes, secs) = run_dd(&self.data)?;
+            expect_len(bytes, self.size)?;
+            reported.push(secs);
+            Ok(())
+        });
+        let (dd, dd_note) = match dd {
+            Ok(wall) => {
+                // One untimed warm-up, then the warm runs, then the cold ones.
+                let runs = self.cfg.runs;
+                let warm = Measurement::from_seconds(self.size, &reported[1..1 + runs]);
+                let cold = Measurement::from_seconds(self.size, &reported[1 + runs..]);
+                let reported = WarmCold { warm, cold };
+                (Some(DdResult { wall, reported }), None)
+            }
+            Err(e) => (None, Some(format!("dd could not be run: {e}"))),
+        };
+
+        self.say("g. memory copy (copy_from_slice)");
+        let src_buf = vec![1u8; self.size as usize];
+        let mut dst = vec![0u8; self.size as usize];
+        dst.copy_from_slice(&src_buf); // faults the destination in, untimed
+        let secs: Vec<f64> = (0..self.cfg.runs)
+            .map(|_| {
+                let t = Instant::now();
+                dst.copy_from_slice(std::hint::black_box(&src_buf));
+                std::hint::black_box(&mut dst);
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        let memcpy = Measurement::from_seconds(self.size, &secs);
+
+        Ok(ColumnScanResult {
+            values,
+            segment_bytes,
+            depth,
+            scans,
+            dd,
+            dd_note,
+            memcpy,
+        })
+    }
 }
 
 impl Drop for Bench {
@@ -1039,6 +1259,103 @@ pub fn work(bytes: &[u8], rounds: u32) -> u64 {
     acc
 }
 
+/// Sum of the little-endian `u16` values of `bytes` (a trailing odd byte is
+/// ignored): the trivial computation of the column scan. Sums 32 Ki values
+/// at a time in `u32` (no overflow: 2^15 × 65535 < 2^32) so it vectorises.
+pub fn sum_u16(bytes: &[u8]) -> u64 {
+    let mut total = 0u64;
+    for piece in bytes.chunks(1 << 16) {
+        let s: u32 = piece
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]) as u32)
+            .sum();
+        total += s as u64;
+    }
+    total
+}
+
+/// Sums a `u16` column with a [`SegmentStream`].
+fn stream_sum(
+    src: &ColumnSource,
+    values: usize,
+    segment_bytes: usize,
+    path: ReadPath,
+    depth: usize,
+) -> io::Result<u64> {
+    let io_err = |e: Error| io::Error::other(e.to_string());
+    let stream = SegmentStream::start(
+        std::slice::from_ref(src),
+        values,
+        segment_bytes / src.width,
+        path,
+        segment_bytes,
+        depth,
+    )
+    .map_err(io_err)?;
+    let mut sum = 0u64;
+    while let Some(seg) = stream.next() {
+        let seg = seg.map_err(io_err)?;
+        sum = sum.wrapping_add(sum_u16(seg.bufs[0].bytes()));
+        stream.recycle(seg);
+    }
+    stream.finish();
+    Ok(sum)
+}
+
+/// Sums a `u16` column through a [`MappedFile`](crate::MappedFile) in
+/// `segment_bytes` pieces, advising the kernel `depth` pieces ahead.
+fn mmap_sum(path: &Path, segment_bytes: usize, depth: usize) -> io::Result<u64> {
+    let map = crate::MappedFile::open(path).map_err(|e| io::Error::other(e.to_string()))?;
+    let bytes = map.bytes();
+    map.advise_sequential(0, segment_bytes * depth);
+    let mut sum = 0u64;
+    for (i, piece) in bytes.chunks(segment_bytes).enumerate() {
+        map.advise_sequential((i + depth) * segment_bytes, segment_bytes);
+        sum = sum.wrapping_add(sum_u16(piece));
+    }
+    Ok(sum)
+}
+
+/// Runs `dd if=path of=/dev/null bs=1M` (C locale) and returns the bytes
+/// and seconds it reports on stderr, e.g.
+/// `268435456 bytes (268 MB, 256 MiB) copied, 0.0876 s, 3.1 GB/s`.
+fn run_dd(path: &Path) -> io::Result<(u64, f64)> {
+    let mut input = std::ffi::OsString::from("if=");
+    input.push(path);
+    let out = std::process::Command::new("dd")
+        .arg(input)
+        .args(["of=/dev/null", "bs=1M"])
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "dd failed ({}): {}",
+            out.status,
+            stderr.trim()
+        )));
+    }
+    parse_dd(&stderr)
+        .ok_or_else(|| io::Error::other(format!("cannot parse dd's report: {:?}", stderr.trim())))
+}
+
+/// Bytes and seconds from dd's summary line (GNU: `N bytes (...) copied,
+/// S s, R`; BusyBox: `N bytes (...) copied, S seconds, R`).
+fn parse_dd(stderr: &str) -> Option<(u64, f64)> {
+    let line = stderr.lines().rev().find(|l| l.contains(" copied"))?;
+    let bytes: u64 = line.split_whitespace().next()?.parse().ok()?;
+    let after = line.split(" copied").nth(1)?;
+    let secs = after.split(',').map(str::trim).find_map(|f| {
+        let (num, unit) = f.split_once(' ')?;
+        matches!(unit, "s" | "seconds")
+            .then(|| num.parse::<f64>().ok())
+            .flatten()
+    })?;
+    Some((bytes, secs))
+}
+
 /// Reads `path` block by block with `pread`; computes on each block (when
 /// `rounds` is given) before reading the next. Without `readahead` the
 /// kernel reads exactly the blocks asked for, when asked.
@@ -1162,6 +1479,28 @@ mod tests {
     }
 
     #[test]
+    fn dd_reports_parse() {
+        let gnu = "256+0 records in\n256+0 records out\n\
+                   268435456 bytes (268 MB, 256 MiB) copied, 0.0876 s, 3.1 GB/s\n";
+        assert_eq!(parse_dd(gnu), Some((268_435_456, 0.0876)));
+        let busybox = "1+0 records in\n1+0 records out\n\
+                       1048576 bytes (1.0MB) copied, 0.001234 seconds, 810.4MB/s\n";
+        assert_eq!(parse_dd(busybox), Some((1_048_576, 0.001234)));
+        assert_eq!(parse_dd("dd: nothing\n"), None);
+    }
+
+    #[test]
+    fn u16_sum_by_hand() {
+        let v: Vec<u8> = [1u16, 2, 65535, 300]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert_eq!(sum_u16(&v), 1 + 2 + 65535 + 300);
+        let big = vec![0xFFu8; 3 << 17];
+        assert_eq!(sum_u16(&big), 65535 * (3 << 16));
+    }
+
+    #[test]
     fn every_experiment_runs_on_tiny_sizes() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("bench");
@@ -1213,6 +1552,24 @@ mod tests {
         assert!(f.rounds >= 1);
         assert!(f.speedup() > 0.0 && f.speedup_best() > 0.0);
         assert_eq!(f.overlapped.seconds.runs, 2);
+
+        // Compares every path's sum internally; dd may be missing.
+        let g = bench.column_scan(64 * KIB, 2).unwrap();
+        assert_eq!(g.values, MIB as u64 / 2);
+        assert_eq!(g.scans.len(), 3);
+        let pread = g.scan(ScanPath::Pread).unwrap();
+        assert_eq!(pread.cold.mb_s.runs, 2);
+        assert!(g.scan(ScanPath::Mmap).is_some());
+        assert_eq!(g.memcpy.bytes, MIB as u64);
+        assert!(g.warm_vs_memcpy(pread, true) > 0.0);
+        match g.dd {
+            Some(dd) => {
+                assert_eq!(dd.reported.cold.seconds.runs, 2);
+                assert_eq!(dd.wall.warm.bytes, MIB as u64);
+                assert!(g.cold_vs_dd(pread, true, false).unwrap() > 0.0);
+            }
+            None => assert!(g.dd_note.is_some()),
+        }
 
         drop(bench);
         assert!(!dir.exists(), "the bench removes what it made");

@@ -1,13 +1,15 @@
 //! `microtab iobench`: the classic I/O studies re-run on this machine —
 //! buffer sizes, per-call vs bulk writes, text vs binary, read interfaces,
-//! cold vs warm, read-ahead overlap (docs/IO.md). The measuring is done by
+//! cold vs warm, read-ahead overlap, and a column scan against `dd` and a
+//! memory copy (docs/IO.md). The measuring is done by
 //! `microtab_io::bench`; this file parses arguments and renders results.
 
 use crate::render::{group_digits, text_table, Align};
 use anyhow::{bail, Context, Result};
 use microtab_io::bench::{
-    human_bytes, Bench, BenchConfig, BufferSizeResult, InterfaceResult, Measurement, OverlapResult,
-    Stats, TextBinaryResult, WarmCold, WriteCallsResult, BUFFER_SIZES, REQUEST_SIZES,
+    human_bytes, Bench, BenchConfig, BufferSizeResult, ColumnScanResult, InterfaceResult,
+    Measurement, OverlapResult, Stats, TextBinaryResult, WarmCold, WriteCallsResult, BUFFER_SIZES,
+    REQUEST_SIZES,
 };
 use serde_json::{json, Value as Json};
 use std::io::Write;
@@ -17,6 +19,10 @@ use std::time::Instant;
 /// Block handed to the computation in the overlap scan, and blocks in flight.
 const SCAN_BLOCK: usize = 1 << 20;
 const SCAN_DEPTH: usize = 4;
+/// Segments read ahead in the column scan (g): microtab's default depth.
+const COLUMN_DEPTH: usize = 2;
+/// Experiments `--only` can select (e, cold vs warm, is part of each).
+const EXPERIMENTS: &str = "abcdfg";
 
 /// Arguments of `iobench`.
 #[derive(clap::Args, Debug)]
@@ -43,6 +49,10 @@ pub struct Args {
     /// rest of the page cache alone.
     #[arg(long)]
     no_drop_caches: bool,
+    /// Run only these experiments, e.g. `g` or `adg` (letters of a, b, c,
+    /// d, f, g; cold and warm runs, e, are part of each) [default: all].
+    #[arg(long, value_name = "LETTERS")]
+    only: Option<String>,
 }
 
 /// Parses `1048576`, `64K`, `256M`, `1G` (also `KiB`/`MiB`/`GiB`, powers of 1024).
@@ -65,16 +75,17 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size out of range: {s:?}"))
 }
 
-/// Everything one run measured.
+/// Everything one run measured (`None`: not selected with `--only`).
 struct Report {
-    a: Vec<BufferSizeResult>,
-    b: WriteCallsResult,
-    c: TextBinaryResult,
-    d: Vec<InterfaceResult>,
-    f: OverlapResult,
+    a: Option<Vec<BufferSizeResult>>,
+    b: Option<WriteCallsResult>,
+    c: Option<TextBinaryResult>,
+    d: Option<Vec<InterfaceResult>>,
+    f: Option<OverlapResult>,
+    g: Option<ColumnScanResult>,
 }
 
-/// Runs every experiment and prints tables (or JSON) and the plot.
+/// Runs the selected experiments and prints tables (or JSON) and the plot.
 pub fn run(a: Args) -> Result<()> {
     let dir = a
         .dir
@@ -95,6 +106,21 @@ pub fn run(a: Args) -> Result<()> {
         cfg.runs = r;
     }
     cfg.drop_caches = !a.no_drop_caches;
+    let only = a
+        .only
+        .as_deref()
+        .unwrap_or(EXPERIMENTS)
+        .to_ascii_lowercase();
+    if only.is_empty() {
+        bail!("--only needs at least one of the letters {EXPERIMENTS}");
+    }
+    if let Some(c) = only.chars().find(|c| !EXPERIMENTS.contains(*c)) {
+        bail!("--only: no experiment {c:?} (choose from {EXPERIMENTS})");
+    }
+    let sel = |c: char| only.contains(c);
+    if a.plot.is_some() && !sel('a') {
+        bail!("--plot draws experiment a: include it in --only");
+    }
     if let Some(p) = &a.plot {
         // Fail before minutes of measuring, not after.
         std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
@@ -114,33 +140,56 @@ pub fn run(a: Args) -> Result<()> {
         write!(out, "{}", render_header(&bench))?;
     }
     // Tables are printed as each study finishes: a full run takes minutes.
-    let ra = bench.buffer_sizes(&BUFFER_SIZES)?;
-    if !a.json {
-        write!(out, "\n{}", render_buffer_sizes(&ra, &bench))?;
-    }
-    let rb = bench.write_calls()?;
-    if !a.json {
-        write!(out, "\n{}", render_write_calls(&rb))?;
-    }
-    let rc = bench.text_vs_binary()?;
-    if !a.json {
-        write!(out, "\n{}", render_text_binary(&rc))?;
-    }
-    let rd = bench.interfaces(&REQUEST_SIZES)?;
-    if !a.json {
-        write!(out, "\n{}", render_interfaces(&rd))?;
-    }
-    let rf = bench.overlap_scan(SCAN_BLOCK, SCAN_DEPTH)?;
-    if !a.json {
-        write!(out, "\n{}", render_overlap(&rf))?;
-    }
-    let r = Report {
-        a: ra,
-        b: rb,
-        c: rc,
-        d: rd,
-        f: rf,
+    let mut r = Report {
+        a: None,
+        b: None,
+        c: None,
+        d: None,
+        f: None,
+        g: None,
     };
+    if sel('a') {
+        let ra = bench.buffer_sizes(&BUFFER_SIZES)?;
+        if !a.json {
+            write!(out, "\n{}", render_buffer_sizes(&ra, &bench))?;
+        }
+        r.a = Some(ra);
+    }
+    if sel('b') {
+        let rb = bench.write_calls()?;
+        if !a.json {
+            write!(out, "\n{}", render_write_calls(&rb))?;
+        }
+        r.b = Some(rb);
+    }
+    if sel('c') {
+        let rc = bench.text_vs_binary()?;
+        if !a.json {
+            write!(out, "\n{}", render_text_binary(&rc))?;
+        }
+        r.c = Some(rc);
+    }
+    if sel('d') {
+        let rd = bench.interfaces(&REQUEST_SIZES)?;
+        if !a.json {
+            write!(out, "\n{}", render_interfaces(&rd))?;
+        }
+        r.d = Some(rd);
+    }
+    if sel('f') {
+        let rf = bench.overlap_scan(SCAN_BLOCK, SCAN_DEPTH)?;
+        if !a.json {
+            write!(out, "\n{}", render_overlap(&rf))?;
+        }
+        r.f = Some(rf);
+    }
+    if sel('g') {
+        let rg = bench.column_scan(SCAN_BLOCK, COLUMN_DEPTH)?;
+        if !a.json {
+            write!(out, "\n{}", render_column_scan(&rg))?;
+        }
+        r.g = Some(rg);
+    }
     let elapsed = started.elapsed().as_secs_f64();
     if a.json {
         writeln!(
@@ -151,8 +200,8 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         writeln!(out, "\ntotal time {elapsed:.1} s")?;
     }
-    if let Some(p) = &a.plot {
-        plot(&r.a, p)?;
+    if let (Some(p), Some(ra)) = (&a.plot, &r.a) {
+        plot(ra, p)?;
         eprintln!("iobench: plot written to {}", p.display());
     }
     Ok(())
@@ -459,6 +508,154 @@ fn render_overlap(r: &OverlapResult) -> String {
     )
 }
 
+/// Issue 3's targets: a cold scan at least this fraction of dd's rate, a
+/// warm one at least this fraction of memory-copy speed.
+const TARGET_VS_DD: f64 = 0.9;
+const TARGET_VS_MEMCPY: f64 = 0.8;
+
+/// A fraction as a percentage.
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{:.0}%", 100.0 * x))
+}
+
+fn render_column_scan(r: &ColumnScanResult) -> String {
+    let mb = |m: &Measurement| -> [String; 3] {
+        [rate(m.mb_s.min), rate(m.mb_s.mean), rate(m.mb_s.sigma)]
+    };
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    let mut notes = String::new();
+    for s in &r.scans {
+        let label = s.path.label().to_string();
+        match &s.times {
+            Some(wc) => {
+                let mut row = vec![label.clone()];
+                row.extend(mb(&wc.cold));
+                row.push(pct(r.cold_vs_dd(wc, true, false)));
+                row.push(pct(r.cold_vs_dd(wc, true, true)));
+                row.push(pct(r.cold_vs_dd(wc, false, false)));
+                cold.push(row);
+                let mut row = vec![label];
+                row.extend(mb(&wc.warm));
+                row.push(pct(Some(r.warm_vs_memcpy(wc, false))));
+                row.push(pct(Some(r.warm_vs_memcpy(wc, true))));
+                warm.push(row);
+            }
+            None => {
+                notes += &format!(
+                    "   {}: {}\n",
+                    s.path.label(),
+                    s.note.as_deref().unwrap_or("n/a")
+                )
+            }
+        }
+    }
+    if let Some(dd) = &r.dd {
+        for (name, m) in [
+            ("dd bs=1M, its own report", &dd.reported),
+            ("dd bs=1M, process timed", &dd.wall),
+        ] {
+            let mut row = vec![name.to_string()];
+            row.extend(mb(&m.cold));
+            row.extend(["", "", ""].map(String::from));
+            cold.push(row);
+            let mut row = vec![name.to_string()];
+            row.extend(mb(&m.warm));
+            row.push(pct(Some(m.warm.mb_s.mean / r.memcpy.mb_s.max.max(1e-12))));
+            row.push(pct(Some(m.warm.mb_s.max / r.memcpy.mb_s.max.max(1e-12))));
+            warm.push(row);
+        }
+    }
+    if let Some(n) = &r.dd_note {
+        notes += &format!("   {n}\n");
+    }
+    let mut row = vec![format!(
+        "memory copy (copy_from_slice {})",
+        human_bytes(r.memcpy.bytes as usize)
+    )];
+    row.extend(mb(&r.memcpy));
+    row.extend(["100%", ""].map(String::from));
+    warm.push(row);
+    let align = |n: usize| {
+        let mut a = vec![Align::Left];
+        a.extend(std::iter::repeat_n(Align::Right, n - 1));
+        a
+    };
+    // The verdicts use microtab's default path (pread) by dd's own clock
+    // (cold) and against the best copy (warm), from means.
+    let verdict = match r.scan(microtab_io::bench::ScanPath::Pread) {
+        Some(wc) => {
+            let c = r.cold_vs_dd(wc, true, false);
+            let w = r.warm_vs_memcpy(wc, false);
+            let met = |x: f64, t: f64| if x >= t { "met" } else { "NOT met" };
+            format!(
+                "targets (pread scan, means): cold {} of dd (target {}: {}); warm {} of memory copy (target {}: {})\n",
+                pct(c),
+                pct(Some(TARGET_VS_DD)),
+                c.map_or("no dd", |c| met(c, TARGET_VS_DD)),
+                pct(Some(w)),
+                pct(Some(TARGET_VS_MEMCPY)),
+                met(w, TARGET_VS_MEMCPY),
+            )
+        }
+        None => String::new(),
+    };
+    format!(
+        "g. Column scan vs dd and memcpy (issue 3 targets): {} u16 values ({}) summed, {} segments,\n   \
+         {} read ahead; MB/s over the runs; \"vs\" columns compare means, or best runs\n{}\n{}{notes}{verdict}",
+        group_digits(r.values),
+        human_bytes(2 * r.values as usize),
+        human_bytes(r.segment_bytes),
+        r.depth,
+        text_table(
+            &header(&[
+                "cold scan",
+                "min",
+                "mean",
+                "sigma",
+                "vs dd (own report)",
+                "best vs best",
+                "vs dd (process)"
+            ]),
+            &cold,
+            &align(7),
+        ),
+        text_table(
+            &header(&["warm scan", "min", "mean", "sigma", "vs best copy", "best vs best"]),
+            &warm,
+            &align(6),
+        ),
+    )
+}
+
+fn column_scan_json(r: &ColumnScanResult) -> Json {
+    json!({
+        "values": r.values,
+        "value_bytes": 2,
+        "segment_bytes": r.segment_bytes,
+        "depth": r.depth,
+        "scans": r.scans.iter().map(|s| json!({
+            "path": s.path.name(),
+            "warm": s.times.map(|t| measurement_json(&t.warm)),
+            "cold": s.times.map(|t| measurement_json(&t.cold)),
+            "cold_vs_dd_reported": s.times.and_then(|t| r.cold_vs_dd(&t, true, false)),
+            "cold_vs_dd_reported_best_runs": s.times.and_then(|t| r.cold_vs_dd(&t, true, true)),
+            "cold_vs_dd_process": s.times.and_then(|t| r.cold_vs_dd(&t, false, false)),
+            "warm_vs_memcpy": s.times.map(|t| r.warm_vs_memcpy(&t, false)),
+            "warm_vs_memcpy_best_runs": s.times.map(|t| r.warm_vs_memcpy(&t, true)),
+            "note": s.note,
+        })).collect::<Vec<_>>(),
+        "dd": r.dd.map(|d| json!({
+            "command": "dd if=FILE of=/dev/null bs=1M",
+            "reported": warm_cold_json(&d.reported),
+            "process": warm_cold_json(&d.wall),
+        })),
+        "dd_note": r.dd_note,
+        "memcpy": measurement_json(&r.memcpy),
+        "targets": {"cold_vs_dd": TARGET_VS_DD, "warm_vs_memcpy": TARGET_VS_MEMCPY},
+    })
+}
+
 fn stats_json(s: &Stats) -> Json {
     json!({"runs": s.runs, "min": s.min, "max": s.max, "mean": s.mean, "sigma": s.sigma})
 }
@@ -486,49 +683,50 @@ fn to_json(r: &Report, bench: &Bench, elapsed: f64) -> Json {
             "description": bench.eviction().describe(),
             "resident_after_eviction": bench.resident_after_eviction(),
         },
-        "buffer_sizes": r.a.iter().map(|x| json!({
+        "buffer_sizes": r.a.as_ref().map(|a| a.iter().map(|x| json!({
             "buffer": x.buffer,
             "warm": measurement_json(&x.times.warm),
             "cold": measurement_json(&x.times.cold),
-        })).collect::<Vec<_>>(),
-        "write_calls": {
-            "ints": r.b.ints,
-            "one_write_per_int": measurement_json(&r.b.per_call),
-            "bufwriter_per_int": measurement_json(&r.b.buffered),
-            "one_bulk_write": measurement_json(&r.b.bulk),
-        },
-        "text_vs_binary": {
-            "ints": r.c.ints,
-            "text_bytes": r.c.text_bytes,
-            "binary_bytes": r.c.binary_bytes,
-            "text_write": measurement_json(&r.c.text_write),
-            "binary_write": measurement_json(&r.c.binary_write),
-            "text_read": warm_cold_json(&r.c.text_read),
-            "binary_read": warm_cold_json(&r.c.binary_read),
-        },
-        "interfaces": r.d.iter().map(|x| json!({
+        })).collect::<Vec<_>>()),
+        "write_calls": r.b.as_ref().map(|b| json!({
+            "ints": b.ints,
+            "one_write_per_int": measurement_json(&b.per_call),
+            "bufwriter_per_int": measurement_json(&b.buffered),
+            "one_bulk_write": measurement_json(&b.bulk),
+        })),
+        "text_vs_binary": r.c.as_ref().map(|c| json!({
+            "ints": c.ints,
+            "text_bytes": c.text_bytes,
+            "binary_bytes": c.binary_bytes,
+            "text_write": measurement_json(&c.text_write),
+            "binary_write": measurement_json(&c.binary_write),
+            "text_read": warm_cold_json(&c.text_read),
+            "binary_read": warm_cold_json(&c.binary_read),
+        })),
+        "interfaces": r.d.as_ref().map(|d| d.iter().map(|x| json!({
             "interface": x.interface.name(),
             "request": x.request,
             "warm": x.times.map(|t| measurement_json(&t.warm)),
             "cold": x.times.map(|t| measurement_json(&t.cold)),
             "note": x.note,
-        })).collect::<Vec<_>>(),
-        "overlap": {
-            "values": r.f.values,
+        })).collect::<Vec<_>>()),
+        "overlap": r.f.as_ref().map(|f| json!({
+            "values": f.values,
             "value_bytes": 2,
-            "block_bytes": r.f.block_bytes,
-            "depth": r.f.depth,
-            "rounds": r.f.rounds,
-            "read_only": measurement_json(&r.f.read_only),
-            "compute_only": measurement_json(&r.f.compute_only),
-            "sequential": measurement_json(&r.f.sequential),
-            "kernel_readahead": measurement_json(&r.f.kernel_readahead),
-            "overlapped": measurement_json(&r.f.overlapped),
-            "speedup": r.f.speedup(),
-            "speedup_vs_kernel_readahead": r.f.speedup_vs_kernel(),
-            "speedup_best_runs": r.f.speedup_best(),
-            "speedup_vs_kernel_readahead_best_runs": r.f.speedup_vs_kernel_best(),
-        },
+            "block_bytes": f.block_bytes,
+            "depth": f.depth,
+            "rounds": f.rounds,
+            "read_only": measurement_json(&f.read_only),
+            "compute_only": measurement_json(&f.compute_only),
+            "sequential": measurement_json(&f.sequential),
+            "kernel_readahead": measurement_json(&f.kernel_readahead),
+            "overlapped": measurement_json(&f.overlapped),
+            "speedup": f.speedup(),
+            "speedup_vs_kernel_readahead": f.speedup_vs_kernel(),
+            "speedup_best_runs": f.speedup_best(),
+            "speedup_vs_kernel_readahead_best_runs": f.speedup_vs_kernel_best(),
+        })),
+        "column_scan": r.g.as_ref().map(column_scan_json),
         "total_seconds": elapsed,
     })
 }
