@@ -757,73 +757,30 @@ impl Acc {
             ($n:literal) => {{
                 let c: [&[u8]; $n] = cols.try_into().unwrap();
                 let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
+                macro_rules! k {
+                    ($t_:ty, $int:literal, $w:expr) => {
+                        fused_kernel::<$n, $t_, $int>(
+                            c,
+                            t,
+                            $w,
+                            trash,
+                            &mut self.counts,
+                            &mut self.wsum_int,
+                            &mut self.wsum,
+                        )
+                    };
+                }
                 match w {
-                    None => fused_kernel::<$n, u8, false>(
-                        c,
-                        t,
-                        None,
-                        trash,
-                        &mut self.counts,
-                        &mut self.wsum_int,
-                        &mut self.wsum,
-                    ),
+                    None => k!(u8, false, None),
                     Some((kind, d)) => {
                         let int = kind == Kind::Int;
                         match d {
-                            ColumnData::U8(v) if int => fused_kernel::<$n, u8, true>(
-                                c,
-                                t,
-                                Some(&v[r]),
-                                trash,
-                                &mut self.counts,
-                                &mut self.wsum_int,
-                                &mut self.wsum,
-                            ),
-                            ColumnData::U16(v) if int => fused_kernel::<$n, u16, true>(
-                                c,
-                                t,
-                                Some(&v[r]),
-                                trash,
-                                &mut self.counts,
-                                &mut self.wsum_int,
-                                &mut self.wsum,
-                            ),
-                            ColumnData::U32(v) if int => fused_kernel::<$n, u32, true>(
-                                c,
-                                t,
-                                Some(&v[r]),
-                                trash,
-                                &mut self.counts,
-                                &mut self.wsum_int,
-                                &mut self.wsum,
-                            ),
-                            ColumnData::I32(v) if int => fused_kernel::<$n, i32, true>(
-                                c,
-                                t,
-                                Some(&v[r]),
-                                trash,
-                                &mut self.counts,
-                                &mut self.wsum_int,
-                                &mut self.wsum,
-                            ),
-                            ColumnData::F64(v) => fused_kernel::<$n, f64, false>(
-                                c,
-                                t,
-                                Some(&v[r]),
-                                trash,
-                                &mut self.counts,
-                                &mut self.wsum_int,
-                                &mut self.wsum,
-                            ),
-                            ColumnData::F32(v) => fused_kernel::<$n, f32, false>(
-                                c,
-                                t,
-                                Some(&v[r]),
-                                trash,
-                                &mut self.counts,
-                                &mut self.wsum_int,
-                                &mut self.wsum,
-                            ),
+                            ColumnData::U8(v) if int => k!(u8, true, Some(&v[r])),
+                            ColumnData::U16(v) if int => k!(u16, true, Some(&v[r])),
+                            ColumnData::U32(v) if int => k!(u32, true, Some(&v[r])),
+                            ColumnData::I32(v) if int => k!(i32, true, Some(&v[r])),
+                            ColumnData::F64(v) => k!(f64, false, Some(&v[r])),
+                            ColumnData::F32(v) => k!(f32, false, Some(&v[r])),
                             _ => return false,
                         }
                     }
