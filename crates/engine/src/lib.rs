@@ -40,8 +40,6 @@ pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
 pub use value::{Category, Value};
 
-use std::fmt;
-
 /// What to compute.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
@@ -81,9 +79,3 @@ pub enum Error {
 
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, Error>;
-
-impl fmt::Display for Query {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "by {:?}", self.group_by)
-    }
-}
