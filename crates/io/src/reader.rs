@@ -151,14 +151,20 @@ struct Opened {
     width: usize,
 }
 
-
 fn open(src: &ColumnSource, direct: bool) -> Result<Opened> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
     if direct {
         o.custom_flags(libc::O_DIRECT);
     }
-    let file = o.open(&src.path).map_err(|e| Error::new(&src.path, e))?;
+    let file = match o.open(&src.path) {
+        // File systems without O_DIRECT (tmpfs) refuse it: read through the
+        // page cache instead (whole pages, so the reads stay valid).
+        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            std::fs::File::open(&src.path).map_err(|e| Error::new(&src.path, e))?
+        }
+        r => r.map_err(|e| Error::new(&src.path, e))?,
+    };
     if !direct {
         use std::os::fd::AsRawFd;
         // SAFETY: plain syscall on an open descriptor.

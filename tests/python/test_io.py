@@ -1,0 +1,61 @@
+"""Read paths and I/O settings: every read path gives DuckDB's answers, and
+`microtab tune` writes settings that `info` and queries then use."""
+
+import json
+import os
+
+import pytest
+
+from conftest import approx, run, run_json
+from test_tab import check_table
+
+
+@pytest.mark.parametrize("path", ["auto", "mmap", "pread", "direct"])
+def test_every_read_path_matches_duckdb(census, path):
+    env = dict(os.environ, MICROTAB_READ_PATH=path, MICROTAB_SEGMENT_BYTES="65536")
+    res = run_json("tab", census.ds, "RACE", "EMPSTAT", "--weight", "PERWT",
+                   "--filter", "AGE(25-64)", env=env)
+    check_table(res["tables"][0],
+                census.cells("RACE", "EMPSTAT", weight="PERWT", extra="AGE BETWEEN 25 AND 64"),
+                None, weighted=True)
+    m = run_json("means", census.ds, "INCTOT", "--by", "EDUC", "--weight", "PERWT", env=env)
+    w, swx = census.one(
+        f"SELECT sum(PERWT)::DOUBLE, sum(PERWT * INCTOT)::DOUBLE FROM census "
+        f"WHERE {census.where('INCTOT', 'EDUC', weight='PERWT')}")
+    assert m["total"]["sum_weights"] == approx(w)
+    assert m["total"]["mean"] == approx(swx / w)
+
+
+def test_tune_writes_settings_that_info_and_queries_use(census, tmp_path):
+    cfg = tmp_path / "io.json"
+    env = dict(os.environ, MICROTAB_CONFIG=str(cfg))
+    p = run("tune", "--dir", tmp_path, "--rows", "300000", "--runs", "1", env=env)
+    assert "chosen: read path" in p.stdout
+    settings = json.loads(cfg.read_text())
+    assert settings["read_path"] in ("auto", "mmap", "pread", "direct")
+    assert settings["block_size"] >= 4096 and settings["segment_bytes"] >= 4096
+    assert settings["tuned"]["rows"] == 300000
+    # The test dataset is gone.
+    assert not [x for x in tmp_path.iterdir() if x.name.endswith(".mtab")]
+    info = run_json("info", census.ds, env=env)["io_settings"]
+    assert info["read path"] == settings["read_path"]
+    assert info["block size"] == f"{settings['block_size']} bytes"
+    assert info["from"].startswith(f"tuned ({cfg}")
+    # Environment overrides win and are named.
+    env2 = dict(env, MICROTAB_READ_PATH="pread")
+    info2 = run_json("info", census.ds, env=env2)["io_settings"]
+    assert info2["read path"] == "pread" and "MICROTAB_READ_PATH" in info2["from"]
+    # Queries still answer correctly under the tuned settings.
+    res = run_json("freq", census.ds, "EDUC", "--weight", "PERWT", env=env)
+    oracle = census.freq("EDUC", weight="PERWT")
+    assert [(r["value"], r["count"]) for r in res["rows"]] == [(v, n) for v, n, _ in oracle]
+    assert [r["weighted"] for r in res["rows"]] == approx([s for _, _, s in oracle])
+
+
+def test_bad_settings_file_is_a_clear_error(census, tmp_path):
+    cfg = tmp_path / "io.json"
+    cfg.write_text("{not json")
+    env = dict(os.environ, MICROTAB_CONFIG=str(cfg))
+    p = run("freq", census.ds, "SEX", env=env, ok=False)
+    assert p.returncode == 1
+    assert str(cfg) in p.stderr and p.stderr.startswith("error:")
