@@ -81,3 +81,19 @@ def test_codebook_all_variables(census):
     v = {x["name"]: x for x in cb["variables"]}
     counts = census.q("SELECT SEX, count(*) FROM census GROUP BY 1 ORDER BY 2 DESC")
     assert [(t["value"], t["count"]) for t in v["SEX"]["top"]] == counts
+
+
+def test_codebook_top_of_wide_variables(census):
+    """Wide domains (ids, incomes) take the hash-count path: top values, ties
+    in value order, missing codes flagged, distinct count without them."""
+    cb = run_json("codebook", census.ds, "SERIAL", "INCTOT", "--top", "5")
+    v = {x["name"]: x for x in cb["variables"]}
+    for name in ("SERIAL", "INCTOT"):
+        rows = census.q(
+            f'SELECT "{name}", count(*) FROM census GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5')
+        assert [(t["value"], t["count"]) for t in v[name]["top"]] == rows
+        missing = [9999999] if name == "INCTOT" else []
+        assert [t["missing"] for t in v[name]["top"]] == [r[0] in missing for r in rows]
+        (distinct,) = census.one(
+            f'SELECT count(DISTINCT "{name}") FROM census WHERE {census.valid(name)}')
+        assert v[name]["distinct"] == distinct

@@ -33,11 +33,13 @@ mod exec;
 pub mod filter;
 mod plan;
 pub mod stats;
+mod top;
 mod value;
 
 pub use exec::{run, run_with, Cube, Dim, Moments, ScanOptions};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
+pub use top::{top_values, TopValues};
 pub use value::{Category, Value};
 
 /// What to compute.

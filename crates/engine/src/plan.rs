@@ -54,11 +54,11 @@ pub(crate) struct DimPlan {
     pub hashed: bool,
 }
 
-fn is_missing(var: &Variable, v: f64) -> bool {
+pub(crate) fn is_missing(var: &Variable, v: f64) -> bool {
     var.missing_codes.contains(&v)
 }
 
-fn key_value(var: &Variable, key: i64) -> f64 {
+pub(crate) fn key_value(var: &Variable, key: i64) -> f64 {
     if var.kind == Kind::Float {
         f64::from_bits(key as u64)
     } else {
@@ -79,6 +79,70 @@ fn table_range(var: &Variable) -> Option<(i64, i64)> {
     }
 }
 
+/// The category of a stored key (see [`DimPlan::keys`]).
+pub(crate) fn key_category(var: &Variable, dict: &[String], key: i64) -> Category {
+    let missing = is_missing(var, key_value(var, key));
+    let mut c = category(var, key, missing);
+    if var.kind == Kind::String {
+        let s = dict.get(key as usize).cloned().unwrap_or_default();
+        c.display = s.clone();
+        c.label = var.value_labels.get(&s).cloned();
+        c.value = crate::Value::Str(s);
+    }
+    c
+}
+
+/// Whether a variable's values map through a direct table (small range).
+pub(crate) fn is_table_mapped(var: &Variable) -> bool {
+    table_range(var).is_some()
+}
+
+/// Counts of every distinct non-null key (parallel; for wide domains).
+pub(crate) fn key_counts(col: &Column) -> (HashMap<i64, u64>, u64) {
+    use rayon::prelude::*;
+    let null = col.var().null_code;
+    fn scan<T: Copy + Send + Sync>(
+        v: &[T],
+        key: impl Fn(T) -> Option<i64> + Sync,
+    ) -> (HashMap<i64, u64>, u64) {
+        v.par_chunks(1 << 16)
+            .fold(
+                || (HashMap::<i64, u64>::new(), 0u64),
+                |(mut m, mut nulls), c| {
+                    for &x in c {
+                        match key(x) {
+                            Some(k) => *m.entry(k).or_insert(0) += 1,
+                            None => nulls += 1,
+                        }
+                    }
+                    (m, nulls)
+                },
+            )
+            .reduce(
+                || (HashMap::new(), 0),
+                |(mut a, na), (b, nb)| {
+                    for (k, n) in b {
+                        *a.entry(k).or_insert(0) += n;
+                    }
+                    (a, na + nb)
+                },
+            )
+    }
+    let int = |x: i64| (Some(x) != null).then_some(x);
+    let flt = |x: f64| (!x.is_nan()).then_some(x.to_bits() as i64);
+    match col.data() {
+        ColumnData::U8(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I8(v) => scan(v, |x| int(x as i64)),
+        ColumnData::U16(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I16(v) => scan(v, |x| int(x as i64)),
+        ColumnData::U32(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I32(v) => scan(v, |x| int(x as i64)),
+        ColumnData::I64(v) => scan(v, int),
+        ColumnData::F32(v) => scan(v, |x| flt(x as f64)),
+        ColumnData::F64(v) => scan(v, flt),
+    }
+}
+
 /// Lists the categories of a grouping variable: every value in its range
 /// (table-mapped) or every distinct value (hash-mapped, found by a scan).
 pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: bool) -> DimPlan {
@@ -90,14 +154,7 @@ pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: b
         if missing && !include_missing {
             return;
         }
-        let mut c = category(&var, key, missing);
-        if var.kind == Kind::String {
-            let s = dict.get(key as usize).cloned().unwrap_or_default();
-            c.display = s.clone();
-            c.label = var.value_labels.get(&s).cloned();
-            c.value = crate::Value::Str(s);
-        }
-        cats.push(c);
+        cats.push(key_category(&var, &dict, key));
         keys.push(Some(key));
     };
     let range = table_range(&var);

@@ -6,7 +6,7 @@ use crate::cmd::info::{plain, var_json};
 use crate::common::{emit, open, Format};
 use crate::render::{category_text, csv_line, group_digits, text_table, value_json, Align};
 use anyhow::Result;
-use microtab_engine::{run as tabulate, Query};
+use microtab_engine::top_values;
 use serde_json::{json, Value as Json};
 use std::path::PathBuf;
 
@@ -60,39 +60,22 @@ pub fn run(a: Args) -> Result<()> {
     for n in &names {
         let var = ds.variable(n)?.clone();
         let mut j = var_json(&ds, &var)?;
-        let cube = tabulate(
-            &ds,
-            &Query {
-                group_by: vec![var.name.clone()],
-                include_missing: true,
-                ..Query::default()
-            },
-        )?;
-        let mut order: Vec<usize> = (0..cube.counts.len()).collect();
-        order.sort_by(|&x, &y| cube.counts[y].cmp(&cube.counts[x]).then(x.cmp(&y)));
-        let cats = &cube.dims[0].categories;
-        let top: Vec<Json> = order
+        let top = top_values(&ds, &var.name, a.top)?;
+        let rows: Vec<Json> = top
+            .values
             .iter()
-            .take(a.top)
-            .map(|&i| {
-                json!({"value": value_json(&cats[i]), "label": cats[i].label,
-                       "missing": cats[i].missing, "count": cube.counts[i]})
+            .map(|(c, n)| {
+                json!({"value": value_json(c), "label": c.label,
+                       "missing": c.missing, "count": n})
             })
             .collect();
-        j["distinct"] = json!(cats.iter().filter(|c| !c.missing).count());
-        j["top"] = json!(top);
+        j["distinct"] = json!(top.distinct);
+        j["top"] = json!(rows);
         out.push((
             j,
-            order
+            top.values
                 .iter()
-                .take(a.top)
-                .map(|&i| {
-                    (
-                        category_text(&cats[i], false),
-                        cats[i].missing,
-                        cube.counts[i],
-                    )
-                })
+                .map(|(c, n)| (category_text(c, false), c.missing, *n))
                 .collect::<Vec<_>>(),
         ));
     }

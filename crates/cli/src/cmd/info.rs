@@ -21,7 +21,8 @@ pub struct Args {
 pub fn display_value(var: &Variable, stored: Number, dict: &[String]) -> Json {
     match (var.kind, stored) {
         (Kind::String, n) => json!(dict.get(n.as_i64() as usize)),
-        (Kind::Int, Number::Int(i)) if var.decimals == 0 => json!(i),
+        // Integers print as integers (a manifest may hold them as `2000.0`).
+        (Kind::Int, n) if var.decimals == 0 => json!(n.as_i64()),
         (_, n) if var.decimals > 0 => json!(n.as_f64() / var.scale()),
         (_, n) => json!(n.as_f64()),
     }
