@@ -186,40 +186,8 @@ pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: b
 /// Sorted distinct non-null keys of a column (parallel scan): exact
 /// integers for int and string kinds, `f64` bits for floats.
 fn distinct_keys(col: &Column) -> Vec<i64> {
-    use rayon::prelude::*;
-    let null = col.var().null_code;
-    let float = col.var().kind == Kind::Float;
-    fn scan<T: Copy + Send + Sync>(v: &[T], key: impl Fn(T) -> Option<i64> + Sync) -> Vec<i64> {
-        let sets = v
-            .par_chunks(1 << 16)
-            .fold(HashMap::<i64, ()>::new, |mut s, c| {
-                for &x in c {
-                    if let Some(k) = key(x) {
-                        s.insert(k, ());
-                    }
-                }
-                s
-            })
-            .reduce(HashMap::new, |mut a, b| {
-                a.extend(b);
-                a
-            });
-        sets.into_keys().collect()
-    }
-    let int = |x: i64| (Some(x) != null).then_some(x);
-    let flt = |x: f64| (!x.is_nan()).then_some(x.to_bits() as i64);
-    let mut out = match col.data() {
-        ColumnData::U8(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I8(v) => scan(v, |x| int(x as i64)),
-        ColumnData::U16(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I16(v) => scan(v, |x| int(x as i64)),
-        ColumnData::U32(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I32(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I64(v) => scan(v, int),
-        ColumnData::F32(v) => scan(v, |x| flt(x as f64)),
-        ColumnData::F64(v) => scan(v, flt),
-    };
-    if float {
+    let mut out: Vec<i64> = key_counts(col).0.into_keys().collect();
+    if col.var().kind == Kind::Float {
         out.sort_by(|a, b| f64::from_bits(*a as u64).total_cmp(&f64::from_bits(*b as u64)));
     } else {
         out.sort_unstable();
