@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from run import QUERIES  # noqa: E402  (the five queries, one definition for both scripts)
+from run import QUERIES, fmt_t  # noqa: E402  (the queries and formatting, one definition for both scripts)
 
 NA = 9999999
 SEED = 1
@@ -68,17 +68,6 @@ def parse_size(s: str) -> int:
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {s!r} (e.g. 1G, 512M, 1073741824)")
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " "))
-
-
-def fmt_t(s):
-    if s is None:
-        return "—"
-    if s < 1e-3:
-        return f"{s * 1e6:.0f} µs"
-    if s < 1:
-        v = s * 1e3
-        return f"{v:.3g} ms" if v < 100 else f"{v:.0f} ms"
-    return f"{s:.3g} s" if s < 100 else f"{s:.0f} s"
 
 
 def fmt_mb(b):

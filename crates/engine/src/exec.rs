@@ -371,38 +371,31 @@ fn accumulate_counts(idx: &[u32], trash: u32, counts: &mut [u64]) {
     }
 }
 
-/// Integer weights (including implied decimals) are summed exactly in i64.
-#[inline]
-fn accumulate_int_weighted<T: Val>(
-    idx: &[u32],
-    w: &[T],
-    trash: u32,
-    counts: &mut [u64],
-    wsum: &mut [i64],
-) {
-    let mut ci = idx.chunks_exact(LANES);
-    let mut cw = w.chunks_exact(LANES);
-    for (ch, wh) in (&mut ci).zip(&mut cw) {
-        for l in 0..LANES {
-            let c = ch[l].min(trash) as usize * LANES + l;
-            counts[c] += 1;
-            wsum[c] += wh[l].i();
-        }
+/// A weight sum: `i64` for integer weights (exact, including implied
+/// decimals), `f64` for float weights.
+trait WeightSum: Copy + std::ops::AddAssign {
+    fn of<T: Val>(v: T) -> Self;
+}
+impl WeightSum for i64 {
+    #[inline(always)]
+    fn of<T: Val>(v: T) -> Self {
+        v.i()
     }
-    for (&i, &w) in ci.remainder().iter().zip(cw.remainder()) {
-        let c = i.min(trash) as usize * LANES;
-        counts[c] += 1;
-        wsum[c] += w.i();
+}
+impl WeightSum for f64 {
+    #[inline(always)]
+    fn of<T: Val>(v: T) -> Self {
+        v.f()
     }
 }
 
 #[inline]
-fn accumulate_weighted<T: Val>(
+fn accumulate_weighted<T: Val, S: WeightSum>(
     idx: &[u32],
     w: &[T],
     trash: u32,
     counts: &mut [u64],
-    wsum: &mut [f64],
+    wsum: &mut [S],
 ) {
     let mut ci = idx.chunks_exact(LANES);
     let mut cw = w.chunks_exact(LANES);
@@ -410,13 +403,13 @@ fn accumulate_weighted<T: Val>(
         for l in 0..LANES {
             let c = ch[l].min(trash) as usize * LANES + l;
             counts[c] += 1;
-            wsum[c] += wh[l].f();
+            wsum[c] += S::of(wh[l]);
         }
     }
     for (&i, &w) in ci.remainder().iter().zip(cw.remainder()) {
         let c = i.min(trash) as usize * LANES;
         counts[c] += 1;
-        wsum[c] += w.f();
+        wsum[c] += S::of(w);
     }
 }
 
@@ -667,7 +660,7 @@ impl Acc {
                 let idx = &self.idx;
                 let d = wdata.expect("weight data");
                 if col.var().kind == Kind::Int {
-                    dispatch!(d, r.clone(), |v| accumulate_int_weighted(
+                    dispatch!(d, r.clone(), |v| accumulate_weighted(
                         idx, v, trash, counts, wsum_int
                     ));
                 } else {
