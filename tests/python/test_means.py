@@ -198,3 +198,37 @@ def test_tab_and_freq_output_is_deterministic(big_census):
     n = duckdb.connect().execute("SELECT count(*) FROM read_csv(?, header=true) WHERE EDUC IS NOT NULL "
                                  "AND PERWT IS NOT NULL", [str(big_census.csv)]).fetchone()[0]
     assert json.loads(next(iter(outs)))["tables"][0]["total"]["count"] == n
+
+
+@pytest.mark.parametrize("xrange,wmax", [
+    ((0, 200), 50),               # u8 values, small weights (fused kernel)
+    ((-3000, 3000), 9000),        # i16 values with negatives (fused)
+    ((-2_000_000, 2_000_000), 6000),    # i32 values (fused)
+    ((-2_000_000, 2_000_000), 40_000_000),  # weights too large for the packed cells
+], ids=["u8", "i16", "i32", "big-weights"])
+def test_means_kernels_vs_numpy(tmp_path, xrange, wmax):
+    """Every kernel path (fused means over byte codes with a filter, and the
+    general one) on random data with nulls, a user-missing code and
+    negative values, against numpy."""
+    rng = np.random.default_rng(7)
+    n = 120_000
+    g = rng.integers(1, 6, n)
+    h = rng.integers(0, 3, n)
+    f = rng.integers(0, 10, n)
+    x = rng.integers(xrange[0], xrange[1], n)
+    w = rng.integers(1, wmax, n)
+    code = xrange[1] - 1
+    x[rng.random(n) < 0.1] = code
+    xnull = rng.random(n) < 0.05
+    lines = ["G,H,F,X,W"]
+    for i in range(n):
+        lines.append(f"{g[i]},{h[i]},{f[i]},{'' if xnull[i] else x[i]},{w[i]}")
+    _, ds = make_dataset(tmp_path, "k", "\n".join(lines) + "\n", "--missing", f"X={code}")
+    res = run_json("means", ds, "X", "--by", "G,H", "--weight", "W", "--filter", "F(2-7)")
+    ok = (~xnull) & (x != code) & (f >= 2) & (f <= 7)
+    groups = {}
+    for gv in range(1, 6):
+        for hv in range(3):
+            sel = ok & (g == gv) & (h == hv)
+            groups[(gv, hv)] = wstats(x[sel].astype(float), w[sel].astype(float))
+    check_means(res, groups, wstats(x[ok].astype(float), w[ok].astype(float)), weighted=True)

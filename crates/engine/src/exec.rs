@@ -351,6 +351,81 @@ fn fused_kernel<const N: usize, T: Val, const INT: bool>(
     }
 }
 
+/// Bit where a packed morsel cell keeps its record count: the low 40 bits
+/// hold Σw.
+const PACK_SHIFT: u32 = 40;
+
+/// How a means query over byte code columns runs as one fused pass
+/// (chosen by [`means_fuse`]).
+#[derive(Debug, Clone, Copy)]
+struct MeansFuse {
+    /// Excluded analysis-variable codes that occur in the column (padded
+    /// with a value no ≤32-bit column can hold).
+    xcodes: [i64; 2],
+}
+
+/// A morsel cell of the fused means kernel: 32 bytes, so a cell's lanes
+/// are one 128-byte stride. The record count and Σw share one word (the
+/// weights are ≥ 0 and a morsel's Σw < 2^40).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct PackedCell {
+    nw: u64,
+    wx: i64,
+    wxx: i128,
+}
+
+/// The fused means kernel: `N` byte columns through their tables, the
+/// weight and the analysis value loaded, excluded and summed per cell lane
+/// in one branch-free pass (no index or value arrays). Every row's |w·x²|
+/// fits in an i64 ([`means_fuse`] checks), so only the morsel's sum of
+/// squares needs 128 bits.
+#[inline]
+fn fused_means<const N: usize, W: Val, X: Val>(
+    cols: [&[u8]; N],
+    tabs: [&[u32; 256]; N],
+    w: Option<&[W]>,
+    x: &[X],
+    xcodes: [i64; 2],
+    trash: u32,
+    cells: &mut [PackedCell],
+) {
+    let n = x.len();
+    let cols = cols.map(|c| &c[..n]);
+    assert!(cells.len() >= (trash as usize + 1) * LANES);
+    let [xa, xb] = xcodes;
+    let mut row = |i: usize, wv: i64, xv: i64| {
+        let mut c = 0u32;
+        for k in 0..N {
+            c = combine(c, tabs[k][cols[k][i] as usize]);
+        }
+        // Branch-free: excluded values are common (INCTOT's N/A code).
+        let bad = ((xv == xa) as u32) | ((xv == xb) as u32);
+        let mask = 0u32.wrapping_sub(bad);
+        let c = (c.min(trash) & !mask) | (trash & mask);
+        let k = c as usize * LANES + (i & (LANES - 1));
+        debug_assert!(k < cells.len());
+        // SAFETY: c ≤ trash and `cells` holds (trash + 1) · LANES cells.
+        let m = unsafe { cells.get_unchecked_mut(k) };
+        let wx = wv.wrapping_mul(xv);
+        m.nw = m.nw.wrapping_add((1u64 << PACK_SHIFT) | wv as u64);
+        m.wx = m.wx.wrapping_add(wx);
+        m.wxx = m.wxx.wrapping_add(wx.wrapping_mul(xv) as i128);
+    };
+    match w {
+        Some(w) => {
+            for (i, (&wv, &xv)) in w[..n].iter().zip(x).enumerate() {
+                row(i, wv.i(), xv.i());
+            }
+        }
+        None => {
+            for (i, &xv) in x.iter().enumerate() {
+                row(i, 1, xv.i());
+            }
+        }
+    }
+}
+
 /// Sub-histograms per cell: consecutive rows that hit the same cell update
 /// different lanes, so an add does not wait for the previous row's store
 /// to the same address (measured: the store-to-load chain was 40% of Q3).
@@ -429,6 +504,7 @@ struct Acc {
     xint: Vec<i64>,
     exact: Vec<ExactCell>,
     mloc: Vec<MorselCell>,
+    packed: Vec<PackedCell>,
 }
 
 /// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
@@ -499,6 +575,8 @@ struct Plan<'a> {
     /// Exact path with few cells and |w·x| small enough that a morsel's
     /// Σw·x fits in an i64: sum each morsel in 64-bit cells first.
     morsel_sums: bool,
+    /// Try the fused means kernel (exact morsel sums over byte codes).
+    means_fuse: Option<MeansFuse>,
 }
 
 impl Acc {
@@ -537,6 +615,7 @@ impl Acc {
                 Vec::new()
             },
             mloc: Vec::new(),
+            packed: Vec::new(),
         }
     }
 
@@ -545,6 +624,11 @@ impl Acc {
     fn morsel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
         if p.fused && self.fused(p, data, r.clone()) {
             return;
+        }
+        if let Some(f) = p.means_fuse {
+            if self.fused_means(p, f, data, r.clone()) {
+                return;
+            }
         }
         self.idx.clear();
         self.idx.resize(r.len(), 0);
@@ -604,16 +688,7 @@ impl Acc {
                         add(j, i, 1, x);
                     }
                 }
-                for (k, m) in self.mloc.iter().enumerate() {
-                    if m.n == 0 {
-                        continue;
-                    }
-                    let e = &mut self.exact[(k / LANES) * XLANES];
-                    e.n += m.n;
-                    e.w = e.w.wrapping_add(m.w);
-                    e.wx = e.wx.wrapping_add(m.wx as i128);
-                    e.wxx = e.wxx.wrapping_add(m.wxx);
-                }
+                self.fold_morsel();
                 return;
             }
             for (j, &i) in self.idx.iter().enumerate() {
@@ -727,6 +802,112 @@ impl Acc {
                 self.local[p.cells] = [0.0; 4];
             }
         }
+    }
+
+    /// Folds the morsel cells into the exact cells.
+    fn fold_morsel(&mut self) {
+        for (k, m) in self.mloc.iter().enumerate() {
+            if m.n == 0 {
+                continue;
+            }
+            let e = &mut self.exact[(k / LANES) * XLANES];
+            e.n += m.n;
+            e.w = e.w.wrapping_add(m.w);
+            e.wx = e.wx.wrapping_add(m.wx as i128);
+            e.wxx = e.wxx.wrapping_add(m.wxx);
+        }
+    }
+
+    /// Folds the packed cells of [`fused_means`] into the exact cells.
+    fn fold_packed(&mut self) {
+        for (k, m) in self.packed.iter().enumerate() {
+            let n = m.nw >> PACK_SHIFT;
+            if n == 0 {
+                continue;
+            }
+            let e = &mut self.exact[(k / LANES) * XLANES];
+            e.n += n;
+            e.w = e.w.wrapping_add((m.nw & ((1u64 << PACK_SHIFT) - 1)) as i64);
+            e.wx = e.wx.wrapping_add(m.wx as i128);
+            e.wxx = e.wxx.wrapping_add(m.wxx);
+        }
+    }
+
+    /// Means over up to three `u8` code columns in one pass
+    /// ([`fused_means`]); false when the columns do not fit that kernel.
+    fn fused_means(
+        &mut self,
+        p: &Plan,
+        f: MeansFuse,
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+    ) -> bool {
+        let nd = p.dims.len() + p.filters.len();
+        let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
+        let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
+        for ((_, m), d) in p.dims.iter().chain(p.filters.iter()).zip(data) {
+            match (m, d) {
+                (Mapper::Byte(t), ColumnData::U8(v)) => {
+                    cols.push(&v[r.clone()]);
+                    tabs.push(t);
+                }
+                _ => return false,
+            }
+        }
+        let trash = p.cells as u32;
+        self.packed.clear();
+        self.packed
+            .resize((p.cells + 1) * LANES, PackedCell::default());
+        let wdata = p.weight.as_ref().map(|_| data[nd]);
+        let xdata = data[nd + p.weight.is_some() as usize];
+        let xc = f.xcodes;
+        macro_rules! go {
+            ($n:literal) => {{
+                let c: [&[u8]; $n] = cols.try_into().unwrap();
+                let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
+                macro_rules! x {
+                    ($w:expr) => {
+                        match xdata {
+                            ColumnData::U8(x) => {
+                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
+                            }
+                            ColumnData::I8(x) => {
+                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
+                            }
+                            ColumnData::U16(x) => {
+                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
+                            }
+                            ColumnData::I16(x) => {
+                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
+                            }
+                            ColumnData::U32(x) => {
+                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
+                            }
+                            ColumnData::I32(x) => {
+                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
+                            }
+                            _ => return false,
+                        }
+                    };
+                }
+                match wdata {
+                    None => x!(None::<&[u8]>),
+                    Some(ColumnData::U8(w)) => x!(Some(&w[r.clone()])),
+                    Some(ColumnData::U16(w)) => x!(Some(&w[r.clone()])),
+                    Some(ColumnData::U32(w)) => x!(Some(&w[r.clone()])),
+                    Some(ColumnData::I32(w)) => x!(Some(&w[r.clone()])),
+                    Some(_) => return false,
+                }
+            }};
+        }
+        match cols.len() {
+            1 => go!(1),
+            2 => go!(2),
+            3 => go!(3),
+            _ => return false,
+        }
+        self.fold_packed();
+        true
     }
 
     /// One pass over up to four `u8` code columns (and the weight) with no
@@ -1004,6 +1185,55 @@ impl ScanOptions {
     }
 }
 
+/// Whether a means query can run through [`fused_means`]: integer columns
+/// of at most 32 bits, a weight ≥ 0 that is never excluded with a
+/// morsel's Σw < 2^40, at most two excluded analysis codes present in the
+/// data, and |w|·x² < 2^62 for every row.
+fn means_fuse(measure: Option<&Column>, weight: Option<&Column>) -> Option<MeansFuse> {
+    let narrow = |c: &Column| c.var().ty.width() <= 4 && c.var().kind == Kind::Int;
+    let bound = |c: &Column| -> (f64, f64) {
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64());
+        (m(c.var().min), m(c.var().max))
+    };
+    // Codes that can occur: a missing code within [min, max], the null
+    // code only when the column has nulls.
+    let codes = |c: &Column| -> Vec<i64> {
+        let (lo, hi) = bound(c);
+        let v = c.var();
+        let mut out: Vec<i64> = v
+            .missing_codes
+            .iter()
+            .filter(|&&m| m.fract() == 0.0 && m >= lo && m <= hi)
+            .map(|&m| m as i64)
+            .collect();
+        if v.nulls > 0 {
+            out.extend(v.null_code);
+        }
+        out
+    };
+    let x = measure?;
+    if !narrow(x) || !weight.is_none_or(narrow) {
+        return None;
+    }
+    let (xlo, xhi) = bound(x);
+    let (wlo, whi) = weight.map_or((1.0, 1.0), bound);
+    let xm = xlo.abs().max(xhi.abs());
+    if weight.is_some_and(|w| !codes(w).is_empty())
+        || wlo < 0.0
+        || whi * (MORSEL as f64) >= 2f64.powi(PACK_SHIFT as i32)
+        || whi * xm * xm >= 2f64.powi(62)
+    {
+        return None;
+    }
+    let xcodes = match codes(x)[..] {
+        [] => [i64::MIN; 2],
+        [a] => [a, i64::MIN],
+        [a, b] => [a, b],
+        _ => return None,
+    };
+    Some(MeansFuse { xcodes })
+}
+
 /// Whether a morsel's Σw and Σw·x fit in i64 for these columns.
 fn morsel_sums_ok(measure: Option<&Column>, weight: Option<&Column>) -> bool {
     let bound = |c: &Column| -> f64 {
@@ -1106,11 +1336,16 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
         morsel_sums: cells <= 256 && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
+        means_fuse: None,
         fused: measure_col.is_none()
             && weight_col
                 .as_ref()
                 .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
+    let mut plan = plan;
+    if plan.exact && plan.morsel_sums {
+        plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
+    }
     // If any dimension has no categories the cube is empty.
     let empty = plans.iter().any(|p| p.categories.is_empty());
     let acc = if empty || rows == 0 {
