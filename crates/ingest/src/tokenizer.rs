@@ -31,6 +31,20 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    /// Offset of the next record.
+    #[inline]
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Moves past one single-line record that ended just before `end`
+    /// (read by the caller).
+    #[inline]
+    pub fn skip_to(&mut self, end: usize) {
+        self.pos = end;
+        self.line += 1;
+    }
+
     /// The bytes of a field returned by [`read_record`](Self::read_record).
     #[inline]
     pub fn get(&self, f: Field) -> &[u8] {
