@@ -10,7 +10,7 @@ from conftest import approx, run, run_json
 from test_tab import check_table
 
 
-@pytest.mark.parametrize("path", ["auto", "mmap", "pread", "direct"])
+@pytest.mark.parametrize("path", ["auto", "mmap", "pread", "direct", "inline"])
 def test_every_read_path_matches_duckdb(census, path):
     env = dict(os.environ, MICROTAB_READ_PATH=path, MICROTAB_SEGMENT_BYTES="65536")
     res = run_json("tab", census.ds, "RACE", "EMPSTAT", "--weight", "PERWT",
@@ -32,7 +32,7 @@ def test_tune_writes_settings_that_info_and_queries_use(census, tmp_path):
     p = run("tune", "--dir", tmp_path, "--rows", "300000", "--runs", "1", env=env)
     assert "chosen: read path" in p.stdout
     settings = json.loads(cfg.read_text())
-    assert settings["read_path"] in ("auto", "mmap", "pread", "direct")
+    assert settings["read_path"] in ("auto", "mmap", "pread", "direct", "inline")
     assert settings["block_size"] >= 4096 and settings["segment_bytes"] >= 4096
     assert settings["tuned"]["rows"] == 300000
     # The test dataset is gone.

@@ -44,6 +44,7 @@ enum Command {
 }
 
 fn main() {
+    microtab_engine::tr("main");
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Gen(a) => cmd::gen::run(a),
@@ -58,6 +59,7 @@ fn main() {
         Command::Tune(a) => cmd::tune::run(a),
         Command::Iobench(a) => cmd::iobench::run(a),
     };
+    microtab_engine::tr("end");
     if let Err(e) = result {
         // A closed pipe (`microtab freq … | head`) is not an error.
         if e.chain().any(|c| {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// The settings file's contents.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SettingsFile {
-    /// `auto`, `mmap`, `pread` or `direct`.
+    /// `auto`, `mmap`, `pread`, `direct` or `inline`.
     pub read_path: String,
     /// Bytes per `read`/`write` call.
     pub block_size: usize,

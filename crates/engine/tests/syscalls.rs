@@ -66,4 +66,25 @@ fn scan_reads_grow_with_blocks_not_values() {
         (2.5..=5.5).contains(&ratio),
         "reads did not scale with blocks: {calls:?}"
     );
+
+    // The warm path: one read per column per 32 Ki-row morsel.
+    let inline = ScanOptions {
+        read_path: ReadPath::Inline,
+        ..ScanOptions::default()
+    };
+    let mut calls = Vec::new();
+    for rows in [1_000_000usize, 4_000_000] {
+        let ds = Dataset::open(&dir.path().join(format!("d{rows}.mtab"))).unwrap();
+        let before = syscr();
+        let cube = run_with(&ds, &q, &inline).unwrap();
+        calls.push(syscr() - before);
+        assert_eq!(cube.counts.iter().sum::<u64>(), rows as u64);
+    }
+    let morsels = 4_000_000u64.div_ceil(32 * 1024);
+    assert!(calls[1] <= 2 * morsels + 50, "{calls:?}");
+    let ratio = calls[1] as f64 / calls[0] as f64;
+    assert!(
+        (3.0..=5.0).contains(&ratio),
+        "inline reads did not scale with morsels: {calls:?}"
+    );
 }

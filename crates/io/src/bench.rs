@@ -389,11 +389,24 @@ pub enum ScanPath {
     /// [`MappedFile`](crate::MappedFile) (sequential advice), every page
     /// touched by the sum, `posix_fadvise(WILLNEED)` `depth` segments ahead.
     Mmap,
+    /// [`RowReader`](crate::RowReader), as the engine reads warm columns:
+    /// every core `pread`s [`INLINE_BLOCK`] bytes at a time (one morsel of
+    /// a `u16` column) into its own buffer and sums it while it is in its
+    /// cache.
+    Inline,
 }
+
+/// Bytes per read of [`ScanPath::Inline`]: one 32 Ki-row morsel of `u16`.
+pub const INLINE_BLOCK: usize = 64 * 1024;
 
 impl ScanPath {
     /// Every path, in table order.
-    pub const ALL: [ScanPath; 3] = [ScanPath::Pread, ScanPath::Direct, ScanPath::Mmap];
+    pub const ALL: [ScanPath; 4] = [
+        ScanPath::Pread,
+        ScanPath::Direct,
+        ScanPath::Mmap,
+        ScanPath::Inline,
+    ];
 
     /// Short machine-readable name.
     pub fn name(self) -> &'static str {
@@ -401,6 +414,7 @@ impl ScanPath {
             ScanPath::Pread => "pread",
             ScanPath::Direct => "direct",
             ScanPath::Mmap => "mmap",
+            ScanPath::Inline => "inline",
         }
     }
 
@@ -410,6 +424,7 @@ impl ScanPath {
             ScanPath::Pread => "SegmentStream, pread",
             ScanPath::Direct => "SegmentStream, O_DIRECT",
             ScanPath::Mmap => "MappedFile (mmap), every page",
+            ScanPath::Inline => "RowReader, 64 KiB per core",
         }
     }
 }
@@ -994,6 +1009,7 @@ impl Bench {
                         stream_sum(&src, values as usize, segment_bytes, rp, depth)?
                     }
                     ScanPath::Mmap => mmap_sum(&self.data, segment_bytes, depth)?,
+                    ScanPath::Inline => inline_sum(&src, values as usize, INLINE_BLOCK)?,
                 };
                 let want = *reference.get_or_insert(sum);
                 if sum != want {
@@ -1302,6 +1318,44 @@ fn stream_sum(
     Ok(sum)
 }
 
+/// Sums a `u16` column as the engine's warm path reads it: every core
+/// takes `block`-byte pieces in file order from a shared counter, `pread`s
+/// each into its own buffer with a [`RowReader`](crate::RowReader) and sums
+/// it while it is in that core's cache.
+fn inline_sum(src: &ColumnSource, values: usize, block: usize) -> io::Result<u64> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let r = crate::RowReader::open(src).map_err(|e| io::Error::other(e.to_string()))?;
+    let rows = (block / src.width).max(1);
+    let pieces = values.div_ceil(rows);
+    let next = AtomicUsize::new(0);
+    let workers = crate::reader::rayon_like_workers();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| -> io::Result<u64> {
+                    let mut buf = vec![0u8; rows * src.width];
+                    let mut sum = 0u64;
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if k >= pieces {
+                            return Ok(sum);
+                        }
+                        let start = k * rows;
+                        let n = rows.min(values - start);
+                        let b = &mut buf[..n * src.width];
+                        r.read_rows(start, b)
+                            .map_err(|e| io::Error::other(e.to_string()))?;
+                        sum = sum.wrapping_add(sum_u16(b));
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().try_fold(0u64, |acc, h| {
+            Ok(acc.wrapping_add(h.join().expect("scan thread")?))
+        })
+    })
+}
+
 /// Sums a `u16` column through a [`MappedFile`](crate::MappedFile) in
 /// `segment_bytes` pieces, advising the kernel `depth` pieces ahead.
 fn mmap_sum(path: &Path, segment_bytes: usize, depth: usize) -> io::Result<u64> {
@@ -1556,10 +1610,11 @@ mod tests {
         // Compares every path's sum internally; dd may be missing.
         let g = bench.column_scan(64 * KIB, 2).unwrap();
         assert_eq!(g.values, MIB as u64 / 2);
-        assert_eq!(g.scans.len(), 3);
+        assert_eq!(g.scans.len(), 4);
         let pread = g.scan(ScanPath::Pread).unwrap();
         assert_eq!(pread.cold.mb_s.runs, 2);
         assert!(g.scan(ScanPath::Mmap).is_some());
+        assert!(g.scan(ScanPath::Inline).is_some());
         assert_eq!(g.memcpy.bytes, MIB as u64);
         assert!(g.warm_vs_memcpy(pread, true) > 0.0);
         match g.dd {

@@ -25,7 +25,9 @@
 
 pub mod bench;
 mod reader;
-pub use reader::{AlignedBuf, ColumnSource, ReadPath, ReadStats, Segment, SegmentStream, ALIGN};
+pub use reader::{
+    AlignedBuf, ColumnSource, ReadPath, ReadStats, RowReader, Segment, SegmentStream, ALIGN,
+};
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};

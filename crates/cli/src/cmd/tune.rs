@@ -150,7 +150,7 @@ pub fn run(a: Args) -> Result<()> {
     let path = make_dataset(&a.dir, a.rows).context("cannot write the test dataset")?;
     let result = tune(&path, &a, evict_method);
     let _ = std::fs::remove_dir_all(&path);
-    let (best, rows, warm_mmap, warm_pread) = result?;
+    let (best, rows, warm_mmap, warm_pread, warm_inline) = result?;
     let mb = (a.rows * 4) as f64 / 1e6;
     let mut table = Vec::new();
     for (label, cold) in &rows {
@@ -169,18 +169,16 @@ pub fn run(a: Args) -> Result<()> {
         )
     );
     println!(
-        "warm: mmap {:.1} ms, pread {:.1} ms",
+        "warm: mmap {:.1} ms, pread stream {:.1} ms, inline pread {:.1} ms",
         warm_mmap.as_secs_f64() * 1e3,
-        warm_pread.as_secs_f64() * 1e3
+        warm_pread.as_secs_f64() * 1e3,
+        warm_inline.as_secs_f64() * 1e3
     );
-    let read_path = if warm_mmap < warm_pread {
-        if best.read_path == ReadPath::Mmap {
-            ReadPath::Mmap
-        } else {
-            ReadPath::Auto
-        }
-    } else {
-        best.read_path
+    // `auto` streams cold columns with pread and reads warm ones inline:
+    // chosen when those two win their race; otherwise the cold winner.
+    let read_path = match best.read_path {
+        ReadPath::Pread if warm_inline <= warm_pread.min(warm_mmap) => ReadPath::Auto,
+        p => p,
     };
     let file = SettingsFile {
         read_path: read_path.name().into(),
@@ -192,7 +190,7 @@ pub fn run(a: Args) -> Result<()> {
             "dir": a.dir.display().to_string(),
             "eviction": if evict_method == Evict::DropCaches { "drop_caches" } else { "fadvise" },
             "cold_ms": rows.iter().map(|(l, d)| json!({"candidate": l, "ms": d.as_secs_f64() * 1e3})).collect::<Vec<_>>(),
-            "warm_ms": {"mmap": warm_mmap.as_secs_f64() * 1e3, "pread": warm_pread.as_secs_f64() * 1e3},
+            "warm_ms": {"mmap": warm_mmap.as_secs_f64() * 1e3, "pread": warm_pread.as_secs_f64() * 1e3, "inline": warm_inline.as_secs_f64() * 1e3},
             "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         })),
     };
@@ -231,7 +229,13 @@ fn consider(
     }
 }
 
-type TuneResult = (ScanOptions, Vec<(String, Duration)>, Duration, Duration);
+type TuneResult = (
+    ScanOptions,
+    Vec<(String, Duration)>,
+    Duration,
+    Duration,
+    Duration,
+);
 
 fn tune(path: &Path, a: &Args, ev: Evict) -> Result<TuneResult> {
     let ds = Dataset::open(path)?;
@@ -304,5 +308,6 @@ fn tune(path: &Path, a: &Args, ev: Evict) -> Result<TuneResult> {
     };
     let warm_mmap = measure(&ds, &q, &warm(ReadPath::Mmap), 5, None)?;
     let warm_pread = measure(&ds, &q, &warm(ReadPath::Pread), 5, None)?;
-    Ok((best, rows, warm_mmap, warm_pread))
+    let warm_inline = measure(&ds, &q, &warm(ReadPath::Inline), 5, None)?;
+    Ok((best, rows, warm_mmap, warm_pread, warm_inline))
 }
