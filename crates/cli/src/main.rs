@@ -44,7 +44,6 @@ enum Command {
 }
 
 fn main() {
-    microtab_engine::tr("main");
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Gen(a) => cmd::gen::run(a),
@@ -59,7 +58,6 @@ fn main() {
         Command::Tune(a) => cmd::tune::run(a),
         Command::Iobench(a) => cmd::iobench::run(a),
     };
-    microtab_engine::tr("end");
     if let Err(e) = result {
         // A closed pipe (`microtab freq … | head`) is not an error.
         if e.chain().any(|c| {

@@ -1320,7 +1320,6 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
 
 /// Runs `q` over `ds` reading columns as `opts` says.
 pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
-    tr("run_with");
     let rows = ds.rows() as usize;
     // Open every column first so a bad name fails before any work.
     let dim_cols: Vec<Column> = q
@@ -1412,7 +1411,6 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
                 .as_ref()
                 .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
-    tr("planned");
     let mut plan = plan;
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
@@ -1428,7 +1426,6 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     } else {
         scan_streamed(&plan, &all_cols, rows, read_path, opts)?
     };
-    tr("scanned");
     Ok(compact(
         plans,
         acc,
@@ -1558,15 +1555,5 @@ fn compact(
         counts,
         weighted,
         moments,
-    }
-}
-
-/// debug
-pub fn tr(what: &str) {
-    if std::env::var_os("MT_TR").is_some() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap();
-        eprintln!("{what} {}", t.as_micros());
     }
 }
