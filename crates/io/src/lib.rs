@@ -26,7 +26,8 @@
 pub mod bench;
 mod reader;
 pub use reader::{
-    AlignedBuf, ColumnSource, ReadPath, ReadStats, RowReader, Segment, SegmentStream, ALIGN,
+    device_readahead, AlignedBuf, ColumnSource, ReadPath, ReadStats, RowReader, Segment,
+    SegmentStream, ALIGN,
 };
 
 use std::fs::{File, OpenOptions};

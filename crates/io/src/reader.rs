@@ -148,6 +148,28 @@ impl RowReader {
     }
 }
 
+/// The kernel's read-ahead window (bytes) for the block device holding
+/// `path` (`/sys/dev/block/MAJ:MIN/queue/read_ahead_kb`, or the parent
+/// disk's for a partition); `None` when it cannot be found (tmpfs, overlay
+/// and network file systems, no sysfs).
+pub fn device_readahead(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    [
+        base.join("queue/read_ahead_kb"),
+        base.join("../queue/read_ahead_kb"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .and_then(|t| t.trim().parse::<u64>().ok())
+    .map(|kb| kb * 1024)
+}
+
 /// Rows `start .. start + rows` of every source, one buffer per source.
 pub struct Segment {
     /// Position of the segment in the scan.

@@ -174,10 +174,13 @@ pub fn run(a: Args) -> Result<()> {
         warm_pread.as_secs_f64() * 1e3,
         warm_inline.as_secs_f64() * 1e3
     );
-    // `auto` streams cold columns with pread and reads warm ones inline:
-    // chosen when those two win their race; otherwise the cold winner.
+    // `auto` reads warm columns inline and cold ones inline or streamed
+    // (by the device's read-ahead, see `exec::cold_path`): chosen when
+    // inline wins warm and the cold winner is the one `auto` would take
+    // here; otherwise the cold winner itself.
+    let auto_cold = microtab_engine::auto_cold_path(&a.dir);
     let read_path = match best.read_path {
-        ReadPath::Pread if warm_inline <= warm_pread.min(warm_mmap) => ReadPath::Auto,
+        p if p == auto_cold && warm_inline <= warm_pread.min(warm_mmap) => ReadPath::Auto,
         p => p,
     };
     let file = SettingsFile {
@@ -287,6 +290,15 @@ fn tune(path: &Path, a: &Args, ev: Evict) -> Result<TuneResult> {
             block >> 10
         );
         consider(&mut best, &mut rows, label, o, d);
+    }
+    // The workers' own morsel reads, relying on the kernel's read-ahead.
+    {
+        let o = ScanOptions {
+            read_path: ReadPath::Inline,
+            ..seg_best.clone()
+        };
+        let d = measure(&ds, &q, &o, a.runs, Some(ev))?;
+        consider(&mut best, &mut rows, "inline morsel preads".into(), o, d);
     }
     for (label, p) in [("O_DIRECT", ReadPath::Direct), ("mmap", ReadPath::Mmap)] {
         let o = ScanOptions {
