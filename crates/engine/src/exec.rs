@@ -1252,32 +1252,19 @@ impl ScanOptions {
     }
 }
 
-/// Kernel read-ahead from which cold columns are read inline too.
-const INLINE_COLD_READAHEAD: u64 = 1 << 20;
-
-/// The cold path of `auto`: with a large kernel read-ahead (8 MiB here)
-/// the workers' own in-order morsel reads keep the device busy and beat a
-/// read-ahead thread per column (cold Q1–Q5: 10–27% faster); with the
-/// common 128 KiB the streamed segments win (Q3 38 vs 42 ms, Q4 43 vs
-/// 65 ms). Measured in docs/IO.md; `microtab tune` races both.
+/// The cold path of `auto`: inline with a large kernel read-ahead (8 MiB
+/// here: the workers' own in-order morsel reads keep the device busy and
+/// beat a read-ahead thread per column, cold Q1–Q5 10–27% faster), streamed
+/// segments with the common 128 KiB (there Q3 38 vs 42 ms, Q4 43 vs 65 ms).
+/// Measured in docs/IO.md; `microtab tune` races both.
 fn cold_path(cols: &[&Column]) -> ReadPath {
     if cols
         .iter()
-        .all(|c| auto_cold_path(&c.path()) == ReadPath::Inline)
+        .all(|c| microtab_io::auto_cold_path(&c.path()) == ReadPath::Inline)
     {
         ReadPath::Inline
     } else {
         ReadPath::Pread
-    }
-}
-
-/// The path `auto` takes for cold data in the file system holding `path`:
-/// [`ReadPath::Inline`] when the device's kernel read-ahead is at least
-/// 1 MiB, else [`ReadPath::Pread`].
-pub fn auto_cold_path(path: &std::path::Path) -> ReadPath {
-    match microtab_io::device_readahead(path) {
-        Some(ra) if ra >= INLINE_COLD_READAHEAD => ReadPath::Inline,
-        _ => ReadPath::Pread,
     }
 }
 

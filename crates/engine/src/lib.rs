@@ -36,7 +36,7 @@ pub mod stats;
 mod top;
 mod value;
 
-pub use exec::{auto_cold_path, run, run_with, Cube, Dim, Moments, ScanOptions};
+pub use exec::{run, run_with, Cube, Dim, Moments, ScanOptions};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
 pub use top::{top_values, TopValues};

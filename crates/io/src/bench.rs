@@ -469,6 +469,9 @@ pub struct ColumnScanResult {
     /// `copy_from_slice` of a buffer the size of the file into another
     /// (both resident, one untimed copy first).
     pub memcpy: Measurement,
+    /// The path `auto` takes for this file when it is cold
+    /// ([`auto_cold_path`](crate::auto_cold_path)): inline or pread.
+    pub auto_cold: ReadPath,
 }
 
 impl ColumnScanResult {
@@ -1066,6 +1069,7 @@ impl Bench {
             dd,
             dd_note,
             memcpy,
+            auto_cold: crate::auto_cold_path(&self.data),
         })
     }
 }

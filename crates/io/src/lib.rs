@@ -26,8 +26,8 @@
 pub mod bench;
 mod reader;
 pub use reader::{
-    device_readahead, AlignedBuf, ColumnSource, ReadPath, ReadStats, RowReader, Segment,
-    SegmentStream, ALIGN,
+    auto_cold_path, device_readahead, AlignedBuf, ColumnSource, ReadPath, ReadStats, RowReader,
+    Segment, SegmentStream, ALIGN, INLINE_COLD_READAHEAD,
 };
 
 use std::fs::{File, OpenOptions};

@@ -170,6 +170,21 @@ pub fn device_readahead(path: &std::path::Path) -> Option<u64> {
     .map(|kb| kb * 1024)
 }
 
+/// Kernel read-ahead from which `auto` reads cold columns inline too.
+pub const INLINE_COLD_READAHEAD: u64 = 1 << 20;
+
+/// The path `auto` takes for cold data in the file system holding `path`:
+/// [`ReadPath::Inline`] when the device's kernel read-ahead is at least
+/// [`INLINE_COLD_READAHEAD`] (the kernel then keeps the device busy ahead
+/// of the workers' own reads), else [`ReadPath::Pread`] (a read-ahead
+/// thread per column).
+pub fn auto_cold_path(path: &std::path::Path) -> ReadPath {
+    match device_readahead(path) {
+        Some(ra) if ra >= INLINE_COLD_READAHEAD => ReadPath::Inline,
+        _ => ReadPath::Pread,
+    }
+}
+
 /// Rows `start .. start + rows` of every source, one buffer per source.
 pub struct Segment {
     /// Position of the segment in the scan.

@@ -581,18 +581,25 @@ fn render_column_scan(r: &ColumnScanResult) -> String {
         a.extend(std::iter::repeat_n(Align::Right, n - 1));
         a
     };
-    // The verdicts use the paths microtab's `auto` takes: the pread stream
-    // cold (by dd's own clock) and the inline reads warm (against the best
-    // copy), from means.
+    // The verdicts use the paths microtab's `auto` takes for this file:
+    // cold (by dd's own clock) inline or the pread stream, depending on the
+    // device's read-ahead; warm the inline reads (against the best copy);
+    // from means.
     use microtab_io::bench::ScanPath;
-    let verdict = match (r.scan(ScanPath::Pread), r.scan(ScanPath::Inline)) {
+    let cold_path = if r.auto_cold == microtab_io::ReadPath::Inline {
+        ScanPath::Inline
+    } else {
+        ScanPath::Pread
+    };
+    let verdict = match (r.scan(cold_path), r.scan(ScanPath::Inline)) {
         (Some(cold), Some(warm)) => {
             let c = r.cold_vs_dd(cold, true, false);
             let w = r.warm_vs_memcpy(warm, false);
             let met = |x: f64, t: f64| if x >= t { "met" } else { "NOT met" };
             format!(
-                "targets (means; auto's paths: pread stream cold, inline warm): cold {} of dd (target {}: {}); \
+                "targets (means; auto's paths: {} cold, inline warm): cold {} of dd (target {}: {}); \
                  warm {} of memory copy (target {}: {})\n",
+                cold_path.name(),
                 pct(c),
                 pct(Some(TARGET_VS_DD)),
                 c.map_or("no dd", |c| met(c, TARGET_VS_DD)),
@@ -655,6 +662,7 @@ fn column_scan_json(r: &ColumnScanResult) -> Json {
         })),
         "dd_note": r.dd_note,
         "memcpy": measurement_json(&r.memcpy),
+        "auto_cold_path": r.auto_cold.name(),
         "targets": {"cold_vs_dd": TARGET_VS_DD, "warm_vs_memcpy": TARGET_VS_MEMCPY},
     })
 }

@@ -178,7 +178,7 @@ pub fn run(a: Args) -> Result<()> {
     // (by the device's read-ahead, see `exec::cold_path`): chosen when
     // inline wins warm and the cold winner is the one `auto` would take
     // here; otherwise the cold winner itself.
-    let auto_cold = microtab_engine::auto_cold_path(&a.dir);
+    let auto_cold = microtab_io::auto_cold_path(&a.dir);
     let read_path = match best.read_path {
         p if p == auto_cold && warm_inline <= warm_pread.min(warm_mmap) => ReadPath::Auto,
         p => p,
