@@ -623,7 +623,8 @@ def build_report(R):  # noqa: C901 (one table after another)
         f"almost whole at exec because the disk's read-ahead is {R['machine'].get('read_ahead_kb', '?')} KiB); "
         "`read rate` is column bytes / cold time. `dd` reads the same column files one after another (one cold run, cache dropped "
         "first): a reference for what the disk gives a plain sequential reader, not a bound "
-        "(microtab reads the columns concurrently, one I/O thread each).")
+        "(microtab reads the columns concurrently: with `auto` and a device read-ahead of 1 MiB or "
+        "more each worker reads its morsels of every column, otherwise one I/O thread per column).")
 
     # ---- peak RSS
     rows = []
@@ -639,9 +640,10 @@ def build_report(R):  # noqa: C901 (one table after another)
     parts.append("## Query peak memory (process peak RSS)\n\n" + table(
         ["query"] + [f"cold {fmt_rows(n)}" for n in sizes] + [f"warm {fmt_rows(n)}" for n in sizes]
         + ["cold < 100 MB at every size"], rows, right=set(range(1, 2 * len(sizes) + 1))) +
-        "\n\nCold runs read through `pread` into a fixed set of segment buffers, warm runs "
-        "(`auto`: columns found cached) through `mmap`, unmapping each stretch once scanned; "
-        "so neither grows with the row count.")
+        "\n\nWith `auto`, warm runs (columns found cached), and cold ones on a device with a "
+        "kernel read-ahead of 1 MiB or more, read each 32 Ki-row morsel of each column with one "
+        "`pread` into the worker's own buffer; other cold runs stream through a fixed set of segment "
+        "buffers; so memory does not grow with the row count.")
 
     # ---- memory limited
     lims = R.get("limited") or []
