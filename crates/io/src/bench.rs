@@ -400,12 +400,14 @@ pub enum ScanPath {
 pub const INLINE_BLOCK: usize = 64 * 1024;
 
 impl ScanPath {
-    /// Every path, in table order.
+    /// Every path, in table (and run) order. The mapped scan runs last:
+    /// right after it, the first cold run of the next path often took
+    /// twice as long (measured with the inline path: 50 ms instead of 21).
     pub const ALL: [ScanPath; 4] = [
         ScanPath::Pread,
+        ScanPath::Inline,
         ScanPath::Direct,
         ScanPath::Mmap,
-        ScanPath::Inline,
     ];
 
     /// Short machine-readable name.
