@@ -182,3 +182,45 @@ def test_tab_weighted_count_matches_weighted_rows(tmp_path):
     assert t["total"] == {"count": 4, "weighted": approx(8.5)}
     res = run_json("tab", ds, "A", "B")
     assert res["tables"][0]["counts"] == [[2, 1], [1, 2]]
+
+
+@pytest.mark.parametrize("weights", ["small-int", "huge-int", "decimal"])
+@pytest.mark.parametrize("filters", [0, 1, 2])
+def test_tab_fused_kernels_vs_numpy(tmp_path, weights, filters):
+    """The fused byte-code kernels (count and weight packed in one word for
+    small integer weights, separate sums for huge or decimal ones; two to
+    four code columns with filters) against numpy on random data."""
+    rng = np.random.default_rng(11)
+    n = 150_000
+    a = rng.integers(1, 8, n)
+    b = rng.integers(0, 4, n)
+    f1 = rng.integers(0, 100, n)
+    f2 = rng.integers(1, 3, n)
+    if weights == "small-int":
+        w = rng.integers(1, 5000, n).astype(float)
+        wtxt = [str(int(x)) for x in w]
+    elif weights == "huge-int":
+        w = rng.integers(1, 4_000_000_000, n).astype(float)
+        wtxt = [str(int(x)) for x in w]
+    else:
+        w = rng.integers(1, 500_000, n) / 100.0
+        wtxt = [f"{x:.2f}" for x in w]
+    lines = ["A,B,F1,F2,W"] + [f"{a[i]},{b[i]},{f1[i]},{f2[i]},{wtxt[i]}" for i in range(n)]
+    _, ds = make_dataset(tmp_path, "k", "\n".join(lines) + "\n")
+    flt = ["F1(18-64)", "F1(18-64) F2(2)"][:filters]
+    args = ["tab", ds, "A", "B", "--weight", "W"]
+    if flt:
+        args += ["--filter", flt[-1]]
+    res = run_json(*args)
+    ok = np.ones(n, dtype=bool)
+    if filters >= 1:
+        ok &= (f1 >= 18) & (f1 <= 64)
+    if filters >= 2:
+        ok &= f2 == 2
+    cells = {}
+    for av in range(1, 8):
+        for bv in range(4):
+            sel = ok & (a == av) & (b == bv)
+            if sel.any():
+                cells[(None, av, bv)] = (int(sel.sum()), float(w[sel].sum()))
+    check_table(res["tables"][0], cells, None, weighted=True)
