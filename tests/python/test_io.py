@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -45,6 +46,18 @@ def test_tune_writes_settings_that_info_and_queries_use(census, tmp_path):
     env2 = dict(env, MICROTAB_READ_PATH="pread")
     info2 = run_json("info", census.ds, env=env2)["io_settings"]
     assert info2["read path"] == "pread" and "MICROTAB_READ_PATH" in info2["from"]
+    assert "auto here" not in info2
+    # With auto, info says which paths it takes for this dataset's disk:
+    # cold inline exactly when the device's read-ahead is at least 1 MiB.
+    info3 = run_json("info", census.ds, env=dict(env, MICROTAB_READ_PATH="auto"))["io_settings"]
+    here = info3["auto here"]
+    assert here.startswith("warm inline, cold ")
+    ra = re.search(r"read-ahead (\d+) KiB", here)
+    if ra:
+        assert here.startswith("warm inline, cold inline" if int(ra.group(1)) >= 1024
+                               else "warm inline, cold pread")
+    else:
+        assert "unknown" in here and "cold pread" in here
     # Queries still answer correctly under the tuned settings.
     res = run_json("freq", census.ds, "EDUC", "--weight", "PERWT", env=env)
     oracle = census.freq("EDUC", weight="PERWT")

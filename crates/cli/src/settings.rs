@@ -102,6 +102,36 @@ impl Settings {
         })
     }
 
+    /// [`describe`](Self::describe), plus what `auto` does for data in
+    /// the file system holding `data` (warm and cold paths).
+    pub fn describe_for(&self, data: &std::path::Path) -> Vec<(String, String)> {
+        let mut out = self.describe();
+        if self.scan.read_path == microtab_engine::ReadPath::Auto {
+            let cold = microtab_io::auto_cold_path(data);
+            let why = match microtab_io::device_readahead(data) {
+                Some(ra) => format!(
+                    "kernel read-ahead {} KiB {} {} KiB",
+                    ra / 1024,
+                    if ra >= microtab_io::INLINE_COLD_READAHEAD {
+                        "≥"
+                    } else {
+                        "<"
+                    },
+                    microtab_io::INLINE_COLD_READAHEAD / 1024
+                ),
+                None => "kernel read-ahead unknown".into(),
+            };
+            out.insert(
+                1,
+                (
+                    "auto here".into(),
+                    format!("warm inline, cold {} ({why})", cold.name()),
+                ),
+            );
+        }
+        out
+    }
+
     /// One line per setting with its origin, for `info`.
     pub fn describe(&self) -> Vec<(String, String)> {
         let from = match &self.origin {

@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<()> {
                 "bytes": bytes,
                 "generation": m.generation,
                 "source": m.source,
-                "io_settings": settings.describe().into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+                "io_settings": settings.describe_for(&a.dataset).into_iter().collect::<std::collections::BTreeMap<_, _>>(),
                 "variables": vars,
             });
             serde_json::to_string_pretty(&j)? + "\n"
@@ -189,7 +189,7 @@ pub fn run(a: Args) -> Result<()> {
                 &[Left, Left, Left, Right, Right, Right, Right, Right, Left],
             );
             s += "\nI/O settings in force:\n";
-            for (k, v) in settings.describe() {
+            for (k, v) in settings.describe_for(&a.dataset) {
                 s += &format!("  {k:<11} {v}\n");
             }
             s
