@@ -224,3 +224,34 @@ def test_tab_fused_kernels_vs_numpy(tmp_path, weights, filters):
             if sel.any():
                 cells[(None, av, bv)] = (int(sel.sum()), float(w[sel].sum()))
     check_table(res["tables"][0], cells, None, weighted=True)
+
+
+@pytest.mark.parametrize("filt", [
+    "F1(18-64) F2(2) F3(0-1)",       # three ranges: one selection pass, then the kernel
+    "F1(18-64) F3(0,2)",             # a non-contiguous code set: filters kept in the kernel
+    "F1(30-*) F2(1)",
+])
+def test_tab_several_filters_vs_numpy(tmp_path, filt):
+    rng = np.random.default_rng(5)
+    n = 120_000
+    a = rng.integers(1, 6, n)
+    b = rng.integers(0, 3, n)
+    f1 = rng.integers(0, 90, n)
+    f2 = rng.integers(1, 3, n)
+    f3 = rng.integers(0, 4, n)
+    w = rng.integers(1, 300, n)
+    lines = ["A,B,F1,F2,F3,W"] + [f"{a[i]},{b[i]},{f1[i]},{f2[i]},{f3[i]},{w[i]}" for i in range(n)]
+    _, ds = make_dataset(tmp_path, "s", "\n".join(lines) + "\n")
+    res = run_json("tab", ds, "A", "B", "--weight", "W", "--filter", filt)
+    ok = {
+        "F1(18-64) F2(2) F3(0-1)": (f1 >= 18) & (f1 <= 64) & (f2 == 2) & (f3 <= 1),
+        "F1(18-64) F3(0,2)": (f1 >= 18) & (f1 <= 64) & ((f3 == 0) | (f3 == 2)),
+        "F1(30-*) F2(1)": (f1 >= 30) & (f2 == 1),
+    }[filt]
+    cells = {}
+    for av in range(1, 6):
+        for bv in range(3):
+            sel = ok & (a == av) & (b == bv)
+            if sel.any():
+                cells[(None, av, bv)] = (int(sel.sum()), float(w[sel].sum()))
+    check_table(res["tables"][0], cells, None, weighted=True)

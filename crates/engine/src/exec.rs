@@ -536,6 +536,8 @@ struct Acc {
     mloc: Vec<MorselCell>,
     packed: Vec<PackedCell>,
     packed_w: Vec<u64>,
+    /// Rows of the morsel rejected by the filters (`Plan::filter_ranges`).
+    sel: Vec<u8>,
 }
 
 /// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
@@ -611,6 +613,9 @@ struct Plan<'a> {
     /// The fused kernel packs count and Σw in one word per cell lane
     /// (integer weights ≥ 0, a morsel's Σw < 2^40, a small table).
     pack_weights: bool,
+    /// Two or more filters, each passing one contiguous range of byte
+    /// codes `(lo, hi − lo)`: evaluated first into a selection column.
+    filter_ranges: Option<Vec<(u8, u8)>>,
 }
 
 impl Acc {
@@ -651,6 +656,7 @@ impl Acc {
             mloc: Vec::new(),
             packed: Vec::new(),
             packed_w: Vec::new(),
+            sel: Vec::new(),
         }
     }
 
@@ -948,10 +954,43 @@ impl Acc {
     /// One pass over up to four `u8` code columns (and the weight) with no
     /// intermediate cell-index array: the common survey crosstab.
     fn fused(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) -> bool {
+        let mut sel = std::mem::take(&mut self.sel);
+        let done = self.fused_with(p, data, r, &mut sel);
+        self.sel = sel;
+        done
+    }
+
+    /// [`fused`](Self::fused) with the selection buffer lent out of `self`.
+    fn fused_with(
+        &mut self,
+        p: &Plan,
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+        sel: &mut Vec<u8>,
+    ) -> bool {
         let nd = p.dims.len() + p.filters.len();
+        if let Some(ranges) = &p.filter_ranges {
+            // Several range filters on byte codes: one vectorised pass
+            // marks the morsel's rejected rows in a byte column, which the
+            // kernel then reads as one more code column.
+            let n = r.len();
+            sel.clear();
+            sel.resize(n, 0);
+            for (&(lo, span), d) in ranges.iter().zip(&data[p.dims.len()..nd]) {
+                let ColumnData::U8(v) = d else { return false };
+                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
+                    *s |= (x.wrapping_sub(lo) > span) as u8;
+                }
+            }
+        }
         let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
         let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
-        for ((_, m), d) in p.dims.iter().chain(p.filters.iter()).zip(data) {
+        let fcols = if p.filter_ranges.is_some() {
+            0
+        } else {
+            p.filters.len()
+        };
+        for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
             match (m, d) {
                 (Mapper::Byte(t), ColumnData::U8(v)) => {
                     cols.push(&v[r.clone()]);
@@ -959,6 +998,10 @@ impl Acc {
                 }
                 _ => return false,
             }
+        }
+        if p.filter_ranges.is_some() {
+            cols.push(sel);
+            tabs.push(&SELECTION_TABLE);
         }
         let trash = p.cells as u32;
         let w = p.weight.as_ref().map(|(c, _)| (c.var().kind, data[nd]));
@@ -1362,6 +1405,24 @@ fn cold_path(cols: &[&Column]) -> ReadPath {
     }
 }
 
+/// The table of the selection column: 0 passes, anything else is trash.
+static SELECTION_TABLE: [u32; 256] = {
+    let mut t = [TRASH; 256];
+    t[0] = 0;
+    t
+};
+
+/// The codes a byte filter table passes, if they form one range: `(lo,
+/// hi − lo)` (a row passes when `code − lo ≤ hi − lo` in wrapping `u8`).
+fn byte_range(t: &[u32; 256]) -> Option<(u8, u8)> {
+    let lo = t.iter().position(|&e| e == 0)?;
+    let hi = t.iter().rposition(|&e| e == 0)?;
+    t[lo..=hi]
+        .iter()
+        .all(|&e| e == 0)
+        .then_some((lo as u8, (hi - lo) as u8))
+}
+
 /// Largest table whose lanes are packed per morsel (the fold costs
 /// `cells × LANES` per 32 Ki rows).
 const MAX_PACKED_CELLS: usize = 255;
@@ -1529,6 +1590,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
         morsel_sums: cells <= 256 && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
         means_fuse: None,
+        filter_ranges: None,
         pack_weights: cells <= MAX_PACKED_CELLS
             && weight_col
                 .as_ref()
@@ -1539,6 +1601,16 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
                 .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
     let mut plan = plan;
+    if plan.fused && plan.filters.len() >= 2 {
+        plan.filter_ranges = plan
+            .filters
+            .iter()
+            .map(|(c, m)| match m {
+                Mapper::Byte(t) if c.var().ty == microtab_store::PhysType::U8 => byte_range(t),
+                _ => None,
+            })
+            .collect();
+    }
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
     }
