@@ -177,6 +177,40 @@ macro_rules! dispatch {
     };
 }
 
+/// Runs `$body` with `$x` bound to rows `$range` of an integer column of
+/// at most 32 bits; `$other` for any other type.
+macro_rules! int_slice {
+    ($data:expr, $range:expr, |$x:ident| $body:expr, $other:expr) => {
+        match $data {
+            ColumnData::U8(v) => {
+                let $x = &v[$range];
+                $body
+            }
+            ColumnData::I8(v) => {
+                let $x = &v[$range];
+                $body
+            }
+            ColumnData::U16(v) => {
+                let $x = &v[$range];
+                $body
+            }
+            ColumnData::I16(v) => {
+                let $x = &v[$range];
+                $body
+            }
+            ColumnData::U32(v) => {
+                let $x = &v[$range];
+                $body
+            }
+            ColumnData::I32(v) => {
+                let $x = &v[$range];
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
+
 #[inline(always)]
 fn combine(idx: u32, e: u32) -> u32 {
     (idx + (e & !TRASH)) | (e & TRASH)
@@ -908,27 +942,12 @@ impl Acc {
                 let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
                 macro_rules! x {
                     ($w:expr) => {
-                        match xdata {
-                            ColumnData::U8(x) => {
-                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
-                            }
-                            ColumnData::I8(x) => {
-                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
-                            }
-                            ColumnData::U16(x) => {
-                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
-                            }
-                            ColumnData::I16(x) => {
-                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
-                            }
-                            ColumnData::U32(x) => {
-                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
-                            }
-                            ColumnData::I32(x) => {
-                                fused_means(c, t, $w, &x[r.clone()], xc, trash, &mut self.packed)
-                            }
-                            _ => return false,
-                        }
+                        int_slice!(
+                            xdata,
+                            r.clone(),
+                            |x| fused_means(c, t, $w, x, xc, trash, &mut self.packed),
+                            return false
+                        )
                     };
                 }
                 match wdata {
