@@ -393,6 +393,10 @@ const PACK_SHIFT: u32 = 40;
 /// 2^40: the record count and Σw of a cell lane share one word in
 /// `packed`, so a row costs one read-modify-write instead of two; the
 /// caller folds `packed` into the counts after each morsel.
+///
+/// The cell loop is written out in each fused kernel on purpose: a shared
+/// `#[inline(always)]` helper taking the arrays by reference measured Q1
+/// 22% slower (5.2 → 6.3 ms), from code generation alone.
 #[inline]
 fn fused_kernel_packed<const N: usize, T: Val>(
     cols: [&[u8]; N],
