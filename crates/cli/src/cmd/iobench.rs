@@ -300,16 +300,7 @@ fn render_buffer_sizes(rows: &[BufferSizeResult], bench: &Bench) -> String {
         text_table(
             &header(&["buffer", "cache", "read", "min", "max", "mean", "sigma", "vs 1 B",]),
             &t,
-            &[
-                Align::Left,
-                Align::Left,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-            ],
+            &aligns(2, 8),
         )
     )
 }
@@ -329,15 +320,12 @@ fn timing_row(name: &str, m: &Measurement, ints: usize, base: &Measurement) -> V
     ]
 }
 
-const TIMING_ALIGN: [Align; 7] = [
-    Align::Left,
-    Align::Right,
-    Align::Right,
-    Align::Right,
-    Align::Right,
-    Align::Right,
-    Align::Right,
-];
+/// Column alignments: the first `left` columns left, the rest of `n` right.
+fn aligns(left: usize, n: usize) -> Vec<Align> {
+    let mut a = vec![Align::Left; left.min(n)];
+    a.resize(n, Align::Right);
+    a
+}
 
 fn render_write_calls(r: &WriteCallsResult) -> String {
     let t = vec![
@@ -365,7 +353,7 @@ fn render_write_calls(r: &WriteCallsResult) -> String {
                 "min vs bulk"
             ]),
             &t,
-            &TIMING_ALIGN,
+            &aligns(1, 7),
         )
     )
 }
@@ -398,7 +386,7 @@ fn render_text_binary(r: &TextBinaryResult) -> String {
                 "min vs binary"
             ]),
             &t,
-            &TIMING_ALIGN,
+            &aligns(1, 7),
         )
     )
 }
@@ -439,14 +427,7 @@ fn render_interfaces(rows: &[InterfaceResult]) -> String {
                 "sigma"
             ]),
             &t,
-            &[
-                Align::Left,
-                Align::Left,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-            ],
+            &aligns(2, 6),
         )
     )
 }
@@ -493,13 +474,7 @@ fn render_overlap(r: &OverlapResult) -> String {
         text_table(
             &header(&["scan", "min time", "mean time", "sigma", "MB/s"]),
             &t,
-            &[
-                Align::Left,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-                Align::Right,
-            ],
+            &aligns(1, 5),
         ),
         times(r.speedup_best()),
         times(r.speedup()),
@@ -582,11 +557,6 @@ fn render_column_scan(r: &ColumnScanResult) -> String {
     row.extend(mb(&r.memcpy));
     row.extend(["100%", ""].map(String::from));
     warm.push(row);
-    let align = |n: usize| {
-        let mut a = vec![Align::Left];
-        a.extend(std::iter::repeat_n(Align::Right, n - 1));
-        a
-    };
     // The verdicts use the paths microtab's `auto` takes for this file:
     // cold (by dd's own clock) inline or the pread stream, depending on the
     // device's read-ahead; warm the inline reads (against the best copy);
@@ -643,12 +613,12 @@ fn render_column_scan(r: &ColumnScanResult) -> String {
                 "vs dd (process)"
             ]),
             &cold,
-            &align(7),
+            &aligns(1, 7),
         ),
         text_table(
             &header(&["warm scan", "min", "mean", "sigma", "vs best copy", "best vs best"]),
             &warm,
-            &align(6),
+            &aligns(1, 6),
         ),
     )
 }
