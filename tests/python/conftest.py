@@ -275,3 +275,61 @@ def check_freq(res, exp, weighted, missing_rows=False):
             assert r["weighted"] is None
             assert r["percent"] == approx(100.0 * e[1] / tot_n)
         assert res["total"]["weighted"] is None
+
+
+# --------------------------------------------------------------------------
+# Column files, read with numpy from the layout docs/FORMAT.md describes
+# (not through microtab): an independent reader of plain and bit-packed files.
+# --------------------------------------------------------------------------
+
+COLUMN_DTYPES = {"u8": "<u1", "i8": "<i1", "u16": "<u2", "i16": "<i2", "u32": "<u4",
+                 "i32": "<i4", "i64": "<i8", "f32": "<f4", "f64": "<f8"}
+
+
+def read_column_file(path, var: dict, rows: int):
+    """The stored values of a column file as a numpy array of the manifest's
+    type. Plain files are a numpy.memmap at offset 4096; bit-packed ones are
+    unpacked here by exploding every bit (numpy.unpackbits) and regrouping
+    the bits as the vertical layout says: a block of 1024 values of a W-bit
+    type is W values deep in L = 1024 / W lanes; value k·L + j is bits
+    k·bits … of lane j, whose word m is word m·L + j of the block."""
+    import numpy as np
+
+    path = Path(path)
+    data = path.read_bytes()
+    head = data[:4096]
+    assert head[:8] == b"MTABCOL\0"
+    assert int.from_bytes(head[16:24], "little") == rows
+    dt = np.dtype(COLUMN_DTYPES[var["type"]])
+    encoding = int.from_bytes(head[32:36], "little")
+    packing = var.get("packing")
+    if encoding == 0:
+        assert packing is None
+        assert len(data) == 4096 + rows * dt.itemsize
+        return np.array(np.memmap(path, dtype=dt, mode="r", offset=4096, shape=(rows,))) if rows else np.array([], dtype=dt)
+    assert encoding == 1
+    bits = int.from_bytes(head[36:40], "little")
+    base = int.from_bytes(head[40:48], "little", signed=True)
+    assert packing == {"bits": bits, "base": base}
+    w = dt.itemsize * 8
+    lanes = 1024 // w
+    blocks = -(-rows // 1024)
+    assert len(data) == 4096 + blocks * 128 * bits
+    if bits == 0:
+        packed = np.zeros(blocks * 1024, dtype=np.int64)
+    else:
+        raw = np.frombuffer(data, dtype=np.uint8, offset=4096)
+        # [block, word m, lane j, bit t of the word]
+        b = np.unpackbits(raw.reshape(blocks, bits, lanes, dt.itemsize), axis=3, bitorder="little")
+        b = b.reshape(blocks, bits, lanes, w)
+        # each lane's bit stream: bit m·W + t
+        stream = b.transpose(0, 2, 1, 3).reshape(blocks, lanes, bits * w)
+        # value k of a lane: stream bits k·bits … k·bits + bits − 1
+        vb = stream.reshape(blocks, lanes, w, bits).astype(np.int64)
+        vals = (vb << np.arange(bits, dtype=np.int64)).sum(axis=3)  # [block, lane, k]
+        packed = vals.transpose(0, 2, 1).reshape(-1)  # row k·L + j
+    packed = packed[:rows]
+    out = packed + base
+    if var.get("nulls", 0) > 0:
+        out = np.where(packed == (1 << bits) - 1, var["null_code"], out)
+    return out.astype(dt)

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from conftest import approx, check_freq, disp, make_dataset, run, run_json, write
+from conftest import approx, check_freq, disp, make_dataset, run, run_json, read_column_file, write
 
 INT_TYPES = {
     "u8": (0, 2**8 - 1, 8), "i8": (-2**7, 2**7 - 1, 8),
@@ -49,18 +49,14 @@ TYPE_CODES = {"u8": 1, "i8": 2, "u16": 3, "i16": 4, "u32": 5, "i32": 6, "i64": 7
 
 
 def read_column(ds, name, var, rows):
-    """Read a column file with numpy.memmap at offset 4096 (docs/FORMAT.md:
-    4096-byte header, then the little-endian values)."""
+    """Read a column file with numpy (docs/FORMAT.md: 4096-byte header, then
+    the little-endian values or bit-packed blocks; conftest.read_column_file)."""
     path = ds / manifest_vars(ds)[name]["file"]
-    dt = np.dtype(DTYPES[var["type"]])
-    assert path.stat().st_size >= 4096 + rows * dt.itemsize
     head = path.read_bytes()[:32]
     assert head[:8] == b"MTABCOL\0"
     assert int.from_bytes(head[12:16], "little") == TYPE_CODES[var["type"]]
     assert int.from_bytes(head[16:24], "little") == rows
-    if rows == 0:
-        return np.array([], dtype=dt)
-    return np.array(np.memmap(path, dtype=dt, mode="r", offset=4096, shape=(rows,)))
+    return read_column_file(path, manifest_vars(ds)[name], rows)
 
 
 def check_column_file(ds, name, var, values, rows):

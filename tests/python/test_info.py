@@ -44,8 +44,11 @@ def test_info_json(census):
     assert info["bytes"] >= sum(v["bytes"] for v in info["variables"]) > 0
     for v in info["variables"]:
         width = {"8": 1, "16": 2, "32": 4, "64": 8}.get(v["type"][1:])
-        if width:
-            assert v["bytes"] >= CENSUS_ROWS * width
+        if v.get("packing"):
+            # bit-packed: 128 bytes per bit of width per 1024-row block
+            assert v["bytes"] == -(-CENSUS_ROWS // 1024) * 128 * v["packing"]["bits"]
+        elif width:
+            assert v["bytes"] == CENSUS_ROWS * width
         assert "top" not in v
 
 

@@ -72,3 +72,36 @@ def test_bad_settings_file_is_a_clear_error(census, tmp_path):
     p = run("freq", census.ds, "SEX", env=env, ok=False)
     assert p.returncode == 1
     assert str(cfg) in p.stderr and p.stderr.startswith("error:")
+
+
+def test_plain_import_reads_with_numpy_and_answers_the_same(census, tmp_path):
+    """`import --plain` stores plain arrays (numpy.memmap at offset 4096); the
+    default bit-packed files hold the same values (read here by numpy, not
+    microtab), and every read path answers DuckDB's way on the plain files."""
+    import numpy as np
+
+    from conftest import COLUMN_DTYPES, read_column_file
+
+    plain = tmp_path / "plain.mtab"
+    run("import", census.csv, plain, "--plain", "--missing", "INCTOT=9999999")
+    mp = json.loads((plain / "manifest.json").read_text())
+    mk = json.loads((census.ds / "manifest.json").read_text())
+    rows = mp["rows"]
+    packed_vars = {v["name"]: v for v in mk["variables"]}
+    n_packed = 0
+    for v in mp["variables"]:
+        assert "packing" not in v
+        dt = np.dtype(COLUMN_DTYPES[v["type"]])
+        assert v["bytes"] == rows * dt.itemsize
+        values = np.memmap(plain / v["file"], dtype=dt, mode="r", offset=4096, shape=(rows,))
+        k = packed_vars[v["name"]]
+        n_packed += "packing" in k
+        assert np.array_equal(read_column_file(census.ds / k["file"], k, rows), values), v["name"]
+    assert n_packed >= 15  # nearly every census variable needs fewer bits than its type
+    for path in ["mmap", "pread", "direct", "inline"]:
+        env = dict(os.environ, MICROTAB_READ_PATH=path, MICROTAB_SEGMENT_BYTES="65536")
+        res = run_json("tab", plain, "RACE", "EMPSTAT", "--weight", "PERWT",
+                       "--filter", "AGE(25-64)", env=env)
+        check_table(res["tables"][0],
+                    census.cells("RACE", "EMPSTAT", weight="PERWT", extra="AGE BETWEEN 25 AND 64"),
+                    None, weighted=True)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, approx, assert_one_error, run, run_json
+from conftest import REPO, approx, assert_one_error, read_column_file, run, run_json
 
 # MICROTAB_IPUMS_DATA: another folder of extracts (NAME.xml + NAME.dat.gz).
 DATA = Path(os.environ.get("MICROTAB_IPUMS_DATA", REPO.parent / "shared" / "data" / "ipums")).resolve()
@@ -81,7 +81,8 @@ def column(ds, var):
     Raw values are read straight from the column file (numpy.memmap, as
     docs/FORMAT.md describes), not through microtab."""
     v = next(x for x in manifest(ds)["variables"] if x["name"] == var)
-    raw = np.fromfile(Path(ds) / v["file"], dtype=DTYPES[v["type"]], offset=4096)
+    rows = manifest(ds)["rows"]
+    raw = read_column_file(Path(ds) / v["file"], v, rows)
     strings = None
     if v["kind"] == "string":
         d = json.loads((Path(ds) / v["dictionary"]).read_text())

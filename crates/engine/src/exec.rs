@@ -1197,11 +1197,17 @@ fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: usize) -> b
 /// Workers take morsels in file order from a shared counter, so all of them
 /// consume the front of the kernel's read-ahead window together.
 fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -> Acc {
-    let data: Vec<ColumnData<'_>> = cols.iter().map(|c| c.data()).collect();
+    let packed = cols.iter().any(|c| c.packing().is_some());
+    let data: Vec<ColumnData<'_>> = if packed {
+        Vec::new()
+    } else {
+        cols.iter().map(|c| c.data()).collect()
+    };
     let nm = rows.div_ceil(MORSEL);
     let next = AtomicUsize::new(0);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
+        let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
         loop {
             let first = next.fetch_add(STEP, Ordering::Relaxed);
             if first >= nm {
@@ -1214,7 +1220,17 @@ fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -
             }
             for m in first..(first + STEP).min(nm) {
                 let s = m * MORSEL;
-                acc.morsel(plan, &data, s..(s + MORSEL).min(rows));
+                let e = (s + MORSEL).min(rows);
+                if packed {
+                    let views: Vec<ColumnData<'_>> = cols
+                        .iter()
+                        .zip(unpacked.iter_mut())
+                        .map(|(c, b)| c.rows_view(s, e - s, b))
+                        .collect();
+                    acc.morsel(plan, &views, 0..e - s);
+                } else {
+                    acc.morsel(plan, &data, s..e);
+                }
             }
             // Keep resident memory bounded by the stretch being counted.
             for c in cols {
@@ -1247,10 +1263,11 @@ fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
         // u64 storage keeps every view aligned for its value type.
-        let mut bufs: Vec<Vec<u64>> = cols
+        let mut bufs: Vec<Vec<u64>> = readers
             .iter()
-            .map(|c| vec![0u64; (chunk * c.var().ty.width()).div_ceil(8)])
+            .map(|r| vec![0u64; r.source().span(0, chunk).1.div_ceil(8)])
             .collect();
+        let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
         'scan: loop {
             let k = next.fetch_add(1, Ordering::Relaxed);
             if k >= nm {
@@ -1258,9 +1275,9 @@ fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
             }
             let s = k * chunk;
             let n = chunk.min(rows - s);
-            for ((r, c), b) in readers.iter().zip(cols).zip(bufs.iter_mut()) {
+            for (r, b) in readers.iter().zip(bufs.iter_mut()) {
                 let bytes: &mut [u8] = bytemuck_u64(b);
-                if let Err(e) = r.read_rows(s, &mut bytes[..n * c.var().ty.width()]) {
+                if let Err(e) = r.read_rows(s, &mut bytes[..r.source().span(s, n).1]) {
                     *failed.lock().unwrap() = Some(e);
                     break 'scan;
                 }
@@ -1268,12 +1285,12 @@ fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
             let data: Vec<ColumnData<'_>> = cols
                 .iter()
                 .zip(&bufs)
-                .map(|(c, b)| {
-                    let w = c.var().ty.width();
+                .zip(unpacked.iter_mut())
+                .map(|((c, b), u)| {
                     // SAFETY: the bytes of a u64 buffer.
                     let bytes =
-                        unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, n * w) };
-                    ColumnData::view(c.var().ty, bytes)
+                        unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 8) };
+                    c.decode(bytes, n, u)
                 })
                 .collect();
             acc.morsel(plan, &data, 0..n);
@@ -1305,8 +1322,13 @@ fn scan_streamed(
     opts: &ScanOptions,
 ) -> Result<Acc> {
     let sources: Vec<_> = cols.iter().map(|c| c.source()).collect();
+    // Segments hold `segment_bytes` of the widest column as stored.
     let seg_rows = (opts.segment_bytes
-        / cols.iter().map(|c| c.var().ty.width()).max().unwrap_or(1))
+        / sources
+            .iter()
+            .map(|s| s.width.div_ceil(s.unit_rows).max(1))
+            .max()
+            .unwrap_or(1))
     .max(MORSEL);
     let stream = SegmentStream::start(
         &sources,
@@ -1320,6 +1342,7 @@ fn scan_streamed(
     let failed: std::sync::Mutex<Option<microtab_io::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
+        let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
         while let Some(seg) = stream.next() {
             let seg = match seg {
                 Ok(s) => s,
@@ -1328,18 +1351,21 @@ fn scan_streamed(
                     break;
                 }
             };
-            let data: Vec<ColumnData<'_>> = cols
-                .iter()
-                .zip(&seg.bufs)
-                .map(|(c, b)| ColumnData::view(c.var().ty, b.bytes()))
-                .collect();
             let mut s = 0;
             while s < seg.rows {
                 let e = (s + MORSEL).min(seg.rows);
-                acc.morsel(plan, &data, s..e);
+                let data: Vec<ColumnData<'_>> = cols
+                    .iter()
+                    .zip(&seg.bufs)
+                    .zip(unpacked.iter_mut())
+                    .map(|((c, b), u)| {
+                        let (off, len) = c.stored_span(s, e - s);
+                        c.decode(&b.bytes()[off..off + len], e - s, u)
+                    })
+                    .collect();
+                acc.morsel(plan, &data, 0..e - s);
                 s = e;
             }
-            drop(data);
             stream.recycle(seg);
         }
         acc

@@ -97,50 +97,60 @@ pub(crate) fn is_table_mapped(var: &Variable) -> bool {
     table_range(var).is_some()
 }
 
-/// Counts of every distinct non-null key (parallel; for wide domains).
+/// Counts of every distinct non-null key (parallel over stretches of 64 Ki
+/// rows, each unpacked on its own when the column is packed; for wide
+/// domains).
 pub(crate) fn key_counts(col: &Column) -> (HashMap<i64, u64>, u64) {
     use rayon::prelude::*;
+    const STRETCH: usize = 1 << 16;
     let null = col.var().null_code;
-    fn scan<T: Copy + Send + Sync>(
+    fn count<T: Copy>(
         v: &[T],
-        key: impl Fn(T) -> Option<i64> + Sync,
-    ) -> (HashMap<i64, u64>, u64) {
-        v.par_chunks(1 << 16)
-            .fold(
-                || (HashMap::<i64, u64>::new(), 0u64),
-                |(mut m, mut nulls), c| {
-                    for &x in c {
-                        match key(x) {
-                            Some(k) => *m.entry(k).or_insert(0) += 1,
-                            None => nulls += 1,
-                        }
-                    }
-                    (m, nulls)
-                },
-            )
-            .reduce(
-                || (HashMap::new(), 0),
-                |(mut a, na), (b, nb)| {
-                    for (k, n) in b {
-                        *a.entry(k).or_insert(0) += n;
-                    }
-                    (a, na + nb)
-                },
-            )
+        key: impl Fn(T) -> Option<i64>,
+        m: &mut HashMap<i64, u64>,
+        nulls: &mut u64,
+    ) {
+        for &x in v {
+            match key(x) {
+                Some(k) => *m.entry(k).or_insert(0) += 1,
+                None => *nulls += 1,
+            }
+        }
     }
     let int = |x: i64| (Some(x) != null).then_some(x);
     let flt = |x: f64| (!x.is_nan()).then_some(x.to_bits() as i64);
-    match col.data() {
-        ColumnData::U8(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I8(v) => scan(v, |x| int(x as i64)),
-        ColumnData::U16(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I16(v) => scan(v, |x| int(x as i64)),
-        ColumnData::U32(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I32(v) => scan(v, |x| int(x as i64)),
-        ColumnData::I64(v) => scan(v, int),
-        ColumnData::F32(v) => scan(v, |x| flt(x as f64)),
-        ColumnData::F64(v) => scan(v, flt),
-    }
+    let rows = col.rows();
+    (0..rows.div_ceil(STRETCH))
+        .into_par_iter()
+        .fold(
+            || (HashMap::<i64, u64>::new(), 0u64, Vec::<u64>::new()),
+            |(mut m, mut nulls, mut buf), i| {
+                let s = i * STRETCH;
+                let (m_, n_) = (&mut m, &mut nulls);
+                match col.rows_view(s, STRETCH.min(rows - s), &mut buf) {
+                    ColumnData::U8(v) => count(v, |x| int(x as i64), m_, n_),
+                    ColumnData::I8(v) => count(v, |x| int(x as i64), m_, n_),
+                    ColumnData::U16(v) => count(v, |x| int(x as i64), m_, n_),
+                    ColumnData::I16(v) => count(v, |x| int(x as i64), m_, n_),
+                    ColumnData::U32(v) => count(v, |x| int(x as i64), m_, n_),
+                    ColumnData::I32(v) => count(v, |x| int(x as i64), m_, n_),
+                    ColumnData::I64(v) => count(v, int, m_, n_),
+                    ColumnData::F32(v) => count(v, |x| flt(x as f64), m_, n_),
+                    ColumnData::F64(v) => count(v, flt, m_, n_),
+                }
+                (m, nulls, buf)
+            },
+        )
+        .map(|(m, n, _)| (m, n))
+        .reduce(
+            || (HashMap::new(), 0),
+            |(mut a, na), (b, nb)| {
+                for (k, n) in b {
+                    *a.entry(k).or_insert(0) += n;
+                }
+                (a, na + nb)
+            },
+        )
 }
 
 /// Lists the categories of a grouping variable: every value in its range

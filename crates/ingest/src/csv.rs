@@ -46,6 +46,9 @@ pub struct CsvOptions {
     pub codebook: Option<Codebook>,
     /// Block size for writing column files (from `microtab tune`).
     pub io: microtab_io::IoConfig,
+    /// Store every column as a plain array (no bit-packing), readable
+    /// with `numpy.memmap` directly.
+    pub plain: bool,
 }
 
 impl Default for CsvOptions {
@@ -62,6 +65,7 @@ impl Default for CsvOptions {
             progress: None,
             codebook: None,
             io: microtab_io::IoConfig::default(),
+            plain: false,
         }
     }
 }
@@ -174,6 +178,7 @@ pub fn import_csv(
     }
 
     let mut ds = DatasetWriter::create_with(target, force, opts.io.clone())?;
+    ds.set_packing(!opts.plain);
     ds.set_source(
         &input
             .file_name()
@@ -211,8 +216,11 @@ pub fn import_csv(
     )?;
 
     let mut bytes_out = 0;
-    for (i, sink) in sinks.into_iter().enumerate() {
-        let (mut var, dict) = sink.finish(&mut ds)?;
+    let mut done = Vec::with_capacity(sinks.len());
+    for sink in sinks {
+        done.push(sink.finish(&mut ds)?);
+    }
+    for (i, (mut var, dict)) in crate::sink::complete(done)?.into_iter().enumerate() {
         if let Some((_, codes)) = opts
             .missing
             .iter()

@@ -58,6 +58,8 @@ pub struct FixedOptions {
     pub progress: Option<Progress>,
     /// Block size for writing column files (from `microtab tune`).
     pub io: microtab_io::IoConfig,
+    /// Store every column as a plain array (no bit-packing).
+    pub plain: bool,
 }
 
 impl Default for FixedOptions {
@@ -71,6 +73,7 @@ impl Default for FixedOptions {
             missing: Vec::new(),
             progress: None,
             io: microtab_io::IoConfig::default(),
+            plain: false,
         }
     }
 }
@@ -597,6 +600,7 @@ pub fn import_fixed(
         source_name = format!("{source_name} (record type {t})");
     }
     ds.set_source(&source_name);
+    ds.set_packing(!opts.plain);
     let mut sinks: Vec<Sink> = layout
         .slots
         .iter()
@@ -624,8 +628,11 @@ pub fn import_fixed(
         &mut ds,
     )?;
     let mut bytes_out = 0;
-    for (slot, sink) in layout.slots.iter().zip(sinks) {
-        let (mut var, dict) = sink.finish(&mut ds)?;
+    let mut done = Vec::with_capacity(sinks.len());
+    for sink in sinks {
+        done.push(sink.finish(&mut ds)?);
+    }
+    for (slot, (mut var, dict)) in layout.slots.iter().zip(crate::sink::complete(done)?) {
         describe(&mut var, &cb.variables[slot.var], &dict);
         if let Some((_, codes)) = opts
             .missing

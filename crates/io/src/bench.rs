@@ -933,6 +933,7 @@ impl Bench {
             path: self.data.clone(),
             offset: 0,
             width: 2,
+            unit_rows: 1,
         };
         let mut secs = Vec::new();
         for _ in 0..runs {
@@ -986,6 +987,7 @@ impl Bench {
             path: self.data.clone(),
             offset: 0,
             width: 2,
+            unit_rows: 1,
         };
         let mut reference = None;
         let mut scans = Vec::new();

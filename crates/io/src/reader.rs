@@ -102,15 +102,32 @@ impl Drop for AlignedBuf {
     }
 }
 
-/// One column to stream: `width`-byte values starting at `offset`.
+/// One column to stream: starting at `offset`, every `width` bytes hold
+/// `unit_rows` rows (1 for a plain array of `width`-byte values, a block
+/// for a bit-packed column).
 #[derive(Debug, Clone)]
 pub struct ColumnSource {
     /// The file.
     pub path: PathBuf,
-    /// Byte offset of value 0 (a multiple of [`ALIGN`]).
+    /// Byte offset of row 0 (a multiple of [`ALIGN`]).
     pub offset: u64,
-    /// Bytes per value.
+    /// Bytes per unit of `unit_rows` rows.
     pub width: usize,
+    /// Rows per unit; reads start at multiples of it.
+    pub unit_rows: usize,
+}
+
+impl ColumnSource {
+    /// File offset and length of the bytes holding rows `start .. start +
+    /// n` (`start` a multiple of `unit_rows`; whole units).
+    pub fn span(&self, start: usize, n: usize) -> (u64, usize) {
+        let u = self.unit_rows.max(1);
+        debug_assert!(start.is_multiple_of(u));
+        (
+            self.offset + (start / u * self.width) as u64,
+            n.div_ceil(u) * self.width,
+        )
+    }
 }
 
 /// Reads rows of one column file with one `pread` per call, into the
@@ -132,11 +149,16 @@ impl RowReader {
         })
     }
 
-    /// Fills `buf` with the values of rows `start ..` (`buf.len()` must be
-    /// a multiple of the value width).
+    /// The column read.
+    pub fn source(&self) -> &ColumnSource {
+        &self.src
+    }
+
+    /// Fills `buf` with the stored bytes from row `start` on (`start` a
+    /// multiple of the source's `unit_rows`; see [`ColumnSource::span`]).
     pub fn read_rows(&self, start: usize, buf: &mut [u8]) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        let off = self.src.offset + (start * self.src.width) as u64;
+        let off = self.src.span(start, 0).0;
         self.file.read_exact_at(buf, off).map_err(|e| {
             let e = if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 std::io::Error::new(e.kind(), "column file is shorter than its header says")
@@ -193,7 +215,8 @@ pub struct Segment {
     pub start: usize,
     /// Number of rows.
     pub rows: usize,
-    /// One buffer per source, holding exactly `rows × width` bytes.
+    /// One buffer per source, holding the stored bytes of those rows
+    /// ([`ColumnSource::span`]).
     pub bufs: Vec<AlignedBuf>,
 }
 
@@ -225,8 +248,7 @@ pub struct SegmentStream {
 struct Opened {
     file: File,
     path: PathBuf,
-    offset: u64,
-    width: usize,
+    src: ColumnSource,
 }
 
 fn open(src: &ColumnSource, direct: bool) -> Result<Opened> {
@@ -253,8 +275,7 @@ fn open(src: &ColumnSource, direct: bool) -> Result<Opened> {
     Ok(Opened {
         file,
         path: src.path.clone(),
-        offset: src.offset,
-        width: src.width,
+        src: src.clone(),
     })
 }
 
@@ -313,8 +334,15 @@ impl SegmentStream {
         depth: usize,
     ) -> Result<Self> {
         let direct = path == ReadPath::Direct;
-        // Whole pages per segment keep every O_DIRECT offset aligned.
-        let seg_rows = seg_rows.max(1).div_ceil(ALIGN) * ALIGN;
+        // Whole pages per segment keep every O_DIRECT offset aligned: for
+        // plain columns a multiple of 4096 rows does; packed blocks are
+        // 128 × bits bytes per 1024 rows, so 32 Ki rows are 4096 × bits.
+        let unit = if sources.iter().any(|s| s.unit_rows > 1) {
+            32 * 1024
+        } else {
+            ALIGN
+        };
+        let seg_rows = seg_rows.max(1).div_ceil(unit) * unit;
         let files: Vec<Opened> = sources
             .iter()
             .map(|s| open(s, direct))
@@ -342,23 +370,15 @@ impl SegmentStream {
                         let n = seg_rows.min(rows - start);
                         let mut buf = if made < pool {
                             made += 1;
-                            AlignedBuf::new(seg_rows * f.width + ALIGN)
+                            AlignedBuf::new(f.src.span(0, seg_rows).1 + ALIGN)
                         } else {
                             match free_rx.recv() {
                                 Ok(b) => b,
                                 Err(_) => return stats,
                             }
                         };
-                        let off = f.offset + (start * f.width) as u64;
-                        let res = read_exact_at(
-                            &f,
-                            &mut buf,
-                            off,
-                            n * f.width,
-                            direct,
-                            block,
-                            &mut stats,
-                        );
+                        let (off, len) = f.src.span(start, n);
+                        let res = read_exact_at(&f, &mut buf, off, len, direct, block, &mut stats);
                         let failed = res.is_err();
                         if tx.send(res.map(|_| buf)).is_err() || failed {
                             return stats;
@@ -448,6 +468,7 @@ mod tests {
             path,
             offset: ALIGN as u64,
             width: 1,
+            unit_rows: 1,
         }
     }
 

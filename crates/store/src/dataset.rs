@@ -178,6 +178,7 @@ pub struct DatasetWriter {
     seq: u64,
     committed: bool,
     source: Option<String>,
+    pack: bool,
 }
 
 fn sanitize(name: &str) -> String {
@@ -263,12 +264,20 @@ impl DatasetWriter {
             seq: 0,
             committed: false,
             source: None,
+            pack: true,
         })
     }
 
     /// Records where the data came from (shown by `info`).
     pub fn set_source(&mut self, source: &str) {
         self.source = Some(source.to_string());
+    }
+
+    /// Whether integer columns are bit-packed where their range allows
+    /// (the default); `false` stores every column as a plain array that
+    /// `numpy.memmap` reads directly.
+    pub fn set_packing(&mut self, pack: bool) {
+        self.pack = pack;
     }
 
     /// I/O settings in force.
@@ -298,7 +307,7 @@ impl DatasetWriter {
         let rel = self.final_rel(name);
         self.seq += 1;
         let tmp = self.root.join(format!("{rel}.part{}", self.seq));
-        ColumnWriter::create(&tmp, self.root.join(&rel), rel, ty, &self.cfg)
+        ColumnWriter::create(&tmp, self.root.join(&rel), rel, ty, &self.cfg, self.pack)
     }
 
     /// Writes a string variable's dictionary and returns its relative path.

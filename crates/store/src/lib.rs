@@ -29,11 +29,13 @@
 mod column;
 mod dataset;
 mod manifest;
+pub mod pack;
 mod types;
 
 pub use column::{Column, ColumnData, ColumnHeader, ColumnWriter, HEADER_SIZE};
 pub use dataset::{Dataset, DatasetWriter};
 pub use manifest::{Kind, Manifest, Number, Variable, FORMAT_VERSION};
+pub use pack::Packing;
 pub use types::{NativeType, PhysType};
 
 use std::path::PathBuf;

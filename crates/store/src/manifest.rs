@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// What a variable's values mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +68,9 @@ pub struct Variable {
     pub file: String,
     /// Payload size in bytes (without the 4096-byte header).
     pub bytes: u64,
+    /// How the values are bit-packed (`None`: a plain array of `ty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packing: Option<crate::Packing>,
     /// `xxh3:<16 hex digits>` of the payload.
     pub checksum: String,
     /// Implied decimals: the stored integer is the value times `10^decimals`.
@@ -109,6 +112,7 @@ impl Variable {
             ty,
             file: String::new(),
             bytes: 0,
+            packing: None,
             checksum: String::new(),
             decimals: 0,
             nulls: 0,

@@ -39,6 +39,11 @@ pub struct Args {
     /// (default P; H imports the household records).
     #[arg(long, value_name = "TYPE", requires = "ddi")]
     rectype: Option<String>,
+    /// Store every variable as a plain little-endian array (no
+    /// bit-packing), so that numpy.memmap reads each column file directly;
+    /// takes more disk and makes cold queries slower.
+    #[arg(long)]
+    plain: bool,
 }
 
 fn delimiter(s: &str) -> Result<u8> {
@@ -111,6 +116,7 @@ pub fn run(a: Args) -> Result<()> {
         opts.types.push((n.to_string(), hint));
     }
     opts.missing = missing_codes(&a.missing)?;
+    opts.plain = a.plain;
     let (bar, progress) = progress_bar(&a.input);
     opts.progress = progress;
     let t = Instant::now();
@@ -146,6 +152,7 @@ fn run_fixed(a: Args) -> Result<()> {
             progress,
             codebook: Some(cb),
             io: crate::settings::Settings::load()?.io,
+            plain: a.plain,
             ..CsvOptions::default()
         };
         let t = Instant::now();
@@ -162,6 +169,7 @@ fn run_fixed(a: Args) -> Result<()> {
         missing: missing_codes(&a.missing)?,
         progress,
         io: crate::settings::Settings::load()?.io,
+        plain: a.plain,
         ..FixedOptions::default()
     };
     let t = Instant::now();

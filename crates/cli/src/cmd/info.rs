@@ -42,6 +42,8 @@ pub fn var_json(ds: &Dataset, v: &Variable) -> Result<Json> {
         "kind": v.kind,
         "decimals": v.decimals,
         "bytes": v.bytes,
+        "packing": v.packing,
+        "bits": v.packing.map(|p| p.bits as usize).unwrap_or(8 * v.ty.width()),
         "min": v.min.map(|m| display_value(v, m, &dict)),
         "max": v.max.map(|m| display_value(v, m, &dict)),
         "nulls": v.nulls,
@@ -107,6 +109,7 @@ pub fn run(a: Args) -> Result<()> {
                 &[
                     "name",
                     "type",
+                    "bits",
                     "kind",
                     "decimals",
                     "bytes",
@@ -121,6 +124,7 @@ pub fn run(a: Args) -> Result<()> {
                 s += &csv_line(&[
                     plain(&v["name"]),
                     plain(&v["type"]),
+                    plain(&v["bits"]),
                     plain(&v["kind"]),
                     plain(&v["decimals"]),
                     plain(&v["bytes"]),
@@ -154,6 +158,7 @@ pub fn run(a: Args) -> Result<()> {
                     vec![
                         plain(&v["name"]),
                         plain(&v["type"]),
+                        plain(&v["bits"]),
                         plain(&v["kind"]),
                         if v["decimals"] == 0 {
                             String::new()
@@ -176,6 +181,7 @@ pub fn run(a: Args) -> Result<()> {
                 &[
                     "variable",
                     "type",
+                    "bits",
                     "kind",
                     "dec",
                     "bytes",
@@ -186,7 +192,9 @@ pub fn run(a: Args) -> Result<()> {
                 ]
                 .map(String::from),
                 &rows,
-                &[Left, Left, Left, Right, Right, Right, Right, Right, Left],
+                &[
+                    Left, Left, Right, Left, Right, Right, Right, Right, Right, Left,
+                ],
             );
             s += "\nI/O settings in force:\n";
             for (k, v) in settings.describe_for(&a.dataset) {
