@@ -4,6 +4,7 @@
 mod census;
 mod cmd;
 mod common;
+mod libm_shim;
 mod render;
 mod settings;
 
