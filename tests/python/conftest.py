@@ -310,7 +310,8 @@ def read_column_file(path, var: dict, rows: int):
     assert encoding == 1
     bits = int.from_bytes(head[36:40], "little")
     base = int.from_bytes(head[40:48], "little", signed=True)
-    assert packing == {"bits": bits, "base": base}
+    nulls = int.from_bytes(head[48:52], "little") & 1 == 1
+    assert packing == ({"bits": bits, "base": base, "nulls": True} if nulls else {"bits": bits, "base": base})
     w = dt.itemsize * 8
     lanes = 1024 // w
     blocks = -(-rows // 1024)
@@ -330,6 +331,8 @@ def read_column_file(path, var: dict, rows: int):
         packed = vals.transpose(0, 2, 1).reshape(-1)  # row k·L + j
     packed = packed[:rows]
     out = packed + base
-    if var.get("nulls", 0) > 0:
-        out = np.where(packed == (1 << bits) - 1, var["null_code"], out)
+    if nulls:
+        # all ones: the type's null code (its maximum, or minimum if signed)
+        info = np.iinfo(dt)
+        out = np.where(packed == (1 << bits) - 1, info.max if info.min == 0 else info.min, out)
     return out.astype(dt)

@@ -586,9 +586,9 @@ pub struct Finished {
     entries: Vec<String>,
 }
 
-/// Publishes the files of finished columns (bit-packing those that allow
-/// it: several columns at once) and returns each variable with its
-/// dictionary, in order.
+/// Publishes the files of finished columns (the last blocks packed, the
+/// header written, `fsync`: several columns at once) and returns each
+/// variable with its dictionary, in order.
 pub fn complete(done: Vec<Finished>) -> Result<Vec<(Variable, Vec<String>)>> {
     use rayon::prelude::*;
     done.into_par_iter()

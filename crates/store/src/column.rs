@@ -2,7 +2,7 @@
 //! bit-packed blocks (see [`crate::pack`]).
 
 use crate::pack::{self, Packing, BLOCK};
-use crate::{Error, Kind, NativeType, PhysType, Result, Variable};
+use crate::{Error, NativeType, PhysType, Result, Variable};
 use microtab_io::{BlockWriter, IoConfig, MappedFile};
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
@@ -37,6 +37,7 @@ impl ColumnHeader {
             h[32..36].copy_from_slice(&1u32.to_le_bytes());
             h[36..40].copy_from_slice(&p.bits.to_le_bytes());
             h[40..48].copy_from_slice(&p.base.to_le_bytes());
+            h[48..52].copy_from_slice(&(p.nulls as u32).to_le_bytes());
         }
         h
     }
@@ -62,6 +63,7 @@ impl ColumnHeader {
                 Some(Packing {
                     bits: u32_at(36),
                     base: u64_at(40) as i64,
+                    nulls: u32_at(48) & 1 == 1,
                 })
             }
             _ => return Err(corrupt("unknown column encoding")),
@@ -76,6 +78,13 @@ impl ColumnHeader {
 }
 
 /// Streams values into a new column file.
+///
+/// Integer columns are bit-packed as they are written (unless the dataset
+/// writer was told to store plain arrays): the writer keeps the range seen
+/// so far, packs whole blocks with the narrowest packing that holds it, and
+/// when a later value falls outside that packing, re-packs what it has
+/// written (read back from the page cache) with a wider one. A column whose
+/// range needs every bit of its type is turned into a plain array.
 pub struct ColumnWriter {
     w: BlockWriter,
     ty: PhysType,
@@ -83,8 +92,45 @@ pub struct ColumnWriter {
     hash: Xxh3,
     rel: String,
     final_path: PathBuf,
-    pack: bool,
     cfg: IoConfig,
+    /// Set while the file holds packed blocks (or nothing yet).
+    packer: Option<Packer>,
+    /// Files written so far (for unique names of re-packed files).
+    generation: u32,
+}
+
+/// The packing state of a [`ColumnWriter`].
+struct Packer {
+    /// Range of the values appended so far (null codes apart).
+    lo: i64,
+    hi: i64,
+    nulls: bool,
+    /// Packing of the blocks in the file (`None` before the first).
+    cur: Option<Packing>,
+    /// Rows in the file: whole blocks.
+    packed_rows: usize,
+    /// Plain bytes of the rows appended after those (less than a block
+    /// between appends), in u64 storage for alignment.
+    pending: Vec<u64>,
+    pending_rows: usize,
+    /// Packed bytes on their way to the file.
+    out: Vec<u64>,
+}
+
+/// Rows unpacked and re-packed at a time when a file is rewritten.
+const STRETCH: usize = 64 * BLOCK;
+
+/// The bytes of a u64 buffer.
+fn bytes_mut(b: &mut [u64]) -> &mut [u8] {
+    // SAFETY: u8 has no alignment or validity requirements.
+    unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut u8, b.len() * 8) }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::Io(microtab_io::Error {
+        path: path.to_path_buf(),
+        error: e,
+    })
 }
 
 impl ColumnWriter {
@@ -99,12 +145,16 @@ impl ColumnWriter {
         pack: bool,
     ) -> Result<Self> {
         let mut w = BlockWriter::create(path, cfg)?;
-        if pack && !ty.is_float() {
-            // Most integer columns are packed at `finish`: these plain
-            // values are then read back from the page cache and deleted.
-            w.defer_writeback();
-        }
         w.write_all(&[0u8; HEADER_SIZE])?;
+        let packable = matches!(
+            ty,
+            PhysType::U8
+                | PhysType::I8
+                | PhysType::U16
+                | PhysType::I16
+                | PhysType::U32
+                | PhysType::I32
+        );
         Ok(ColumnWriter {
             w,
             ty,
@@ -112,8 +162,18 @@ impl ColumnWriter {
             hash: Xxh3::new(),
             rel,
             final_path,
-            pack,
             cfg: cfg.clone(),
+            packer: (pack && packable).then(|| Packer {
+                lo: i64::MAX,
+                hi: i64::MIN,
+                nulls: false,
+                cur: None,
+                packed_rows: 0,
+                pending: Vec::new(),
+                pending_rows: 0,
+                out: Vec::new(),
+            }),
+            generation: 0,
         })
     }
 
@@ -128,9 +188,13 @@ impl ColumnWriter {
     }
 
     /// Stops writing and returns the partial file (header not yet valid;
-    /// payload from byte 4096), for a caller that re-encodes the values into
-    /// a wider type. The caller deletes the file.
-    pub fn into_partial(self) -> Result<PathBuf> {
+    /// payload from byte 4096: a plain array, also when the values were
+    /// being packed), for a caller that re-encodes the values into a wider
+    /// type. The caller deletes the file.
+    pub fn into_partial(mut self) -> Result<PathBuf> {
+        if self.packer.is_some() {
+            self.make_plain()?;
+        }
         let path = self.w.path().to_path_buf();
         self.w.finish()?;
         Ok(path)
@@ -140,116 +204,219 @@ impl ColumnWriter {
     pub fn append<T: NativeType>(&mut self, values: &[T]) -> Result<()> {
         assert_eq!(T::PHYS, self.ty, "column type mismatch");
         let bytes = T::as_bytes(values);
-        self.hash.update(bytes);
-        self.w.write_all(bytes)?;
         self.rows += values.len() as u64;
+        if self.packer.is_none() {
+            self.hash.update(bytes);
+            self.w.write_all(bytes)?;
+            return Ok(());
+        }
+        let ty = self.ty;
+        let w = ty.width();
+        let p = self.packer.as_mut().expect("packing");
+        let (lo, hi, nulls) = pack::range_of(ty, bytes);
+        p.lo = p.lo.min(lo);
+        p.hi = p.hi.max(hi);
+        p.nulls |= nulls;
+        let n = p.pending_rows + values.len();
+        if p.pending.len() * 8 < n * w {
+            p.pending.resize((n * w).div_ceil(8), 0);
+        }
+        bytes_mut(&mut p.pending)[p.pending_rows * w..n * w].copy_from_slice(bytes);
+        p.pending_rows = n;
+        let need = if p.lo > p.hi {
+            // Only nulls so far: every value is the null code.
+            Some(Packing {
+                bits: 0,
+                base: ty.null_code(),
+                nulls: false,
+            })
+        } else {
+            Packing::choose(ty, p.lo, p.hi, p.nulls)
+        };
+        let Some(need) = need else {
+            // The range needs every bit of the type.
+            return self.make_plain();
+        };
+        match p.cur {
+            Some(c) if c == need || c.holds(p.lo, p.hi, p.nulls) => {}
+            // A range the packing so far cannot hold.
+            Some(_) if p.packed_rows > 0 => self.repack(need)?,
+            _ => p.cur = Some(need),
+        }
+        self.pack_pending(false)
+    }
+
+    /// Packs the pending rows' whole blocks (and with `all` the last
+    /// partial block too, padded with the base) and writes them.
+    fn pack_pending(&mut self, all: bool) -> Result<()> {
+        let ty = self.ty;
+        let w = ty.width();
+        let p = self.packer.as_mut().expect("packing");
+        let Some(cur) = p.cur else {
+            return Ok(());
+        };
+        let blocks = if all {
+            p.pending_rows.div_ceil(BLOCK)
+        } else {
+            p.pending_rows / BLOCK
+        };
+        if blocks == 0 {
+            return Ok(());
+        }
+        let plain = bytes_mut(&mut p.pending);
+        if blocks * BLOCK * w > plain.len() {
+            let n = p.pending_rows;
+            p.pending.resize((blocks * BLOCK * w).div_ceil(8), 0);
+            let base = cur.base.to_le_bytes();
+            let plain = bytes_mut(&mut p.pending);
+            for v in plain[n * w..blocks * BLOCK * w].chunks_exact_mut(w) {
+                v.copy_from_slice(&base[..w]);
+            }
+        } else if all {
+            let base = cur.base.to_le_bytes();
+            for v in plain[p.pending_rows * w..blocks * BLOCK * w].chunks_exact_mut(w) {
+                v.copy_from_slice(&base[..w]);
+            }
+        }
+        let len = blocks * cur.block_bytes();
+        if p.out.len() * 8 < len {
+            p.out.resize(len.div_ceil(8), 0);
+        }
+        let out = &mut bytes_mut(&mut p.out)[..len];
+        pack::pack(
+            ty,
+            cur,
+            &bytes_mut(&mut p.pending)[..blocks * BLOCK * w],
+            out,
+        );
+        self.hash.update(out);
+        self.w.write_all(out)?;
+        let done = (blocks * BLOCK).min(p.pending_rows);
+        p.packed_rows += blocks * BLOCK;
+        let rest = p.pending_rows - done;
+        bytes_mut(&mut p.pending).copy_within(done * w..(done + rest) * w, 0);
+        p.pending_rows = rest;
         Ok(())
+    }
+
+    /// A new file beside the current one, for rewriting it.
+    fn next_file(&mut self) -> Result<BlockWriter> {
+        self.generation += 1;
+        let base = self.w.path().to_string_lossy().into_owned();
+        let base = base
+            .rsplit_once(".r")
+            .map_or(base.as_str(), |(b, _)| b)
+            .to_string();
+        let path = PathBuf::from(format!("{base}.r{}", self.generation));
+        let mut w = BlockWriter::create(&path, &self.cfg)?;
+        w.write_all(&[0u8; HEADER_SIZE])?;
+        Ok(w)
+    }
+
+    /// Calls `f` with the file's packed blocks unpacked, a stretch at a
+    /// time, then deletes the file (it is being replaced).
+    fn unpack_file(
+        &mut self,
+        cur: Packing,
+        blocks: usize,
+        mut f: impl FnMut(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let w = self.ty.width();
+        self.w.flush()?;
+        let path = self.w.path().to_path_buf();
+        let src = std::fs::File::open(&path).map_err(|e| io_err(&path, e))?;
+        let per = STRETCH / BLOCK;
+        let mut stored = vec![0u64; (per * cur.block_bytes()).div_ceil(8)];
+        let mut plain = vec![0u64; (STRETCH * w).div_ceil(8)];
+        let mut b = 0;
+        while b < blocks {
+            let k = per.min(blocks - b);
+            let sb = &mut bytes_mut(&mut stored)[..k * cur.block_bytes()];
+            src.read_exact_at(sb, (HEADER_SIZE + b * cur.block_bytes()) as u64)
+                .map_err(|e| io_err(&path, e))?;
+            let pb = &mut bytes_mut(&mut plain)[..k * BLOCK * w];
+            pack::unpack(self.ty, cur, sb, pb);
+            f(pb)?;
+            b += k;
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    }
+
+    /// Rewrites the packed blocks written so far with packing `new`.
+    fn repack(&mut self, new: Packing) -> Result<()> {
+        let p = self.packer.as_ref().expect("packing");
+        let (cur, blocks) = (p.cur.expect("blocks were packed"), p.packed_rows / BLOCK);
+        let ty = self.ty;
+        let mut out = self.next_file()?;
+        let mut hash = Xxh3::new();
+        let mut buf = vec![0u64; (STRETCH / BLOCK * new.block_bytes()).div_ceil(8)];
+        self.unpack_file(cur, blocks, |plain| {
+            let k = plain.len() / (BLOCK * ty.width());
+            let o = &mut bytes_mut(&mut buf)[..k * new.block_bytes()];
+            pack::pack(ty, new, plain, o);
+            hash.update(o);
+            Ok(out.write_all(o)?)
+        })?;
+        let old = std::mem::replace(&mut self.w, out);
+        old.close()?;
+        self.hash = hash;
+        self.packer.as_mut().expect("packing").cur = Some(new);
+        Ok(())
+    }
+
+    /// Turns the column into a plain array: unpacks what was packed,
+    /// appends the pending rows, and writes plainly from now on.
+    fn make_plain(&mut self) -> Result<()> {
+        let mut p = self.packer.take().expect("packing");
+        let w = self.ty.width();
+        if let Some(cur) = p.cur.filter(|_| p.packed_rows > 0) {
+            let mut out = self.next_file()?;
+            let mut hash = Xxh3::new();
+            self.unpack_file(cur, p.packed_rows / BLOCK, |plain| {
+                hash.update(plain);
+                Ok(out.write_all(plain)?)
+            })?;
+            let old = std::mem::replace(&mut self.w, out);
+            old.close()?;
+            self.hash = hash;
+        }
+        let rest = &bytes_mut(&mut p.pending)[..p.pending_rows * w];
+        self.hash.update(rest);
+        Ok(self.w.write_all(rest)?)
     }
 
     /// Writes the header, `fsync`s, and returns `var` completed with the
     /// file name, size, type, packing and checksum.
-    ///
-    /// An integer or string column whose range (`var.min ..= var.max`, plus
-    /// the null code when `var.nulls > 0`) needs fewer bits than its type
-    /// is rewritten bit-packed (see [`crate::pack`]) unless the dataset
-    /// writer was told to store plain arrays.
     pub fn finish(mut self, mut var: Variable) -> Result<Variable> {
-        let packing = match (var.kind, var.min, var.max) {
-            (Kind::Int | Kind::String, Some(lo), Some(hi)) if self.pack && self.rows > 0 => {
-                Packing::choose(self.ty, lo.as_i64(), hi.as_i64(), var.nulls > 0)
+        let mut packing = None;
+        if self.packer.is_some() {
+            if self.rows == 0 {
+                self.make_plain()?;
+            } else {
+                self.pack_pending(true)?;
+                packing = self.packer.as_ref().and_then(|p| p.cur);
             }
-            _ => None,
-        };
-        if let Some(p) = packing {
-            return self.finish_packed(var, p);
         }
         let checksum = self.hash.digest();
         let header = ColumnHeader {
             ty: self.ty,
             rows: self.rows,
             checksum,
-            packing: None,
+            packing,
         };
         self.w.write_at(0, &header.encode())?;
         let tmp = self.w.path().to_path_buf();
         self.w.finish()?;
-        std::fs::rename(&tmp, &self.final_path).map_err(|e| {
-            Error::Io(microtab_io::Error {
-                path: self.final_path.clone(),
-                error: e,
-            })
-        })?;
+        std::fs::rename(&tmp, &self.final_path).map_err(|e| io_err(&self.final_path, e))?;
         var.ty = self.ty;
         var.file = self.rel;
-        var.bytes = self.rows * self.ty.width() as u64;
-        var.packing = None;
-        var.checksum = format!("xxh3:{checksum:016x}");
-        Ok(var)
-    }
-
-    /// Reads the plain values back (from the page cache: they were just
-    /// written) in stretches of 64 blocks, packs them into a second file,
-    /// publishes that one and deletes the first.
-    fn finish_packed(self, mut var: Variable, p: Packing) -> Result<Variable> {
-        use std::os::unix::fs::FileExt;
-        let (ty, rows, w) = (self.ty, self.rows as usize, self.ty.width());
-        let plain_path = self.w.path().to_path_buf();
-        self.w.close()?;
-        let io = |path: &Path, e: std::io::Error| {
-            Error::Io(microtab_io::Error {
-                path: path.to_path_buf(),
-                error: e,
-            })
+        var.bytes = match packing {
+            Some(p) => p.stored_len(self.rows as usize) as u64,
+            None => self.rows * self.ty.width() as u64,
         };
-        let src = std::fs::File::open(&plain_path).map_err(|e| io(&plain_path, e))?;
-        let packed_path = PathBuf::from(format!("{}.packed", plain_path.display()));
-        let mut out = BlockWriter::create(&packed_path, &self.cfg)?;
-        out.write_all(&[0u8; HEADER_SIZE])?;
-        const STRETCH: usize = 64 * BLOCK;
-        // u64 storage keeps both buffers aligned for every value type.
-        let mut plain = vec![0u64; STRETCH * w / 8];
-        let mut packed = vec![0u64; (STRETCH / BLOCK * p.block_bytes()).div_ceil(8)];
-        let base = p.base.to_le_bytes();
-        let null = var.null_code.filter(|_| var.nulls > 0);
-        let mut hash = Xxh3::new();
-        let mut start = 0;
-        while start < rows {
-            let n = STRETCH.min(rows - start);
-            let blocks = n.div_ceil(BLOCK);
-            // SAFETY: the bytes of u64 buffers.
-            let pb = unsafe {
-                std::slice::from_raw_parts_mut(plain.as_mut_ptr() as *mut u8, plain.len() * 8)
-            };
-            let kb = unsafe {
-                std::slice::from_raw_parts_mut(packed.as_mut_ptr() as *mut u8, packed.len() * 8)
-            };
-            src.read_exact_at(&mut pb[..n * w], (HEADER_SIZE + start * w) as u64)
-                .map_err(|e| io(&plain_path, e))?;
-            for v in pb[n * w..blocks * BLOCK * w].chunks_exact_mut(w) {
-                v.copy_from_slice(&base[..w]);
-            }
-            let kb = &mut kb[..blocks * p.block_bytes()];
-            pack::pack(ty, p, null, &pb[..blocks * BLOCK * w], kb);
-            hash.update(kb);
-            out.write_all(kb)?;
-            start += n;
-        }
-        drop(src);
-        let _ = std::fs::remove_file(&plain_path);
-        let checksum = hash.digest();
-        let header = ColumnHeader {
-            ty,
-            rows: rows as u64,
-            checksum,
-            packing: Some(p),
-        };
-        out.write_at(0, &header.encode())?;
-        out.finish()?;
-        std::fs::rename(&packed_path, &self.final_path).map_err(|e| io(&self.final_path, e))?;
-        var.ty = ty;
-        var.file = self.rel;
-        var.bytes = p.stored_len(rows) as u64;
-        var.packing = Some(p);
+        var.packing = packing;
         var.checksum = format!("xxh3:{checksum:016x}");
         Ok(var)
     }
@@ -427,7 +594,7 @@ impl Column {
                 // SAFETY: the bytes of a u64 buffer.
                 let out =
                     unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, len) };
-                pack::unpack(ty, p, self.null_code(), stored, out);
+                pack::unpack(ty, p, stored, out);
                 ColumnData::view(ty, &out[..n * w])
             }
         }
@@ -444,10 +611,6 @@ impl Column {
     ) -> ColumnData<'a> {
         let (off, len) = self.stored_span(start, n);
         self.decode(&self.payload()[off..off + len], n, buf)
-    }
-
-    fn null_code(&self) -> Option<i64> {
-        self.var.null_code.filter(|_| self.var.nulls > 0)
     }
 
     /// The manifest entry.
@@ -546,5 +709,150 @@ impl Column {
             ColumnData::U8(v) => Some(v),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ColumnData, Dataset, DatasetWriter, Kind, Packing, PhysType, Variable};
+
+    /// Writes `chunks` as one u16 column X in that many appends (and a u8
+    /// column Y from `chunks8`), publishes the dataset and returns it.
+    fn write(
+        dir: &std::path::Path,
+        pack: bool,
+        chunks: &[Vec<u16>],
+        chunks8: &[Vec<u8>],
+    ) -> Dataset {
+        let t = dir.join(format!("d{pack}.mtab"));
+        let mut w = DatasetWriter::create(&t, false).unwrap();
+        w.set_packing(pack);
+        let mut c = w.column_writer("X", PhysType::U16).unwrap();
+        for ch in chunks {
+            c.append(ch).unwrap();
+        }
+        let rows = c.rows();
+        w.add_variable(
+            c.finish(Variable::new("X", Kind::Int, PhysType::U16))
+                .unwrap(),
+        );
+        let mut c = w.column_writer("Y", PhysType::U8).unwrap();
+        for ch in chunks8 {
+            c.append(ch).unwrap();
+        }
+        w.add_variable(
+            c.finish(Variable::new("Y", Kind::Int, PhysType::U8))
+                .unwrap(),
+        );
+        w.commit(rows).unwrap();
+        Dataset::open(&t).unwrap()
+    }
+
+    fn values16(ds: &Dataset, name: &str) -> Vec<u16> {
+        let c = ds.column(name).unwrap();
+        c.verify().unwrap();
+        match c.data() {
+            ColumnData::U16(v) => v.to_vec(),
+            _ => panic!("u16 expected"),
+        }
+    }
+
+    fn values8(ds: &Dataset, name: &str) -> Vec<u8> {
+        let c = ds.column(name).unwrap();
+        c.verify().unwrap();
+        match c.data() {
+            ColumnData::U8(v) => v.to_vec(),
+            _ => panic!("u8 expected"),
+        }
+    }
+
+    /// The range grows over the appends (re-packing what was written),
+    /// nulls (the u16 null code 65535) arrive late, appends are smaller and
+    /// larger than a block: the column reads back exactly, with the packing
+    /// the final range needs, computed by hand.
+    #[test]
+    fn growing_range_repacks_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let a: Vec<u16> = (0..700).map(|i| 100 + (i % 3) as u16).collect(); // 100..=102
+        let b: Vec<u16> = (0..5000).map(|i| 100 + (i % 50) as u16).collect(); // ..=149
+        let c: Vec<u16> = (0..3000)
+            .map(|i| {
+                if i % 7 == 0 {
+                    65535
+                } else {
+                    90 + (i % 400) as u16
+                }
+            })
+            .collect();
+        let d: Vec<u16> = vec![95; 10];
+        let y: Vec<Vec<u8>> = vec![vec![255; 700], vec![1; 8010]]; // nulls first, then 1
+        let ds = write(
+            dir.path(),
+            true,
+            &[a.clone(), b.clone(), c.clone(), d.clone()],
+            &y,
+        );
+        let all: Vec<u16> = [a, b, c, d].concat();
+        assert_eq!(values16(&ds, "X"), all);
+        // 90..=489 and the null code: 400 values + all ones → 9 bits.
+        let v = ds.variable("X").unwrap();
+        assert_eq!(
+            v.packing,
+            Some(Packing {
+                bits: 9,
+                base: 90,
+                nulls: true
+            })
+        );
+        assert_eq!(v.bytes, 9 * 128 * 9); // 8710 rows: 9 blocks of 128 × 9 bytes
+                                          // Y: only nulls at first (0 bits, base 255), then 1s: one bit and the null.
+        assert_eq!(
+            values8(&ds, "Y"),
+            [vec![255u8; 700], vec![1; 8010]].concat()
+        );
+        assert_eq!(
+            ds.variable("Y").unwrap().packing,
+            Some(Packing {
+                bits: 1,
+                base: 1,
+                nulls: true
+            })
+        );
+    }
+
+    /// A range that grows to the full width turns the column into a plain
+    /// array; `set_packing(false)` writes plain arrays from the start.
+    #[test]
+    fn full_range_and_plain_writer_store_plain_arrays() {
+        let dir = tempfile::tempdir().unwrap();
+        let a: Vec<u16> = (0..3000).map(|i| (i % 10) as u16).collect();
+        let b: Vec<u16> = vec![0, 65534, 7];
+        let y = vec![(0..3003).map(|i| (i % 256) as u8).collect::<Vec<u8>>()];
+        for pack in [true, false] {
+            let ds = write(dir.path(), pack, &[a.clone(), b.clone()], &y);
+            assert_eq!(values16(&ds, "X"), [a.clone(), b.clone()].concat());
+            assert_eq!(values8(&ds, "Y"), y[0]);
+            for name in ["X", "Y"] {
+                assert_eq!(ds.variable(name).unwrap().packing, None, "{name}");
+            }
+        }
+    }
+
+    /// `into_partial` hands back a plain array even while packing.
+    #[test]
+    fn partial_file_is_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("p.mtab");
+        let mut w = DatasetWriter::create(&t, false).unwrap();
+        let mut c = w.column_writer("X", PhysType::U16).unwrap();
+        let vals: Vec<u16> = (0..2500).map(|i| 1000 + (i % 13) as u16).collect();
+        c.append(&vals).unwrap();
+        let path = c.into_partial().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let got: Vec<u16> = bytes[crate::HEADER_SIZE..]
+            .chunks(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        assert_eq!(got, vals);
     }
 }

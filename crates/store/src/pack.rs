@@ -1,8 +1,8 @@
 //! Bit-packed integer columns.
 //!
 //! A packed column stores every value as `bits` bits: the value minus the
-//! column's `base` (its minimum), and — when the column has system-missing
-//! values — all ones for the null code. Values are packed in blocks of
+//! column's `base` (its minimum), and — when `nulls` is set — all ones for
+//! the type's null code (system-missing). Values are packed in blocks of
 //! [`BLOCK`] rows with a *vertical* layout (as in Lemire and Boytsov's
 //! SIMD-BP128): a block of a column whose type is `W` bits wide is `W`
 //! values deep in `L = 1024 / W` lanes. Value `k·L + j` of the block lives
@@ -29,6 +29,9 @@ pub struct Packing {
     pub bits: u32,
     /// The value stored as 0 (the column's minimum), in stored units.
     pub base: i64,
+    /// All ones stands for the type's null code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nulls: bool,
 }
 
 impl Packing {
@@ -51,7 +54,18 @@ impl Packing {
         // Values 0..=span-1 (and all ones for null when the column has nulls).
         let span = (max - min) as u64 + nulls as u64;
         let bits = 64 - span.leading_zeros();
-        (bits < 8 * ty.width() as u32).then_some(Packing { bits, base: min })
+        (bits < 8 * ty.width() as u32).then_some(Packing {
+            bits,
+            base: min,
+            nulls,
+        })
+    }
+
+    /// Whether values `min..=max` (none when `max < min`), and the null
+    /// code when `nulls`, can be stored with this packing.
+    pub fn holds(self, min: i64, max: i64, nulls: bool) -> bool {
+        let top = (1i64 << self.bits) - 1 - self.nulls as i64;
+        (!nulls || self.nulls) && (max < min || (min >= self.base && max - self.base <= top))
     }
 
     /// Bytes of one packed block.
@@ -199,6 +213,50 @@ fn pack_lanes<U: Lane>(vals: &[U], bits: usize, base: U, null: Option<U>, words:
     }
 }
 
+/// The smallest and largest value of `plain` (little-endian values of
+/// `ty`) other than the type's null code, and whether the null code occurs;
+/// `(i64::MAX, i64::MIN, _)` when there are no other values.
+pub fn range_of(ty: PhysType, plain: &[u8]) -> (i64, i64, bool) {
+    let null = ty.null_code();
+    macro_rules! go {
+        ($t:ty) => {{
+            let v = cast::<$t>(plain);
+            let nc = null as $t;
+            // The null code is the type's maximum (unsigned) or minimum
+            // (signed), so plain min and max (a loop that vectorises) show
+            // whether it occurs; only then a second pass leaves it out.
+            let lo0 = v.iter().fold(<$t>::MAX, |a, &x| a.min(x));
+            let hi0 = v.iter().fold(<$t>::MIN, |a, &x| a.max(x));
+            let n = lo0 == nc || hi0 == nc;
+            let (lo, hi) = if n {
+                v.iter().fold((<$t>::MAX, <$t>::MIN), |(lo, hi), &x| {
+                    let null = x == nc;
+                    (
+                        lo.min(if null { <$t>::MAX } else { x }),
+                        hi.max(if null { <$t>::MIN } else { x }),
+                    )
+                })
+            } else {
+                (lo0, hi0)
+            };
+            if lo > hi {
+                (i64::MAX, i64::MIN, n)
+            } else {
+                (lo as i64, hi as i64, n)
+            }
+        }};
+    }
+    match ty {
+        PhysType::U8 => go!(u8),
+        PhysType::I8 => go!(i8),
+        PhysType::U16 => go!(u16),
+        PhysType::I16 => go!(i16),
+        PhysType::U32 => go!(u32),
+        PhysType::I32 => go!(i32),
+        _ => unreachable!("only 8-, 16- and 32-bit integer columns are packed"),
+    }
+}
+
 fn cast<U>(b: &[u8]) -> &[U] {
     let w = std::mem::size_of::<U>();
     assert!(b.len().is_multiple_of(w) && (b.as_ptr() as usize).is_multiple_of(w));
@@ -215,11 +273,12 @@ fn cast_mut<U>(b: &mut [u8]) -> &mut [U] {
 }
 
 /// Unpacks `stored` (whole blocks of a column of type `ty`) into `out`,
-/// the little-endian bytes of `stored.len() / block_bytes × 1024` values.
+/// the little-endian bytes of `out.len() / width / 1024` blocks of values.
 ///
 /// # Panics
 /// If the lengths do not match or a buffer is not aligned for `ty`.
-pub fn unpack(ty: PhysType, p: Packing, null: Option<i64>, stored: &[u8], out: &mut [u8]) {
+pub fn unpack(ty: PhysType, p: Packing, stored: &[u8], out: &mut [u8]) {
+    let null = p.nulls.then(|| ty.null_code());
     let blocks = out.len() / (BLOCK * ty.width());
     assert_eq!(out.len(), blocks * BLOCK * ty.width(), "whole blocks");
     assert!(
@@ -248,8 +307,10 @@ pub fn unpack(ty: PhysType, p: Packing, null: Option<i64>, stored: &[u8], out: &
 
 /// Packs `plain` (the little-endian bytes of whole blocks of values of
 /// `ty`; pad a partial last block with the base) into `out`
-/// (`blocks × 128 × bits` bytes).
-pub fn pack(ty: PhysType, p: Packing, null: Option<i64>, plain: &[u8], out: &mut [u8]) {
+/// (`blocks × 128 × bits` bytes). With `p.nulls`, values equal to the
+/// type's null code become all ones.
+pub fn pack(ty: PhysType, p: Packing, plain: &[u8], out: &mut [u8]) {
+    let null = p.nulls.then(|| ty.null_code());
     let blocks = plain.len() / (BLOCK * ty.width());
     assert_eq!(plain.len(), blocks * BLOCK * ty.width(), "whole blocks");
     assert_eq!(out.len(), blocks * p.block_bytes(), "packed size");
@@ -328,14 +389,18 @@ mod tests {
         // u8 column, 4 bits: L = 128 lanes, 8 values deep. Value k·128 + j
         // sits in lane j at bits 4k..4k+4, i.e. byte (k/2)·128 + j, low
         // nibble for even k, high nibble for odd k.
-        let p = Packing { bits: 4, base: 1 };
+        let p = Packing {
+            bits: 4,
+            base: 1,
+            nulls: false,
+        };
         let mut vals = vec![1u8; BLOCK];
         vals[0] = 10; // k 0, lane 0 → byte 0 low nibble: 9
         vals[128] = 4; // k 1, lane 0 → byte 0 high nibble: 3
         vals[3 * 128 + 5] = 16; // k 3, lane 5 → byte 128 + 5, high nibble: 15
         let plain = aligned(&vals);
         let mut out = vec![0u8; p.block_bytes()];
-        pack(PhysType::U8, p, None, as_bytes(&plain, BLOCK), &mut out);
+        pack(PhysType::U8, p, as_bytes(&plain, BLOCK), &mut out);
         assert_eq!(out[0], 0x39);
         assert_eq!(out[128 + 5], 0xF0);
         assert_eq!(out.iter().filter(|&&b| b != 0).count(), 2);
@@ -345,6 +410,7 @@ mod tests {
         let p = Packing {
             bits: 13,
             base: 350,
+            nulls: false,
         };
         let mut vals = vec![350u16; BLOCK];
         vals[66] = 350 + 0b1_0110_0111_0101;
@@ -353,7 +419,7 @@ mod tests {
         let mut out = aligned(&vec![0u8; p.block_bytes()]);
         let o =
             unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, p.block_bytes()) };
-        pack(PhysType::U16, p, None, as_bytes(&plain, 2 * BLOCK), o);
+        pack(PhysType::U16, p, as_bytes(&plain, 2 * BLOCK), o);
         let words: Vec<u16> = o
             .chunks(2)
             .map(|c| u16::from_le_bytes([c[0], c[1]]))
@@ -418,13 +484,13 @@ mod tests {
                             p.stored_len(n),
                         )
                     };
-                    let nc = with_null.then_some(null);
-                    pack(ty, p, nc, as_bytes(&plain, n * w), pk);
+                    assert_eq!(p.nulls, with_null);
+                    pack(ty, p, as_bytes(&plain, n * w), pk);
                     let mut out = aligned(&vec![0u8; n * w]);
                     let o = unsafe {
                         std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, n * w)
                     };
-                    unpack(ty, p, nc, as_bytes(&packed, p.stored_len(n)), o);
+                    unpack(ty, p, as_bytes(&packed, p.stored_len(n)), o);
                     assert_eq!(
                         o,
                         as_bytes(&plain, n * w),
@@ -453,7 +519,11 @@ mod speed {
         ] {
             let n = 32 * BLOCK;
             let w = ty.width();
-            let p = Packing { bits, base: 0 };
+            let p = Packing {
+                bits,
+                base: 0,
+                nulls: false,
+            };
             let plain = vec![0u64; n * w / 8];
             let mut packed = vec![0u64; p.stored_len(n).div_ceil(8)];
             let pb = unsafe { std::slice::from_raw_parts(plain.as_ptr() as *const u8, n * w) };
@@ -463,19 +533,24 @@ mod speed {
             let reps = 400;
             let t = std::time::Instant::now();
             for _ in 0..reps {
-                pack(ty, p, None, std::hint::black_box(pb), kb);
+                pack(ty, p, std::hint::black_box(pb), kb);
             }
             let tp = t.elapsed().as_secs_f64() / (reps * n) as f64 * 1e9;
             let mut out = vec![0u64; n * w / 8];
             let ob = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, n * w) };
             let t = std::time::Instant::now();
             for _ in 0..reps {
-                unpack(ty, p, None, std::hint::black_box(&*kb), ob);
+                unpack(ty, p, std::hint::black_box(&*kb), ob);
             }
             let tu = t.elapsed().as_secs_f64() / (reps * n) as f64 * 1e9;
             let t = std::time::Instant::now();
             for _ in 0..reps {
-                unpack(ty, p, Some(0), std::hint::black_box(&*kb), ob);
+                unpack(
+                    ty,
+                    Packing { nulls: true, ..p },
+                    std::hint::black_box(&*kb),
+                    ob,
+                );
             }
             let tn = t.elapsed().as_secs_f64() / (reps * n) as f64 * 1e9;
             println!("{ty:?} {bits:2} bits: pack {tp:.3} ns/value, unpack {tu:.3} ns/value, with nulls {tn:.3}");
