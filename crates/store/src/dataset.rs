@@ -460,6 +460,50 @@ mod tests {
         assert_eq!(names, vec!["X.2.col".to_string()]);
     }
 
+    /// A dataset as version 1 wrote it (plain arrays, version 1 in the
+    /// manifest and in every column header) still opens and reads; a newer
+    /// version is refused with a clear error.
+    #[test]
+    fn reads_version_1_and_refuses_newer() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("v1.mtab");
+        let mut w = DatasetWriter::create(&t, false).unwrap();
+        w.set_packing(false);
+        let mut c = w.column_writer("X", PhysType::U16).unwrap();
+        c.append(&[3u16, 1, 4, 1, 5]).unwrap();
+        w.add_variable(
+            c.finish(Variable::new("X", Kind::Int, PhysType::U16))
+                .unwrap(),
+        );
+        w.commit(5).unwrap();
+        let set_version = |v: u32| {
+            let m = t.join("manifest.json");
+            let text = std::fs::read_to_string(&m).unwrap();
+            let re = format!("\"version\": {v}");
+            let text = text
+                .replacen("\"version\": 2", &re, 1)
+                .replacen("\"version\": 1", &re, 1);
+            std::fs::write(&m, text).unwrap();
+            let col = t.join("vars/X.1.col");
+            let mut b = std::fs::read(&col).unwrap();
+            b[8..12].copy_from_slice(&v.to_le_bytes());
+            std::fs::write(&col, b).unwrap();
+        };
+        set_version(1);
+        let ds = Dataset::open(&t).unwrap();
+        assert_eq!(ds.manifest().version, 1);
+        match ds.column("X").unwrap().data() {
+            crate::ColumnData::U16(v) => assert_eq!(v, &[3, 1, 4, 1, 5]),
+            _ => panic!(),
+        }
+        set_version(3);
+        let e = match Dataset::open(&t) {
+            Ok(_) => panic!("version 3 opened"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("version 3 is not supported"), "{e}");
+    }
+
     #[test]
     fn dropped_writer_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
