@@ -1197,12 +1197,6 @@ fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: usize) -> b
 /// Workers take morsels in file order from a shared counter, so all of them
 /// consume the front of the kernel's read-ahead window together.
 fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -> Acc {
-    let packed = cols.iter().any(|c| c.packing().is_some());
-    let data: Vec<ColumnData<'_>> = if packed {
-        Vec::new()
-    } else {
-        cols.iter().map(|c| c.data()).collect()
-    };
     let nm = rows.div_ceil(MORSEL);
     let next = AtomicUsize::new(0);
     let accs = rayon::broadcast(|_| {
@@ -1221,16 +1215,13 @@ fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -
             for m in first..(first + STEP).min(nm) {
                 let s = m * MORSEL;
                 let e = (s + MORSEL).min(rows);
-                if packed {
-                    let views: Vec<ColumnData<'_>> = cols
-                        .iter()
-                        .zip(unpacked.iter_mut())
-                        .map(|(c, b)| c.rows_view(s, e - s, b))
-                        .collect();
-                    acc.morsel(plan, &views, 0..e - s);
-                } else {
-                    acc.morsel(plan, &data, s..e);
-                }
+                // Views of the mapping, or unpacked from it.
+                let views: Vec<ColumnData<'_>> = cols
+                    .iter()
+                    .zip(unpacked.iter_mut())
+                    .map(|(c, b)| c.rows_view(s, e - s, b))
+                    .collect();
+                acc.morsel(plan, &views, 0..e - s);
             }
             // Keep resident memory bounded by the stretch being counted.
             for c in cols {

@@ -216,11 +216,8 @@ pub fn import_csv(
     )?;
 
     let mut bytes_out = 0;
-    let mut done = Vec::with_capacity(sinks.len());
-    for sink in sinks {
-        done.push(sink.finish(&mut ds)?);
-    }
-    for (i, (mut var, dict)) in crate::sink::complete(done)?.into_iter().enumerate() {
+    for (i, sink) in sinks.into_iter().enumerate() {
+        let (mut var, dict) = sink.finish(&mut ds)?;
         if let Some((_, codes)) = opts
             .missing
             .iter()

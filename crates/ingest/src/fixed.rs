@@ -628,11 +628,8 @@ pub fn import_fixed(
         &mut ds,
     )?;
     let mut bytes_out = 0;
-    let mut done = Vec::with_capacity(sinks.len());
-    for sink in sinks {
-        done.push(sink.finish(&mut ds)?);
-    }
-    for (slot, (mut var, dict)) in layout.slots.iter().zip(crate::sink::complete(done)?) {
+    for (slot, sink) in layout.slots.iter().zip(sinks) {
+        let (mut var, dict) = sink.finish(&mut ds)?;
         describe(&mut var, &cb.variables[slot.var], &dict);
         if let Some((_, codes)) = opts
             .missing

@@ -480,10 +480,9 @@ impl Sink {
         Ok(())
     }
 
-    /// Describes the column and readies its file for [`complete`]; also
-    /// returns a string column's sorted dictionary (code `i` is entry `i`;
-    /// empty for numbers).
-    pub fn finish(mut self, ds: &mut DatasetWriter) -> Result<Finished> {
+    /// Finishes the column file and describes it; also returns a string
+    /// column's sorted dictionary (code `i` is entry `i`; empty for numbers).
+    pub fn finish(mut self, ds: &mut DatasetWriter) -> Result<(Variable, Vec<String>)> {
         if self.writer.is_none() {
             // A file with no rows still gets a (empty) column.
             let ty = match self.state {
@@ -571,35 +570,12 @@ impl Sink {
             }
         }
         var.nulls = self.nulls;
-        Ok(Finished {
-            writer: self.writer.take().unwrap(),
-            var,
-            entries,
-        })
+        let w = self.writer.take().unwrap();
+        let dict = var.dictionary.take();
+        let mut var = w.finish(var)?;
+        var.dictionary = dict;
+        Ok((var, entries))
     }
-}
-
-/// A column described and written, its file not yet published.
-pub struct Finished {
-    writer: microtab_store::ColumnWriter,
-    var: Variable,
-    entries: Vec<String>,
-}
-
-/// Publishes the files of finished columns (the last blocks packed, the
-/// header written, `fsync`: several columns at once) and returns each
-/// variable with its dictionary, in order.
-pub fn complete(done: Vec<Finished>) -> Result<Vec<(Variable, Vec<String>)>> {
-    use rayon::prelude::*;
-    done.into_par_iter()
-        .map(|f| {
-            let mut var = f.var;
-            let dict = var.dictionary.take();
-            let mut var = f.writer.finish(var)?;
-            var.dictionary = dict;
-            Ok((var, f.entries))
-        })
-        .collect()
 }
 
 fn unsigned(t: PhysType) -> PhysType {
