@@ -231,7 +231,7 @@ impl ColumnWriter {
                 nulls: false,
             })
         } else {
-            Packing::choose(ty, p.lo, p.hi, p.nulls)
+            Packing::choose(ty, p.lo, p.hi, p.nulls).map(|n| n.centred(ty, p.lo, p.hi))
         };
         let Some(need) = need else {
             // The range needs every bit of the type.
@@ -794,16 +794,12 @@ mod tests {
         );
         let all: Vec<u16> = [a, b, c, d].concat();
         assert_eq!(values16(&ds, "X"), all);
-        // 90..=489 and the null code: 400 values + all ones → 9 bits.
+        // 90..=489 and the null code: 400 values + all ones → 9 bits; the
+        // base at most 90, and 489 within the 511 − 1 codes above it.
         let v = ds.variable("X").unwrap();
-        assert_eq!(
-            v.packing,
-            Some(Packing {
-                bits: 9,
-                base: 90,
-                nulls: true
-            })
-        );
+        let p = v.packing.unwrap();
+        assert_eq!((p.bits, p.nulls), (9, true));
+        assert!(p.base <= 90 && 489 - p.base <= 510, "{p:?}");
         assert_eq!(v.bytes, 9 * 128 * 9); // 8710 rows: 9 blocks of 128 × 9 bytes
                                           // Y: only nulls at first (0 bits, base 255), then 1s: one bit and the null.
         assert_eq!(

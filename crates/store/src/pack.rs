@@ -1,7 +1,7 @@
 //! Bit-packed integer columns.
 //!
 //! A packed column stores every value as `bits` bits: the value minus the
-//! column's `base` (its minimum), and — when `nulls` is set — all ones for
+//! column's `base` (at most its minimum), and — when `nulls` is set — all ones for
 //! the type's null code (system-missing). Values are packed in blocks of
 //! [`BLOCK`] rows with a *vertical* layout (as in Lemire and Boytsov's
 //! SIMD-BP128): a block of a column whose type is `W` bits wide is `W`
@@ -27,7 +27,7 @@ pub const BLOCK: usize = 1024;
 pub struct Packing {
     /// Bits per value (0 when every value is the base).
     pub bits: u32,
-    /// The value stored as 0 (the column's minimum), in stored units.
+    /// The value stored as 0 (at most the column's minimum), in stored units.
     pub base: i64,
     /// All ones stands for the type's null code.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -59,6 +59,20 @@ impl Packing {
             base: min,
             nulls,
         })
+    }
+
+    /// The same bits with the base moved down by half the codes the range
+    /// `min..=max` leaves unused (not below the type's minimum), so that a
+    /// writer that has seen only part of a column can take smaller values
+    /// later without re-packing (PERWT's first stretch had 359…6150, the
+    /// whole column 350…6150).
+    pub fn centred(self, ty: PhysType, min: i64, max: i64) -> Packing {
+        let top = (1i64 << self.bits) - 1 - self.nulls as i64;
+        let spare = (top - (max - min)).max(0);
+        Packing {
+            base: (min - spare / 2).max(ty.int_range().0),
+            ..self
+        }
     }
 
     /// Whether values `min..=max` (none when `max < min`), and the null
