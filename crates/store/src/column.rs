@@ -263,18 +263,14 @@ impl ColumnWriter {
         if blocks == 0 {
             return Ok(());
         }
-        let plain = bytes_mut(&mut p.pending);
-        if blocks * BLOCK * w > plain.len() {
-            let n = p.pending_rows;
-            p.pending.resize((blocks * BLOCK * w).div_ceil(8), 0);
+        let plain_len = blocks * BLOCK * w;
+        if p.pending.len() * 8 < plain_len {
+            p.pending.resize(plain_len.div_ceil(8), 0);
+        }
+        if all {
+            // Pad the last block with the base (packs as 0).
             let base = cur.base.to_le_bytes();
-            let plain = bytes_mut(&mut p.pending);
-            for v in plain[n * w..blocks * BLOCK * w].chunks_exact_mut(w) {
-                v.copy_from_slice(&base[..w]);
-            }
-        } else if all {
-            let base = cur.base.to_le_bytes();
-            for v in plain[p.pending_rows * w..blocks * BLOCK * w].chunks_exact_mut(w) {
+            for v in bytes_mut(&mut p.pending)[p.pending_rows * w..plain_len].chunks_exact_mut(w) {
                 v.copy_from_slice(&base[..w]);
             }
         }
@@ -283,12 +279,7 @@ impl ColumnWriter {
             p.out.resize(len.div_ceil(8), 0);
         }
         let out = &mut bytes_mut(&mut p.out)[..len];
-        pack::pack(
-            ty,
-            cur,
-            &bytes_mut(&mut p.pending)[..blocks * BLOCK * w],
-            out,
-        );
+        pack::pack(ty, cur, &bytes_mut(&mut p.pending)[..plain_len], out);
         self.hash.update(out);
         self.w.write_all(out)?;
         let done = (blocks * BLOCK).min(p.pending_rows);
