@@ -59,13 +59,11 @@ impl ColumnHeader {
         let ty = PhysType::from_code(u32_at(12)).ok_or_else(|| corrupt("unknown type code"))?;
         let packing = match u32_at(32) {
             0 => None,
-            1 if u32_at(36) < 8 * ty.width() as u32 && ty.width() <= 4 && !ty.is_float() => {
-                Some(Packing {
-                    bits: u32_at(36),
-                    base: u64_at(40) as i64,
-                    nulls: u32_at(48) & 1 == 1,
-                })
-            }
+            1 if u32_at(36) < 8 * ty.width() as u32 && pack::packable(ty) => Some(Packing {
+                bits: u32_at(36),
+                base: u64_at(40) as i64,
+                nulls: u32_at(48) & 1 == 1,
+            }),
             _ => return Err(corrupt("unknown column encoding")),
         };
         Ok(ColumnHeader {
@@ -146,15 +144,6 @@ impl ColumnWriter {
     ) -> Result<Self> {
         let mut w = BlockWriter::create(path, cfg)?;
         w.write_all(&[0u8; HEADER_SIZE])?;
-        let packable = matches!(
-            ty,
-            PhysType::U8
-                | PhysType::I8
-                | PhysType::U16
-                | PhysType::I16
-                | PhysType::U32
-                | PhysType::I32
-        );
         Ok(ColumnWriter {
             w,
             ty,
@@ -163,7 +152,7 @@ impl ColumnWriter {
             rel,
             final_path,
             cfg: cfg.clone(),
-            packer: (pack && packable).then(|| Packer {
+            packer: (pack && pack::packable(ty)).then(|| Packer {
                 lo: i64::MAX,
                 hi: i64::MIN,
                 nulls: false,

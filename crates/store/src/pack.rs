@@ -34,21 +34,20 @@ pub struct Packing {
     pub nulls: bool,
 }
 
+/// Whether columns of `ty` can be packed: the integer types up to 32 bits.
+pub fn packable(ty: PhysType) -> bool {
+    matches!(
+        ty,
+        PhysType::U8 | PhysType::I8 | PhysType::U16 | PhysType::I16 | PhysType::U32 | PhysType::I32
+    )
+}
+
 impl Packing {
     /// The packing for a column of `ty` holding `min..=max` (plus its null
     /// code when `nulls`), if it saves space: integer types up to 32 bits
     /// whose range needs fewer bits than the type has.
     pub fn choose(ty: PhysType, min: i64, max: i64, nulls: bool) -> Option<Packing> {
-        if !matches!(
-            ty,
-            PhysType::U8
-                | PhysType::I8
-                | PhysType::U16
-                | PhysType::I16
-                | PhysType::U32
-                | PhysType::I32
-        ) || max < min
-        {
+        if !packable(ty) || max < min {
             return None;
         }
         // Values 0..=span-1 (and all ones for null when the column has nulls).
