@@ -279,48 +279,53 @@ impl ColumnWriter {
         Ok(())
     }
 
-    /// A new file beside the current one, for rewriting it.
-    fn next_file(&mut self) -> Result<BlockWriter> {
-        self.generation += 1;
-        let base = self.w.path().to_string_lossy().into_owned();
-        let base = base
-            .rsplit_once(".r")
-            .map_or(base.as_str(), |(b, _)| b)
-            .to_string();
-        let path = PathBuf::from(format!("{base}.r{}", self.generation));
-        let mut w = BlockWriter::create(&path, &self.cfg)?;
-        w.write_all(&[0u8; HEADER_SIZE])?;
-        Ok(w)
-    }
-
-    /// Calls `f` with the file's packed blocks unpacked, a stretch at a
-    /// time, then deletes the file (it is being replaced).
-    fn unpack_file(
-        &mut self,
-        cur: Packing,
-        blocks: usize,
-        mut f: impl FnMut(&mut [u8]) -> Result<()>,
-    ) -> Result<()> {
+    /// Replaces the file (holding `blocks` blocks packed with `cur`) with a
+    /// new one beside it: the blocks read back from the page cache a
+    /// stretch at a time, unpacked, and packed with `to` (or left plain
+    /// when `to` is `None`).
+    fn rewrite(&mut self, cur: Packing, blocks: usize, to: Option<Packing>) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        let w = self.ty.width();
+        let (ty, w) = (self.ty, self.ty.width());
+        self.generation += 1;
+        let old_path = self.w.path().to_path_buf();
+        let name = old_path.to_string_lossy().into_owned();
+        let name = name.rsplit_once(".r").map_or(name.as_str(), |(b, _)| b);
+        let mut out = BlockWriter::create(
+            &PathBuf::from(format!("{name}.r{}", self.generation)),
+            &self.cfg,
+        )?;
+        out.write_all(&[0u8; HEADER_SIZE])?;
+        let mut hash = Xxh3::new();
         self.w.flush()?;
-        let path = self.w.path().to_path_buf();
-        let src = std::fs::File::open(&path).map_err(|e| io_err(&path, e))?;
+        let src = std::fs::File::open(&old_path).map_err(|e| io_err(&old_path, e))?;
         let per = STRETCH / BLOCK;
         let mut stored = vec![0u64; (per * cur.block_bytes()).div_ceil(8)];
         let mut plain = vec![0u64; (STRETCH * w).div_ceil(8)];
+        let mut repacked = vec![0u64; to.map_or(0, |t| (per * t.block_bytes()).div_ceil(8))];
         let mut b = 0;
         while b < blocks {
             let k = per.min(blocks - b);
             let sb = &mut bytes_mut(&mut stored)[..k * cur.block_bytes()];
             src.read_exact_at(sb, (HEADER_SIZE + b * cur.block_bytes()) as u64)
-                .map_err(|e| io_err(&path, e))?;
+                .map_err(|e| io_err(&old_path, e))?;
             let pb = &mut bytes_mut(&mut plain)[..k * BLOCK * w];
-            pack::unpack(self.ty, cur, sb, pb);
-            f(pb)?;
+            pack::unpack(ty, cur, sb, pb);
+            let bytes: &[u8] = match to {
+                None => pb,
+                Some(t) => {
+                    let o = &mut bytes_mut(&mut repacked)[..k * t.block_bytes()];
+                    pack::pack(ty, t, pb, o);
+                    o
+                }
+            };
+            hash.update(bytes);
+            out.write_all(bytes)?;
             b += k;
         }
-        let _ = std::fs::remove_file(&path);
+        drop(src);
+        std::mem::replace(&mut self.w, out).close()?;
+        let _ = std::fs::remove_file(&old_path);
+        self.hash = hash;
         Ok(())
     }
 
@@ -328,20 +333,7 @@ impl ColumnWriter {
     fn repack(&mut self, new: Packing) -> Result<()> {
         let p = self.packer.as_ref().expect("packing");
         let (cur, blocks) = (p.cur.expect("blocks were packed"), p.packed_rows / BLOCK);
-        let ty = self.ty;
-        let mut out = self.next_file()?;
-        let mut hash = Xxh3::new();
-        let mut buf = vec![0u64; (STRETCH / BLOCK * new.block_bytes()).div_ceil(8)];
-        self.unpack_file(cur, blocks, |plain| {
-            let k = plain.len() / (BLOCK * ty.width());
-            let o = &mut bytes_mut(&mut buf)[..k * new.block_bytes()];
-            pack::pack(ty, new, plain, o);
-            hash.update(o);
-            Ok(out.write_all(o)?)
-        })?;
-        let old = std::mem::replace(&mut self.w, out);
-        old.close()?;
-        self.hash = hash;
+        self.rewrite(cur, blocks, Some(new))?;
         self.packer.as_mut().expect("packing").cur = Some(new);
         Ok(())
     }
@@ -350,19 +342,10 @@ impl ColumnWriter {
     /// appends the pending rows, and writes plainly from now on.
     fn make_plain(&mut self) -> Result<()> {
         let mut p = self.packer.take().expect("packing");
-        let w = self.ty.width();
         if let Some(cur) = p.cur.filter(|_| p.packed_rows > 0) {
-            let mut out = self.next_file()?;
-            let mut hash = Xxh3::new();
-            self.unpack_file(cur, p.packed_rows / BLOCK, |plain| {
-                hash.update(plain);
-                Ok(out.write_all(plain)?)
-            })?;
-            let old = std::mem::replace(&mut self.w, out);
-            old.close()?;
-            self.hash = hash;
+            self.rewrite(cur, p.packed_rows / BLOCK, None)?;
         }
-        let rest = &bytes_mut(&mut p.pending)[..p.pending_rows * w];
+        let rest = &bytes_mut(&mut p.pending)[..p.pending_rows * self.ty.width()];
         self.hash.update(rest);
         Ok(self.w.write_all(rest)?)
     }
