@@ -292,7 +292,11 @@ def read_column_file(path, var: dict, rows: int):
     unpacked here by exploding every bit (numpy.unpackbits) and regrouping
     the bits as the vertical layout says: a block of 1024 values of a W-bit
     type is W values deep in L = 1024 / W lanes; value k·L + j is bits
-    k·bits … of lane j, whose word m is word m·L + j of the block."""
+    k·bits … of lane j, whose word m is word m·L + j of the block.
+
+    Version 3 files end in a table of XXH3-64 checksums, one per stripe of
+    32768 rows; the header and that table carry checksums of their own.
+    Every one of them is checked here with the ``xxhash`` package."""
     import numpy as np
 
     path = Path(path)
@@ -300,12 +304,33 @@ def read_column_file(path, var: dict, rows: int):
     head = data[:4096]
     assert head[:8] == b"MTABCOL\0"
     assert int.from_bytes(head[16:24], "little") == rows
+    version = int.from_bytes(head[8:12], "little")
     dt = np.dtype(COLUMN_DTYPES[var["type"]])
     encoding = int.from_bytes(head[32:36], "little")
     packing = var.get("packing")
+    bits = int.from_bytes(head[36:40], "little")
+    if encoding == 0:
+        stored, stripe = rows * dt.itemsize, 32768 * dt.itemsize
+    else:
+        stored, stripe = -(-rows // 1024) * 128 * bits, 32 * 128 * bits
+    table = 0
+    if version >= 3:
+        import xxhash
+
+        assert int.from_bytes(head[4088:4096], "little") == xxhash.xxh3_64_intdigest(head[:4088])
+        assert int.from_bytes(head[52:56], "little") == 32768
+        payload = data[4096:4096 + stored]
+        sums = [xxhash.xxh3_64_intdigest(payload[i:i + stripe]) for i in range(0, stored, stripe)] if stripe else []
+        table = 8 * len(sums)
+        tbl = data[4096 + stored:]
+        assert len(tbl) == table
+        assert int.from_bytes(head[56:64], "little") == xxhash.xxh3_64_intdigest(tbl)
+        assert [int.from_bytes(tbl[i:i + 8], "little") for i in range(0, table, 8)] == sums
+        assert int.from_bytes(head[24:32], "little") == xxhash.xxh3_64_intdigest(payload)
+        assert var["checksum"] == f"xxh3:{xxhash.xxh3_64_intdigest(payload):016x}"
     if encoding == 0:
         assert packing is None
-        assert len(data) == 4096 + rows * dt.itemsize
+        assert len(data) == 4096 + rows * dt.itemsize + table
         return np.array(np.memmap(path, dtype=dt, mode="r", offset=4096, shape=(rows,))) if rows else np.array([], dtype=dt)
     assert encoding == 1
     bits = int.from_bytes(head[36:40], "little")
@@ -315,11 +340,11 @@ def read_column_file(path, var: dict, rows: int):
     w = dt.itemsize * 8
     lanes = 1024 // w
     blocks = -(-rows // 1024)
-    assert len(data) == 4096 + blocks * 128 * bits
+    assert len(data) == 4096 + blocks * 128 * bits + table
     if bits == 0:
         packed = np.zeros(blocks * 1024, dtype=np.int64)
     else:
-        raw = np.frombuffer(data, dtype=np.uint8, offset=4096)
+        raw = np.frombuffer(data, dtype=np.uint8, offset=4096, count=blocks * 128 * bits)
         # [block, word m, lane j, bit t of the word]
         b = np.unpackbits(raw.reshape(blocks, bits, lanes, dt.itemsize), axis=3, bitorder="little")
         b = b.reshape(blocks, bits, lanes, w)

@@ -35,6 +35,11 @@ pub struct QueryArgs {
     /// Run the query N times and print median/min/max time on stderr.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: usize,
+    /// Before answering, read the whole files of every variable the query
+    /// uses and check them against their checksums (queries always check
+    /// the data they read; this also checks the rest of those files).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 impl QueryArgs {
@@ -54,13 +59,43 @@ impl QueryArgs {
     }
 }
 
-/// Opens a dataset with a message naming it.
+/// Opens a dataset with a message naming it. `MICROTAB_CHECKSUMS=off`
+/// turns off the checksum checks of the data queries read (only to measure
+/// what they cost: docs/RELIABILITY.md).
 pub fn open(path: &Path) -> Result<Dataset> {
-    Dataset::open(path).with_context(|| format!("cannot open dataset {}", path.display()))
+    let mut ds =
+        Dataset::open(path).with_context(|| format!("cannot open dataset {}", path.display()))?;
+    if std::env::var("MICROTAB_CHECKSUMS").is_ok_and(|v| v == "off") {
+        ds.set_checked_reads(false);
+    }
+    Ok(ds)
+}
+
+/// With `--verify`: checks the whole files of the variables `q` uses.
+pub fn verify_query(ds: &Dataset, q: &Query, verify: bool) -> Result<()> {
+    if !verify {
+        return Ok(());
+    }
+    let names = q
+        .group_by
+        .iter()
+        .chain(q.filter.iter().map(|t| &t.var))
+        .chain(q.weight.iter())
+        .chain(q.measure.iter());
+    for n in names {
+        let var = ds.variable(n)?;
+        ds.column(n)?.verify()?;
+        if var.dictionary.is_some() {
+            ds.dictionary(var)?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs `q` `repeat` times; prints timings on stderr when repeating.
-pub fn run_timed(ds: &Dataset, q: &Query, repeat: usize) -> Result<Cube> {
+pub fn run_timed(ds: &Dataset, q: &Query, args: &QueryArgs) -> Result<Cube> {
+    let repeat = args.repeat;
+    verify_query(ds, q, args.verify)?;
     let settings = crate::settings::Settings::load()?;
     let mut times: Vec<Duration> = Vec::new();
     let mut cube = None;

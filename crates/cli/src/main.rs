@@ -38,6 +38,8 @@ enum Command {
     Missing(cmd::missing::Args),
     /// Set value labels and the variable label of a variable.
     Label(cmd::label::Args),
+    /// Check every file of a dataset against its checksums.
+    Verify(cmd::verify::Args),
     /// Measure this machine's best read settings and save them.
     Tune(cmd::tune::Args),
     /// Re-run the classic I/O studies on this machine (buffer sizes, cold/warm, overlap).
@@ -56,6 +58,7 @@ fn main() {
         Command::Means(a) => cmd::means::run(a),
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
         Command::Tune(a) => cmd::tune::run(a),
         Command::Iobench(a) => cmd::iobench::run(a),
     };

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Rows per morsel: small enough that a morsel's cell indexes and values
 /// stay in L2, large enough to amortize the per-morsel work.
 const MORSEL: usize = 32 * 1024;
+// Every morsel is a whole number of checksummed stripes, checked as it is read.
+const _: () = assert!(MORSEL.is_multiple_of(microtab_store::STRIPE_ROWS));
 /// Morsels between read-ahead hints.
 const STEP: usize = 16;
 /// How far ahead of the scan (in morsels) the read-ahead window runs.
@@ -1196,13 +1198,14 @@ fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: usize) -> b
 
 /// Workers take morsels in file order from a shared counter, so all of them
 /// consume the front of the kernel's read-ahead window together.
-fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -> Acc {
+fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -> Result<Acc> {
     let nm = rows.div_ceil(MORSEL);
     let next = AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
         let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
-        loop {
+        'scan: loop {
             let first = next.fetch_add(STEP, Ordering::Relaxed);
             if first >= nm {
                 break;
@@ -1215,13 +1218,19 @@ fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -
             for m in first..(first + STEP).min(nm) {
                 let s = m * MORSEL;
                 let e = (s + MORSEL).min(rows);
-                // Views of the mapping, or unpacked from it.
-                let views: Vec<ColumnData<'_>> = cols
+                // Views of the mapping, or unpacked from it (checked).
+                let views = cols
                     .iter()
                     .zip(unpacked.iter_mut())
                     .map(|(c, b)| c.rows_view(s, e - s, b))
-                    .collect();
-                acc.morsel(plan, &views, 0..e - s);
+                    .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
+                match views {
+                    Ok(views) => acc.morsel(plan, &views, 0..e - s),
+                    Err(err) => {
+                        fail(&failed, err);
+                        break 'scan;
+                    }
+                }
             }
             // Keep resident memory bounded by the stretch being counted.
             for c in cols {
@@ -1230,9 +1239,29 @@ fn scan_mapped(plan: &Plan, cols: &[&Column], rows: usize, opts: &ScanOptions) -
         }
         acc
     });
-    accs.into_iter()
+    finish_scan(accs, failed)
+}
+
+/// Records the first error of a scan (the others stop at their next morsel).
+fn fail(slot: &std::sync::Mutex<Option<microtab_store::Error>>, e: microtab_store::Error) {
+    let mut s = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if s.is_none() {
+        *s = Some(e);
+    }
+}
+
+/// The merged accumulator of a scan's workers, or its first error.
+fn finish_scan(
+    accs: Vec<Acc>,
+    failed: std::sync::Mutex<Option<microtab_store::Error>>,
+) -> Result<Acc> {
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e.into());
+    }
+    Ok(accs
+        .into_iter()
         .reduce(Acc::merge)
-        .expect("one worker at least")
+        .expect("one worker at least"))
 }
 
 /// Every worker reads its morsels of every column with one `pread` each
@@ -1250,7 +1279,7 @@ fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
     let chunk = MORSEL;
     let nm = rows.div_ceil(chunk);
     let next = AtomicUsize::new(0);
-    let failed: std::sync::Mutex<Option<microtab_io::Error>> = std::sync::Mutex::new(None);
+    let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
         // u64 storage keeps every view aligned for its value type.
@@ -1269,11 +1298,11 @@ fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
             for (r, b) in readers.iter().zip(bufs.iter_mut()) {
                 let bytes: &mut [u8] = bytemuck_u64(b);
                 if let Err(e) = r.read_rows(s, &mut bytes[..r.source().span(s, n).1]) {
-                    *failed.lock().unwrap() = Some(e);
+                    fail(&failed, e.into());
                     break 'scan;
                 }
             }
-            let data: Vec<ColumnData<'_>> = cols
+            let data = cols
                 .iter()
                 .zip(&bufs)
                 .zip(unpacked.iter_mut())
@@ -1281,20 +1310,20 @@ fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
                     // SAFETY: the bytes of a u64 buffer.
                     let bytes =
                         unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 8) };
-                    c.decode(bytes, n, u)
+                    c.decode(s, bytes, n, u)
                 })
-                .collect();
-            acc.morsel(plan, &data, 0..n);
+                .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
+            match data {
+                Ok(data) => acc.morsel(plan, &data, 0..n),
+                Err(e) => {
+                    fail(&failed, e);
+                    break 'scan;
+                }
+            }
         }
         acc
     });
-    if let Some(e) = failed.into_inner().unwrap() {
-        return Err(microtab_store::Error::from(e).into());
-    }
-    Ok(accs
-        .into_iter()
-        .reduce(Acc::merge)
-        .expect("one worker at least"))
+    finish_scan(accs, failed)
 }
 
 /// The bytes of a `u64` buffer.
@@ -1314,13 +1343,15 @@ fn scan_streamed(
 ) -> Result<Acc> {
     let sources: Vec<_> = cols.iter().map(|c| c.source()).collect();
     // Segments hold `segment_bytes` of the widest column as stored.
+    // A whole number of morsels (= checksummed stripes).
     let seg_rows = (opts.segment_bytes
         / sources
             .iter()
             .map(|s| s.width.div_ceil(s.unit_rows).max(1))
             .max()
             .unwrap_or(1))
-    .max(MORSEL);
+    .max(MORSEL)
+    .next_multiple_of(MORSEL);
     let stream = SegmentStream::start(
         &sources,
         rows,
@@ -1330,31 +1361,38 @@ fn scan_streamed(
         opts.readahead_segments,
     )
     .map_err(microtab_store::Error::from)?;
-    let failed: std::sync::Mutex<Option<microtab_io::Error>> = std::sync::Mutex::new(None);
+    let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
         let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
-        while let Some(seg) = stream.next() {
+        'scan: while let Some(seg) = stream.next() {
             let seg = match seg {
                 Ok(s) => s,
                 Err(e) => {
-                    *failed.lock().unwrap() = Some(e);
+                    fail(&failed, e.into());
                     break;
                 }
             };
             let mut s = 0;
             while s < seg.rows {
                 let e = (s + MORSEL).min(seg.rows);
-                let data: Vec<ColumnData<'_>> = cols
+                let data = cols
                     .iter()
                     .zip(&seg.bufs)
                     .zip(unpacked.iter_mut())
                     .map(|((c, b), u)| {
                         let (off, len) = c.stored_span(s, e - s);
-                        c.decode(&b.bytes()[off..off + len], e - s, u)
+                        c.decode(seg.start + s, &b.bytes()[off..off + len], e - s, u)
                     })
-                    .collect();
-                acc.morsel(plan, &data, 0..e - s);
+                    .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
+                match data {
+                    Ok(data) => acc.morsel(plan, &data, 0..e - s),
+                    Err(err) => {
+                        fail(&failed, err);
+                        stream.recycle(seg);
+                        break 'scan;
+                    }
+                }
                 s = e;
             }
             stream.recycle(seg);
@@ -1362,13 +1400,7 @@ fn scan_streamed(
         acc
     });
     stream.finish();
-    if let Some(e) = failed.into_inner().unwrap() {
-        return Err(microtab_store::Error::from(e).into());
-    }
-    Ok(accs
-        .into_iter()
-        .reduce(Acc::merge)
-        .expect("one worker at least"))
+    finish_scan(accs, failed)
 }
 
 /// How a scan reads its columns (chosen by measurement: `microtab tune`).
@@ -1595,7 +1627,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     let mut plans: Vec<DimPlan> = Vec::new();
     for c in &dim_cols {
         let dict = dict_of(ds, c.var())?;
-        plans.push(dim_categories(c, dict, q.include_missing));
+        plans.push(dim_categories(c, dict, q.include_missing)?);
     }
     let mut cells = 1usize;
     for p in &plans {
@@ -1661,7 +1693,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     } else if read_path == ReadPath::Inline {
         scan_inline(&plan, &all_cols, rows)?
     } else if read_path == ReadPath::Mmap {
-        scan_mapped(&plan, &all_cols, rows, opts)
+        scan_mapped(&plan, &all_cols, rows, opts)?
     } else {
         scan_streamed(&plan, &all_cols, rows, read_path, opts)?
     };

@@ -100,7 +100,7 @@ pub(crate) fn is_table_mapped(var: &Variable) -> bool {
 /// Counts of every distinct non-null key (parallel over stretches of 64 Ki
 /// rows, each unpacked on its own when the column is packed; for wide
 /// domains).
-pub(crate) fn key_counts(col: &Column) -> (HashMap<i64, u64>, u64) {
+pub(crate) fn key_counts(col: &Column) -> microtab_store::Result<(HashMap<i64, u64>, u64)> {
     use rayon::prelude::*;
     const STRETCH: usize = 1 << 16;
     let null = col.var().null_code;
@@ -123,11 +123,12 @@ pub(crate) fn key_counts(col: &Column) -> (HashMap<i64, u64>, u64) {
     (0..rows.div_ceil(STRETCH))
         .into_par_iter()
         .fold(
-            || (HashMap::<i64, u64>::new(), 0u64, Vec::<u64>::new()),
-            |(mut m, mut nulls, mut buf), i| {
+            || Ok((HashMap::<i64, u64>::new(), 0u64, Vec::<u64>::new())),
+            |acc: microtab_store::Result<_>, i| {
+                let (mut m, mut nulls, mut buf) = acc?;
                 let s = i * STRETCH;
                 let (m_, n_) = (&mut m, &mut nulls);
-                match col.rows_view(s, STRETCH.min(rows - s), &mut buf) {
+                match col.rows_view(s, STRETCH.min(rows - s), &mut buf)? {
                     ColumnData::U8(v) => count(v, |x| int(x as i64), m_, n_),
                     ColumnData::I8(v) => count(v, |x| int(x as i64), m_, n_),
                     ColumnData::U16(v) => count(v, |x| int(x as i64), m_, n_),
@@ -138,24 +139,29 @@ pub(crate) fn key_counts(col: &Column) -> (HashMap<i64, u64>, u64) {
                     ColumnData::F32(v) => count(v, |x| flt(x as f64), m_, n_),
                     ColumnData::F64(v) => count(v, flt, m_, n_),
                 }
-                (m, nulls, buf)
+                Ok((m, nulls, buf))
             },
         )
-        .map(|(m, n, _)| (m, n))
+        .map(|r| r.map(|(m, n, _)| (m, n)))
         .reduce(
-            || (HashMap::new(), 0),
-            |(mut a, na), (b, nb)| {
+            || Ok((HashMap::new(), 0)),
+            |a, b| {
+                let ((mut a, na), (b, nb)) = (a?, b?);
                 for (k, n) in b {
                     *a.entry(k).or_insert(0) += n;
                 }
-                (a, na + nb)
+                Ok((a, na + nb))
             },
         )
 }
 
 /// Lists the categories of a grouping variable: every value in its range
 /// (table-mapped) or every distinct value (hash-mapped, found by a scan).
-pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: bool) -> DimPlan {
+pub(crate) fn dim_categories(
+    col: &Column,
+    dict: Vec<String>,
+    include_missing: bool,
+) -> microtab_store::Result<DimPlan> {
     let var = col.var().clone();
     let mut categories = Vec::new();
     let mut keys = Vec::new();
@@ -176,7 +182,7 @@ pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: b
             }
         }
         None => {
-            for v in distinct_keys(col) {
+            for v in distinct_keys(col)? {
                 push(v, &mut categories);
             }
         }
@@ -185,24 +191,24 @@ pub(crate) fn dim_categories(col: &Column, dict: Vec<String>, include_missing: b
         categories.push(null_category());
         keys.push(None);
     }
-    DimPlan {
+    Ok(DimPlan {
         var,
         categories,
         keys,
         hashed,
-    }
+    })
 }
 
 /// Sorted distinct non-null keys of a column (parallel scan): exact
 /// integers for int and string kinds, `f64` bits for floats.
-fn distinct_keys(col: &Column) -> Vec<i64> {
-    let mut out: Vec<i64> = key_counts(col).0.into_keys().collect();
+fn distinct_keys(col: &Column) -> microtab_store::Result<Vec<i64>> {
+    let mut out: Vec<i64> = key_counts(col)?.0.into_keys().collect();
     if col.var().kind == Kind::Float {
         out.sort_by(|a, b| f64::from_bits(*a as u64).total_cmp(&f64::from_bits(*b as u64)));
     } else {
         out.sort_unstable();
     }
-    out
+    Ok(out)
 }
 
 /// Builds the mapper of a dimension with `stride`.

@@ -53,7 +53,7 @@ pub fn top_values(ds: &Dataset, name: &str, n: usize) -> Result<TopValues> {
         } else {
             Vec::new()
         };
-        let (counts, nulls) = key_counts(&col);
+        let (counts, nulls) = key_counts(&col)?;
         let mut keys: Vec<(i64, u64)> = counts.into_iter().collect();
         let float = var.kind == Kind::Float;
         distinct = keys

@@ -35,6 +35,8 @@ pub(crate) struct Sink {
     state: State,
     writer: Option<ColumnWriter>,
     nulls: u64,
+    /// System-missing values appended to the current writer's file.
+    file_nulls: u64,
     rows: u64,
     scratch: Vec<u8>,
 }
@@ -125,16 +127,22 @@ fn append_floats(w: &mut ColumnWriter, vals: &[f64]) -> Result<()> {
 
 /// Calls `f` with blocks of a partial column file's values as `i64`
 /// (nulls as [`NULL_I64`]) or, for float files, as `f64`.
+///
+/// `nulls` says whether system-missing values were written to the file:
+/// only then does the type's null code mean missing. Without nulls it is
+/// an ordinary value (255 in a `u8` column that held 0..=255), which must
+/// survive a re-encoding into a wider type.
 fn read_partial(
     path: &std::path::Path,
     ty: PhysType,
     rows: u64,
+    nulls: bool,
     mut f: impl FnMut(Block<'_>) -> Result<()>,
 ) -> Result<()> {
     let map = microtab_io::MappedFile::open(path)?;
     let payload = &map.bytes()[HEADER_SIZE..HEADER_SIZE + rows as usize * ty.width()];
     let data = ColumnData::view(ty, payload);
-    let null = ty.null_code();
+    let null = nulls.then(|| ty.null_code());
     let mut ibuf: Vec<i64> = Vec::with_capacity(BLOCK);
     let mut fbuf: Vec<f64> = Vec::with_capacity(BLOCK);
     macro_rules! ints {
@@ -143,7 +151,7 @@ fn read_partial(
                 ibuf.clear();
                 ibuf.extend(c.iter().map(|&x| {
                     let x = x as i64;
-                    if x == null {
+                    if Some(x) == null {
                         NULL_I64
                     } else {
                         x
@@ -202,6 +210,7 @@ impl Sink {
             },
             writer: None,
             nulls: 0,
+            file_nulls: 0,
             rows: 0,
             scratch: Vec::new(),
         }
@@ -239,7 +248,7 @@ impl Sink {
         let scratch = &mut self.scratch;
         let mut tmp: Vec<i64> = Vec::new();
         let mut ftmp: Vec<f64> = Vec::new();
-        read_partial(&path, old_ty, rows, |b| match b {
+        read_partial(&path, old_ty, rows, self.file_nulls > 0, |b| match b {
             Block::Int(v) if to_float => {
                 ftmp.clear();
                 ftmp.extend(v.iter().map(|&x| {
@@ -381,6 +390,7 @@ impl Sink {
                 let n = vals.len() as u64;
                 append_ints_in_place(self.writer.as_mut().unwrap(), &mut vals)?;
                 self.rows += n;
+                self.file_nulls += nulls;
             }
             ColBuf::Float {
                 vals,
@@ -408,6 +418,7 @@ impl Sink {
                 self.ensure_writer(ds, PhysType::F64)?;
                 append_floats(self.writer.as_mut().unwrap(), &vals)?;
                 self.rows += vals.len() as u64;
+                self.file_nulls += nulls;
             }
             ColBuf::Str { codes, dict, nulls } => {
                 let State::Str { map, dict: gdict } = &mut self.state else {
@@ -448,6 +459,7 @@ impl Sink {
                 let mut vals = vals;
                 append_ints_in_place(self.writer.as_mut().unwrap(), &mut vals)?;
                 self.rows += n;
+                self.file_nulls += nulls;
             }
         }
         Ok(())
@@ -545,7 +557,7 @@ impl Sink {
                     let mut w = ds.column_writer(&self.name, ty)?;
                     let scratch = &mut self.scratch;
                     let mut tmp = Vec::new();
-                    read_partial(&path, ty, rows, |b| {
+                    read_partial(&path, ty, rows, self.file_nulls > 0, |b| {
                         let Block::Int(v) = b else { unreachable!() };
                         tmp.clear();
                         tmp.extend(
@@ -565,7 +577,9 @@ impl Sink {
                 if has_nulls {
                     var.null_code = Some(ty.null_code());
                 }
-                var.dictionary = Some(ds.write_dictionary(&self.name, &sorted)?);
+                let (rel, sum) = ds.write_dictionary(&self.name, &sorted)?;
+                var.dictionary = Some(rel);
+                var.dictionary_checksum = Some(sum);
                 entries = sorted;
             }
         }

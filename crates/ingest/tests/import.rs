@@ -16,7 +16,7 @@ fn small_chunks() -> CsvOptions {
 fn values(ds: &Dataset, name: &str) -> Vec<f64> {
     let c = ds.column(name).unwrap();
     c.verify().unwrap();
-    let d = c.data();
+    let d = c.data().unwrap();
     (0..d.len()).map(|i| d.get_f64(i)).collect()
 }
 

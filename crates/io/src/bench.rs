@@ -931,6 +931,7 @@ impl Bench {
         self.say("f. cold scan, read-ahead overlapped");
         let src = ColumnSource {
             path: self.data.clone(),
+            file: None,
             offset: 0,
             width: 2,
             unit_rows: 1,
@@ -985,6 +986,7 @@ impl Bench {
         let values = self.size / 2;
         let src = ColumnSource {
             path: self.data.clone(),
+            file: None,
             offset: 0,
             width: 2,
             unit_rows: 1,

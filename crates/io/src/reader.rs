@@ -107,8 +107,14 @@ impl Drop for AlignedBuf {
 /// for a bit-packed column).
 #[derive(Debug, Clone)]
 pub struct ColumnSource {
-    /// The file.
+    /// The file (named in errors).
     pub path: PathBuf,
+    /// The file already open (by the mapping that checked its header):
+    /// readers open it again through this descriptor rather than by
+    /// `path`, so that a writer replacing the dataset meanwhile (and
+    /// removing the file's name) cannot make the scan fail or read
+    /// another file.
+    pub file: Option<std::sync::Arc<File>>,
     /// Byte offset of row 0 (a multiple of [`ALIGN`]).
     pub offset: u64,
     /// Bytes per unit of `unit_rows` rows.
@@ -118,6 +124,22 @@ pub struct ColumnSource {
 }
 
 impl ColumnSource {
+    /// Opens the file for reading: through [`file`](Self::file) when set
+    /// (`/proc/self/fd/N` reaches the same file even after its name is
+    /// gone, and gives a new open file description, so `O_DIRECT` can be
+    /// asked for), else by path.
+    fn open_with(&self, o: &std::fs::OpenOptions) -> std::io::Result<File> {
+        use std::os::fd::AsRawFd;
+        match &self.file {
+            Some(f) => match o.open(format!("/proc/self/fd/{}", f.as_raw_fd())) {
+                // No /proc: by name, as before.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => o.open(&self.path),
+                r => r,
+            },
+            None => o.open(&self.path),
+        }
+    }
+
     /// File offset and length of the bytes holding rows `start .. start +
     /// n` (`start` a multiple of `unit_rows`; whole units).
     pub fn span(&self, start: usize, n: usize) -> (u64, usize) {
@@ -142,7 +164,9 @@ pub struct RowReader {
 impl RowReader {
     /// Opens the column file of `src`.
     pub fn open(src: &ColumnSource) -> Result<Self> {
-        let file = File::open(&src.path).map_err(|e| Error::new(&src.path, e))?;
+        let file = src
+            .open_with(std::fs::OpenOptions::new().read(true))
+            .map_err(|e| Error::new(&src.path, e))?;
         Ok(RowReader {
             file,
             src: src.clone(),
@@ -257,12 +281,12 @@ fn open(src: &ColumnSource, direct: bool) -> Result<Opened> {
     if direct {
         o.custom_flags(libc::O_DIRECT);
     }
-    let file = match o.open(&src.path) {
+    let file = match src.open_with(&o) {
         // File systems without O_DIRECT (tmpfs) refuse it: read through the
         // page cache instead (whole pages, so the reads stay valid).
-        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
-            std::fs::File::open(&src.path).map_err(|e| Error::new(&src.path, e))?
-        }
+        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => src
+            .open_with(std::fs::OpenOptions::new().read(true))
+            .map_err(|e| Error::new(&src.path, e))?,
         r => r.map_err(|e| Error::new(&src.path, e))?,
     };
     if !direct {
@@ -466,6 +490,7 @@ mod tests {
         std::fs::write(&path, bytes).unwrap();
         ColumnSource {
             path,
+            file: None,
             offset: ALIGN as u64,
             width: 1,
             unit_rows: 1,

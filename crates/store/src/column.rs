@@ -1,20 +1,36 @@
 //! Column files: a 4096-byte header, then a raw little-endian array or
-//! bit-packed blocks (see [`crate::pack`]).
+//! bit-packed blocks (see [`crate::pack`]), then (format version 3) one
+//! checksum per stripe of [`STRIPE_ROWS`] rows.
+//!
+//! Every read of values goes through [`Column::decode`] (or the helpers
+//! built on it), which checks the checksum of each stripe it is handed
+//! before the values are used: a flipped bit in a column file is an error,
+//! never a wrong number. Opening a column checks the header's own checksum,
+//! the header against the manifest, the file size and the stripe table.
 
 use crate::pack::{self, Packing, BLOCK};
 use crate::{Error, NativeType, PhysType, Result, Variable};
 use microtab_io::{BlockWriter, IoConfig, MappedFile};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_64 as Xxh3;
 
 /// Size of the fixed header; the payload starts at this offset, so
 /// `numpy.memmap(path, dtype, offset=4096)` reads an unpacked column.
 pub const HEADER_SIZE: usize = 4096;
 const MAGIC: &[u8; 8] = b"MTABCOL\0";
+/// Rows per checksummed stripe: every stripe's stored bytes have their own
+/// XXH3-64, so a scan checks each morsel it reads on its own (format
+/// version 3). A multiple of [`BLOCK`].
+pub const STRIPE_ROWS: usize = 32 * BLOCK;
+/// Offset of the header's own checksum (XXH3-64 of the bytes before it).
+const HEADER_SUM_AT: usize = HEADER_SIZE - 8;
 
 /// The decoded fixed header of a column file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnHeader {
+    /// Format version of the file (1, 2 or 3).
+    pub version: u32,
     /// Value type.
     pub ty: PhysType,
     /// Number of values.
@@ -23,13 +39,16 @@ pub struct ColumnHeader {
     pub checksum: u64,
     /// How the payload is packed (`None`: a plain array).
     pub packing: Option<Packing>,
+    /// XXH3-64 of the stripe checksum table that follows the payload
+    /// (version 3; 0 before).
+    pub stripe_table: u64,
 }
 
 impl ColumnHeader {
     fn encode(&self) -> Vec<u8> {
         let mut h = vec![0u8; HEADER_SIZE];
         h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&crate::FORMAT_VERSION.to_le_bytes());
+        h[8..12].copy_from_slice(&self.version.to_le_bytes());
         h[12..16].copy_from_slice(&self.ty.code().to_le_bytes());
         h[16..24].copy_from_slice(&self.rows.to_le_bytes());
         h[24..32].copy_from_slice(&self.checksum.to_le_bytes());
@@ -39,6 +58,10 @@ impl ColumnHeader {
             h[40..48].copy_from_slice(&p.base.to_le_bytes());
             h[48..52].copy_from_slice(&(p.nulls as u32).to_le_bytes());
         }
+        h[52..56].copy_from_slice(&(STRIPE_ROWS as u32).to_le_bytes());
+        h[56..64].copy_from_slice(&self.stripe_table.to_le_bytes());
+        let sum = crate::xxh3(&h[..HEADER_SUM_AT]);
+        h[HEADER_SUM_AT..].copy_from_slice(&sum.to_le_bytes());
         h
     }
 
@@ -56,6 +79,16 @@ impl ColumnHeader {
         if version == 0 || version > crate::FORMAT_VERSION {
             return Err(corrupt("unsupported column format version"));
         }
+        if version >= 3 {
+            if u64_at(HEADER_SUM_AT) != crate::xxh3(&b[..HEADER_SUM_AT]) {
+                return Err(corrupt(
+                    "the header's checksum does not match its bytes (the file is damaged)",
+                ));
+            }
+            if u32_at(52) as usize != STRIPE_ROWS {
+                return Err(corrupt("unsupported stripe size"));
+            }
+        }
         let ty = PhysType::from_code(u32_at(12)).ok_or_else(|| corrupt("unknown type code"))?;
         let packing = match u32_at(32) {
             0 => None,
@@ -67,11 +100,92 @@ impl ColumnHeader {
             _ => return Err(corrupt("unknown column encoding")),
         };
         Ok(ColumnHeader {
+            version,
             ty,
             rows: u64_at(16),
             checksum: u64_at(24),
             packing,
+            stripe_table: if version >= 3 { u64_at(56) } else { 0 },
         })
+    }
+
+    /// Stored payload bytes.
+    pub fn stored_len(&self) -> u64 {
+        match self.packing {
+            Some(p) => p.stored_len(self.rows as usize) as u64,
+            None => self.rows * self.ty.width() as u64,
+        }
+    }
+
+    /// Stored bytes of a whole stripe.
+    pub fn stripe_bytes(&self) -> usize {
+        stripe_bytes(self.ty, self.packing)
+    }
+
+    /// Number of entries in the stripe checksum table (version 3).
+    pub fn stripes(&self) -> usize {
+        if self.version < 3 || self.stripe_bytes() == 0 {
+            0
+        } else {
+            (self.stored_len() as usize).div_ceil(self.stripe_bytes())
+        }
+    }
+}
+
+/// Stored bytes of a whole stripe of a column of `ty` packed as `packing`.
+fn stripe_bytes(ty: PhysType, packing: Option<Packing>) -> usize {
+    match packing {
+        Some(p) => STRIPE_ROWS / BLOCK * p.block_bytes(),
+        None => STRIPE_ROWS * ty.width(),
+    }
+}
+
+/// The checksums of a column's stored bytes as they are written: one of
+/// the whole payload and one per stripe.
+struct Digest {
+    whole: Xxh3,
+    stripe: Xxh3,
+    /// Stored bytes of a whole stripe.
+    stripe_bytes: usize,
+    /// Bytes of the current stripe hashed so far.
+    filled: usize,
+    sums: Vec<u64>,
+}
+
+impl Digest {
+    fn new(stripe_bytes: usize) -> Self {
+        Digest {
+            whole: Xxh3::new(),
+            stripe: Xxh3::new(),
+            stripe_bytes,
+            filled: 0,
+            sums: Vec::new(),
+        }
+    }
+
+    fn update(&mut self, mut b: &[u8]) {
+        self.whole.write(b);
+        // A 0-bit packing stores nothing (and has no stripes).
+        while !b.is_empty() && self.stripe_bytes > 0 {
+            let take = (self.stripe_bytes - self.filled).min(b.len());
+            self.stripe.write(&b[..take]);
+            self.filled += take;
+            b = &b[take..];
+            if self.filled == self.stripe_bytes {
+                self.sums.push(self.stripe.finish());
+                self.stripe = Xxh3::new();
+                self.filled = 0;
+            }
+        }
+    }
+
+    /// The payload's checksum and the stripe table's bytes.
+    fn finish(mut self) -> (u64, Vec<u8>) {
+        if self.filled > 0 {
+            self.sums.push(self.stripe.finish());
+        }
+        let table = self.sums.iter().flat_map(|s| s.to_le_bytes()).collect();
+        (self.whole.finish(), table)
     }
 }
 
@@ -87,7 +201,7 @@ pub struct ColumnWriter {
     w: BlockWriter,
     ty: PhysType,
     rows: u64,
-    hash: Xxh3,
+    digest: Digest,
     rel: String,
     final_path: PathBuf,
     cfg: IoConfig,
@@ -95,6 +209,8 @@ pub struct ColumnWriter {
     packer: Option<Packer>,
     /// Files written so far (for unique names of re-packed files).
     generation: u32,
+    /// The first file's path: re-packed files are named after it.
+    base_path: PathBuf,
 }
 
 /// The packing state of a [`ColumnWriter`].
@@ -144,15 +260,18 @@ impl ColumnWriter {
     ) -> Result<Self> {
         let mut w = BlockWriter::create(path, cfg)?;
         w.write_all(&[0u8; HEADER_SIZE])?;
+        let packing = pack && pack::packable(ty);
         Ok(ColumnWriter {
             w,
             ty,
             rows: 0,
-            hash: Xxh3::new(),
+            // A packing column's digest is replaced when the first blocks
+            // are packed (their stripe size is known then).
+            digest: Digest::new(stripe_bytes(ty, None)),
             rel,
             final_path,
             cfg: cfg.clone(),
-            packer: (pack && pack::packable(ty)).then(|| Packer {
+            packer: packing.then(|| Packer {
                 lo: i64::MAX,
                 hi: i64::MIN,
                 nulls: false,
@@ -163,6 +282,7 @@ impl ColumnWriter {
                 out: Vec::new(),
             }),
             generation: 0,
+            base_path: path.to_path_buf(),
         })
     }
 
@@ -195,7 +315,7 @@ impl ColumnWriter {
         let bytes = T::as_bytes(values);
         self.rows += values.len() as u64;
         if self.packer.is_none() {
-            self.hash.update(bytes);
+            self.digest.update(bytes);
             self.w.write_all(bytes)?;
             return Ok(());
         }
@@ -230,7 +350,10 @@ impl ColumnWriter {
             Some(c) if c == need || c.holds(p.lo, p.hi, p.nulls) => {}
             // A range the packing so far cannot hold.
             Some(_) if p.packed_rows > 0 => self.repack(need)?,
-            _ => p.cur = Some(need),
+            _ => {
+                p.cur = Some(need);
+                self.digest = Digest::new(stripe_bytes(ty, Some(need)));
+            }
         }
         self.pack_pending(false)
     }
@@ -269,7 +392,7 @@ impl ColumnWriter {
         }
         let out = &mut bytes_mut(&mut p.out)[..len];
         pack::pack(ty, cur, &bytes_mut(&mut p.pending)[..plain_len], out);
-        self.hash.update(out);
+        self.digest.update(out);
         self.w.write_all(out)?;
         let done = (blocks * BLOCK).min(p.pending_rows);
         p.packed_rows += blocks * BLOCK;
@@ -288,14 +411,11 @@ impl ColumnWriter {
         let (ty, w) = (self.ty, self.ty.width());
         self.generation += 1;
         let old_path = self.w.path().to_path_buf();
-        let name = old_path.to_string_lossy().into_owned();
-        let name = name.rsplit_once(".r").map_or(name.as_str(), |(b, _)| b);
-        let mut out = BlockWriter::create(
-            &PathBuf::from(format!("{name}.r{}", self.generation)),
-            &self.cfg,
-        )?;
+        let mut name = self.base_path.clone().into_os_string();
+        name.push(format!(".r{}", self.generation));
+        let mut out = BlockWriter::create(Path::new(&name), &self.cfg)?;
         out.write_all(&[0u8; HEADER_SIZE])?;
-        let mut hash = Xxh3::new();
+        let mut digest = Digest::new(stripe_bytes(ty, to));
         self.w.flush()?;
         let src = std::fs::File::open(&old_path).map_err(|e| io_err(&old_path, e))?;
         let per = STRETCH / BLOCK;
@@ -318,14 +438,14 @@ impl ColumnWriter {
                     o
                 }
             };
-            hash.update(bytes);
+            digest.update(bytes);
             out.write_all(bytes)?;
             b += k;
         }
         drop(src);
         std::mem::replace(&mut self.w, out).close()?;
         let _ = std::fs::remove_file(&old_path);
-        self.hash = hash;
+        self.digest = digest;
         Ok(())
     }
 
@@ -345,8 +465,12 @@ impl ColumnWriter {
         if let Some(cur) = p.cur.filter(|_| p.packed_rows > 0) {
             self.rewrite(cur, p.packed_rows / BLOCK, None)?;
         }
+        if p.cur.is_none() || p.packed_rows == 0 {
+            // Nothing was packed: the stripes are plain from the start.
+            self.digest = Digest::new(stripe_bytes(self.ty, None));
+        }
         let rest = &bytes_mut(&mut p.pending)[..p.pending_rows * self.ty.width()];
-        self.hash.update(rest);
+        self.digest.update(rest);
         Ok(self.w.write_all(rest)?)
     }
 
@@ -362,16 +486,20 @@ impl ColumnWriter {
                 packing = self.packer.as_ref().and_then(|p| p.cur);
             }
         }
-        let checksum = self.hash.digest();
+        let (checksum, table) = self.digest.finish();
+        self.w.write_all(&table)?;
         let header = ColumnHeader {
+            version: crate::FORMAT_VERSION,
             ty: self.ty,
             rows: self.rows,
             checksum,
             packing,
+            stripe_table: crate::xxh3(&table),
         };
         self.w.write_at(0, &header.encode())?;
         let tmp = self.w.path().to_path_buf();
-        self.w.finish()?;
+        // Made durable with the dataset's other files when it is committed.
+        self.w.finish_deferred()?;
         std::fs::rename(&tmp, &self.final_path).map_err(|e| io_err(&self.final_path, e))?;
         var.ty = self.ty;
         var.file = self.rel;
@@ -473,49 +601,87 @@ pub struct Column {
     map: MappedFile,
     header: ColumnHeader,
     var: Variable,
+    /// The stripe checksums (format version 3; empty before).
+    stripes: Vec<u64>,
+    /// Whether reads check stripe checksums (the default).
+    checked: bool,
     /// All values of a packed column, unpacked on first use of [`Column::data`].
-    unpacked: std::sync::OnceLock<Vec<u64>>,
+    unpacked: std::sync::OnceLock<Result<Vec<u64>>>,
+    /// Whether every stripe was found intact by [`Column::data`] (a column
+    /// of format version 1 or 2: whether its payload matches its checksum).
+    whole_ok: std::sync::OnceLock<Result<()>>,
 }
 
 impl Column {
-    pub(crate) fn open(path: &Path, var: &Variable, rows: u64) -> Result<Self> {
+    pub(crate) fn open(path: &Path, var: &Variable, rows: u64, checked: bool) -> Result<Self> {
+        let corrupt = |reason: String| Error::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
         let map = MappedFile::open(path)?;
         let mut head = vec![0u8; HEADER_SIZE];
         let n = map.read_at(0, &mut head)?;
-        let header = ColumnHeader::decode(path, &head[..n])?;
-        let stored = match header.packing {
-            Some(p) => p.stored_len(header.rows as usize) as u64,
-            None => header.rows * header.ty.width() as u64,
-        };
-        let expect = HEADER_SIZE as u64 + stored;
-        if header.packing != var.packing {
-            return Err(Error::Corrupt {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "header says packing {:?}, manifest says {:?}",
-                    header.packing, var.packing
-                ),
-            });
+        if n < HEADER_SIZE {
+            return Err(corrupt(format!(
+                "the file is {} bytes long, shorter than its {HEADER_SIZE}-byte header (truncated?)",
+                map.len()
+            )));
         }
+        let header = ColumnHeader::decode(path, &head[..n])?;
+        if header.packing != var.packing {
+            return Err(corrupt(format!(
+                "header says packing {:?}, manifest says {:?}",
+                header.packing, var.packing
+            )));
+        }
+        let stored = header.stored_len();
+        let table_len = header.stripes() as u64 * 8;
+        let expect = HEADER_SIZE as u64 + stored + table_len;
         if header.ty != var.ty || header.rows != rows || map.len() as u64 != expect {
-            return Err(Error::Corrupt {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "header says {} x {}, manifest says {} x {}, file has {} bytes",
-                    header.rows,
-                    header.ty.name(),
-                    rows,
-                    var.ty.name(),
-                    map.bytes().len()
-                ),
-            });
+            return Err(corrupt(format!(
+                "header says {} x {}, manifest says {} x {}; expected {expect} bytes, the file has {} (truncated or damaged)",
+                header.rows,
+                header.ty.name(),
+                rows,
+                var.ty.name(),
+                map.len()
+            )));
+        }
+        if format!("xxh3:{:016x}", header.checksum) != var.checksum {
+            return Err(corrupt(format!(
+                "header checksum xxh3:{:016x} differs from the manifest's {} (the file belongs to another dataset or generation, or is damaged)",
+                header.checksum, var.checksum
+            )));
+        }
+        let mut stripes = Vec::new();
+        if table_len > 0 {
+            let mut table = vec![0u8; table_len as usize];
+            let got = map.read_at(HEADER_SIZE as u64 + stored, &mut table)?;
+            if got != table.len() || crate::xxh3(&table) != header.stripe_table {
+                return Err(corrupt(
+                    "the stripe checksum table does not match the header (the file is damaged)"
+                        .into(),
+                ));
+            }
+            stripes = table
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect();
         }
         Ok(Column {
             map,
             header,
             var: var.clone(),
+            stripes,
+            checked,
             unpacked: std::sync::OnceLock::new(),
+            whole_ok: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &ColumnHeader {
+        &self.header
     }
 
     /// How the values are packed (`None`: a plain array).
@@ -541,10 +707,94 @@ impl Column {
         }
     }
 
-    /// The values of `n` rows from their stored bytes (`stored`: as read
-    /// from [`stored_span`](Self::stored_span)): a view of `stored` itself
-    /// for a plain column, else unpacked into `buf`.
-    pub fn decode<'a>(&self, stored: &'a [u8], n: usize, buf: &'a mut Vec<u64>) -> ColumnData<'a> {
+    /// Checks the stored bytes of rows `start .. start + n` against their
+    /// stripe checksums. `start` must be a multiple of [`STRIPE_ROWS`] and
+    /// the range must end on a stripe boundary or at the last row, so that
+    /// every stripe it touches is checked whole. Columns of format versions
+    /// 1 and 2 have no stripe checksums: their whole payload is checked
+    /// against its checksum on the first call instead.
+    pub fn check(&self, start: usize, stored: &[u8], n: usize) -> Result<()> {
+        if !self.checked || n == 0 {
+            return Ok(());
+        }
+        if self.header.version < 3 {
+            // No stripe checksums: the whole payload is checked once, on
+            // the first read (a dataset imported before version 3 pays a
+            // second pass over each column it reads; re-importing it
+            // removes that cost).
+            return self
+                .whole_ok
+                .get_or_init(|| self.verify())
+                .as_ref()
+                .map_err(Error::duplicate)
+                .copied();
+        }
+        if self.stripes.is_empty() {
+            // A 0-bit packing: nothing stored beyond the (checked) header.
+            return Ok(());
+        }
+        let rows = self.rows();
+        if !start.is_multiple_of(STRIPE_ROWS)
+            || !(start + n == rows || n.is_multiple_of(STRIPE_ROWS))
+            || start + n > rows
+        {
+            return Err(Error::Corrupt {
+                path: self.path(),
+                reason: format!(
+                    "internal error: rows {start}..{} do not cover whole checksummed stripes of {STRIPE_ROWS} rows",
+                    start + n
+                ),
+            });
+        }
+        let (_, len) = self.stored_span(start, n);
+        let first = start / STRIPE_ROWS;
+        for (i, bytes) in stored[..len].chunks(self.header.stripe_bytes()).enumerate() {
+            let k = first + i;
+            if crate::xxh3(bytes) != self.stripes[k] {
+                return Err(self.stripe_error(k));
+            }
+        }
+        Ok(())
+    }
+
+    fn stripe_error(&self, k: usize) -> Error {
+        let a = k * STRIPE_ROWS;
+        let b = (a + STRIPE_ROWS).min(self.rows());
+        Error::Corrupt {
+            path: self.path(),
+            reason: format!(
+                "checksum mismatch in the data of rows {}-{} (stripe {} of {}) of variable {}: the file is damaged; `microtab verify` lists every damaged file",
+                a + 1,
+                b,
+                k + 1,
+                self.stripes.len(),
+                self.var.name
+            ),
+        }
+    }
+
+    /// The values of `n` rows starting at row `start` from their stored
+    /// bytes (`stored`: as read from [`stored_span`](Self::stored_span)),
+    /// after checking them against their stripe checksums (see
+    /// [`check`](Self::check)): a view of `stored` itself for a plain
+    /// column, else unpacked into `buf`.
+    pub fn decode<'a>(
+        &self,
+        start: usize,
+        stored: &'a [u8],
+        n: usize,
+        buf: &'a mut Vec<u64>,
+    ) -> Result<ColumnData<'a>> {
+        self.check(start, stored, n)?;
+        Ok(self.decode_unchecked(stored, n, buf))
+    }
+
+    fn decode_unchecked<'a>(
+        &self,
+        stored: &'a [u8],
+        n: usize,
+        buf: &'a mut Vec<u64>,
+    ) -> ColumnData<'a> {
         let ty = self.header.ty;
         let w = ty.width();
         match self.header.packing {
@@ -563,17 +813,18 @@ impl Column {
         }
     }
 
-    /// The values of rows `start .. start + n` (`start` a multiple of
-    /// [`BLOCK`]): a view of the mapping for a plain column, else unpacked
-    /// from it into `buf`.
+    /// The checked values of rows `start .. start + n` (`start` a multiple
+    /// of [`STRIPE_ROWS`], the end a stripe boundary or the last row): a
+    /// view of the mapping for a plain column, else unpacked from it into
+    /// `buf`.
     pub fn rows_view<'a>(
         &'a self,
         start: usize,
         n: usize,
         buf: &'a mut Vec<u64>,
-    ) -> ColumnData<'a> {
+    ) -> Result<ColumnData<'a>> {
         let (off, len) = self.stored_span(start, n);
-        self.decode(&self.payload()[off..off + len], n, buf)
+        self.decode(start, &self.payload()[off..off + len], n, buf)
     }
 
     /// The manifest entry.
@@ -591,9 +842,12 @@ impl Column {
         self.header.rows as usize
     }
 
-    /// Raw payload bytes.
+    /// Raw payload bytes (without the header and the stripe table).
     pub fn payload(&self) -> &[u8] {
-        &self.map.bytes()[HEADER_SIZE.min(self.map.bytes().len())..]
+        let b = self.map.bytes();
+        let start = HEADER_SIZE.min(b.len());
+        let end = (HEADER_SIZE + self.header.stored_len() as usize).min(b.len());
+        &b[start..end]
     }
 
     /// Asks the kernel to start reading rows `start..start+len` now.
@@ -615,44 +869,70 @@ impl Column {
             .resident_fraction(HEADER_SIZE, self.payload().len())
     }
 
-    /// Recomputes the payload checksum and compares it with the header's.
+    /// Reads the whole payload and checks it against the header's and the
+    /// manifest's checksum and (format version 3) every stripe checksum,
+    /// whether or not reads of this column are checked.
     pub fn verify(&self) -> Result<()> {
-        let got = xxhash_rust::xxh3::xxh3_64(self.payload());
+        let payload = self.payload();
+        if !self.stripes.is_empty() {
+            for (k, bytes) in payload.chunks(self.header.stripe_bytes()).enumerate() {
+                if crate::xxh3(bytes) != self.stripes[k] {
+                    return Err(self.stripe_error(k));
+                }
+            }
+        }
+        let got = crate::xxh3(payload);
         if got != self.header.checksum || format!("xxh3:{got:016x}") != self.var.checksum {
             return Err(Error::Corrupt {
                 path: self.path(),
-                reason: "checksum mismatch".into(),
+                reason: format!(
+                    "checksum mismatch: the payload hashes to xxh3:{got:016x}, the manifest says {} (the file is damaged)",
+                    self.var.checksum
+                ),
             });
         }
         Ok(())
     }
 
-    /// Typed view of all the values: the mapping itself for a plain
-    /// column; a packed column is unpacked into memory on first use (scans
-    /// use [`rows_view`](Self::rows_view) or [`decode`](Self::decode) a
-    /// stretch at a time instead).
-    pub fn data(&self) -> ColumnData<'_> {
+    /// Typed view of all the values, every stripe checked once (a v1/v2
+    /// column: the whole payload's checksum): the mapping itself for a
+    /// plain column; a packed column is unpacked into memory on first use
+    /// (scans use [`rows_view`](Self::rows_view) or
+    /// [`decode`](Self::decode) a stretch at a time instead).
+    pub fn data(&self) -> Result<ColumnData<'_>> {
         let ty = self.header.ty;
+        if self.header.version < 3 {
+            self.check(0, self.payload(), self.rows())?;
+        } else {
+            let checked = self
+                .whole_ok
+                .get_or_init(|| self.check(0, self.payload(), self.rows()));
+            if let Err(e) = checked {
+                return Err(e.duplicate());
+            }
+        }
         match self.header.packing {
-            None => ColumnData::view(ty, self.payload()),
+            None => Ok(ColumnData::view(ty, self.payload())),
             Some(_) => {
                 let rows = self.rows();
                 let all = self.unpacked.get_or_init(|| {
                     let mut buf = Vec::new();
-                    self.decode(self.payload(), rows, &mut buf);
-                    buf
+                    self.decode_unchecked(self.payload(), rows, &mut buf);
+                    Ok(buf)
                 });
+                let all = all.as_ref().map_err(Error::duplicate)?;
                 // SAFETY: the bytes of a u64 buffer.
                 let bytes = unsafe {
                     std::slice::from_raw_parts(all.as_ptr() as *const u8, rows * ty.width())
                 };
-                ColumnData::view(ty, bytes)
+                Ok(ColumnData::view(ty, bytes))
             }
         }
     }
 
     /// Where the stored values start in the file and how many bytes hold
-    /// how many rows (for readers that stream the file themselves).
+    /// how many rows (for readers that stream the file themselves; they
+    /// hand what they read to [`decode`](Self::decode)).
     pub fn source(&self) -> microtab_io::ColumnSource {
         let (unit_rows, width) = match self.header.packing {
             Some(p) => (BLOCK, p.block_bytes()),
@@ -660,6 +940,7 @@ impl Column {
         };
         microtab_io::ColumnSource {
             path: self.path(),
+            file: self.map.file().ok().map(std::sync::Arc::new),
             offset: HEADER_SIZE as u64,
             width,
             unit_rows,
@@ -667,11 +948,11 @@ impl Column {
     }
 
     /// The values if the column is `u8`.
-    pub fn as_u8(&self) -> Option<&[u8]> {
-        match self.data() {
+    pub fn as_u8(&self) -> Result<Option<&[u8]>> {
+        Ok(match self.data()? {
             ColumnData::U8(v) => Some(v),
             _ => None,
-        }
+        })
     }
 }
 
@@ -714,7 +995,7 @@ mod tests {
     fn values16(ds: &Dataset, name: &str) -> Vec<u16> {
         let c = ds.column(name).unwrap();
         c.verify().unwrap();
-        match c.data() {
+        match c.data().unwrap() {
             ColumnData::U16(v) => v.to_vec(),
             _ => panic!("u16 expected"),
         }
@@ -723,7 +1004,7 @@ mod tests {
     fn values8(ds: &Dataset, name: &str) -> Vec<u8> {
         let c = ds.column(name).unwrap();
         c.verify().unwrap();
-        match c.data() {
+        match c.data().unwrap() {
             ColumnData::U8(v) => v.to_vec(),
             _ => panic!("u8 expected"),
         }

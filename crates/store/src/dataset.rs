@@ -2,11 +2,97 @@
 
 use crate::column::ColumnWriter;
 use crate::{Column, Error, Manifest, Result, Variable, FORMAT_VERSION};
-use microtab_io::{sync_dir, write_file_atomic, IoConfig};
+use microtab_io::{sync_dir, write_file_atomic, FileLock, IoConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 const MANIFEST: &str = "manifest.json";
+/// The writers' lock file inside a dataset directory.
+const LOCK: &str = ".lock";
+/// How the manifest's own checksum starts in its text: a top-level key
+/// (indented by two spaces; the variables' checksums are deeper).
+const SUM_KEY: &[u8] = b"\n  \"checksum\": \"xxh3:";
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The manifest's text with its checksum filled in (see
+/// [`Manifest::checksum`]).
+fn manifest_text(m: &Manifest) -> Vec<u8> {
+    let mut m = m.clone();
+    m.checksum = Some(format!("xxh3:{}", "0".repeat(16)));
+    let mut text = serde_json::to_vec_pretty(&m).expect("manifest serializes");
+    text.push(b'\n');
+    let at = find(&text, SUM_KEY).expect("checksum written") + SUM_KEY.len();
+    let sum = crate::xxh3(&text);
+    text[at..at + 16].copy_from_slice(format!("{sum:016x}").as_bytes());
+    text
+}
+
+/// Checks a manifest's text against its own checksum. A manifest without
+/// one is accepted only from format versions 1 and 2.
+fn check_manifest(path: &Path, text: &[u8], version: u32) -> Result<()> {
+    let corrupt = |reason: &str| Error::Corrupt {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let Some(pos) = find(text, SUM_KEY) else {
+        if version >= 3 {
+            return Err(corrupt("the manifest has no checksum (damaged)"));
+        }
+        return Ok(());
+    };
+    let at = pos + SUM_KEY.len();
+    let want = text
+        .get(at..at + 16)
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .ok_or_else(|| corrupt("the manifest's checksum is malformed (damaged)"))?;
+    let mut copy = text.to_vec();
+    copy[at..at + 16].fill(b'0');
+    if crate::xxh3(&copy) != want {
+        return Err(corrupt(
+            "the manifest does not match its checksum: it is damaged, or was edited by hand (change labels and missing codes with `microtab label` and `microtab missing`)",
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the writers' lock of the dataset directory `dir`.
+fn lock(dir: &Path) -> Result<FileLock> {
+    let who = format!(
+        "pid {} ({})",
+        std::process::id(),
+        std::env::args().take(2).collect::<Vec<_>>().join(" ")
+    );
+    match FileLock::try_acquire(&dir.join(LOCK), &who)? {
+        Ok(l) => Ok(l),
+        Err(holder) => Err(Error::Locked {
+            path: dir.to_path_buf(),
+            holder: if holder.is_empty() {
+                "another process".into()
+            } else {
+                holder
+            },
+        }),
+    }
+}
+
+/// Removes `.manifest.json.tmp-PID` files left by killed writers (call
+/// with the lock held: no other writer can be using one).
+fn remove_stale_temps(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mine = format!(".{MANIFEST}.tmp-{}", std::process::id());
+    for e in rd.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f.starts_with(&format!(".{MANIFEST}.tmp-")) && f != mine {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
 
 fn io_err(path: &Path, e: std::io::Error) -> Error {
     Error::Io(microtab_io::Error {
@@ -23,11 +109,52 @@ fn io_err(path: &Path, e: std::io::Error) -> Error {
 pub struct Dataset {
     dir: PathBuf,
     manifest: Manifest,
+    /// Whether column reads check stripe checksums.
+    checked: bool,
 }
 
 impl Dataset {
-    /// Opens the dataset directory `dir`.
+    /// Opens the dataset directory `dir`: reads `manifest.json` and checks
+    /// it against its own checksum.
     pub fn open(dir: &Path) -> Result<Self> {
+        let manifest = read_manifest(dir)?;
+        Ok(Dataset {
+            dir: dir.to_path_buf(),
+            manifest,
+            checked: true,
+        })
+    }
+
+    /// Whether reads of column values check them against their stripe
+    /// checksums (on by default; off only to measure what checking costs).
+    pub fn set_checked_reads(&mut self, checked: bool) {
+        self.checked = checked;
+    }
+
+    /// Reads every file of the dataset whole and checks it against its
+    /// checksums: each column file's header, size, stripe table, stripes
+    /// and payload, and each dictionary. Returns the problems found
+    /// (empty when the dataset is intact), one per damaged file.
+    pub fn verify_all(&self) -> Vec<Error> {
+        let mut problems = Vec::new();
+        for v in &self.manifest.variables {
+            let r = Column::open(&self.dir.join(&v.file), v, self.manifest.rows, true)
+                .and_then(|c| c.verify());
+            if let Err(e) = r {
+                problems.push(e);
+            }
+            if v.dictionary.is_some() {
+                if let Err(e) = self.dictionary(v) {
+                    problems.push(e);
+                }
+            }
+        }
+        problems
+    }
+}
+
+fn read_manifest(dir: &Path) -> Result<Manifest> {
+    {
         let mpath = dir.join(MANIFEST);
         let text = match std::fs::read(&mpath) {
             Ok(t) => t,
@@ -41,9 +168,14 @@ impl Dataset {
             }
             Err(e) => return Err(io_err(&mpath, e)),
         };
+        // Checked before it is parsed, so that no damaged field is believed.
+        let summed = find(&text, SUM_KEY).is_some();
+        if summed {
+            check_manifest(&mpath, &text, 0)?;
+        }
         let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
             path: mpath.clone(),
-            reason: e.to_string(),
+            reason: format!("{e} (damaged or truncated)"),
         })?;
         if manifest.format != "microtab" || manifest.version > FORMAT_VERSION {
             return Err(Error::Corrupt {
@@ -54,12 +186,48 @@ impl Dataset {
                 ),
             });
         }
-        Ok(Dataset {
-            dir: dir.to_path_buf(),
-            manifest,
-        })
+        if !summed {
+            check_manifest(&mpath, &text, manifest.version)?;
+        }
+        check_consistent(&mpath, &manifest)?;
+        Ok(manifest)
     }
+}
 
+/// Checks what the manifest says about itself: unique variable names and
+/// files, files inside `vars/`, known limits.
+fn check_consistent(path: &Path, m: &Manifest) -> Result<()> {
+    let corrupt = |reason: String| Error::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut names = std::collections::HashSet::new();
+    let mut files = std::collections::HashSet::new();
+    for v in &m.variables {
+        if !names.insert(v.name.to_ascii_lowercase()) {
+            return Err(corrupt(format!("variable {} is listed twice", v.name)));
+        }
+        for f in std::iter::once(&v.file).chain(v.dictionary.iter()) {
+            let ok =
+                f.starts_with("vars/") && !f.contains("..") && !f[5..].contains('/') && f.len() > 5;
+            if !ok || !files.insert(f.clone()) {
+                return Err(corrupt(format!(
+                    "variable {} names file '{f}', which is not a file of its own under vars/",
+                    v.name
+                )));
+            }
+        }
+        if v.nulls > m.rows {
+            return Err(corrupt(format!(
+                "variable {} has more nulls ({}) than the dataset has rows ({})",
+                v.name, v.nulls, m.rows
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Dataset {
     /// The dataset directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -103,7 +271,30 @@ impl Dataset {
     /// Maps the column of variable `name`.
     pub fn column(&self, name: &str) -> Result<Column> {
         let var = self.variable(name)?;
-        Column::open(&self.dir.join(&var.file), var, self.manifest.rows)
+        match Column::open(
+            &self.dir.join(&var.file),
+            var,
+            self.manifest.rows,
+            self.checked,
+        ) {
+            Err(Error::Io(e)) if e.error.kind() == std::io::ErrorKind::NotFound => {
+                // A writer may have published a new generation (and removed
+                // this one's files) since the manifest was read.
+                Err(self.changed().unwrap_or(Error::Io(e)))
+            }
+            r => r,
+        }
+    }
+
+    /// The error to report when the dataset's manifest on disk is no
+    /// longer the one this handle read.
+    fn changed(&self) -> Option<Error> {
+        let now = read_manifest(&self.dir).ok()?.generation;
+        (now != self.manifest.generation).then(|| Error::Changed {
+            path: self.dir.clone(),
+            was: self.manifest.generation,
+            now,
+        })
     }
 
     /// Reads a string variable's dictionary (code `i` is entry `i`).
@@ -112,19 +303,74 @@ impl Dataset {
             return Ok(Vec::new());
         };
         let path = self.dir.join(rel);
-        let text = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
-        serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
-            path,
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(self.changed().unwrap_or_else(|| io_err(&path, e)));
+            }
+            Err(e) => return Err(io_err(&path, e)),
+        };
+        match &var.dictionary_checksum {
+            Some(want) => {
+                let got = format!("xxh3:{:016x}", crate::xxh3(&text));
+                if &got != want {
+                    return Err(Error::Corrupt {
+                        path,
+                        reason: format!(
+                            "the dictionary hashes to {got}, the manifest says {want} (the file is damaged)"
+                        ),
+                    });
+                }
+            }
+            None if self.manifest.version >= 3 => {
+                return Err(Error::Corrupt {
+                    path,
+                    reason: "the manifest gives no checksum for this dictionary".into(),
+                });
+            }
+            None => {}
+        }
+        let dict: Vec<String> = serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
+            path: path.clone(),
             reason: e.to_string(),
-        })
+        })?;
+        let n = dict.len() as i64;
+        if var.max.is_some_and(|m| m.as_i64() >= n) || !dict.windows(2).all(|w| w[0] < w[1]) {
+            return Err(Error::Corrupt {
+                path,
+                reason: format!(
+                    "the dictionary of {} has {n} entries, not the sorted distinct {} the manifest needs",
+                    var.name,
+                    var.max.map_or(0, |m| m.as_i64() + 1)
+                ),
+            });
+        }
+        Ok(dict)
     }
 
     /// Replaces the manifest atomically with `f(manifest)` (metadata-only
     /// changes such as labels or missing codes; column files are untouched).
+    ///
+    /// Writers exclude each other: this takes the dataset's lock (failing
+    /// with [`Error::Locked`] while another process changes the dataset)
+    /// and fails with [`Error::Changed`] if the dataset changed since this
+    /// handle read it, so no change is ever made to a stale manifest.
     pub fn update_manifest(&mut self, f: impl FnOnce(&mut Manifest)) -> Result<()> {
+        let _lock = lock(&self.dir)?;
+        remove_stale_temps(&self.dir);
+        let now = read_manifest(&self.dir)?;
+        if now.generation != self.manifest.generation {
+            return Err(Error::Changed {
+                path: self.dir.clone(),
+                was: self.manifest.generation,
+                now: now.generation,
+            });
+        }
         let mut m = self.manifest.clone();
         f(&mut m);
         m.generation += 1;
+        // The version says what the files hold (an old dataset's columns
+        // keep theirs); the manifest gets its checksum whatever the version.
         write_manifest(&self.dir, &m)?;
         self.manifest = m;
         Ok(())
@@ -145,17 +391,16 @@ impl Dataset {
 }
 
 fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
-    let mut text = serde_json::to_vec_pretty(m).expect("manifest serializes");
-    text.push(b'\n');
-    write_file_atomic(&dir.join(MANIFEST), &text)?;
+    write_file_atomic(&dir.join(MANIFEST), &manifest_text(m))?;
     Ok(())
 }
 
 /// Where a writer puts its files until it publishes them.
 enum Mode {
     /// A brand-new dataset built in a hidden sibling directory, renamed onto
-    /// the target name when complete.
-    Fresh { staging: PathBuf },
+    /// the target name when complete (`swap`: exchanged atomically with a
+    /// damaged dataset there, which is then removed).
+    Fresh { staging: PathBuf, swap: bool },
     /// A new generation inside an existing dataset: new files beside the
     /// old ones, then the manifest is swapped.
     Replace { old: Box<Manifest> },
@@ -168,6 +413,8 @@ enum Mode {
 /// import or a killed process leaves only hidden staging files, which the
 /// next writer for the same target removes.
 pub struct DatasetWriter {
+    /// The writers' lock of the dataset being replaced.
+    _lock: Option<FileLock>,
     target: PathBuf,
     root: PathBuf,
     mode: Mode,
@@ -228,32 +475,53 @@ impl DatasetWriter {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "dataset".into());
         cleanup_stale_staging(&parent, &name);
-        let (root, mode, generation) = if target.exists() {
+        let mut held = None;
+        let mut swap = false;
+        let replace = if target.exists() {
             if !force {
                 return Err(Error::Exists {
                     path: target.to_path_buf(),
                 });
             }
-            let old = Dataset::open(target).map_err(|_| Error::Corrupt {
-                path: target.to_path_buf(),
-                reason: "exists but is not a microtab dataset; refusing to replace it".into(),
-            })?;
-            remove_orphans(target, &old.manifest);
-            let generation = old.manifest.generation + 1;
-            (
-                target.to_path_buf(),
-                Mode::Replace {
-                    old: Box::new(old.manifest),
-                },
-                generation,
-            )
+            if !target.join(MANIFEST).is_file() {
+                return Err(Error::Corrupt {
+                    path: target.to_path_buf(),
+                    reason: "exists but is not a microtab dataset (no manifest.json); refusing to replace it".into(),
+                });
+            }
+            held = Some(lock(target)?);
+            match Dataset::open(target) {
+                Ok(old) => Some(old.manifest),
+                Err(Error::Corrupt { .. }) => {
+                    // A damaged dataset: built beside it and swapped in whole.
+                    swap = true;
+                    None
+                }
+                Err(e) => return Err(e),
+            }
         } else {
-            let staging = parent.join(format!(".{name}.importing-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&staging);
-            std::fs::create_dir_all(staging.join("vars")).map_err(|e| io_err(&staging, e))?;
-            (staging.clone(), Mode::Fresh { staging }, 1)
+            None
+        };
+        let (root, mode, generation) = match replace {
+            Some(old) => {
+                remove_orphans(target, &old);
+                remove_stale_temps(target);
+                let generation = old.generation + 1;
+                (
+                    target.to_path_buf(),
+                    Mode::Replace { old: Box::new(old) },
+                    generation,
+                )
+            }
+            None => {
+                let staging = parent.join(format!(".{name}.importing-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&staging);
+                std::fs::create_dir_all(staging.join("vars")).map_err(|e| io_err(&staging, e))?;
+                (staging.clone(), Mode::Fresh { staging, swap }, 1)
+            }
         };
         Ok(DatasetWriter {
+            _lock: held,
             target: target.to_path_buf(),
             root,
             mode,
@@ -311,15 +579,18 @@ impl DatasetWriter {
     }
 
     /// Writes a string variable's dictionary and returns its relative path.
-    pub fn write_dictionary(&mut self, name: &str, entries: &[String]) -> Result<String> {
+    /// Returns the file's path relative to the dataset and its checksum,
+    /// for [`Variable::dictionary`] and [`Variable::dictionary_checksum`].
+    pub fn write_dictionary(&mut self, name: &str, entries: &[String]) -> Result<(String, String)> {
         let col = self.final_rel(name);
         let rel = col.trim_end_matches(".col").to_string() + ".dict.json";
         let text = serde_json::to_vec(entries).expect("strings serialize");
         let path = self.root.join(&rel);
         let mut w = microtab_io::BlockWriter::create(&path, &self.cfg)?;
         w.write_all(&text)?;
-        w.finish()?;
-        Ok(rel)
+        w.finish_deferred()?;
+        let sum = format!("xxh3:{:016x}", crate::xxh3(&text));
+        Ok((rel, sum))
     }
 
     /// Adds a finished variable (in output order).
@@ -333,14 +604,27 @@ impl DatasetWriter {
         let manifest = Manifest {
             format: "microtab".into(),
             version: FORMAT_VERSION,
+            checksum: None,
             generation: self.generation,
             rows,
             source: self.source.clone(),
             variables: std::mem::take(&mut self.variables),
         };
+        // Every column file durable (one file-system sync, not one fsync a
+        // file), then their names, then the manifest that publishes them.
+        microtab_io::sync_filesystem(&self.root)?;
         sync_dir(&self.root.join("vars"))?;
         match &self.mode {
-            Mode::Fresh { staging } => {
+            Mode::Fresh {
+                staging,
+                swap: true,
+            } => {
+                write_manifest(staging, &manifest)?;
+                exchange(staging, &self.target)?;
+                // `staging` now holds the damaged dataset.
+                let _ = std::fs::remove_dir_all(staging);
+            }
+            Mode::Fresh { staging, .. } => {
                 write_manifest(staging, &manifest)?;
                 if self.target.exists() {
                     return Err(Error::Exists {
@@ -381,12 +665,35 @@ impl Drop for DatasetWriter {
             return;
         }
         match &self.mode {
-            Mode::Fresh { staging } => {
+            Mode::Fresh { staging, .. } => {
                 let _ = std::fs::remove_dir_all(staging);
             }
             Mode::Replace { old } => remove_orphans(&self.target, old),
         }
     }
+}
+
+/// Swaps two directories atomically (`renameat2` with `RENAME_EXCHANGE`).
+fn exchange(a: &Path, b: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in paths");
+    let (ca, cb) = (c(a), c(b));
+    // SAFETY: two valid NUL-terminated paths relative to the working directory.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r != 0 {
+        return Err(io_err(b, std::io::Error::last_os_error()));
+    }
+    let parent = b.parent().filter(|p| !p.as_os_str().is_empty());
+    sync_dir(parent.unwrap_or(Path::new(".")))?;
+    Ok(())
 }
 
 /// Removes files in `vars/` that the manifest does not reference (left by a
@@ -448,7 +755,7 @@ mod tests {
         assert_eq!(ds.manifest().generation, 2);
         let c = ds.column("x").unwrap();
         c.verify().unwrap();
-        match c.data() {
+        match c.data().unwrap() {
             crate::ColumnData::U16(v) => assert_eq!(v, &[7, 8]),
             _ => panic!(),
         }
@@ -476,32 +783,42 @@ mod tests {
                 .unwrap(),
         );
         w.commit(5).unwrap();
+        // Rewrites the dataset as an older (or newer) version would have
+        // written it: versions 1 and 2 had no manifest checksum, no stripe
+        // table and no header checksum.
         let set_version = |v: u32| {
             let m = t.join("manifest.json");
-            let text = std::fs::read_to_string(&m).unwrap();
-            let re = format!("\"version\": {v}");
-            let text = text
-                .replacen("\"version\": 2", &re, 1)
-                .replacen("\"version\": 1", &re, 1);
+            let mut man: Manifest = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+            man.version = v;
+            let text = if v < 3 {
+                man.checksum = None;
+                serde_json::to_vec_pretty(&man).unwrap()
+            } else {
+                manifest_text(&man)
+            };
             std::fs::write(&m, text).unwrap();
             let col = t.join("vars/X.1.col");
             let mut b = std::fs::read(&col).unwrap();
             b[8..12].copy_from_slice(&v.to_le_bytes());
+            if v < 3 {
+                b[52..crate::HEADER_SIZE].fill(0);
+                b.truncate(crate::HEADER_SIZE + 10);
+            }
             std::fs::write(&col, b).unwrap();
         };
         set_version(1);
         let ds = Dataset::open(&t).unwrap();
         assert_eq!(ds.manifest().version, 1);
-        match ds.column("X").unwrap().data() {
+        match ds.column("X").unwrap().data().unwrap() {
             crate::ColumnData::U16(v) => assert_eq!(v, &[3, 1, 4, 1, 5]),
             _ => panic!(),
         }
-        set_version(3);
+        set_version(4);
         let e = match Dataset::open(&t) {
-            Ok(_) => panic!("version 3 opened"),
+            Ok(_) => panic!("version 4 opened"),
             Err(e) => e.to_string(),
         };
-        assert!(e.contains("version 3 is not supported"), "{e}");
+        assert!(e.contains("version 4 is not supported"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the on-disk format written by this build.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// What a variable's values mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +99,9 @@ pub struct Variable {
     /// to the dataset directory; code `i` is entry `i`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dictionary: Option<String>,
+    /// `xxh3:<16 hex digits>` of the dictionary file (format version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dictionary_checksum: Option<String>,
 }
 
 impl Variable {
@@ -122,6 +125,7 @@ impl Variable {
             missing_codes: Vec::new(),
             value_labels: BTreeMap::new(),
             dictionary: None,
+            dictionary_checksum: None,
         }
     }
 
@@ -138,6 +142,11 @@ pub struct Manifest {
     pub format: String,
     /// Format version ([`FORMAT_VERSION`]).
     pub version: u32,
+    /// `xxh3:<16 hex digits>` of the manifest file's bytes with these 16
+    /// digits written as zeros (format version 3): a changed byte anywhere
+    /// in the manifest is detected when it is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
     /// Incremented on every change; column files carry it in their names.
     pub generation: u64,
     /// Number of records.

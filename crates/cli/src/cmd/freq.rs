@@ -30,7 +30,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
     let q = a.q.query(vec![a.var.clone()], a.include_missing)?;
-    let cube = run_timed(&ds, &q, a.q.repeat)?;
+    let cube = run_timed(&ds, &q, &a.q)?;
     let var = ds.variable(&a.var)?;
     let cats = cube
         .dims

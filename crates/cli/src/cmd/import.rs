@@ -73,6 +73,16 @@ fn missing_codes(specs: &[String]) -> Result<Vec<(String, Vec<f64>)>> {
     Ok(out)
 }
 
+/// Bytes of input per parse task: `$MICROTAB_CHUNK_BYTES` (at least 4096;
+/// tests and the fuzzer use small chunks so that every chunk boundary and
+/// re-encoding path is exercised on small files), else the default.
+fn chunk_size(default: usize) -> usize {
+    std::env::var("MICROTAB_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(default, |n| n.max(4096))
+}
+
 /// A progress bar on stderr when it is a terminal.
 fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Option<Progress>) {
     if !std::io::stderr().is_terminal() {
@@ -103,6 +113,7 @@ pub fn run(a: Args) -> Result<()> {
         io,
         ..CsvOptions::default()
     };
+    opts.chunk_size = chunk_size(opts.chunk_size);
     for t in &a.types {
         let (n, ty) = t
             .split_once('=')
@@ -147,7 +158,7 @@ fn run_fixed(a: Args) -> Result<()> {
             bail!("--rectype applies to hierarchical fixed-width files, not to CSV");
         }
         let (bar, progress) = progress_bar(&a.input);
-        let opts = CsvOptions {
+        let mut opts = CsvOptions {
             missing: missing_codes(&a.missing)?,
             progress,
             codebook: Some(cb),
@@ -155,6 +166,7 @@ fn run_fixed(a: Args) -> Result<()> {
             plain: a.plain,
             ..CsvOptions::default()
         };
+        opts.chunk_size = chunk_size(opts.chunk_size);
         let t = Instant::now();
         let r = import_csv(&a.input, &a.output, a.force, &opts);
         if let Some(pb) = bar {
@@ -164,7 +176,7 @@ fn run_fixed(a: Args) -> Result<()> {
         return Ok(());
     }
     let (bar, progress) = progress_bar(&a.input);
-    let opts = FixedOptions {
+    let mut opts = FixedOptions {
         record_type: a.rectype.clone(),
         missing: missing_codes(&a.missing)?,
         progress,
@@ -172,6 +184,7 @@ fn run_fixed(a: Args) -> Result<()> {
         plain: a.plain,
         ..FixedOptions::default()
     };
+    opts.chunk_size = chunk_size(opts.chunk_size);
     let t = Instant::now();
     let r = import_fixed(&a.input, &cb, &a.output, a.force, &opts);
     if let Some(pb) = bar {

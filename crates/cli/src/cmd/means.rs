@@ -42,7 +42,7 @@ pub fn run(a: Args) -> Result<()> {
             .collect();
     let mut q = a.q.query(by.clone(), false)?;
     q.measure = Some(a.var.clone());
-    let cube = run_timed(&ds, &q, a.q.repeat)?;
+    let cube = run_timed(&ds, &q, &a.q)?;
     let var = ds.variable(&a.var)?.clone();
     let moments = cube.moments.clone().unwrap_or_default();
     let shape = cube.shape();

@@ -12,3 +12,4 @@ pub mod means;
 pub mod missing;
 pub mod tab;
 pub mod tune;
+pub mod verify;

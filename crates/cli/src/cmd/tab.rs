@@ -161,7 +161,7 @@ pub fn run(a: Args) -> Result<()> {
     by.push(a.row.clone());
     by.push(a.col.clone());
     let q = a.q.query(by, a.include_missing)?;
-    let cube = run_timed(&ds, &q, a.q.repeat)?;
+    let cube = run_timed(&ds, &q, &a.q)?;
     let tables = if cube.counts.is_empty() {
         Vec::new()
     } else {
