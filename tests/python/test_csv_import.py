@@ -318,8 +318,13 @@ def test_type_override(tmp_path):
     assert [(disp(r), r["count"]) for r in run_json("freq", ds, "ZIP")["rows"]] == [
         ("01234", 2), ("90210", 1)]
     assert v["N"]["kind"] == "float"
+    # Zero-padded codes are text unless asked otherwise (issue 10: "01" and
+    # "1" must not merge silently); --type ZIP=int reads them as numbers.
     _, ds2 = make_dataset(tmp_path, "zip2", text)
-    assert [(r["value"], r["count"]) for r in run_json("freq", ds2, "ZIP")["rows"]] == [
+    assert [(disp(r), r["count"]) for r in run_json("freq", ds2, "ZIP")["rows"]] == [
+        ("01234", 2), ("90210", 1)]
+    _, ds3 = make_dataset(tmp_path, "zip3", text, "--type", "ZIP=int")
+    assert [(r["value"], r["count"]) for r in run_json("freq", ds3, "ZIP")["rows"]] == [
         (1234, 2), (90210, 1)]
 
 

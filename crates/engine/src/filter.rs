@@ -5,7 +5,15 @@
 //! `a-*` / `*-b`, or a comparison `NAME op value` with `op` one of `<`,
 //! `<=`, `>`, `>=`, `=`, `!=`. Values are given as displayed (decimals
 //! applied; strings as text, quoted with `"` when they hold spaces or
-//! punctuation). A row whose variable is missing fails the term.
+//! punctuation). A name with spaces or punctuation is quoted with `"` or
+//! backticks: `"Body Mass (g)"(3000-4000)`, `` `bill length`>40 ``. A row
+//! whose variable is missing fails the term.
+//!
+//! Text variables take values and value lists (`STATE("New York",Ohio)`,
+//! `STATE!=Ohio`) but no ranges or order comparisons: `AGE(25-64)` on an
+//! `AGE` imported as text is an error, never a comparison of strings
+//! ("3" would fall between "25" and "64"). Numbers must be finite: `nan`
+//! and `inf` are refused.
 
 use crate::{Error, Result};
 use microtab_store::{Kind, Variable};
@@ -65,8 +73,14 @@ fn split_terms(text: &str) -> Result<Vec<String>> {
     let mut cur = String::new();
     let mut depth = 0i32;
     let mut quote = false;
+    let mut tick = false;
     for c in text.chars() {
         match c {
+            '`' if !quote => {
+                tick = !tick;
+                cur.push(c);
+            }
+            _ if tick => cur.push(c),
             '"' => {
                 quote = !quote;
                 cur.push(c);
@@ -92,6 +106,9 @@ fn split_terms(text: &str) -> Result<Vec<String>> {
     }
     if quote {
         return Err(err(text, "unterminated '\"'"));
+    }
+    if tick {
+        return Err(err(text, "unterminated '`'"));
     }
     if depth != 0 {
         return Err(err(text, "missing ')'"));
@@ -160,15 +177,22 @@ fn split_items(list: &str) -> Vec<String> {
 pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
     let mut out = Vec::new();
     for t in split_terms(text)? {
-        let name_end = t.find(|c: char| !is_name_char(c)).unwrap_or(t.len());
-        let name = &t[..name_end];
+        let (name, rest) = match t.chars().next() {
+            Some(q @ ('"' | '`')) => match t[1..].find(q) {
+                Some(e) => (t[1..1 + e].to_string(), &t[2 + e..]),
+                None => return Err(err(&t, format!("unterminated '{q}' in the variable name"))),
+            },
+            _ => {
+                let name_end = t.find(|c: char| !is_name_char(c)).unwrap_or(t.len());
+                (t[..name_end].to_string(), &t[name_end..])
+            }
+        };
         if name.is_empty() {
             return Err(err(
                 &t,
-                "expected a variable name, as in AGE(25-64) or INCTOT<9999999",
+                "expected a variable name, as in AGE(25-64) or INCTOT<9999999 (quote names with spaces: \"Body Mass (g)\"(3000-4000))",
             ));
         }
-        let rest = &t[name_end..];
         let cond = if let Some(inner) = rest.strip_prefix('(') {
             let Some(inner) = inner.strip_suffix(')') else {
                 return Err(err(&t, "expected ')' at the end of the term"));
@@ -222,7 +246,7 @@ pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
             Cond::Cmp(*op, unquote(v))
         };
         out.push(Term {
-            var: name.to_string(),
+            var: name,
             cond,
             text: t.clone(),
         });
@@ -314,30 +338,16 @@ impl Stored {
     }
 }
 
-/// Parses `[+-]digits[.digits]` exactly into stored units with `decimals`.
+/// Parses `[+-]digits[.digits]` exactly into stored units with `decimals`
+/// (`None` when it has more decimals than that, or is not such a number).
 fn exact_decimal(s: &str, decimals: u32) -> Option<i128> {
-    let t = s.trim();
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
-    if int.is_empty() && frac.is_empty()
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
+    let (m, d) = microtab_store::codec::parse_exact(s.trim())?;
+    if d <= decimals {
+        m.checked_mul(10i128.checked_pow(decimals - d)?)
+    } else {
+        let k = 10i128.checked_pow(d - decimals)?;
+        (m % k == 0).then(|| m / k)
     }
-    let frac = frac.trim_end_matches('0');
-    if frac.len() as u32 > decimals || int.len() > 30 {
-        return None;
-    }
-    let mut v: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    for i in 0..decimals as usize {
-        let d = frac.as_bytes().get(i).map_or(0, |b| (b - b'0') as i128);
-        v = v.checked_mul(10)?.checked_add(d)?;
-    }
-    Some(if neg { -v } else { v })
 }
 
 /// Converts a displayed value to stored units of `var`.
@@ -355,17 +365,44 @@ fn to_stored(term: &Term, var: &Variable, dict: &[String], s: &str) -> Result<St
             return Ok(Stored::Exact(v));
         }
     }
-    let x: f64 = s.trim().parse().map_err(|_| {
-        err(
-            &term.text,
-            format!("expected a number for {}, found '{s}'", var.name),
-        )
-    })?;
+    let t = s.trim();
+    let x: f64 = t
+        .parse()
+        .ok()
+        .filter(|x: &f64| x.is_finite() && t.bytes().any(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            err(
+                &term.text,
+                format!("expected a finite number for {}, found '{s}'", var.name),
+            )
+        })?;
     Ok(Stored::Approx(x * var.scale()))
+}
+
+/// Refuses ranges and order comparisons on a text variable.
+fn check_text_term(term: &Term, var: &Variable) -> Result<()> {
+    if var.kind != Kind::String {
+        return Ok(());
+    }
+    let ordered = match &term.cond {
+        Cond::Cmp(op, _) => !matches!(op, CmpOp::Eq | CmpOp::Ne),
+        Cond::Set(items) => items.iter().any(|i| matches!(i, Item::Range(..))),
+    };
+    if ordered {
+        return Err(err(
+            &term.text,
+            format!(
+                "{} is a text variable: it takes values and lists of values ({}(a,b), {}=a, {}!=a), not ranges or < > comparisons, which would compare text rather than numbers; if its values are numbers, import it again with --type {}=int",
+                var.name, var.name, var.name, var.name, var.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Resolves a term against its variable.
 pub(crate) fn resolve(term: &Term, var: &Variable, dict: &[String]) -> Result<Predicate> {
+    check_text_term(term, var)?;
     let inf = f64::INFINITY;
     let conv = |s: &str| to_stored(term, var, dict, s);
     // Bounds as (lower, upper) pairs; `None` is unbounded.

@@ -2,7 +2,7 @@
 //! pipeline with a quote-aware chunk cutter and the CSV chunk parser.
 
 use crate::error::RowError;
-use crate::parse::{infer, parse_chunk, Plan};
+use crate::parse::{infer, parse_chunk, Encoding, NaSet, ParseOpts, Plan, Sampled, TextWhy};
 use crate::pipeline::{self, Feed, ImportSummary, Progress, Stages};
 use crate::sink::Sink;
 use crate::source::{self, fill};
@@ -25,24 +25,39 @@ pub enum TypeHint {
 /// How to read the input.
 #[derive(Clone)]
 pub struct CsvOptions {
-    /// Field delimiter (default `,`).
+    /// Field delimiter (default `,`), used as given when
+    /// `detect_delimiter` is off.
     pub delimiter: u8,
+    /// Choose the delimiter from the first lines: `,`, tab, `;` or `|`,
+    /// whichever splits every sampled line into the same number (> 1) of
+    /// fields (`,` first). On by default; off when a delimiter is given.
+    pub detect_delimiter: bool,
     /// Forced types by column name (case-insensitive).
     pub types: Vec<(String, TypeHint)>,
-    /// User-missing codes by column name, in displayed units.
-    pub missing: Vec<(String, Vec<f64>)>,
+    /// User-missing codes by column name, as written in the data (`9999999`,
+    /// `-0.5`, `Unknown`); each must be a value of the column's type.
+    pub missing: Vec<(String, Vec<String>)>,
+    /// Field texts read as system-missing. `None`: the common missing
+    /// tokens ([`DEFAULT_NA`](crate::DEFAULT_NA): `NA`, `NaN`, `.`, `N/A`, …)
+    /// in columns that are otherwise numeric. `Some(list)`: exactly these,
+    /// in every column (`Some(vec![])`: only empty fields).
+    pub na: Option<Vec<String>>,
+    /// Text encoding of the file (default UTF-8).
+    pub encoding: Encoding,
     /// Bytes of input per parse task.
     pub chunk_size: usize,
     /// Parser threads (default: all cores).
     pub threads: usize,
-    /// Records sampled for type inference.
-    pub sample_rows: usize,
+    /// Records sampled to choose column types (`u64::MAX`: every record,
+    /// in a first pass over the whole file).
+    pub sample_rows: u64,
     /// Called as chunks are written.
     pub progress: Option<Progress>,
     /// A DDI codebook describing the columns (an IPUMS extract delivered
-    /// as CSV): its alphabetic variables are imported as text, and columns
-    /// it describes get its labels, description, value labels and missing
-    /// codes. Columns are matched by name, case-insensitively.
+    /// as CSV): its alphabetic variables are imported as text, its numeric
+    /// ones as numbers, and columns it describes get its labels,
+    /// description, value labels and missing codes. Columns are matched by
+    /// name, case-insensitively.
     pub codebook: Option<Codebook>,
     /// Block size for writing column files (from `microtab tune`).
     pub io: microtab_io::IoConfig,
@@ -55,8 +70,11 @@ impl Default for CsvOptions {
     fn default() -> Self {
         CsvOptions {
             delimiter: b',',
+            detect_delimiter: true,
             types: Vec::new(),
             missing: Vec::new(),
+            na: None,
+            encoding: Encoding::Utf8,
             chunk_size: 4 << 20,
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -68,6 +86,48 @@ impl Default for CsvOptions {
             plain: false,
         }
     }
+}
+
+/// Delimiters tried when detecting one, in order of preference.
+const DELIMITERS: [u8; 4] = [b',', b'\t', b';', b'|'];
+
+fn delimiter_name(d: u8) -> String {
+    match d {
+        b'\t' => "tab".into(),
+        d => format!("'{}'", d as char),
+    }
+}
+
+/// Fields per record of the first (at most 20) records of `buf` split by
+/// `delim`, if they are all the same.
+fn fields_per_record(buf: &[u8], delim: u8) -> Option<usize> {
+    let mut t = Tokenizer::new(buf, delim, 1);
+    let mut fields = Vec::new();
+    let mut n = None;
+    for _ in 0..20 {
+        match t.read_record(&mut fields) {
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(_) => return None,
+        }
+        match n {
+            None => n = Some(fields.len()),
+            Some(k) if k != fields.len() => return None,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// The delimiter that splits the first lines of `buf` consistently into
+/// more than one field, if any (`,` preferred).
+fn sniff_delimiter(buf: &[u8]) -> Option<u8> {
+    // Whole lines only (the last one may be cut).
+    let end = last_record_end(buf).unwrap_or(buf.len());
+    let head = &buf[..end];
+    DELIMITERS
+        .into_iter()
+        .find(|&d| fields_per_record(head, d).is_some_and(|n| n > 1))
 }
 
 /// Imports the CSV file `input` into a dataset at `target`.
@@ -92,12 +152,15 @@ pub fn import_csv(
             src.read_error(e, lines)
         })
     };
+    let mut notes = Vec::new();
 
     // Header: read until the first record is complete.
     let mut buf = Vec::with_capacity(chunk_size * 2);
     let mut eof = !read_more(&mut src, &mut buf, chunk_size)?;
+    let mut skipped = 0;
     if buf.starts_with(b"\xEF\xBB\xBF") {
         buf.drain(..3);
+        skipped = 3;
     }
     let header_end = loop {
         match last_record_end(&buf).and_then(|_| first_record_end(&buf)) {
@@ -120,12 +183,38 @@ pub fn import_csv(
             "empty file: expected a header line naming the columns".into(),
         ));
     }
-    let names =
-        parse_header(&buf[..header_end], opts.delimiter).map_err(|e| e.into_error(input, &[]))?;
+    let delim = if opts.detect_delimiter {
+        match sniff_delimiter(&buf) {
+            Some(d) if d != b',' => {
+                notes.push(format!(
+                    "columns are separated by {} (detected from the first lines; give -d to choose)",
+                    delimiter_name(d)
+                ));
+                d
+            }
+            _ => b',',
+        }
+    } else {
+        opts.delimiter
+    };
+    let names = parse_header(&buf[..header_end], delim, opts.encoding)
+        .map_err(|e| e.into_error(input, &[]))?;
+    if names.len() == 1 {
+        if let Some(d) = sniff_delimiter(&buf).filter(|&d| d != delim) {
+            notes.push(format!(
+                "the header has one column with delimiter {}, but {} would split the first lines into {} columns (give -d {})",
+                delimiter_name(delim),
+                delimiter_name(d),
+                fields_per_record(&buf[..last_record_end(&buf).unwrap_or(buf.len())], d)
+                    .unwrap_or(0),
+                if d == b'\t' { "tab".to_string() } else { (d as char).to_string() }
+            ));
+        }
+    }
     let ncols = names.len();
     let find = |n: &str| names.iter().position(|h| h.eq_ignore_ascii_case(n));
 
-    let mut plans = vec![Plan::Numeric; ncols];
+    let mut plans;
     for n in opts
         .types
         .iter()
@@ -140,6 +229,7 @@ pub fn import_csv(
         }
     }
     let header_lines = count_lines(&buf[..header_end]);
+    let na = NaSet::new(opts.na.as_deref());
     // The type-inference sample: complete records after the header.
     let mut rest = buf.split_off(header_end);
     drop(buf);
@@ -153,18 +243,42 @@ pub fn import_csv(
         let want = rest.len() * 2 + chunk_size;
         eof = !read_more(&mut src, &mut rest, want)?;
     };
-    let inferred =
-        infer(&rest[..sample_end], opts.delimiter, ncols, opts.sample_rows).map_err(|e| {
-            // Line numbers in the sample are relative to the first data line.
-            shift(e, header_lines).into_error(input, &names)
+    let max_rows = opts.sample_rows.max(1);
+    let mut sampled = infer(
+        &rest[..sample_end],
+        delim,
+        ncols,
+        max_rows,
+        header_lines + 1,
+        &na,
+    )
+    .map_err(|e| e.into_error(input, &names))?;
+    if sampled.rows < max_rows && !(eof && sample_end == rest.len()) {
+        // More records wanted than the first block holds: read on in a
+        // pass of its own.
+        let more = sample_rest(
+            input,
+            skipped + header_end + sample_end,
+            header_lines + 1 + count_lines(&rest[..sample_end]),
+            max_rows - sampled.rows,
+            delim,
+            ncols,
+            chunk_size,
+            &na,
+        )
+        .map_err(|e| match e {
+            SampleError::Row(e) => e.into_error(input, &names),
+            SampleError::Other(e) => e,
         })?;
-    for (i, p) in inferred.into_iter().enumerate() {
-        plans[i] = p;
+        sampled.merge(more);
     }
+    plans = sampled.plans();
+    let mut forced = vec![false; ncols];
     if let Some(cb) = &opts.codebook {
-        for v in cb.variables.iter().filter(|v| v.text) {
+        for v in &cb.variables {
             if let Some(i) = find(&v.name) {
-                plans[i] = Plan::Str;
+                plans[i] = if v.text { Plan::Str } else { Plan::Numeric };
+                forced[i] = true;
             }
         }
     }
@@ -175,10 +289,36 @@ pub fn import_csv(
             TypeHint::Float => Plan::Float,
             TypeHint::String => Plan::Str,
         };
+        forced[i] = true;
+    }
+    for (i, why) in sampled.text.iter().enumerate() {
+        if forced[i] {
+            continue;
+        }
+        match why {
+            Some(TextWhy::LeadingZeros(n)) => notes.push(format!(
+                "column {} is read as text: its numbers are written with leading zeros (\"{}\" on line {}), like codes; --type {}=int reads them as numbers",
+                names[i], n.example, n.line, names[i]
+            )),
+            Some(TextWhy::BeyondI64(n)) => notes.push(format!(
+                "column {} is read as text: \"{}\" on line {} is an integer beyond 64 bits, which microtab does not store exactly as a number; --type {}=float reads it as approximate numbers",
+                names[i], n.example, n.line, names[i]
+            )),
+            _ => {}
+        }
+    }
+    for (i, n) in sampled.na_in_text.iter().enumerate() {
+        if let (Some(n), Plan::Str) = (n, plans[i]) {
+            notes.push(format!(
+                "column {} is text and keeps \"{}\" (first on line {}) as a value; --na \"{}\" reads it as missing",
+                names[i], n.example, n.line, n.example
+            ));
+        }
     }
 
-    let mut ds = DatasetWriter::create_with(target, force, opts.io.clone())?;
+    let mut ds = DatasetWriter::create_with(target, force, io_for_columns(&opts.io, ncols))?;
     ds.set_packing(!opts.plain);
+    ds.set_transient_files(ncols > TRANSIENT_COLUMNS);
     ds.set_source(
         &input
             .file_name()
@@ -203,31 +343,55 @@ pub fn import_csv(
         threads: opts.threads,
         progress: opts.progress.clone(),
     };
-    let delim = opts.delimiter;
-    let (rows, text) = pipeline::run(
+    let popts = ParseOpts {
+        na: na.clone(),
+        encoding: opts.encoding,
+        sampled: sampled.rows,
+    };
+    let out = pipeline::run(
         feed,
         &stages,
         last_record_end,
         |chunk, line| {
-            parse_chunk(chunk, line, &plans, delim).map_err(|e| e.into_error(input, &names))
+            parse_chunk(chunk, line, &plans, delim, &popts).map_err(|e| e.into_error(input, &names))
         },
         &mut sinks,
         &mut ds,
     )?;
+    let rows = out.rows;
+    for (i, n) in out.leading_zeros.iter().enumerate() {
+        if let (Some(n), false) = (n, plans[i] == Plan::Str) {
+            notes.push(format!(
+                "column {}: {} number{} written with leading zeros (first \"{}\" on line {}) read as number{}; --type {}=string keeps them as text",
+                names[i],
+                n.count,
+                if n.count == 1 { "" } else { "s" },
+                n.example,
+                n.line,
+                if n.count == 1 { "" } else { "s" },
+                names[i]
+            ));
+        }
+    }
+    if rows == 0 {
+        notes.push(format!(
+            "{} has a header but no records: the dataset has 0 rows",
+            input.display()
+        ));
+    }
 
     let mut bytes_out = 0;
     for (i, sink) in sinks.into_iter().enumerate() {
         let (mut var, dict) = sink.finish(&mut ds)?;
+        if let Some(dv) = opts.codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
+            crate::fixed::describe(&mut var, dv, &dict);
+        }
         if let Some((_, codes)) = opts
             .missing
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(&names[i]))
         {
-            let scale = var.scale();
-            var.missing_codes = codes.iter().map(|c| (c * scale).round()).collect();
-        }
-        if let Some(dv) = opts.codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
-            crate::fixed::describe(&mut var, dv, &dict);
+            add_missing_codes(&mut var, &dict, codes, &na, input, &mut notes)?;
         }
         bytes_out += var.bytes;
         ds.add_variable(var);
@@ -238,33 +402,133 @@ pub fn import_csv(
         rows,
         variables: ncols,
         bytes_in: total,
-        bytes_text: header_end as u64 + text,
+        bytes_text: header_end as u64 + out.text,
         bytes_out,
+        sampled: Some(sampled.rows),
+        notes,
     })
 }
 
-fn shift(e: RowError, by: u64) -> RowError {
-    match e {
-        RowError::Value {
-            line,
-            column,
-            expected,
-            found,
-        } => RowError::Value {
-            line: line + by,
-            column,
-            expected,
-            found,
-        },
-        RowError::Ragged { line, found } => RowError::Ragged {
-            line: line + by,
-            found,
-        },
-        RowError::Syntax { line, reason } => RowError::Syntax {
-            line: line + by,
-            reason,
-        },
+/// Above this many columns, column files are opened for each write only
+/// (an import never holds a descriptor per column).
+pub(crate) const TRANSIENT_COLUMNS: usize = 256;
+
+/// Write settings for `ncols` columns: the per-column write buffer is
+/// shrunk so that all of them together stay within 256 MiB (a 5,000-column
+/// file would otherwise buffer 5 GB), but not below 64 KiB.
+pub(crate) fn io_for_columns(io: &microtab_io::IoConfig, ncols: usize) -> microtab_io::IoConfig {
+    let budget = 256usize << 20;
+    microtab_io::IoConfig {
+        block_size: io.block_size.min((budget / ncols.max(1)).max(64 << 10)),
     }
+}
+
+/// Adds user-missing codes given as written in the data to `var`.
+pub(crate) fn add_missing_codes(
+    var: &mut microtab_store::Variable,
+    dict: &[String],
+    codes: &[String],
+    na: &NaSet,
+    input: &Path,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    for c in codes {
+        let code = match microtab_store::codec::stored_code(var, dict, c) {
+            Ok(Some(code)) => code,
+            Ok(None) => {
+                notes.push(format!(
+                    "{}: missing code \"{c}\" does not occur in the data",
+                    var.name
+                ));
+                continue;
+            }
+            Err(_)
+                if var.kind != microtab_store::Kind::String && na.contains(c.trim().as_bytes()) =>
+            {
+                notes.push(format!(
+                    "{}: \"{c}\" is read as system-missing already",
+                    var.name
+                ));
+                continue;
+            }
+            Err(e) => {
+                return Err(Error::Input {
+                    path: input.to_path_buf(),
+                    reason: format!("--missing {}: {e}", var.name),
+                })
+            }
+        };
+        if !var.missing_codes.contains(&code) {
+            var.missing_codes.push(code);
+        }
+    }
+    Ok(())
+}
+
+/// Why sampling failed.
+enum SampleError {
+    Row(RowError),
+    Other(Error),
+}
+
+/// Samples up to `max_rows` more records of `input` in a pass of its own,
+/// from text offset `skip` (on physical line `line`).
+#[allow(clippy::too_many_arguments)]
+fn sample_rest(
+    input: &Path,
+    skip: usize,
+    line: u64,
+    max_rows: u64,
+    delim: u8,
+    ncols: usize,
+    chunk_size: usize,
+    na: &NaSet,
+) -> std::result::Result<Sampled, SampleError> {
+    let mut src = source::open(input).map_err(SampleError::Other)?;
+    let mut out = Sampled::new(ncols);
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk_size * 2);
+    let mut skip = skip;
+    let mut line = line;
+    let mut eof = false;
+    let read = |src: &mut source::Input, buf: &mut Vec<u8>, want: usize| {
+        fill(&mut *src.reader, buf, want).map_err(|e| {
+            let lines = count_lines(buf);
+            SampleError::Other(src.read_error(e, lines))
+        })
+    };
+    // Past what was sampled already.
+    while skip > 0 && !eof {
+        buf.clear();
+        eof = !read(&mut src, &mut buf, skip.min(chunk_size))?;
+        skip -= buf.len().min(skip);
+    }
+    buf.clear();
+    while out.rows < max_rows {
+        if !eof {
+            let want = buf.len() + chunk_size;
+            eof = !read(&mut src, &mut buf, want)?;
+        }
+        let end = if eof {
+            buf.len()
+        } else {
+            match last_record_end(&buf) {
+                Some(e) => e,
+                None => continue,
+            }
+        };
+        if end == 0 {
+            break;
+        }
+        let part = infer(&buf[..end], delim, ncols, max_rows - out.rows, line, na)
+            .map_err(SampleError::Row)?;
+        out.merge(part);
+        line += count_lines(&buf[..end]);
+        buf.drain(..end);
+        if eof && buf.is_empty() {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// End of the first record (header), quote-aware.
@@ -280,16 +544,23 @@ fn first_record_end(buf: &[u8]) -> Option<usize> {
     None
 }
 
-fn parse_header(buf: &[u8], delim: u8) -> std::result::Result<Vec<String>, RowError> {
+fn parse_header(
+    buf: &[u8],
+    delim: u8,
+    encoding: Encoding,
+) -> std::result::Result<Vec<String>, RowError> {
     let mut t = Tokenizer::new(buf, delim, 1);
     let mut fields = Vec::new();
     t.read_record(&mut fields)?;
     let mut names: Vec<String> = Vec::new();
     for (i, f) in fields.iter().enumerate() {
         let raw = t.get(*f);
-        let s = std::str::from_utf8(raw).map_err(|_| RowError::Syntax {
+        let s = encoding.decode(raw).ok_or_else(|| RowError::Syntax {
             line: 1,
-            reason: format!("header field {} is not valid UTF-8", i + 1),
+            reason: format!(
+                "header field {} is not valid UTF-8 (for a Latin-1 or Windows-1252 file give --encoding latin1 or --encoding windows-1252)",
+                i + 1
+            ),
         })?;
         let s = s.trim();
         let name = if s.is_empty() {

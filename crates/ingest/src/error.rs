@@ -170,14 +170,18 @@ impl RowError {
                 column,
                 expected,
                 found,
-            } => Error::Value {
-                path,
-                line,
-                column: column + 1,
-                name: names.get(column).cloned().unwrap_or_default(),
-                expected,
-                found,
-            },
+            } => {
+                let name = names.get(column).cloned().unwrap_or_default();
+                Error::Value {
+                    path,
+                    line,
+                    column: column + 1,
+                    // Remedies name the column.
+                    expected: expected.replace("--type NAME=", &format!("--type {name}=")),
+                    name,
+                    found,
+                }
+            }
             RowError::Ragged { line, found } => Error::Ragged {
                 path,
                 line,

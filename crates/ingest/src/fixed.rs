@@ -51,9 +51,9 @@ pub struct FixedOptions {
     /// Hierarchical files: the record type that becomes a row (default `P`
     /// when the codebook lists it, else the first non-top record type).
     pub record_type: Option<String>,
-    /// Extra user-missing codes by variable name, in displayed units (added
-    /// to those the codebook declares).
-    pub missing: Vec<(String, Vec<f64>)>,
+    /// Extra user-missing codes by variable name, as written in the data
+    /// (added to those the codebook declares).
+    pub missing: Vec<(String, Vec<String>)>,
     /// Called as chunks are written.
     pub progress: Option<Progress>,
     /// Block size for writing column files (from `microtab tune`).
@@ -545,6 +545,7 @@ pub(crate) fn parse_fixed_chunk(
     }
     Ok(Parsed {
         rows,
+        leading_zeros: vec![None; cols.len()],
         cols: cols.into_iter().map(ColParser::into_buf).collect(),
     })
 }
@@ -591,7 +592,11 @@ pub fn import_fixed(
     }
     let src = source::open(data)?;
     let total = src.total;
-    let mut ds = DatasetWriter::create_with(target, force, opts.io.clone())?;
+    let ncols = layout.slots.len();
+    let mut ds =
+        DatasetWriter::create_with(target, force, crate::csv::io_for_columns(&opts.io, ncols))?;
+    ds.set_transient_files(ncols > crate::csv::TRANSIENT_COLUMNS);
+    let mut notes = Vec::new();
     let mut source_name = data
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -617,7 +622,7 @@ pub fn import_fixed(
         threads: opts.threads,
         progress: opts.progress.clone(),
     };
-    let (rows, text) = pipeline::run(
+    let out = pipeline::run(
         feed,
         &stages,
         |buf| layout.cut(buf),
@@ -627,7 +632,15 @@ pub fn import_fixed(
         &mut sinks,
         &mut ds,
     )?;
+    let rows = out.rows;
+    if rows == 0 {
+        notes.push(format!(
+            "{} holds no records: the dataset has 0 rows",
+            data.display()
+        ));
+    }
     let mut bytes_out = 0;
+    let no_na = crate::parse::NaSet::new(Some(&[]));
     for (slot, sink) in layout.slots.iter().zip(sinks) {
         let (mut var, dict) = sink.finish(&mut ds)?;
         describe(&mut var, &cb.variables[slot.var], &dict);
@@ -636,17 +649,7 @@ pub fn import_fixed(
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(&slot.name))
         {
-            let scale = var.scale();
-            for c in codes {
-                let code = if var.kind == Kind::Float {
-                    *c
-                } else {
-                    (c * scale).round()
-                };
-                if !var.missing_codes.contains(&code) {
-                    var.missing_codes.push(code);
-                }
-            }
+            crate::csv::add_missing_codes(&mut var, &dict, codes, &no_na, data, &mut notes)?;
         }
         bytes_out += var.bytes;
         ds.add_variable(var);
@@ -657,8 +660,10 @@ pub fn import_fixed(
         rows,
         variables: layout.slots.len(),
         bytes_in: total,
-        bytes_text: text,
+        bytes_text: out.text,
         bytes_out,
+        sampled: None,
+        notes,
     })
 }
 

@@ -6,6 +6,160 @@ use std::collections::HashMap;
 
 /// Marks system-missing in [`ColBuf::Int`] values.
 pub(crate) const NULL_I64: i64 = i64::MIN;
+
+/// Missing-value tokens read as system-missing by default in columns that
+/// are otherwise numeric: how R (`NA`), pandas (`NaN`, `nan`, `<NA>`),
+/// SAS and Stata (`.`, and Stata's extended `.a`…`.z`), spreadsheets
+/// (`#N/A`) and databases (`NULL`) write missing numbers.
+pub const DEFAULT_NA: &[&str] = &[
+    "NA", "N/A", "n/a", "NaN", "nan", "-nan", "<NA>", "#N/A", "NULL", "null", ".", ".a", ".b",
+    ".c", ".d", ".e", ".f", ".g", ".h", ".i", ".j", ".k", ".l", ".m", ".n", ".o", ".p", ".q", ".r",
+    ".s", ".t", ".u", ".v", ".w", ".x", ".y", ".z",
+];
+
+/// The text encoding of an input file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// UTF-8 (ASCII included); anything else is an error naming the field.
+    #[default]
+    Utf8,
+    /// ISO-8859-1: every byte is the character of the same number.
+    Latin1,
+    /// Windows-1252: Latin-1 with printable characters (€, “ ”, …) in
+    /// 0x80–0x9F.
+    Windows1252,
+}
+
+/// Characters of Windows-1252 at 0x80–0x9F (undefined ones as in Latin-1).
+const CP1252_HIGH: [char; 32] = [
+    '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}',
+    '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
+];
+
+impl Encoding {
+    /// Decodes `raw` to text; `None` when it is not valid in this encoding
+    /// (only UTF-8 can be invalid).
+    pub(crate) fn decode(self, raw: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+        if raw.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            return Some(unsafe { std::str::from_utf8_unchecked(raw) }.into());
+        }
+        match self {
+            Encoding::Utf8 => std::str::from_utf8(raw).ok().map(Into::into),
+            Encoding::Latin1 => Some(raw.iter().map(|&b| b as char).collect::<String>().into()),
+            Encoding::Windows1252 => Some(
+                raw.iter()
+                    .map(|&b| match b {
+                        0x80..=0x9F => CP1252_HIGH[(b - 0x80) as usize],
+                        _ => b as char,
+                    })
+                    .collect::<String>()
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// Which field texts are system-missing.
+#[derive(Debug, Clone)]
+pub(crate) struct NaSet {
+    tokens: Vec<Vec<u8>>,
+    /// Whether text columns read them as missing too (an explicit `--na`
+    /// list); the default tokens apply to numeric columns only, since `NA`
+    /// is also a word (Namibia, North America).
+    pub text: bool,
+}
+
+impl NaSet {
+    pub fn new(tokens: Option<&[String]>) -> Self {
+        match tokens {
+            None => NaSet {
+                tokens: DEFAULT_NA.iter().map(|t| t.as_bytes().to_vec()).collect(),
+                text: false,
+            },
+            Some(t) => NaSet {
+                tokens: t
+                    .iter()
+                    .filter(|t| !t.is_empty())
+                    .map(|t| t.as_bytes().to_vec())
+                    .collect(),
+                text: true,
+            },
+        }
+    }
+
+    #[inline]
+    pub fn contains(&self, s: &[u8]) -> bool {
+        !self.tokens.is_empty() && self.tokens.iter().any(|t| t == s)
+    }
+
+    /// Whether a token looks like a number (`--na -99`): then numbers read
+    /// by the one-pass parser are checked against the tokens too.
+    pub fn has_numbers(&self) -> bool {
+        self.tokens.iter().any(|t| parse_decimal(t).is_some())
+    }
+}
+
+/// How chunks are parsed (shared by the parser threads).
+pub(crate) struct ParseOpts {
+    pub na: NaSet,
+    pub encoding: Encoding,
+    /// Records sampled to choose the types (for messages).
+    pub sampled: u64,
+}
+
+/// Whether `s` is a number written with leading zeros (`01`, `-007`,
+/// `00.5`): a zero-padded code rather than a quantity.
+#[inline]
+pub(crate) fn leading_zeros(s: &[u8]) -> bool {
+    let d = match s.first() {
+        Some(b'-' | b'+') => &s[1..],
+        _ => s,
+    };
+    d.len() >= 2 && d[0] == b'0' && d[1].is_ascii_digit()
+}
+
+/// Whether `s` is an integer literal (`[+-]digits`).
+pub(crate) fn int_literal(s: &[u8]) -> bool {
+    let d = match s.first() {
+        Some(b'-' | b'+') => &s[1..],
+        _ => s,
+    };
+    !d.is_empty() && d.iter().all(u8::is_ascii_digit)
+}
+
+/// Something about a column worth telling the user, found while parsing:
+/// the first line where it was seen, the field, and how often.
+#[derive(Debug, Clone)]
+pub(crate) struct Note {
+    pub line: u64,
+    pub example: String,
+    pub count: u64,
+}
+
+impl Note {
+    pub fn add(slot: &mut Option<Note>, line: u64, raw: &[u8]) {
+        match slot {
+            Some(n) => n.count += 1,
+            None => {
+                *slot = Some(Note {
+                    line,
+                    example: show(raw),
+                    count: 1,
+                })
+            }
+        }
+    }
+
+    /// Merges the note of a later chunk.
+    pub fn merge(slot: &mut Option<Note>, later: Option<Note>) {
+        match (slot.as_mut(), later) {
+            (Some(a), Some(b)) => a.count += b.count,
+            (None, b) => *slot = b,
+            _ => {}
+        }
+    }
+}
 /// Most implied decimals kept as a scaled integer; more become a float.
 pub(crate) const MAX_DECIMALS: u32 = 9;
 
@@ -103,37 +257,124 @@ pub(crate) fn trim(s: &[u8]) -> &[u8] {
     &s[a..b]
 }
 
-/// Decides each column's plan from a sample chunk: text if any sampled
-/// value is not a number, numeric otherwise.
+/// Why a sampled column became text.
+#[derive(Debug, Clone)]
+pub(crate) enum TextWhy {
+    /// A value that is not a number.
+    NotANumber,
+    /// Numbers written with leading zeros (zero-padded codes such as `01`):
+    /// kept as text so that `01` and `1` stay apart and print as written.
+    LeadingZeros(Note),
+    /// An integer beyond the 64-bit range: an identifier, kept exactly.
+    BeyondI64(Note),
+}
+
+/// What a sample said about each column.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sampled {
+    /// Records sampled.
+    pub rows: u64,
+    /// Per column: why it is text (`None`: numeric).
+    pub text: Vec<Option<TextWhy>>,
+    /// Per column: default missing tokens seen (kept as text in text columns).
+    pub na_in_text: Vec<Option<Note>>,
+}
+
+impl Sampled {
+    pub fn new(ncols: usize) -> Self {
+        Sampled {
+            rows: 0,
+            text: vec![None; ncols],
+            na_in_text: vec![None; ncols],
+        }
+    }
+
+    /// Adds what a later stretch of the file said.
+    pub fn merge(&mut self, later: Sampled) {
+        self.rows += later.rows;
+        for (a, b) in self.text.iter_mut().zip(later.text) {
+            if a.is_none() {
+                *a = b;
+            }
+        }
+        for (a, b) in self.na_in_text.iter_mut().zip(later.na_in_text) {
+            Note::merge(a, b);
+        }
+    }
+
+    pub fn plans(&self) -> Vec<Plan> {
+        self.text
+            .iter()
+            .map(|t| {
+                if t.is_some() {
+                    Plan::Str
+                } else {
+                    Plan::Numeric
+                }
+            })
+            .collect()
+    }
+}
+
+/// Samples up to `max_rows` records of `buf` (starting on physical line
+/// `line`): a column is text if any sampled value is not a number (empty
+/// fields and missing tokens aside), is an integer beyond 64 bits, or is
+/// written with leading zeros; numeric otherwise.
 pub(crate) fn infer(
     buf: &[u8],
     delim: u8,
     ncols: usize,
-    max_rows: usize,
-) -> Result<Vec<Plan>, RowError> {
-    let mut is_text = vec![false; ncols];
-    let mut t = Tokenizer::new(buf, delim, 1);
+    max_rows: u64,
+    line: u64,
+    na: &NaSet,
+) -> Result<Sampled, RowError> {
+    let mut out = Sampled::new(ncols);
+    let mut na_seen: Vec<Option<Note>> = vec![None; ncols];
+    let mut t = Tokenizer::new(buf, delim, line);
     let mut fields = Vec::new();
-    let mut n = 0;
-    while n < max_rows {
-        let Some(_) = t.read_record(&mut fields)? else {
+    while out.rows < max_rows {
+        let Some(l) = t.read_record(&mut fields)? else {
             break;
         };
         for (c, f) in fields.iter().take(ncols).enumerate() {
-            if is_text[c] {
+            let s = trim(t.get(*f));
+            if s.is_empty() {
                 continue;
             }
-            let s = trim(t.get(*f));
-            if !s.is_empty() && parse_decimal(s).is_none() && parse_float(s).is_none() {
-                is_text[c] = true;
+            if na.contains(s) {
+                Note::add(&mut na_seen[c], l, s);
+                continue;
             }
+            if out.text[c].is_some() {
+                continue;
+            }
+            let number = parse_decimal(s).is_some() || parse_float(s).is_some();
+            out.text[c] = if !number {
+                Some(TextWhy::NotANumber)
+            } else if int_literal(s) && parse_decimal(s).is_none() {
+                Some(TextWhy::BeyondI64(Note {
+                    line: l,
+                    example: show(s),
+                    count: 1,
+                }))
+            } else if leading_zeros(s) {
+                Some(TextWhy::LeadingZeros(Note {
+                    line: l,
+                    example: show(s),
+                    count: 1,
+                }))
+            } else {
+                None
+            };
         }
-        n += 1;
+        out.rows += 1;
     }
-    Ok(is_text
-        .into_iter()
-        .map(|t| if t { Plan::Str } else { Plan::Numeric })
-        .collect())
+    for (c, n) in na_seen.into_iter().enumerate() {
+        if out.text[c].is_some() {
+            out.na_in_text[c] = n;
+        }
+    }
+    Ok(out)
 }
 
 /// Builder for one column of a chunk (shared by the CSV and fixed-width
@@ -145,6 +386,8 @@ pub(crate) struct ColParser {
     /// Code of the last string appended: runs of one value (common in
     /// sorted or hierarchical files) skip the hash lookup.
     last: u32,
+    /// Numbers written with leading zeros after the type was chosen.
+    pub(crate) leading_zeros: Option<Note>,
 }
 
 impl ColParser {
@@ -174,6 +417,7 @@ impl ColParser {
             buf,
             map: HashMap::new(),
             last: u32::MAX,
+            leading_zeros: None,
         }
     }
 
@@ -271,18 +515,43 @@ impl ColParser {
 
     /// Appends one CSV field.
     #[inline]
-    fn push(&mut self, raw: &[u8], line: u64, column: usize) -> Result<(), RowError> {
+    fn push(
+        &mut self,
+        raw: &[u8],
+        line: u64,
+        column: usize,
+        o: &ParseOpts,
+    ) -> Result<(), RowError> {
         match &self.buf {
-            ColBuf::Int { .. } => {
+            ColBuf::Int { .. } | ColBuf::Float { .. } => {
                 let s = trim(raw);
-                if s.is_empty() {
+                if s.is_empty() || o.na.contains(s) {
                     self.push_null();
                     return Ok(());
                 }
-                if let Some((m, d)) = parse_decimal(s) {
-                    if self.push_scaled(m, d) {
-                        return Ok(());
+                if leading_zeros(s) {
+                    Note::add(&mut self.leading_zeros, line, s);
+                }
+                if matches!(self.buf, ColBuf::Int { .. }) {
+                    if let Some((m, d)) = parse_decimal(s) {
+                        if self.push_scaled(m, d) {
+                            return Ok(());
+                        }
                     }
+                }
+                if self.plan != Plan::Float && int_literal(s) && parse_decimal(s).is_none() {
+                    // An integer beyond 64 bits would become an approximate
+                    // float, merging distinct identifiers: refuse it.
+                    return Err(value_error(
+                        raw,
+                        line,
+                        column,
+                        &format!(
+                            "an integer between {} and {} (larger ones are not stored exactly; import the column as text with --type NAME=string, or as approximate numbers with --type NAME=float)",
+                            i64::MIN + 1,
+                            i64::MAX
+                        ),
+                    ));
                 }
                 if self.plan != Plan::IntOnly {
                     if let Some(v) = parse_float(s) {
@@ -294,39 +563,28 @@ impl ColParser {
                     raw,
                     line,
                     column,
-                    if self.plan == Plan::IntOnly {
-                        "an integer or a decimal number"
-                    } else {
-                        "a number (the column looked numeric in the first rows; use --type NAME=string to import it as text)"
+                    &match self.plan {
+                        Plan::IntOnly => "an integer or a decimal number".to_string(),
+                        Plan::Float => "a number".to_string(),
+                        _ => format!(
+                            "a number (the column looked numeric in the {} records sampled to choose types; use --infer-rows all, or --type NAME=string to import it as text)",
+                            o.sampled
+                        ),
                     },
                 ))
             }
-            ColBuf::Float { .. } => {
-                let s = trim(raw);
-                if s.is_empty() {
-                    self.push_null();
-                    return Ok(());
-                }
-                match parse_float(s) {
-                    Some(v) => {
-                        self.push_float(v);
-                        Ok(())
-                    }
-                    None => Err(value_error(raw, line, column, "a number")),
-                }
-            }
             ColBuf::Str { .. } => {
-                if raw.is_empty() {
+                if raw.is_empty() || (o.na.text && o.na.contains(raw)) {
                     self.push_null();
                     return Ok(());
                 }
-                let s = std::str::from_utf8(raw).map_err(|_| RowError::Value {
+                let s = o.encoding.decode(raw).ok_or_else(|| RowError::Value {
                     line,
                     column,
-                    expected: "valid UTF-8 text".into(),
+                    expected: "valid UTF-8 text (for a Latin-1 or Windows-1252 file give --encoding latin1 or --encoding windows-1252)".into(),
                     found: show(raw),
                 })?;
-                self.push_text(s);
+                self.push_text(&s);
                 Ok(())
             }
         }
@@ -367,7 +625,7 @@ impl ColParser {
 }
 
 fn value_error(raw: &[u8], line: u64, column: usize, expected: &str) -> RowError {
-    let expected = if std::str::from_utf8(raw).is_err() {
+    let expected = if std::str::from_utf8(raw).is_err() && !expected.contains("UTF-8") {
         format!("{expected}; the field is not valid UTF-8")
     } else {
         expected.to_string()
@@ -410,6 +668,8 @@ pub(crate) fn rescale(vals: &mut [i64], min: &mut i64, max: &mut i64, k: i64) ->
 pub(crate) struct Parsed {
     pub rows: u64,
     pub cols: Vec<ColBuf>,
+    /// Per column: numbers written with leading zeros (numeric columns).
+    pub leading_zeros: Vec<Option<Note>>,
 }
 
 /// `FastField::decimals` of an empty (system-missing) numeric field.
@@ -423,6 +683,8 @@ struct FastField {
     end: u32,
     value: i64,
     decimals: u32,
+    /// Written with leading zeros (`01`).
+    lz: bool,
 }
 
 /// Splits and parses one record starting at `pos` in a single pass, if it
@@ -448,6 +710,7 @@ fn fast_record(
         if num {
             let neg = buf.get(i) == Some(&b'-');
             i += neg as usize;
+            f.lz = buf.get(i) == Some(&b'0') && buf.get(i + 1).is_some_and(u8::is_ascii_digit);
             let mut m: i64 = 0;
             let mut digits = 0u32;
             let mut decimals = 0u32;
@@ -509,6 +772,7 @@ pub(crate) fn parse_chunk(
     line: u64,
     plans: &[Plan],
     delim: u8,
+    o: &ParseOpts,
 ) -> Result<Parsed, RowError> {
     let ncols = plans.len();
     let cap = buf.len() / (ncols * 3).max(1) + 16;
@@ -521,6 +785,7 @@ pub(crate) fn parse_chunk(
         .map(|p| matches!(p, Plan::Numeric | Plan::IntOnly))
         .collect();
     let mut fast = vec![FastField::default(); ncols];
+    let na_numbers = o.na.has_numbers();
     // A delimiter that can be part of a number leaves everything to the
     // tokenizer.
     let fast_ok = !(delim.is_ascii_digit() || b"-.\"\r\n".contains(&delim));
@@ -532,7 +797,14 @@ pub(crate) fn parse_chunk(
         {
             let line = t.line;
             for (c, (col, f)) in cols.iter_mut().zip(&fast).enumerate() {
+                let raw = &buf[f.start as usize..f.end as usize];
                 let done = match (f.decimals, &mut col.buf) {
+                    (d, ColBuf::Int { .. })
+                        if na_numbers && d != NULL_DECIMALS && o.na.contains(raw) =>
+                    {
+                        col.push_null();
+                        true
+                    }
                     (NULL_DECIMALS, ColBuf::Int { vals, nulls, .. }) => {
                         vals.push(NULL_I64);
                         *nulls += 1;
@@ -556,7 +828,9 @@ pub(crate) fn parse_chunk(
                     _ => false,
                 };
                 if !done {
-                    col.push(&buf[f.start as usize..f.end as usize], line, c)?;
+                    col.push(raw, line, c, o)?;
+                } else if f.lz {
+                    Note::add(&mut col.leading_zeros, line, raw);
                 }
             }
             t.skip_to(end);
@@ -573,19 +847,29 @@ pub(crate) fn parse_chunk(
             });
         }
         for (c, (col, f)) in cols.iter_mut().zip(fields.iter()).enumerate() {
-            col.push(t.get(*f), line, c)?;
+            col.push(t.get(*f), line, c, o)?;
         }
         rows += 1;
     }
+    let leading_zeros = cols.iter_mut().map(|c| c.leading_zeros.take()).collect();
     Ok(Parsed {
         rows,
         cols: cols.into_iter().map(ColParser::into_buf).collect(),
+        leading_zeros,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn opts() -> ParseOpts {
+        ParseOpts {
+            na: NaSet::new(None),
+            encoding: Encoding::Utf8,
+            sampled: 0,
+        }
+    }
 
     #[test]
     fn decimals() {
@@ -601,10 +885,10 @@ mod tests {
 
     #[test]
     fn mixed_decimals_rescale_within_chunk() {
-        let p = parse_chunk(b"1\n2.5\n\n3.25\n,\n", 1, &[Plan::Numeric], b',');
+        let p = parse_chunk(b"1\n2.5\n\n3.25\n,\n", 1, &[Plan::Numeric], b',', &opts());
         // The lone "," line has two fields for a one-column file.
         assert!(matches!(p, Err(RowError::Ragged { line: 5, found: 2 })));
-        let p = parse_chunk(b"1\n2.5\n\n3.25\n \n", 1, &[Plan::Numeric], b',').unwrap();
+        let p = parse_chunk(b"1\n2.5\n\n3.25\n \n", 1, &[Plan::Numeric], b',', &opts()).unwrap();
         match &p.cols[0] {
             ColBuf::Int {
                 vals,
@@ -640,7 +924,7 @@ mod tests {
         // last record with no newline.
         let text = b"1,2.5,ab\n-3,,cd\n 4,5 ,\"e,f\"\r\n\n+6,7.25,g\r\n8,1e1,h\n1234567890123456789,0,i\n9,10,j";
         let plans = [Plan::Numeric, Plan::Numeric, Plan::Str];
-        let p = parse_chunk(text, 1, &plans, b',').unwrap();
+        let p = parse_chunk(text, 1, &plans, b',', &opts()).unwrap();
         assert_eq!(p.rows, 7);
         // 19 digits: read by the general parser, still an exact integer.
         assert_eq!(
@@ -664,20 +948,20 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Integer columns stay exact; a later decimal rescales earlier rows.
-        let p = parse_chunk(b"5,-12\n,3.5\n-0,7\n", 1, &plans[..2], b',').unwrap();
+        let p = parse_chunk(b"5,-12\n,3.5\n-0,7\n", 1, &plans[..2], b',', &opts()).unwrap();
         assert_eq!(ints(&p.cols[0]), (vec![5, NULL_I64, 0], 0, 1));
         assert_eq!(ints(&p.cols[1]), (vec![-120, 35, 70], 1, 0));
         // Lines are still counted for errors after one-pass records.
         assert!(matches!(
-            parse_chunk(b"1,2\n3,4\n5\n", 1, &plans[..2], b','),
+            parse_chunk(b"1,2\n3,4\n5\n", 1, &plans[..2], b',', &opts()),
             Err(RowError::Ragged { line: 3, found: 1 })
         ));
         assert!(matches!(
-            parse_chunk(b"1,2\n3,4,5\n", 1, &plans[..2], b','),
+            parse_chunk(b"1,2\n3,4,5\n", 1, &plans[..2], b',', &opts()),
             Err(RowError::Ragged { line: 2, found: 3 })
         ));
         assert!(matches!(
-            parse_chunk(b"1,2\n3,x\n", 1, &plans[..2], b','),
+            parse_chunk(b"1,2\n3,x\n", 1, &plans[..2], b',', &opts()),
             Err(RowError::Value {
                 line: 2,
                 column: 1,
@@ -690,6 +974,7 @@ mod tests {
             1,
             &[Plan::Numeric, Plan::Numeric, Plan::Numeric],
             b'.',
+            &opts(),
         )
         .unwrap();
         assert_eq!(ints(&p.cols[1]), (vec![5], 0, 0));
@@ -697,7 +982,7 @@ mod tests {
 
     #[test]
     fn exponent_turns_column_float() {
-        let p = parse_chunk(b"1\n2e3\n", 1, &[Plan::Numeric], b',').unwrap();
+        let p = parse_chunk(b"1\n2e3\n", 1, &[Plan::Numeric], b',', &opts()).unwrap();
         assert!(matches!(&p.cols[0], ColBuf::Float { vals, .. } if vals == &[1.0, 2000.0]));
     }
 }

@@ -7,7 +7,7 @@
 //! chunks on all cores, and appending them in file order to the column
 //! sinks — is here, once.
 
-use crate::parse::Parsed;
+use crate::parse::{Note, Parsed};
 use crate::sink::Sink;
 use crate::source::{fill, Input};
 use crate::tokenizer::count_lines;
@@ -38,6 +38,22 @@ pub struct ImportSummary {
     pub bytes_text: u64,
     /// Column payload bytes written.
     pub bytes_out: u64,
+    /// Records sampled to choose column types (CSV).
+    pub sampled: Option<u64>,
+    /// What the user should know about how the input was read (a detected
+    /// delimiter, columns read as text and why, numbers with leading zeros,
+    /// an empty file …), one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// What the pipeline read.
+pub(crate) struct RunOut {
+    /// Records.
+    pub rows: u64,
+    /// Bytes of text parsed.
+    pub text: u64,
+    /// Per column: numbers written with leading zeros.
+    pub leading_zeros: Vec<Option<Note>>,
 }
 
 /// Where the reader stage starts: the opened input and any bytes already
@@ -105,7 +121,7 @@ pub(crate) fn run<C, P>(
     parse: P,
     sinks: &mut [Sink],
     ds: &mut DatasetWriter,
-) -> Result<(u64, u64)>
+) -> Result<RunOut>
 where
     C: FnMut(&[u8]) -> Option<usize> + Send,
     P: Fn(&[u8], u64) -> Result<Parsed> + Sync,
@@ -270,16 +286,20 @@ fn write_in_order(
     total: u64,
     progress: Option<&Progress>,
     map: Option<&microtab_io::MappedFile>,
-) -> Result<(u64, u64)> {
+) -> Result<RunOut> {
     let mut pending = BTreeMap::new();
     let mut next = 0u64;
     let (mut rows, mut text) = (0u64, 0u64);
+    let mut leading_zeros: Vec<Option<Note>> = vec![None; sinks.len()];
     for done in rx.iter() {
         pending.insert(done.seq, done);
         while let Some(done) = pending.remove(&next) {
             let parsed = done.parsed?;
             for (sink, col) in sinks.iter_mut().zip(parsed.cols) {
                 sink.append(ds, col)?;
+            }
+            for (a, b) in leading_zeros.iter_mut().zip(parsed.leading_zeros) {
+                Note::merge(a, b);
             }
             rows += parsed.rows;
             text += done.text;
@@ -297,5 +317,9 @@ fn write_in_order(
     if let Some(p) = progress {
         p(total, total);
     }
-    Ok((rows, text))
+    Ok(RunOut {
+        rows,
+        text,
+        leading_zeros,
+    })
 }

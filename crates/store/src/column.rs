@@ -211,6 +211,8 @@ pub struct ColumnWriter {
     generation: u32,
     /// The first file's path: re-packed files are named after it.
     base_path: PathBuf,
+    /// Files are opened for each write only.
+    transient: bool,
 }
 
 /// The packing state of a [`ColumnWriter`].
@@ -283,7 +285,15 @@ impl ColumnWriter {
             }),
             generation: 0,
             base_path: path.to_path_buf(),
+            transient: false,
         })
+    }
+
+    /// Opens the file for each write only (see
+    /// [`microtab_io::BlockWriter::set_transient`]).
+    pub fn set_transient(&mut self, transient: bool) {
+        self.transient = transient;
+        self.w.set_transient(transient);
     }
 
     /// The column's type.
@@ -414,6 +424,7 @@ impl ColumnWriter {
         let mut name = self.base_path.clone().into_os_string();
         name.push(format!(".r{}", self.generation));
         let mut out = BlockWriter::create(Path::new(&name), &self.cfg)?;
+        out.set_transient(self.transient);
         out.write_all(&[0u8; HEADER_SIZE])?;
         let mut digest = Digest::new(stripe_bytes(ty, to));
         self.w.flush()?;

@@ -426,6 +426,7 @@ pub struct DatasetWriter {
     committed: bool,
     source: Option<String>,
     pack: bool,
+    transient: bool,
 }
 
 fn sanitize(name: &str) -> String {
@@ -533,6 +534,7 @@ impl DatasetWriter {
             committed: false,
             source: None,
             pack: true,
+            transient: false,
         })
     }
 
@@ -546,6 +548,12 @@ impl DatasetWriter {
     /// `numpy.memmap` reads directly.
     pub fn set_packing(&mut self, pack: bool) {
         self.pack = pack;
+    }
+
+    /// Whether column files are opened for each write only (for inputs
+    /// with more columns than open files may be allowed; off by default).
+    pub fn set_transient_files(&mut self, transient: bool) {
+        self.transient = transient;
     }
 
     /// I/O settings in force.
@@ -575,7 +583,10 @@ impl DatasetWriter {
         let rel = self.final_rel(name);
         self.seq += 1;
         let tmp = self.root.join(format!("{rel}.part{}", self.seq));
-        ColumnWriter::create(&tmp, self.root.join(&rel), rel, ty, &self.cfg, self.pack)
+        let mut w =
+            ColumnWriter::create(&tmp, self.root.join(&rel), rel, ty, &self.cfg, self.pack)?;
+        w.set_transient(self.transient);
+        Ok(w)
     }
 
     /// Writes a string variable's dictionary and returns its relative path.

@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod codec;
 mod column;
 mod dataset;
 mod manifest;

@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail, Result};
 use microtab_ingest::{
-    import_csv, import_fixed, Codebook, CsvOptions, FixedOptions, Progress, TypeHint,
+    import_csv, import_fixed, Codebook, CsvOptions, Encoding, FixedOptions, Progress, TypeHint,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -18,18 +18,33 @@ pub struct Args {
     input: PathBuf,
     /// Dataset directory to create (e.g. census.mtab).
     output: PathBuf,
-    /// Field delimiter: one character, or "tab".
-    #[arg(long, short = 'd', default_value = ",")]
-    delimiter: String,
+    /// Field delimiter: one character, or "tab" (default: detected from
+    /// the first lines among , tab ; and |, preferring ,).
+    #[arg(long, short = 'd')]
+    delimiter: Option<String>,
     /// Replace an existing dataset at OUTPUT (atomically).
     #[arg(long)]
     force: bool,
     /// Force a column's type: VAR=int|float|string (repeatable).
     #[arg(long = "type", value_name = "VAR=TYPE")]
     types: Vec<String>,
-    /// Declare user-missing codes: VAR=CODE[,CODE…] (repeatable).
+    /// Declare user-missing codes: VAR=CODE[,CODE…] (repeatable), as
+    /// written in the data: 9999999, -0.5, Unknown.
     #[arg(long, value_name = "VAR=CODES")]
     missing: Vec<String>,
+    /// Field texts read as system-missing, comma-separated, in every
+    /// column ("" for empty fields only). Default: NA, N/A, NaN, ., NULL
+    /// and the like, in columns that are otherwise numeric.
+    #[arg(long, value_name = "LIST")]
+    na: Option<String>,
+    /// Text encoding: utf-8 (default), latin1 (ISO-8859-1) or
+    /// windows-1252.
+    #[arg(long, value_name = "NAME", default_value = "utf-8")]
+    encoding: String,
+    /// Records sampled to choose each column's type: a number, or "all"
+    /// for a first pass over the whole file.
+    #[arg(long, value_name = "N|all", default_value = "50000")]
+    infer_rows: String,
     /// DDI codebook (XML) describing INPUT as fixed-width records, as
     /// IPUMS ships with every extract (a .csv INPUT is read as CSV and
     /// gets the codebook's labels and missing codes).
@@ -54,23 +69,37 @@ fn delimiter(s: &str) -> Result<u8> {
     }
 }
 
-fn missing_codes(specs: &[String]) -> Result<Vec<(String, Vec<f64>)>> {
+fn missing_codes(specs: &[String]) -> Result<Vec<(String, Vec<String>)>> {
     let mut out = Vec::new();
     for m in specs {
         let (n, codes) = m
             .split_once('=')
             .ok_or_else(|| anyhow!("--missing expects VAR=CODE[,CODE…], got '{m}'"))?;
-        let codes = codes
-            .split(',')
-            .map(|c| {
-                c.trim()
-                    .parse::<f64>()
-                    .map_err(|_| anyhow!("--missing {n}: '{c}' is not a number"))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        out.push((n.to_string(), codes));
+        if codes.is_empty() {
+            bail!("--missing {n}: no codes given (expected VAR=CODE[,CODE…])");
+        }
+        out.push((n.to_string(), codes.split(',').map(String::from).collect()));
     }
     Ok(out)
+}
+
+fn encoding(s: &str) -> Result<Encoding> {
+    Ok(match s.to_ascii_lowercase().replace('_', "-").as_str() {
+        "utf-8" | "utf8" => Encoding::Utf8,
+        "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => Encoding::Latin1,
+        "windows-1252" | "cp1252" | "win1252" => Encoding::Windows1252,
+        _ => bail!("--encoding: expected utf-8, latin1 or windows-1252, got '{s}'"),
+    })
+}
+
+fn infer_rows(s: &str) -> Result<u64> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(u64::MAX);
+    }
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => bail!("--infer-rows: expected a number of records or 'all', got '{s}'"),
+    }
 }
 
 /// Bytes of input per parse task: `$MICROTAB_CHUNK_BYTES` (at least 4096;
@@ -102,6 +131,17 @@ fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Opt
     (Some(pb), Some(f))
 }
 
+/// The options of how CSV text is read.
+fn csv_reading(a: &Args, opts: &mut CsvOptions) -> Result<()> {
+    opts.chunk_size = chunk_size(opts.chunk_size);
+    opts.na =
+        a.na.as_ref()
+            .map(|l| l.split(',').map(|t| t.to_string()).collect());
+    opts.encoding = encoding(&a.encoding)?;
+    opts.sample_rows = infer_rows(&a.infer_rows)?;
+    Ok(())
+}
+
 /// Runs the import, with a progress bar when stderr is a terminal.
 pub fn run(a: Args) -> Result<()> {
     if a.ddi.is_some() {
@@ -109,11 +149,14 @@ pub fn run(a: Args) -> Result<()> {
     }
     let io = crate::settings::Settings::load()?.io;
     let mut opts = CsvOptions {
-        delimiter: delimiter(&a.delimiter)?,
         io,
         ..CsvOptions::default()
     };
-    opts.chunk_size = chunk_size(opts.chunk_size);
+    if let Some(d) = &a.delimiter {
+        opts.delimiter = delimiter(d)?;
+        opts.detect_delimiter = false;
+    }
+    csv_reading(&a, &mut opts)?;
     for t in &a.types {
         let (n, ty) = t
             .split_once('=')
@@ -141,7 +184,7 @@ pub fn run(a: Args) -> Result<()> {
 
 /// `import --ddi`: fixed-width records described by a DDI codebook.
 fn run_fixed(a: Args) -> Result<()> {
-    if !a.types.is_empty() || a.delimiter != "," {
+    if !a.types.is_empty() || a.delimiter.is_some() {
         bail!("--type and --delimiter are for CSV input; with --ddi the codebook gives every variable's columns and type");
     }
     let ddi = a.ddi.as_ref().expect("checked by caller");
@@ -166,7 +209,7 @@ fn run_fixed(a: Args) -> Result<()> {
             plain: a.plain,
             ..CsvOptions::default()
         };
-        opts.chunk_size = chunk_size(opts.chunk_size);
+        csv_reading(&a, &mut opts)?;
         let t = Instant::now();
         let r = import_csv(&a.input, &a.output, a.force, &opts);
         if let Some(pb) = bar {
@@ -195,14 +238,23 @@ fn run_fixed(a: Args) -> Result<()> {
 }
 
 fn report(a: &Args, s: &microtab_ingest::ImportSummary, t: Instant) {
+    for n in &s.notes {
+        eprintln!("note: {n}");
+    }
     let secs = t.elapsed().as_secs_f64().max(1e-9);
     let text = if s.bytes_text != s.bytes_in {
         format!(", {:.1} MB of text", s.bytes_text as f64 / 1e6)
     } else {
         String::new()
     };
+    let sampled = match s.sampled {
+        Some(n) if n < s.rows => {
+            format!("; column types chosen from the first {n} records (--infer-rows)")
+        }
+        _ => String::new(),
+    };
     eprintln!(
-        "imported {} records x {} variables from {} ({:.1} MB{text}) in {:.2} s ({:.0} MB/s of text) into {} ({:.1} MB)",
+        "imported {} records x {} variables from {} ({:.1} MB{text}) in {:.2} s ({:.0} MB/s of text) into {} ({:.1} MB){sampled}",
         s.rows,
         s.variables,
         a.input.display(),

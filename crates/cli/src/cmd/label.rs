@@ -4,7 +4,7 @@
 
 use crate::common::open;
 use anyhow::{anyhow, bail, Result};
-use microtab_store::{Dataset, Kind, Variable};
+use microtab_store::{codec, Dataset, Kind, Variable};
 use std::path::PathBuf;
 
 /// Arguments of `label`.
@@ -25,81 +25,21 @@ pub struct Args {
     clear: bool,
 }
 
-/// The shortest text of a float, as the engine displays float values.
-fn float_text(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
-
-/// Exact `[+-]digits[.digits]` → (mantissa, decimals).
-fn parse_exact(s: &str) -> Option<(i128, u32)> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
-    if int.is_empty() && frac.is_empty()
-        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
-        || int.len() + frac.len() > 30
-    {
-        return None;
-    }
-    let m: i128 = format!("{int}{frac}").parse().ok()?;
-    Some((if neg { -m } else { m }, frac.len() as u32))
-}
-
 /// A value of `var` as typed by a user (`"01"`, `"1.5"`, `"Ohio"`), as
 /// (stored value, displayed text). The stored value is `None` for a string
 /// that does not occur in the data (it can still carry a label).
 pub fn parse_value(ds: &Dataset, var: &Variable, text: &str) -> Result<(Option<f64>, String)> {
-    let t = text.trim();
-    let bad = || {
-        let what = match var.kind {
-            Kind::Int if var.decimals > 0 => {
-                format!("a number with at most {} decimals", var.decimals)
-            }
-            Kind::Int => "an integer".to_string(),
-            Kind::Float | Kind::String => "a number".to_string(),
-        };
-        anyhow!("'{text}' is not a value of {}: expected {what}", var.name)
+    let dict = if var.kind == Kind::String {
+        ds.dictionary(var)?
+    } else {
+        Vec::new()
     };
-    match var.kind {
-        Kind::String => {
-            let dict = ds.dictionary(var)?;
-            let code = dict.binary_search_by(|d| d.as_str().cmp(text)).ok();
-            Ok((code.map(|c| c as f64), text.to_string()))
-        }
-        Kind::Int => {
-            let (m, d) = parse_exact(t).ok_or_else(bad)?;
-            let dec = var.decimals;
-            let stored = if d <= dec {
-                m.checked_mul(10i128.pow(dec - d)).ok_or_else(bad)?
-            } else {
-                let k = 10i128.pow(d - dec);
-                if m % k != 0 {
-                    return Err(bad());
-                }
-                m / k
-            };
-            let stored = i64::try_from(stored).map_err(|_| bad())?;
-            let shown = if dec == 0 {
-                stored.to_string()
-            } else {
-                format!("{:.*}", dec as usize, stored as f64 / var.scale())
-            };
-            Ok((Some(stored as f64), shown))
-        }
-        Kind::Float => {
-            let x: f64 = t.parse().map_err(|_| bad())?;
-            if !x.is_finite() {
-                return Err(bad());
-            }
-            Ok((Some(x), float_text(x)))
-        }
-    }
+    let code = codec::stored_code(var, &dict, text)?;
+    let shown = match (var.kind, code) {
+        (Kind::String, _) | (_, None) => text.to_string(),
+        (_, Some(c)) => codec::display_code(var, c),
+    };
+    Ok((code, shown))
 }
 
 /// Applies the labels.
