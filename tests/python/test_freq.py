@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import INCTOT_NA, approx, check_freq, run_json, same_dataset
+from conftest import INCTOT_NA, approx, check_freq, run, run_json, same_dataset
 
 CATEGORICAL = ["SEX", "AGE", "MARST", "RACE", "HISPAN", "EDUC", "EMPSTAT",
                "STATEFIP", "GQ", "CITIZEN", "YEAR"]
@@ -81,10 +81,18 @@ def test_freq_lists_only_values_that_occur(census):
 def test_freq_weight_missing_excludes_rows_from_count(census):
     """With --weight, count describes exactly the rows that were weighted:
     here a filter on PERWT is combined with weight on a variable with
-    user-missing codes (INCTOT used as a weight)."""
-    res = run_json("freq", census.ds, "SEX", "--weight", "INCTOT")
+    user-missing codes (INCTOT used as a weight). INCTOT has negative
+    values, which a weight may only have when asked (issue 10); the rows
+    left out for a missing weight and those with a zero or negative one
+    are counted in ``weight_cases`` (DuckDB)."""
+    run("freq", census.ds, "SEX", "--weight", "INCTOT", ok=False)
+    res = run_json("freq", census.ds, "SEX", "--weight", "INCTOT", "--allow-negative-weights")
     exp = census.freq("SEX", weight="INCTOT")
     check_freq(res, exp, weighted=True)
+    neg, zero, miss = census.one(
+        "SELECT count(*) FILTER (INCTOT < 0), count(*) FILTER (INCTOT = 0), "
+        f"count(*) FILTER (INCTOT IS NULL OR INCTOT = {INCTOT_NA}) FROM census WHERE SEX IS NOT NULL")
+    assert res["weight_cases"] == {"negative": neg, "zero": zero, "missing": miss}
 
 
 def test_variable_names_case_insensitive(census):

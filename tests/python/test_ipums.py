@@ -212,7 +212,9 @@ def test_weighted_frequencies_equal_pandas(imported, name):
         desc = ddi.get_variable_info(var)
         labels = {label_key(desc, c): lab.strip() for lab, c in desc.codes.items() if lab}
         g = df.groupby(var, sort=True)[w or "_one"].agg(["size", "sum"])
-        res = run_json("freq", ds, var, *(["--weight", w] if w else []))
+        # WTSUPP is negative in two of cps_00006's records (real CPS
+        # data): weights may only be negative when asked (issue 10).
+        res = run_json("freq", ds, var, *(["--weight", w, "--allow-negative-weights"] if w else []))
         rows = [r for r in res["rows"] if not r["missing"]]
         assert [r["value"] for r in rows] == list(g.index), var
         assert [r["count"] for r in rows] == g["size"].tolist(), var
@@ -236,7 +238,7 @@ def test_weighted_crosstab_equals_pandas(imported, name):
         pytest.skip("needs two categorical variables and a weight")
     row, col = cats[0], cats[1]
     exp = df.groupby([row, col])[w].agg(["size", "sum"])
-    res = run_json("tab", imported[name], row, col, "--weight", w)
+    res = run_json("tab", imported[name], row, col, "--weight", w, "--allow-negative-weights")
     t = res["tables"][0]
     got = {}
     for i, r in enumerate(t["rows"]):
@@ -262,7 +264,7 @@ def test_user_missing_codes_exclude_from_statistics(imported, tmp_path):
     assert {v["name"]: v["checksum"] for v in m["variables"]} == before
     _, df = ipums(name)
     valid = df[~df.INCTOT.isin([99999999, 99999998])]
-    res = run_json("means", ds, "INCTOT", "--by", "STATEFIP", "--weight", "WTSUPP")
+    res = run_json("means", ds, "INCTOT", "--by", "STATEFIP", "--weight", "WTSUPP", "--allow-negative-weights")
     for g in res["groups"]:
         sub = valid[valid.STATEFIP == g["by"][0]["value"]]
         assert g["n"] == len(sub)
@@ -331,7 +333,7 @@ def test_csv_gz_import(tmp_path):
     b = [(v["name"], v["type"], v["checksum"]) for v in manifest(tmp_path / "gz.mtab")["variables"]]
     assert a == b
     w = weight_of(ddi, df)
-    res = run_json("freq", tmp_path / "gz.mtab", "AGE", "--weight", w)
+    res = run_json("freq", tmp_path / "gz.mtab", "AGE", "--weight", w, "--allow-negative-weights")
     assert res["total"]["weighted"] == approx(df[w].sum())
 
 
@@ -622,3 +624,43 @@ def test_xml_that_is_not_ddi(tmp_path, content, needle):
     xml = tmp_path / "notddi.xml"
     xml.write_text(content)
     failed(tmp_path, DATA / "cps_00006.dat.gz", xml, "notddi.xml", needle)
+
+
+def test_truncated_codebook_is_an_error(tmp_path):
+    """A DDI cut short anywhere before </codeBook> is an error naming the
+    codebook and where it ends, never a dataset that silently lacks the
+    variables after the cut (issue 10, defect 7)."""
+    name = need("cps_00006")
+    xml = (DATA / f"{name}.xml").read_bytes()
+    end = xml.rindex(b"</codeBook>")
+    cuts = sorted({int(len(xml) * f) for f in (0.1, 0.3, 0.5, 0.7, 0.9)} | {end, end + 5})
+    for cut in cuts:
+        bad = write_bytes(tmp_path / f"cut{cut}.xml", xml[:cut])
+        p = run("import", DATA / f"{name}.dat.gz", "--ddi", bad, tmp_path / f"c{cut}.mtab", ok=None)
+        if cut >= end + len(b"</codeBook>"):
+            assert p.returncode == 0, p.stderr
+            continue
+        msg = assert_one_error(p, bad.name)
+        assert re.search(r"line \d+", msg), msg
+        assert not (tmp_path / f"c{cut}.mtab").exists()
+
+
+def test_huge_missing_range_is_bounded(tmp_path):
+    """An invalrng spanning all of i64 is refused with a warning, not
+    expanded (it allocated without bound)."""
+    xml = write_bytes(tmp_path / "r.xml", b"""<codeBook><dataDscr>
+<var name="A"><location StartPos="1" EndPos="3"/>
+<invalrng><range min="-9223372036854775808" max="9223372036854775807"/></invalrng></var>
+<var name="B"><location StartPos="4" EndPos="5"/>
+<invalrng><range min="90" max="99"/></invalrng></var>
+</dataDscr></codeBook>""")
+    dat = write_bytes(tmp_path / "r.dat", b"  1 1\n  295\n  399\n")
+    p = run("import", dat, "--ddi", xml, tmp_path / "r.mtab", timeout=20)
+    assert "missing-value range" in p.stderr and "not used" in p.stderr
+    res = run_json("freq", tmp_path / "r.mtab", "B")
+    assert [r["value"] for r in res["rows"]] == [1]
+
+
+def write_bytes(path, data):
+    path.write_bytes(data)
+    return path

@@ -1,8 +1,8 @@
 //! Arguments and helpers shared by the analysis commands.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use microtab_engine::{parse_filter, Cube, Query};
+use microtab_engine::{parse_filter, weight_cases, Cube, Query, WeightCases};
 use microtab_store::Dataset;
 use std::io::Write;
 use std::path::Path;
@@ -35,6 +35,14 @@ pub struct QueryArgs {
     /// Run the query N times and print median/min/max time on stderr.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: usize,
+    /// Most cells a result may have (the table is refused, with the memory
+    /// it would need, when larger).
+    #[arg(long, value_name = "N", default_value_t = microtab_engine::DEFAULT_MAX_CELLS)]
+    pub max_cells: usize,
+    /// Accept negative weights (replicate weights can be negative);
+    /// otherwise a weight that is negative in any row used is an error.
+    #[arg(long)]
+    pub allow_negative_weights: bool,
     /// Before answering, read the whole files of every variable the query
     /// uses and check them against their checksums (queries always check
     /// the data they read; this also checks the rest of those files).
@@ -55,6 +63,7 @@ impl QueryArgs {
             weight: self.weight.clone(),
             measure: None,
             include_missing,
+            max_cells: Some(self.max_cells),
         })
     }
 }
@@ -92,8 +101,19 @@ pub fn verify_query(ds: &Dataset, q: &Query, verify: bool) -> Result<()> {
     Ok(())
 }
 
+/// A query's result and what its weight did with the rows it selected.
+pub struct Answer {
+    /// The cube.
+    pub cube: Cube,
+    /// Rows with a negative, zero or missing weight (weighted queries).
+    pub weights: Option<WeightCases>,
+}
+
 /// Runs `q` `repeat` times; prints timings on stderr when repeating.
-pub fn run_timed(ds: &Dataset, q: &Query, args: &QueryArgs) -> Result<Cube> {
+/// A weighted query also counts the rows whose weight is negative, zero
+/// or missing (a scan each, only when the weight's range or missing
+/// values allow them); negative weights are an error unless allowed.
+pub fn run_timed(ds: &Dataset, q: &Query, args: &QueryArgs) -> Result<Answer> {
     let repeat = args.repeat;
     verify_query(ds, q, args.verify)?;
     let settings = crate::settings::Settings::load()?;
@@ -115,7 +135,60 @@ pub fn run_timed(ds: &Dataset, q: &Query, args: &QueryArgs) -> Result<Cube> {
             ms(times[times.len() - 1])
         );
     }
-    Ok(cube.expect("ran at least once"))
+    let cube = cube.expect("ran at least once");
+    let counted = cube.counts.iter().sum();
+    let weights = weight_cases(ds, q, &settings.scan, counted)?;
+    if let (Some(w), Some(name)) = (&weights, &q.weight) {
+        if w.negative > 0 && !args.allow_negative_weights {
+            bail!(
+                "the weight {name} is negative in {} of the rows this query uses; weighted results with negative weights are not estimates of a population (replicate weights can be: give --allow-negative-weights to use them)",
+                w.negative
+            );
+        }
+    }
+    Ok(Answer { cube, weights })
+}
+
+/// The JSON of what the weight did (`null` when unweighted).
+pub fn weight_cases_json(w: &Option<WeightCases>) -> serde_json::Value {
+    match w {
+        Some(w) => {
+            serde_json::json!({"negative": w.negative, "zero": w.zero, "missing": w.missing})
+        }
+        None => serde_json::Value::Null,
+    }
+}
+
+/// A line under a text table saying which rows the weight left out or
+/// counted without weight (empty when every row had a positive weight).
+pub fn weight_note(w: &Option<WeightCases>, name: Option<&str>) -> String {
+    let (Some(w), Some(name)) = (w, name) else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    if w.missing > 0 {
+        parts.push(format!(
+            "{} rows with missing {name} are left out",
+            crate::render::group_digits(w.missing)
+        ));
+    }
+    if w.zero > 0 {
+        parts.push(format!(
+            "{} rows with {name} = 0 are in N but add nothing",
+            crate::render::group_digits(w.zero)
+        ));
+    }
+    if w.negative > 0 {
+        parts.push(format!(
+            "{} rows have a negative {name}",
+            crate::render::group_digits(w.negative)
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("({})\n", parts.join("; "))
+    }
 }
 
 /// Writes `text` to stdout in one call.

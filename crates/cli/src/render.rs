@@ -18,15 +18,81 @@ pub fn category_json(c: &Category) -> Json {
     json!({"value": value_json(c), "label": c.label, "missing": c.missing})
 }
 
-/// How a category appears in a text table.
+/// How a category appears in a text table: code and label, the code
+/// once when the label says the same (a string variable's value, `18 18`).
 pub fn category_text(c: &Category, codes: bool) -> String {
     if matches!(c.value, Value::Null) {
         return "(missing)".into();
     }
     match (&c.label, codes) {
-        (Some(l), false) => format!("{} {}", c.display, l),
+        (Some(l), false) if *l != c.display => format!("{} {}", c.display, l),
         _ => c.display.clone(),
     }
+}
+
+/// `x` for people: `sig` significant digits (never fewer than the whole
+/// integer part), thousands separators, no trailing zeros after the point;
+/// scientific notation beyond 10^15 or below 10^-9. `0.00087` stays
+/// `0.00087` where a fixed two decimals said `0.00`.
+pub fn fmt_sig(x: f64, sig: i32) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    if !(-9..15).contains(&mag) {
+        return format!("{:.*e}", (sig - 1).max(0) as usize, x);
+    }
+    let dec = (sig - 1 - mag).max(0) as usize;
+    let s = group_float(x, dec);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A text cut to `max` characters (with `…`), for one-line displays.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        s.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
+/// Standard output for a result: buffered, written as it is produced, so
+/// that a result with a million categories never sits in memory as text.
+pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())
+}
+
+/// Writes a JSON object `head` whose last member is `key`: an array
+/// written element by element with [`json_item`] and closed by
+/// [`json_close`].
+pub fn json_open(w: &mut impl std::io::Write, head: &Json, key: &str) -> anyhow::Result<()> {
+    let s = serde_json::to_string(head)?;
+    let body = s.strip_suffix('}').unwrap_or(&s);
+    let sep = if body.len() > 1 { "," } else { "" };
+    write!(w, "{body}{sep}{}:[", serde_json::to_string(key)?)?;
+    Ok(())
+}
+
+/// One element of the array opened by [`json_open`].
+pub fn json_item(w: &mut impl std::io::Write, first: &mut bool, item: &Json) -> anyhow::Result<()> {
+    if !std::mem::take(first) {
+        w.write_all(b",")?;
+    }
+    serde_json::to_writer(&mut *w, item)?;
+    Ok(())
+}
+
+/// Closes what [`json_open`] opened.
+pub fn json_close(w: &mut impl std::io::Write) -> anyhow::Result<()> {
+    w.write_all(b"]}\n")?;
+    Ok(())
 }
 
 /// Thousands-separated integer.
@@ -141,5 +207,19 @@ mod tests {
         assert_eq!(group_float(-1234.5, 2), "-1,234.50");
         assert_eq!(group_float(-0.001, 2), "0.00");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
+
+    /// Hand-checked: significant digits, not fixed decimals.
+    #[test]
+    fn significant_digits() {
+        assert_eq!(fmt_sig(0.00087, 6), "0.00087");
+        assert_eq!(fmt_sig(4107.142857, 6), "4,107.14");
+        assert_eq!(fmt_sig(1234567.89, 6), "1,234,568");
+        assert_eq!(fmt_sig(0.4, 6), "0.4");
+        assert_eq!(fmt_sig(-2.5, 6), "-2.5");
+        assert_eq!(fmt_sig(100.0, 6), "100");
+        assert_eq!(fmt_sig(1.5e-12, 3), "1.50e-12");
+        assert_eq!(fmt_sig(0.0, 6), "0");
+        assert_eq!(shorten("abcdef", 4), "abc…");
     }
 }

@@ -19,8 +19,10 @@ const _: () = assert!(MORSEL.is_multiple_of(microtab_store::STRIPE_ROWS));
 const STEP: usize = 16;
 /// How far ahead of the scan (in morsels) the read-ahead window runs.
 const AHEAD: usize = 64;
-/// Largest cube (cells) a query may build.
-const MAX_CELLS: usize = 1 << 26;
+/// Largest cube (cells) a query builds unless [`Query::max_cells`] says
+/// otherwise: with the per-worker accumulators this bounds a query's
+/// memory (about 1 M cells × at most 300 bytes × (workers + 1)).
+pub const DEFAULT_MAX_CELLS: usize = 1_000_000;
 
 /// Weighted moments of the analysis variable in one cell.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -1568,6 +1570,23 @@ fn morsel_sums_ok(measure: Option<&Column>, weight: Option<&Column>) -> bool {
     x * w * (MORSEL as f64) < 2f64.powi(62)
 }
 
+/// Bytes a cube cell takes in each worker's accumulator (and once more
+/// in the result), for the memory estimate of a refused query.
+fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
+    let mut b = LANES * 8 + 8;
+    if weighted {
+        b += LANES * 16 + 8;
+    }
+    if measure {
+        b += if exact {
+            XLANES * std::mem::size_of::<ExactCell>()
+        } else {
+            64
+        } + std::mem::size_of::<Moments>();
+    }
+    b
+}
+
 /// Runs `q` over `ds` with the settings from the environment
 /// ([`ScanOptions::from_env`]).
 pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
@@ -1627,15 +1646,32 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     let mut plans: Vec<DimPlan> = Vec::new();
     for c in &dim_cols {
         let dict = dict_of(ds, c.var())?;
-        plans.push(dim_categories(c, dict, q.include_missing)?);
+        plans.push(dim_categories(
+            c,
+            dict,
+            q.include_missing,
+            q.max_cells.unwrap_or(DEFAULT_MAX_CELLS),
+        )?);
     }
     let mut cells = 1usize;
     for p in &plans {
         cells = cells.saturating_mul(p.categories.len().max(1));
     }
-    if cells > MAX_CELLS {
-        return Err(Error::Invalid(format!(
-            "the table would have {cells} cells (more than {MAX_CELLS}); group by fewer or narrower variables"
+    let max_cells = q.max_cells.unwrap_or(DEFAULT_MAX_CELLS);
+    if cells > max_cells {
+        let shape = plans
+            .iter()
+            .map(|p| format!("{} {}", p.var.name, p.categories.len()))
+            .collect::<Vec<_>>()
+            .join(" × ");
+        let per_cell = cell_bytes(
+            weight_col.is_some(),
+            measure_col.is_some(),
+            exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
+        ) * (rayon::current_num_threads() + 1);
+        return Err(Error::TooLarge(format!(
+            "the table would have {cells} cells ({shape} categories), more than the limit of {max_cells}; it would need about {} MB of memory. Group by fewer or narrower variables, filter, or raise the limit with --max-cells {cells}",
+            (cells as u128 * per_cell as u128).div_ceil(1 << 20)
         )));
     }
     let mut strides = vec![1u32; plans.len()];

@@ -35,12 +35,14 @@ mod plan;
 pub mod stats;
 mod top;
 mod value;
+mod weights;
 
-pub use exec::{run, run_with, Cube, Dim, Moments, ScanOptions};
+pub use exec::{run, run_with, Cube, Dim, Moments, ScanOptions, DEFAULT_MAX_CELLS};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
-pub use top::{top_values, TopValues};
+pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
+pub use weights::{weight_cases, WeightCases};
 
 /// What to compute.
 #[derive(Debug, Clone, Default)]
@@ -56,6 +58,10 @@ pub struct Query {
     /// Show missing codes and system-missing as categories instead of
     /// excluding them (grouping variables only).
     pub include_missing: bool,
+    /// Most cells the result may have (`None`: [`DEFAULT_MAX_CELLS`]); a
+    /// larger table is refused with [`Error::TooLarge`] before any memory
+    /// is taken for it.
+    pub max_cells: Option<usize>,
 }
 
 /// Query errors. "Expected" errors are the caller's (bad names, bad
@@ -77,6 +83,9 @@ pub enum Error {
     /// The query is not meaningful for these variables.
     #[error("{0}")]
     Invalid(String),
+    /// The result would be larger than the query allows.
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// Result alias for this crate.

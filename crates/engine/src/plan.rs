@@ -8,7 +8,7 @@
 use crate::filter::Predicate;
 use crate::value::{category, null_category, Category};
 use microtab_store::{Column, ColumnData, Kind, Variable};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Set in a row's cell index when the row is excluded.
 pub(crate) const TRASH: u32 = 1 << 31;
@@ -97,62 +97,71 @@ pub(crate) fn is_table_mapped(var: &Variable) -> bool {
     table_range(var).is_some()
 }
 
-/// Counts of every distinct non-null key (parallel over stretches of 64 Ki
-/// rows, each unpacked on its own when the column is packed; for wide
-/// domains).
-pub(crate) fn key_counts(col: &Column) -> microtab_store::Result<(HashMap<i64, u64>, u64)> {
+/// Every distinct non-null key of a column (parallel over stretches of 64
+/// Ki rows, each unpacked and checked on its own; for wide domains), or
+/// `None` as soon as there are more than `limit` of them, so that a
+/// grouping the query refuses never takes memory for all its values.
+pub(crate) fn distinct_key_set(
+    col: &Column,
+    limit: usize,
+) -> microtab_store::Result<Option<HashSet<i64>>> {
     use rayon::prelude::*;
     const STRETCH: usize = 1 << 16;
     let null = col.var().null_code;
-    fn count<T: Copy>(
-        v: &[T],
-        key: impl Fn(T) -> Option<i64>,
-        m: &mut HashMap<i64, u64>,
-        nulls: &mut u64,
-    ) {
+    fn add<T: Copy>(v: &[T], key: impl Fn(T) -> Option<i64>, m: &mut HashSet<i64>) {
         for &x in v {
-            match key(x) {
-                Some(k) => *m.entry(k).or_insert(0) += 1,
-                None => *nulls += 1,
+            if let Some(k) = key(x) {
+                m.insert(k);
             }
         }
+    }
+    enum Stop {
+        Err(microtab_store::Error),
+        TooMany,
     }
     let int = |x: i64| (Some(x) != null).then_some(x);
     let flt = |x: f64| (!x.is_nan()).then_some(x.to_bits() as i64);
     let rows = col.rows();
-    (0..rows.div_ceil(STRETCH))
+    let r = (0..rows.div_ceil(STRETCH))
         .into_par_iter()
-        .fold(
-            || Ok((HashMap::<i64, u64>::new(), 0u64, Vec::<u64>::new())),
-            |acc: microtab_store::Result<_>, i| {
-                let (mut m, mut nulls, mut buf) = acc?;
+        .try_fold(
+            || (HashSet::<i64>::new(), Vec::<u64>::new()),
+            |(mut m, mut buf), i| {
                 let s = i * STRETCH;
-                let (m_, n_) = (&mut m, &mut nulls);
-                match col.rows_view(s, STRETCH.min(rows - s), &mut buf)? {
-                    ColumnData::U8(v) => count(v, |x| int(x as i64), m_, n_),
-                    ColumnData::I8(v) => count(v, |x| int(x as i64), m_, n_),
-                    ColumnData::U16(v) => count(v, |x| int(x as i64), m_, n_),
-                    ColumnData::I16(v) => count(v, |x| int(x as i64), m_, n_),
-                    ColumnData::U32(v) => count(v, |x| int(x as i64), m_, n_),
-                    ColumnData::I32(v) => count(v, |x| int(x as i64), m_, n_),
-                    ColumnData::I64(v) => count(v, int, m_, n_),
-                    ColumnData::F32(v) => count(v, |x| flt(x as f64), m_, n_),
-                    ColumnData::F64(v) => count(v, flt, m_, n_),
+                let data = col
+                    .rows_view(s, STRETCH.min(rows - s), &mut buf)
+                    .map_err(Stop::Err)?;
+                match data {
+                    ColumnData::U8(v) => add(v, |x| int(x as i64), &mut m),
+                    ColumnData::I8(v) => add(v, |x| int(x as i64), &mut m),
+                    ColumnData::U16(v) => add(v, |x| int(x as i64), &mut m),
+                    ColumnData::I16(v) => add(v, |x| int(x as i64), &mut m),
+                    ColumnData::U32(v) => add(v, |x| int(x as i64), &mut m),
+                    ColumnData::I32(v) => add(v, |x| int(x as i64), &mut m),
+                    ColumnData::I64(v) => add(v, int, &mut m),
+                    ColumnData::F32(v) => add(v, |x| flt(x as f64), &mut m),
+                    ColumnData::F64(v) => add(v, flt, &mut m),
                 }
-                Ok((m, nulls, buf))
+                if m.len() > limit {
+                    return Err(Stop::TooMany);
+                }
+                Ok((m, buf))
             },
         )
-        .map(|r| r.map(|(m, n, _)| (m, n)))
-        .reduce(
-            || Ok((HashMap::new(), 0)),
-            |a, b| {
-                let ((mut a, na), (b, nb)) = (a?, b?);
-                for (k, n) in b {
-                    *a.entry(k).or_insert(0) += n;
-                }
-                Ok((a, na + nb))
-            },
-        )
+        .map(|r| r.map(|(m, _)| m))
+        .try_reduce(HashSet::new, |a, b| {
+            let (mut a, b) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+            a.extend(b);
+            if a.len() > limit {
+                return Err(Stop::TooMany);
+            }
+            Ok(a)
+        });
+    match r {
+        Ok(m) => Ok(Some(m)),
+        Err(Stop::TooMany) => Ok(None),
+        Err(Stop::Err(e)) => Err(e),
+    }
 }
 
 /// Lists the categories of a grouping variable: every value in its range
@@ -161,7 +170,8 @@ pub(crate) fn dim_categories(
     col: &Column,
     dict: Vec<String>,
     include_missing: bool,
-) -> microtab_store::Result<DimPlan> {
+    max_cells: usize,
+) -> crate::Result<DimPlan> {
     let var = col.var().clone();
     let mut categories = Vec::new();
     let mut keys = Vec::new();
@@ -182,7 +192,13 @@ pub(crate) fn dim_categories(
             }
         }
         None => {
-            for v in distinct_keys(col)? {
+            let Some(keys) = distinct_keys(col, max_cells)? else {
+                return Err(crate::Error::TooLarge(format!(
+                    "{} has more than {max_cells} distinct values, the most cells a result may have; group by a narrower variable, or raise the limit with --max-cells (memory grows with it)",
+                    var.name
+                )));
+            };
+            for v in keys {
                 push(v, &mut categories);
             }
         }
@@ -201,14 +217,17 @@ pub(crate) fn dim_categories(
 
 /// Sorted distinct non-null keys of a column (parallel scan): exact
 /// integers for int and string kinds, `f64` bits for floats.
-fn distinct_keys(col: &Column) -> microtab_store::Result<Vec<i64>> {
-    let mut out: Vec<i64> = key_counts(col)?.0.into_keys().collect();
+fn distinct_keys(col: &Column, limit: usize) -> microtab_store::Result<Option<Vec<i64>>> {
+    let Some(set) = distinct_key_set(col, limit)? else {
+        return Ok(None);
+    };
+    let mut out: Vec<i64> = set.into_iter().collect();
     if col.var().kind == Kind::Float {
         out.sort_by(|a, b| f64::from_bits(*a as u64).total_cmp(&f64::from_bits(*b as u64)));
     } else {
         out.sort_unstable();
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Builds the mapper of a dimension with `stride`.

@@ -330,6 +330,16 @@ impl<'a> Parser<'a> {
         if !self.saw_root {
             return Err(self.not_ddi("no XML element found"));
         }
+        if let Some((open, _)) = self.stack.last() {
+            // A codebook cut short (an interrupted download) would otherwise
+            // lose every variable after the cut without a word.
+            let line = self.line_at(self.text.len() as u64);
+            let unclosed: Vec<&str> = self.stack.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(self.err(format!(
+                "the codebook ends at line {line} inside <{open}> (unclosed: <{}>): it is truncated or damaged",
+                unclosed.join("> <")
+            )));
+        }
         if !self.saw_data_dscr || self.cb.variables.is_empty() {
             return Err(self.not_ddi("it describes no variables (no <dataDscr>/<var> elements)"));
         }
@@ -498,7 +508,7 @@ impl<'a> Parser<'a> {
             hi.as_deref().and_then(|s| s.parse::<i64>().ok()),
         );
         match parsed {
-            (Some(a), Some(b)) if a <= b && b - a < MAX_RANGE_CODES => {
+            (Some(a), Some(b)) if a <= b && (b as i128 - a as i128) < MAX_RANGE_CODES as i128 => {
                 let width = lo.as_deref().map_or(0, str::len);
                 let v = self.var.as_mut().unwrap();
                 for x in a..=b {

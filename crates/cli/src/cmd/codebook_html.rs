@@ -8,8 +8,8 @@
 use crate::cmd::info::{plain, var_json};
 use crate::render::{group_digits, group_float};
 use anyhow::{Context, Result};
-use microtab_engine::{run as tabulate, Category, Query, Value};
-use microtab_store::{Dataset, Kind, Variable};
+use microtab_engine::{value_counts, value_key, Category, Value};
+use microtab_store::{codec, Dataset, Kind, Variable};
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::path::Path;
@@ -88,38 +88,34 @@ fn type_text(v: &Variable) -> String {
 /// The frequency rows of `var`: every labelled value (also those that do
 /// not occur), missing codes and system-missing, and the other values that
 /// occur — all of them when there are at most `top`, else the `top` most
-/// frequent plus one summary line.
+/// frequent plus one summary line. Counted in bounded memory whatever the
+/// number of distinct values ([`value_counts`]).
 fn rows(
     ds: &Dataset,
     var: &Variable,
     weight: Option<&str>,
     top: usize,
 ) -> Result<(Vec<Row>, Option<Row>)> {
-    let cube = tabulate(
-        ds,
-        &Query {
-            group_by: vec![var.name.clone()],
-            weight: weight.map(str::to_string),
-            include_missing: true,
-            ..Query::default()
-        },
-    )?;
-    let cats = &cube.dims[0].categories;
-    let w = |i: usize| cube.weighted.as_ref().map(|w| w[i]);
+    let dict = if var.kind == Kind::String {
+        ds.dictionary(var)?
+    } else {
+        Vec::new()
+    };
+    let labelled: Vec<i64> = var
+        .value_labels
+        .keys()
+        .filter_map(|k| codec::stored_code(var, &dict, k).ok().flatten())
+        .map(|c| value_key(var, c))
+        .collect();
+    let counts = value_counts(ds, &var.name, weight, top, &labelled)?;
     let mut kept = Vec::new();
-    let mut other = Vec::new();
     let mut seen = HashSet::new();
-    for (i, c) in cats.iter().enumerate() {
-        if cube.counts[i] == 0 && c.label.is_none() {
+    for (c, n, w) in &counts.values {
+        if *n == 0 && c.label.is_none() {
             continue;
         }
         seen.insert(c.display.clone());
-        let r = Row::from_category(c, cube.counts[i], w(i));
-        if r.label.is_some() || r.missing || r.null {
-            kept.push(r);
-        } else {
-            other.push(r);
-        }
+        kept.push(Row::from_category(c, *n, *w));
     }
     for (value, label) in &var.value_labels {
         if !seen.contains(value) {
@@ -133,20 +129,15 @@ fn rows(
             });
         }
     }
-    let mut summary = None;
-    if other.len() > top {
-        other.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| order(var.kind, a, b)));
-        let rest = other.split_off(top);
-        summary = Some(Row {
-            display: format!("{} other values", group_digits(rest.len() as u64)),
-            label: None,
-            missing: false,
-            null: false,
-            count: rest.iter().map(|r| r.count).sum(),
-            weighted: weight.map(|_| rest.iter().filter_map(|r| r.weighted).sum()),
-        });
-    }
-    kept.extend(other);
+    let (others, n, w) = counts.others;
+    let summary = (others > 0).then(|| Row {
+        display: format!("{} other values", group_digits(others as u64)),
+        label: None,
+        missing: false,
+        null: false,
+        count: n,
+        weighted: w,
+    });
     kept.sort_by(|a, b| order(var.kind, a, b));
     Ok((kept, summary))
 }

@@ -1,12 +1,13 @@
 //! `microtab freq`: frequency table of one variable.
 
-use crate::common::{emit, open, run_timed, Format, QueryArgs};
+use crate::common::{open, run_timed, weight_cases_json, weight_note, Format, QueryArgs};
 use crate::render::{
-    category_json, category_text, csv_line, csv_num, group_digits, group_float, text_table,
-    value_json, Align,
+    category_json, category_text, csv_line, csv_num, fmt_sig, group_digits, json_close, json_item,
+    json_open, stdout, text_table, value_json, Align,
 };
 use anyhow::Result;
 use serde_json::json;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `freq`.
@@ -26,11 +27,12 @@ pub struct Args {
     codes: bool,
 }
 
-/// Counts and prints.
+/// Counts and prints, row by row as they are formatted.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
     let q = a.q.query(vec![a.var.clone()], a.include_missing)?;
-    let cube = run_timed(&ds, &q, &a.q)?;
+    let ans = run_timed(&ds, &q, &a.q)?;
+    let cube = &ans.cube;
     let var = ds.variable(&a.var)?;
     let cats = cube
         .dims
@@ -46,44 +48,51 @@ pub fn run(a: Args) -> Result<()> {
     let pct = |i: usize| (!cats[i].missing && base != 0.0).then(|| 100.0 * measure(i) / base);
     let total_count: u64 = cube.counts.iter().sum();
     let total_w: Option<f64> = weighted.map(|w| w.iter().sum());
-    let text = match a.q.format {
+    let mut out = stdout();
+    match a.q.format {
         Format::Json => {
-            let rows: Vec<_> = (0..cats.len())
-                .map(|i| {
-                    let mut c = category_json(&cats[i]);
-                    c["count"] = json!(cube.counts[i]);
-                    c["weighted"] = json!(weighted.map(|w| w[i]));
-                    c["percent"] = json!(pct(i));
-                    c
-                })
-                .collect();
-            let j = json!({
+            let head = json!({
                 "dataset": a.dataset.display().to_string(),
                 "variable": var.name,
                 "label": var.label,
                 "weight": a.q.weight,
                 "filter": a.q.filter,
-                "rows": rows,
                 "total": {"count": total_count, "weighted": total_w},
+                "weight_cases": weight_cases_json(&ans.weights),
             });
-            serde_json::to_string(&j)? + "\n"
+            json_open(&mut out, &head, "rows")?;
+            let mut first = true;
+            for i in 0..cats.len() {
+                let mut c = category_json(&cats[i]);
+                c["count"] = json!(cube.counts[i]);
+                c["weighted"] = json!(weighted.map(|w| w[i]));
+                c["percent"] = json!(pct(i));
+                json_item(&mut out, &mut first, &c)?;
+            }
+            json_close(&mut out)?;
         }
         Format::Csv => {
-            let mut s = csv_line(
-                &["value", "label", "missing", "count", "weighted", "percent"].map(String::from),
-            );
+            out.write_all(
+                csv_line(
+                    &["value", "label", "missing", "count", "weighted", "percent"]
+                        .map(String::from),
+                )
+                .as_bytes(),
+            )?;
             for i in 0..cats.len() {
                 let v = value_json(&cats[i]);
-                s += &csv_line(&[
-                    crate::cmd::info::plain(&v),
-                    cats[i].label.clone().unwrap_or_default(),
-                    cats[i].missing.to_string(),
-                    cube.counts[i].to_string(),
-                    csv_num(weighted.map(|w| w[i])),
-                    csv_num(pct(i)),
-                ]);
+                out.write_all(
+                    csv_line(&[
+                        crate::cmd::info::plain(&v),
+                        cats[i].label.clone().unwrap_or_default(),
+                        cats[i].missing.to_string(),
+                        cube.counts[i].to_string(),
+                        csv_num(weighted.map(|w| w[i])),
+                        csv_num(pct(i)),
+                    ])
+                    .as_bytes(),
+                )?;
             }
-            s
         }
         Format::Table => {
             let mut head = vec![var.name.clone(), "count".to_string()];
@@ -98,7 +107,7 @@ pub fn run(a: Args) -> Result<()> {
                     group_digits(cube.counts[i]),
                 ];
                 if let Some(w) = weighted {
-                    r.push(group_float(w[i], 2));
+                    r.push(fmt_sig(w[i], 7));
                 }
                 r.push(
                     pct(i)
@@ -107,24 +116,25 @@ pub fn run(a: Args) -> Result<()> {
                 );
                 rows.push(r);
             }
-            let mut r = vec!["Total".to_string(), group_digits(total_count)];
+            let mut t = vec!["Total".to_string(), group_digits(total_count)];
             if let Some(w) = total_w {
-                r.push(group_float(w, 2));
+                t.push(fmt_sig(w, 7));
             }
-            r.push(if base != 0.0 {
+            t.push(if base != 0.0 {
                 "100.0".into()
             } else {
                 "-".into()
             });
-            rows.push(r);
+            rows.push(t);
             let mut align = vec![Align::Right; head.len()];
             align[0] = Align::Left;
-            let mut s = describe(&var.name, var.label.as_deref(), &a.q);
-            s += &text_table(&head, &rows, &align);
-            s
+            out.write_all(describe(&var.name, var.label.as_deref(), &a.q).as_bytes())?;
+            out.write_all(text_table(&head, &rows, &align).as_bytes())?;
+            out.write_all(weight_note(&ans.weights, a.q.weight.as_deref()).as_bytes())?;
         }
-    };
-    emit(&text)
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// The caption line above a table.

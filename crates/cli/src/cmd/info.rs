@@ -1,7 +1,7 @@
 //! `microtab info`: size and variables of a dataset.
 
 use crate::common::{emit, open, Format};
-use crate::render::{csv_line, group_digits, text_table, Align};
+use crate::render::{csv_line, group_digits, shorten, text_table, Align};
 use anyhow::Result;
 use microtab_store::{Dataset, Kind, Number, Variable};
 use serde_json::{json, Value as Json};
@@ -156,7 +156,7 @@ pub fn run(a: Args) -> Result<()> {
                 .iter()
                 .map(|v| {
                     vec![
-                        plain(&v["name"]),
+                        shorten(&plain(&v["name"]), 40),
                         plain(&v["type"]),
                         plain(&v["bits"]),
                         plain(&v["kind"]),
@@ -166,13 +166,17 @@ pub fn run(a: Args) -> Result<()> {
                             plain(&v["decimals"])
                         },
                         group_digits(v["bytes"].as_u64().unwrap_or(0)),
-                        plain(&v["min"]),
-                        plain(&v["max"]),
+                        // Long texts cut to keep one line a variable.
+                        shorten(&plain(&v["min"]), 24),
+                        shorten(&plain(&v["max"]), 24),
                         group_digits(v["nulls"].as_u64().unwrap_or(0)),
-                        v["missing_codes"]
-                            .as_array()
-                            .map(|a| a.iter().map(plain).collect::<Vec<_>>().join(" "))
-                            .unwrap_or_default(),
+                        shorten(
+                            &v["missing_codes"]
+                                .as_array()
+                                .map(|a| a.iter().map(plain).collect::<Vec<_>>().join(" "))
+                                .unwrap_or_default(),
+                            40,
+                        ),
                     ]
                 })
                 .collect();

@@ -1,13 +1,15 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
 use crate::cmd::freq::describe;
-use crate::common::{emit, open, run_timed, Format, QueryArgs};
+use crate::common::{open, run_timed, weight_cases_json, weight_note, Format, QueryArgs};
 use crate::render::{
-    category_text, csv_line, csv_num, group_digits, group_float, text_table, value_json, Align,
+    category_text, csv_line, csv_num, fmt_sig, group_digits, json_close, json_item, json_open,
+    stdout, text_table, value_json, Align,
 };
 use anyhow::Result;
 use microtab_engine::Moments;
 use serde_json::{json, Value as Json};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `means`.
@@ -33,7 +35,7 @@ fn stat_json(m: &Moments) -> Json {
     })
 }
 
-/// Computes and prints.
+/// Computes and prints, group by group.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
     let by: Vec<String> =
@@ -42,60 +44,69 @@ pub fn run(a: Args) -> Result<()> {
             .collect();
     let mut q = a.q.query(by.clone(), false)?;
     q.measure = Some(a.var.clone());
-    let cube = run_timed(&ds, &q, &a.q)?;
+    let ans = run_timed(&ds, &q, &a.q)?;
+    let cube = &ans.cube;
     let var = ds.variable(&a.var)?.clone();
-    let moments = cube.moments.clone().unwrap_or_default();
+    let empty = Vec::new();
+    let moments = cube.moments.as_ref().unwrap_or(&empty);
     let shape = cube.shape();
-    // Enumerate non-empty cells with their category tuple.
-    let mut groups = Vec::new();
-    let mut total = Moments::default();
-    for (c, m) in moments.iter().enumerate() {
-        if m.n == 0 {
-            continue;
+    let total = moments.iter().fold(Moments::default(), |mut t, m| {
+        if m.n > 0 {
+            t.merge(m);
         }
-        total.merge(m);
-        let mut idx = vec![0; shape.len()];
-        let mut r = c;
-        for d in (0..shape.len()).rev() {
-            idx[d] = r % shape[d];
-            r /= shape[d];
-        }
-        let cats: Vec<_> = idx
-            .iter()
-            .enumerate()
-            .map(|(d, &i)| cube.dims[d].categories[i].clone())
-            .collect();
-        groups.push((cats, *m));
-    }
-    let by_names: Vec<String> = cube.dims.iter().map(|d| d.var.name.clone()).collect();
-    let text = match a.q.format {
-        Format::Json => {
-            let g: Vec<Json> = groups
+        t
+    });
+    // Non-empty cells with their category tuple, in order.
+    let groups = moments
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.n > 0)
+        .map(|(c, m)| {
+            let mut idx = vec![0; shape.len()];
+            let mut r = c;
+            for d in (0..shape.len()).rev() {
+                idx[d] = r % shape[d];
+                r /= shape[d];
+            }
+            let cats: Vec<_> = idx
                 .iter()
-                .map(|(cats, m)| {
-                    let mut j = stat_json(m);
-                    j["by"] = json!(cats
-                        .iter()
-                        .map(|c| json!({"value": value_json(c), "label": c.label}))
-                        .collect::<Vec<_>>());
-                    j
-                })
+                .enumerate()
+                .map(|(d, &i)| &cube.dims[d].categories[i])
                 .collect();
-            let j = json!({
-                "dataset": a.dataset.display().to_string(),
-                "variable": var.name,
-                "by": by_names,
-                "weight": a.q.weight,
-                "filter": a.q.filter,
-                "groups": g,
-                "total": stat_json(&total),
-            });
-            serde_json::to_string(&j)? + "\n"
+            (cats, *m)
+        });
+    let by_names: Vec<String> = cube.dims.iter().map(|d| d.var.name.clone()).collect();
+    let mut out = stdout();
+    match a.q.format {
+        Format::Json => {
+            json_open(
+                &mut out,
+                &json!({
+                    "dataset": a.dataset.display().to_string(),
+                    "variable": var.name,
+                    "by": by_names,
+                    "weight": a.q.weight,
+                    "filter": a.q.filter,
+                    "total": stat_json(&total),
+                    "weight_cases": weight_cases_json(&ans.weights),
+                }),
+                "groups",
+            )?;
+            let mut first = true;
+            for (cats, m) in groups {
+                let mut j = stat_json(&m);
+                j["by"] = json!(cats
+                    .iter()
+                    .map(|c| json!({"value": value_json(c), "label": c.label}))
+                    .collect::<Vec<_>>());
+                json_item(&mut out, &mut first, &j)?;
+            }
+            json_close(&mut out)?;
         }
         Format::Csv => {
             let mut head = by_names.clone();
             head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
-            let mut s = csv_line(&head);
+            out.write_all(csv_line(&head).as_bytes())?;
             let line = |first: Vec<String>, m: &Moments| {
                 let mut f = first;
                 f.extend([
@@ -106,18 +117,20 @@ pub fn run(a: Args) -> Result<()> {
                 ]);
                 csv_line(&f)
             };
-            for (cats, m) in &groups {
-                s += &line(
-                    cats.iter()
-                        .map(|c| crate::cmd::info::plain(&value_json(c)))
-                        .collect(),
-                    m,
-                );
+            for (cats, m) in groups {
+                out.write_all(
+                    line(
+                        cats.iter()
+                            .map(|c| crate::cmd::info::plain(&value_json(c)))
+                            .collect(),
+                        &m,
+                    )
+                    .as_bytes(),
+                )?;
             }
             let mut first = vec!["Total".to_string()];
             first.resize(by_names.len().max(1), String::new());
-            s += &line(first, &total);
-            s
+            out.write_all(line(first, &total).as_bytes())?;
         }
         Format::Table => {
             let mut head = by_names.clone();
@@ -125,22 +138,17 @@ pub fn run(a: Args) -> Result<()> {
             let row = |first: Vec<String>, m: &Moments| {
                 let mut r = first;
                 r.push(if m.w != 0.0 {
-                    group_float(m.mean, 2)
+                    fmt_sig(m.mean, 6)
                 } else {
                     "-".into()
                 });
-                r.push(
-                    m.sd()
-                        .map(|s| group_float(s, 2))
-                        .unwrap_or_else(|| "-".into()),
-                );
+                r.push(m.sd().map(|s| fmt_sig(s, 6)).unwrap_or_else(|| "-".into()));
                 r.push(group_digits(m.n));
-                r.push(group_float(m.w, 2));
+                r.push(fmt_sig(m.w, 7));
                 r
             };
             let mut rows: Vec<Vec<String>> = groups
-                .iter()
-                .map(|(cats, m)| row(cats.iter().map(|c| category_text(c, false)).collect(), m))
+                .map(|(cats, m)| row(cats.iter().map(|c| category_text(c, false)).collect(), &m))
                 .collect();
             let mut first = vec!["Total".to_string()];
             first.resize(by_names.len().max(1), String::new());
@@ -149,10 +157,13 @@ pub fn run(a: Args) -> Result<()> {
             for x in align.iter_mut().take(by_names.len()) {
                 *x = Align::Left;
             }
-            let mut s = describe(&format!("Mean of {}", var.name), var.label.as_deref(), &a.q);
-            s += &text_table(&head, &rows, &align);
-            s
+            out.write_all(
+                describe(&format!("Mean of {}", var.name), var.label.as_deref(), &a.q).as_bytes(),
+            )?;
+            out.write_all(text_table(&head, &rows, &align).as_bytes())?;
+            out.write_all(weight_note(&ans.weights, a.q.weight.as_deref()).as_bytes())?;
         }
-    };
-    emit(&text)
+    }
+    out.flush()?;
+    Ok(())
 }

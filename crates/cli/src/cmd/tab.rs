@@ -2,16 +2,17 @@
 
 use crate::cmd::freq::describe;
 use crate::cmd::info::plain;
-use crate::common::{emit, open, run_timed, Format, QueryArgs};
+use crate::common::{open, run_timed, weight_cases_json, weight_note, Format, QueryArgs};
 use crate::render::{
-    category_json, category_text, csv_line, csv_num, group_digits, group_float, text_table,
-    value_json, Align,
+    category_json, category_text, csv_line, csv_num, fmt_sig, group_digits, json_close, json_item,
+    json_open, stdout, text_table, value_json, Align,
 };
 use anyhow::Result;
 use clap::ValueEnum;
 use microtab_engine::stats::{chi_square, ChiSquare};
 use microtab_engine::{Category, Cube};
 use serde_json::{json, Value as Json};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Percentage base.
@@ -75,44 +76,47 @@ impl Table {
     }
 }
 
-fn cut(cube: &Cube, control: bool) -> Vec<Table> {
-    let off = control as usize;
-    let nctl = if control {
+/// The number of tables `cut_one` can cut (one per control category).
+fn tables_in(cube: &Cube, control: bool) -> usize {
+    if control {
         cube.dims[0].categories.len()
     } else {
         1
-    };
+    }
+}
+
+/// Table `k` of the cube (the `k`-th control category's), without the
+/// rows and columns that are empty in it; `None` for a control category
+/// with no rows.
+fn cut_one(cube: &Cube, control: bool, k: usize) -> Option<Table> {
+    let off = control as usize;
     let (rd, cd) = (&cube.dims[off], &cube.dims[off + 1]);
     let (nr, nc) = (rd.categories.len(), cd.categories.len());
-    let mut out = Vec::new();
-    for k in 0..nctl {
-        let at = |i: usize, j: usize| k * nr * nc + i * nc + j;
-        let keep_r: Vec<usize> = (0..nr)
-            .filter(|&i| (0..nc).any(|j| cube.counts[at(i, j)] > 0))
-            .collect();
-        let keep_c: Vec<usize> = (0..nc)
-            .filter(|&j| (0..nr).any(|i| cube.counts[at(i, j)] > 0))
-            .collect();
-        if control && keep_r.is_empty() {
-            continue;
-        }
-        out.push(Table {
-            control: control.then(|| cube.dims[0].categories[k].clone()),
-            rows: keep_r.iter().map(|&i| rd.categories[i].clone()).collect(),
-            cols: keep_c.iter().map(|&j| cd.categories[j].clone()).collect(),
-            counts: keep_r
-                .iter()
-                .map(|&i| keep_c.iter().map(|&j| cube.counts[at(i, j)]).collect())
-                .collect(),
-            weighted: cube.weighted.as_ref().map(|w| {
-                keep_r
-                    .iter()
-                    .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
-                    .collect()
-            }),
-        });
+    let at = |i: usize, j: usize| k * nr * nc + i * nc + j;
+    let keep_r: Vec<usize> = (0..nr)
+        .filter(|&i| (0..nc).any(|j| cube.counts[at(i, j)] > 0))
+        .collect();
+    let keep_c: Vec<usize> = (0..nc)
+        .filter(|&j| (0..nr).any(|i| cube.counts[at(i, j)] > 0))
+        .collect();
+    if control && keep_r.is_empty() {
+        return None;
     }
-    out
+    Some(Table {
+        control: control.then(|| cube.dims[0].categories[k].clone()),
+        rows: keep_r.iter().map(|&i| rd.categories[i].clone()).collect(),
+        cols: keep_c.iter().map(|&j| cd.categories[j].clone()).collect(),
+        counts: keep_r
+            .iter()
+            .map(|&i| keep_c.iter().map(|&j| cube.counts[at(i, j)]).collect())
+            .collect(),
+        weighted: cube.weighted.as_ref().map(|w| {
+            keep_r
+                .iter()
+                .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
+                .collect()
+        }),
+    })
 }
 
 fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
@@ -151,7 +155,7 @@ fn stats_json(s: &Option<ChiSquare>) -> Json {
     }
 }
 
-/// Tabulates and prints.
+/// Tabulates and prints, table by table as they are cut from the cube.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
     let mut by = Vec::new();
@@ -161,22 +165,20 @@ pub fn run(a: Args) -> Result<()> {
     by.push(a.row.clone());
     by.push(a.col.clone());
     let q = a.q.query(by, a.include_missing)?;
-    let cube = run_timed(&ds, &q, &a.q)?;
-    let tables = if cube.counts.is_empty() {
-        Vec::new()
+    let ans = run_timed(&ds, &q, &a.q)?;
+    let cube = &ans.cube;
+    let control = a.control.is_some();
+    let n_tables = if cube.counts.is_empty() {
+        0
     } else {
-        cut(&cube, a.control.is_some())
+        tables_in(cube, control)
     };
-    let tables = if tables.is_empty() && a.control.is_none() {
-        vec![Table {
-            control: None,
-            rows: vec![],
-            cols: vec![],
-            counts: vec![],
-            weighted: None,
-        }]
-    } else {
-        tables
+    let empty = || Table {
+        control: None,
+        rows: vec![],
+        cols: vec![],
+        counts: vec![],
+        weighted: None,
     };
     let rvar = ds.variable(&a.row)?.clone();
     let cvar = ds.variable(&a.col)?.clone();
@@ -184,23 +186,47 @@ pub fn run(a: Args) -> Result<()> {
         Some(c) => Some(ds.variable(c)?.name.clone()),
         None => None,
     };
-    let mut json_tables = Vec::new();
-    let mut csv = csv_line(
-        &[
-            "control",
-            "control_label",
-            "row",
-            "row_label",
-            "col",
-            "col_label",
-            "count",
-            "weighted",
-            "pct",
-        ]
-        .map(String::from),
-    );
-    let mut text = String::new();
-    for t in &tables {
+    let mut out = stdout();
+    match a.q.format {
+        Format::Json => json_open(
+            &mut out,
+            &json!({
+                "dataset": a.dataset.display().to_string(),
+                "row_var": rvar.name,
+                "col_var": cvar.name,
+                "control_var": ctl_name,
+                "weight": a.q.weight,
+                "filter": a.q.filter,
+                "pct": a.pct.map(|p| format!("{p:?}").to_lowercase()),
+                "weight_cases": weight_cases_json(&ans.weights),
+            }),
+            "tables",
+        )?,
+        Format::Csv => out.write_all(
+            csv_line(
+                &[
+                    "control",
+                    "control_label",
+                    "row",
+                    "row_label",
+                    "col",
+                    "col_label",
+                    "count",
+                    "weighted",
+                    "pct",
+                ]
+                .map(String::from),
+            )
+            .as_bytes(),
+        )?,
+        Format::Table => {}
+    }
+    let mut first = true;
+    // An uncontrolled table with no rows is still shown (empty).
+    let tables = (0..n_tables)
+        .filter_map(|k| cut_one(cube, control, k))
+        .chain((n_tables == 0 && !control).then(empty));
+    for t in tables {
         let m = t.measure();
         let pct = a.pct.map(|p| percents(&m, p));
         let stats = if a.stats { chi_square(&m) } else { None };
@@ -215,18 +241,22 @@ pub fn run(a: Args) -> Result<()> {
         let total_count: u64 = row_counts.iter().sum();
         let total_w: Option<f64> = row_w.as_ref().map(|r| r.iter().sum());
         match a.q.format {
-            Format::Json => json_tables.push(json!({
-                "control": t.control.as_ref().map(category_json),
-                "rows": t.rows.iter().map(category_json).collect::<Vec<_>>(),
-                "cols": t.cols.iter().map(category_json).collect::<Vec<_>>(),
-                "counts": t.counts,
-                "weighted": t.weighted,
-                "pct": pct,
-                "row_totals": {"counts": row_counts, "weighted": row_w},
-                "col_totals": {"counts": col_counts, "weighted": col_w},
-                "total": {"count": total_count, "weighted": total_w},
-                "stats": if a.stats { stats_json(&stats) } else { Json::Null },
-            })),
+            Format::Json => json_item(
+                &mut out,
+                &mut first,
+                &json!({
+                    "control": t.control.as_ref().map(category_json),
+                    "rows": t.rows.iter().map(category_json).collect::<Vec<_>>(),
+                    "cols": t.cols.iter().map(category_json).collect::<Vec<_>>(),
+                    "counts": t.counts,
+                    "weighted": t.weighted,
+                    "pct": pct,
+                    "row_totals": {"counts": row_counts, "weighted": row_w},
+                    "col_totals": {"counts": col_counts, "weighted": col_w},
+                    "total": {"count": total_count, "weighted": total_w},
+                    "stats": if a.stats { stats_json(&stats) } else { Json::Null },
+                }),
+            )?,
             Format::Csv => {
                 let (cv, cl) = match &t.control {
                     Some(c) => (plain(&value_json(c)), c.label.clone().unwrap_or_default()),
@@ -234,21 +264,25 @@ pub fn run(a: Args) -> Result<()> {
                 };
                 for (i, r) in t.rows.iter().enumerate() {
                     for (j, c) in t.cols.iter().enumerate() {
-                        csv += &csv_line(&[
-                            cv.clone(),
-                            cl.clone(),
-                            plain(&value_json(r)),
-                            r.label.clone().unwrap_or_default(),
-                            plain(&value_json(c)),
-                            c.label.clone().unwrap_or_default(),
-                            t.counts[i][j].to_string(),
-                            csv_num(t.weighted.as_ref().map(|w| w[i][j])),
-                            csv_num(pct.as_ref().and_then(|p| p[i][j])),
-                        ]);
+                        out.write_all(
+                            csv_line(&[
+                                cv.clone(),
+                                cl.clone(),
+                                plain(&value_json(r)),
+                                r.label.clone().unwrap_or_default(),
+                                plain(&value_json(c)),
+                                c.label.clone().unwrap_or_default(),
+                                t.counts[i][j].to_string(),
+                                csv_num(t.weighted.as_ref().map(|w| w[i][j])),
+                                csv_num(pct.as_ref().and_then(|p| p[i][j])),
+                            ])
+                            .as_bytes(),
+                        )?;
                     }
                 }
             }
             Format::Table => {
+                let mut text = String::new();
                 let mut title = format!("{} by {}", rvar.name, cvar.name);
                 if let (Some(n), Some(c)) = (&ctl_name, &t.control) {
                     title += &format!(", {n} = {}", category_text(c, a.codes));
@@ -260,7 +294,7 @@ pub fn run(a: Args) -> Result<()> {
                 head.push("Total".into());
                 let fmt = |x: f64| {
                     if weighted {
-                        group_float(x, 0)
+                        fmt_sig(x, 6)
                     } else {
                         group_digits(x as u64)
                     }
@@ -297,32 +331,27 @@ pub fn run(a: Args) -> Result<()> {
                 if a.stats {
                     text += &match stats {
                         Some(s) => format!(
-                            "Chi-square = {:.4}, df = {}, p = {:.4e}, Cramer's V = {:.4}\n",
-                            s.chi2, s.df, s.p, s.cramers_v
+                            "Chi-square = {}, df = {}, p = {:.4e}, Cramer's V = {}\n",
+                            fmt_sig(s.chi2, 6),
+                            s.df,
+                            s.p,
+                            fmt_sig(s.cramers_v, 4)
                         ),
                         None => "Chi-square: not defined (fewer than two rows or columns)\n".into(),
                     };
                 }
                 text.push('\n');
+                out.write_all(text.as_bytes())?;
             }
         }
     }
-    let out = match a.q.format {
-        Format::Json => {
-            let j = json!({
-                "dataset": a.dataset.display().to_string(),
-                "row_var": rvar.name,
-                "col_var": cvar.name,
-                "control_var": ctl_name,
-                "weight": a.q.weight,
-                "filter": a.q.filter,
-                "pct": a.pct.map(|p| format!("{p:?}").to_lowercase()),
-                "tables": json_tables,
-            });
-            serde_json::to_string(&j)? + "\n"
+    match a.q.format {
+        Format::Json => json_close(&mut out)?,
+        Format::Table => {
+            out.write_all(weight_note(&ans.weights, a.q.weight.as_deref()).as_bytes())?
         }
-        Format::Csv => csv,
-        Format::Table => text,
-    };
-    emit(&out)
+        Format::Csv => {}
+    }
+    out.flush()?;
+    Ok(())
 }
