@@ -145,7 +145,8 @@ impl BlockWriter {
     /// limit, whatever the number of columns.
     pub fn set_transient(&mut self, transient: bool) {
         self.transient = transient;
-        if transient && self.buf.is_empty() {
+        if transient {
+            // Buffered bytes go out when the file is opened again.
             self.file = None;
         }
     }
