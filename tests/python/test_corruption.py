@@ -245,3 +245,27 @@ def test_query_verify_flag_checks_whole_files(dataset, intact):
         assert path.name in p.stderr
     finally:
         path.write_bytes(original)
+
+
+def test_force_import_replaces_a_damaged_dataset(tmp_path):
+    """A dataset whose manifest is damaged cannot be opened, but
+    `import --force` replaces it whole (built beside it, swapped in
+    atomically); a directory that is not a dataset is never replaced."""
+    csv = write(tmp_path / "a.csv", "X\n1\n2\n2\n")
+    ds = tmp_path / "a.mtab"
+    run("import", csv, ds)
+    m = ds / "manifest.json"
+    b = bytearray(m.read_bytes())
+    b[len(b) // 2] ^= 0x04
+    m.write_bytes(bytes(b))
+    run("freq", ds, "X", ok=False)
+    run("import", csv, ds, "--force")
+    assert {r["value"]: r["count"] for r in run_json("freq", ds, "X")["rows"]} == {1: 1, 2: 2}
+    run("verify", ds)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    p = run("import", csv, other, "--force", ok=False)
+    assert "not a microtab dataset" in p.stderr
+    assert (other / "keep.txt").read_text() == "mine"

@@ -70,8 +70,25 @@ fn main() {
         }) {
             std::process::exit(0);
         }
-        let msg = format!("{e:#}").replace('\n', " ");
-        eprintln!("error: {msg}");
+        eprintln!("error: {}", one_line(&format!("{e:#}")));
         std::process::exit(1);
     }
+}
+
+/// An error message on one line: newlines become spaces, other control
+/// characters (from damaged input quoted in the message) are escaped, so
+/// that every error is exactly one line whatever the input held.
+fn one_line(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    for c in msg.chars() {
+        match c {
+            '\n' => out.push(' '),
+            '\t' => out.push(c),
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                out.extend(c.escape_default())
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }

@@ -391,6 +391,129 @@ impl<'a> Parser<'a> {
     }
 
     fn open(&mut self, name: &str, e: &BytesStart<'_>) -> Result<()> {
+        let raw = e.name();
+        let raw = raw.as_ref();
+        // DDI names are ASCII.
+        let well_formed = raw
+            .first()
+            .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b':')
+            && raw
+                .iter()
+                .all(|&c| c.is_ascii_alphanumeric() || b"_:.-".contains(&c));
+        if !well_formed {
+            let line = self.line_at(self.reader.buffer_position());
+            return Err(self.err(format!(
+                "line {line}: malformed XML: element name {:?} (the codebook is damaged)",
+                String::from_utf8_lossy(raw)
+            )));
+        }
+        // Attributes separated by white space, as XML requires.
+        {
+            let raw = e.attributes_raw();
+            let mut quote: Option<u8> = None;
+            for (i, &c) in raw.iter().enumerate() {
+                match quote {
+                    Some(q) if c == q => {
+                        quote = None;
+                        if raw
+                            .get(i + 1)
+                            .is_some_and(|n| !n.is_ascii_whitespace() && *n != b'/')
+                        {
+                            let line = self.line_at(self.reader.buffer_position());
+                            return Err(self.err(format!(
+                                "line {line}: malformed XML: attributes of <{name}> not separated by white space (the codebook is damaged)"
+                            )));
+                        }
+                    }
+                    None if c == b'"' || c == b'\'' => quote = Some(c),
+                    _ => {}
+                }
+            }
+        }
+        // Every attribute well-formed (a lookup stops at the one it wants
+        // and would not see junk after it), none given twice.
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        for a in e.attributes().with_checks(true) {
+            let a = a.map_err(|err| {
+                let line = self.line_at(self.reader.buffer_position());
+                self.err(format!(
+                    "line {line}: malformed XML attribute in <{name}>: {err}"
+                ))
+            })?;
+            let k = a.key.as_ref().to_vec();
+            let ok = k
+                .first()
+                .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b':')
+                && k.iter()
+                    .all(|&c| c.is_ascii_alphanumeric() || b"_:.-".contains(&c));
+            if !ok || seen.contains(&k) {
+                let line = self.line_at(self.reader.buffer_position());
+                return Err(self.err(format!(
+                    "line {line}: malformed XML attribute {:?} in <{name}> (the codebook is damaged)",
+                    String::from_utf8_lossy(&k)
+                )));
+            }
+            seen.push(k);
+        }
+        // Children of the elements whose meaning microtab reads, as the DDI
+        // 2.5 schema lists them: anything else there is a damaged or
+        // misspelled element (a <catgrx missing="Y"> would otherwise drop a
+        // missing code without a word) and is reported.
+        const DATA_DSCR: &[&str] = &["varGrp", "nCubeGrp", "var", "nCube", "notes"];
+        const VAR: &[&str] = &[
+            "location",
+            "labl",
+            "imputation",
+            "security",
+            "embargo",
+            "respUnit",
+            "anlysUnit",
+            "qstn",
+            "valrng",
+            "invalrng",
+            "undocCod",
+            "universe",
+            "TotlResp",
+            "sumStat",
+            "txt",
+            "stdCatgry",
+            "catgryGrp",
+            "catgry",
+            "codInstr",
+            "verStmt",
+            "concept",
+            "derivation",
+            "varFormat",
+            "geomap",
+            "catLevel",
+            "notes",
+        ];
+        const CATGRY: &[&str] = &["catValu", "labl", "txt", "catStat", "mrow"];
+        let known = match self.parent() {
+            Some("dataDscr") => Some(DATA_DSCR),
+            Some("var") if self.var.is_some() => Some(VAR),
+            Some("catgry") if self.cat.is_some() => Some(CATGRY),
+            _ => None,
+        };
+        if let Some(k) = known {
+            if !k.contains(&name) {
+                let line = self.line_at(self.reader.buffer_position());
+                let at = match self.parent() {
+                    Some("dataDscr") => "<dataDscr>".to_string(),
+                    Some(p) => format!("<{p}> of variable {}", self.var_name()),
+                    None => String::new(),
+                };
+                self.cb.warnings.push(format!(
+                    "line {line}: unknown element <{name}> in {at} ignored (a damaged or misspelled codebook element?)"
+                ));
+            }
+        }
+        if self.saw_root && self.stack.is_empty() {
+            let line = self.line_at(self.reader.buffer_position());
+            return Err(self.err(format!(
+                "line {line}: element <{name}> after the end of <codeBook> (the codebook is damaged)"
+            )));
+        }
         if !self.saw_root {
             if name != "codeBook" {
                 return Err(self.not_ddi(&format!("the root element is <{name}>")));

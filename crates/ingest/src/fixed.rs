@@ -333,8 +333,11 @@ enum Num {
     Null,
     /// `m / 10^d`.
     Scaled(i64, u32),
-    /// Too many digits for an `i64`.
+    /// Too many digits for an `i64`, with decimals: approximate.
     Big(f64),
+    /// An integer (no decimals) beyond the `i64` range: not stored
+    /// exactly, so refused rather than merged with its neighbours.
+    BigInt,
     Bad,
 }
 
@@ -403,6 +406,9 @@ fn parse_number(field: &[u8], implied: u32) -> Num {
         None => implied,
         Some(i) => (digits.len() - 1 - i) as u32,
     };
+    if overflow && d == 0 {
+        return Num::BigInt;
+    }
     if overflow || d > MAX_FIXED_DECIMALS {
         // Only digits, a sign and a point are left: valid float syntax;
         // the exponent applies implied decimals with one rounding.
@@ -529,6 +535,16 @@ pub(crate) fn parse_fixed_chunk(
                     }
                 }
                 Num::Big(v) => col.push_float(v),
+                Num::BigInt => {
+                    return Err(RecordError {
+                        line: at,
+                        kind: FieldError::Value {
+                            slot: i,
+                            expected: "an integer within ±9223372036854775807 (larger ones are not stored exactly; an identifier this long should be an alphabetic variable in the codebook)",
+                            found: show(field),
+                        },
+                    })
+                }
                 Num::Bad => {
                     return Err(RecordError {
                         line: at,

@@ -74,6 +74,10 @@ impl<'a> Tokenizer<'a> {
                     self.pos += 2;
                     self.line += 1;
                 }
+                // A lone CR ending the file: a blank line too.
+                b'\r' if self.pos + 1 == buf.len() => {
+                    self.pos += 1;
+                }
                 _ => break,
             }
         }
@@ -123,6 +127,17 @@ impl<'a> Tokenizer<'a> {
                         line: self.line,
                         reason: format!(
                             "quote inside unquoted field {} (quote the whole field and double the quote)",
+                            fields.len() + 1
+                        ),
+                    });
+                }
+                if b == b'\r' && i + 1 < buf.len() && buf[i + 1] != b'\n' {
+                    // Other readers end the record here, others keep the
+                    // CR as data: neither is a safe guess.
+                    return Err(RowError::Syntax {
+                        line: self.line,
+                        reason: format!(
+                            "a carriage return (CR) inside unquoted field {}: lines must end in LF or CRLF (quote the field if the CR is data)",
                             fields.len() + 1
                         ),
                     });
