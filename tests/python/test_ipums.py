@@ -646,19 +646,48 @@ def test_truncated_codebook_is_an_error(tmp_path):
 
 
 def test_huge_missing_range_is_bounded(tmp_path):
-    """An invalrng spanning all of i64 is refused with a warning, not
-    expanded (it allocated without bound)."""
+    """An invalrng spanning all of i64 is not expanded (it allocated
+    without bound): it is narrowed to the values the data hold, and only
+    when those are too many is it left unused, with a note."""
     xml = write_bytes(tmp_path / "r.xml", b"""<codeBook><dataDscr>
 <var name="A"><location StartPos="1" EndPos="3"/>
 <invalrng><range min="-9223372036854775808" max="9223372036854775807"/></invalrng></var>
 <var name="B"><location StartPos="4" EndPos="5"/>
 <invalrng><range min="90" max="99"/></invalrng></var>
+<var name="C"><location StartPos="6" EndPos="11"/>
+<invalrng><range min="0" max="999999999999"/></invalrng></var>
 </dataDscr></codeBook>""")
-    dat = write_bytes(tmp_path / "r.dat", b"  1 1\n  295\n  399\n")
+    # A: every value is in its range -> all missing.  C: the data hold
+    # 10,001 different values of its range: too many to list, not used.
+    lines = [b"  1 1     1", b"  295200000", b"  399    17"]
+    lines += [b"  1 1%6d" % (100 + i) for i in range(10_000)]
+    dat = write_bytes(tmp_path / "r.dat", b"\n".join(lines) + b"\n")
     p = run("import", dat, "--ddi", xml, tmp_path / "r.mtab", timeout=20)
-    assert "missing-value range" in p.stderr and "not used" in p.stderr
+    assert "variable C: missing-value range 0..999999999999" in p.stderr and "not used" in p.stderr
+    assert "variable A" not in p.stderr
     res = run_json("freq", tmp_path / "r.mtab", "B")
     assert [r["value"] for r in res["rows"]] == [1]
+    res = run_json("freq", tmp_path / "r.mtab", "A")
+    assert res["total"]["count"] == 0
+    res = run_json("freq", tmp_path / "r.mtab", "C")
+    assert res["total"]["count"] == len(lines)
+
+
+def test_open_ended_missing_range_excludes_its_values(tmp_path):
+    """IPUMS-style open-ended missing ranges ("9999990 and above") are
+    honoured whatever their width: every value of the data in the range is
+    excluded, checked against values computed here."""
+    xml = write_bytes(tmp_path / "o.xml", b"""<codeBook><dataDscr>
+<var name="INC"><location StartPos="1" EndPos="8"/>
+<invalrng><range min="9999990" max="99999999"/></invalrng></var>
+</dataDscr></codeBook>""")
+    vals = [0, 5, 9999989, 9999990, 9999999, 99999999, 12345, 9999999]
+    dat = write_bytes(tmp_path / "o.dat", b"".join(b"%8d\n" % v for v in vals))
+    run("import", dat, "--ddi", xml, tmp_path / "o.mtab", timeout=20)
+    res = run_json("freq", tmp_path / "o.mtab", "INC")
+    kept = sorted(set(v for v in vals if not 9999990 <= v <= 99999999))
+    assert [r["value"] for r in res["rows"]] == kept
+    assert res["total"]["count"] == 4
 
 
 def write_bytes(path, data):

@@ -350,7 +350,7 @@ fn load_ints<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out: &mut Vec<
 /// The fused kernel: `N` byte columns through their tables, then count (and
 /// weigh) into lane-split cells. `INT` selects exact integer weight sums.
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(never)]
 fn fused_kernel<const N: usize, T: Val, const INT: bool>(
     cols: [&[u8]; N],
     tabs: [&[u32; 256]; N],
@@ -401,7 +401,7 @@ const PACK_SHIFT: u32 = 40;
 /// The cell loop is written out in each fused kernel on purpose: a shared
 /// `#[inline(always)]` helper taking the arrays by reference measured Q1
 /// 22% slower (5.2 → 6.3 ms), from code generation alone.
-#[inline]
+#[inline(never)]
 fn fused_kernel_packed<const N: usize, T: Val>(
     cols: [&[u8]; N],
     tabs: [&[u32; 256]; N],
@@ -450,7 +450,7 @@ struct PackedCell {
 /// in one branch-free pass (no index or value arrays). Every row's |w·x²|
 /// fits in an i64 ([`means_fuse`] checks), so only the morsel's sum of
 /// squares needs 128 bits.
-#[inline]
+#[inline(never)]
 fn fused_means<const N: usize, W: Val, X: Val>(
     cols: [&[u8]; N],
     tabs: [&[u32; 256]; N],

@@ -384,7 +384,7 @@ pub fn import_csv(
     for (i, sink) in sinks.into_iter().enumerate() {
         let (mut var, dict) = sink.finish(&mut ds)?;
         if let Some(dv) = opts.codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
-            crate::fixed::describe(&mut var, dv, &dict);
+            crate::fixed::describe(&mut var, dv, &dict, &ds, rows, &mut notes)?;
         }
         if let Some((_, codes)) = opts
             .missing

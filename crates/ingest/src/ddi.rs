@@ -88,6 +88,10 @@ pub struct DdiVariable {
     /// Missing codes from `<invalrng>` (`item` values and expanded
     /// `range`s), as written in the codebook.
     pub invalid: Vec<String>,
+    /// Whole-number `<invalrng>` ranges too wide to expand here (more than
+    /// 10,000 values), as written: the importer keeps the codes of each
+    /// that lie within the values the data hold.
+    pub invalid_ranges: Vec<(String, String)>,
 }
 
 impl DdiVariable {
@@ -130,6 +134,7 @@ struct VarBuilder {
     description: Option<String>,
     categories: Vec<DdiCategory>,
     invalid: Vec<String>,
+    invalid_ranges: Vec<(String, String)>,
     line: u64,
 }
 
@@ -639,8 +644,13 @@ impl<'a> Parser<'a> {
                     v.invalid.push(format!("{x:0width$}"));
                 }
             }
+            (Some(a), Some(b)) if a <= b => {
+                // Too wide to list: narrowed to the data's values on import.
+                let v = self.var.as_mut().unwrap();
+                v.invalid_ranges.push((lo.unwrap(), hi.unwrap()));
+            }
             _ => self.cb.warnings.push(format!(
-                "variable {name}: missing-value range {}..{} not used (only whole-number ranges of up to {MAX_RANGE_CODES} values are); declare codes with `microtab missing`",
+                "variable {name}: missing-value range {}..{} not used (only whole-number ranges are); declare codes with `microtab missing`",
                 lo.unwrap_or_else(|| "*".into()),
                 hi.unwrap_or_else(|| "*".into())
             )),
@@ -751,6 +761,7 @@ impl<'a> Parser<'a> {
             record_types: v.record_types,
             categories: v.categories,
             invalid: v.invalid,
+            invalid_ranges: v.invalid_ranges,
         })
     }
 

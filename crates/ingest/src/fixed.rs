@@ -35,7 +35,7 @@ use crate::parse::{pow10, trim, ColParser, Parsed, Plan};
 use crate::pipeline::{self, Feed, ImportSummary, Progress, Stages};
 use crate::sink::Sink;
 use crate::{source, Error, Result};
-use microtab_store::{DatasetWriter, Kind, Variable};
+use microtab_store::{ColumnData, DatasetWriter, Kind, Variable};
 use std::path::Path;
 
 /// Most implied decimals kept as a scaled integer (10^18 fits in an i64).
@@ -659,7 +659,14 @@ pub fn import_fixed(
     let no_na = crate::parse::NaSet::new(Some(&[]));
     for (slot, sink) in layout.slots.iter().zip(sinks) {
         let (mut var, dict) = sink.finish(&mut ds)?;
-        describe(&mut var, &cb.variables[slot.var], &dict);
+        describe(
+            &mut var,
+            &cb.variables[slot.var],
+            &dict,
+            &ds,
+            rows,
+            &mut notes,
+        )?;
         if let Some((_, codes)) = opts
             .missing
             .iter()
@@ -740,7 +747,17 @@ fn code_value(
 }
 
 /// Copies the codebook's description of a variable into its manifest entry.
-pub(crate) fn describe(var: &mut Variable, dv: &DdiVariable, dict: &[String]) {
+/// A missing-value range too wide to list becomes the codes of it that lie
+/// between the column's smallest and largest values; one that still spans
+/// more than 10,000 codes there is not used, and `notes` says so.
+pub(crate) fn describe(
+    var: &mut Variable,
+    dv: &DdiVariable,
+    dict: &[String],
+    ds: &DatasetWriter,
+    rows: u64,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     var.label = dv.label.clone();
     var.description = dv.description.clone();
     let mut missing = Vec::new();
@@ -760,11 +777,91 @@ pub(crate) fn describe(var: &mut Variable, dv: &DdiVariable, dict: &[String]) {
             missing.push(stored);
         }
     }
+    for (lo, hi) in &dv.invalid_ranges {
+        match wide_range_codes(var, dv, lo, hi, dict, ds, rows)? {
+            Some(codes) => missing.extend(codes.into_iter().map(|c| c as f64)),
+            None => notes.push(format!(
+                "variable {}: missing-value range {lo}..{hi} of the codebook not used: the data hold more than {MAX_LISTED_RANGE} different values in it; declare missing codes with `microtab missing`",
+                var.name
+            )),
+        }
+    }
     for m in missing {
         if !m.is_nan() && !var.missing_codes.contains(&m) {
             var.missing_codes.push(m);
         }
     }
+    Ok(())
+}
+
+/// Most codes a wide missing-value range may add to a variable.
+const MAX_LISTED_RANGE: usize = 10_000;
+
+/// The stored codes of the missing-value range `lo..hi` that occur in the
+/// integer column (read back once; only variables with such a range pay
+/// for it). `None` when they are more than [`MAX_LISTED_RANGE`], or the
+/// variable is not an integer one.
+fn wide_range_codes(
+    var: &Variable,
+    dv: &DdiVariable,
+    lo: &str,
+    hi: &str,
+    dict: &[String],
+    ds: &DatasetWriter,
+    rows: u64,
+) -> Result<Option<Vec<i64>>> {
+    if var.kind != Kind::Int {
+        return Ok(None);
+    }
+    // Stored units; a bound beyond what a code can hold (i64's own limits,
+    // say) is taken as it is when the variable has no decimals.
+    let bound = |s: &str| {
+        code_value(var, dv, s, dict).map(|c| c.0).or_else(|| {
+            (var.decimals == 0 && dv.decimals == 0)
+                .then(|| s.trim().parse::<i64>().ok().map(|x| x as f64))
+                .flatten()
+        })
+    };
+    let (Some(a), Some(b)) = (bound(lo), bound(hi)) else {
+        return Ok(None);
+    };
+    let (a, b) = (a.ceil(), b.floor());
+    let mut found = std::collections::BTreeSet::new();
+    if rows == 0 || a > b {
+        return Ok(Some(Vec::new()));
+    }
+    let col = ds.finished_column(var, rows)?;
+    let data = col.data()?;
+    let null = var.nulls > 0;
+    let null_code = var.ty.null_code();
+    macro_rules! scan {
+        ($v:expr) => {
+            for &x in $v.iter() {
+                let x = x as i64;
+                if null && x == null_code {
+                    continue;
+                }
+                if (x as f64) >= a
+                    && (x as f64) <= b
+                    && found.insert(x)
+                    && found.len() > MAX_LISTED_RANGE
+                {
+                    return Ok(None);
+                }
+            }
+        };
+    }
+    match data {
+        ColumnData::U8(v) => scan!(v),
+        ColumnData::I8(v) => scan!(v),
+        ColumnData::U16(v) => scan!(v),
+        ColumnData::I16(v) => scan!(v),
+        ColumnData::U32(v) => scan!(v),
+        ColumnData::I32(v) => scan!(v),
+        ColumnData::I64(v) => scan!(v),
+        ColumnData::F32(_) | ColumnData::F64(_) => return Ok(None),
+    }
+    Ok(Some(found.into_iter().collect()))
 }
 
 #[cfg(test)]

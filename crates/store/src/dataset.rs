@@ -604,6 +604,13 @@ impl DatasetWriter {
         Ok((rel, sum))
     }
 
+    /// Opens the finished column of `var` (from
+    /// [`ColumnWriter::finish`](crate::ColumnWriter::finish)) for reading
+    /// back before the dataset is published, every read checked.
+    pub fn finished_column(&self, var: &Variable, rows: u64) -> Result<Column> {
+        Column::open(&self.root.join(&var.file), var, rows, true)
+    }
+
     /// Adds a finished variable (in output order).
     pub fn add_variable(&mut self, var: Variable) {
         self.variables.push(var);
