@@ -1,8 +1,8 @@
 //! Arguments and helpers shared by the analysis commands.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::ValueEnum;
-use microtab_engine::{parse_filter, weight_cases, Cube, Query, WeightCases};
+use microtab_analysis::{Analysis, Answer, Request, WeightCases};
 use microtab_store::Dataset;
 use std::io::Write;
 use std::path::Path;
@@ -51,20 +51,17 @@ pub struct QueryArgs {
 }
 
 impl QueryArgs {
-    /// Builds the engine query.
-    pub fn query(&self, group_by: Vec<String>, include_missing: bool) -> Result<Query> {
-        let filter = match &self.filter {
-            Some(f) => parse_filter(f)?,
-            None => Vec::new(),
-        };
-        Ok(Query {
-            filter,
-            group_by,
+    /// The analysis layer's request for `analysis` with these options.
+    pub fn request(&self, analysis: Analysis, include_missing: bool) -> Request {
+        Request {
             weight: self.weight.clone(),
-            measure: None,
+            filter: self.filter.clone(),
             include_missing,
-            max_cells: Some(self.max_cells),
-        })
+            max_cells: self.max_cells,
+            allow_negative_weights: self.allow_negative_weights,
+            verify: self.verify,
+            ..Request::new(analysis)
+        }
     }
 }
 
@@ -80,49 +77,20 @@ pub fn open(path: &Path) -> Result<Dataset> {
     Ok(ds)
 }
 
-/// With `--verify`: checks the whole files of the variables `q` uses.
-pub fn verify_query(ds: &Dataset, q: &Query, verify: bool) -> Result<()> {
-    if !verify {
-        return Ok(());
-    }
-    let names = q
-        .group_by
-        .iter()
-        .chain(q.filter.iter().map(|t| &t.var))
-        .chain(q.weight.iter())
-        .chain(q.measure.iter());
-    for n in names {
-        let var = ds.variable(n)?;
-        ds.column(n)?.verify()?;
-        if var.dictionary.is_some() {
-            ds.dictionary(var)?;
-        }
-    }
-    Ok(())
-}
-
-/// A query's result and what its weight did with the rows it selected.
-pub struct Answer {
-    /// The cube.
-    pub cube: Cube,
-    /// Rows with a negative, zero or missing weight (weighted queries).
-    pub weights: Option<WeightCases>,
-}
-
-/// Runs `q` `repeat` times; prints timings on stderr when repeating.
-/// A weighted query also counts the rows whose weight is negative, zero
-/// or missing (a scan each, only when the weight's range or missing
-/// values allow them); negative weights are an error unless allowed.
-pub fn run_timed(ds: &Dataset, q: &Query, args: &QueryArgs) -> Result<Answer> {
+/// Answers `req` `repeat` times (the whole analysis: planning, scan,
+/// weight checks, typed result); prints timings on stderr when repeating.
+pub fn run_timed(ds: &Dataset, req: &Request, args: &QueryArgs) -> Result<Answer> {
     let repeat = args.repeat;
-    verify_query(ds, q, args.verify)?;
     let settings = crate::settings::Settings::load()?;
     let mut times: Vec<Duration> = Vec::new();
-    let mut cube = None;
+    let mut answer = None;
+    let mut req = req.clone();
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
-        cube = Some(microtab_engine::run_with(ds, q, &settings.scan)?);
+        answer = Some(microtab_analysis::run(ds, &req, &settings.scan)?);
         times.push(t.elapsed());
+        // Checking the whole files once is enough.
+        req.verify = false;
     }
     if repeat > 1 {
         times.sort();
@@ -135,28 +103,14 @@ pub fn run_timed(ds: &Dataset, q: &Query, args: &QueryArgs) -> Result<Answer> {
             ms(times[times.len() - 1])
         );
     }
-    let cube = cube.expect("ran at least once");
-    let counted = cube.counts.iter().sum();
-    let weights = weight_cases(ds, q, &settings.scan, counted)?;
-    if let (Some(w), Some(name)) = (&weights, &q.weight) {
-        if w.negative > 0 && !args.allow_negative_weights {
-            bail!(
-                "the weight {name} is negative in {} of the rows this query uses; weighted results with negative weights are not estimates of a population (replicate weights can be: give --allow-negative-weights to use them)",
-                w.negative
-            );
-        }
-    }
-    Ok(Answer { cube, weights })
+    Ok(answer.expect("ran at least once"))
 }
 
-/// The JSON of what the weight did (`null` when unweighted).
-pub fn weight_cases_json(w: &Option<WeightCases>) -> serde_json::Value {
-    match w {
-        Some(w) => {
-            serde_json::json!({"negative": w.negative, "zero": w.zero, "missing": w.missing})
-        }
-        None => serde_json::Value::Null,
-    }
+/// Writes a result as one line of JSON, streamed as it is serialized.
+pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")?;
+    Ok(())
 }
 
 /// A line under a text table saying which rows the weight left out or

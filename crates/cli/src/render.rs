@@ -13,11 +13,6 @@ pub fn value_json(c: &Category) -> Json {
     }
 }
 
-/// `{"value", "label", "missing"}` for a category.
-pub fn category_json(c: &Category) -> Json {
-    json!({"value": value_json(c), "label": c.label, "missing": c.missing})
-}
-
 /// How a category appears in a text table: code and label, the code
 /// once when the label says the same (a string variable's value, `18 18`).
 pub fn category_text(c: &Category, codes: bool) -> String {
@@ -67,32 +62,6 @@ pub fn shorten(s: &str, max: usize) -> String {
 /// that a result with a million categories never sits in memory as text.
 pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
     std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())
-}
-
-/// Writes a JSON object `head` whose last member is `key`: an array
-/// written element by element with [`json_item`] and closed by
-/// [`json_close`].
-pub fn json_open(w: &mut impl std::io::Write, head: &Json, key: &str) -> anyhow::Result<()> {
-    let s = serde_json::to_string(head)?;
-    let body = s.strip_suffix('}').unwrap_or(&s);
-    let sep = if body.len() > 1 { "," } else { "" };
-    write!(w, "{body}{sep}{}:[", serde_json::to_string(key)?)?;
-    Ok(())
-}
-
-/// One element of the array opened by [`json_open`].
-pub fn json_item(w: &mut impl std::io::Write, first: &mut bool, item: &Json) -> anyhow::Result<()> {
-    if !std::mem::take(first) {
-        w.write_all(b",")?;
-    }
-    serde_json::to_writer(&mut *w, item)?;
-    Ok(())
-}
-
-/// Closes what [`json_open`] opened.
-pub fn json_close(w: &mut impl std::io::Write) -> anyhow::Result<()> {
-    w.write_all(b"]}\n")?;
-    Ok(())
 }
 
 /// Thousands-separated integer.
@@ -194,6 +163,31 @@ pub fn text_table(header: &[String], rows: &[Vec<String>], align: &[Align]) -> S
         out.push_str(&line(r));
     }
     out
+}
+
+/// A category's value as a CSV field (empty for system-missing).
+pub fn plain_value(c: &Category) -> String {
+    crate::cmd::info::plain(&value_json(c))
+}
+
+/// The caption line above a table: title, label, weight and filter.
+pub fn caption(
+    title: &str,
+    label: Option<&str>,
+    weight: Option<&str>,
+    filter: Option<&str>,
+) -> String {
+    let mut s = title.to_string();
+    if let Some(l) = label {
+        s += &format!(" — {l}");
+    }
+    if let Some(w) = weight {
+        s += &format!("  (weighted by {w})");
+    }
+    if let Some(f) = filter {
+        s += &format!("  [filter: {f}]");
+    }
+    s + "\n"
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub enum Value {
 }
 
 /// One category of a grouping variable.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Category {
     /// The value.
     pub value: Value,

@@ -1,14 +1,12 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
-use crate::cmd::freq::describe;
-use crate::common::{open, run_timed, weight_cases_json, weight_note, Format, QueryArgs};
+use crate::common::{open, run_timed, weight_note, write_json, Format, QueryArgs};
 use crate::render::{
-    category_text, csv_line, csv_num, fmt_sig, group_digits, json_close, json_item, json_open,
-    stdout, text_table, value_json, Align,
+    caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
+    text_table, Align,
 };
 use anyhow::Result;
-use microtab_engine::Moments;
-use serde_json::{json, Value as Json};
+use microtab_analysis::{Analysis, Answer, Stat};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -26,15 +24,6 @@ pub struct Args {
     q: QueryArgs,
 }
 
-fn stat_json(m: &Moments) -> Json {
-    json!({
-        "mean": (m.w != 0.0).then_some(m.mean),
-        "sd": m.sd(),
-        "n": m.n,
-        "sum_weights": m.w,
-    })
-}
-
 /// Computes and prints, group by group.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
@@ -42,126 +31,79 @@ pub fn run(a: Args) -> Result<()> {
         a.by.iter()
             .flat_map(|b| b.split_whitespace().map(String::from))
             .collect();
-    let mut q = a.q.query(by.clone(), false)?;
-    q.measure = Some(a.var.clone());
-    let ans = run_timed(&ds, &q, &a.q)?;
-    let cube = &ans.cube;
-    let var = ds.variable(&a.var)?.clone();
-    let empty = Vec::new();
-    let moments = cube.moments.as_ref().unwrap_or(&empty);
-    let shape = cube.shape();
-    let total = moments.iter().fold(Moments::default(), |mut t, m| {
-        if m.n > 0 {
-            t.merge(m);
-        }
-        t
-    });
-    // Non-empty cells with their category tuple, in order.
-    let groups = moments
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.n > 0)
-        .map(|(c, m)| {
-            let mut idx = vec![0; shape.len()];
-            let mut r = c;
-            for d in (0..shape.len()).rev() {
-                idx[d] = r % shape[d];
-                r /= shape[d];
-            }
-            let cats: Vec<_> = idx
-                .iter()
-                .enumerate()
-                .map(|(d, &i)| &cube.dims[d].categories[i])
-                .collect();
-            (cats, *m)
-        });
-    let by_names: Vec<String> = cube.dims.iter().map(|d| d.var.name.clone()).collect();
+    let req = a.q.request(
+        Analysis::Means {
+            var: a.var.clone(),
+            by,
+        },
+        false,
+    );
+    let Answer::Means(m) = run_timed(&ds, &req, &a.q)? else {
+        unreachable!("a means request answers with means")
+    };
     let mut out = stdout();
     match a.q.format {
-        Format::Json => {
-            json_open(
-                &mut out,
-                &json!({
-                    "dataset": a.dataset.display().to_string(),
-                    "variable": var.name,
-                    "by": by_names,
-                    "weight": a.q.weight,
-                    "filter": a.q.filter,
-                    "total": stat_json(&total),
-                    "weight_cases": weight_cases_json(&ans.weights),
-                }),
-                "groups",
-            )?;
-            let mut first = true;
-            for (cats, m) in groups {
-                let mut j = stat_json(&m);
-                j["by"] = json!(cats
-                    .iter()
-                    .map(|c| json!({"value": value_json(c), "label": c.label}))
-                    .collect::<Vec<_>>());
-                json_item(&mut out, &mut first, &j)?;
-            }
-            json_close(&mut out)?;
-        }
+        Format::Json => write_json(&mut out, &m)?,
         Format::Csv => {
-            let mut head = by_names.clone();
+            let mut head = m.by.clone();
             head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
             out.write_all(csv_line(&head).as_bytes())?;
-            let line = |first: Vec<String>, m: &Moments| {
+            let line = |first: Vec<String>, s: &Stat| {
                 let mut f = first;
                 f.extend([
-                    csv_num((m.w != 0.0).then_some(m.mean)),
-                    csv_num(m.sd()),
-                    m.n.to_string(),
-                    format!("{}", m.w),
+                    csv_num(s.mean),
+                    csv_num(s.sd),
+                    s.n.to_string(),
+                    format!("{}", s.sum_weights),
                 ]);
                 csv_line(&f)
             };
-            for (cats, m) in groups {
-                out.write_all(
-                    line(
-                        cats.iter()
-                            .map(|c| crate::cmd::info::plain(&value_json(c)))
-                            .collect(),
-                        &m,
-                    )
-                    .as_bytes(),
-                )?;
+            for g in m.groups() {
+                let first = g.by.iter().map(|c| plain_value(c)).collect();
+                out.write_all(line(first, &g.stat).as_bytes())?;
             }
             let mut first = vec!["Total".to_string()];
-            first.resize(by_names.len().max(1), String::new());
-            out.write_all(line(first, &total).as_bytes())?;
+            first.resize(m.by.len().max(1), String::new());
+            out.write_all(line(first, &m.total).as_bytes())?;
         }
         Format::Table => {
-            let mut head = by_names.clone();
+            let mut head = m.by.clone();
             head.extend(["mean", "sd", "N", "sum of weights"].map(String::from));
-            let row = |first: Vec<String>, m: &Moments| {
+            let row = |first: Vec<String>, s: &Stat| {
                 let mut r = first;
-                r.push(if m.w != 0.0 {
-                    fmt_sig(m.mean, 6)
-                } else {
-                    "-".into()
-                });
-                r.push(m.sd().map(|s| fmt_sig(s, 6)).unwrap_or_else(|| "-".into()));
-                r.push(group_digits(m.n));
-                r.push(fmt_sig(m.w, 7));
+                r.push(s.mean.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
+                r.push(s.sd.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
+                r.push(group_digits(s.n));
+                r.push(fmt_sig(s.sum_weights, 7));
                 r
             };
-            let mut rows: Vec<Vec<String>> = groups
-                .map(|(cats, m)| row(cats.iter().map(|c| category_text(c, false)).collect(), &m))
+            let mut rows: Vec<Vec<String>> = m
+                .groups()
+                .map(|g| {
+                    row(
+                        g.by.iter().map(|c| category_text(c, false)).collect(),
+                        &g.stat,
+                    )
+                })
                 .collect();
             let mut first = vec!["Total".to_string()];
-            first.resize(by_names.len().max(1), String::new());
-            rows.push(row(first, &total));
+            first.resize(m.by.len().max(1), String::new());
+            rows.push(row(first, &m.total));
             let mut align = vec![Align::Right; head.len().max(4)];
-            for x in align.iter_mut().take(by_names.len()) {
+            for x in align.iter_mut().take(m.by.len()) {
                 *x = Align::Left;
             }
             out.write_all(
-                describe(&format!("Mean of {}", var.name), var.label.as_deref(), &a.q).as_bytes(),
+                caption(
+                    &format!("Mean of {}", m.variable),
+                    m.label.as_deref(),
+                    m.weight.as_deref(),
+                    m.filter.as_deref(),
+                )
+                .as_bytes(),
             )?;
             out.write_all(text_table(&head, &rows, &align).as_bytes())?;
-            out.write_all(weight_note(&ans.weights, a.q.weight.as_deref()).as_bytes())?;
+            out.write_all(weight_note(&m.weight_cases, m.weight.as_deref()).as_bytes())?;
         }
     }
     out.flush()?;

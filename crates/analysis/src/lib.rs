@@ -1,0 +1,69 @@
+//! microtab's analysis layer: one place where a question about a dataset
+//! becomes a typed answer, for every front end (the CLI, and the Python
+//! package, HTTP API and Dask workers that build on it).
+//!
+//! A [`Request`] names an [`Analysis`] (frequencies, a crosstab, means by
+//! group) and the options every analysis shares (weight, filter, missing
+//! values, limits). [`run`] plans and executes it with the engine
+//! ([`microtab_engine`]) and returns an [`Answer`]: [`Frequencies`],
+//! [`Crosstab`] or [`Means`], with labels, margins, percentages and
+//! statistics. Every result is `serde::Serialize` (the JSON schema is in
+//! docs/CLI.md); its long part (frequency rows, tables, groups) is produced
+//! lazily by an iterator and serialized element by element, so a result of
+//! any size streams to its writer instead of being built in memory.
+//!
+//! ```
+//! # use microtab_store::*;
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let t = dir.path().join("d.mtab");
+//! # let mut w = DatasetWriter::create(&t, false).unwrap();
+//! # let mut c = w.column_writer("SEX", PhysType::U8).unwrap();
+//! # c.append(&[1u8, 2, 2, 2]).unwrap();
+//! # let mut v = Variable::new("SEX", Kind::Int, PhysType::U8);
+//! # (v.min, v.max) = (Some(Number::Int(1)), Some(Number::Int(2)));
+//! # let v = c.finish(v).unwrap();
+//! # w.add_variable(v); w.commit(4).unwrap();
+//! use microtab_analysis::{run, Analysis, Answer, Request};
+//! let ds = Dataset::open(&t).unwrap();
+//! let req = Request::new(Analysis::Freq { var: "SEX".into() });
+//! let Answer::Freq(f) = run(&ds, &req, &Default::default()).unwrap() else { unreachable!() };
+//! let pct: Vec<_> = f.rows().map(|r| r.percent.unwrap()).collect();
+//! assert_eq!(pct, [25.0, 75.0]);
+//! ```
+#![deny(missing_docs)]
+
+mod request;
+mod result;
+mod run;
+
+pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
+pub use request::{Analysis, Pct, Request};
+pub use result::{
+    Answer, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
+};
+pub use run::{run, verify_variables};
+
+/// Why a request could not be answered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The engine refused or failed the query (bad names, bad filters,
+    /// too large a table, a damaged dataset …).
+    #[error(transparent)]
+    Engine(#[from] microtab_engine::Error),
+    /// Dataset access failed.
+    #[error(transparent)]
+    Store(#[from] microtab_store::Error),
+    /// The weight is negative in rows the request uses and
+    /// [`Request::allow_negative_weights`] is off.
+    #[error("the weight {weight} is negative in {rows} of the rows this query uses; weighted results with negative weights are not estimates of a population (replicate weights can be: give --allow-negative-weights to use them)")]
+    NegativeWeights {
+        /// The weight variable.
+        weight: String,
+        /// Rows with a negative weight.
+        rows: u64,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;

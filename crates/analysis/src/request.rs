@@ -1,0 +1,93 @@
+//! What a front end asks.
+
+use serde::Serialize;
+
+/// Percentage base of a crosstab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pct {
+    /// Of the row total.
+    Row,
+    /// Of the column total.
+    Col,
+    /// Of the table total.
+    Total,
+}
+
+/// The analysis to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Analysis {
+    /// Frequencies of one variable.
+    Freq {
+        /// The variable counted.
+        var: String,
+    },
+    /// `row × col` crosstabs, one per category of `control`.
+    Tab {
+        /// Row variable.
+        row: String,
+        /// Column variable.
+        col: String,
+        /// Control variable (one table per category).
+        control: Option<String>,
+        /// Percentages to compute.
+        pct: Option<Pct>,
+        /// Chi-square test and Cramér's V per table.
+        stats: bool,
+    },
+    /// Mean, SD, N and sum of weights of `var` per group of `by`.
+    Means {
+        /// Analysis variable.
+        var: String,
+        /// Grouping variables, outermost first.
+        by: Vec<String>,
+    },
+}
+
+/// A request: an analysis and the options every analysis shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// What to compute.
+    pub analysis: Analysis,
+    /// Weight variable.
+    pub weight: Option<String>,
+    /// Filter in the SDA syntax (`AGE(25-64) SEX(2) INCTOT<9999999`).
+    pub filter: Option<String>,
+    /// Show missing codes and system-missing as categories (freq, tab).
+    pub include_missing: bool,
+    /// Most cells a result may have; a larger one is refused before any
+    /// memory is taken for it.
+    pub max_cells: usize,
+    /// Accept negative weights (otherwise an error).
+    pub allow_negative_weights: bool,
+    /// Check the whole files of every variable used before answering.
+    pub verify: bool,
+}
+
+impl Request {
+    /// A request for `analysis` with the default options: unweighted, no
+    /// filter, missing values excluded, at most
+    /// [`DEFAULT_MAX_CELLS`](microtab_engine::DEFAULT_MAX_CELLS) cells.
+    pub fn new(analysis: Analysis) -> Self {
+        Request {
+            analysis,
+            weight: None,
+            filter: None,
+            include_missing: false,
+            max_cells: microtab_engine::DEFAULT_MAX_CELLS,
+            allow_negative_weights: false,
+            verify: false,
+        }
+    }
+
+    /// The grouping variables of the engine query, outermost first.
+    pub(crate) fn group_by(&self) -> Vec<String> {
+        match &self.analysis {
+            Analysis::Freq { var } => vec![var.clone()],
+            Analysis::Tab {
+                row, col, control, ..
+            } => control.iter().chain([row, col]).cloned().collect(),
+            Analysis::Means { by, .. } => by.clone(),
+        }
+    }
+}

@@ -1,0 +1,685 @@
+//! Typed answers. Each holds the engine's cube and produces its long part
+//! (frequency rows, tables, groups) on demand, so that rendering or
+//! serializing a result of any size never builds all of it in memory.
+
+use crate::{Pct, Request};
+use microtab_engine::stats::{chi_square, ChiSquare};
+use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
+use serde::ser::{SerializeMap, SerializeStruct, Serializer};
+use serde::Serialize;
+
+/// Serializes what an iterator yields as a sequence, element by element.
+struct Stream<F>(F);
+
+impl<F, I> Serialize for Stream<F>
+where
+    F: Fn() -> I,
+    I: Iterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
+/// A category as `{"value", "label", "missing"}`.
+struct CategoryJson<'a>(&'a Category);
+
+impl Serialize for CategoryJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("Category", 3)?;
+        m.serialize_field("value", &ValueJson(&self.0.value))?;
+        m.serialize_field("label", &self.0.label)?;
+        m.serialize_field("missing", &self.0.missing)?;
+        m.end()
+    }
+}
+
+/// A value as a JSON number, string or null.
+struct ValueJson<'a>(&'a Value);
+
+impl Serialize for ValueJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::Num(x) => s.serialize_f64(*x),
+            Value::Str(t) => s.serialize_str(t),
+            Value::Null => s.serialize_none(),
+        }
+    }
+}
+
+/// What the weight did with the rows a query selected, as JSON.
+struct CasesJson<'a>(&'a Option<WeightCases>);
+
+impl Serialize for CasesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            None => s.serialize_none(),
+            Some(w) => {
+                let mut m = s.serialize_struct("WeightCases", 3)?;
+                m.serialize_field("negative", &w.negative)?;
+                m.serialize_field("zero", &w.zero)?;
+                m.serialize_field("missing", &w.missing)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// Chi-square statistics as JSON (`null` when not asked for or not
+/// defined).
+struct StatsJson<'a>(&'a Option<ChiSquare>);
+
+impl Serialize for StatsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            None => s.serialize_none(),
+            Some(c) => {
+                let mut m = s.serialize_struct("ChiSquare", 5)?;
+                m.serialize_field("chi2", &c.chi2)?;
+                m.serialize_field("df", &c.df)?;
+                m.serialize_field("p", &c.p)?;
+                m.serialize_field("cramers_v", &c.cramers_v)?;
+                m.serialize_field("n", &c.n)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// Record count and sum of weights (`None` unweighted).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Totals {
+    /// Records.
+    pub count: u64,
+    /// Sum of weights.
+    pub weighted: Option<f64>,
+}
+
+/// The answer to a request.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// Frequencies.
+    Freq(Frequencies),
+    /// Crosstabs.
+    Tab(Crosstab),
+    /// Means by group.
+    Means(Means),
+}
+
+impl Serialize for Answer {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Answer::Freq(f) => f.serialize(s),
+            Answer::Tab(t) => t.serialize(s),
+            Answer::Means(m) => m.serialize(s),
+        }
+    }
+}
+
+impl Answer {
+    /// What the weight did with the selected rows (`None` unweighted).
+    pub fn weight_cases(&self) -> Option<WeightCases> {
+        match self {
+            Answer::Freq(f) => f.weight_cases,
+            Answer::Tab(t) => t.weight_cases,
+            Answer::Means(m) => m.weight_cases,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- freq
+
+/// Frequencies of one variable.
+#[derive(Debug, Clone)]
+pub struct Frequencies {
+    /// The dataset, as opened.
+    pub dataset: String,
+    /// The variable's name.
+    pub variable: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// The weight, as requested.
+    pub weight: Option<String>,
+    /// The filter, as requested.
+    pub filter: Option<String>,
+    /// All rows counted (missing categories included when shown).
+    pub total: Totals,
+    /// What the weight did with the selected rows.
+    pub weight_cases: Option<WeightCases>,
+    cube: Cube,
+    /// Percentage base: the measure of the non-missing categories.
+    base: f64,
+}
+
+/// One category of a frequency table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FreqRow<'a> {
+    /// The category.
+    pub category: &'a Category,
+    /// Records.
+    pub count: u64,
+    /// Sum of weights (weighted requests).
+    pub weighted: Option<f64>,
+    /// Percent of the non-missing total (`None` for missing categories,
+    /// or when that total is 0).
+    pub percent: Option<f64>,
+}
+
+impl Serialize for FreqRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("value", &ValueJson(&self.category.value))?;
+        m.serialize_entry("label", &self.category.label)?;
+        m.serialize_entry("missing", &self.category.missing)?;
+        m.serialize_entry("count", &self.count)?;
+        m.serialize_entry("weighted", &self.weighted)?;
+        m.serialize_entry("percent", &self.percent)?;
+        m.end()
+    }
+}
+
+impl Frequencies {
+    pub(crate) fn new(
+        dataset: String,
+        variable: String,
+        label: Option<String>,
+        req: &Request,
+        weight_cases: Option<WeightCases>,
+        cube: Cube,
+    ) -> Self {
+        let cats = cube.dims.first().map_or(&[][..], |d| &d.categories[..]);
+        let measure = |i: usize| {
+            cube.weighted
+                .as_ref()
+                .map_or(cube.counts[i] as f64, |w| w[i])
+        };
+        let base = (0..cats.len())
+            .filter(|&i| !cats[i].missing)
+            .map(measure)
+            .sum();
+        let total = Totals {
+            count: cube.counts.iter().sum(),
+            weighted: cube.weighted.as_ref().map(|w| w.iter().sum()),
+        };
+        Frequencies {
+            dataset,
+            variable,
+            label,
+            weight: req.weight.clone(),
+            filter: req.filter.clone(),
+            total,
+            weight_cases,
+            cube,
+            base,
+        }
+    }
+
+    /// Number of categories.
+    pub fn len(&self) -> usize {
+        self.cube.dims.first().map_or(0, |d| d.categories.len())
+    }
+
+    /// Whether no category was counted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The percentage base: the weighted (or counted) total of the
+    /// categories that are not missing.
+    pub fn base(&self) -> f64 {
+        self.base
+    }
+
+    /// The categories with their counts, in value order.
+    pub fn rows(&self) -> impl Iterator<Item = FreqRow<'_>> + '_ {
+        let cats = self
+            .cube
+            .dims
+            .first()
+            .map_or(&[][..], |d| &d.categories[..]);
+        cats.iter().enumerate().map(move |(i, c)| {
+            let weighted = self.cube.weighted.as_ref().map(|w| w[i]);
+            let m = weighted.unwrap_or(self.cube.counts[i] as f64);
+            FreqRow {
+                category: c,
+                count: self.cube.counts[i],
+                weighted,
+                percent: (!c.missing && self.base != 0.0).then(|| 100.0 * m / self.base),
+            }
+        })
+    }
+}
+
+impl Serialize for Frequencies {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(8))?;
+        m.serialize_entry("dataset", &self.dataset)?;
+        m.serialize_entry("variable", &self.variable)?;
+        m.serialize_entry("label", &self.label)?;
+        m.serialize_entry("weight", &self.weight)?;
+        m.serialize_entry("filter", &self.filter)?;
+        m.serialize_entry("total", &self.total)?;
+        m.serialize_entry("weight_cases", &CasesJson(&self.weight_cases))?;
+        m.serialize_entry("rows", &Stream(|| self.rows()))?;
+        m.end()
+    }
+}
+
+// ---------------------------------------------------------------- tab
+
+/// Crosstabs of a row by a column variable, one per control category.
+#[derive(Debug, Clone)]
+pub struct Crosstab {
+    /// The dataset, as opened.
+    pub dataset: String,
+    /// Row variable.
+    pub row_var: String,
+    /// Column variable.
+    pub col_var: String,
+    /// Control variable.
+    pub control_var: Option<String>,
+    /// The weight, as requested.
+    pub weight: Option<String>,
+    /// The filter, as requested.
+    pub filter: Option<String>,
+    /// Percentages computed.
+    pub pct: Option<Pct>,
+    /// Whether each table has its chi-square statistics.
+    pub stats: bool,
+    /// What the weight did with the selected rows.
+    pub weight_cases: Option<WeightCases>,
+    cube: Cube,
+}
+
+/// Row or column totals of a table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Margins {
+    /// Records per row (column).
+    pub counts: Vec<u64>,
+    /// Sum of weights per row (column), weighted requests.
+    pub weighted: Option<Vec<f64>>,
+}
+
+/// One two-way table: the rows and columns that have records in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// The control category (tables with a control variable).
+    pub control: Option<Category>,
+    /// Row categories.
+    pub rows: Vec<Category>,
+    /// Column categories.
+    pub cols: Vec<Category>,
+    /// Records per cell, `[row][col]`.
+    pub counts: Vec<Vec<u64>>,
+    /// Sum of weights per cell (weighted requests).
+    pub weighted: Option<Vec<Vec<f64>>>,
+    /// Percentages per cell (`None` where the base is 0).
+    pub pct: Option<Vec<Vec<Option<f64>>>>,
+    /// Row totals.
+    pub row_totals: Margins,
+    /// Column totals.
+    pub col_totals: Margins,
+    /// Table total.
+    pub total: Totals,
+    /// Chi-square test and Cramér's V (when asked for and defined).
+    pub stats: Option<ChiSquare>,
+}
+
+impl Table {
+    /// The cells' measure: sums of weights, or counts unweighted.
+    pub fn measure(&self) -> Vec<Vec<f64>> {
+        match &self.weighted {
+            Some(w) => w.clone(),
+            None => self
+                .counts
+                .iter()
+                .map(|r| r.iter().map(|&c| c as f64).collect())
+                .collect(),
+        }
+    }
+
+    fn empty() -> Table {
+        Table {
+            control: None,
+            rows: vec![],
+            cols: vec![],
+            counts: vec![],
+            weighted: None,
+            pct: None,
+            row_totals: Margins {
+                counts: vec![],
+                weighted: None,
+            },
+            col_totals: Margins {
+                counts: vec![],
+                weighted: None,
+            },
+            total: Totals {
+                count: 0,
+                weighted: None,
+            },
+            stats: None,
+        }
+    }
+}
+
+impl Serialize for Table {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(10))?;
+        m.serialize_entry("control", &self.control.as_ref().map(CategoryJson))?;
+        m.serialize_entry("rows", &Stream(|| self.rows.iter().map(CategoryJson)))?;
+        m.serialize_entry("cols", &Stream(|| self.cols.iter().map(CategoryJson)))?;
+        m.serialize_entry("counts", &self.counts)?;
+        m.serialize_entry("weighted", &self.weighted)?;
+        m.serialize_entry("pct", &self.pct)?;
+        m.serialize_entry("row_totals", &self.row_totals)?;
+        m.serialize_entry("col_totals", &self.col_totals)?;
+        m.serialize_entry("total", &self.total)?;
+        m.serialize_entry("stats", &StatsJson(&self.stats))?;
+        m.end()
+    }
+}
+
+fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
+    let rs: Vec<f64> = m.iter().map(|r| r.iter().sum()).collect();
+    let nc = m.first().map_or(0, |r| r.len());
+    let cs: Vec<f64> = (0..nc).map(|j| m.iter().map(|r| r[j]).sum()).collect();
+    let tot: f64 = rs.iter().sum();
+    m.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.iter()
+                .enumerate()
+                .map(|(j, &x)| {
+                    let base = match pct {
+                        Pct::Row => rs[i],
+                        Pct::Col => cs[j],
+                        Pct::Total => tot,
+                    };
+                    (base != 0.0).then(|| 100.0 * x / base)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
+    (0..nc).map(|j| m.iter().map(|r| r[j]).sum()).collect()
+}
+
+impl Crosstab {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        dataset: String,
+        row_var: String,
+        col_var: String,
+        control_var: Option<String>,
+        pct: Option<Pct>,
+        stats: bool,
+        req: &Request,
+        weight_cases: Option<WeightCases>,
+        cube: Cube,
+    ) -> Self {
+        Crosstab {
+            dataset,
+            row_var,
+            col_var,
+            control_var,
+            weight: req.weight.clone(),
+            filter: req.filter.clone(),
+            pct,
+            stats,
+            weight_cases,
+            cube,
+        }
+    }
+
+    /// The tables, one per control category that has records (one table,
+    /// possibly empty, without a control variable), each cut from the cube
+    /// when it is reached.
+    pub fn tables(&self) -> impl Iterator<Item = Table> + '_ {
+        let control = self.control_var.is_some();
+        let n = if self.cube.counts.is_empty() {
+            0
+        } else if control {
+            self.cube.dims[0].categories.len()
+        } else {
+            1
+        };
+        (0..n)
+            .filter_map(move |k| self.cut(k))
+            .chain((n == 0 && !control).then(Table::empty))
+    }
+
+    /// Table `k` (the `k`-th control category's) without the rows and
+    /// columns empty in it; `None` for a control category with no records.
+    fn cut(&self, k: usize) -> Option<Table> {
+        let cube = &self.cube;
+        let control = self.control_var.is_some();
+        let off = control as usize;
+        let (rd, cd) = (&cube.dims[off], &cube.dims[off + 1]);
+        let (nr, nc) = (rd.categories.len(), cd.categories.len());
+        let at = |i: usize, j: usize| k * nr * nc + i * nc + j;
+        let keep_r: Vec<usize> = (0..nr)
+            .filter(|&i| (0..nc).any(|j| cube.counts[at(i, j)] > 0))
+            .collect();
+        let keep_c: Vec<usize> = (0..nc)
+            .filter(|&j| (0..nr).any(|i| cube.counts[at(i, j)] > 0))
+            .collect();
+        if control && keep_r.is_empty() {
+            return None;
+        }
+        let counts: Vec<Vec<u64>> = keep_r
+            .iter()
+            .map(|&i| keep_c.iter().map(|&j| cube.counts[at(i, j)]).collect())
+            .collect();
+        let weighted: Option<Vec<Vec<f64>>> = cube.weighted.as_ref().map(|w| {
+            keep_r
+                .iter()
+                .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
+                .collect()
+        });
+        let ncols = keep_c.len();
+        let row_counts: Vec<u64> = counts.iter().map(|r| r.iter().sum()).collect();
+        let row_w: Option<Vec<f64>> = weighted
+            .as_ref()
+            .map(|w| w.iter().map(|r| r.iter().sum()).collect());
+        let mut t = Table {
+            control: control.then(|| cube.dims[0].categories[k].clone()),
+            rows: keep_r.iter().map(|&i| rd.categories[i].clone()).collect(),
+            cols: keep_c.iter().map(|&j| cd.categories[j].clone()).collect(),
+            col_totals: Margins {
+                counts: col_sums(&counts, ncols),
+                weighted: weighted.as_ref().map(|w| col_sums(w, ncols)),
+            },
+            total: Totals {
+                count: row_counts.iter().sum(),
+                weighted: row_w.as_ref().map(|r| r.iter().sum()),
+            },
+            row_totals: Margins {
+                counts: row_counts,
+                weighted: row_w,
+            },
+            counts,
+            weighted,
+            pct: None,
+            stats: None,
+        };
+        let m = t.measure();
+        t.pct = self.pct.map(|p| percents(&m, p));
+        if self.stats {
+            t.stats = chi_square(&m);
+        }
+        Some(t)
+    }
+}
+
+impl Serialize for Crosstab {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(10))?;
+        m.serialize_entry("dataset", &self.dataset)?;
+        m.serialize_entry("row_var", &self.row_var)?;
+        m.serialize_entry("col_var", &self.col_var)?;
+        m.serialize_entry("control_var", &self.control_var)?;
+        m.serialize_entry("weight", &self.weight)?;
+        m.serialize_entry("filter", &self.filter)?;
+        m.serialize_entry("pct", &self.pct)?;
+        m.serialize_entry("weight_cases", &CasesJson(&self.weight_cases))?;
+        m.serialize_entry("tables", &Stream(|| self.tables()))?;
+        m.end()
+    }
+}
+
+// ---------------------------------------------------------------- means
+
+/// Mean, SD, N and sum of weights.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stat {
+    /// Weighted mean (`None` when the sum of weights is 0).
+    pub mean: Option<f64>,
+    /// Frequency-weight standard deviation (`None` when the sum of
+    /// weights is at most 1).
+    pub sd: Option<f64>,
+    /// Records.
+    pub n: u64,
+    /// Sum of weights (records unweighted).
+    pub sum_weights: f64,
+}
+
+impl From<&Moments> for Stat {
+    fn from(m: &Moments) -> Self {
+        Stat {
+            mean: (m.w != 0.0).then_some(m.mean),
+            sd: m.sd(),
+            n: m.n,
+            sum_weights: m.w,
+        }
+    }
+}
+
+/// Means of an analysis variable by group.
+#[derive(Debug, Clone)]
+pub struct Means {
+    /// The dataset, as opened.
+    pub dataset: String,
+    /// The analysis variable.
+    pub variable: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// The grouping variables, outermost first.
+    pub by: Vec<String>,
+    /// The weight, as requested.
+    pub weight: Option<String>,
+    /// The filter, as requested.
+    pub filter: Option<String>,
+    /// Over all groups.
+    pub total: Stat,
+    /// What the weight did with the selected rows.
+    pub weight_cases: Option<WeightCases>,
+    cube: Cube,
+}
+
+/// One group of a means result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group<'a> {
+    /// Its category of each grouping variable.
+    pub by: Vec<&'a Category>,
+    /// Its statistics.
+    pub stat: Stat,
+}
+
+impl Serialize for Group<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct By<'a>(&'a Category);
+        impl Serialize for By<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_struct("By", 2)?;
+                m.serialize_field("value", &ValueJson(&self.0.value))?;
+                m.serialize_field("label", &self.0.label)?;
+                m.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("mean", &self.stat.mean)?;
+        m.serialize_entry("sd", &self.stat.sd)?;
+        m.serialize_entry("n", &self.stat.n)?;
+        m.serialize_entry("sum_weights", &self.stat.sum_weights)?;
+        m.serialize_entry("by", &Stream(|| self.by.iter().map(|c| By(c))))?;
+        m.end()
+    }
+}
+
+impl Means {
+    pub(crate) fn new(
+        dataset: String,
+        variable: String,
+        label: Option<String>,
+        req: &Request,
+        weight_cases: Option<WeightCases>,
+        cube: Cube,
+    ) -> Self {
+        let total = cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
+            Moments::default(),
+            |mut t, m| {
+                t.merge(m);
+                t
+            },
+        );
+        Means {
+            dataset,
+            variable,
+            label,
+            by: cube.dims.iter().map(|d| d.var.name.clone()).collect(),
+            weight: req.weight.clone(),
+            filter: req.filter.clone(),
+            total: Stat::from(&total),
+            weight_cases,
+            cube,
+        }
+    }
+
+    /// The groups that have records, in category order.
+    pub fn groups(&self) -> impl Iterator<Item = Group<'_>> + '_ {
+        let shape = self.cube.shape();
+        self.cube
+            .moments
+            .iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, m)| m.n > 0)
+            .map(move |(c, m)| {
+                let mut idx = vec![0; shape.len()];
+                let mut r = c;
+                for d in (0..shape.len()).rev() {
+                    idx[d] = r % shape[d];
+                    r /= shape[d];
+                }
+                Group {
+                    by: idx
+                        .iter()
+                        .enumerate()
+                        .map(|(d, &i)| &self.cube.dims[d].categories[i])
+                        .collect(),
+                    stat: Stat::from(m),
+                }
+            })
+    }
+}
+
+impl Serialize for Means {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(9))?;
+        m.serialize_entry("dataset", &self.dataset)?;
+        m.serialize_entry("variable", &self.variable)?;
+        m.serialize_entry("label", &self.label)?;
+        m.serialize_entry("by", &self.by)?;
+        m.serialize_entry("weight", &self.weight)?;
+        m.serialize_entry("filter", &self.filter)?;
+        m.serialize_entry("total", &self.total)?;
+        m.serialize_entry("weight_cases", &CasesJson(&self.weight_cases))?;
+        m.serialize_entry("groups", &Stream(|| self.groups()))?;
+        m.end()
+    }
+}
