@@ -29,17 +29,24 @@
 //! ```
 #![deny(missing_docs)]
 
+mod acc;
+mod cube;
 mod exec;
 pub mod filter;
+mod kernels;
+mod physical;
 mod plan;
+mod scan;
 pub mod stats;
 mod top;
 mod value;
 mod weights;
 
-pub use exec::{run, run_with, Cube, Dim, Moments, ScanOptions, DEFAULT_MAX_CELLS};
+pub use cube::{Cube, Dim, Moments};
+pub use exec::{run, run_with, DEFAULT_MAX_CELLS};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
+pub use scan::ScanOptions;
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
 pub use weights::{weight_cases, WeightCases};

@@ -1,0 +1,188 @@
+//! The physical plan of a query: which columns, which mappers, and which
+//! kernel counts them — chosen once per query from the columns' types,
+//! ranges and missing codes.
+
+use crate::acc::ExactCell;
+use crate::cube::Moments;
+use crate::exec::MORSEL;
+use crate::kernels::{LANES, PACK_SHIFT, XLANES};
+use crate::plan::{Exclusion, Mapper};
+use crate::{Error, Result};
+use microtab_store::{Column, Dataset, Kind, Variable};
+
+/// How a means query over byte code columns runs as one fused pass
+/// (chosen by [`means_fuse`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MeansFuse {
+    /// Excluded analysis-variable codes that occur in the column (padded
+    /// with a value no ≤32-bit column can hold).
+    pub(crate) xcodes: [i64; 2],
+}
+
+pub(crate) struct Plan<'a> {
+    pub(crate) cells: usize,
+    pub(crate) dims: Vec<(&'a Column, Mapper)>,
+    pub(crate) filters: Vec<(&'a Column, Mapper)>,
+    pub(crate) weight: Option<(&'a Column, Exclusion)>,
+    pub(crate) measure: Option<(&'a Column, Exclusion)>,
+    /// Sum moments exactly in integers (int-kind measure and weight whose
+    /// ranges cannot overflow i128).
+    pub(crate) exact: bool,
+    /// Try the fused byte-column kernel (no measure, weight never missing).
+    pub(crate) fused: bool,
+    /// Exact path with few cells and |w·x| small enough that a morsel's
+    /// Σw·x fits in an i64: sum each morsel in 64-bit cells first.
+    pub(crate) morsel_sums: bool,
+    /// Try the fused means kernel (exact morsel sums over byte codes).
+    pub(crate) means_fuse: Option<MeansFuse>,
+    /// The fused kernel packs count and Σw in one word per cell lane
+    /// (integer weights ≥ 0, a morsel's Σw < 2^40, a small table).
+    pub(crate) pack_weights: bool,
+    /// Two or more filters, each passing one contiguous range of byte
+    /// codes `(lo, hi − lo)`: evaluated first into a selection column.
+    pub(crate) filter_ranges: Option<Vec<(u8, u8)>>,
+}
+
+pub(crate) fn dict_of(ds: &Dataset, var: &Variable) -> Result<Vec<String>> {
+    Ok(if var.kind == Kind::String {
+        ds.dictionary(var)?
+    } else {
+        Vec::new()
+    })
+}
+
+pub(crate) fn numeric(var: &Variable, role: &str) -> Result<()> {
+    if var.kind == Kind::String {
+        return Err(Error::Invalid(format!(
+            "{} is a string variable and cannot be used as {role}",
+            var.name
+        )));
+    }
+    Ok(())
+}
+
+/// Whether Σw·x² over `rows` rows stays far inside i128 for these columns.
+pub(crate) fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: usize) -> bool {
+    let bound = |c: &Column| -> Option<f64> {
+        let v = c.var();
+        if v.kind != Kind::Int {
+            return None;
+        }
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+        Some(m(v.min).max(m(v.max)).max(1.0))
+    };
+    let Some(x) = measure.and_then(bound) else {
+        return false;
+    };
+    let w = match weight {
+        Some(c) => match bound(c) {
+            Some(w) => w,
+            None => return false,
+        },
+        None => 1.0,
+    };
+    x * w < 2f64.powi(62)
+        && w * (rows.max(1) as f64) < 2f64.powi(62)
+        && x * x * w * (rows.max(1) as f64) < 2f64.powi(120)
+}
+
+/// The codes a byte filter table passes, if they form one range: `(lo,
+/// hi − lo)` (a row passes when `code − lo ≤ hi − lo` in wrapping `u8`).
+pub(crate) fn byte_range(t: &[u32; 256]) -> Option<(u8, u8)> {
+    let lo = t.iter().position(|&e| e == 0)?;
+    let hi = t.iter().rposition(|&e| e == 0)?;
+    t[lo..=hi]
+        .iter()
+        .all(|&e| e == 0)
+        .then_some((lo as u8, (hi - lo) as u8))
+}
+
+/// Largest table whose lanes are packed per morsel (the fold costs
+/// `cells × LANES` per 32 Ki rows).
+pub(crate) const MAX_PACKED_CELLS: usize = 255;
+
+/// Integer weights ≥ 0 whose sum over a morsel stays below 2^40.
+pub(crate) fn packable_weight(v: &Variable) -> bool {
+    let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64());
+    v.kind == Kind::Int
+        && v.ty.width() <= 4
+        && m(v.min) >= 0.0
+        && m(v.max) * (MORSEL as f64) < 2f64.powi(PACK_SHIFT as i32)
+}
+
+/// Whether a means query can run through [`fused_means`]: integer columns
+/// of at most 32 bits, a weight ≥ 0 that is never excluded with a
+/// morsel's Σw < 2^40, at most two excluded analysis codes present in the
+/// data, and |w|·x² < 2^62 for every row.
+pub(crate) fn means_fuse(measure: Option<&Column>, weight: Option<&Column>) -> Option<MeansFuse> {
+    let narrow = |c: &Column| c.var().ty.width() <= 4 && c.var().kind == Kind::Int;
+    let bound = |c: &Column| -> (f64, f64) {
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64());
+        (m(c.var().min), m(c.var().max))
+    };
+    // Codes that can occur: a missing code within [min, max], the null
+    // code only when the column has nulls.
+    let codes = |c: &Column| -> Vec<i64> {
+        let (lo, hi) = bound(c);
+        let v = c.var();
+        let mut out: Vec<i64> = v
+            .missing_codes
+            .iter()
+            .filter(|&&m| m.fract() == 0.0 && m >= lo && m <= hi)
+            .map(|&m| m as i64)
+            .collect();
+        if v.nulls > 0 {
+            out.extend(v.null_code);
+        }
+        out
+    };
+    let x = measure?;
+    if !narrow(x) || !weight.is_none_or(narrow) {
+        return None;
+    }
+    let (xlo, xhi) = bound(x);
+    let (wlo, whi) = weight.map_or((1.0, 1.0), bound);
+    let xm = xlo.abs().max(xhi.abs());
+    if weight.is_some_and(|w| !codes(w).is_empty())
+        || wlo < 0.0
+        || whi * (MORSEL as f64) >= 2f64.powi(PACK_SHIFT as i32)
+        || whi * xm * xm >= 2f64.powi(62)
+    {
+        return None;
+    }
+    let xcodes = match codes(x)[..] {
+        [] => [i64::MIN; 2],
+        [a] => [a, i64::MIN],
+        [a, b] => [a, b],
+        _ => return None,
+    };
+    Some(MeansFuse { xcodes })
+}
+
+/// Whether a morsel's Σw and Σw·x fit in i64 for these columns.
+pub(crate) fn morsel_sums_ok(measure: Option<&Column>, weight: Option<&Column>) -> bool {
+    let bound = |c: &Column| -> f64 {
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+        m(c.var().min).max(m(c.var().max)).max(1.0)
+    };
+    let x = measure.map_or(f64::INFINITY, bound);
+    let w = weight.map_or(1.0, bound);
+    x * w * (MORSEL as f64) < 2f64.powi(62)
+}
+
+/// Bytes a cube cell takes in each worker's accumulator (and once more
+/// in the result), for the memory estimate of a refused query.
+pub(crate) fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
+    let mut b = LANES * 8 + 8;
+    if weighted {
+        b += LANES * 16 + 8;
+    }
+    if measure {
+        b += if exact {
+            XLANES * std::mem::size_of::<ExactCell>()
+        } else {
+            64
+        } + std::mem::size_of::<Moments>();
+    }
+    b
+}

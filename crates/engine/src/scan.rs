@@ -1,0 +1,300 @@
+//! The scan drivers: morsels of rows read (inline preads, a mapping, or
+//! streamed segments) and counted in parallel into private accumulators,
+//! merged at the end.
+
+use crate::acc::Acc;
+use crate::exec::{AHEAD, MORSEL, STEP};
+use crate::physical::Plan;
+use crate::Result;
+use microtab_io::{ReadPath, SegmentStream};
+use microtab_store::{Column, ColumnData};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Workers take morsels in file order from a shared counter, so all of them
+/// consume the front of the kernel's read-ahead window together.
+pub(crate) fn scan_mapped(
+    plan: &Plan,
+    cols: &[&Column],
+    rows: usize,
+    opts: &ScanOptions,
+) -> Result<Acc> {
+    let nm = rows.div_ceil(MORSEL);
+    let next = AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
+    let accs = rayon::broadcast(|_| {
+        let mut acc = Acc::new(plan);
+        let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
+        'scan: loop {
+            let first = next.fetch_add(STEP, Ordering::Relaxed);
+            if first >= nm {
+                break;
+            }
+            if first + opts.readahead < nm {
+                for c in cols {
+                    c.prefetch((first + opts.readahead) * MORSEL, STEP * MORSEL);
+                }
+            }
+            for m in first..(first + STEP).min(nm) {
+                let s = m * MORSEL;
+                let e = (s + MORSEL).min(rows);
+                // Views of the mapping, or unpacked from it (checked).
+                let views = cols
+                    .iter()
+                    .zip(unpacked.iter_mut())
+                    .map(|(c, b)| c.rows_view(s, e - s, b))
+                    .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
+                match views {
+                    Ok(views) => acc.morsel(plan, &views, 0..e - s),
+                    Err(err) => {
+                        fail(&failed, err);
+                        break 'scan;
+                    }
+                }
+            }
+            // Keep resident memory bounded by the stretch being counted.
+            for c in cols {
+                c.release(first * MORSEL, STEP * MORSEL);
+            }
+        }
+        acc
+    });
+    finish_scan(accs, failed)
+}
+
+/// Records the first error of a scan (the others stop at their next morsel).
+pub(crate) fn fail(
+    slot: &std::sync::Mutex<Option<microtab_store::Error>>,
+    e: microtab_store::Error,
+) {
+    let mut s = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if s.is_none() {
+        *s = Some(e);
+    }
+}
+
+/// The merged accumulator of a scan's workers, or its first error.
+pub(crate) fn finish_scan(
+    accs: Vec<Acc>,
+    failed: std::sync::Mutex<Option<microtab_store::Error>>,
+) -> Result<Acc> {
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e.into());
+    }
+    Ok(accs
+        .into_iter()
+        .reduce(Acc::merge)
+        .expect("one worker at least"))
+}
+
+/// Every worker reads its morsels of every column with one `pread` each
+/// into its own small buffers (which stay in its L2 cache) and counts them
+/// there: for columns already in the page cache this is a copy at memory
+/// speed with no page faults, no read-ahead thread and no hand-off.
+pub(crate) fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
+    let readers: Vec<microtab_io::RowReader> = cols
+        .iter()
+        .map(|c| microtab_io::RowReader::open(&c.source()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(microtab_store::Error::from)?;
+    // One morsel per read: reading 2 or 4 at once measured the same on
+    // Q1–Q5, 8 at once 2–5% slower (the buffers leave L2).
+    let chunk = MORSEL;
+    let nm = rows.div_ceil(chunk);
+    let next = AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
+    let accs = rayon::broadcast(|_| {
+        let mut acc = Acc::new(plan);
+        // u64 storage keeps every view aligned for its value type.
+        let mut bufs: Vec<Vec<u64>> = readers
+            .iter()
+            .map(|r| vec![0u64; r.source().span(0, chunk).1.div_ceil(8)])
+            .collect();
+        let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
+        'scan: loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            if k >= nm {
+                break;
+            }
+            let s = k * chunk;
+            let n = chunk.min(rows - s);
+            for (r, b) in readers.iter().zip(bufs.iter_mut()) {
+                let bytes: &mut [u8] = bytemuck_u64(b);
+                if let Err(e) = r.read_rows(s, &mut bytes[..r.source().span(s, n).1]) {
+                    fail(&failed, e.into());
+                    break 'scan;
+                }
+            }
+            let data = cols
+                .iter()
+                .zip(&bufs)
+                .zip(unpacked.iter_mut())
+                .map(|((c, b), u)| {
+                    // SAFETY: the bytes of a u64 buffer.
+                    let bytes =
+                        unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 8) };
+                    c.decode(s, bytes, n, u)
+                })
+                .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
+            match data {
+                Ok(data) => acc.morsel(plan, &data, 0..n),
+                Err(e) => {
+                    fail(&failed, e);
+                    break 'scan;
+                }
+            }
+        }
+        acc
+    });
+    finish_scan(accs, failed)
+}
+
+/// The bytes of a `u64` buffer.
+pub(crate) fn bytemuck_u64(b: &mut [u64]) -> &mut [u8] {
+    // SAFETY: u8 has no alignment or validity requirements.
+    unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut u8, b.len() * 8) }
+}
+
+/// An I/O thread reads segments of every column (large `pread`s, or
+/// `O_DIRECT`) `readahead` segments ahead; workers count whole segments.
+pub(crate) fn scan_streamed(
+    plan: &Plan,
+    cols: &[&Column],
+    rows: usize,
+    read_path: ReadPath,
+    opts: &ScanOptions,
+) -> Result<Acc> {
+    let sources: Vec<_> = cols.iter().map(|c| c.source()).collect();
+    // Segments hold `segment_bytes` of the widest column as stored.
+    // A whole number of morsels (= checksummed stripes).
+    let seg_rows = (opts.segment_bytes
+        / sources
+            .iter()
+            .map(|s| s.width.div_ceil(s.unit_rows).max(1))
+            .max()
+            .unwrap_or(1))
+    .max(MORSEL)
+    .next_multiple_of(MORSEL);
+    let stream = SegmentStream::start(
+        &sources,
+        rows,
+        seg_rows,
+        read_path,
+        opts.block_size,
+        opts.readahead_segments,
+    )
+    .map_err(microtab_store::Error::from)?;
+    let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
+    let accs = rayon::broadcast(|_| {
+        let mut acc = Acc::new(plan);
+        let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
+        'scan: while let Some(seg) = stream.next() {
+            let seg = match seg {
+                Ok(s) => s,
+                Err(e) => {
+                    fail(&failed, e.into());
+                    break;
+                }
+            };
+            let mut s = 0;
+            while s < seg.rows {
+                let e = (s + MORSEL).min(seg.rows);
+                let data = cols
+                    .iter()
+                    .zip(&seg.bufs)
+                    .zip(unpacked.iter_mut())
+                    .map(|((c, b), u)| {
+                        let (off, len) = c.stored_span(s, e - s);
+                        c.decode(seg.start + s, &b.bytes()[off..off + len], e - s, u)
+                    })
+                    .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
+                match data {
+                    Ok(data) => acc.morsel(plan, &data, 0..e - s),
+                    Err(err) => {
+                        fail(&failed, err);
+                        stream.recycle(seg);
+                        break 'scan;
+                    }
+                }
+                s = e;
+            }
+            stream.recycle(seg);
+        }
+        acc
+    });
+    stream.finish();
+    finish_scan(accs, failed)
+}
+
+/// How a scan reads its columns (chosen by measurement: `microtab tune`).
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// auto, mmap, pread or O_DIRECT.
+    pub read_path: ReadPath,
+    /// Bytes per `pread` call.
+    pub block_size: usize,
+    /// Bytes of the widest column per streamed segment.
+    pub segment_bytes: usize,
+    /// Segments read ahead of the workers (pread / direct).
+    pub readahead_segments: usize,
+    /// Morsels the mmap read-ahead window runs ahead of the scan.
+    pub readahead: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            read_path: ReadPath::Auto,
+            block_size: microtab_io::DEFAULT_BLOCK_SIZE,
+            segment_bytes: 1 << 20,
+            readahead_segments: 2,
+            readahead: AHEAD,
+        }
+    }
+}
+
+impl ScanOptions {
+    /// Defaults overridden by `MICROTAB_READ_PATH` (auto|mmap|pread|direct|inline) and
+    /// `MICROTAB_BLOCK_SIZE`, `MICROTAB_SEGMENT_BYTES`, `MICROTAB_READAHEAD`
+    /// (segments) when set.
+    pub fn from_env() -> Self {
+        Self::from_env_over(ScanOptions::default())
+    }
+
+    /// `base` overridden by the environment variables of [`from_env`](Self::from_env).
+    pub fn from_env_over(base: ScanOptions) -> Self {
+        let mut o = base;
+        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+        if let Some(p) = std::env::var("MICROTAB_READ_PATH")
+            .ok()
+            .and_then(|v| ReadPath::parse(&v))
+        {
+            o.read_path = p;
+        }
+        if let Some(n) = num("MICROTAB_BLOCK_SIZE") {
+            o.block_size = n;
+        }
+        if let Some(n) = num("MICROTAB_SEGMENT_BYTES") {
+            o.segment_bytes = n;
+        }
+        if let Some(n) = num("MICROTAB_READAHEAD") {
+            o.readahead_segments = n;
+        }
+        o
+    }
+}
+
+/// The cold path of `auto`: inline with a large kernel read-ahead (8 MiB
+/// here: the workers' own in-order morsel reads keep the device busy and
+/// beat a read-ahead thread per column, cold Q1–Q5 10–27% faster), streamed
+/// segments with the common 128 KiB (there Q3 38 vs 42 ms, Q4 43 vs 65 ms).
+/// Measured in docs/IO.md; `microtab tune` races both.
+pub(crate) fn cold_path(cols: &[&Column]) -> ReadPath {
+    if cols
+        .iter()
+        .all(|c| microtab_io::auto_cold_path(&c.path()) == ReadPath::Inline)
+    {
+        ReadPath::Inline
+    } else {
+        ReadPath::Pread
+    }
+}
