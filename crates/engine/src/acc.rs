@@ -30,6 +30,53 @@ pub(crate) struct Acc {
     pub(crate) sel: Vec<u8>,
 }
 
+/// Marks in `sel` (one byte per row of `r`; 0 passes) the rows the
+/// filters reject, as [`Plan::selection`] says; false when a filter's
+/// column does not fit (the generic path counts the morsel then).
+pub(crate) fn fill_selection(
+    p: &Plan,
+    data: &[ColumnData<'_>],
+    r: std::ops::Range<usize>,
+    sel: &mut Vec<u8>,
+) -> bool {
+    let Some(kinds) = &p.selection else {
+        return false;
+    };
+    sel.clear();
+    sel.resize(r.len(), 0);
+    let nd = p.dims.len();
+    let fdata = &data[nd..nd + p.filters.len()];
+    for ((k, (_, m)), d) in kinds.iter().zip(&p.filters).zip(fdata) {
+        match (k, m, d) {
+            (Some((lo, span)), _, ColumnData::U8(v)) => {
+                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
+                    *s |= (x.wrapping_sub(*lo) > *span) as u8;
+                }
+            }
+            (None, Mapper::Byte(t), ColumnData::U8(v)) => {
+                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
+                    *s |= (t[x as usize] != 0) as u8;
+                }
+            }
+            (None, Mapper::Word(t), ColumnData::U16(v)) => {
+                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
+                    *s |= (t[x as usize] != 0) as u8;
+                }
+            }
+            (None, Mapper::Ranges(rg), d) => {
+                dispatch!(*d, r.clone(), |v| mark_ranges(
+                    v,
+                    rg,
+                    |s: &mut u8, bad| *s |= bad as u8,
+                    sel
+                ))
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct MorselCell {
@@ -349,10 +396,31 @@ impl Acc {
         data: &[ColumnData<'_>],
         r: std::ops::Range<usize>,
     ) -> bool {
+        let mut sel = std::mem::take(&mut self.sel);
+        let done = self.fused_means_with(p, f, data, r, &mut sel);
+        self.sel = sel;
+        done
+    }
+
+    /// [`fused_means`](Self::fused_means) with the selection buffer lent
+    /// out of `self`.
+    pub(crate) fn fused_means_with(
+        &mut self,
+        p: &Plan,
+        f: MeansFuse,
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+        sel: &mut Vec<u8>,
+    ) -> bool {
         let nd = p.dims.len() + p.filters.len();
+        let use_sel = p.selection.is_some();
+        if use_sel && !fill_selection(p, data, r.clone(), sel) {
+            return false;
+        }
+        let fcols = if use_sel { 0 } else { p.filters.len() };
         let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
         let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
-        for ((_, m), d) in p.dims.iter().chain(p.filters.iter()).zip(data) {
+        for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
             match (m, d) {
                 (Mapper::Byte(t), ColumnData::U8(v)) => {
                     cols.push(&v[r.clone()]);
@@ -360,6 +428,10 @@ impl Acc {
                 }
                 _ => return false,
             }
+        }
+        if use_sel {
+            cols.push(sel);
+            tabs.push(&SELECTION_TABLE);
         }
         let trash = p.cells as u32;
         self.packed.clear();
@@ -425,27 +497,13 @@ impl Acc {
         sel: &mut Vec<u8>,
     ) -> bool {
         let nd = p.dims.len() + p.filters.len();
-        if let Some(ranges) = &p.filter_ranges {
-            // Several range filters on byte codes: one vectorised pass
-            // marks the morsel's rejected rows in a byte column, which the
-            // kernel then reads as one more code column.
-            let n = r.len();
-            sel.clear();
-            sel.resize(n, 0);
-            for (&(lo, span), d) in ranges.iter().zip(&data[p.dims.len()..nd]) {
-                let ColumnData::U8(v) = d else { return false };
-                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
-                    *s |= (x.wrapping_sub(lo) > span) as u8;
-                }
-            }
+        let use_sel = p.selection.is_some();
+        if use_sel && !fill_selection(p, data, r.clone(), sel) {
+            return false;
         }
         let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
         let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
-        let fcols = if p.filter_ranges.is_some() {
-            0
-        } else {
-            p.filters.len()
-        };
+        let fcols = if use_sel { 0 } else { p.filters.len() };
         for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
             match (m, d) {
                 (Mapper::Byte(t), ColumnData::U8(v)) => {
@@ -455,7 +513,7 @@ impl Acc {
                 _ => return false,
             }
         }
-        if p.filter_ranges.is_some() {
+        if use_sel {
             cols.push(sel);
             tabs.push(&SELECTION_TABLE);
         }

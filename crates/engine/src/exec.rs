@@ -5,9 +5,7 @@ use crate::acc::Acc;
 use crate::cube::{compact, Cube};
 use crate::filter::resolve;
 use crate::physical::*;
-use crate::plan::{
-    dim_categories, dim_mapper, filter_mapper, specialize, DimPlan, Exclusion, Mapper,
-};
+use crate::plan::{dim_categories, dim_mapper, filter_mapper, specialize, DimPlan, Exclusion};
 use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, ScanOptions};
 use crate::{Error, Query, Result};
 use microtab_io::ReadPath;
@@ -138,7 +136,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
         morsel_sums: cells <= 256 && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
         means_fuse: None,
-        filter_ranges: None,
+        selection: None,
         pack_weights: cells <= MAX_PACKED_CELLS
             && weight_col
                 .as_ref()
@@ -149,18 +147,11 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
                 .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
     let mut plan = plan;
-    if plan.fused && plan.filters.len() >= 2 {
-        plan.filter_ranges = plan
-            .filters
-            .iter()
-            .map(|(c, m)| match m {
-                Mapper::Byte(t) if c.var().ty == microtab_store::PhysType::U8 => byte_range(t),
-                _ => None,
-            })
-            .collect();
-    }
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
+    }
+    if plan.fused || plan.means_fuse.is_some() {
+        plan.selection = selection(&plan.filters);
     }
     // If any dimension has no categories the cube is empty.
     let empty = plans.iter().any(|p| p.categories.is_empty());

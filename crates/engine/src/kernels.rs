@@ -193,6 +193,7 @@ pub(crate) fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
                 *x = combine(*x, e);
             }
         }
+        Mapper::Ranges(r) => mark_ranges(vals, r, |x, bad| *x |= (bad as u32) << 31, idx),
         Mapper::Eval {
             pred,
             missing,
@@ -212,6 +213,41 @@ pub(crate) fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
                 if bad {
                     *x |= TRASH;
                 }
+            }
+        }
+    }
+}
+
+/// Calls `mark(slot, fails)` for each value and its slot: whether the
+/// value is outside every range of `r` (branch-free; one subtraction and
+/// compare per range).
+#[inline]
+pub(crate) fn mark_ranges<T: Val, S>(
+    vals: &[T],
+    r: &[(i64, i64)],
+    mark: impl Fn(&mut S, bool),
+    slots: &mut [S],
+) {
+    let vals = &vals[..slots.len()];
+    let out =
+        |v: i64, (lo, hi): (i64, i64)| (v.wrapping_sub(lo) as u64) > (hi.wrapping_sub(lo) as u64);
+    match r {
+        [] => slots.iter_mut().for_each(|s| mark(s, true)),
+        [a] => {
+            for (s, &v) in slots.iter_mut().zip(vals) {
+                mark(s, out(v.i(), *a));
+            }
+        }
+        [a, b] => {
+            for (s, &v) in slots.iter_mut().zip(vals) {
+                let v = v.i();
+                mark(s, out(v, *a) & out(v, *b));
+            }
+        }
+        _ => {
+            for (s, &v) in slots.iter_mut().zip(vals) {
+                let v = v.i();
+                mark(s, r.iter().all(|&x| out(v, x)));
             }
         }
     }

@@ -33,6 +33,7 @@ mod acc;
 mod cube;
 mod exec;
 pub mod filter;
+mod hash;
 mod kernels;
 mod physical;
 mod plan;

@@ -38,9 +38,13 @@ pub(crate) struct Plan<'a> {
     /// The fused kernel packs count and Σw in one word per cell lane
     /// (integer weights ≥ 0, a morsel's Σw < 2^40, a small table).
     pub(crate) pack_weights: bool,
-    /// Two or more filters, each passing one contiguous range of byte
-    /// codes `(lo, hi − lo)`: evaluated first into a selection column.
-    pub(crate) filter_ranges: Option<Vec<(u8, u8)>>,
+    /// The filters are evaluated first, per morsel, into a selection byte
+    /// column (0: the row passes) that the fused kernels read as one more
+    /// code column: two or more filters, or any filter on a column that is
+    /// not a byte code (u16 tables, integer ranges). Per filter, the byte
+    /// code range it passes `(lo, hi − lo)` when it is one, else `None`
+    /// (its mapper is looked up).
+    pub(crate) selection: Option<Vec<Option<(u8, u8)>>>,
 }
 
 pub(crate) fn dict_of(ds: &Dataset, var: &Variable) -> Result<Vec<String>> {
@@ -185,4 +189,28 @@ pub(crate) fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
         } + std::mem::size_of::<Moments>();
     }
     b
+}
+
+/// Whether (and how) the filters go through the selection column
+/// ([`Plan::selection`]).
+pub(crate) fn selection(filters: &[(&Column, Mapper)]) -> Option<Vec<Option<(u8, u8)>>> {
+    use microtab_store::PhysType;
+    let usable = |(c, m): &(&Column, Mapper)| match (m, c.var().ty) {
+        (Mapper::Byte(_), PhysType::U8) | (Mapper::Word(_), PhysType::U16) => true,
+        (Mapper::Ranges(_), ty) => !matches!(ty, PhysType::F32 | PhysType::F64),
+        _ => false,
+    };
+    let one_byte_table = filters.len() == 1 && matches!(filters[0].1, Mapper::Byte(_));
+    if filters.is_empty() || one_byte_table || !filters.iter().all(usable) {
+        return None;
+    }
+    Some(
+        filters
+            .iter()
+            .map(|(_, m)| match m {
+                Mapper::Byte(t) => byte_range(t),
+                _ => None,
+            })
+            .collect(),
+    )
 }

@@ -6,9 +6,9 @@
 //! combines them with one add and one or per row and value.
 
 use crate::filter::Predicate;
+use crate::hash::{IntMap, IntSet};
 use crate::value::{category, null_category, Category};
 use microtab_store::{Column, ColumnData, Kind, Variable};
-use std::collections::{HashMap, HashSet};
 
 /// Set in a row's cell index when the row is excluded.
 pub(crate) const TRASH: u32 = 1 << 31;
@@ -30,12 +30,16 @@ pub(crate) enum Mapper {
     },
     /// Distinct values (as `i64`, or `f64` bits for floats) → entry.
     Hash {
-        map: HashMap<u64, u32>,
+        map: IntMap<u64, u32>,
         float: bool,
         null: u32,
         other: u32,
     },
-    /// Evaluate a predicate per row (filters on floats or wide ranges).
+    /// Inclusive integer ranges that pass (sorted, disjoint; missing codes
+    /// and the null code already cut out): filters on integer columns too
+    /// wide for a table, tested branch-free per row.
+    Ranges(Vec<(i64, i64)>),
+    /// Evaluate a predicate per row (filters on floats).
     Eval {
         pred: Predicate,
         missing: Vec<f64>,
@@ -104,11 +108,11 @@ pub(crate) fn is_table_mapped(var: &Variable) -> bool {
 pub(crate) fn distinct_key_set(
     col: &Column,
     limit: usize,
-) -> microtab_store::Result<Option<HashSet<i64>>> {
+) -> microtab_store::Result<Option<IntSet<i64>>> {
     use rayon::prelude::*;
     const STRETCH: usize = 1 << 16;
     let null = col.var().null_code;
-    fn add<T: Copy>(v: &[T], key: impl Fn(T) -> Option<i64>, m: &mut HashSet<i64>) {
+    fn add<T: Copy>(v: &[T], key: impl Fn(T) -> Option<i64>, m: &mut IntSet<i64>) {
         for &x in v {
             if let Some(k) = key(x) {
                 m.insert(k);
@@ -125,7 +129,7 @@ pub(crate) fn distinct_key_set(
     let r = (0..rows.div_ceil(STRETCH))
         .into_par_iter()
         .try_fold(
-            || (HashSet::<i64>::new(), Vec::<u64>::new()),
+            || (IntSet::<i64>::default(), Vec::<u64>::new()),
             |(mut m, mut buf), i| {
                 let s = i * STRETCH;
                 let data = col
@@ -149,7 +153,7 @@ pub(crate) fn distinct_key_set(
             },
         )
         .map(|r| r.map(|(m, _)| m))
-        .try_reduce(HashSet::new, |a, b| {
+        .try_reduce(IntSet::default, |a, b| {
             let (mut a, b) = if a.len() >= b.len() { (a, b) } else { (b, a) };
             a.extend(b);
             if a.len() > limit {
@@ -269,6 +273,17 @@ pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
 
 /// Builds the pass/fail mapper of a filter term on `var`.
 pub(crate) fn filter_mapper(var: &Variable, pred: Predicate) -> Mapper {
+    // Beyond byte codes (whose 1 KiB table stays in L1), one or two ranges
+    // compared per row beat a table lookup: a u16 column's 256 KiB table
+    // misses the L1 cache (OCC(100-500) 35 vs 25 ms on the census).
+    if let Predicate::Ints(r) = &pred {
+        if var.kind != Kind::Float && var.ty != microtab_store::PhysType::U8 {
+            let ranges = passing_ranges(var, r);
+            if ranges.len() <= 2 {
+                return Mapper::Ranges(ranges);
+            }
+        }
+    }
     match table_range(var) {
         Some((lo, hi)) => {
             let table = (lo..=hi)
@@ -287,13 +302,67 @@ pub(crate) fn filter_mapper(var: &Variable, pred: Predicate) -> Mapper {
                 outside: TRASH,
             }
         }
-        None => Mapper::Eval {
-            pred,
-            missing: var.missing_codes.clone(),
-            null_code: var.null_code,
-            float: var.kind == Kind::Float,
+        None => match pred {
+            Predicate::Ints(r) if var.kind != Kind::Float => {
+                Mapper::Ranges(passing_ranges(var, &r))
+            }
+            pred => Mapper::Eval {
+                pred,
+                missing: var.missing_codes.clone(),
+                null_code: var.null_code,
+                float: var.kind == Kind::Float,
+            },
         },
     }
+}
+
+/// The stored values of an integer variable that pass the ranges `r`:
+/// within the variable's range, without its missing codes and null code,
+/// as sorted disjoint inclusive ranges.
+pub(crate) fn passing_ranges(var: &Variable, r: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let (lo, hi) = match (var.min, var.max) {
+        (Some(a), Some(b)) => (a.as_i64(), b.as_i64()),
+        _ => return Vec::new(),
+    };
+    let mut ranges: Vec<(i64, i64)> = r
+        .iter()
+        .map(|&(a, b)| (a.max(lo), b.min(hi)))
+        .filter(|(a, b)| a <= b)
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(l) if a <= l.1.saturating_add(1) => l.1 = l.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let mut cut: Vec<i64> = var
+        .missing_codes
+        .iter()
+        .filter(|m| m.fract() == 0.0 && m.abs() < 9.2e18)
+        .map(|&m| m as i64)
+        .chain(var.null_code)
+        .collect();
+    cut.sort_unstable();
+    cut.dedup();
+    for c in cut {
+        let mut out = Vec::with_capacity(merged.len() + 1);
+        for (a, b) in merged {
+            if c < a || c > b {
+                out.push((a, b));
+                continue;
+            }
+            if a < c {
+                out.push((a, c - 1));
+            }
+            if c < b {
+                out.push((c + 1, b));
+            }
+        }
+        merged = out;
+    }
+    merged
 }
 
 /// Stored values that make a row unusable as a weight or analysis value.

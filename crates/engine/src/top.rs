@@ -8,11 +8,11 @@
 //! modulo `P`, with `P` chosen so that no pass holds more than
 //! [`MAX_KEYS`] keys. Categories are built only for the values kept.
 
+use crate::hash::{IntMap, IntSet};
 use crate::plan::{is_missing, is_table_mapped, key_category, key_value, Exclusion};
 use crate::value::null_category;
 use crate::{run, Category, Error, Query, Result};
 use microtab_store::{Column, ColumnData, Dataset, Kind, Number, Variable};
-use std::collections::{HashMap, HashSet};
 
 /// Most distinct keys one counting pass holds (per worker): about 16 MB.
 pub const MAX_KEYS: usize = 1 << 19;
@@ -93,7 +93,7 @@ pub fn value_counts(
     let mut distinct = 0usize;
     // Values not kept (counted as they are dropped from the top).
     let mut others = (0usize, 0u64, weight.map(|_| 0.0));
-    let keep: HashSet<i64> = keep.iter().copied().collect();
+    let keep: IntSet<i64> = keep.iter().copied().collect();
     let missing = |k: i64| is_missing(&var, key_value(&var, k));
     if dense {
         let cube = run(
@@ -273,7 +273,7 @@ fn count_part(
     weight: Option<&Column>,
     part: u64,
     parts: u64,
-) -> microtab_store::Result<(HashMap<i64, (u64, f64)>, (u64, f64))> {
+) -> microtab_store::Result<(IntMap<i64, (u64, f64)>, (u64, f64))> {
     use rayon::prelude::*;
     const STRETCH: usize = 1 << 16;
     let null = col.var().null_code;
@@ -281,11 +281,11 @@ fn count_part(
     let ex = weight.map(|w| Exclusion::of(w.var()));
     let wscale = weight.map_or(1.0, |w| w.var().scale());
     let rows = col.rows();
-    type Acc = (HashMap<i64, (u64, f64)>, (u64, f64), Vec<u64>, Vec<u64>);
+    type Acc = (IntMap<i64, (u64, f64)>, (u64, f64), Vec<u64>, Vec<u64>);
     let out = (0..rows.div_ceil(STRETCH))
         .into_par_iter()
         .try_fold(
-            || -> Acc { (HashMap::new(), (0, 0.0), Vec::new(), Vec::new()) },
+            || -> Acc { (IntMap::default(), (0, 0.0), Vec::new(), Vec::new()) },
             |(mut m, mut nulls, mut buf, mut wbuf), i| -> microtab_store::Result<Acc> {
                 let s = i * STRETCH;
                 let n = STRETCH.min(rows - s);
@@ -327,7 +327,7 @@ fn count_part(
         )
         .map(|r| r.map(|(m, n, _, _)| (m, n)))
         .try_reduce(
-            || (HashMap::new(), (0, 0.0)),
+            || (IntMap::default(), (0, 0.0)),
             |(a, na), (b, nb)| {
                 let nulls = (na.0 + nb.0, na.1 + nb.1);
                 Ok(if a.len() < b.len() {
@@ -342,10 +342,10 @@ fn count_part(
 
 #[allow(clippy::type_complexity)]
 fn merge(
-    mut a: HashMap<i64, (u64, f64)>,
-    b: HashMap<i64, (u64, f64)>,
+    mut a: IntMap<i64, (u64, f64)>,
+    b: IntMap<i64, (u64, f64)>,
     nulls: (u64, f64),
-) -> (HashMap<i64, (u64, f64)>, (u64, f64)) {
+) -> (IntMap<i64, (u64, f64)>, (u64, f64)) {
     for (k, (c, w)) in b {
         let e = a.entry(k).or_insert((0, 0.0));
         e.0 += c;
