@@ -137,6 +137,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         morsel_sums: cells <= 256 && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
         means_fuse: None,
         selection: None,
+        slots: Vec::new(),
         pack_weights: cells <= MAX_PACKED_CELLS
             && weight_col
                 .as_ref()
@@ -153,16 +154,18 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     if plan.fused || plan.means_fuse.is_some() {
         plan.selection = selection(&plan.filters);
     }
+    let (distinct, slots) = distinct_columns(&all_cols);
+    plan.slots = slots;
     // If any dimension has no categories the cube is empty.
     let empty = plans.iter().any(|p| p.categories.is_empty());
     let acc = if empty || rows == 0 {
         Acc::new(&plan)
     } else if read_path == ReadPath::Inline {
-        scan_inline(&plan, &all_cols, rows)?
+        scan_inline(&plan, &distinct, rows)?
     } else if read_path == ReadPath::Mmap {
-        scan_mapped(&plan, &all_cols, rows, opts)?
+        scan_mapped(&plan, &distinct, rows, opts)?
     } else {
-        scan_streamed(&plan, &all_cols, rows, read_path, opts)?
+        scan_streamed(&plan, &distinct, rows, read_path, opts)?
     };
     Ok(compact(
         plans,

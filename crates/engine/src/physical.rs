@@ -8,7 +8,7 @@ use crate::exec::MORSEL;
 use crate::kernels::{LANES, PACK_SHIFT, XLANES};
 use crate::plan::{Exclusion, Mapper};
 use crate::{Error, Result};
-use microtab_store::{Column, Dataset, Kind, Variable};
+use microtab_store::{Column, ColumnData, Dataset, Kind, Variable};
 
 /// How a means query over byte code columns runs as one fused pass
 /// (chosen by [`means_fuse`]).
@@ -45,6 +45,11 @@ pub(crate) struct Plan<'a> {
     /// code range it passes `(lo, hi − lo)` when it is one, else `None`
     /// (its mapper is looked up).
     pub(crate) selection: Option<Vec<Option<(u8, u8)>>>,
+    /// For each column in role order (dimensions, filters, weight,
+    /// measure), its index among the distinct columns the scan reads: a
+    /// variable used in two roles (a filter on a grouping or analysis
+    /// variable) is read, checked and unpacked once.
+    pub(crate) slots: Vec<usize>,
 }
 
 pub(crate) fn dict_of(ds: &Dataset, var: &Variable) -> Result<Vec<String>> {
@@ -189,6 +194,34 @@ pub(crate) fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
         } + std::mem::size_of::<Moments>();
     }
     b
+}
+
+impl Plan<'_> {
+    /// The views of a morsel in role order, from the views of the distinct
+    /// columns.
+    #[inline]
+    pub(crate) fn roles<'d>(&self, distinct: &[ColumnData<'d>]) -> Vec<ColumnData<'d>> {
+        self.slots.iter().map(|&i| distinct[i]).collect()
+    }
+}
+
+/// The distinct columns among `cols` (role order, matched by variable
+/// name) and, for each of `cols`, its index among them.
+pub(crate) fn distinct_columns<'a>(cols: &[&'a Column]) -> (Vec<&'a Column>, Vec<usize>) {
+    let mut distinct: Vec<&Column> = Vec::new();
+    let slots = cols
+        .iter()
+        .map(
+            |c| match distinct.iter().position(|d| d.var().name == c.var().name) {
+                Some(i) => i,
+                None => {
+                    distinct.push(c);
+                    distinct.len() - 1
+                }
+            },
+        )
+        .collect();
+    (distinct, slots)
 }
 
 /// Whether (and how) the filters go through the selection column

@@ -44,7 +44,7 @@ pub(crate) fn scan_mapped(
                     .map(|(c, b)| c.rows_view(s, e - s, b))
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => acc.morsel(plan, &views, 0..e - s),
+                    Ok(views) => acc.morsel(plan, &plan.roles(&views), 0..e - s),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -136,7 +136,7 @@ pub(crate) fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => acc.morsel(plan, &data, 0..n),
+                Ok(data) => acc.morsel(plan, &plan.roles(&data), 0..n),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;
@@ -208,7 +208,7 @@ pub(crate) fn scan_streamed(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match data {
-                    Ok(data) => acc.morsel(plan, &data, 0..e - s),
+                    Ok(data) => acc.morsel(plan, &plan.roles(&data), 0..e - s),
                     Err(err) => {
                         fail(&failed, err);
                         stream.recycle(seg);

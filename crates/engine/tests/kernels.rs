@@ -188,6 +188,14 @@ const FILTERS: &[(&str, Pred)] = &[
     ("G>3.5", |r| r.g.is_some_and(|g| g > 3.5)),
     ("S(north,east)", |r| r.s == "north" || r.s == "east"),
     ("B!=7", |r| r.b.is_some_and(|b| b != 7 && b != 250)),
+    ("X(-100-5000)", |r| {
+        r.x.is_some_and(|x| (-100..=5000).contains(&x))
+    }),
+    ("C(5-8,20-29,40-49,100-1000)", |r| {
+        [(5, 8), (20, 29), (40, 49), (100, 1000)]
+            .iter()
+            .any(|&(a, b)| (a..=b).contains(&r.c))
+    }),
 ];
 
 #[derive(Default, Debug)]
@@ -381,7 +389,16 @@ fn every_kernel_matches_the_scalar_reference() {
     }
     for d in [&["A"][..], &["B", "A"], &["S", "A", "D"], &["C"]] {
         for m in ["X", "G", "D"] {
-            for (f, w) in [(0, Some("W")), (1, Some("WD")), (4, None), (2, Some("WF"))] {
+            // 11: a filter on the analysis variable itself (read once for
+            // both roles); 12: four ranges on a u16 column (its table).
+            for (f, w) in [
+                (0, Some("W")),
+                (1, Some("WD")),
+                (4, None),
+                (2, Some("WF")),
+                (11, Some("WD")),
+                (12, None),
+            ] {
                 check(&ds, &recs, d, f, w, Some(m));
                 tried += 1;
             }
