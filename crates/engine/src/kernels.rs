@@ -194,6 +194,30 @@ pub(crate) fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
             }
         }
         Mapper::Ranges(r) => mark_ranges(vals, r, |x, bad| *x |= (bad as u32) << 31, idx),
+        Mapper::Rank {
+            base,
+            len,
+            bits,
+            prefix,
+            stride,
+            null,
+        } => {
+            for (x, &v) in idx.iter_mut().zip(vals) {
+                let o = v.i().wrapping_sub(*base) as u64;
+                let e = if o < *len {
+                    let (w, b) = ((o >> 6) as usize, o & 63);
+                    let word = bits[w];
+                    if word >> b & 1 == 1 {
+                        (prefix[w] + (word & ((1u64 << b) - 1)).count_ones()) * stride
+                    } else {
+                        TRASH
+                    }
+                } else {
+                    *null
+                };
+                *x = combine(*x, e);
+            }
+        }
         Mapper::Eval {
             pred,
             missing,

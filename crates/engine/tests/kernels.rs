@@ -20,6 +20,7 @@ enum K {
     I(i64),
     N(f64),
     S(String),
+    Null,
 }
 
 /// One record: `None` is an empty field (system-missing).
@@ -35,6 +36,7 @@ struct Rec {
     wd: i64,         // weight with two decimals (hundredths)
     wf: f64,         // float weight
     x: Option<i64>,  // i32 measure, 9999 = missing code
+    r: Option<i64>,  // 0..30 M: too wide for a table, rank-mapped; 777 = missing code
 }
 
 fn records() -> Vec<Rec> {
@@ -59,6 +61,13 @@ fn records() -> Vec<Rec> {
                 w: (r[2] % 23 != 0).then_some((r[2] >> 8) as i64 % 101),
                 wd: 1 + (r[2] >> 20) as i64 % 5000,
                 wf: ((r[2] >> 36) % 1000) as f64 * 0.37e1,
+                r: (r[1] % 41 != 3).then(|| {
+                    if r[1] % 53 == 0 {
+                        777
+                    } else {
+                        (r[1] >> 20) as i64 % 30_000_000
+                    }
+                }),
                 x: (r[2] % 19 != 0).then(|| {
                     if r[2] % 7 == 0 {
                         9999
@@ -73,12 +82,12 @@ fn records() -> Vec<Rec> {
 
 fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
     let dir = tempfile::tempdir().unwrap();
-    let mut t = String::from("A,B,C,D,E,G,S,W,WD,WF,X\n");
+    let mut t = String::from("A,B,C,D,E,G,S,W,WD,WF,X,R\n");
     let o = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     for r in recs {
         writeln!(
             t,
-            "{},{},{},{},{},{},{},{},{}.{:02},{:e},{}",
+            "{},{},{},{},{},{},{},{},{}.{:02},{:e},{},{}",
             o(r.a),
             o(r.b),
             r.c,
@@ -90,7 +99,8 @@ fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
             r.wd / 100,
             r.wd % 100,
             r.wf,
-            o(r.x)
+            o(r.x),
+            o(r.r)
         )
         .unwrap();
     }
@@ -101,6 +111,7 @@ fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
         missing: vec![
             ("B".into(), vec!["250".into()]),
             ("X".into(), vec!["9999".into()]),
+            ("R".into(), vec!["777".into()]),
         ],
         ..CsvOptions::default()
     };
@@ -142,7 +153,20 @@ fn key(r: &Rec, var: &str) -> Option<K> {
         "E" => Some(K::I(r.e)),
         "G" => r.g.map(K::N),
         "S" => Some(K::S(r.s.to_string())),
+        "R" => r.r.filter(|&v| v != 777).map(K::I),
         _ => unreachable!(),
+    }
+}
+
+/// The same with missing values shown (`--include-missing`): missing
+/// codes as themselves, empty fields as `Null`.
+fn key_all(r: &Rec, var: &str) -> K {
+    let null = |v: Option<i64>| v.map_or(K::Null, K::I);
+    match var {
+        "A" => null(r.a),
+        "B" => null(r.b),
+        "R" => null(r.r),
+        other => key(r, other).unwrap(),
     }
 }
 
@@ -212,6 +236,7 @@ fn reference(
     filter: Pred,
     w: Option<&str>,
     m: Option<&str>,
+    all: bool,
 ) -> BTreeMap<Vec<K>, Cell> {
     let mut out: BTreeMap<Vec<K>, Cell> = BTreeMap::new();
     // BTreeMap needs Ord: order by a string form.
@@ -221,8 +246,13 @@ fn reference(
         if !filter(r) {
             continue;
         }
-        let Some(k) = dims.iter().map(|d| key(r, d)).collect::<Option<Vec<K>>>() else {
-            continue;
+        let k = if all {
+            dims.iter().map(|d| key_all(r, d)).collect::<Vec<K>>()
+        } else {
+            let Some(k) = dims.iter().map(|d| key(r, d)).collect::<Option<Vec<K>>>() else {
+                continue;
+            };
+            k
         };
         let Some(wv) = weight(r, w) else { continue };
         let xv = match m {
@@ -255,6 +285,9 @@ impl Ord for K {
             (K::I(a), K::I(b)) => a.cmp(b),
             (K::N(a), K::N(b)) => a.total_cmp(b),
             (K::S(a), K::S(b)) => a.cmp(b),
+            (K::Null, K::Null) => std::cmp::Ordering::Equal,
+            (K::Null, _) => std::cmp::Ordering::Greater,
+            (_, K::Null) => std::cmp::Ordering::Less,
             _ => format!("{self:?}").cmp(&format!("{o:?}")),
         }
     }
@@ -288,7 +321,7 @@ fn cube_cells(cube: &Cube) -> BTreeMap<Vec<K>, GotCell> {
                 Value::Int(v) => K::I(*v),
                 Value::Num(v) => K::N(*v),
                 Value::Str(s) => K::S(s.clone()),
-                Value::Null => panic!("null category shown"),
+                Value::Null => K::Null,
             })
             .collect();
         let m = cube.moments.as_ref().map(|m| (m[c].w, m[c].mean, m[c].m2));
@@ -302,8 +335,20 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 fn check(ds: &Dataset, recs: &[Rec], dims: &[&str], f: usize, w: Option<&str>, m: Option<&str>) {
+    check_with(ds, recs, dims, f, w, m, false)
+}
+
+fn check_with(
+    ds: &Dataset,
+    recs: &[Rec],
+    dims: &[&str],
+    f: usize,
+    w: Option<&str>,
+    m: Option<&str>,
+    all: bool,
+) {
     let (ftext, pred) = FILTERS[f];
-    let want = reference(recs, dims, pred, w, m);
+    let want = reference(recs, dims, pred, w, m, all);
     let q = Query {
         filter: if ftext.is_empty() {
             vec![]
@@ -313,6 +358,7 @@ fn check(ds: &Dataset, recs: &[Rec], dims: &[&str], f: usize, w: Option<&str>, m
         group_by: dims.iter().map(|s| s.to_string()).collect(),
         weight: w.map(String::from),
         measure: m.map(String::from),
+        include_missing: all,
         ..Query::default()
     };
     let what = format!("dims {dims:?} filter {ftext:?} weight {w:?} measure {m:?}");
@@ -372,6 +418,8 @@ fn every_kernel_matches_the_scalar_reference() {
         &["S"],
         &["E"],
         &["G", "A"],
+        &["R"],
+        &["R", "A"],
     ];
     let weights = [None, Some("W"), Some("WD"), Some("WF")];
     let mut tried = 0;
@@ -402,6 +450,13 @@ fn every_kernel_matches_the_scalar_reference() {
                 check(&ds, &recs, d, f, w, Some(m));
                 tried += 1;
             }
+        }
+    }
+    // Missing values shown: table-, rank- and hash-mapped groupings.
+    for d in [&["A", "B"][..], &["R"], &["R", "S"], &["E", "A"]] {
+        for (f, w) in [(0, None), (1, Some("WD")), (4, Some("W"))] {
+            check_with(&ds, &recs, d, f, w, None, true);
+            tried += 1;
         }
     }
     assert!(tried > 80, "{tried}");
