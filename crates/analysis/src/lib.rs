@@ -39,7 +39,7 @@ mod run;
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use request::{Analysis, Pct, Request};
 pub use result::{
-    Answer, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
+    Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
 pub use run::{run, verify_variables};
 

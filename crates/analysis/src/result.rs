@@ -2,7 +2,7 @@
 //! (frequency rows, tables, groups) on demand, so that rendering or
 //! serializing a result of any size never builds all of it in memory.
 
-use crate::{Pct, Request};
+use crate::Pct;
 use microtab_engine::stats::{chi_square, ChiSquare};
 use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
@@ -88,6 +88,41 @@ impl Serialize for StatsJson<'_> {
     }
 }
 
+/// How a result was computed: what every result carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Context {
+    /// The dataset, as opened.
+    pub dataset: String,
+    /// The weight, as requested.
+    pub weight: Option<String>,
+    /// The filter, as requested.
+    pub filter: Option<String>,
+    /// What the weight did with the selected rows (`None` unweighted).
+    pub weight_cases: Option<WeightCases>,
+}
+
+/// Serializes a result: `dataset`, the result's leading members,
+/// `weight`, `filter`, its trailing members, `weight_cases`, and last its
+/// long array (`key`), element by element.
+fn serialize_result<S: Serializer>(
+    s: S,
+    context: &Context,
+    lead: impl FnOnce(&mut S::SerializeMap) -> Result<(), S::Error>,
+    trail: impl FnOnce(&mut S::SerializeMap) -> Result<(), S::Error>,
+    key: &str,
+    long: &impl Serialize,
+) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("dataset", &context.dataset)?;
+    lead(&mut m)?;
+    m.serialize_entry("weight", &context.weight)?;
+    m.serialize_entry("filter", &context.filter)?;
+    trail(&mut m)?;
+    m.serialize_entry("weight_cases", &CasesJson(&context.weight_cases))?;
+    m.serialize_entry(key, long)?;
+    m.end()
+}
+
 /// Record count and sum of weights (`None` unweighted).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Totals {
@@ -122,9 +157,9 @@ impl Answer {
     /// What the weight did with the selected rows (`None` unweighted).
     pub fn weight_cases(&self) -> Option<WeightCases> {
         match self {
-            Answer::Freq(f) => f.weight_cases,
-            Answer::Tab(t) => t.weight_cases,
-            Answer::Means(m) => m.weight_cases,
+            Answer::Freq(f) => f.context.weight_cases,
+            Answer::Tab(t) => t.context.weight_cases,
+            Answer::Means(m) => m.context.weight_cases,
         }
     }
 }
@@ -134,20 +169,14 @@ impl Answer {
 /// Frequencies of one variable.
 #[derive(Debug, Clone)]
 pub struct Frequencies {
-    /// The dataset, as opened.
-    pub dataset: String,
+    /// How it was computed.
+    pub context: Context,
     /// The variable's name.
     pub variable: String,
     /// Its label.
     pub label: Option<String>,
-    /// The weight, as requested.
-    pub weight: Option<String>,
-    /// The filter, as requested.
-    pub filter: Option<String>,
     /// All rows counted (missing categories included when shown).
     pub total: Totals,
-    /// What the weight did with the selected rows.
-    pub weight_cases: Option<WeightCases>,
     cube: Cube,
     /// Percentage base: the measure of the non-missing categories.
     base: f64,
@@ -182,11 +211,9 @@ impl Serialize for FreqRow<'_> {
 
 impl Frequencies {
     pub(crate) fn new(
-        dataset: String,
+        context: Context,
         variable: String,
         label: Option<String>,
-        req: &Request,
-        weight_cases: Option<WeightCases>,
         cube: Cube,
     ) -> Self {
         let cats = cube.dims.first().map_or(&[][..], |d| &d.categories[..]);
@@ -204,13 +231,10 @@ impl Frequencies {
             weighted: cube.weighted.as_ref().map(|w| w.iter().sum()),
         };
         Frequencies {
-            dataset,
+            context,
             variable,
             label,
-            weight: req.weight.clone(),
-            filter: req.filter.clone(),
             total,
-            weight_cases,
             cube,
             base,
         }
@@ -254,16 +278,17 @@ impl Frequencies {
 
 impl Serialize for Frequencies {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(8))?;
-        m.serialize_entry("dataset", &self.dataset)?;
-        m.serialize_entry("variable", &self.variable)?;
-        m.serialize_entry("label", &self.label)?;
-        m.serialize_entry("weight", &self.weight)?;
-        m.serialize_entry("filter", &self.filter)?;
-        m.serialize_entry("total", &self.total)?;
-        m.serialize_entry("weight_cases", &CasesJson(&self.weight_cases))?;
-        m.serialize_entry("rows", &Stream(|| self.rows()))?;
-        m.end()
+        serialize_result(
+            s,
+            &self.context,
+            |m| {
+                m.serialize_entry("variable", &self.variable)?;
+                m.serialize_entry("label", &self.label)
+            },
+            |m| m.serialize_entry("total", &self.total),
+            "rows",
+            &Stream(|| self.rows()),
+        )
     }
 }
 
@@ -272,24 +297,18 @@ impl Serialize for Frequencies {
 /// Crosstabs of a row by a column variable, one per control category.
 #[derive(Debug, Clone)]
 pub struct Crosstab {
-    /// The dataset, as opened.
-    pub dataset: String,
+    /// How it was computed.
+    pub context: Context,
     /// Row variable.
     pub row_var: String,
     /// Column variable.
     pub col_var: String,
     /// Control variable.
     pub control_var: Option<String>,
-    /// The weight, as requested.
-    pub weight: Option<String>,
-    /// The filter, as requested.
-    pub filter: Option<String>,
     /// Percentages computed.
     pub pct: Option<Pct>,
     /// Whether each table has its chi-square statistics.
     pub stats: bool,
-    /// What the weight did with the selected rows.
-    pub weight_cases: Option<WeightCases>,
     cube: Cube,
 }
 
@@ -410,28 +429,21 @@ fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
 }
 
 impl Crosstab {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        dataset: String,
-        row_var: String,
-        col_var: String,
+        context: Context,
+        [row_var, col_var]: [String; 2],
         control_var: Option<String>,
         pct: Option<Pct>,
         stats: bool,
-        req: &Request,
-        weight_cases: Option<WeightCases>,
         cube: Cube,
     ) -> Self {
         Crosstab {
-            dataset,
+            context,
             row_var,
             col_var,
             control_var,
-            weight: req.weight.clone(),
-            filter: req.filter.clone(),
             pct,
             stats,
-            weight_cases,
             cube,
         }
     }
@@ -518,17 +530,18 @@ impl Crosstab {
 
 impl Serialize for Crosstab {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(10))?;
-        m.serialize_entry("dataset", &self.dataset)?;
-        m.serialize_entry("row_var", &self.row_var)?;
-        m.serialize_entry("col_var", &self.col_var)?;
-        m.serialize_entry("control_var", &self.control_var)?;
-        m.serialize_entry("weight", &self.weight)?;
-        m.serialize_entry("filter", &self.filter)?;
-        m.serialize_entry("pct", &self.pct)?;
-        m.serialize_entry("weight_cases", &CasesJson(&self.weight_cases))?;
-        m.serialize_entry("tables", &Stream(|| self.tables()))?;
-        m.end()
+        serialize_result(
+            s,
+            &self.context,
+            |m| {
+                m.serialize_entry("row_var", &self.row_var)?;
+                m.serialize_entry("col_var", &self.col_var)?;
+                m.serialize_entry("control_var", &self.control_var)
+            },
+            |m| m.serialize_entry("pct", &self.pct),
+            "tables",
+            &Stream(|| self.tables()),
+        )
     }
 }
 
@@ -562,22 +575,16 @@ impl From<&Moments> for Stat {
 /// Means of an analysis variable by group.
 #[derive(Debug, Clone)]
 pub struct Means {
-    /// The dataset, as opened.
-    pub dataset: String,
+    /// How it was computed.
+    pub context: Context,
     /// The analysis variable.
     pub variable: String,
     /// Its label.
     pub label: Option<String>,
     /// The grouping variables, outermost first.
     pub by: Vec<String>,
-    /// The weight, as requested.
-    pub weight: Option<String>,
-    /// The filter, as requested.
-    pub filter: Option<String>,
     /// Over all groups.
     pub total: Stat,
-    /// What the weight did with the selected rows.
-    pub weight_cases: Option<WeightCases>,
     cube: Cube,
 }
 
@@ -613,11 +620,9 @@ impl Serialize for Group<'_> {
 
 impl Means {
     pub(crate) fn new(
-        dataset: String,
+        context: Context,
         variable: String,
         label: Option<String>,
-        req: &Request,
-        weight_cases: Option<WeightCases>,
         cube: Cube,
     ) -> Self {
         let total = cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
@@ -628,14 +633,11 @@ impl Means {
             },
         );
         Means {
-            dataset,
+            context,
             variable,
             label,
             by: cube.dims.iter().map(|d| d.var.name.clone()).collect(),
-            weight: req.weight.clone(),
-            filter: req.filter.clone(),
             total: Stat::from(&total),
-            weight_cases,
             cube,
         }
     }
@@ -670,16 +672,17 @@ impl Means {
 
 impl Serialize for Means {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(9))?;
-        m.serialize_entry("dataset", &self.dataset)?;
-        m.serialize_entry("variable", &self.variable)?;
-        m.serialize_entry("label", &self.label)?;
-        m.serialize_entry("by", &self.by)?;
-        m.serialize_entry("weight", &self.weight)?;
-        m.serialize_entry("filter", &self.filter)?;
-        m.serialize_entry("total", &self.total)?;
-        m.serialize_entry("weight_cases", &CasesJson(&self.weight_cases))?;
-        m.serialize_entry("groups", &Stream(|| self.groups()))?;
-        m.end()
+        serialize_result(
+            s,
+            &self.context,
+            |m| {
+                m.serialize_entry("variable", &self.variable)?;
+                m.serialize_entry("label", &self.label)?;
+                m.serialize_entry("by", &self.by)
+            },
+            |m| m.serialize_entry("total", &self.total),
+            "groups",
+            &Stream(|| self.groups()),
+        )
     }
 }

@@ -1,7 +1,7 @@
 //! From a request to an answer: the engine query, the checks around it,
 //! and the typed result.
 
-use crate::result::{Answer, Crosstab, Frequencies, Means};
+use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
 use crate::{Analysis, Error, Request, Result};
 use microtab_engine::{parse_filter, weight_cases, Query, ScanOptions};
 use microtab_store::Dataset;
@@ -70,19 +70,17 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             });
         }
     }
-    let dataset = ds.dir().display().to_string();
+    let context = Context {
+        dataset: ds.dir().display().to_string(),
+        weight: req.weight.clone(),
+        filter: req.filter.clone(),
+        weight_cases: weights,
+    };
     let name = |n: &str| -> Result<String> { Ok(ds.variable(n)?.name.clone()) };
+    let label = |n: &str| -> Result<Option<String>> { Ok(ds.variable(n)?.label.clone()) };
     Ok(match &req.analysis {
         Analysis::Freq { var } => {
-            let v = ds.variable(var)?;
-            Answer::Freq(Frequencies::new(
-                dataset,
-                v.name.clone(),
-                v.label.clone(),
-                req,
-                weights,
-                cube,
-            ))
+            Answer::Freq(Frequencies::new(context, name(var)?, label(var)?, cube))
         }
         Analysis::Tab {
             row,
@@ -91,26 +89,15 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             pct,
             stats,
         } => Answer::Tab(Crosstab::new(
-            dataset,
-            name(row)?,
-            name(col)?,
+            context,
+            [name(row)?, name(col)?],
             control.as_deref().map(name).transpose()?,
             *pct,
             *stats,
-            req,
-            weights,
             cube,
         )),
         Analysis::Means { var, .. } => {
-            let v = ds.variable(var)?;
-            Answer::Means(Means::new(
-                dataset,
-                v.name.clone(),
-                v.label.clone(),
-                req,
-                weights,
-                cube,
-            ))
+            Answer::Means(Means::new(context, name(var)?, label(var)?, cube))
         }
     })
 }

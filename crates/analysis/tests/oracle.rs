@@ -124,7 +124,7 @@ fn frequencies_weighted_and_filtered() {
         .filter(|r| (100..=899).contains(&r.b) && r.a.is_some() && r.w == 0)
         .count() as u64;
     assert!(zero > 0);
-    assert_eq!(f.weight_cases.unwrap().zero, zero);
+    assert_eq!(f.context.weight_cases.unwrap().zero, zero);
     // The JSON: the documented members, the rows last.
     let j = serde_json::to_string(&f).unwrap();
     assert!(j.starts_with(r#"{"dataset":"#) && j.contains(r#","rows":[{"value":1,"#));
@@ -302,5 +302,5 @@ fn negative_weights_are_a_typed_error() {
     };
     let w: Vec<f64> = f.rows().map(|r| r.weighted.unwrap()).collect();
     assert_eq!(w, [1.0, 3.0]);
-    assert_eq!(f.weight_cases.unwrap().negative, 1);
+    assert_eq!(f.context.weight_cases.unwrap().negative, 1);
 }

@@ -30,6 +30,40 @@ pub(crate) struct Acc {
     pub(crate) sel: Vec<u8>,
 }
 
+/// The byte code columns of the fused kernels over rows `r`, with their
+/// tables: the dimensions, then the filters (or, with [`Plan::selection`],
+/// the selection column filled here); `None` when a column is not a byte
+/// code column.
+#[allow(clippy::type_complexity)]
+pub(crate) fn byte_columns<'a>(
+    p: &'a Plan,
+    data: &[ColumnData<'a>],
+    r: std::ops::Range<usize>,
+    sel: &'a mut Vec<u8>,
+) -> Option<(Vec<&'a [u8]>, Vec<&'a [u32; 256]>)> {
+    let use_sel = p.selection.is_some();
+    if use_sel && !fill_selection(p, data, r.clone(), sel) {
+        return None;
+    }
+    let fcols = if use_sel { 0 } else { p.filters.len() };
+    let mut cols: Vec<&[u8]> = Vec::with_capacity(p.dims.len() + fcols + 1);
+    let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(cols.capacity());
+    for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
+        match (m, d) {
+            (Mapper::Byte(t), ColumnData::U8(v)) => {
+                cols.push(&v[r.clone()]);
+                tabs.push(t);
+            }
+            _ => return None,
+        }
+    }
+    if use_sel {
+        cols.push(sel);
+        tabs.push(&SELECTION_TABLE);
+    }
+    Some((cols, tabs))
+}
+
 /// Marks in `sel` (one byte per row of `r`; 0 passes) the rows the
 /// filters reject, as [`Plan::selection`] says; false when a filter's
 /// column does not fit (the generic path counts the morsel then).
@@ -413,26 +447,9 @@ impl Acc {
         sel: &mut Vec<u8>,
     ) -> bool {
         let nd = p.dims.len() + p.filters.len();
-        let use_sel = p.selection.is_some();
-        if use_sel && !fill_selection(p, data, r.clone(), sel) {
+        let Some((cols, tabs)) = byte_columns(p, data, r.clone(), sel) else {
             return false;
-        }
-        let fcols = if use_sel { 0 } else { p.filters.len() };
-        let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
-        let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
-        for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
-            match (m, d) {
-                (Mapper::Byte(t), ColumnData::U8(v)) => {
-                    cols.push(&v[r.clone()]);
-                    tabs.push(t);
-                }
-                _ => return false,
-            }
-        }
-        if use_sel {
-            cols.push(sel);
-            tabs.push(&SELECTION_TABLE);
-        }
+        };
         let trash = p.cells as u32;
         self.packed.clear();
         self.packed
@@ -497,26 +514,9 @@ impl Acc {
         sel: &mut Vec<u8>,
     ) -> bool {
         let nd = p.dims.len() + p.filters.len();
-        let use_sel = p.selection.is_some();
-        if use_sel && !fill_selection(p, data, r.clone(), sel) {
+        let Some((cols, tabs)) = byte_columns(p, data, r.clone(), sel) else {
             return false;
-        }
-        let mut cols: Vec<&[u8]> = Vec::with_capacity(nd);
-        let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(nd);
-        let fcols = if use_sel { 0 } else { p.filters.len() };
-        for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
-            match (m, d) {
-                (Mapper::Byte(t), ColumnData::U8(v)) => {
-                    cols.push(&v[r.clone()]);
-                    tabs.push(t);
-                }
-                _ => return false,
-            }
-        }
-        if use_sel {
-            cols.push(sel);
-            tabs.push(&SELECTION_TABLE);
-        }
+        };
         let trash = p.cells as u32;
         let w = p.weight.as_ref().map(|(c, _)| (c.var().kind, data[nd]));
         // Packed lanes measured 9–18% faster with up to three code columns

@@ -96,13 +96,15 @@ pub fn run(a: Args) -> Result<()> {
                 caption(
                     &f.variable,
                     f.label.as_deref(),
-                    f.weight.as_deref(),
-                    f.filter.as_deref(),
+                    f.context.weight.as_deref(),
+                    f.context.filter.as_deref(),
                 )
                 .as_bytes(),
             )?;
             out.write_all(text_table(&head, &rows, &align).as_bytes())?;
-            out.write_all(weight_note(&f.weight_cases, f.weight.as_deref()).as_bytes())?;
+            out.write_all(
+                weight_note(&f.context.weight_cases, f.context.weight.as_deref()).as_bytes(),
+            )?;
         }
     }
     out.flush()?;

@@ -97,13 +97,15 @@ pub fn run(a: Args) -> Result<()> {
                 caption(
                     &format!("Mean of {}", m.variable),
                     m.label.as_deref(),
-                    m.weight.as_deref(),
-                    m.filter.as_deref(),
+                    m.context.weight.as_deref(),
+                    m.context.filter.as_deref(),
                 )
                 .as_bytes(),
             )?;
             out.write_all(text_table(&head, &rows, &align).as_bytes())?;
-            out.write_all(weight_note(&m.weight_cases, m.weight.as_deref()).as_bytes())?;
+            out.write_all(
+                weight_note(&m.context.weight_cases, m.context.weight.as_deref()).as_bytes(),
+            )?;
         }
     }
     out.flush()?;

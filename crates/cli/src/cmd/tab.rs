@@ -129,7 +129,12 @@ pub fn run(a: Args) -> Result<()> {
                 if let (Some(n), Some(c)) = (&x.control_var, &t.control) {
                     title += &format!(", {n} = {}", category_text(c, a.codes));
                 }
-                text += &caption(&title, None, x.weight.as_deref(), x.filter.as_deref());
+                text += &caption(
+                    &title,
+                    None,
+                    x.context.weight.as_deref(),
+                    x.context.filter.as_deref(),
+                );
                 let weighted = t.weighted.is_some();
                 let mut head = vec![format!("{} \\ {}", x.row_var, x.col_var)];
                 head.extend(t.cols.iter().map(|c| category_text(c, a.codes)));
@@ -189,7 +194,9 @@ pub fn run(a: Args) -> Result<()> {
                 text.push('\n');
                 out.write_all(text.as_bytes())?;
             }
-            out.write_all(weight_note(&x.weight_cases, x.weight.as_deref()).as_bytes())?;
+            out.write_all(
+                weight_note(&x.context.weight_cases, x.context.weight.as_deref()).as_bytes(),
+            )?;
         }
     }
     out.flush()?;
