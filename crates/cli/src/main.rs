@@ -1,7 +1,6 @@
 //! The `microtab` command line: a thin layer that parses arguments, calls
 //! the library crates and renders their results.
 
-mod census;
 mod cmd;
 mod common;
 mod libm_shim;

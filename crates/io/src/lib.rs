@@ -23,11 +23,11 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod bench;
+pub mod cache;
 mod reader;
 pub use reader::{
-    auto_cold_path, device_readahead, AlignedBuf, ColumnSource, ReadPath, ReadStats, RowReader,
-    Segment, SegmentStream, ALIGN, INLINE_COLD_READAHEAD,
+    auto_cold_path, device_readahead, rayon_like_workers, AlignedBuf, ColumnSource, ReadPath,
+    ReadStats, RowReader, Segment, SegmentStream, ALIGN, INLINE_COLD_READAHEAD,
 };
 
 use std::fs::{File, OpenOptions};
@@ -69,7 +69,8 @@ pub struct Error {
 }
 
 impl Error {
-    pub(crate) fn new(path: &Path, source: io::Error) -> Self {
+    /// The error `source` met on `path`.
+    pub fn new(path: &Path, source: io::Error) -> Self {
         Error {
             path: path.to_path_buf(),
             error: source,

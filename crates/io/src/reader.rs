@@ -471,7 +471,8 @@ impl SegmentStream {
     }
 }
 
-pub(crate) fn rayon_like_workers() -> usize {
+/// Worker threads for the hand-made parallel reads (the cores available).
+pub fn rayon_like_workers() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)

@@ -1,7 +1,7 @@
 //! `microtab gen census`: synthetic demo and benchmark data.
 
-use crate::census::{write_block, BLOCK, HEADER};
 use anyhow::{Context, Result};
+use microtab_bench::census::{write_block, BLOCK, HEADER};
 use microtab_io::{BlockWriter, IoConfig};
 use rayon::prelude::*;
 use std::path::PathBuf;

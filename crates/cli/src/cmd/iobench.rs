@@ -2,11 +2,11 @@
 //! buffer sizes, per-call vs bulk writes, text vs binary, read interfaces,
 //! cold vs warm, read-ahead overlap, and a column scan against `dd` and a
 //! memory copy (docs/IO.md). The measuring is done by
-//! `microtab_io::bench`; this file parses arguments and renders results.
+//! `microtab_bench::io`; this file parses arguments and renders results.
 
 use crate::render::{group_digits, text_table, Align};
 use anyhow::{bail, Context, Result};
-use microtab_io::bench::{
+use microtab_bench::io::{
     human_bytes, Bench, BenchConfig, BufferSizeResult, ColumnScanResult, InterfaceResult,
     Measurement, OverlapResult, Stats, TextBinaryResult, WarmCold, WriteCallsResult, BUFFER_SIZES,
     REQUEST_SIZES,
@@ -561,7 +561,7 @@ fn render_column_scan(r: &ColumnScanResult) -> String {
     // cold (by dd's own clock) inline or the pread stream, depending on the
     // device's read-ahead; warm the inline reads (against the best copy);
     // from means.
-    use microtab_io::bench::ScanPath;
+    use microtab_bench::io::ScanPath;
     let cold_path = if r.auto_cold == microtab_io::ReadPath::Inline {
         ScanPath::Inline
     } else {

@@ -37,30 +37,19 @@ enum Evict {
 }
 
 fn evict(method: Evict, ds: &Dataset) {
-    if method == Evict::DropCaches {
-        unsafe { libc::sync() };
-        if std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok() {
-            return;
-        }
+    use microtab_io::cache;
+    if method == Evict::DropCaches && cache::drop_caches().is_ok() {
+        return;
     }
     for v in &ds.manifest().variables {
-        if let Ok(f) = std::fs::File::open(ds.dir().join(&v.file)) {
-            use std::os::fd::AsRawFd;
-            // SAFETY: plain syscalls on an open descriptor.
-            unsafe {
-                libc::fsync(f.as_raw_fd());
-                libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-            }
-        }
+        // Best effort: a file that stays cached makes the cold run warmer,
+        // which the residency check of the run reports.
+        let _ = cache::evict(&ds.dir().join(&v.file));
     }
 }
 
 fn eviction_method() -> Evict {
-    if std::fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/sys/vm/drop_caches")
-        .is_ok()
-    {
+    if microtab_io::cache::can_drop_caches() {
         Evict::DropCaches
     } else {
         Evict::Fadvise

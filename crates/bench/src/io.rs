@@ -20,7 +20,7 @@
 //! the unit `dd` prints.
 //!
 //! ```no_run
-//! use microtab_io::bench::{Bench, BenchConfig, BUFFER_SIZES};
+//! use microtab_bench::io::{Bench, BenchConfig, BUFFER_SIZES};
 //! let bench = Bench::prepare(BenchConfig::quick("./.iobench-tmp".into())).unwrap();
 //! for r in bench.buffer_sizes(&BUFFER_SIZES).unwrap() {
 //!     let (warm, cold) = (r.times.warm.mb_s.mean, r.times.cold.mb_s.mean);
@@ -28,7 +28,10 @@
 //! }
 //! ```
 
-use crate::{BlockWriter, ColumnSource, Error, IoConfig, ReadPath, Result, SegmentStream, ALIGN};
+use microtab_io::cache::{drop_caches, evict as fadvise_dontneed, resident_fraction};
+use microtab_io::{
+    BlockWriter, ColumnSource, Error, IoConfig, ReadPath, Result, SegmentStream, ALIGN,
+};
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -386,10 +389,10 @@ pub enum ScanPath {
     Pread,
     /// [`SegmentStream`] with [`ReadPath::Direct`]: the same with `O_DIRECT`.
     Direct,
-    /// [`MappedFile`](crate::MappedFile) (sequential advice), every page
+    /// [`MappedFile`](microtab_io::MappedFile) (sequential advice), every page
     /// touched by the sum, `posix_fadvise(WILLNEED)` `depth` segments ahead.
     Mmap,
-    /// [`RowReader`](crate::RowReader), as the engine reads warm columns:
+    /// [`RowReader`](microtab_io::RowReader), as the engine reads warm columns:
     /// every core `pread`s [`INLINE_BLOCK`] bytes at a time (one morsel of
     /// a `u16` column) into its own buffer and sums it while it is in its
     /// cache.
@@ -472,7 +475,7 @@ pub struct ColumnScanResult {
     /// (both resident, one untimed copy first).
     pub memcpy: Measurement,
     /// The path `auto` takes for this file when it is cold
-    /// ([`auto_cold_path`](crate::auto_cold_path)): inline or pread.
+    /// ([`auto_cold_path`](microtab_io::auto_cold_path)): inline or pread.
     pub auto_cold: ReadPath,
 }
 
@@ -1075,7 +1078,7 @@ impl Bench {
             dd,
             dd_note,
             memcpy,
-            auto_cold: crate::auto_cold_path(&self.data),
+            auto_cold: microtab_io::auto_cold_path(&self.data),
         })
     }
 }
@@ -1092,31 +1095,6 @@ impl Drop for Bench {
     }
 }
 
-/// Fraction (0..=1) of `path`'s pages that are in the page cache
-/// (`mincore` over a mapping of the whole file).
-pub fn resident_fraction(path: &Path) -> io::Result<f64> {
-    let file = File::open(path)?;
-    if file.metadata()?.len() == 0 {
-        return Ok(1.0);
-    }
-    // SAFETY: the mapping is only passed to mincore, never read.
-    let map = unsafe { memmap2::Mmap::map(&file)? };
-    let pages = map.len().div_ceil(4096);
-    let mut vec = vec![0u8; pages];
-    // SAFETY: the range is our mapping; `vec` has one byte per page.
-    let r = unsafe {
-        libc::mincore(
-            map.as_ptr() as *mut libc::c_void,
-            map.len(),
-            vec.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as f64 / pages as f64)
-}
-
 /// `1 B`, `512 B`, `64 KiB`, `16 MiB`, `1.5 GiB`.
 pub fn human_bytes(n: usize) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -1131,24 +1109,6 @@ pub fn human_bytes(n: usize) -> String {
     } else {
         format!("{x:.1} {}", units[u])
     }
-}
-
-fn drop_caches() -> io::Result<()> {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", b"3")
-}
-
-fn fadvise_dontneed(path: &Path) -> io::Result<()> {
-    // Dirty pages cannot be dropped: write them out first.
-    let f = OpenOptions::new().read(true).write(true).open(path)?;
-    f.sync_all()?;
-    // SAFETY: plain syscall on an open descriptor.
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if r != 0 {
-        return Err(io::Error::from_raw_os_error(r));
-    }
-    Ok(())
 }
 
 fn open_direct(path: &Path) -> io::Result<File> {
@@ -1330,15 +1290,15 @@ fn stream_sum(
 
 /// Sums a `u16` column as the engine's warm path reads it: every core
 /// takes `block`-byte pieces in file order from a shared counter, `pread`s
-/// each into its own buffer with a [`RowReader`](crate::RowReader) and sums
+/// each into its own buffer with a [`RowReader`](microtab_io::RowReader) and sums
 /// it while it is in that core's cache.
 fn inline_sum(src: &ColumnSource, values: usize, block: usize) -> io::Result<u64> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let r = crate::RowReader::open(src).map_err(|e| io::Error::other(e.to_string()))?;
+    let r = microtab_io::RowReader::open(src).map_err(|e| io::Error::other(e.to_string()))?;
     let rows = (block / src.width).max(1);
     let pieces = values.div_ceil(rows);
     let next = AtomicUsize::new(0);
-    let workers = crate::reader::rayon_like_workers();
+    let workers = microtab_io::rayon_like_workers();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -1366,10 +1326,10 @@ fn inline_sum(src: &ColumnSource, values: usize, block: usize) -> io::Result<u64
     })
 }
 
-/// Sums a `u16` column through a [`MappedFile`](crate::MappedFile) in
+/// Sums a `u16` column through a [`MappedFile`](microtab_io::MappedFile) in
 /// `segment_bytes` pieces, advising the kernel `depth` pieces ahead.
 fn mmap_sum(path: &Path, segment_bytes: usize, depth: usize) -> io::Result<u64> {
-    let map = crate::MappedFile::open(path).map_err(|e| io::Error::other(e.to_string()))?;
+    let map = microtab_io::MappedFile::open(path).map_err(|e| io::Error::other(e.to_string()))?;
     let bytes = map.bytes();
     map.advise_sequential(0, segment_bytes * depth);
     let mut sum = 0u64;

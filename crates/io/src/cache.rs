@@ -1,0 +1,76 @@
+//! The page cache, for cold measurements: emptying it (or evicting one
+//! file when not root) and asking how much of a file it holds. Used by
+//! `microtab tune` and the iobench experiments, and by the engine's
+//! choice of read path (through [`MappedFile::resident_fraction`](crate::MappedFile::resident_fraction)).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// Whether this process may empty the whole page cache (root).
+pub fn can_drop_caches() -> bool {
+    OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .is_ok()
+}
+
+/// `sync; echo 3 > /proc/sys/vm/drop_caches`: empties the page cache
+/// (root only).
+pub fn drop_caches() -> io::Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", b"3")
+}
+
+/// Evicts one file's pages from the page cache (`fsync`, then
+/// `posix_fadvise(DONTNEED)`): what a process that is not root can do.
+pub fn evict(path: &Path) -> io::Result<()> {
+    // Dirty pages cannot be dropped: write them out first (fsync works on
+    // a descriptor opened for reading, so read-only files can be evicted).
+    let f = File::open(path)?;
+    f.sync_all()?;
+    // SAFETY: plain syscall on an open descriptor.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// Empties the page cache if allowed, else evicts each of `files`.
+pub fn evict_all<'a>(files: impl IntoIterator<Item = &'a Path>) -> io::Result<()> {
+    if drop_caches().is_ok() {
+        return Ok(());
+    }
+    for f in files {
+        evict(f)?;
+    }
+    Ok(())
+}
+
+/// Fraction (0..=1) of `path`'s pages that are in the page cache
+/// (`mincore` over a mapping of the whole file).
+pub fn resident_fraction(path: &Path) -> io::Result<f64> {
+    let file = File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(1.0);
+    }
+    // SAFETY: the mapping is only passed to mincore, never read.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    let pages = map.len().div_ceil(4096);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: the range is our mapping; `vec` has one byte per page.
+    let r = unsafe {
+        libc::mincore(
+            map.as_ptr() as *mut libc::c_void,
+            map.len(),
+            vec.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as f64 / pages as f64)
+}
