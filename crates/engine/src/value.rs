@@ -33,10 +33,10 @@ pub struct Category {
 pub(crate) fn display_stored(var: &Variable, key: i64) -> (Value, String) {
     match var.kind {
         Kind::Int if var.decimals == 0 => (Value::Int(key), key.to_string()),
-        Kind::Int => {
-            let x = key as f64 / var.scale();
-            (Value::Num(x), format!("{:.*}", var.decimals as usize, x))
-        }
+        Kind::Int => (
+            Value::Num(key as f64 / var.scale()),
+            microtab_store::codec::display_int(var.decimals, key),
+        ),
         Kind::Float => {
             let f = f64::from_bits(key as u64);
             (Value::Num(f), format_float(f))
@@ -45,14 +45,7 @@ pub(crate) fn display_stored(var: &Variable, key: i64) -> (Value, String) {
     }
 }
 
-/// Shortest round-trip formatting, without a trailing `.0`.
-pub fn format_float(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
+pub use microtab_store::codec::format_float;
 
 pub(crate) fn category(var: &Variable, key: i64, missing: bool) -> Category {
     let (value, display) = display_stored(var, key);

@@ -35,6 +35,7 @@ use crate::parse::{pow10, trim, ColParser, Parsed, Plan};
 use crate::pipeline::{self, Feed, ImportSummary, Progress, Stages};
 use crate::sink::Sink;
 use crate::{source, Error, Result};
+use microtab_store::codec::format_float as float_text;
 use microtab_store::{ColumnData, DatasetWriter, Kind, Variable};
 use std::path::Path;
 
@@ -690,15 +691,6 @@ pub fn import_fixed(
     })
 }
 
-/// The shortest text of a float (as the engine displays it).
-fn float_text(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x}")
-    }
-}
-
 /// A codebook code (`"01"`, `"99999998"`, `"0A"`) as the variable's stored
 /// value and its displayed text, or `None` if it cannot be one of its values.
 fn code_value(
@@ -728,12 +720,10 @@ fn code_value(
                 }
                 m / k
             };
-            let text = if var.decimals == 0 {
-                stored.to_string()
-            } else {
-                format!("{:.*}", var.decimals as usize, stored as f64 / var.scale())
-            };
-            Some((stored as f64, text))
+            Some((
+                stored as f64,
+                microtab_store::codec::display_int(var.decimals, stored),
+            ))
         }
         Kind::Float => {
             let x = match parse_number(code.as_bytes(), dv.decimals) {

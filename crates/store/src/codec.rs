@@ -109,17 +109,22 @@ pub fn stored_code(var: &Variable, dict: &[String], text: &str) -> Result<Option
 /// the dictionary instead.
 pub fn display_code(var: &Variable, code: f64) -> String {
     match var.kind {
-        Kind::Int if var.decimals == 0 => format!("{}", code as i64),
-        Kind::Int => {
-            // Exact: the integer code split at the decimal point.
-            let c = code as i64;
-            let k = 10u64.pow(var.decimals);
-            let sign = if c < 0 { "-" } else { "" };
-            let a = c.unsigned_abs();
-            format!("{sign}{}.{:0w$}", a / k, a % k, w = var.decimals as usize)
-        }
+        Kind::Int => display_int(var.decimals, code as i64),
         Kind::Float | Kind::String => format_float(code),
     }
+}
+
+/// The text of a stored integer with `decimals` implied decimals, exact at
+/// any size (the integer split at the decimal point, never through a
+/// float): `-5` with 2 decimals is `-0.05`.
+pub fn display_int(decimals: u32, c: i64) -> String {
+    if decimals == 0 {
+        return c.to_string();
+    }
+    let k = 10u64.pow(decimals);
+    let sign = if c < 0 { "-" } else { "" };
+    let a = c.unsigned_abs();
+    format!("{sign}{}.{:0w$}", a / k, a % k, w = decimals as usize)
 }
 
 /// Shortest round-trip text of a float, without a trailing `.0`.
@@ -183,6 +188,12 @@ mod tests {
         assert_eq!(display_code(&var(Kind::Int, 0), -7.0), "-7");
         assert_eq!(display_code(&var(Kind::Int, 2), -5.0), "-0.05");
         assert_eq!(display_code(&var(Kind::Int, 2), 12345.0), "123.45");
+        // Beyond 2^53 a float would round the last digits.
+        assert_eq!(
+            display_int(2, 123_456_789_012_345_678),
+            "1234567890123456.78"
+        );
+        assert_eq!(display_int(3, -i64::MAX), "-9223372036854775.807");
         assert_eq!(display_code(&var(Kind::Float, 0), 0.1), "0.1");
         assert_eq!(display_code(&var(Kind::Float, 0), 3.0), "3");
     }
