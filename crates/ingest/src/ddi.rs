@@ -20,6 +20,10 @@
 //! Element names are matched without their namespace prefix, so both the
 //! old (`http://www.icpsr.umich.edu/DDI`) and the DDI 2.5
 //! (`ddi:codebook:2_5`) namespaces work.
+//!
+//! One file (~810 lines before its tests): a streaming parser of one XML
+//! vocabulary, whose element handlers share the parser's stack and
+//! positions for their error messages.
 
 use crate::{Error, Result};
 use quick_xml::events::{BytesStart, Event};

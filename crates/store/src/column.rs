@@ -7,6 +7,10 @@
 //! before the values are used: a flipped bit in a column file is an error,
 //! never a wrong number. Opening a column checks the header's own checksum,
 //! the header against the manifest, the file size and the stripe table.
+//!
+//! One file on purpose (~970 lines before its tests): the header layout, the
+//! writer that produces it and the reader that checks it are the on-disk
+//! format of a column, and change together (docs/FORMAT.md).
 
 use crate::pack::{self, Packing, BLOCK};
 use crate::{Error, NativeType, PhysType, Result, Variable};
