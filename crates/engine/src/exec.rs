@@ -134,7 +134,8 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         weight: weight_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
         exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
-        morsel_sums: cells <= 256 && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
+        morsel_sums: cells <= MAX_MORSEL_SUM_CELLS
+            && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
         means_fuse: None,
         selection: None,
         slots: Vec::new(),

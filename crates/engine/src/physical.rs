@@ -106,6 +106,12 @@ pub(crate) fn byte_range(t: &[u32; 256]) -> Option<(u8, u8)> {
         .then_some((lo as u8, (hi - lo) as u8))
 }
 
+/// Largest table whose exact means are summed per morsel in 64-bit cells
+/// first (the cells are cleared and folded once per morsel of 32 Ki rows:
+/// with 2,048 cells that is 8 Ki lanes a morsel, against i128 adds per row
+/// otherwise).
+pub(crate) const MAX_MORSEL_SUM_CELLS: usize = 2048;
+
 /// Largest table whose lanes are packed per morsel (the fold costs
 /// `cells × LANES` per 32 Ki rows).
 pub(crate) const MAX_PACKED_CELLS: usize = 255;
