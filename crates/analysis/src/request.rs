@@ -62,6 +62,8 @@ pub struct Request {
     pub allow_negative_weights: bool,
     /// Check the whole files of every variable used before answering.
     pub verify: bool,
+    /// Count only the records with these row numbers (`None`: all).
+    pub rows: Option<std::ops::Range<u64>>,
 }
 
 impl Request {
@@ -77,6 +79,7 @@ impl Request {
             max_cells: microtab_engine::DEFAULT_MAX_CELLS,
             allow_negative_weights: false,
             verify: false,
+            rows: None,
         }
     }
 

@@ -23,6 +23,7 @@ fn query(req: &Request) -> Result<Query> {
         measure,
         include_missing,
         max_cells: Some(req.max_cells),
+        rows: req.rows.clone(),
     })
 }
 

@@ -159,12 +159,18 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     plan.slots = slots;
     // If any dimension has no categories the cube is empty.
     let empty = plans.iter().any(|p| p.categories.is_empty());
-    let acc = if empty || rows == 0 {
+    let range = match &q.rows {
+        Some(r) => (r.start.min(rows as u64) as usize)..(r.end.min(rows as u64) as usize),
+        None => 0..rows,
+    };
+    let acc = if empty || range.is_empty() {
         Acc::new(&plan)
-    } else if read_path == ReadPath::Inline {
-        scan_inline(&plan, &distinct, rows)?
+    } else if read_path == ReadPath::Inline || (range != (0..rows) && read_path != ReadPath::Mmap) {
+        // Streamed segments start at row 0: a part of the rows is read
+        // inline (each worker's morsels with one pread per column).
+        scan_inline(&plan, &distinct, rows, range)?
     } else if read_path == ReadPath::Mmap {
-        scan_mapped(&plan, &distinct, rows, opts)?
+        scan_mapped(&plan, &distinct, rows, range, opts)?
     } else {
         scan_streamed(&plan, &distinct, rows, read_path, opts)?
     };

@@ -70,6 +70,12 @@ pub struct Query {
     /// larger table is refused with [`Error::TooLarge`] before any memory
     /// is taken for it.
     pub max_cells: Option<usize>,
+    /// Count only the records in this range of row numbers (`None`: all);
+    /// the part of a dataset a partial result covers. Categories are still
+    /// those of the whole dataset (a grouping's domain does not depend on
+    /// the range); the stripes the range touches are read and checked
+    /// whole.
+    pub rows: Option<std::ops::Range<u64>>,
 }
 
 /// Query errors. "Expected" errors are the caller's (bad names, bad

@@ -8,6 +8,7 @@ use crate::physical::Plan;
 use crate::Result;
 use microtab_io::{ReadPath, SegmentStream};
 use microtab_store::{Column, ColumnData};
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Workers take morsels in file order from a shared counter, so all of them
@@ -16,10 +17,11 @@ pub(crate) fn scan_mapped(
     plan: &Plan,
     cols: &[&Column],
     rows: usize,
+    range: Range<usize>,
     opts: &ScanOptions,
 ) -> Result<Acc> {
-    let nm = rows.div_ceil(MORSEL);
-    let next = AtomicUsize::new(0);
+    let nm = range.end.div_ceil(MORSEL);
+    let next = AtomicUsize::new(range.start / MORSEL);
     let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
@@ -44,7 +46,7 @@ pub(crate) fn scan_mapped(
                     .map(|(c, b)| c.rows_view(s, e - s, b))
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => acc.morsel(plan, &plan.roles(&views), 0..e - s),
+                    Ok(views) => acc.morsel(plan, &plan.roles(&views), counted(s, e, &range)),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -59,6 +61,15 @@ pub(crate) fn scan_mapped(
         acc
     });
     finish_scan(accs, failed)
+}
+
+/// The rows of the morsel `s..e` (read whole: its stripe checksums cover
+/// it whole) that the query counts, as offsets into the morsel.
+#[inline]
+fn counted(s: usize, e: usize, range: &Range<usize>) -> Range<usize> {
+    let lo = range.start.clamp(s, e);
+    let hi = range.end.clamp(lo, e);
+    lo - s..hi - s
 }
 
 /// Records the first error of a scan (the others stop at their next morsel).
@@ -90,7 +101,12 @@ pub(crate) fn finish_scan(
 /// into its own small buffers (which stay in its L2 cache) and counts them
 /// there: for columns already in the page cache this is a copy at memory
 /// speed with no page faults, no read-ahead thread and no hand-off.
-pub(crate) fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<Acc> {
+pub(crate) fn scan_inline(
+    plan: &Plan,
+    cols: &[&Column],
+    rows: usize,
+    range: Range<usize>,
+) -> Result<Acc> {
     let readers: Vec<microtab_io::RowReader> = cols
         .iter()
         .map(|c| microtab_io::RowReader::open(&c.source()))
@@ -99,8 +115,8 @@ pub(crate) fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<
     // One morsel per read: reading 2 or 4 at once measured the same on
     // Q1–Q5, 8 at once 2–5% slower (the buffers leave L2).
     let chunk = MORSEL;
-    let nm = rows.div_ceil(chunk);
-    let next = AtomicUsize::new(0);
+    let nm = range.end.div_ceil(chunk);
+    let next = AtomicUsize::new(range.start / chunk);
     let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
         let mut acc = Acc::new(plan);
@@ -136,7 +152,7 @@ pub(crate) fn scan_inline(plan: &Plan, cols: &[&Column], rows: usize) -> Result<
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => acc.morsel(plan, &plan.roles(&data), 0..n),
+                Ok(data) => acc.morsel(plan, &plan.roles(&data), counted(s, s + n, &range)),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;

@@ -335,9 +335,10 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 fn check(ds: &Dataset, recs: &[Rec], dims: &[&str], f: usize, w: Option<&str>, m: Option<&str>) {
-    check_with(ds, recs, dims, f, w, m, false)
+    check_with(ds, recs, dims, f, w, m, false, None)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check_with(
     ds: &Dataset,
     recs: &[Rec],
@@ -346,9 +347,13 @@ fn check_with(
     w: Option<&str>,
     m: Option<&str>,
     all: bool,
+    rows: Option<std::ops::Range<usize>>,
 ) {
     let (ftext, pred) = FILTERS[f];
-    let want = reference(recs, dims, pred, w, m, all);
+    let part = rows
+        .clone()
+        .map_or(recs, |r| &recs[r.start..r.end.min(recs.len())]);
+    let want = reference(part, dims, pred, w, m, all);
     let q = Query {
         filter: if ftext.is_empty() {
             vec![]
@@ -359,6 +364,7 @@ fn check_with(
         weight: w.map(String::from),
         measure: m.map(String::from),
         include_missing: all,
+        rows: rows.map(|r| r.start as u64..r.end as u64),
         ..Query::default()
     };
     let what = format!("dims {dims:?} filter {ftext:?} weight {w:?} measure {m:?}");
@@ -455,9 +461,29 @@ fn every_kernel_matches_the_scalar_reference() {
     // Missing values shown: table-, rank- and hash-mapped groupings.
     for d in [&["A", "B"][..], &["R"], &["R", "S"], &["E", "A"]] {
         for (f, w) in [(0, None), (1, Some("WD")), (4, Some("W"))] {
-            check_with(&ds, &recs, d, f, w, None, true);
+            check_with(&ds, &recs, d, f, w, None, true, None);
             tried += 1;
         }
+    }
+    // Parts of the rows: within one stripe, across stripe boundaries,
+    // whole stripes, the tail, empty, beyond the end.
+    for (k, r) in [
+        5..17,
+        100..40_000,
+        32_768..65_536,
+        65_535..65_537,
+        70_001..ROWS,
+        4_000..4_000,
+        90_000..200_000,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d: &[&str] = [&["A", "B"][..], &["R"], &["C", "A"], &["S", "D"]][k % 4];
+        let (f, w) = [(0, Some("WD")), (2, None), (4, Some("W")), (6, Some("WF"))][k % 4];
+        check_with(&ds, &recs, d, f, w, None, false, Some(r.clone()));
+        check_with(&ds, &recs, &["A"], 1, Some("WD"), Some("X"), false, Some(r));
+        tried += 2;
     }
     assert!(tried > 80, "{tried}");
 }
