@@ -229,24 +229,23 @@ impl Acc {
             .measure
             .as_ref()
             .map(|_| data[nd + p.weight.is_some() as usize]);
+        // Loads a role's values into a buffer, marking excluded rows.
+        macro_rules! load {
+            ($role:expr, $data:expr, $load:ident, $out:ident) => {
+                if let (Some((_, ex)), Some(d)) = ($role, $data) {
+                    dispatch!(d, r.clone(), |v| $load(
+                        v,
+                        ex,
+                        &mut self.idx,
+                        &mut self.$out
+                    ));
+                }
+            };
+        }
         if p.exact {
             let trash = p.cells as u32;
-            if let (Some((_, ex)), Some(d)) = (&p.weight, wdata) {
-                dispatch!(d, r.clone(), |v| load_ints(
-                    v,
-                    ex,
-                    &mut self.idx,
-                    &mut self.wint
-                ));
-            }
-            if let (Some((_, ex)), Some(d)) = (&p.measure, xdata) {
-                dispatch!(d, r.clone(), |v| load_ints(
-                    v,
-                    ex,
-                    &mut self.idx,
-                    &mut self.xint
-                ));
-            }
+            load!(&p.weight, wdata, load_ints, wint);
+            load!(&p.measure, xdata, load_ints, xint);
             let weighted = p.weight.is_some();
             if p.morsel_sums {
                 // Few cells: sum the morsel in 64-bit cells (only the square
@@ -292,27 +291,14 @@ impl Acc {
             }
             return;
         }
-        if let (Some((_, ex)), Some(d)) = (
-            p.weight
-                .as_ref()
-                .filter(|(_, ex)| !ex.is_empty() || p.measure.is_some()),
-            wdata,
-        ) {
-            dispatch!(d, r.clone(), |v| load_values(
-                v,
-                ex,
-                &mut self.idx,
-                &mut self.wbuf
-            ));
-        }
-        if let (Some((_, ex)), Some(d)) = (&p.measure, xdata) {
-            dispatch!(d, r.clone(), |v| load_values(
-                v,
-                ex,
-                &mut self.idx,
-                &mut self.xbuf
-            ));
-        }
+        // A weight that cannot be missing (and no measure) is summed straight
+        // from its column below, without a buffer.
+        let wload = p
+            .weight
+            .as_ref()
+            .filter(|(_, ex)| !ex.is_empty() || p.measure.is_some());
+        load!(wload, wdata, load_values, wbuf);
+        load!(&p.measure, xdata, load_values, xbuf);
         let trash = p.cells as u32;
         match (&p.weight, &p.measure) {
             (None, None) => accumulate_counts(&self.idx, trash, &mut self.counts),
