@@ -153,17 +153,6 @@ impl Serialize for Answer {
     }
 }
 
-impl Answer {
-    /// What the weight did with the selected rows (`None` unweighted).
-    pub fn weight_cases(&self) -> Option<WeightCases> {
-        match self {
-            Answer::Freq(f) => f.context.weight_cases,
-            Answer::Tab(t) => t.context.weight_cases,
-            Answer::Means(m) => m.context.weight_cases,
-        }
-    }
-}
-
 // ---------------------------------------------------------------- freq
 
 /// Frequencies of one variable.

@@ -29,10 +29,7 @@ fn query(req: &Request) -> Result<Query> {
 
 /// Checks the whole files (and dictionaries) of the variables named, so
 /// that damage anywhere in them is reported before an answer is given.
-pub fn verify_variables<'a>(
-    ds: &Dataset,
-    names: impl IntoIterator<Item = &'a String>,
-) -> Result<()> {
+fn verify_variables<'a>(ds: &Dataset, names: impl IntoIterator<Item = &'a String>) -> Result<()> {
     for n in names {
         let var = ds.variable(n)?;
         ds.column(n)?.verify()?;

@@ -91,32 +91,32 @@ pub(crate) enum DimMap {
 /// bitmap and 16 MiB of counts at most).
 pub(crate) const MAX_RANK: i64 = 1 << 28;
 
-/// The integer range of an int or string variable too wide for a table but
-/// within [`MAX_RANK`].
-fn rank_range(var: &Variable) -> Option<(i64, i64)> {
+/// The exact integer range of an int or string variable when it spans
+/// fewer than `limit` values.
+fn int_range(var: &Variable, limit: i64) -> Option<(i64, i64)> {
     match (var.min, var.max) {
         (Some(lo), Some(hi)) if var.kind != Kind::Float => {
             let (lo, hi) = (lo.as_i64(), hi.as_i64());
-            (hi.checked_sub(lo).is_some_and(|d| d < MAX_RANK)).then_some((lo, hi))
+            (hi.checked_sub(lo).is_some_and(|d| d < limit)).then_some((lo, hi))
         }
         _ => None,
     }
 }
 
-/// Bitmap of the non-null values of an integer column that occur, over
-/// `lo..=hi` (one bit each), built in parallel over stretches of rows.
+/// Bitmap of the values of an integer column that occur, over `lo..=hi`
+/// (one bit each; the null code lies outside), built in parallel over
+/// stretches of rows.
 fn occurring(col: &Column, lo: i64, hi: i64) -> microtab_store::Result<Vec<u64>> {
     use rayon::prelude::*;
     const STRETCH: usize = 1 << 16;
-    let words = ((hi - lo) as usize >> 6) + 1;
-    let null = col.var().null_code;
+    let span = (hi - lo) as u64;
+    let words = (span >> 6) as usize + 1;
     let rows = col.rows();
-    fn set<T: Copy>(v: &[T], key: impl Fn(T) -> i64, lo: i64, null: Option<i64>, bits: &mut [u64]) {
+    fn set<T: Copy>(v: &[T], key: impl Fn(T) -> i64, lo: i64, span: u64, bits: &mut [u64]) {
         for &x in v {
-            let k = key(x);
-            if Some(k) != null {
-                let o = (k - lo) as usize;
-                bits[o >> 6] |= 1 << (o & 63);
+            let o = key(x).wrapping_sub(lo) as u64;
+            if o <= span {
+                bits[(o >> 6) as usize] |= 1 << (o & 63);
             }
         }
     }
@@ -127,14 +127,15 @@ fn occurring(col: &Column, lo: i64, hi: i64) -> microtab_store::Result<Vec<u64>>
             |(mut bits, mut buf), i| {
                 let s = i * STRETCH;
                 let data = col.rows_view(s, STRETCH.min(rows - s), &mut buf)?;
+                let b = &mut bits;
                 match data {
-                    ColumnData::U8(v) => set(v, |x| x as i64, lo, null, &mut bits),
-                    ColumnData::I8(v) => set(v, |x| x as i64, lo, null, &mut bits),
-                    ColumnData::U16(v) => set(v, |x| x as i64, lo, null, &mut bits),
-                    ColumnData::I16(v) => set(v, |x| x as i64, lo, null, &mut bits),
-                    ColumnData::U32(v) => set(v, |x| x as i64, lo, null, &mut bits),
-                    ColumnData::I32(v) => set(v, |x| x as i64, lo, null, &mut bits),
-                    ColumnData::I64(v) => set(v, |x| x, lo, null, &mut bits),
+                    ColumnData::U8(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I8(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::U16(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I16(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::U32(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I32(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I64(v) => set(v, |x| x, lo, span, b),
                     ColumnData::F32(_) | ColumnData::F64(_) => unreachable!("integer column"),
                 }
                 Ok((bits, buf))
@@ -169,11 +170,7 @@ pub(crate) fn key_value(var: &Variable, key: i64) -> f64 {
 fn table_range(var: &Variable) -> Option<(i64, i64)> {
     match (var.min, var.max) {
         (None, None) => Some((0, -1)),
-        (Some(lo), Some(hi)) if var.kind != Kind::Float => {
-            let (lo, hi) = (lo.as_i64(), hi.as_i64());
-            (hi.checked_sub(lo).is_some_and(|d| d < MAX_TABLE)).then_some((lo, hi))
-        }
-        _ => None,
+        _ => int_range(var, MAX_TABLE),
     }
 }
 
@@ -263,7 +260,8 @@ pub(crate) fn distinct_key_set(
 }
 
 /// Lists the categories of a grouping variable: every value in its range
-/// (table-mapped) or every distinct value (hash-mapped, found by a scan).
+/// (table-mapped), or every value that occurs (rank- or hash-mapped, found
+/// by a scan).
 pub(crate) fn dim_categories(
     col: &Column,
     dict: Vec<String>,
@@ -281,24 +279,20 @@ pub(crate) fn dim_categories(
         cats.push(key_category(&var, &dict, key));
         keys.push(Some(key));
     };
-    let (map, range) = match (table_range(&var), rank_range(&var)) {
-        (Some(r), _) => (DimMap::Table, Some(r)),
-        (None, Some(r)) => (DimMap::Rank, Some(r)),
-        (None, None) => (DimMap::Hash, None),
-    };
     let too_many = || {
         crate::Error::TooLarge(format!(
             "{} has more than {max_cells} distinct values, the most cells a result may have; group by a narrower variable, or raise the limit with --max-cells (memory grows with it)",
             var.name
         ))
     };
-    match (map, range) {
-        (DimMap::Table, Some((lo, hi))) => {
+    let map = match (table_range(&var), int_range(&var, MAX_RANK)) {
+        (Some((lo, hi)), _) => {
             for v in lo..=hi {
                 push(v, &mut categories);
             }
+            DimMap::Table
         }
-        (DimMap::Rank, Some((lo, hi))) => {
+        (None, Some((lo, hi))) => {
             let bits = occurring(col, lo, hi)?;
             let n: u64 = bits.iter().map(|w| w.count_ones() as u64).sum();
             if n > max_cells as u64 {
@@ -312,16 +306,18 @@ pub(crate) fn dim_categories(
                     x &= x - 1;
                 }
             }
+            DimMap::Rank
         }
-        _ => {
+        (None, None) => {
             let Some(keys) = distinct_keys(col, max_cells)? else {
                 return Err(too_many());
             };
             for v in keys {
                 push(v, &mut categories);
             }
+            DimMap::Hash
         }
-    }
+    };
     if include_missing && var.nulls > 0 {
         categories.push(null_category());
         keys.push(None);
@@ -358,7 +354,7 @@ pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
         .map(|i| i as u32 * stride)
         .unwrap_or(TRASH);
     if d.map == DimMap::Rank {
-        let (lo, hi) = rank_range(&d.var).expect("rank-mapped");
+        let (lo, hi) = int_range(&d.var, MAX_RANK).expect("rank-mapped");
         let words = ((hi - lo) as usize >> 6) + 1;
         let mut bits = vec![0u64; words];
         for k in d.keys.iter().flatten() {

@@ -741,9 +741,9 @@ fn code_value(
 }
 
 /// Copies the codebook's description of a variable into its manifest entry.
-/// A missing-value range too wide to list becomes the codes of it that lie
-/// between the column's smallest and largest values; one that still spans
-/// more than 10,000 codes there is not used, and `notes` says so.
+/// A missing-value range too wide to list becomes the values of it that
+/// the column holds; when those are more than [`MAX_LISTED_RANGE`], the
+/// range is not used and `notes` says so.
 pub(crate) fn describe(
     var: &mut Variable,
     dv: &DdiVariable,
@@ -819,20 +819,23 @@ fn wide_range_codes(
     let (Some(a), Some(b)) = (bound(lo), bound(hi)) else {
         return Ok(None);
     };
-    let (a, b) = (a.ceil(), b.floor());
-    let mut found = std::collections::BTreeSet::new();
+    // Within the column's range, or nothing to read.
+    let num = |n: Option<microtab_store::Number>| n.map(|n| n.as_f64());
+    let (Some(min), Some(max)) = (num(var.min), num(var.max)) else {
+        return Ok(Some(Vec::new()));
+    };
+    let (a, b) = (a.ceil().max(min), b.floor().min(max));
     if rows == 0 || a > b {
         return Ok(Some(Vec::new()));
     }
     let col = ds.finished_column(var, rows)?;
     let data = col.data()?;
-    let null = var.nulls > 0;
-    let null_code = var.ty.null_code();
+    let mut found = std::collections::BTreeSet::new();
     macro_rules! scan {
         ($v:expr) => {
             for &x in $v.iter() {
                 let x = x as i64;
-                if null && x == null_code {
+                if Some(x) == var.null_code {
                     continue;
                 }
                 if (x as f64) >= a

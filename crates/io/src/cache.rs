@@ -39,17 +39,6 @@ pub fn evict(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Empties the page cache if allowed, else evicts each of `files`.
-pub fn evict_all<'a>(files: impl IntoIterator<Item = &'a Path>) -> io::Result<()> {
-    if drop_caches().is_ok() {
-        return Ok(());
-    }
-    for f in files {
-        evict(f)?;
-    }
-    Ok(())
-}
-
 /// Fraction (0..=1) of `path`'s pages that are in the page cache
 /// (`mincore` over a mapping of the whole file).
 pub fn resident_fraction(path: &Path) -> io::Result<f64> {
