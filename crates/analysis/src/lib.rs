@@ -41,7 +41,7 @@ pub use request::{Analysis, Pct, Request};
 pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
-pub use run::run;
+pub use run::{partial, run, run_many, Partial};
 
 /// Why a request could not be answered.
 #[derive(Debug, thiserror::Error)]

@@ -3,8 +3,9 @@
 
 use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
 use crate::{Analysis, Error, Request, Result};
-use microtab_engine::{parse_filter, weight_cases, Query, ScanOptions};
+use microtab_engine::{parse_filter, weight_cases, Cube, Query, ScanOptions, WeightCases};
 use microtab_store::Dataset;
+use serde::{Deserialize, Serialize};
 
 /// The engine query of a request.
 fn query(req: &Request) -> Result<Query> {
@@ -40,14 +41,8 @@ fn verify_variables<'a>(ds: &Dataset, names: impl IntoIterator<Item = &'a String
     Ok(())
 }
 
-/// Answers `req` over `ds`, reading columns as `opts` says.
-///
-/// A weighted request also counts the rows whose weight is negative, zero
-/// or missing (a scan each, only when the weight's range or missing codes
-/// allow them); negative weights are [`Error::NegativeWeights`] unless
-/// [`Request::allow_negative_weights`].
-pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
-    let q = query(req)?;
+/// Checks the whole files of the request's variables when it asks to.
+fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
     if req.verify {
         let names = q
             .group_by
@@ -57,45 +52,176 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             .chain(q.measure.iter());
         verify_variables(ds, names)?;
     }
-    let cube = microtab_engine::run_with(ds, &q, opts)?;
-    let counted = cube.counts.iter().sum();
-    let weights = weight_cases(ds, &q, opts, counted)?;
-    if let (Some(w), Some(name)) = (&weights, &q.weight) {
+    Ok(())
+}
+
+/// Negative weights are an error unless the request allows them.
+fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str>) -> Result<()> {
+    if let (Some(w), Some(name)) = (weights, name) {
         if w.negative > 0 && !req.allow_negative_weights {
             return Err(Error::NegativeWeights {
-                weight: ds.variable(name)?.name.clone(),
+                weight: name.to_string(),
                 rows: w.negative,
             });
         }
     }
+    Ok(())
+}
+
+/// Answers `req` over `ds`, reading columns as `opts` says.
+///
+/// A weighted request also counts the rows whose weight is negative, zero
+/// or missing (a scan each, only when the weight's range or missing codes
+/// allow them); negative weights are [`Error::NegativeWeights`] unless
+/// [`Request::allow_negative_weights`].
+pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
+    let q = query(req)?;
+    verify(ds, req, &q)?;
+    let cube = microtab_engine::run_with(ds, &q, opts)?;
+    let counted = cube.counts.iter().sum();
+    let weights = weight_cases(ds, &q, opts, counted)?;
+    let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
+    check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
     let context = Context {
         dataset: ds.dir().display().to_string(),
         weight: req.weight.clone(),
         filter: req.filter.clone(),
         weight_cases: weights,
     };
-    let name = |n: &str| -> Result<String> { Ok(ds.variable(n)?.name.clone()) };
-    let label = |n: &str| -> Result<Option<String>> { Ok(ds.variable(n)?.label.clone()) };
-    Ok(match &req.analysis {
-        Analysis::Freq { var } => {
-            Answer::Freq(Frequencies::new(context, name(var)?, label(var)?, cube))
+    let measure = match &req.analysis {
+        Analysis::Means { var, .. } => {
+            let v = ds.variable(var)?;
+            Some((v.name.clone(), v.label.clone()))
+        }
+        _ => None,
+    };
+    Ok(answer(req, context, cube, measure))
+}
+
+/// The typed result of `req` from its cube; `measure` is the analysis
+/// variable's name and label (means).
+fn answer(
+    req: &Request,
+    context: Context,
+    cube: Cube,
+    measure: Option<(String, Option<String>)>,
+) -> Answer {
+    let dim = |i: usize| {
+        (
+            cube.dims[i].var.name.clone(),
+            cube.dims[i].var.label.clone(),
+        )
+    };
+    match &req.analysis {
+        Analysis::Freq { .. } => {
+            let (name, label) = dim(0);
+            Answer::Freq(Frequencies::new(context, name, label, cube))
         }
         Analysis::Tab {
-            row,
-            col,
             control,
             pct,
             stats,
-        } => Answer::Tab(Crosstab::new(
-            context,
-            [name(row)?, name(col)?],
-            control.as_deref().map(name).transpose()?,
-            *pct,
-            *stats,
-            cube,
-        )),
-        Analysis::Means { var, .. } => {
-            Answer::Means(Means::new(context, name(var)?, label(var)?, cube))
+            ..
+        } => {
+            let off = control.is_some() as usize;
+            let names = [dim(off).0, dim(off + 1).0];
+            let control = control.as_ref().map(|_| dim(0).0);
+            Answer::Tab(Crosstab::new(context, names, control, *pct, *stats, cube))
         }
+        Analysis::Means { .. } => {
+            let (name, label) = measure.expect("means have an analysis variable");
+            Answer::Means(Means::new(context, name, label, cube))
+        }
+    }
+}
+
+/// A request's result over part of the data (a range of rows, or one of
+/// several datasets with the same variables): merge parts with
+/// [`Partial::merge`] and finish with [`Partial::finish`]. Serializable, so
+/// parts computed elsewhere (Dask workers) can be sent and merged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partial {
+    /// The datasets the parts came from, sorted, each once.
+    pub datasets: Vec<String>,
+    /// Rows with a negative, zero or missing weight, over all parts.
+    pub weight_cases: Option<WeightCases>,
+    /// The engine's exact partial cube.
+    pub cube: microtab_engine::Partial,
+}
+
+/// Computes `req` over `ds` (only [`Request::rows`] when set) as a
+/// [`Partial`]. Negative weights are checked when the parts are finished.
+pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
+    let q = query(req)?;
+    verify(ds, req, &q)?;
+    let cube = microtab_engine::run_partial(ds, &q, opts)?;
+    let counted = cube.counts.iter().sum();
+    let weight_cases = weight_cases(ds, &q, opts, counted)?;
+    Ok(Partial {
+        datasets: vec![ds.dir().display().to_string()],
+        weight_cases,
+        cube,
     })
+}
+
+impl Partial {
+    /// Merges two parts of the same request: exact, associative and
+    /// commutative (see [`microtab_engine::Partial::merge`]).
+    pub fn merge(self, o: Partial) -> Result<Partial> {
+        let mut datasets = self.datasets;
+        datasets.extend(o.datasets);
+        datasets.sort();
+        datasets.dedup();
+        let weight_cases = match (self.weight_cases, o.weight_cases) {
+            (Some(a), Some(b)) => Some(WeightCases {
+                negative: a.negative + b.negative,
+                zero: a.zero + b.zero,
+                missing: a.missing + b.missing,
+            }),
+            (a, b) => a.or(b),
+        };
+        Ok(Partial {
+            datasets,
+            weight_cases,
+            cube: self.cube.merge(o.cube)?,
+        })
+    }
+
+    /// The answer to `req` (the request the parts were computed for) from
+    /// the merged parts.
+    pub fn finish(&self, req: &Request) -> Result<Answer> {
+        let weight = self.cube.weight.as_ref().map(|w| w.name.as_str());
+        check_weights(req, &self.weight_cases, weight)?;
+        let context = Context {
+            dataset: self.datasets.join(", "),
+            weight: req.weight.clone(),
+            filter: req.filter.clone(),
+            weight_cases: self.weight_cases,
+        };
+        let measure = self
+            .cube
+            .measure
+            .as_ref()
+            .map(|m| (m.name.clone(), m.label.clone()));
+        Ok(answer(req, context, self.cube.finish(), measure))
+    }
+}
+
+/// Answers `req` over several datasets with the same variables as if they
+/// were one: a partial result of each, merged exactly, finished.
+pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Result<Answer> {
+    let mut acc: Option<Partial> = None;
+    for ds in datasets {
+        let p = partial(ds, req, opts)?;
+        acc = Some(match acc {
+            Some(a) => a.merge(p)?,
+            None => p,
+        });
+    }
+    match acc {
+        Some(p) => p.finish(req),
+        None => Err(Error::Engine(microtab_engine::Error::Invalid(
+            "no datasets to answer from".into(),
+        ))),
+    }
 }

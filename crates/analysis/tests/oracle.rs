@@ -304,3 +304,62 @@ fn negative_weights_are_a_typed_error() {
     assert_eq!(w, [1.0, 3.0]);
     assert_eq!(f.context.weight_cases.unwrap().negative, 1);
 }
+
+/// Partial answers over row ranges, sent through JSON and merged, finish
+/// into the answer of the whole request (the same JSON, bit for bit: the
+/// sums are integers), and the weight cases add up.
+#[test]
+fn partials_over_row_ranges_finish_into_the_whole_answer() {
+    let (_d, ds, data) = dataset(50_000);
+    let zero = data.iter().filter(|r| r.a.is_some() && r.w == 0).count() as u64;
+    let reqs = [
+        Request {
+            weight: Some("W".into()),
+            ..Request::new(Analysis::Tab {
+                row: "A".into(),
+                col: "S".into(),
+                control: None,
+                pct: Some(Pct::Row),
+                stats: true,
+            })
+        },
+        Request {
+            weight: Some("W".into()),
+            ..Request::new(Analysis::Means {
+                var: "X".into(),
+                by: vec!["A".into()],
+            })
+        },
+        Request {
+            filter: Some("B<700".into()),
+            ..Request::new(Analysis::Freq { var: "S".into() })
+        },
+    ];
+    for req in &reqs {
+        let whole = serde_json::to_string(&run(&ds, req, &Default::default()).unwrap()).unwrap();
+        let cuts = [0u64, 1, 4095, 4097, 17_000, 32_768, 49_999, 50_000];
+        let mut merged: Option<microtab_analysis::Partial> = None;
+        for w in cuts.windows(2).rev() {
+            let part = microtab_analysis::partial(
+                &ds,
+                &Request {
+                    rows: Some(w[0]..w[1]),
+                    ..req.clone()
+                },
+                &Default::default(),
+            )
+            .unwrap();
+            let part = serde_json::from_str(&serde_json::to_string(&part).unwrap()).unwrap();
+            merged = Some(match merged {
+                Some(m) => m.merge(part).unwrap(),
+                None => part,
+            });
+        }
+        let merged = merged.unwrap();
+        if req.weight.is_some() && matches!(req.analysis, Analysis::Tab { .. }) {
+            assert_eq!(merged.weight_cases.unwrap().zero, zero);
+        }
+        let got = serde_json::to_string(&merged.finish(req).unwrap()).unwrap();
+        assert_eq!(got, whole);
+    }
+}

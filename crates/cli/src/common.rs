@@ -77,9 +77,31 @@ pub fn open(path: &Path) -> Result<Dataset> {
     Ok(ds)
 }
 
+/// Opens the datasets an analysis command names: one directory, or a
+/// pattern (`'years/*.mtab'`, quoted so the shell leaves it alone) naming
+/// several datasets with the same variables, answered as one.
+pub fn open_all(path: &Path) -> Result<Vec<Dataset>> {
+    let text = path.to_string_lossy();
+    if path.exists() || !text.contains(['*', '?', '[']) {
+        return Ok(vec![open(path)?]);
+    }
+    let mut paths: Vec<_> = glob::glob(&text)
+        .with_context(|| format!("{text} is not a valid dataset pattern"))?
+        .collect::<std::result::Result<_, _>>()
+        .with_context(|| format!("cannot list the datasets matching {text}"))?;
+    paths.retain(|p| p.is_dir());
+    paths.sort();
+    if paths.is_empty() {
+        anyhow::bail!("no dataset matches {text}");
+    }
+    paths.iter().map(|p| open(p)).collect()
+}
+
 /// Answers `req` `repeat` times (the whole analysis: planning, scan,
-/// weight checks, typed result); prints timings on stderr when repeating.
-pub fn run_timed(ds: &Dataset, req: &Request, args: &QueryArgs) -> Result<Answer> {
+/// weight checks, typed result) over one dataset, or over several as one
+/// (exact partial results merged); prints timings on stderr when
+/// repeating.
+pub fn run_timed(ds: &[Dataset], req: &Request, args: &QueryArgs) -> Result<Answer> {
     let repeat = args.repeat;
     let settings = crate::settings::Settings::load()?;
     let mut times: Vec<Duration> = Vec::new();
@@ -87,7 +109,10 @@ pub fn run_timed(ds: &Dataset, req: &Request, args: &QueryArgs) -> Result<Answer
     let mut req = req.clone();
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
-        answer = Some(microtab_analysis::run(ds, &req, &settings.scan)?);
+        answer = Some(match ds {
+            [one] => microtab_analysis::run(one, &req, &settings.scan)?,
+            many => microtab_analysis::run_many(many, &req, &settings.scan)?,
+        });
         times.push(t.elapsed());
         // Checking the whole files once is enough.
         req.verify = false;

@@ -2,6 +2,7 @@
 //! dispatch of each morsel to the kernel the physical plan chose.
 
 use crate::cube::Moments;
+use crate::exact::{two_prod, ExactSum};
 use crate::exec::MORSEL;
 use crate::kernels::*;
 use crate::physical::{MeansFuse, Plan};
@@ -28,6 +29,49 @@ pub(crate) struct Acc {
     pub(crate) packed_w: Vec<u64>,
     /// Rows of the morsel rejected by the filters (`Plan::filter_ranges`).
     pub(crate) sel: Vec<u8>,
+    /// Exact sums per cell ([`Plan::exact_floats`]).
+    pub(crate) sup: Vec<SupCell>,
+}
+
+/// A cell's exact sums of w, w·x and w·x² in stored units
+/// ([`Plan::exact_floats`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SupCell {
+    pub(crate) w: ExactSum,
+    pub(crate) wx: ExactSum,
+    pub(crate) wxx: ExactSum,
+}
+
+impl SupCell {
+    /// Adds one row's weight `w` and value `x` (products split exactly).
+    #[inline]
+    fn add(&mut self, w: f64, x: Option<f64>) {
+        self.w.add_f64_uncounted(w);
+        self.w.carry_after();
+        if let Some(x) = x {
+            let (p, e) = two_prod(w, x);
+            self.wx.add_f64_uncounted(p);
+            self.wx.add_f64_uncounted(e);
+            self.wx.carry_after();
+            // w·x² = p·x + e·x, each product split again (e is 0 when w·x
+            // is exact, as it is unweighted).
+            let (p2, e2) = two_prod(p, x);
+            self.wxx.add_f64_uncounted(p2);
+            self.wxx.add_f64_uncounted(e2);
+            if e != 0.0 {
+                let (p3, e3) = two_prod(e, x);
+                self.wxx.add_f64_uncounted(p3);
+                self.wxx.add_f64_uncounted(e3);
+            }
+            self.wxx.carry_after();
+        }
+    }
+
+    fn merge(&mut self, o: &SupCell) {
+        self.w.add(&o.w);
+        self.wx.add(&o.wx);
+        self.wxx.add(&o.wxx);
+    }
 }
 
 /// The byte code columns of the fused kernels over rows `r`, with their
@@ -204,6 +248,11 @@ impl Acc {
             packed: Vec::new(),
             packed_w: Vec::new(),
             sel: Vec::new(),
+            sup: if p.exact_floats {
+                vec![SupCell::default(); n]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -288,6 +337,21 @@ impl Acc {
                 e.w = e.w.wrapping_add(w);
                 e.wx = e.wx.wrapping_add(wx as i128);
                 e.wxx = e.wxx.wrapping_add((wx as i128).wrapping_mul(x as i128));
+            }
+            return;
+        }
+        if p.exact_floats {
+            load!(&p.weight, wdata, load_values, wbuf);
+            load!(&p.measure, xdata, load_values, xbuf);
+            let trash = p.cells as u32;
+            let (w, x) = (p.weight.is_some(), p.measure.is_some());
+            for (j, &i) in self.idx.iter().enumerate() {
+                if i >= trash {
+                    continue;
+                }
+                self.counts[i as usize * LANES] += 1;
+                self.sup[i as usize]
+                    .add(if w { self.wbuf[j] } else { 1.0 }, x.then(|| self.xbuf[j]));
             }
             return;
         }
@@ -608,6 +672,30 @@ impl Acc {
         true
     }
 
+    /// Records counted in cell `c`.
+    pub(crate) fn count(&self, p: &Plan, c: usize) -> u64 {
+        if p.exact {
+            self.exact_cell(c).n
+        } else {
+            self.counts[c * LANES..(c + 1) * LANES].iter().sum()
+        }
+    }
+
+    /// The exact sums of cell `c` (exact plans).
+    pub(crate) fn exact_cell(&self, c: usize) -> ExactCell {
+        let mut e = ExactCell::default();
+        for x in &self.exact[c * XLANES..(c + 1) * XLANES] {
+            e.add(x);
+        }
+        e
+    }
+
+    /// Sum of weights in cell `c` (stored units; non-exact plans).
+    pub(crate) fn wsum(&self, c: usize) -> f64 {
+        let l = c * LANES..(c + 1) * LANES;
+        self.wsum[l.clone()].iter().sum::<f64>() + self.wsum_int[l].iter().sum::<i64>() as f64
+    }
+
     pub(crate) fn merge(mut self, o: Acc) -> Acc {
         for (a, b) in self.counts.iter_mut().zip(&o.counts) {
             *a += b;
@@ -623,6 +711,9 @@ impl Acc {
         }
         for (a, b) in self.exact.iter_mut().zip(&o.exact) {
             a.add(b);
+        }
+        for (a, b) in self.sup.iter_mut().zip(&o.sup) {
+            a.merge(b);
         }
         self
     }

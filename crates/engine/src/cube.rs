@@ -1,8 +1,7 @@
 //! The result of a query: a dense cube of counts, weight sums and moments,
 //! and the reshaping of a scan's accumulator into it.
 
-use crate::acc::{Acc, ExactCell};
-use crate::kernels::{LANES, XLANES};
+use crate::acc::Acc;
 use crate::physical::Plan;
 use crate::plan::DimPlan;
 use crate::value::Category;
@@ -39,6 +38,17 @@ impl Moments {
         }
         self.w = w;
         self.n += o.n;
+    }
+
+    /// From stored units to displayed ones (dividing by the weight's and
+    /// the analysis variable's `10^decimals`).
+    pub(crate) fn scaled(&self, wscale: f64, xscale: f64) -> Moments {
+        Moments {
+            n: self.n,
+            w: self.w / wscale,
+            mean: self.mean / xscale,
+            m2: self.m2 / (xscale * xscale) / wscale,
+        }
     }
 
     /// Frequency-weight standard deviation `sqrt(m2 / (w - 1))`.
@@ -85,6 +95,99 @@ impl Cube {
     }
 }
 
+/// Which categories a scan's result keeps (those some counted row has) and
+/// where each dense cell of the plan goes in the compacted cube.
+pub(crate) struct Layout {
+    /// Categories per dimension in the plan (at least 1).
+    shape: Vec<usize>,
+    /// Per dimension, whether each planned category is kept.
+    pub(crate) keep: Vec<Vec<bool>>,
+    /// Per dimension, each planned category's index among the kept ones.
+    new_index: Vec<Vec<Option<usize>>>,
+    /// Kept categories per dimension.
+    new_shape: Vec<usize>,
+    /// Cells of the compacted cube.
+    pub(crate) total: usize,
+}
+
+impl Layout {
+    /// The layout of `plans` given each planned cell's count.
+    pub(crate) fn new(plans: &[DimPlan], cells: usize, count: impl Fn(usize) -> u64) -> Layout {
+        let shape: Vec<usize> = plans.iter().map(|p| p.categories.len().max(1)).collect();
+        let mut keep: Vec<Vec<bool>> = shape.iter().map(|&k| vec![false; k]).collect();
+        for c in 0..cells {
+            if count(c) == 0 {
+                continue;
+            }
+            let mut r = c;
+            for d in (0..shape.len()).rev() {
+                keep[d][r % shape[d]] = true;
+                r /= shape[d];
+            }
+        }
+        let new_index: Vec<Vec<Option<usize>>> = keep
+            .iter()
+            .map(|k| {
+                let mut j = 0;
+                k.iter()
+                    .map(|&b| {
+                        j += b as usize;
+                        b.then(|| j - 1)
+                    })
+                    .collect()
+            })
+            .collect();
+        let new_shape: Vec<usize> = keep
+            .iter()
+            .map(|k| k.iter().filter(|&&b| b).count())
+            .collect();
+        let total = if plans.is_empty() {
+            1
+        } else {
+            new_shape.iter().product()
+        };
+        Layout {
+            shape,
+            keep,
+            new_index,
+            new_shape,
+            total,
+        }
+    }
+
+    /// The compacted cell of planned cell `c` (which must have rows).
+    pub(crate) fn dst(&self, c: usize) -> usize {
+        let mut r = c;
+        let mut dst = 0;
+        let mut mult = 1;
+        for d in (0..self.shape.len()).rev() {
+            let i = self.new_index[d][r % self.shape[d]].expect("kept");
+            dst += i * mult;
+            mult *= self.new_shape[d];
+            r /= self.shape[d];
+        }
+        dst
+    }
+
+    /// The kept categories of each dimension.
+    pub(crate) fn dims(&self, plans: Vec<DimPlan>) -> Vec<Dim> {
+        plans
+            .into_iter()
+            .zip(&self.keep)
+            .map(|(p, k)| Dim {
+                var: p.var,
+                categories: p
+                    .categories
+                    .into_iter()
+                    .zip(k)
+                    .filter(|(_, &b)| b)
+                    .map(|(c, _)| c)
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
 /// Drops categories that no counted row has and scales sums to displayed units.
 pub(crate) fn compact(
     plans: Vec<DimPlan>,
@@ -93,120 +196,40 @@ pub(crate) fn compact(
     weight: Option<&Column>,
     measure: Option<&Column>,
 ) -> Cube {
-    let shape: Vec<usize> = plans.iter().map(|p| p.categories.len().max(1)).collect();
     let n = plan.cells;
-    // Marginal counts per dimension.
-    let mut keep: Vec<Vec<bool>> = shape.iter().map(|&k| vec![false; k]).collect();
-    let exact_of = |c: usize| {
-        let mut e = ExactCell::default();
-        for x in &acc.exact[c * XLANES..(c + 1) * XLANES] {
-            e.add(x);
-        }
-        e
-    };
-    let counts_of = |c: usize| {
-        if plan.exact {
-            exact_of(c).n
-        } else {
-            acc.counts[c * LANES..(c + 1) * LANES].iter().sum()
-        }
-    };
-    let wsum_of = |c: usize| -> f64 {
-        let l = c * LANES..(c + 1) * LANES;
-        acc.wsum[l.clone()].iter().sum::<f64>() + acc.wsum_int[l].iter().sum::<i64>() as f64
-    };
-    for c in 0..n {
-        if counts_of(c) == 0 {
-            continue;
-        }
-        let mut r = c;
-        for d in (0..shape.len()).rev() {
-            keep[d][r % shape[d]] = true;
-            r /= shape[d];
-        }
-    }
-    let new_index: Vec<Vec<Option<usize>>> = keep
-        .iter()
-        .map(|k| {
-            let mut j = 0;
-            k.iter()
-                .map(|&b| {
-                    if b {
-                        j += 1;
-                        Some(j - 1)
-                    } else {
-                        None
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let new_shape: Vec<usize> = keep
-        .iter()
-        .map(|k| k.iter().filter(|&&b| b).count())
-        .collect();
-    let total: usize = if plans.is_empty() {
-        1
-    } else {
-        new_shape.iter().product()
-    };
+    let layout = Layout::new(&plans, n, |c| acc.count(plan, c));
+    let total = layout.total;
     let wscale = weight.map(|c| c.var().scale()).unwrap_or(1.0);
     let xscale = measure.map(|c| c.var().scale()).unwrap_or(1.0);
     let mut counts = vec![0u64; total];
     let mut weighted = weight.map(|_| vec![0.0; total]);
     let mut moments = measure.map(|_| vec![Moments::default(); total]);
     for c in 0..n {
-        if counts_of(c) == 0 {
+        let count = acc.count(plan, c);
+        if count == 0 {
             continue;
         }
-        let mut r = c;
-        let mut dst = 0;
-        let mut mult = 1;
-        for d in (0..shape.len()).rev() {
-            let i = new_index[d][r % shape[d]].expect("kept");
-            dst += i * mult;
-            mult *= new_shape[d];
-            r /= shape[d];
-        }
-        counts[dst] = counts_of(c);
+        let dst = layout.dst(c);
+        counts[dst] = count;
         if let Some(w) = weighted.as_mut() {
             // Exact means keep Σw in their exact cells only.
             w[dst] = if plan.exact {
-                exact_of(c).w as f64
+                acc.exact_cell(c).w as f64
             } else {
-                wsum_of(c)
+                acc.wsum(c)
             } / wscale;
         }
         if let Some(m) = moments.as_mut() {
             let a = if plan.exact {
-                exact_of(c).moments()
+                acc.exact_cell(c).moments()
             } else {
                 acc.moments[c]
             };
-            m[dst] = Moments {
-                n: a.n,
-                w: a.w / wscale,
-                mean: a.mean / xscale,
-                m2: a.m2 / (xscale * xscale) / wscale,
-            };
+            m[dst] = a.scaled(wscale, xscale);
         }
     }
-    let dims = plans
-        .into_iter()
-        .zip(&keep)
-        .map(|(p, k)| Dim {
-            var: p.var,
-            categories: p
-                .categories
-                .into_iter()
-                .zip(k)
-                .filter(|(_, &b)| b)
-                .map(|(c, _)| c)
-                .collect(),
-        })
-        .collect();
     Cube {
-        dims,
+        dims: layout.dims(plans),
         counts,
         weighted,
         moments,

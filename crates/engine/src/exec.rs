@@ -4,6 +4,7 @@
 use crate::acc::Acc;
 use crate::cube::{compact, Cube};
 use crate::filter::resolve;
+use crate::partial::{self, Partial};
 use crate::physical::*;
 use crate::plan::{dim_categories, dim_mapper, filter_mapper, specialize, DimPlan, Exclusion};
 use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, ScanOptions};
@@ -33,6 +34,32 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
 
 /// Runs `q` over `ds` reading columns as `opts` says.
 pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
+    execute(ds, q, opts, false, compact)
+}
+
+/// Runs `q` over `ds` (or the rows [`Query::rows`] names) into a
+/// [`Partial`] result: exact sums, to be merged with other parts and
+/// finished ([`Partial::finish`]).
+pub fn run_partial(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Partial> {
+    let rows = ds.rows();
+    let covered = q
+        .rows
+        .as_ref()
+        .map_or(rows, |r| r.end.min(rows).saturating_sub(r.start.min(rows)));
+    execute(ds, q, opts, true, |plans, acc, plan, w, x| {
+        partial::from_acc(plans, acc, plan, w, x, covered)
+    })
+}
+
+/// Plans and scans `q`; `partial` sums exactly ([`Plan::exact_floats`]
+/// where the other paths would not).
+fn execute<R>(
+    ds: &Dataset,
+    q: &Query,
+    opts: &ScanOptions,
+    partial: bool,
+    finish: impl FnOnce(Vec<DimPlan>, Acc, &Plan<'_>, Option<&Column>, Option<&Column>) -> R,
+) -> Result<R> {
     let rows = ds.rows() as usize;
     // Open every column first so a bad name fails before any work.
     let dim_cols: Vec<Column> = q
@@ -139,6 +166,8 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
         means_fuse: None,
         selection: None,
         slots: Vec::new(),
+        exact_floats: partial
+            && needs_exact_floats(measure_col.as_ref(), weight_col.as_ref(), rows)?,
         pack_weights: cells <= MAX_PACKED_CELLS
             && weight_col
                 .as_ref()
@@ -149,6 +178,11 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
                 .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
     let mut plan = plan;
+    if plan.exact_floats {
+        // Row by row into exact sums: none of the fast paths.
+        (plan.exact, plan.fused, plan.morsel_sums, plan.pack_weights) =
+            (false, false, false, false);
+    }
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
     }
@@ -174,7 +208,7 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     } else {
         scan_streamed(&plan, &distinct, rows, read_path, opts)?
     };
-    Ok(compact(
+    Ok(finish(
         plans,
         acc,
         &plan,

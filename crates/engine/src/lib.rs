@@ -31,10 +31,12 @@
 
 mod acc;
 mod cube;
+mod exact;
 mod exec;
 pub mod filter;
 mod hash;
 mod kernels;
+mod partial;
 mod physical;
 mod plan;
 mod scan;
@@ -44,9 +46,11 @@ mod value;
 mod weights;
 
 pub use cube::{Cube, Dim, Moments};
-pub use exec::{run, run_with, DEFAULT_MAX_CELLS};
+pub use exact::ExactSum;
+pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
+pub use partial::{Partial, PartialDim, Summed, Sums};
 pub use scan::ScanOptions;
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};

@@ -50,6 +50,44 @@ pub(crate) struct Plan<'a> {
     /// variable used in two roles (a filter on a grouping or analysis
     /// variable) is read, checked and unpacked once.
     pub(crate) slots: Vec<usize>,
+    /// Sum weights and moments in [`ExactSum`](crate::exact::ExactSum)s,
+    /// row by row (partial results whose weight or analysis variable is
+    /// not summed exactly in integers by the other paths).
+    pub(crate) exact_floats: bool,
+}
+
+/// Whether a partial result needs [`Plan::exact_floats`]: a float weight
+/// or analysis variable, or integers whose sums the integer paths cannot
+/// keep exact (a weight whose f64 lane sums could pass 2^53, moments that
+/// are not [`exact_ok`]). Integers beyond ±2^53 cannot be summed exactly
+/// through `f64` at all: an error then.
+pub(crate) fn needs_exact_floats(
+    measure: Option<&Column>,
+    weight: Option<&Column>,
+    rows: usize,
+) -> Result<bool> {
+    let big = |c: &Column| {
+        let v = c.var();
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+        (v.kind == Kind::Int, m(v.min).max(m(v.max)))
+    };
+    for c in measure.iter().chain(weight.iter()) {
+        let (int, m) = big(c);
+        if int && m >= 2f64.powi(53) {
+            return Err(Error::Invalid(format!(
+                "{} has values beyond ±2^53, too large to sum exactly in a partial result",
+                c.var().name
+            )));
+        }
+    }
+    Ok(match (measure, weight) {
+        (Some(_), _) => !exact_ok(measure, weight, rows),
+        (None, Some(w)) => {
+            let (int, m) = big(w);
+            !int || m * rows.max(1) as f64 >= 2f64.powi(53)
+        }
+        (None, None) => false,
+    })
 }
 
 pub(crate) fn dict_of(ds: &Dataset, var: &Variable) -> Result<Vec<String>> {

@@ -3,7 +3,8 @@
 use microtab_store::{Kind, Variable};
 
 /// A category's value in displayed form.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Value {
     /// An integer (no implied decimals).
     Int(i64),
@@ -16,7 +17,7 @@ pub enum Value {
 }
 
 /// One category of a grouping variable.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Category {
     /// The value.
     pub value: Value,

@@ -12,7 +12,7 @@ use microtab_store::{Dataset, Number};
 
 /// Rows a weighted query selected (filter passed, grouping values not
 /// missing) by the state of their weight.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WeightCases {
     /// Rows with a negative weight (counted, and summed as negative).
     pub negative: u64,

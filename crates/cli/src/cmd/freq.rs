@@ -1,6 +1,6 @@
 //! `microtab freq`: frequency table of one variable.
 
-use crate::common::{open, run_timed, weight_note, write_json, Format, QueryArgs};
+use crate::common::{open_all, run_timed, weight_note, write_json, Format, QueryArgs};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -13,7 +13,8 @@ use std::path::PathBuf;
 /// Arguments of `freq`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory.
+    /// Dataset directory, or a quoted pattern naming several datasets with
+    /// the same variables ('years/*.mtab'), answered as one.
     dataset: PathBuf,
     /// Variable to count.
     var: String,
@@ -29,7 +30,7 @@ pub struct Args {
 
 /// Counts and prints, row by row as they are formatted.
 pub fn run(a: Args) -> Result<()> {
-    let ds = open(&a.dataset)?;
+    let ds = open_all(&a.dataset)?;
     let req =
         a.q.request(Analysis::Freq { var: a.var.clone() }, a.include_missing);
     let Answer::Freq(f) = run_timed(&ds, &req, &a.q)? else {

@@ -1,6 +1,6 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
-use crate::common::{open, run_timed, weight_note, write_json, Format, QueryArgs};
+use crate::common::{open_all, run_timed, weight_note, write_json, Format, QueryArgs};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -13,7 +13,8 @@ use std::path::PathBuf;
 /// Arguments of `means`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory.
+    /// Dataset directory, or a quoted pattern naming several datasets with
+    /// the same variables ('years/*.mtab'), answered as one.
     dataset: PathBuf,
     /// Analysis variable.
     var: String,
@@ -26,7 +27,7 @@ pub struct Args {
 
 /// Computes and prints, group by group.
 pub fn run(a: Args) -> Result<()> {
-    let ds = open(&a.dataset)?;
+    let ds = open_all(&a.dataset)?;
     let by: Vec<String> =
         a.by.iter()
             .flat_map(|b| b.split_whitespace().map(String::from))

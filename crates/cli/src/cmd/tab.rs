@@ -1,6 +1,6 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
-use crate::common::{open, run_timed, weight_note, write_json, Format, QueryArgs};
+use crate::common::{open_all, run_timed, weight_note, write_json, Format, QueryArgs};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -35,7 +35,8 @@ impl From<Pct> for microtab_analysis::Pct {
 /// Arguments of `tab`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory.
+    /// Dataset directory, or a quoted pattern naming several datasets with
+    /// the same variables ('years/*.mtab'), answered as one.
     dataset: PathBuf,
     /// Row variable.
     row: String,
@@ -62,7 +63,7 @@ pub struct Args {
 
 /// Tabulates and prints, table by table as they are cut from the cube.
 pub fn run(a: Args) -> Result<()> {
-    let ds = open(&a.dataset)?;
+    let ds = open_all(&a.dataset)?;
     let req = a.q.request(
         Analysis::Tab {
             row: a.row.clone(),

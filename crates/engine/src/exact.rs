@@ -1,0 +1,531 @@
+//! Exact sums of floating-point numbers, for results that must not depend
+//! on how rows were split (partial results, [`crate::Partial`]).
+//!
+//! An [`ExactSum`] is a fixed-point number wide enough for any sum of
+//! finite `f64` values and `i128` integers: 32-bit digits ("chunks") at
+//! bit positions from 2⁻¹⁰⁸⁸ upwards, each kept in an `i64` so that up to
+//! 2²⁹ additions need no carry (the design of Neal's "small
+//! superaccumulator", arXiv:1505.05571). Only the chunks a sum touches are
+//! stored (a window that grows as needed), so a sum of values of similar
+//! magnitude costs a few words. Adding is exact; so the sum of any
+//! multiset of values is one number whatever the order or grouping, and
+//! its normalized form (unique: every chunk but the top in `[0, 2³²)`, the
+//! top in `[−2³¹, 2³¹)`, no zero chunk at either end) is identical bit for
+//! bit. [`ExactSum::to_f64`] rounds it once, to nearest.
+//!
+//! Products are added exactly too: [`two_prod`] splits `a·b` into a
+//! rounded product and its exact error (Dekker), both of which are added.
+
+use serde::{Deserialize, Serialize};
+
+/// Bit position of 2⁰ (a multiple of 32 at least 1074, so the smallest
+/// subnormal lies at position 14).
+const BIAS: i32 = 1088;
+/// Additions after which the chunks are normalized (carries propagated).
+const CARRY_EVERY: u32 = 1 << 29;
+
+/// An exact sum (see the module documentation).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(try_from = "Repr", into = "Repr")]
+pub struct ExactSum {
+    /// Index of the lowest chunk stored.
+    lo: i32,
+    /// Chunks `lo..lo + len`, least significant first.
+    chunks: Vec<i64>,
+    /// Additions since the last normalization.
+    pending: u32,
+}
+
+/// The serialized form: the normalized chunks.
+#[derive(Serialize, Deserialize)]
+struct Repr {
+    lo: i32,
+    chunks: Vec<i64>,
+}
+
+impl From<ExactSum> for Repr {
+    fn from(mut s: ExactSum) -> Repr {
+        s.normalize();
+        Repr {
+            lo: s.lo,
+            chunks: s.chunks,
+        }
+    }
+}
+
+impl TryFrom<Repr> for ExactSum {
+    type Error = String;
+    fn try_from(r: Repr) -> Result<Self, String> {
+        let n = r.chunks.len();
+        let ok = r.chunks.iter().enumerate().all(|(i, &c)| {
+            if i + 1 < n {
+                (0..1 << 32).contains(&c)
+            } else {
+                (-(1 << 31)..1 << 31).contains(&c)
+            }
+        }) && r.lo >= 0
+            && r.lo as usize + n <= 80;
+        if !ok {
+            return Err(
+                "an exact sum's chunks are out of range (the partial result is damaged)".into(),
+            );
+        }
+        let mut s = ExactSum {
+            lo: r.lo,
+            chunks: r.chunks,
+            pending: 0,
+        };
+        s.normalize();
+        Ok(s)
+    }
+}
+
+impl PartialEq for ExactSum {
+    fn eq(&self, o: &Self) -> bool {
+        let (mut a, mut b) = (self.clone(), o.clone());
+        a.normalize();
+        b.normalize();
+        a.lo == b.lo && a.chunks == b.chunks
+    }
+}
+
+impl ExactSum {
+    /// Makes chunks `a..b` present.
+    #[inline]
+    fn reserve(&mut self, a: i32, b: i32) {
+        if a >= self.lo && b <= self.lo + self.chunks.len() as i32 {
+            return;
+        }
+        self.grow(a, b);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, a: i32, b: i32) {
+        if self.chunks.is_empty() {
+            self.lo = a;
+            self.chunks.resize((b - a) as usize, 0);
+            return;
+        }
+        if a < self.lo {
+            let k = (self.lo - a) as usize;
+            self.chunks.splice(0..0, std::iter::repeat_n(0, k));
+            self.lo = a;
+        }
+        let hi = self.lo + self.chunks.len() as i32;
+        if b > hi {
+            self.chunks.resize(self.chunks.len() + (b - hi) as usize, 0);
+        }
+    }
+
+    #[inline]
+    fn counted(&mut self) {
+        self.pending += 1;
+        if self.pending >= CARRY_EVERY {
+            self.normalize();
+        }
+    }
+
+    /// Adds a finite `x` exactly (NaN and infinities are never added: the
+    /// scan leaves them out as missing).
+    #[inline]
+    pub fn add_f64(&mut self, x: f64) {
+        self.add_f64_uncounted(x);
+        self.counted();
+    }
+
+    /// [`add_f64`](Self::add_f64) without counting towards the next carry
+    /// propagation: the caller calls [`carry_after`](Self::carry_after)
+    /// for every at most 4 of these.
+    #[inline]
+    pub(crate) fn add_f64_uncounted(&mut self, x: f64) {
+        let bits = x.to_bits();
+        if bits << 1 == 0 {
+            return;
+        }
+        let e = ((bits >> 52) & 0x7ff) as i32;
+        debug_assert!(e != 0x7ff, "not finite");
+        let m = (bits & ((1u64 << 52) - 1)) | (((e != 0) as u64) << 52);
+        // x = m · 2^(max(e,1) − 1075): m's lowest bit is at this position.
+        let p = e.max(1) + 13;
+        let (c, s) = (p >> 5, (p & 31) as u32);
+        // m · 2^s (at most 85 bits) in three 32-bit pieces.
+        let lo = m << s;
+        let hi = (m >> 1) >> (63 - s);
+        // Negative values subtract: (v ^ n) − n negates when n = −1.
+        let n = (bits as i64) >> 63;
+        let neg = |v: u64| ((v as i64) ^ n) - n;
+        self.reserve(c, c + 3);
+        let base = (c - self.lo) as usize;
+        if let Some(t) = self.chunks.get_mut(base..base + 3) {
+            t[0] += neg(lo & 0xffff_ffff);
+            t[1] += neg(lo >> 32);
+            t[2] += neg(hi);
+        }
+    }
+
+    /// Counts one row's (at most 4) uncounted additions.
+    #[inline]
+    pub(crate) fn carry_after(&mut self) {
+        self.pending += 4;
+        if self.pending >= CARRY_EVERY {
+            self.normalize();
+        }
+    }
+
+    /// Adds an integer exactly.
+    pub fn add_i128(&mut self, v: i128) {
+        if v == 0 {
+            return;
+        }
+        let c = BIAS >> 5;
+        self.reserve(c, c + 4);
+        let base = (c - self.lo) as usize;
+        let u = v as u128;
+        let pieces = [
+            (u & 0xffff_ffff) as i64,
+            ((u >> 32) & 0xffff_ffff) as i64,
+            ((u >> 64) & 0xffff_ffff) as i64,
+            (v >> 96) as i64,
+        ];
+        for (d, p) in self.chunks[base..base + 4].iter_mut().zip(pieces) {
+            *d += p;
+        }
+        self.counted();
+    }
+
+    /// Adds another exact sum.
+    pub fn add(&mut self, o: &ExactSum) {
+        if o.chunks.is_empty() {
+            return;
+        }
+        let mut o = o.clone();
+        o.normalize();
+        self.normalize();
+        if o.chunks.is_empty() {
+            return;
+        }
+        self.reserve(o.lo, o.lo + o.chunks.len() as i32);
+        let base = (o.lo - self.lo) as usize;
+        for (d, s) in self.chunks[base..].iter_mut().zip(&o.chunks) {
+            *d += s;
+        }
+        self.normalize();
+    }
+
+    /// Multiplies by `f` (at most 10,000) exactly: used to bring sums with
+    /// different implied decimals to one scale.
+    pub fn mul_small(&mut self, f: u32) {
+        assert!(f <= 10_000);
+        self.normalize();
+        for d in &mut self.chunks {
+            *d *= f as i64;
+        }
+        self.normalize();
+    }
+
+    /// Whether the sum is zero.
+    pub fn is_zero(&self) -> bool {
+        self.chunks.iter().all(|&c| c == 0)
+    }
+
+    /// Propagates carries and trims, giving the unique normalized form.
+    pub fn normalize(&mut self) {
+        self.pending = 0;
+        let n = self.chunks.len();
+        if n == 0 {
+            return;
+        }
+        for i in 0..n - 1 {
+            let c = self.chunks[i] >> 32;
+            self.chunks[i] -= c << 32;
+            self.chunks[i + 1] += c;
+        }
+        // The top chunk keeps the sign; split it while it is too wide.
+        loop {
+            let t = *self.chunks.last().expect("non-empty");
+            if (-(1i64 << 31)..1i64 << 31).contains(&t) {
+                break;
+            }
+            let c = t >> 32;
+            *self.chunks.last_mut().expect("non-empty") = t - (c << 32);
+            self.chunks.push(c);
+        }
+        // Drop redundant sign chunks.
+        while self.chunks.len() >= 2 {
+            let n = self.chunks.len();
+            let (u, t) = (self.chunks[n - 2], self.chunks[n - 1]);
+            if t == 0 && u < 1 << 31 {
+                self.chunks.pop();
+            } else if t == -1 && u >= 1 << 31 {
+                self.chunks.pop();
+                *self.chunks.last_mut().expect("non-empty") = u - (1 << 32);
+            } else {
+                break;
+            }
+        }
+        if self.chunks.len() == 1 && self.chunks[0] == 0 {
+            self.chunks.clear();
+        }
+        // Drop zero chunks at the bottom.
+        let z = self.chunks.iter().take_while(|&&c| c == 0).count();
+        if z > 0 {
+            self.chunks.drain(..z);
+            self.lo += z as i32;
+        }
+        if self.chunks.is_empty() {
+            self.lo = 0;
+        }
+    }
+
+    /// The sum rounded once to the nearest `f64` (ties to even; beyond the
+    /// `f64` range, ±infinity).
+    pub fn to_f64(&self) -> f64 {
+        let mut s = self.clone();
+        s.normalize();
+        if s.chunks.is_empty() {
+            return 0.0;
+        }
+        let neg = *s.chunks.last().expect("non-empty") < 0;
+        if neg {
+            for d in &mut s.chunks {
+                *d = -*d;
+            }
+            s.normalize();
+        }
+        let h = s.chunks.len() - 1;
+        // The top four chunks (at least 97 significant bits), and a sticky
+        // bit for anything below them: rounding the 128-bit integer then
+        // rounds the whole sum correctly.
+        let mut acc: u128 = 0;
+        for k in 0..4 {
+            if let Some(i) = h.checked_sub(k) {
+                acc |= (s.chunks[i] as u128) << (32 * (3 - k));
+            }
+        }
+        if h >= 4 && s.chunks[..h - 3].iter().any(|&c| c != 0) {
+            acc |= 1;
+        }
+        let exp = 32 * (s.lo + h as i32 - 3) - BIAS;
+        let v = ldexp(acc as f64, exp);
+        if neg {
+            -v
+        } else {
+            v
+        }
+    }
+
+    /// The sum as a double-double `(hi, lo)`: `hi` the rounded sum, `lo`
+    /// the rounded rest.
+    pub fn to_dd(&self) -> (f64, f64) {
+        let hi = self.to_f64();
+        if !hi.is_finite() {
+            return (hi, 0.0);
+        }
+        let mut r = self.clone();
+        r.add_f64(-hi);
+        (hi, r.to_f64())
+    }
+
+    /// The sum as an `i128` when it is an integer that fits.
+    pub fn to_i128(&self) -> Option<i128> {
+        let mut s = self.clone();
+        s.normalize();
+        if s.chunks.is_empty() {
+            return Some(0);
+        }
+        let c0 = BIAS >> 5;
+        if s.lo < c0 || s.lo + s.chunks.len() as i32 > c0 + 4 {
+            return None;
+        }
+        let mut v: i128 = 0;
+        for (i, &d) in s.chunks.iter().enumerate().rev() {
+            let shift = 32 * (s.lo - c0 + i as i32) as u32;
+            v = v.checked_add((d as i128).checked_shl(shift)?)?;
+        }
+        Some(v)
+    }
+}
+
+/// `x · 2^e`, exact unless the result overflows or is subnormal.
+fn ldexp(mut x: f64, mut e: i32) -> f64 {
+    let p = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    while e > 1000 {
+        x *= p(1000);
+        e -= 1000;
+    }
+    while e < -1000 {
+        x *= p(-1000);
+        e += 1000;
+    }
+    x * p(e)
+}
+
+/// Splits `a` into two halves of 26 significant bits (Veltkamp).
+#[inline]
+fn split(a: f64) -> (f64, f64) {
+    let c = 134_217_729.0 * a;
+    let hi = c - (c - a);
+    (hi, a - hi)
+}
+
+/// `a·b` as the rounded product and its exact error: `a·b = p + e`
+/// (Dekker; exact unless the product overflows or underflows).
+#[inline]
+pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    let p = a * b;
+    let (ah, al) = split(a);
+    let (bh, bl) = split(b);
+    let e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    (p, e)
+}
+
+/// `a + b` as the rounded sum and its exact error (Knuth).
+#[inline]
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// A double-double number.
+type Dd = (f64, f64);
+
+fn dd_mul(a: Dd, b: Dd) -> Dd {
+    let (p, e) = two_prod(a.0, b.0);
+    two_sum(p, e + (a.0 * b.1 + a.1 * b.0))
+}
+
+fn dd_sub(a: Dd, b: Dd) -> Dd {
+    let (s, e) = two_sum(a.0, -b.0);
+    two_sum(s, e + (a.1 - b.1))
+}
+
+fn dd_div(a: Dd, b: Dd) -> Dd {
+    let q1 = a.0 / b.0;
+    let r = dd_sub(a, dd_mul((q1, 0.0), b));
+    let q2 = r.0 / b.0;
+    two_sum(q1, q2)
+}
+
+/// Mean and sum of squared deviations `(Σwx/Σw, Σwx² − (Σwx)²/Σw)` from
+/// exact sums, in double-double arithmetic (so they depend only on the
+/// sums, and the subtraction does not cancel the digits away).
+pub(crate) fn mean_m2(w: &ExactSum, wx: &ExactSum, wxx: &ExactSum) -> (f64, f64) {
+    let (w, s1, s2) = (w.to_dd(), wx.to_dd(), wxx.to_dd());
+    if w.0 == 0.0 {
+        return (0.0, 0.0);
+    }
+    let mean = dd_div(s1, w);
+    let m2 = dd_sub(s2, dd_mul(s1, mean));
+    (mean.0 + mean.1, m2.0 + m2.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(xs: &[f64]) -> ExactSum {
+        let mut s = ExactSum::default();
+        for &x in xs {
+            s.add_f64(x);
+        }
+        s
+    }
+
+    #[test]
+    fn cancellation_and_extremes() {
+        assert_eq!(sum(&[1e300, 1.0, -1e300]).to_f64(), 1.0);
+        assert_eq!(sum(&[f64::MAX, -f64::MAX, 5e-324]).to_f64(), 5e-324);
+        // math.fsum([0.1, 0.2, -0.3]) (Python's exactly rounded sum).
+        assert_eq!(sum(&[0.1, 0.2, -0.3]).to_f64(), 2.7755575615628914e-17);
+        assert_eq!(sum(&[f64::MAX, f64::MAX]).to_f64(), f64::INFINITY);
+        assert_eq!(sum(&[-3.5]).to_f64(), -3.5);
+        assert!(sum(&[2.0, -2.0]).is_zero());
+        assert_eq!(sum(&[]).to_f64(), 0.0);
+    }
+
+    #[test]
+    fn integers_exact() {
+        let mut s = ExactSum::default();
+        s.add_i128(i128::MAX / 3);
+        s.add_i128(-(i128::MAX / 3));
+        s.add_i128(-7);
+        assert_eq!(s.to_i128(), Some(-7));
+        s.add_f64(0.5);
+        assert_eq!(s.to_i128(), None);
+        assert_eq!(s.to_f64(), -6.5);
+        let mut t = ExactSum::default();
+        t.add_i128(i128::MAX);
+        assert_eq!(t.to_i128(), Some(i128::MAX));
+        t.mul_small(10);
+        assert_eq!(t.to_f64(), i128::MAX as f64 * 10.0);
+    }
+
+    /// Sums of random multiples of 2^-40 (exact in i128 scaled by 2^40):
+    /// any order and grouping gives the same normalized sum, equal to the
+    /// integer oracle, and rounding matches the integer's rounding.
+    #[test]
+    fn order_independent_against_integer_oracle() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..200 {
+            let n = rng.usize(0..300);
+            let ints: Vec<i64> = (0..n)
+                .map(|_| rng.i64(-(1 << 52)..(1 << 52)) >> rng.u32(0..52))
+                .collect();
+            let xs: Vec<f64> = ints.iter().map(|&i| i as f64 * 2f64.powi(-40)).collect();
+            let exact: i128 = ints.iter().map(|&i| i as i128).sum();
+            let a = sum(&xs);
+            let mut ys = xs.clone();
+            rng.shuffle(&mut ys);
+            let cut = rng.usize(0..=ys.len());
+            let mut b = sum(&ys[..cut]);
+            b.add(&sum(&ys[cut..]));
+            assert_eq!(a, b);
+            assert_eq!(a.to_f64(), exact as f64 * 2f64.powi(-40));
+            let mut scaled = a.clone();
+            scaled.add_f64(0.0);
+            let back = serde_json::to_string(&scaled).unwrap();
+            let c: ExactSum = serde_json::from_str(&back).unwrap();
+            assert_eq!(c, a);
+        }
+    }
+
+    #[test]
+    fn products_exact() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        for _ in 0..1000 {
+            let a = (rng.i64(-(1 << 30)..(1 << 30))) as f64;
+            let b = (rng.i64(-(1 << 30)..(1 << 30))) as f64 / 1024.0;
+            let (p, e) = two_prod(a, b);
+            let mut s = ExactSum::default();
+            s.add_f64(p);
+            s.add_f64(e);
+            s.mul_small(1024);
+            assert_eq!(s.to_i128(), Some(a as i128 * (b * 1024.0) as i128));
+        }
+    }
+
+    #[test]
+    fn mean_and_m2() {
+        // Values 1e9 + {1,2,3}: a naive Σx² − (Σx)²/n loses every digit.
+        let xs = [1e9 + 1.0, 1e9 + 2.0, 1e9 + 3.0];
+        let (mut w, mut s1, mut s2) = Default::default();
+        for x in xs {
+            ExactSum::add_f64(&mut w, 1.0);
+            ExactSum::add_f64(&mut s1, x);
+            let (p, e) = two_prod(x, x);
+            ExactSum::add_f64(&mut s2, p);
+            ExactSum::add_f64(&mut s2, e);
+        }
+        let (m, m2) = mean_m2(&w, &s1, &s2);
+        assert_eq!(m, 1e9 + 2.0);
+        assert_eq!(m2, 2.0);
+    }
+
+    #[test]
+    fn damaged_repr_refused() {
+        assert!(serde_json::from_str::<ExactSum>(r#"{"lo":34,"chunks":[5000000000,1]}"#).is_err());
+        assert!(serde_json::from_str::<ExactSum>(r#"{"lo":34,"chunks":[5,1]}"#).is_ok());
+    }
+}

@@ -1,0 +1,625 @@
+//! Partial results: a query's cube over part of the rows (a row range, or
+//! one of several datasets with the same variables), kept exactly so that
+//! partials merge in any order and grouping into the same bits.
+//!
+//! A [`Partial`] keeps each grouping's categories by value (string codes
+//! differ between datasets), record counts, and the sums a result needs
+//! (Σw, Σw·x, Σw·x²) exactly: as integers in stored units when every value
+//! is an integer (implied decimals included) and the sums cannot overflow,
+//! else as [`ExactSum`]s (exact sums of floating-point values). [`merge`]
+//! adds them; [`Partial::finish`] rounds once, into the [`Cube`] a whole
+//! query gives. Integer sums finish through the same formulas as
+//! [`crate::run`], so a dataset's partials merged equal its whole query
+//! bit for bit; float sums are exact in a partial and rounded once, where
+//! [`crate::run`] sums in `f64` lanes (the two agree to about 1e-15
+//! relative).
+//!
+//! [`merge`]: Partial::merge
+
+use crate::acc::{Acc, ExactCell};
+use crate::cube::{Cube, Dim, Layout, Moments};
+use crate::exact::{mean_m2, ExactSum};
+use crate::physical::Plan;
+use crate::plan::DimPlan;
+use crate::value::{Category, Value};
+use crate::{Error, Result};
+use microtab_store::{Column, Kind, PhysType, Variable};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+
+/// A grouping dimension of a partial result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialDim {
+    /// Variable name.
+    pub name: String,
+    /// Variable label.
+    pub label: Option<String>,
+    /// Variable kind (strings merge with strings, numbers with numbers).
+    pub kind: Kind,
+    /// Categories with rows, in value order (system-missing last).
+    pub categories: Vec<Category>,
+}
+
+/// A weight or analysis variable of a partial result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summed {
+    /// Variable name.
+    pub name: String,
+    /// Variable label.
+    pub label: Option<String>,
+    /// Implied decimals of the sums' stored units (0 for floats).
+    pub decimals: u32,
+}
+
+/// Per-cell sums of a partial result, in stored units: Σw (of the weight,
+/// or of 1 for unweighted means), Σw·x and Σw·x² (with an analysis
+/// variable; empty otherwise).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sums {
+    /// Unweighted counts only.
+    None,
+    /// Integer sums.
+    Int {
+        /// Σw per cell.
+        w: Vec<i128>,
+        /// Σw·x per cell.
+        wx: Vec<i128>,
+        /// Σw·x² per cell.
+        wxx: Vec<i128>,
+    },
+    /// Exact sums of floating-point values.
+    Exact {
+        /// Σw per cell.
+        w: Vec<ExactSum>,
+        /// Σw·x per cell.
+        wx: Vec<ExactSum>,
+        /// Σw·x² per cell.
+        wxx: Vec<ExactSum>,
+    },
+}
+
+/// A query's result over part of the rows, ready to merge (see the module
+/// documentation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partial {
+    /// Grouping dimensions, outermost first.
+    pub dims: Vec<PartialDim>,
+    /// The weight.
+    pub weight: Option<Summed>,
+    /// The analysis variable.
+    pub measure: Option<Summed>,
+    /// Records per cell (dense over the dimensions' categories).
+    pub counts: Vec<u64>,
+    /// Sums per cell.
+    pub sums: Sums,
+    /// Rows the partial covers (before filters).
+    pub rows: u64,
+}
+
+/// Cells at indexes `dst` of a merged cube receive cell `src` of a part.
+fn cell_map(maps: &[Vec<usize>], shape: &[usize]) -> Vec<usize> {
+    let n: usize = maps.iter().map(Vec::len).product();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; maps.len()];
+    for _ in 0..n {
+        let mut dst = 0;
+        for (d, &i) in idx.iter().enumerate() {
+            dst = dst * shape[d] + maps[d][i];
+        }
+        out.push(dst);
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < maps[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Order of category values: numbers by value (integers and decimals
+/// compared exactly), text by bytes, system-missing last.
+fn cmp_value(a: &Value, b: &Value) -> Ordering {
+    use Value::*;
+    match (a, b) {
+        (Null, Null) => Ordering::Equal,
+        (Null, _) => Ordering::Greater,
+        (_, Null) => Ordering::Less,
+        (Str(x), Str(y)) => x.cmp(y),
+        (Int(x), Int(y)) => x.cmp(y),
+        (Num(x), Num(y)) => x.total_cmp(y),
+        (Int(i), Num(x)) => cmp_int_num(*i, *x),
+        (Num(x), Int(i)) => cmp_int_num(*i, *x).reverse(),
+        // Kinds are checked before categories are merged.
+        (Str(_), _) => Ordering::Greater,
+        (_, Str(_)) => Ordering::Less,
+    }
+}
+
+fn cmp_int_num(i: i64, x: f64) -> Ordering {
+    let f = i as f64;
+    match f.total_cmp(&x) {
+        Ordering::Equal => (i as i128).cmp(&(x as i128)),
+        o => o,
+    }
+}
+
+/// One of two differing labels, the same whichever side each is on.
+fn pick_label(a: &Option<String>, b: &Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y).clone()),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    }
+}
+
+fn pick_category(a: &Category, b: &Category) -> Category {
+    Category {
+        value: a.value.clone(),
+        display: if (a.display.len(), &a.display) <= (b.display.len(), &b.display) {
+            a.display.clone()
+        } else {
+            b.display.clone()
+        },
+        label: pick_label(&a.label, &b.label),
+        missing: a.missing || b.missing,
+    }
+}
+
+fn pick_name(a: &str, b: &str) -> String {
+    a.min(b).to_string()
+}
+
+impl Sums {
+    fn cells(&self) -> usize {
+        match self {
+            Sums::None => 0,
+            Sums::Int { w, .. } => w.len(),
+            Sums::Exact { w, .. } => w.len(),
+        }
+    }
+
+    fn to_exact(&self) -> Sums {
+        let conv = |v: &[i128]| -> Vec<ExactSum> {
+            v.iter()
+                .map(|&i| {
+                    let mut s = ExactSum::default();
+                    s.add_i128(i);
+                    s
+                })
+                .collect()
+        };
+        match self {
+            Sums::Int { w, wx, wxx } => Sums::Exact {
+                w: conv(w),
+                wx: conv(wx),
+                wxx: conv(wxx),
+            },
+            s => s.clone(),
+        }
+    }
+
+    /// Multiplies the sums by `10^fw` (Σw), `10^(fw+fx)` (Σw·x) and
+    /// `10^(fw+2fx)` (Σw·x²): a change of stored units. Integers that
+    /// would overflow turn into exact sums.
+    fn rescale(&mut self, fw: u32, fx: u32) {
+        if fw == 0 && fx == 0 {
+            return;
+        }
+        let pows = [fw, fw + fx, fw + 2 * fx];
+        if let Sums::Int { w, wx, wxx } = self {
+            let ok = [&mut *w, &mut *wx, &mut *wxx]
+                .iter()
+                .zip(pows)
+                .all(|(v, k)| {
+                    v.iter().all(|&i| {
+                        10i128
+                            .checked_pow(k)
+                            .and_then(|p| i.checked_mul(p))
+                            .is_some()
+                    })
+                });
+            if ok {
+                for (v, k) in [w, wx, wxx].into_iter().zip(pows) {
+                    for i in v.iter_mut() {
+                        *i *= 10i128.pow(k);
+                    }
+                }
+                return;
+            }
+            *self = self.to_exact();
+        }
+        if let Sums::Exact { w, wx, wxx } = self {
+            for (v, k) in [w, wx, wxx].into_iter().zip(pows) {
+                for s in v.iter_mut() {
+                    for _ in 0..k {
+                        s.mul_small(10);
+                    }
+                }
+            }
+        }
+    }
+
+    fn empty_like(&self, n: usize, measured: bool) -> Sums {
+        let m = if measured { n } else { 0 };
+        match self {
+            Sums::None => Sums::None,
+            Sums::Int { .. } => Sums::Int {
+                w: vec![0; n],
+                wx: vec![0; m],
+                wxx: vec![0; m],
+            },
+            Sums::Exact { .. } => Sums::Exact {
+                w: vec![ExactSum::default(); n],
+                wx: vec![ExactSum::default(); m],
+                wxx: vec![ExactSum::default(); m],
+            },
+        }
+    }
+
+    /// Adds this part's cell `src` into `into`'s cell `dst`.
+    fn add_cell(&self, src: usize, into: &mut Sums, dst: usize) {
+        match (self, into) {
+            (Sums::None, _) => {}
+            (
+                Sums::Int { w, wx, wxx },
+                Sums::Int {
+                    w: a,
+                    wx: b,
+                    wxx: c,
+                },
+            ) => {
+                a[dst] = a[dst].wrapping_add(w[src]);
+                if !wx.is_empty() {
+                    b[dst] = b[dst].wrapping_add(wx[src]);
+                    c[dst] = c[dst].wrapping_add(wxx[src]);
+                }
+            }
+            (
+                Sums::Exact { w, wx, wxx },
+                Sums::Exact {
+                    w: a,
+                    wx: b,
+                    wxx: c,
+                },
+            ) => {
+                a[dst].add(&w[src]);
+                if !wx.is_empty() {
+                    b[dst].add(&wx[src]);
+                    c[dst].add(&wxx[src]);
+                }
+            }
+            _ => unreachable!("sums brought to one kind before adding"),
+        }
+    }
+
+    /// Whether integer sums could overflow when `a` and `b` are added
+    /// (then both are merged as exact sums).
+    fn may_overflow(a: &Sums, b: &Sums) -> bool {
+        let big = |s: &Sums| match s {
+            Sums::Int { w, wx, wxx } => w
+                .iter()
+                .chain(wx)
+                .chain(wxx)
+                .map(|i| i.unsigned_abs())
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        };
+        big(a).max(big(b)) >= 1u128 << 125
+    }
+}
+
+impl Partial {
+    /// Merges two partial results of the same query (over different rows
+    /// or datasets). Exact, associative and commutative: any grouping and
+    /// order of merges gives the same bits. Categories are united by value;
+    /// where the parts' codebooks differ, the label and display kept are
+    /// chosen by a rule that does not depend on the order (a label over
+    /// none, else the smaller). Errors when the parts are of different
+    /// queries or a variable is text in one part and numbers in another.
+    pub fn merge(self, o: Partial) -> Result<Partial> {
+        let (mut a, mut b) = (self, o);
+        let mismatch =
+            |what: String| Error::Invalid(format!("cannot merge partial results: {what}"));
+        if a.dims.len() != b.dims.len() {
+            return Err(mismatch(format!(
+                "one groups by {} variables, the other by {}",
+                a.dims.len(),
+                b.dims.len()
+            )));
+        }
+        for (x, y) in a.dims.iter().zip(&b.dims) {
+            if !x.name.eq_ignore_ascii_case(&y.name) {
+                return Err(mismatch(format!(
+                    "one groups by {}, the other by {}",
+                    x.name, y.name
+                )));
+            }
+            if (x.kind == Kind::String) != (y.kind == Kind::String) {
+                return Err(mismatch(format!(
+                    "{} is text in one part and numbers in the other",
+                    x.name
+                )));
+            }
+        }
+        let same = |x: &Option<Summed>, y: &Option<Summed>, role: &str| -> Result<()> {
+            match (x, y) {
+                (None, None) => Ok(()),
+                (Some(x), Some(y)) if x.name.eq_ignore_ascii_case(&y.name) => Ok(()),
+                _ => Err(mismatch(format!(
+                    "the {role} differs ({} and {})",
+                    x.as_ref().map_or("none", |s| &s.name),
+                    y.as_ref().map_or("none", |s| &s.name)
+                ))),
+            }
+        };
+        same(&a.weight, &b.weight, "weight")?;
+        same(&a.measure, &b.measure, "analysis variable")?;
+        // One set of stored units: the larger number of decimals.
+        let dec = |s: &Option<Summed>| s.as_ref().map_or(0, |s| s.decimals);
+        let (wd, xd) = (
+            dec(&a.weight).max(dec(&b.weight)),
+            dec(&a.measure).max(dec(&b.measure)),
+        );
+        for p in [&mut a, &mut b] {
+            let (fw, fx) = (wd - dec(&p.weight), xd - dec(&p.measure));
+            p.sums.rescale(fw, fx);
+        }
+        // One kind of sums.
+        let exact = matches!(a.sums, Sums::Exact { .. })
+            || matches!(b.sums, Sums::Exact { .. })
+            || Sums::may_overflow(&a.sums, &b.sums);
+        if exact {
+            a.sums = a.sums.to_exact();
+            b.sums = b.sums.to_exact();
+        }
+        // United categories, and where each part's go.
+        let mut dims = Vec::with_capacity(a.dims.len());
+        let mut maps_a = Vec::new();
+        let mut maps_b = Vec::new();
+        for (x, y) in a.dims.iter().zip(&b.dims) {
+            let (mut i, mut j) = (0, 0);
+            let mut cats = Vec::new();
+            let (mut ma, mut mb) = (Vec::new(), Vec::new());
+            while i < x.categories.len() || j < y.categories.len() {
+                let o = match (x.categories.get(i), y.categories.get(j)) {
+                    (Some(p), Some(q)) => cmp_value(&p.value, &q.value),
+                    (Some(_), None) => Ordering::Less,
+                    _ => Ordering::Greater,
+                };
+                match o {
+                    Ordering::Less => {
+                        cats.push(x.categories[i].clone());
+                        ma.push(cats.len() - 1);
+                        i += 1;
+                    }
+                    Ordering::Greater => {
+                        cats.push(y.categories[j].clone());
+                        mb.push(cats.len() - 1);
+                        j += 1;
+                    }
+                    Ordering::Equal => {
+                        cats.push(pick_category(&x.categories[i], &y.categories[j]));
+                        ma.push(cats.len() - 1);
+                        mb.push(cats.len() - 1);
+                        i += 1;
+                        j += 1;
+                    }
+                }
+            }
+            dims.push(PartialDim {
+                name: pick_name(&x.name, &y.name),
+                label: pick_label(&x.label, &y.label),
+                kind: if x.kind == y.kind {
+                    x.kind
+                } else {
+                    Kind::Float
+                },
+                categories: cats,
+            });
+            maps_a.push(ma);
+            maps_b.push(mb);
+        }
+        let shape: Vec<usize> = dims.iter().map(|d| d.categories.len()).collect();
+        let n: usize = if dims.is_empty() {
+            1
+        } else {
+            shape.iter().product()
+        };
+        let measured = a.measure.is_some();
+        let mut counts = vec![0u64; n];
+        let mut sums = a.sums.empty_like(n, measured);
+        for (p, maps) in [(&a, &maps_a), (&b, &maps_b)] {
+            if p.counts.is_empty() {
+                continue;
+            }
+            let map = cell_map(maps, &shape);
+            for (src, &dst) in map.iter().enumerate() {
+                counts[dst] += p.counts[src];
+                if p.sums.cells() > 0 {
+                    p.sums.add_cell(src, &mut sums, dst);
+                }
+            }
+        }
+        let summed = |x: &Option<Summed>, y: &Option<Summed>, d: u32| {
+            x.as_ref().zip(y.as_ref()).map(|(x, y)| Summed {
+                name: pick_name(&x.name, &y.name),
+                label: pick_label(&x.label, &y.label),
+                decimals: d,
+            })
+        };
+        Ok(Partial {
+            weight: summed(&a.weight, &b.weight, wd),
+            measure: summed(&a.measure, &b.measure, xd),
+            dims,
+            counts,
+            sums,
+            rows: a.rows + b.rows,
+        })
+    }
+
+    /// The result: sums rounded once and scaled to displayed units.
+    pub fn finish(&self) -> Cube {
+        let n = self.counts.len();
+        let wscale = 10f64.powi(self.weight.as_ref().map_or(0, |s| s.decimals as i32));
+        let xscale = 10f64.powi(self.measure.as_ref().map_or(0, |s| s.decimals as i32));
+        let wsum = |c: usize| match &self.sums {
+            Sums::None => self.counts[c] as f64,
+            Sums::Int { w, .. } => w[c] as f64,
+            Sums::Exact { w, .. } => w[c].to_f64(),
+        };
+        let weighted = self
+            .weight
+            .as_ref()
+            .map(|_| (0..n).map(|c| wsum(c) / wscale).collect());
+        let moments = self.measure.as_ref().map(|_| {
+            (0..n)
+                .map(|c| {
+                    let m = match &self.sums {
+                        Sums::Int { w, wx, wxx } => match i64::try_from(w[c]) {
+                            Ok(wi) => ExactCell {
+                                n: self.counts[c],
+                                w: wi,
+                                wx: wx[c],
+                                wxx: wxx[c],
+                            }
+                            .moments(),
+                            Err(_) => exact_moments(self.counts[c], &self.sums.to_exact(), c),
+                        },
+                        s => exact_moments(self.counts[c], s, c),
+                    };
+                    m.scaled(wscale, xscale)
+                })
+                .collect()
+        });
+        let dims = self
+            .dims
+            .iter()
+            .map(|d| {
+                let mut var = Variable::new(&d.name, d.kind, PhysType::I64);
+                var.label = d.label.clone();
+                Dim {
+                    var,
+                    categories: d.categories.clone(),
+                }
+            })
+            .collect();
+        Cube {
+            dims,
+            counts: self.counts.clone(),
+            weighted,
+            moments,
+        }
+    }
+}
+
+/// Moments of cell `c` from exact sums (in stored units).
+fn exact_moments(n: u64, s: &Sums, c: usize) -> Moments {
+    let Sums::Exact { w, wx, wxx } = s else {
+        unreachable!("exact sums")
+    };
+    let wf = w[c].to_f64();
+    if w[c].is_zero() {
+        return Moments {
+            n,
+            ..Moments::default()
+        };
+    }
+    let (mean, m2) = mean_m2(&w[c], &wx[c], &wxx[c]);
+    Moments { n, w: wf, mean, m2 }
+}
+
+/// The partial result of a scan (see [`Plan::exact_floats`]).
+pub(crate) fn from_acc(
+    plans: Vec<DimPlan>,
+    acc: Acc,
+    plan: &Plan,
+    weight: Option<&Column>,
+    measure: Option<&Column>,
+    rows: u64,
+) -> Partial {
+    let layout = Layout::new(&plans, plan.cells, |c| acc.count(plan, c));
+    let total = layout.total;
+    let mut counts = vec![0u64; total];
+    let measured = measure.is_some();
+    let m = if measured { total } else { 0 };
+    let mut sums = if plan.exact_floats {
+        Sums::Exact {
+            w: vec![ExactSum::default(); total],
+            wx: vec![ExactSum::default(); m],
+            wxx: vec![ExactSum::default(); m],
+        }
+    } else if plan.exact || weight.is_some() {
+        Sums::Int {
+            w: vec![0; total],
+            wx: vec![0; m],
+            wxx: vec![0; m],
+        }
+    } else {
+        Sums::None
+    };
+    for c in 0..plan.cells {
+        let count = acc.count(plan, c);
+        if count == 0 {
+            continue;
+        }
+        let dst = layout.dst(c);
+        counts[dst] = count;
+        match &mut sums {
+            Sums::None => {}
+            Sums::Exact { w, wx, wxx } => {
+                let s = &acc.sup[c];
+                w[dst] = s.w.clone();
+                if measured {
+                    wx[dst] = s.wx.clone();
+                    wxx[dst] = s.wxx.clone();
+                }
+            }
+            Sums::Int { w, wx, wxx } => {
+                if plan.exact {
+                    let e = acc.exact_cell(c);
+                    w[dst] = e.w as i128;
+                    wx[dst] = e.wx;
+                    wxx[dst] = e.wxx;
+                } else {
+                    // Integer weights: integer lanes, and f64 lanes that
+                    // hold integers below 2^53 (`needs_exact_floats`).
+                    let l = c * crate::kernels::LANES..(c + 1) * crate::kernels::LANES;
+                    w[dst] = acc.wsum[l.clone()].iter().map(|&f| f as i128).sum::<i128>()
+                        + acc.wsum_int[l].iter().map(|&i| i as i128).sum::<i128>();
+                }
+            }
+        }
+    }
+    let summed = |c: Option<&Column>| {
+        c.map(|c| Summed {
+            name: c.var().name.clone(),
+            label: c.var().label.clone(),
+            decimals: if c.var().kind == Kind::Int {
+                c.var().decimals
+            } else {
+                0
+            },
+        })
+    };
+    let dims = layout
+        .dims(plans)
+        .into_iter()
+        .map(|d| PartialDim {
+            name: d.var.name,
+            label: d.var.label,
+            kind: d.var.kind,
+            categories: d.categories,
+        })
+        .collect();
+    Partial {
+        dims,
+        weight: summed(weight),
+        measure: summed(measure),
+        counts,
+        sums,
+        rows,
+    }
+}

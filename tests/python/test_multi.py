@@ -1,0 +1,146 @@
+"""Several datasets answered as one (`tab 'years/*.mtab' …`): exact partial
+results merged. Oracles: DuckDB over the union of the CSVs, math.fsum (the
+correctly rounded exact sum) for float weights, exact rational arithmetic
+(fractions.Fraction) for float means; and the dataset imported from all the
+CSVs at once, whose answer must be the same bits when the sums are
+integers."""
+
+import json
+import math
+import random
+from fractions import Fraction
+
+import duckdb
+import pytest
+
+from conftest import approx, make_dataset, run, run_json
+
+REGIONS = [
+    ["north", "south", "east"],
+    ["west", "south", "zz top"],
+    ["north", "", "Ostwestfalen-Lippe"],
+]
+HEADER = "YEAR,SEX,REGION,AGE,INC,PERWT,FW,X\n"
+
+
+def year_csv(k, rows, rng):
+    lines = [HEADER]
+    for _ in range(rows):
+        inc = 9999999 if rng.random() < 0.1 else rng.randint(-5000, 400000)
+        x = "" if rng.random() < 0.07 else repr((rng.random() - 0.2) * 1e5)
+        lines.append(
+            f"{2000 + k},{rng.randint(1, 2)},{rng.choice(REGIONS[k])},{rng.randint(0, 95)},"
+            f"{inc},{rng.randint(100, 99999) / 100:.2f},{repr(rng.random() * 300 + 1 / 3)},{x}\n"
+        )
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def years(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("years")
+    rng = random.Random(42)
+    texts = [year_csv(k, [30_000, 45_000, 17_000][k], rng) for k in range(3)]
+    paths = []
+    for k, t in enumerate(texts):
+        csv, _ = make_dataset(tmp / "y", f"{2000 + k}", t, "--missing", "INC=9999999")
+        paths.append(csv)
+    allcsv, whole = make_dataset(
+        tmp, "all", HEADER + "".join(t.split("\n", 1)[1] for t in texts), "--missing", "INC=9999999"
+    )
+    con = duckdb.connect()
+    con.execute(
+        f"CREATE TABLE d AS SELECT * FROM read_csv('{allcsv}', header=true, all_varchar=true)"
+    )
+    rows = con.execute("SELECT * FROM d").fetchall()
+    return tmp, con, rows, whole
+
+
+def glob(tmp):
+    return f"{tmp}/y/*.mtab"
+
+
+def test_tab_matches_duckdb_and_the_whole(years):
+    tmp, con, _, whole = years
+    res = run_json("tab", glob(tmp), "SEX", "REGION", "--weight", "PERWT")
+    exp = {
+        (int(s), r or ""): (n, float(w))
+        for s, r, n, w in con.execute(
+            "SELECT SEX, coalesce(REGION, ''), count(*), sum(PERWT::DECIMAL(18,2)) FROM d GROUP BY ALL"
+        ).fetchall()
+    }
+    t = res["tables"][0]
+    got = {}
+    for i, rv in enumerate(t["rows"]):
+        for j, cv in enumerate(t["cols"]):
+            if t["counts"][i][j]:
+                got[(rv["value"], cv["value"] or "")] = (t["counts"][i][j], t["weighted"][i][j])
+    # Empty REGION is system-missing: not a category unless asked for.
+    exp = {k: v for k, v in exp.items() if k[1] != ""}
+    assert got == exp
+    # The same bits as the dataset holding all the rows (integer sums).
+    one = run_json("tab", whole, "SEX", "REGION", "--weight", "PERWT")
+    assert res["dataset"].count(".mtab") == 3
+    res.pop("dataset")
+    one.pop("dataset")
+    assert res == one
+
+
+def test_float_weights_are_summed_exactly(years):
+    tmp, _, rows, _ = years
+    res = run_json("freq", glob(tmp), "REGION", "--weight", "FW")
+    sums = {}
+    for r in rows:
+        if r[2] is not None:
+            sums.setdefault(r[2], []).append(float(r[6]))
+    got = {r["value"]: r["weighted"] for r in res["rows"]}
+    # math.fsum is the correctly rounded exact sum: equal, not approximately.
+    assert got == {k: math.fsum(v) for k, v in sums.items()}
+    # Margins add the rounded cells (in category order): within an ulp or two.
+    assert res["total"]["weighted"] == approx(math.fsum(x for v in sums.values() for x in v), rel=1e-15)
+
+
+def test_float_means_against_exact_arithmetic(years):
+    tmp, _, rows, _ = years
+    res = run_json("means", glob(tmp), "X", "--by", "SEX", "--weight", "FW")
+    groups = {}
+    for r in rows:
+        if r[7] is not None:
+            groups.setdefault(int(r[1]), []).append((Fraction(float(r[6])), Fraction(float(r[7]))))
+    for g in res["groups"]:
+        v = groups[g["by"][0]["value"]]
+        sw = sum(w for w, _ in v)
+        mean = sum(w * x for w, x in v) / sw
+        m2 = sum(w * (x - mean) ** 2 for w, x in v)
+        assert g["n"] == len(v)
+        assert g["sum_weights"] == float(sw)
+        assert g["mean"] == approx(float(mean), rel=1e-15)
+        assert g["sd"] == approx(math.sqrt(float(m2 / (sw - 1))), rel=1e-13)
+
+
+def test_means_with_missing_codes_match_the_whole(years):
+    tmp, con, _, whole = years
+    a = run_json("means", glob(tmp), "INC", "--by", "REGION", "--weight", "PERWT", "--filter", "AGE(18-64)")
+    b = run_json("means", whole, "INC", "--by", "REGION", "--weight", "PERWT", "--filter", "AGE(18-64)")
+    a.pop("dataset")
+    b.pop("dataset")
+    assert a == b
+    n = con.execute(
+        "SELECT count(*) FROM d WHERE INC <> '9999999' AND REGION IS NOT NULL AND AGE::INT BETWEEN 18 AND 64"
+    ).fetchone()[0]
+    assert a["total"]["n"] == n
+
+
+def test_pattern_errors(years, tmp_path):
+    tmp, *_ = years
+    p = run("tab", f"{tmp}/nothing/*.mtab", "SEX", "REGION", ok=False)
+    assert "no dataset matches" in p.stderr
+    # A variable that is text in one dataset and numbers in another.
+    make_dataset(tmp_path / "m", "a", "SEX,REGION\n1,north\n2,south\n")
+    make_dataset(tmp_path / "m", "b", "SEX,REGION\n1,5\n2,6\n")
+    p = run("tab", f"{tmp_path}/m/*.mtab", "SEX", "REGION", ok=False)
+    assert "REGION is text in one part and numbers in the other" in p.stderr
+    # A variable missing from one dataset names it.
+    make_dataset(tmp_path / "n", "a", "SEX,REGION\n1,north\n")
+    make_dataset(tmp_path / "n", "b", "SEX,AREA\n1,north\n")
+    p = run("freq", f"{tmp_path}/n/*.mtab", "REGION", ok=False)
+    assert "REGION" in p.stderr and "b.mtab" in p.stderr
