@@ -3,10 +3,12 @@
 
 use crate::acc::Acc;
 use crate::cube::{compact, Cube};
-use crate::filter::resolve;
+use crate::filter::{resolve, Predicate};
 use crate::partial::{self, Partial};
 use crate::physical::*;
-use crate::plan::{dim_categories, dim_mapper, filter_mapper, specialize, DimPlan, Exclusion};
+use crate::plan::{
+    dim_categories, dim_mapper, filter_mapper, passes_all_valid, specialize, DimPlan, Exclusion,
+};
 use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, ScanOptions};
 use crate::{Error, Query, Result};
 use microtab_io::ReadPath;
@@ -80,6 +82,24 @@ fn execute<R>(
     if let Some(c) = &measure_col {
         numeric(c.var(), "an analysis variable")?;
     }
+    // Resolve the filters; drop those that pass every value their
+    // variable can have in the rows counted anyway (`INCTOT<9999999` in a
+    // mean of INCTOT, whose missing code is excluded already).
+    let excluded_anyway = |v: &microtab_store::Variable| {
+        let is = |c: &Option<Column>| c.as_ref().is_some_and(|c| c.var().name == v.name);
+        is(&measure_col)
+            || is(&weight_col)
+            || (!q.include_missing && dim_cols.iter().any(|c| c.var().name == v.name))
+    };
+    let mut filters_kept: Vec<(Column, Predicate)> = Vec::new();
+    for (t, c) in q.filter.iter().zip(filter_cols) {
+        let dict = dict_of(ds, c.var())?;
+        let pred = resolve(t, c.var(), &dict)?;
+        if !(excluded_anyway(c.var()) && passes_all_valid(c.var(), &pred)) {
+            filters_kept.push((c, pred));
+        }
+    }
+    let (filter_cols, preds): (Vec<Column>, Vec<Predicate>) = filters_kept.into_iter().unzip();
     let all_cols: Vec<&Column> = dim_cols
         .iter()
         .chain(&filter_cols)
@@ -144,9 +164,7 @@ fn execute<R>(
         strides[i] = strides[i + 1] * plans[i + 1].categories.len().max(1) as u32;
     }
     let mut filters = Vec::new();
-    for (t, c) in q.filter.iter().zip(&filter_cols) {
-        let dict = dict_of(ds, c.var())?;
-        let pred = resolve(t, c.var(), &dict)?;
+    for (pred, c) in preds.into_iter().zip(&filter_cols) {
         filters.push((c, specialize(filter_mapper(c.var(), pred), c.var().ty)));
     }
     let plan = Plan {

@@ -450,6 +450,17 @@ pub(crate) fn filter_mapper(var: &Variable, pred: Predicate) -> Mapper {
     }
 }
 
+/// Whether `pred` passes every value of `var` that is not missing (so on
+/// rows where `var` is excluded when missing anyway, it filters nothing).
+pub(crate) fn passes_all_valid(var: &Variable, pred: &Predicate) -> bool {
+    match pred {
+        Predicate::Ints(r) if var.kind != Kind::Float && var.min.is_some() => {
+            passing_ranges(var, r) == passing_ranges(var, &[(i64::MIN, i64::MAX)])
+        }
+        _ => false,
+    }
+}
+
 /// The stored values of an integer variable that pass the ranges `r`:
 /// within the variable's range, without its missing codes and null code,
 /// as sorted disjoint inclusive ranges.

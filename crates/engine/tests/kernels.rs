@@ -215,6 +215,11 @@ const FILTERS: &[(&str, Pred)] = &[
     ("X(-100-5000)", |r| {
         r.x.is_some_and(|x| (-100..=5000).contains(&x))
     }),
+    // Filters that pass every valid value: dropped by the planner where the
+    // variable is the analysis variable (X) or a grouping (B), whose missing
+    // values are excluded anyway; elsewhere they exclude the missing rows.
+    ("X(-3000-*)", |r| r.x.is_some_and(|x| x != 9999)),
+    ("B(0-249)", |r| r.b.is_some_and(|b| b != 250)),
     ("C(5-8,20-29,40-49,100-1000)", |r| {
         [(5, 8), (20, 29), (40, 49), (100, 1000)]
             .iter()
