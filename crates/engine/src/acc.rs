@@ -106,9 +106,10 @@ pub(crate) fn byte_columns<'a>(
     };
     let mut cols: Vec<&[u8]> = Vec::with_capacity(p.dims.len() + fcols + 1);
     let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(cols.capacity());
-    for ((_, m), d) in p.dims.iter().chain(p.filters[..fcols].iter()).zip(data) {
+    let roles = p.dims.iter().chain(p.filters[..fcols].iter());
+    for (((_, m), d), t) in roles.zip(data).zip(&p.fused_tabs) {
         match (m, d) {
-            (Mapper::Byte(t), ColumnData::U8(v)) => {
+            (Mapper::Byte(_), ColumnData::U8(v)) => {
                 cols.push(&v[r.clone()]);
                 tabs.push(t);
             }

@@ -4,10 +4,12 @@
 use crate::acc::Acc;
 use crate::cube::{compact, Cube};
 use crate::filter::{resolve, Predicate};
+use crate::kernels::{fused_table, FUSED_TRASH};
 use crate::partial::{self, Partial};
 use crate::physical::*;
 use crate::plan::{
     dim_categories, dim_mapper, filter_mapper, passes_all_valid, specialize, DimPlan, Exclusion,
+    Mapper,
 };
 use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, ScanOptions};
 use crate::{Error, Query, Result};
@@ -190,12 +192,22 @@ fn execute<R>(
             && weight_col
                 .as_ref()
                 .is_some_and(|c| packable_weight(c.var())),
+        fused_tabs: Vec::new(),
         fused: measure_col.is_none()
             && weight_col
                 .as_ref()
                 .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
     };
     let mut plan = plan;
+    plan.fused_tabs = plan
+        .dims
+        .iter()
+        .chain(&plan.filters)
+        .map(|(_, m)| match m {
+            Mapper::Byte(t) => fused_table(t),
+            _ => [0; 256],
+        })
+        .collect();
     if plan.exact_floats {
         // Row by row into exact sums: none of the fast paths.
         (plan.exact, plan.fused, plan.morsel_sums, plan.pack_weights) =
@@ -203,6 +215,10 @@ fn execute<R>(
     }
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
+    }
+    // The fused kernels' tables mark rejected codes with FUSED_TRASH.
+    if cells >= FUSED_TRASH as usize {
+        (plan.fused, plan.means_fuse) = (false, None);
     }
     if plan.fused || plan.means_fuse.is_some() {
         plan.selection = selection(&plan.filters);

@@ -342,7 +342,7 @@ pub(crate) fn fused_kernel<const N: usize, T: Val, const INT: bool>(
     let cell = |i: usize| {
         let mut c = 0u32;
         for k in 0..N {
-            c = combine(c, tabs[k][cols[k][i] as usize]);
+            c += tabs[k][cols[k][i] as usize];
         }
         c.min(trash) as usize * LANES + (i & (LANES - 1))
     };
@@ -392,7 +392,7 @@ pub(crate) fn fused_kernel_packed<const N: usize, T: Val>(
     for (i, &wi) in w[..n].iter().enumerate() {
         let mut c = 0u32;
         for k in 0..N {
-            c = combine(c, tabs[k][cols[k][i] as usize]);
+            c += tabs[k][cols[k][i] as usize];
         }
         let k = c.min(trash) as usize * LANES + (i & (LANES - 1));
         debug_assert!(k < packed.len());
@@ -435,7 +435,7 @@ pub(crate) fn fused_means<const N: usize, W: Val, X: Val>(
     let mut row = |i: usize, wv: i64, xv: i64| {
         let mut c = 0u32;
         for k in 0..N {
-            c = combine(c, tabs[k][cols[k][i] as usize]);
+            c += tabs[k][cols[k][i] as usize];
         }
         // Branch-free: excluded values (INCTOT's N/A code) and filtered
         // rows (the TRASH bit) are common, and a branch on them mispredicts
@@ -530,7 +530,19 @@ pub(crate) fn accumulate_weighted<T: Val, S: WeightSum>(
 
 /// The table of the selection column: 0 passes, anything else is trash.
 pub(crate) static SELECTION_TABLE: [u32; 256] = {
-    let mut t = [TRASH; 256];
+    let mut t = [FUSED_TRASH; 256];
     t[0] = 0;
     t
 };
+
+/// What a fused kernel's table holds for a rejected code: any row with one
+/// sums to at least this, at most four of them to below 2^32, and every
+/// real cell index is below it ([`Plan::cells`] < `FUSED_TRASH` for fused
+/// plans), so a row's cell is `min(Σ entries, trash)` — one add per column
+/// instead of [`combine`]'s three operations.
+pub(crate) const FUSED_TRASH: u32 = 1 << 28;
+
+/// A byte mapper's table for the fused kernels (see [`FUSED_TRASH`]).
+pub(crate) fn fused_table(t: &[u32; 256]) -> [u32; 256] {
+    t.map(|e| if e & TRASH != 0 { FUSED_TRASH } else { e })
+}

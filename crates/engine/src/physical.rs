@@ -54,6 +54,10 @@ pub(crate) struct Plan<'a> {
     /// row by row (partial results whose weight or analysis variable is
     /// not summed exactly in integers by the other paths).
     pub(crate) exact_floats: bool,
+    /// The fused kernels' tables of the byte mappers of the dimensions and
+    /// filters, in that order ([`fused_table`](crate::kernels::fused_table);
+    /// an unused table for other mappers).
+    pub(crate) fused_tabs: Vec<[u32; 256]>,
 }
 
 /// Whether a partial result needs [`Plan::exact_floats`]: a float weight
