@@ -5,7 +5,7 @@ use crate::cube::Moments;
 use crate::exact::{two_prod, ExactSum};
 use crate::exec::MORSEL;
 use crate::kernels::*;
-use crate::physical::{MeansFuse, Plan};
+use crate::physical::{FusedTab, MeansFuse, Plan};
 use crate::plan::Mapper;
 use microtab_store::{ColumnData, Kind};
 
@@ -88,30 +88,43 @@ pub(crate) enum Filtered {
     Gathered,
 }
 
-/// The byte code columns of the fused kernels over rows `r`, with their
-/// tables: the dimensions, then the filters as `f` says; `None` when a
-/// column is not a byte code column.
+/// A fused kernel's leading column and its table.
+#[derive(Clone, Copy)]
+pub(crate) enum LeadCol<'a> {
+    Byte(&'a [u8], &'a [u32; 256]),
+    Word(&'a [u16], &'a [u32; 65536]),
+}
+
+/// The code columns of the fused kernels over rows `r`, with their
+/// tables: the dimensions, then the filters as `f` says; at most one `u16`
+/// column, which leads (cells are sums of table entries, so the order does
+/// not matter), else the first. `None` when a column is not a code column
+/// or two are `u16`.
 #[allow(clippy::type_complexity)]
-pub(crate) fn byte_columns<'a>(
+pub(crate) fn code_columns<'a>(
     p: &'a Plan,
     data: &[ColumnData<'a>],
     r: std::ops::Range<usize>,
     f: Filtered,
     sel: &'a [u8],
-) -> Option<(Vec<&'a [u8]>, Vec<&'a [u32; 256]>)> {
+) -> Option<(LeadCol<'a>, Vec<&'a [u8]>, Vec<&'a [u32; 256]>)> {
     let fcols = if f == Filtered::Columns {
         p.filters.len()
     } else {
         0
     };
+    let mut word = None;
     let mut cols: Vec<&[u8]> = Vec::with_capacity(p.dims.len() + fcols + 1);
     let mut tabs: Vec<&[u32; 256]> = Vec::with_capacity(cols.capacity());
-    let roles = p.dims.iter().chain(p.filters[..fcols].iter());
-    for (((_, m), d), t) in roles.zip(data).zip(&p.fused_tabs) {
-        match (m, d) {
-            (Mapper::Byte(_), ColumnData::U8(v)) => {
+    let n = p.dims.len() + fcols;
+    for (d, t) in data[..n].iter().zip(&p.fused_tabs) {
+        match (t, d) {
+            (FusedTab::Byte(t), ColumnData::U8(v)) => {
                 cols.push(&v[r.clone()]);
                 tabs.push(t);
+            }
+            (FusedTab::Word(t), ColumnData::U16(v)) if word.is_none() => {
+                word = Some(LeadCol::Word(&v[r.clone()], t));
             }
             _ => return None,
         }
@@ -120,7 +133,28 @@ pub(crate) fn byte_columns<'a>(
         cols.push(sel);
         tabs.push(&SELECTION_TABLE);
     }
-    Some((cols, tabs))
+    let lead = match word {
+        Some(w) => w,
+        None if !cols.is_empty() => LeadCol::Byte(cols.remove(0), tabs.remove(0)),
+        None => return None,
+    };
+    Some((lead, cols, tabs))
+}
+
+/// Calls a fused kernel with the leading column of either type.
+macro_rules! with_lead {
+    ($lead:expr, |$l:ident| $body:expr) => {
+        match $lead {
+            LeadCol::Byte(c, t) => {
+                let $l = (c, t);
+                $body
+            }
+            LeadCol::Word(c, t) => {
+                let $l = (c, t);
+                $body
+            }
+        }
+    };
 }
 
 /// A morsel's rows that pass the filters, and copies of the kernel's
@@ -665,7 +699,7 @@ impl Acc {
         sel: &[u8],
     ) -> bool {
         let nd = p.dims.len() + p.filters.len();
-        let Some((cols, tabs)) = byte_columns(p, data, r.clone(), filtered, sel) else {
+        let Some((lead, cols, tabs)) = code_columns(p, data, r.clone(), filtered, sel) else {
             return false;
         };
         let trash = p.cells as u32;
@@ -684,7 +718,16 @@ impl Acc {
                         int_slice!(
                             xdata,
                             r.clone(),
-                            |x| fused_means(c, t, $w, x, xc, trash, &mut self.packed),
+                            |x| with_lead!(lead, |l| fused_means(
+                                l,
+                                c,
+                                t,
+                                $w,
+                                x,
+                                xc,
+                                trash,
+                                &mut self.packed
+                            )),
                             return false
                         )
                     };
@@ -700,9 +743,9 @@ impl Acc {
             }};
         }
         match cols.len() {
+            0 => go!(0),
             1 => go!(1),
             2 => go!(2),
-            3 => go!(3),
             _ => return false,
         }
         self.fold_packed();
@@ -733,16 +776,16 @@ impl Acc {
         sel: &[u8],
     ) -> bool {
         let nd = p.dims.len() + p.filters.len();
-        let Some((cols, tabs)) = byte_columns(p, data, r.clone(), filtered, sel) else {
+        let Some((lead, cols, tabs)) = code_columns(p, data, r.clone(), filtered, sel) else {
             return false;
         };
         let trash = p.cells as u32;
         let w = p.weight.as_ref().map(|(c, _)| (c.var().kind, data[nd]));
         // Packed lanes measured 9–18% faster with up to three code columns
         // (Q1–Q3) and 6% slower with four.
-        if p.pack_weights && cols.len() <= 3 {
+        if p.pack_weights && cols.len() < 3 {
             if let Some((_, d)) = w {
-                return self.fused_packed(cols, tabs, d, r, trash);
+                return self.fused_packed(lead, cols, tabs, d, r, trash);
             }
         }
         macro_rules! go {
@@ -751,7 +794,8 @@ impl Acc {
                 let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
                 macro_rules! k {
                     ($t_:ty, $int:literal, $w:expr) => {
-                        fused_kernel::<$n, $t_, $int>(
+                        with_lead!(lead, |l| fused_kernel::<$n, _, $t_, $int>(
+                            l,
                             c,
                             t,
                             $w,
@@ -759,7 +803,7 @@ impl Acc {
                             &mut self.counts,
                             &mut self.wsum_int,
                             &mut self.wsum,
-                        )
+                        ))
                     };
                 }
                 match w {
@@ -780,10 +824,10 @@ impl Acc {
             }};
         }
         match cols.len() {
+            0 => go!(0),
             1 => go!(1),
             2 => go!(2),
             3 => go!(3),
-            4 => go!(4),
             _ => return false,
         }
         true
@@ -793,6 +837,7 @@ impl Acc {
     /// folded into the counts and integer weight sums.
     pub(crate) fn fused_packed(
         &mut self,
+        lead: LeadCol<'_>,
         cols: Vec<&[u8]>,
         tabs: Vec<&[u32; 256]>,
         w: ColumnData<'_>,
@@ -806,27 +851,31 @@ impl Acc {
             ($n:literal) => {{
                 let c: [&[u8]; $n] = cols.try_into().unwrap();
                 let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
+                macro_rules! k {
+                    ($v:expr) => {
+                        with_lead!(lead, |l| fused_kernel_packed(
+                            l,
+                            c,
+                            t,
+                            &$v[r],
+                            trash,
+                            &mut self.packed_w
+                        ))
+                    };
+                }
                 match w {
-                    ColumnData::U8(v) => {
-                        fused_kernel_packed(c, t, &v[r], trash, &mut self.packed_w)
-                    }
-                    ColumnData::U16(v) => {
-                        fused_kernel_packed(c, t, &v[r], trash, &mut self.packed_w)
-                    }
-                    ColumnData::U32(v) => {
-                        fused_kernel_packed(c, t, &v[r], trash, &mut self.packed_w)
-                    }
-                    ColumnData::I32(v) => {
-                        fused_kernel_packed(c, t, &v[r], trash, &mut self.packed_w)
-                    }
+                    ColumnData::U8(v) => k!(v),
+                    ColumnData::U16(v) => k!(v),
+                    ColumnData::U32(v) => k!(v),
+                    ColumnData::I32(v) => k!(v),
                     _ => return false,
                 }
             }};
         }
         match cols.len() {
+            0 => go!(0),
             1 => go!(1),
             2 => go!(2),
-            3 => go!(3),
             _ => return false,
         }
         for ((c, s), &p) in self

@@ -9,7 +9,6 @@ use crate::partial::{self, Partial};
 use crate::physical::*;
 use crate::plan::{
     dim_categories, dim_mapper, filter_mapper, passes_all_valid, specialize, DimPlan, Exclusion,
-    Mapper,
 };
 use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, ScanOptions};
 use crate::{Error, Query, Result};
@@ -203,10 +202,7 @@ fn execute<R>(
         .dims
         .iter()
         .chain(&plan.filters)
-        .map(|(_, m)| match m {
-            Mapper::Byte(t) => fused_table(t),
-            _ => [0; 256],
-        })
+        .map(|(_, m)| fused_table(m))
         .collect();
     if plan.exact_floats {
         // Row by row into exact sums: none of the fast paths.

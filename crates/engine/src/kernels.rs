@@ -6,6 +6,7 @@
 //! `tests/kernels.rs` (random data, nulls, every packed width, filters,
 //! weights).
 
+use crate::physical::FusedTab;
 use crate::plan::{Exclusion, Mapper, TRASH};
 use microtab_store::ColumnData;
 
@@ -328,7 +329,8 @@ pub(crate) fn load_ints<T: Val>(vals: &[T], ex: &Exclusion, idx: &mut [u32], out
 /// weigh) into lane-split cells. `INT` selects exact integer weight sums.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
-pub(crate) fn fused_kernel<const N: usize, T: Val, const INT: bool>(
+pub(crate) fn fused_kernel<const N: usize, L: Lead, T: Val, const INT: bool>(
+    (lead, ltab): (&[L::Code], L),
     cols: [&[u8]; N],
     tabs: [&[u32; 256]; N],
     w: Option<&[T]>,
@@ -337,10 +339,10 @@ pub(crate) fn fused_kernel<const N: usize, T: Val, const INT: bool>(
     wsum_int: &mut [i64],
     wsum: &mut [f64],
 ) {
-    let n = cols[0].len();
+    let n = lead.len();
     let cols = cols.map(|c| &c[..n]);
     let cell = |i: usize| {
-        let mut c = 0u32;
+        let mut c = ltab.at(lead[i]);
         for k in 0..N {
             c += tabs[k][cols[k][i] as usize];
         }
@@ -379,18 +381,19 @@ pub(crate) const PACK_SHIFT: u32 = 40;
 /// `#[inline(always)]` helper taking the arrays by reference measured Q1
 /// 22% slower (5.2 → 6.3 ms), from code generation alone.
 #[inline(never)]
-pub(crate) fn fused_kernel_packed<const N: usize, T: Val>(
+pub(crate) fn fused_kernel_packed<const N: usize, L: Lead, T: Val>(
+    (lead, ltab): (&[L::Code], L),
     cols: [&[u8]; N],
     tabs: [&[u32; 256]; N],
     w: &[T],
     trash: u32,
     packed: &mut [u64],
 ) {
-    let n = cols[0].len();
+    let n = lead.len();
     let cols = cols.map(|c| &c[..n]);
     assert!(packed.len() >= (trash as usize + 1) * LANES);
     for (i, &wi) in w[..n].iter().enumerate() {
-        let mut c = 0u32;
+        let mut c = ltab.at(lead[i]);
         for k in 0..N {
             c += tabs[k][cols[k][i] as usize];
         }
@@ -419,7 +422,9 @@ pub(crate) struct PackedCell {
 /// fits in an i64 ([`means_fuse`] checks), so only the morsel's sum of
 /// squares needs 128 bits.
 #[inline(never)]
-pub(crate) fn fused_means<const N: usize, W: Val, X: Val>(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fused_means<const N: usize, L: Lead, W: Val, X: Val>(
+    (lead, ltab): (&[L::Code], L),
     cols: [&[u8]; N],
     tabs: [&[u32; 256]; N],
     w: Option<&[W]>,
@@ -429,11 +434,12 @@ pub(crate) fn fused_means<const N: usize, W: Val, X: Val>(
     cells: &mut [PackedCell],
 ) {
     let n = x.len();
+    let lead = &lead[..n];
     let cols = cols.map(|c| &c[..n]);
     assert!(cells.len() >= (trash as usize + 1) * LANES);
     let [xa, xb] = xcodes;
     let mut row = |i: usize, wv: i64, xv: i64| {
-        let mut c = 0u32;
+        let mut c = ltab.at(lead[i]);
         for k in 0..N {
             c += tabs[k][cols[k][i] as usize];
         }
@@ -535,6 +541,32 @@ pub(crate) static SELECTION_TABLE: [u32; 256] = {
     t
 };
 
+/// A fused kernel's leading code column's table: a `u8` column's 256
+/// entries or a `u16` column's 65,536 (OCC, IND, PUMA), looked up without
+/// a bounds check. The other columns are `u8`.
+pub(crate) trait Lead: Copy {
+    /// The column's code type.
+    type Code: Copy;
+    /// The table entry of code `c`.
+    fn at(self, c: Self::Code) -> u32;
+}
+
+impl Lead for &[u32; 256] {
+    type Code = u8;
+    #[inline(always)]
+    fn at(self, c: u8) -> u32 {
+        self[c as usize]
+    }
+}
+
+impl Lead for &[u32; 65536] {
+    type Code = u16;
+    #[inline(always)]
+    fn at(self, c: u16) -> u32 {
+        self[c as usize]
+    }
+}
+
 /// What a fused kernel's table holds for a rejected code: any row with one
 /// sums to at least this, at most four of them to below 2^32, and every
 /// real cell index is below it ([`Plan::cells`] < `FUSED_TRASH` for fused
@@ -543,6 +575,18 @@ pub(crate) static SELECTION_TABLE: [u32; 256] = {
 pub(crate) const FUSED_TRASH: u32 = 1 << 28;
 
 /// A byte mapper's table for the fused kernels (see [`FUSED_TRASH`]).
-pub(crate) fn fused_table(t: &[u32; 256]) -> [u32; 256] {
-    t.map(|e| if e & TRASH != 0 { FUSED_TRASH } else { e })
+pub(crate) fn fused_table(m: &Mapper) -> FusedTab {
+    let f = |e: &u32| if e & TRASH != 0 { FUSED_TRASH } else { *e };
+    match m {
+        Mapper::Byte(t) => FusedTab::Byte(Box::new(t.map(|e| f(&e)))),
+        Mapper::Word(t) => FusedTab::Word(
+            t.iter()
+                .map(f)
+                .collect::<Vec<u32>>()
+                .into_boxed_slice()
+                .try_into()
+                .expect("65536 entries"),
+        ),
+        _ => FusedTab::None,
+    }
 }

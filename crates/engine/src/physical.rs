@@ -54,10 +54,19 @@ pub(crate) struct Plan<'a> {
     /// row by row (partial results whose weight or analysis variable is
     /// not summed exactly in integers by the other paths).
     pub(crate) exact_floats: bool,
-    /// The fused kernels' tables of the byte mappers of the dimensions and
-    /// filters, in that order ([`fused_table`](crate::kernels::fused_table);
-    /// an unused table for other mappers).
-    pub(crate) fused_tabs: Vec<[u32; 256]>,
+    /// The fused kernels' tables of the dimensions and filters, in that
+    /// order ([`fused_table`](crate::kernels::fused_table)).
+    pub(crate) fused_tabs: Vec<FusedTab>,
+}
+
+/// A column's table in the fused kernels.
+pub(crate) enum FusedTab {
+    /// A `u8` code column's.
+    Byte(Box<[u32; 256]>),
+    /// A `u16` code column's.
+    Word(Box<[u32; 65536]>),
+    /// Not a code column: the fused kernels do not apply.
+    None,
 }
 
 /// Whether a partial result needs [`Plan::exact_floats`]: a float weight
