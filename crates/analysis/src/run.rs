@@ -55,6 +55,23 @@ fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
     Ok(())
 }
 
+/// The engine query of `req`, its result by `engine` (after the checks
+/// the request asks for), and what the weight did with the rows it counted.
+fn scan<C>(
+    ds: &Dataset,
+    req: &Request,
+    opts: &ScanOptions,
+    engine: impl FnOnce(&Dataset, &Query, &ScanOptions) -> microtab_engine::Result<C>,
+    counts: impl Fn(&C) -> &[u64],
+) -> Result<(Query, C, Option<WeightCases>)> {
+    let q = query(req)?;
+    verify(ds, req, &q)?;
+    let cube = engine(ds, &q, opts)?;
+    let counted = counts(&cube).iter().sum();
+    let weights = weight_cases(ds, &q, opts, counted)?;
+    Ok((q, cube, weights))
+}
+
 /// Negative weights are an error unless the request allows them.
 fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str>) -> Result<()> {
     if let (Some(w), Some(name)) = (weights, name) {
@@ -75,11 +92,7 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
 /// allow them); negative weights are [`Error::NegativeWeights`] unless
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
-    let q = query(req)?;
-    verify(ds, req, &q)?;
-    let cube = microtab_engine::run_with(ds, &q, opts)?;
-    let counted = cube.counts.iter().sum();
-    let weights = weight_cases(ds, &q, opts, counted)?;
+    let (q, cube, weights) = scan(ds, req, opts, microtab_engine::run_with, |c| &c.counts)?;
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
     let context = Context {
@@ -152,11 +165,7 @@ pub struct Partial {
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
-    let q = query(req)?;
-    verify(ds, req, &q)?;
-    let cube = microtab_engine::run_partial(ds, &q, opts)?;
-    let counted = cube.counts.iter().sum();
-    let weight_cases = weight_cases(ds, &q, opts, counted)?;
+    let (_, cube, weight_cases) = scan(ds, req, opts, microtab_engine::run_partial, |c| &c.counts)?;
     Ok(Partial {
         datasets: vec![ds.dir().display().to_string()],
         weight_cases,

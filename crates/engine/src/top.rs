@@ -306,7 +306,7 @@ fn count_part(
                         let x = vals.get_f64(r);
                         (!x.is_nan()).then(|| x.to_bits() as i64)
                     } else {
-                        let x = int_at(vals, r);
+                        let x = vals.get_i64(r);
                         (Some(x) != null).then_some(x)
                     };
                     match key {
@@ -354,21 +354,6 @@ fn merge(
     (a, nulls)
 }
 
-#[inline]
-fn int_at(d: ColumnData<'_>, r: usize) -> i64 {
-    match d {
-        ColumnData::U8(v) => v[r] as i64,
-        ColumnData::I8(v) => v[r] as i64,
-        ColumnData::U16(v) => v[r] as i64,
-        ColumnData::I16(v) => v[r] as i64,
-        ColumnData::U32(v) => v[r] as i64,
-        ColumnData::I32(v) => v[r] as i64,
-        ColumnData::I64(v) => v[r],
-        ColumnData::F32(v) => v[r] as i64,
-        ColumnData::F64(v) => v[r] as i64,
-    }
-}
-
 /// The weight of row `r` in stored units, `None` when it is missing.
 #[inline]
 fn weight_at(d: ColumnData<'_>, r: usize, ex: &Exclusion) -> Option<f64> {
@@ -376,7 +361,7 @@ fn weight_at(d: ColumnData<'_>, r: usize, ex: &Exclusion) -> Option<f64> {
     if ex.float && x.is_nan() {
         return None;
     }
-    if !ex.float && ex.null_code.is_some_and(|n| int_at(d, r) == n) {
+    if !ex.float && ex.null_code.is_some_and(|n| d.get_i64(r) == n) {
         return None;
     }
     (!ex.missing.contains(&x)).then_some(x)

@@ -543,6 +543,23 @@ pub enum ColumnData<'a> {
     F64(&'a [f64]),
 }
 
+/// Value `$i` of a [`ColumnData`] cast to `$t`.
+macro_rules! widen {
+    ($d:expr, $i:expr, $t:ty) => {
+        match $d {
+            ColumnData::U8(v) => v[$i] as $t,
+            ColumnData::I8(v) => v[$i] as $t,
+            ColumnData::U16(v) => v[$i] as $t,
+            ColumnData::I16(v) => v[$i] as $t,
+            ColumnData::U32(v) => v[$i] as $t,
+            ColumnData::I32(v) => v[$i] as $t,
+            ColumnData::I64(v) => v[$i] as $t,
+            ColumnData::F32(v) => v[$i] as $t,
+            ColumnData::F64(v) => v[$i] as $t,
+        }
+    };
+}
+
 impl<'a> ColumnData<'a> {
     /// Views little-endian `bytes` as values of type `ty`.
     ///
@@ -597,17 +614,12 @@ impl<'a> ColumnData<'a> {
 
     /// Value `i` widened to `f64` (slow path; for small jobs and tests).
     pub fn get_f64(&self, i: usize) -> f64 {
-        match self {
-            ColumnData::U8(v) => v[i] as f64,
-            ColumnData::I8(v) => v[i] as f64,
-            ColumnData::U16(v) => v[i] as f64,
-            ColumnData::I16(v) => v[i] as f64,
-            ColumnData::U32(v) => v[i] as f64,
-            ColumnData::I32(v) => v[i] as f64,
-            ColumnData::I64(v) => v[i] as f64,
-            ColumnData::F32(v) => v[i] as f64,
-            ColumnData::F64(v) => v[i],
-        }
+        widen!(self, i, f64)
+    }
+
+    /// Value `i` as an `i64` (floats truncated; slow path).
+    pub fn get_i64(&self, i: usize) -> i64 {
+        widen!(self, i, i64)
     }
 }
 
