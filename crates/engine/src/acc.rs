@@ -2,7 +2,7 @@
 //! dispatch of each morsel to the kernel the physical plan chose.
 
 use crate::cube::Moments;
-use crate::exact::{two_prod, ExactSum};
+use crate::exact::SupCell;
 use crate::exec::MORSEL;
 use crate::kernels::*;
 use crate::physical::{FusedTab, MeansFuse, Plan};
@@ -33,47 +33,6 @@ pub(crate) struct Acc {
     pub(crate) sup: Vec<SupCell>,
     /// Gathered passing rows ([`gather`]).
     pub(crate) gather: Gather,
-}
-
-/// A cell's exact sums of w, w·x and w·x² in stored units
-/// ([`Plan::exact_floats`]).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SupCell {
-    pub(crate) w: ExactSum,
-    pub(crate) wx: ExactSum,
-    pub(crate) wxx: ExactSum,
-}
-
-impl SupCell {
-    /// Adds one row's weight `w` and value `x` (products split exactly).
-    #[inline]
-    fn add(&mut self, w: f64, x: Option<f64>) {
-        self.w.add_f64_uncounted(w);
-        self.w.carry_after();
-        if let Some(x) = x {
-            let (p, e) = two_prod(w, x);
-            self.wx.add_f64_uncounted(p);
-            self.wx.add_f64_uncounted(e);
-            self.wx.carry_after();
-            // w·x² = p·x + e·x, each product split again (e is 0 when w·x
-            // is exact, as it is unweighted).
-            let (p2, e2) = two_prod(p, x);
-            self.wxx.add_f64_uncounted(p2);
-            self.wxx.add_f64_uncounted(e2);
-            if e != 0.0 {
-                let (p3, e3) = two_prod(e, x);
-                self.wxx.add_f64_uncounted(p3);
-                self.wxx.add_f64_uncounted(e3);
-            }
-            self.wxx.carry_after();
-        }
-    }
-
-    fn merge(&mut self, o: &SupCell) {
-        self.w.add(&o.w);
-        self.wx.add(&o.wx);
-        self.wxx.add(&o.wxx);
-    }
 }
 
 /// How a fused kernel sees a morsel's filters.

@@ -13,8 +13,11 @@
 //! top in `[−2³¹, 2³¹)`, no zero chunk at either end) is identical bit for
 //! bit. [`ExactSum::to_f64`] rounds it once, to nearest.
 //!
-//! Products are added exactly too: [`two_prod`] splits `a·b` into a
-//! rounded product and its exact error (Dekker), both of which are added.
+//! Products are added exactly too: a row's w·x and w·x² are the integer
+//! products of the values' 53-bit mantissas (at most 159 bits), added at
+//! the sum of their exponents ([`SupCell`]) — exact for every finite value,
+//! subnormals and products beyond the `f64` range included. ([`two_prod`],
+//! Dekker's split, serves the double-double arithmetic of [`mean_m2`].)
 
 use serde::{Deserialize, Serialize};
 
@@ -63,8 +66,8 @@ impl TryFrom<Repr> for ExactSum {
             } else {
                 (-(1 << 31)..1 << 31).contains(&c)
             }
-        }) && r.lo >= 0
-            && r.lo as usize + n <= 80;
+        }) && (-80..=160).contains(&r.lo)
+            && r.lo + n as i32 <= 160;
         if !ok {
             return Err(
                 "an exact sum's chunks are out of range (the partial result is damaged)".into(),
@@ -170,6 +173,37 @@ impl ExactSum {
         self.pending += 4;
         if self.pending >= CARRY_EVERY {
             self.normalize();
+        }
+    }
+
+    /// Adds `±v · 2^exp` exactly, `v` given as little-endian 64-bit limbs,
+    /// without counting towards the next carry propagation (see
+    /// [`carry_after`](Self::carry_after)): the sums of exact products of
+    /// mantissas ([`SupCell`]).
+    #[inline]
+    pub(crate) fn add_scaled_uncounted<const K: usize>(
+        &mut self,
+        v: [u64; K],
+        exp: i32,
+        neg: bool,
+    ) {
+        let p = exp + BIAS;
+        let (c, s) = (p >> 5, (p & 31) as u32);
+        let n = 2 * K + 1;
+        self.reserve(c, c + n as i32);
+        let base = (c - self.lo) as usize;
+        let m = -(neg as i64);
+        let sign = |v: u64| ((v as i64) ^ m) - m;
+        if let Some(t) = self.chunks.get_mut(base..base + n) {
+            // v · 2^s in 32-bit pieces.
+            let mut carry = 0u64;
+            for (k, &limb) in v.iter().enumerate() {
+                let lo = (limb << s) | carry;
+                carry = (limb >> 1) >> (63 - s);
+                t[2 * k] += sign(lo & 0xffff_ffff);
+                t[2 * k + 1] += sign(lo >> 32);
+            }
+            t[2 * K] += sign(carry);
         }
     }
 
@@ -347,6 +381,54 @@ impl ExactSum {
     }
 }
 
+/// A cell's exact sums of w, w·x and w·x² in stored units
+/// ([`Plan::exact_floats`](crate::physical::Plan::exact_floats)).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SupCell {
+    pub(crate) w: ExactSum,
+    pub(crate) wx: ExactSum,
+    pub(crate) wxx: ExactSum,
+}
+
+impl SupCell {
+    /// Adds one row's weight `w` and value `x`: the products of their
+    /// mantissas are exact integers (w·x < 2^106, w·x² < 2^159), added at
+    /// the sum of the exponents — exact for every finite value, subnormals
+    /// and products beyond the `f64` range included.
+    #[inline]
+    pub(crate) fn add(&mut self, w: f64, x: Option<f64>) {
+        let (mw, ew, sw) = decompose(w);
+        if mw != 0 {
+            self.w.add_scaled_uncounted([mw], ew, sw);
+            self.w.carry_after();
+        }
+        let Some(x) = x else {
+            return;
+        };
+        let (mx, ex, sx) = decompose(x);
+        if mw == 0 || mx == 0 {
+            return;
+        }
+        let p = mw as u128 * mx as u128;
+        self.wx
+            .add_scaled_uncounted([p as u64, (p >> 64) as u64], ew + ex, sw ^ sx);
+        self.wx.carry_after();
+        // p · mx in three limbs: (p_lo + p_hi · 2^64) · mx.
+        let lo = (p as u64) as u128 * mx as u128;
+        let hi = ((p >> 64) as u64) as u128 * mx as u128;
+        let mid = (lo >> 64) + (hi as u64) as u128;
+        let limbs = [lo as u64, mid as u64, ((mid >> 64) + (hi >> 64)) as u64];
+        self.wxx.add_scaled_uncounted(limbs, ew + 2 * ex, sw);
+        self.wxx.carry_after();
+    }
+
+    pub(crate) fn merge(&mut self, o: &SupCell) {
+        self.w.add(&o.w);
+        self.wx.add(&o.wx);
+        self.wxx.add(&o.wxx);
+    }
+}
+
 /// `x · 2^e`, exact unless the result overflows or is subnormal.
 fn ldexp(mut x: f64, mut e: i32) -> f64 {
     let p = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
@@ -359,6 +441,15 @@ fn ldexp(mut x: f64, mut e: i32) -> f64 {
         e += 1000;
     }
     x * p(e)
+}
+
+/// A finite `x` as `(m, e, negative)` with `|x| = m · 2^e`, `m < 2^53`.
+#[inline]
+pub(crate) fn decompose(x: f64) -> (u64, i32, bool) {
+    let bits = x.to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i32;
+    let m = (bits & ((1u64 << 52) - 1)) | (((e != 0) as u64) << 52);
+    (m, e.max(1) - 1075, bits >> 63 != 0)
 }
 
 /// Splits `a` into two halves of 26 significant bits (Veltkamp).
@@ -521,6 +612,70 @@ mod tests {
         let (m, m2) = mean_m2(&w, &s1, &s2);
         assert_eq!(m, 1e9 + 2.0);
         assert_eq!(m2, 2.0);
+    }
+
+    /// Rows through a cell's exact sums against an integer oracle: w = a·2^k
+    /// and x = b·2^j with small integers, so Σw·x and Σw·x² scaled by a
+    /// power of two are exact i128s; any order, any split.
+    #[test]
+    fn cell_sums_against_integer_oracle() {
+        let mut rng = fastrand::Rng::with_seed(9);
+        for _ in 0..100 {
+            let (k, j) = (rng.i32(-30..=0), rng.i32(-15..=0));
+            let rows: Vec<(i64, i64)> = (0..rng.usize(1..200))
+                .map(|_| (rng.i64(-(1 << 20)..1 << 20), rng.i64(-(1 << 20)..1 << 20)))
+                .collect();
+            let mut cell = SupCell::default();
+            let mut other = SupCell::default();
+            for (n, &(a, b)) in rows.iter().enumerate() {
+                let (w, x) = (a as f64 * 2f64.powi(k), b as f64 * 2f64.powi(j));
+                if n % 3 == 0 { &mut other } else { &mut cell }.add(w, Some(x));
+            }
+            cell.merge(&other);
+            let scale = |s: &ExactSum, e: i32| {
+                let mut t = s.clone();
+                // Multiply by 2^e (e ≥ 0 here) exactly, in steps of 2^10.
+                let mut e = e;
+                while e > 0 {
+                    let f = e.min(10);
+                    t.mul_small(1 << f);
+                    e -= f;
+                }
+                t.to_i128().expect("an integer")
+            };
+            let (sw, sx, sxx) = (40 - k, 40 - k - j, 40 - k - 2 * j);
+            let w: i128 = rows.iter().map(|&(a, _)| a as i128).sum();
+            let wx: i128 = rows.iter().map(|&(a, b)| a as i128 * b as i128).sum();
+            let wxx: i128 = rows
+                .iter()
+                .map(|&(a, b)| a as i128 * b as i128 * b as i128)
+                .sum();
+            assert_eq!(scale(&cell.w, sw), w << 40);
+            assert_eq!(scale(&cell.wx, sx), wx << 40);
+            assert_eq!(scale(&cell.wxx, sxx), wxx << 40);
+        }
+    }
+
+    /// Products beyond the f64 range and below its smallest subnormal are
+    /// still exact (a Dekker split would overflow or lose them).
+    #[test]
+    fn extreme_products_exact() {
+        let mut c = SupCell::default();
+        c.add(5e-324, Some(2f64.powi(600)));
+        assert_eq!(c.wxx.to_f64(), 2f64.powi(1200 - 1074));
+        assert_eq!(c.wx.to_f64(), 2f64.powi(600 - 1074));
+        let mut d = SupCell::default();
+        d.add(1e300, Some(1e300));
+        d.add(-1e300, Some(1e300));
+        d.add(2.0, Some(3.0));
+        assert_eq!(d.wxx.to_f64(), 18.0);
+        assert_eq!(d.wx.to_f64(), 6.0);
+        assert_eq!(d.w.to_f64(), 2.0);
+        let mut e = SupCell::default();
+        e.add(1e-300, Some(1e-300));
+        assert!(e.wxx.to_f64() == 0.0 && !e.wxx.is_zero());
+        let back: ExactSum = serde_json::from_str(&serde_json::to_string(&e.wxx).unwrap()).unwrap();
+        assert_eq!(back, e.wxx);
     }
 
     #[test]
