@@ -116,6 +116,13 @@ macro_rules! with_lead {
     };
 }
 
+/// Most rows (in eighths of a morsel) that may pass for the means kernel
+/// to count gathered rows rather than read the selection column. Measured
+/// (instructions, 1 M-row census, `means INCTOT --by EDUC --weight PERWT`):
+/// AGE(25-64) MARST(1), about a third passing, 43.5 → 36.6 M; 44% passing
+/// (INCWAGE>20000) 51.9 → 53.8 M, so the line is at 3/8.
+const MEANS_GATHER: usize = 3;
+
 /// A morsel's rows that pass the filters, and copies of the kernel's
 /// columns at those rows (reused from morsel to morsel).
 #[derive(Default)]
@@ -184,6 +191,7 @@ pub(crate) fn gather<'b>(
     r: std::ops::Range<usize>,
     sel: &mut Vec<u8>,
     g: &'b mut Gather,
+    max_pass_eighths: usize,
 ) -> Gathered<'b> {
     if p.selection.is_none() {
         return Gathered::Unfiltered;
@@ -205,11 +213,9 @@ pub(crate) fn gather<'b>(
     if pass == 0 {
         return Gathered::Empty;
     }
-    // Measured (instructions on the 1 M-row census, bench/shapes.py's
-    // filters): gathering pays when at most about a quarter of the rows
-    // pass (IND list −36%, OCC range −16%); at half it costs 7% more than
-    // one more code column in the kernel.
-    if pass * 4 > n {
+    // Gathering pays while few enough rows pass for the kernel's work
+    // saved to exceed the copying (see the callers' measurements).
+    if pass * 8 > n * max_pass_eighths {
         return Gathered::Selection;
     }
     // Branch-free compaction of the passing row numbers.
@@ -617,7 +623,9 @@ impl Acc {
         data: &[ColumnData<'_>],
         r: std::ops::Range<usize>,
     ) -> bool {
-        self.with_gathered(p, data, r, |acc, d, r, filtered, sel| {
+        // The means kernel does more per row: gathering measured worth it
+        // up to MEANS_GATHER eighths passing.
+        self.with_gathered(p, data, r, MEANS_GATHER, |acc, d, r, filtered, sel| {
             acc.fused_means_with(p, f, d, r, filtered, sel)
         })
     }
@@ -630,11 +638,12 @@ impl Acc {
         p: &Plan,
         data: &[ColumnData<'_>],
         r: std::ops::Range<usize>,
+        max_pass_eighths: usize,
         k: impl FnOnce(&mut Self, &[ColumnData<'_>], std::ops::Range<usize>, Filtered, &[u8]) -> bool,
     ) -> bool {
         let mut sel = std::mem::take(&mut self.sel);
         let mut g = std::mem::take(&mut self.gather);
-        let done = match gather(p, data, r.clone(), &mut sel, &mut g) {
+        let done = match gather(p, data, r.clone(), &mut sel, &mut g, max_pass_eighths) {
             Gathered::No => false,
             Gathered::Empty => true,
             Gathered::Unfiltered => k(self, data, r, Filtered::Columns, &sel),
@@ -719,7 +728,11 @@ impl Acc {
         data: &[ColumnData<'_>],
         r: std::ops::Range<usize>,
     ) -> bool {
-        self.with_gathered(p, data, r, |acc, d, r, filtered, sel| {
+        // Measured (instructions, 1 M-row census, bench/shapes.py's
+        // filters): gathering pays up to about a quarter passing (IND list
+        // −36%, OCC range −16%); at half it cost 7% more than one more code
+        // column in the kernel.
+        self.with_gathered(p, data, r, 2, |acc, d, r, filtered, sel| {
             acc.fused_with(p, d, r, filtered, sel)
         })
     }
