@@ -12,6 +12,12 @@
 //! lazily by an iterator and serialized element by element, so a result of
 //! any size streams to its writer instead of being built in memory.
 //!
+//! The same request can be answered in parts: [`partial`] computes it over
+//! one dataset, or the rows [`Request::rows`] names, as an exact,
+//! serializable [`Partial`]; [`Partial::merge`] unites parts (associative
+//! and commutative, bit for bit) and [`Partial::finish`] gives the answer.
+//! [`run_many`] answers several datasets with the same variables as one.
+//!
 //! ```
 //! # use microtab_store::*;
 //! # let dir = tempfile::tempdir().unwrap();
