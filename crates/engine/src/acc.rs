@@ -100,6 +100,22 @@ pub(crate) fn code_columns<'a>(
     Some((lead, cols, tabs))
 }
 
+/// Runs `$body` with the code columns and their tables as arrays
+/// `$c: [&[u8]; N]`, `$t: [&[u32; 256]; N]`, for each `N` listed (the
+/// kernels are compiled per number of columns); false for other numbers.
+macro_rules! as_arrays {
+    ($cols:ident, $tabs:ident, [$($n:literal),*], |$c:ident, $t:ident| $body:block) => {
+        match $cols.len() {
+            $($n => {
+                let $c: [&[u8]; $n] = $cols.try_into().unwrap();
+                let $t: [&[u32; 256]; $n] = $tabs.try_into().unwrap();
+                $body
+            })*
+            _ => return false,
+        }
+    };
+}
+
 /// Calls a fused kernel with the leading column of either type.
 macro_rules! with_lead {
     ($lead:expr, |$l:ident| $body:expr) => {
@@ -677,45 +693,35 @@ impl Acc {
         let wdata = p.weight.as_ref().map(|_| data[nd]);
         let xdata = data[nd + p.weight.is_some() as usize];
         let xc = f.xcodes;
-        macro_rules! go {
-            ($n:literal) => {{
-                let c: [&[u8]; $n] = cols.try_into().unwrap();
-                let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
-                macro_rules! x {
-                    ($w:expr) => {
-                        int_slice!(
-                            xdata,
-                            r.clone(),
-                            |x| with_lead!(lead, |l| fused_means(
-                                l,
-                                c,
-                                t,
-                                $w,
-                                x,
-                                xc,
-                                trash,
-                                &mut self.packed
-                            )),
-                            return false
-                        )
-                    };
-                }
-                match wdata {
-                    None => x!(None::<&[u8]>),
-                    Some(ColumnData::U8(w)) => x!(Some(&w[r.clone()])),
-                    Some(ColumnData::U16(w)) => x!(Some(&w[r.clone()])),
-                    Some(ColumnData::U32(w)) => x!(Some(&w[r.clone()])),
-                    Some(ColumnData::I32(w)) => x!(Some(&w[r.clone()])),
-                    Some(_) => return false,
-                }
-            }};
-        }
-        match cols.len() {
-            0 => go!(0),
-            1 => go!(1),
-            2 => go!(2),
-            _ => return false,
-        }
+        as_arrays!(cols, tabs, [0, 1, 2], |c, t| {
+            macro_rules! x {
+                ($w:expr) => {
+                    int_slice!(
+                        xdata,
+                        r.clone(),
+                        |x| with_lead!(lead, |l| fused_means(
+                            l,
+                            c,
+                            t,
+                            $w,
+                            x,
+                            xc,
+                            trash,
+                            &mut self.packed
+                        )),
+                        return false
+                    )
+                };
+            }
+            match wdata {
+                None => x!(None::<&[u8]>),
+                Some(ColumnData::U8(w)) => x!(Some(&w[r.clone()])),
+                Some(ColumnData::U16(w)) => x!(Some(&w[r.clone()])),
+                Some(ColumnData::U32(w)) => x!(Some(&w[r.clone()])),
+                Some(ColumnData::I32(w)) => x!(Some(&w[r.clone()])),
+                Some(_) => return false,
+            }
+        });
         self.fold_packed();
         true
     }
@@ -760,48 +766,37 @@ impl Acc {
                 return self.fused_packed(lead, cols, tabs, d, r, trash);
             }
         }
-        macro_rules! go {
-            ($n:literal) => {{
-                let c: [&[u8]; $n] = cols.try_into().unwrap();
-                let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
-                macro_rules! k {
-                    ($t_:ty, $int:literal, $w:expr) => {
-                        with_lead!(lead, |l| fused_kernel::<$n, _, $t_, $int>(
-                            l,
-                            c,
-                            t,
-                            $w,
-                            trash,
-                            &mut self.counts,
-                            &mut self.wsum_int,
-                            &mut self.wsum,
-                        ))
-                    };
-                }
-                match w {
-                    None => k!(u8, false, None),
-                    Some((kind, d)) => {
-                        let int = kind == Kind::Int;
-                        match d {
-                            ColumnData::U8(v) if int => k!(u8, true, Some(&v[r])),
-                            ColumnData::U16(v) if int => k!(u16, true, Some(&v[r])),
-                            ColumnData::U32(v) if int => k!(u32, true, Some(&v[r])),
-                            ColumnData::I32(v) if int => k!(i32, true, Some(&v[r])),
-                            ColumnData::F64(v) => k!(f64, false, Some(&v[r])),
-                            ColumnData::F32(v) => k!(f32, false, Some(&v[r])),
-                            _ => return false,
-                        }
+        as_arrays!(cols, tabs, [0, 1, 2, 3], |c, t| {
+            macro_rules! k {
+                ($t_:ty, $int:literal, $w:expr) => {
+                    with_lead!(lead, |l| fused_kernel::<_, _, $t_, $int>(
+                        l,
+                        c,
+                        t,
+                        $w,
+                        trash,
+                        &mut self.counts,
+                        &mut self.wsum_int,
+                        &mut self.wsum,
+                    ))
+                };
+            }
+            match w {
+                None => k!(u8, false, None),
+                Some((kind, d)) => {
+                    let int = kind == Kind::Int;
+                    match d {
+                        ColumnData::U8(v) if int => k!(u8, true, Some(&v[r])),
+                        ColumnData::U16(v) if int => k!(u16, true, Some(&v[r])),
+                        ColumnData::U32(v) if int => k!(u32, true, Some(&v[r])),
+                        ColumnData::I32(v) if int => k!(i32, true, Some(&v[r])),
+                        ColumnData::F64(v) => k!(f64, false, Some(&v[r])),
+                        ColumnData::F32(v) => k!(f32, false, Some(&v[r])),
+                        _ => return false,
                     }
                 }
-            }};
-        }
-        match cols.len() {
-            0 => go!(0),
-            1 => go!(1),
-            2 => go!(2),
-            3 => go!(3),
-            _ => return false,
-        }
+            }
+        });
         true
     }
 
@@ -819,37 +814,27 @@ impl Acc {
         let n = self.counts.len();
         self.packed_w.clear();
         self.packed_w.resize(n, 0);
-        macro_rules! go {
-            ($n:literal) => {{
-                let c: [&[u8]; $n] = cols.try_into().unwrap();
-                let t: [&[u32; 256]; $n] = tabs.try_into().unwrap();
-                macro_rules! k {
-                    ($v:expr) => {
-                        with_lead!(lead, |l| fused_kernel_packed(
-                            l,
-                            c,
-                            t,
-                            &$v[r],
-                            trash,
-                            &mut self.packed_w
-                        ))
-                    };
-                }
-                match w {
-                    ColumnData::U8(v) => k!(v),
-                    ColumnData::U16(v) => k!(v),
-                    ColumnData::U32(v) => k!(v),
-                    ColumnData::I32(v) => k!(v),
-                    _ => return false,
-                }
-            }};
-        }
-        match cols.len() {
-            0 => go!(0),
-            1 => go!(1),
-            2 => go!(2),
-            _ => return false,
-        }
+        as_arrays!(cols, tabs, [0, 1, 2], |c, t| {
+            macro_rules! k {
+                ($v:expr) => {
+                    with_lead!(lead, |l| fused_kernel_packed(
+                        l,
+                        c,
+                        t,
+                        &$v[r],
+                        trash,
+                        &mut self.packed_w
+                    ))
+                };
+            }
+            match w {
+                ColumnData::U8(v) => k!(v),
+                ColumnData::U16(v) => k!(v),
+                ColumnData::U32(v) => k!(v),
+                ColumnData::I32(v) => k!(v),
+                _ => return false,
+            }
+        });
         for ((c, s), &p) in self
             .counts
             .iter_mut()
