@@ -144,3 +144,95 @@ def test_pattern_errors(years, tmp_path):
     make_dataset(tmp_path / "n", "b", "SEX,AREA\n1,north\n")
     p = run("freq", f"{tmp_path}/n/*.mtab", "REGION", ok=False)
     assert "REGION" in p.stderr and "b.mtab" in p.stderr
+
+
+# ---- found by a hostile review of the feature (each was a wrong number or
+# ---- a misleading error before its fix)
+
+def _pct(res):
+    return {r["value"]: r["percent"] for r in res["rows"]}
+
+
+def test_missing_in_one_dataset_only_stays_its_own_category(tmp_path):
+    make_dataset(tmp_path / "p", "a", "X,W\n1,10\n2,10\n9,10\n9,10\n,10\n", "--missing", "X=9")
+    make_dataset(tmp_path / "p", "b", "X,W\n1,1\n2,1\n9,1\n9,1\n")
+    # Valid weights: 1 → 11, 2 → 11, 9 → 2 (valid in b only): 45.83 / 45.83 / 8.33,
+    # whether or not the missing rows are listed.
+    for extra in ([], ["--include-missing"]):
+        res = run_json("freq", f"{tmp_path}/p/*.mtab", "X", "--weight", "W", *extra)
+        valid = {r["value"]: r["percent"] for r in res["rows"] if not r["missing"]}
+        assert valid == {1: approx(100 * 11 / 24), 2: approx(100 * 11 / 24), 9: approx(100 * 2 / 24)}
+        if extra:
+            missing = [(r["value"], r["count"]) for r in res["rows"] if r["missing"]]
+            assert missing == [(9, 2), (None, 1)]
+
+
+def test_empty_parts_merge_and_errors_name_the_dataset(tmp_path):
+    make_dataset(tmp_path / "e", "a", "X,W,S\n1,10,a\n2,10,b\n")
+    make_dataset(tmp_path / "e", "b", "X,W,S\n")
+    make_dataset(tmp_path / "e", "c", "X,W,S\n,1,\n,2,\n")
+    res = run_json("freq", f"{tmp_path}/e/*.mtab", "S", "--weight", "W")
+    assert {r["value"]: r["weighted"] for r in res["rows"]} == {"a": 10.0, "b": 10.0}
+    res = run_json("means", f"{tmp_path}/e/*.mtab", "W", "--by", "S")
+    assert [g["n"] for g in res["groups"]] == [1, 1]
+    make_dataset(tmp_path / "t", "a", "X,W\n1,10\n")
+    make_dataset(tmp_path / "t", "b", "X,W\n1,heavy\n")
+    p = run("freq", f"{tmp_path}/t/*.mtab", "X", "--weight", "W", ok=False)
+    assert "b.mtab" in p.stderr and "string variable" in p.stderr
+    make_dataset(tmp_path / "k", "a", "X\n1\n")
+    make_dataset(tmp_path / "k", "b", "X\nx\n")
+    p = run("freq", f"{tmp_path}/k/*.mtab", "X", ok=False)
+    assert "b.mtab" in p.stderr and "text in one part" in p.stderr
+
+
+def _fraction_means(rows):
+    sw = sum(w for w, _ in rows)
+    mean = sum(w * x for w, x in rows) / sw
+    m2 = sum(w * (x - mean) ** 2 for w, x in rows)
+    return sw, mean, m2
+
+
+@pytest.mark.parametrize("wscale,xscale", [(1e300, 1e5), (1e-300, 1e-200)])
+def test_means_of_extreme_magnitudes(tmp_path, wscale, xscale):
+    rng = random.Random(5)
+    rows = [(rng.uniform(1, 9) * wscale, rng.uniform(-1, 1) * xscale) for _ in range(50)]
+    text = "W,V,G\n" + "".join(f"{w!r},{v!r},1\n" for w, v in rows)
+    make_dataset(tmp_path / "x", "a", text, "--type", "W=float", "--type", "V=float")
+    make_dataset(tmp_path / "x", "b", text, "--type", "W=float", "--type", "V=float")
+    res = run_json("means", f"{tmp_path}/x/*.mtab", "V", "--by", "G", "--weight", "W")
+    fr = [(Fraction(w), Fraction(v)) for w, v in rows] * 2
+    sw, mean, m2 = _fraction_means(fr)
+    g = res["groups"][0]
+    assert g["mean"] == approx(float(mean), rel=1e-14)
+    if sw <= 1:
+        # The frequency-weight SD needs Σw > 1 (docs/CLI.md).
+        assert g["sd"] is None
+    elif m2 < Fraction(1.7e308):
+        assert g["sd"] == approx(math.sqrt(float(m2 / (sw - 1))), rel=1e-12)
+    else:
+        # Σw(x−m)² beyond the f64 range: no SD rather than a wrong one.
+        assert g["sd"] is None
+
+
+def test_float_and_decimal_parts_round_once(tmp_path):
+    make_dataset(tmp_path / "d", "a", "W,G\n1.25,1\n2.5,1\n")
+    make_dataset(tmp_path / "d", "b", "W,G\n0.1,1\n0.7,1\n", "--type", "W=float")
+    res = run_json("freq", f"{tmp_path}/d/*.mtab", "G", "--weight", "W")
+    exact = Fraction("1.25") + Fraction("2.5") + Fraction(0.1) + Fraction(0.7)
+    assert res["rows"][0]["weighted"] == float(exact)
+
+
+def test_same_dataset_twice_through_a_link_is_refused(tmp_path):
+    _, a = make_dataset(tmp_path / "l", "a", "X\n1\n")
+    (tmp_path / "l" / "c.mtab").symlink_to(a)
+    p = run("freq", f"{tmp_path}/l/*.mtab", "X", ok=False)
+    assert "same dataset twice" in p.stderr
+
+
+def test_negative_zero_is_zero(tmp_path):
+    _, a = make_dataset(tmp_path / "z", "a", "X\n0.5\n-0.0\n0.0\n", "--type", "X=float")
+    make_dataset(tmp_path / "z", "b", "X\n0\n")
+    res = run_json("freq", a, "X")
+    assert [(r["value"], r["count"]) for r in res["rows"]] == [(0.0, 2), (0.5, 1)]
+    res = run_json("freq", f"{tmp_path}/z/*.mtab", "X")
+    assert [(r["value"], r["count"]) for r in res["rows"]] == [(0.0, 3), (0.5, 1)]

@@ -69,6 +69,15 @@ pub enum Error {
         /// Rows with a negative weight.
         rows: u64,
     },
+    /// One dataset of several answered as one ([`run_many`]) failed, or
+    /// could not be merged with the others.
+    #[error("{dataset}: {source}")]
+    InDataset {
+        /// The dataset.
+        dataset: String,
+        /// What went wrong there.
+        source: Box<Error>,
+    },
 }
 
 /// Result alias for this crate.

@@ -221,9 +221,14 @@ impl Partial {
 pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Result<Answer> {
     let mut acc: Option<Partial> = None;
     for ds in datasets {
-        let p = partial(ds, req, opts)?;
+        let name = ds.dir().display().to_string();
+        let here = |e: Error| Error::InDataset {
+            dataset: name.clone(),
+            source: Box::new(e),
+        };
+        let p = partial(ds, req, opts).map_err(here)?;
         acc = Some(match acc {
-            Some(a) => a.merge(p)?,
+            Some(a) => a.merge(p).map_err(here)?,
             None => p,
         });
     }

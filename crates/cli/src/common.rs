@@ -94,6 +94,20 @@ pub fn open_all(path: &Path) -> Result<Vec<Dataset>> {
     if paths.is_empty() {
         anyhow::bail!("no dataset matches {text}");
     }
+    // The same dataset twice (through a link) would count its rows twice.
+    let mut seen = std::collections::HashMap::new();
+    for p in &paths {
+        let real =
+            std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))?;
+        if let Some(first) = seen.insert(real.clone(), p.clone()) {
+            anyhow::bail!(
+                "{text} names the same dataset twice ({} and {} are both {}); its rows would be counted twice",
+                first.display(),
+                p.display(),
+                real.display()
+            );
+        }
+    }
     paths.iter().map(|p| open(p)).collect()
 }
 

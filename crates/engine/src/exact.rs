@@ -17,7 +17,8 @@
 //! products of the values' 53-bit mantissas (at most 159 bits), added at
 //! the sum of their exponents ([`SupCell`]) — exact for every finite value,
 //! subnormals and products beyond the `f64` range included. ([`two_prod`],
-//! Dekker's split, serves the double-double arithmetic of [`mean_m2`].)
+//! Dekker's split, serves the double-double arithmetic of
+//! [`exact_moments`].)
 
 use serde::{Deserialize, Serialize};
 
@@ -361,6 +362,24 @@ impl ExactSum {
         (hi, r.to_f64())
     }
 
+    /// The index of the top chunk (`None` for zero): the sum's magnitude is
+    /// about `2^(32·top − 1088)`.
+    fn top(&self) -> Option<i32> {
+        let mut s = self.clone();
+        s.normalize();
+        (!s.chunks.is_empty()).then(|| s.lo + s.chunks.len() as i32 - 1)
+    }
+
+    /// The sum times `2^(32·k)` (exact).
+    fn shifted(&self, k: i32) -> ExactSum {
+        let mut s = self.clone();
+        s.normalize();
+        if !s.chunks.is_empty() {
+            s.lo += k;
+        }
+        s
+    }
+
     /// The sum as an `i128` when it is an integer that fits.
     pub fn to_i128(&self) -> Option<i128> {
         let mut s = self.clone();
@@ -499,17 +518,52 @@ fn dd_div(a: Dd, b: Dd) -> Dd {
     two_sum(q1, q2)
 }
 
-/// Mean and sum of squared deviations `(Σwx/Σw, Σwx² − (Σwx)²/Σw)` from
-/// exact sums, in double-double arithmetic (so they depend only on the
-/// sums, and the subtraction does not cancel the digits away).
-pub(crate) fn mean_m2(w: &ExactSum, wx: &ExactSum, wxx: &ExactSum) -> (f64, f64) {
-    let (w, s1, s2) = (w.to_dd(), wx.to_dd(), wxx.to_dd());
-    if w.0 == 0.0 {
-        return (0.0, 0.0);
-    }
+/// Σw, the mean and the sum of squared deviations `(Σw, Σwx/Σw, Σwx² −
+/// (Σwx)²/Σw)` from exact sums in stored units, divided by `10^wdec`,
+/// `10^xdec` and `10^(wdec + 2·xdec)` into displayed units, each rounded
+/// once at the end. The sums are first brought near 1 by exact powers of
+/// two (so sums beyond the `f64` range, or below it, still give their
+/// mean), then combined in double-double arithmetic (so the results depend
+/// only on the sums, and the subtraction does not cancel the digits away).
+pub(crate) fn exact_moments(
+    w: &ExactSum,
+    wx: &ExactSum,
+    wxx: &ExactSum,
+    wdec: u32,
+    xdec: u32,
+) -> (f64, f64, f64) {
+    let p10 = |d: u32| (10f64.powi(d as i32), 0.0);
+    let round = |v: Dd, k: i32| ldexp(v.0, k) + ldexp(v.1, k);
+    let (Some(tw), tx) = (w.top(), wx.top()) else {
+        return (0.0, 0.0, 0.0);
+    };
+    let wsum = dd_div(w.to_dd(), p10(wdec));
+    let wsum = wsum.0 + wsum.1;
+    // W·2^(32a) and Σwx·2^(32b) near 1; Σwx²·2^(32(2b − a)) scales with
+    // (Σwx)²/Σw.
+    let a = BIAS / 32 - tw;
+    let b = tx.map_or(a, |t| BIAS / 32 - t);
+    let (w, s1, s2) = (
+        w.shifted(a).to_dd(),
+        wx.shifted(b).to_dd(),
+        wxx.shifted(2 * b - a).to_dd(),
+    );
     let mean = dd_div(s1, w);
     let m2 = dd_sub(s2, dd_mul(s1, mean));
-    (mean.0 + mean.1, m2.0 + m2.1)
+    (
+        wsum,
+        round(dd_div(mean, p10(xdec)), 32 * (a - b)),
+        round(dd_div(m2, p10(wdec + 2 * xdec)), 32 * (a - 2 * b)),
+    )
+}
+
+/// `Σ / 10^dec` rounded once (nearly: through a double-double).
+pub(crate) fn div_pow10(s: &ExactSum, dec: u32) -> f64 {
+    if dec == 0 {
+        return s.to_f64();
+    }
+    let q = dd_div(s.to_dd(), (10f64.powi(dec as i32), 0.0));
+    q.0 + q.1
 }
 
 #[cfg(test)]
@@ -609,9 +663,29 @@ mod tests {
             ExactSum::add_f64(&mut s2, p);
             ExactSum::add_f64(&mut s2, e);
         }
-        let (m, m2) = mean_m2(&w, &s1, &s2);
-        assert_eq!(m, 1e9 + 2.0);
-        assert_eq!(m2, 2.0);
+        let (sw, m, m2) = exact_moments(&w, &s1, &s2, 0, 0);
+        assert_eq!((sw, m, m2), (3.0, 1e9 + 2.0, 2.0));
+        // Stored with 2 implied decimals in x and 1 in w: the same moments.
+        let (sw, m, m2) = exact_moments(&w, &s1, &s2, 1, 2);
+        assert_eq!((sw, m, m2), (0.3, (1e9 + 2.0) / 100.0, 2.0 / 1e5));
+        // Far beyond the f64 range and below it, by exact powers of two.
+        for k in [1000, -1100] {
+            let sh = |s: &ExactSum, j: i32| {
+                let mut t = s.clone();
+                t.normalize();
+                t.lo += j;
+                t
+            };
+            let (_, m, m2) = exact_moments(
+                &sh(&w, k / 32),
+                &sh(&s1, k / 32 * 2),
+                &sh(&s2, k / 32 * 3),
+                0,
+                0,
+            );
+            assert_eq!(m, ldexp(1e9 + 2.0, 32 * (k / 32)));
+            assert_eq!(m2, ldexp(2.0, 64 * (k / 32)));
+        }
     }
 
     /// Rows through a cell's exact sums against an integer oracle: w = a·2^k

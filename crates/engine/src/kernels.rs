@@ -186,7 +186,8 @@ pub(crate) fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
                     if f.is_nan() {
                         *null
                     } else {
-                        map.get(&f.to_bits()).copied().unwrap_or(*other)
+                        // -0.0 is 0 (its own key would split the category).
+                        map.get(&(f + 0.0).to_bits()).copied().unwrap_or(*other)
                     }
                 } else {
                     map.get(&(v.i() as u64)).copied().unwrap_or(*null)

@@ -18,7 +18,7 @@
 
 use crate::acc::{Acc, ExactCell};
 use crate::cube::{Cube, Dim, Layout, Moments};
-use crate::exact::{mean_m2, ExactSum};
+use crate::exact::{div_pow10, exact_moments, ExactSum};
 use crate::physical::Plan;
 use crate::plan::DimPlan;
 use crate::value::{Category, Value};
@@ -163,7 +163,7 @@ fn pick_category(a: &Category, b: &Category) -> Category {
             b.display.clone()
         },
         label: pick_label(&a.label, &b.label),
-        missing: a.missing || b.missing,
+        missing: a.missing,
     }
 }
 
@@ -337,7 +337,10 @@ impl Partial {
                     x.name, y.name
                 )));
             }
-            if (x.kind == Kind::String) != (y.kind == Kind::String) {
+            // A part with no categories here (no rows, or only empty
+            // values, which import as numbers) merges with either kind.
+            let empty = x.categories.is_empty() || y.categories.is_empty();
+            if !empty && (x.kind == Kind::String) != (y.kind == Kind::String) {
                 return Err(mismatch(format!(
                     "{} is text in one part and numbers in the other",
                     x.name
@@ -385,7 +388,11 @@ impl Partial {
             let (mut ma, mut mb) = (Vec::new(), Vec::new());
             while i < x.categories.len() || j < y.categories.len() {
                 let o = match (x.categories.get(i), y.categories.get(j)) {
-                    (Some(p), Some(q)) => cmp_value(&p.value, &q.value),
+                    // A value missing in one part and valid in another
+                    // stays two categories: each part's codebook decides.
+                    (Some(p), Some(q)) => {
+                        cmp_value(&p.value, &q.value).then(p.missing.cmp(&q.missing))
+                    }
                     (Some(_), None) => Ordering::Less,
                     _ => Ordering::Greater,
                 };
@@ -465,32 +472,38 @@ impl Partial {
         let n = self.counts.len();
         let wscale = 10f64.powi(self.weight.as_ref().map_or(0, |s| s.decimals as i32));
         let xscale = 10f64.powi(self.measure.as_ref().map_or(0, |s| s.decimals as i32));
-        let wsum = |c: usize| match &self.sums {
-            Sums::None => self.counts[c] as f64,
-            Sums::Int { w, .. } => w[c] as f64,
-            Sums::Exact { w, .. } => w[c].to_f64(),
-        };
-        let weighted = self
-            .weight
-            .as_ref()
-            .map(|_| (0..n).map(|c| wsum(c) / wscale).collect());
+        let (wdec, xdec) = (
+            self.weight.as_ref().map_or(0, |s| s.decimals),
+            self.measure.as_ref().map_or(0, |s| s.decimals),
+        );
+        // Integer sums finish as a whole query does (the same bits);
+        // exact float sums are rounded once, in displayed units.
+        let weighted = self.weight.as_ref().map(|_| {
+            (0..n)
+                .map(|c| match &self.sums {
+                    Sums::None => self.counts[c] as f64 / wscale,
+                    Sums::Int { w, .. } => w[c] as f64 / wscale,
+                    Sums::Exact { w, .. } => div_pow10(&w[c], wdec),
+                })
+                .collect()
+        });
         let moments = self.measure.as_ref().map(|_| {
             (0..n)
-                .map(|c| {
-                    let m = match &self.sums {
-                        Sums::Int { w, wx, wxx } => match i64::try_from(w[c]) {
-                            Ok(wi) => ExactCell {
-                                n: self.counts[c],
-                                w: wi,
-                                wx: wx[c],
-                                wxx: wxx[c],
-                            }
-                            .moments(),
-                            Err(_) => exact_moments(self.counts[c], &self.sums.to_exact(), c),
-                        },
-                        s => exact_moments(self.counts[c], s, c),
-                    };
-                    m.scaled(wscale, xscale)
+                .map(|c| match &self.sums {
+                    Sums::Int { w, wx, wxx } => match i64::try_from(w[c]) {
+                        Ok(wi) => ExactCell {
+                            n: self.counts[c],
+                            w: wi,
+                            wx: wx[c],
+                            wxx: wxx[c],
+                        }
+                        .moments()
+                        .scaled(wscale, xscale),
+                        Err(_) => {
+                            exact_cell_moments(self.counts[c], &self.sums.to_exact(), c, wdec, xdec)
+                        }
+                    },
+                    s => exact_cell_moments(self.counts[c], s, c, wdec, xdec),
                 })
                 .collect()
         });
@@ -515,20 +528,13 @@ impl Partial {
     }
 }
 
-/// Moments of cell `c` from exact sums (in stored units).
-fn exact_moments(n: u64, s: &Sums, c: usize) -> Moments {
+/// Moments of cell `c` from exact sums, in displayed units.
+fn exact_cell_moments(n: u64, s: &Sums, c: usize, wdec: u32, xdec: u32) -> Moments {
     let Sums::Exact { w, wx, wxx } = s else {
         unreachable!("exact sums")
     };
-    let wf = w[c].to_f64();
-    if w[c].is_zero() {
-        return Moments {
-            n,
-            ..Moments::default()
-        };
-    }
-    let (mean, m2) = mean_m2(&w[c], &wx[c], &wxx[c]);
-    Moments { n, w: wf, mean, m2 }
+    let (w, mean, m2) = exact_moments(&w[c], &wx[c], &wxx[c], wdec, xdec);
+    Moments { n, w, mean, m2 }
 }
 
 /// The partial result of a scan (see [`Plan::exact_floats`]).

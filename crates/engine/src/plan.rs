@@ -215,7 +215,8 @@ pub(crate) fn distinct_key_set(
         TooMany,
     }
     let int = |x: i64| (Some(x) != null).then_some(x);
-    let flt = |x: f64| (!x.is_nan()).then_some(x.to_bits() as i64);
+    // -0.0 + 0.0 is +0.0: one category for zero.
+    let flt = |x: f64| (!x.is_nan()).then_some((x + 0.0).to_bits() as i64);
     let rows = col.rows();
     let r = (0..rows.div_ceil(STRETCH))
         .into_par_iter()

@@ -61,7 +61,7 @@ pub fn top_values(ds: &Dataset, name: &str, n: usize) -> Result<TopValues> {
 /// bits): what [`value_counts`] takes for values to keep.
 pub fn value_key(var: &Variable, stored: f64) -> i64 {
     if var.kind == Kind::Float {
-        stored.to_bits() as i64
+        (stored + 0.0).to_bits() as i64
     } else {
         stored as i64
     }
@@ -304,7 +304,7 @@ fn count_part(
                     };
                     let key = if float {
                         let x = vals.get_f64(r);
-                        (!x.is_nan()).then(|| x.to_bits() as i64)
+                        (!x.is_nan()).then(|| (x + 0.0).to_bits() as i64)
                     } else {
                         let x = vals.get_i64(r);
                         (Some(x) != null).then_some(x)
