@@ -204,6 +204,11 @@ def test_means_of_extreme_magnitudes(tmp_path, wscale, xscale):
     sw, mean, m2 = _fraction_means(fr)
     g = res["groups"][0]
     assert g["mean"] == approx(float(mean), rel=1e-14)
+    # One dataset too (its f64 lanes would overflow or underflow: such
+    # columns are summed exactly), and the total merged from the groups.
+    one = run_json("means", tmp_path / "x" / "a.mtab", "V", "--by", "G", "--weight", "W")
+    assert one["groups"][0]["mean"] == approx(float(mean), rel=1e-14)
+    assert one["total"]["mean"] == approx(float(mean), rel=1e-14)
     if sw <= 1:
         # The frequency-weight SD needs Σw > 1 (docs/CLI.md).
         assert g["sd"] is None

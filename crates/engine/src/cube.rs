@@ -2,6 +2,7 @@
 //! and the reshaping of a scan's accumulator into it.
 
 use crate::acc::Acc;
+use crate::exact::exact_moments;
 use crate::physical::Plan;
 use crate::plan::DimPlan;
 use crate::value::Category;
@@ -33,8 +34,11 @@ impl Moments {
         let w = self.w + o.w;
         let delta = o.mean - self.mean;
         if w != 0.0 {
-            self.mean += delta * o.w / w;
-            self.m2 += o.m2 + delta * delta * self.w * o.w / w;
+            // The share o.w / w first: products of weights and values at
+            // extreme magnitudes (1e±300) would overflow or underflow.
+            let share = o.w / w;
+            self.mean += delta * share;
+            self.m2 += o.m2 + delta * delta * (self.w * share);
         }
         self.w = w;
         self.n += o.n;
@@ -211,6 +215,27 @@ pub(crate) fn compact(
         }
         let dst = layout.dst(c);
         counts[dst] = count;
+        if plan.exact_floats {
+            // Exact sums (extreme float magnitudes): rounded once.
+            let dec = |c: Option<&Column>| {
+                c.filter(|c| c.var().kind == microtab_store::Kind::Int)
+                    .map_or(0, |c| c.var().decimals)
+            };
+            let s = &acc.sup[c];
+            let (w, mean, m2) = exact_moments(&s.w, &s.wx, &s.wxx, dec(weight), dec(measure));
+            if let Some(ws) = weighted.as_mut() {
+                ws[dst] = w;
+            }
+            if let Some(m) = moments.as_mut() {
+                m[dst] = Moments {
+                    n: count,
+                    w,
+                    mean,
+                    m2,
+                };
+            }
+            continue;
+        }
         if let Some(w) = weighted.as_mut() {
             // Exact means keep Σw in their exact cells only.
             w[dst] = if plan.exact {

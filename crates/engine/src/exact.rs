@@ -537,12 +537,15 @@ pub(crate) fn exact_moments(
     let (Some(tw), tx) = (w.top(), wx.top()) else {
         return (0.0, 0.0, 0.0);
     };
-    let wsum = dd_div(w.to_dd(), p10(wdec));
-    let wsum = wsum.0 + wsum.1;
     // W·2^(32a) and Σwx·2^(32b) near 1; Σwx²·2^(32(2b − a)) scales with
     // (Σwx)²/Σw.
     let a = BIAS / 32 - tw;
     let b = tx.map_or(a, |t| BIAS / 32 - t);
+    let wsum = if wdec == 0 {
+        w.to_f64()
+    } else {
+        round(dd_div(w.shifted(a).to_dd(), p10(wdec)), -32 * a)
+    };
     let (w, s1, s2) = (
         w.shifted(a).to_dd(),
         wx.shifted(b).to_dd(),

@@ -185,8 +185,9 @@ fn execute<R>(
         means_fuse: None,
         selection: None,
         slots: Vec::new(),
-        exact_floats: partial
-            && needs_exact_floats(measure_col.as_ref(), weight_col.as_ref(), rows)?,
+        exact_floats: (partial
+            && needs_exact_floats(measure_col.as_ref(), weight_col.as_ref(), rows)?)
+            || extreme_floats(measure_col.as_ref(), weight_col.as_ref()),
         pack_weights: cells <= MAX_PACKED_CELLS
             && weight_col
                 .as_ref()

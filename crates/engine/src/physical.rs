@@ -103,6 +103,24 @@ pub(crate) fn needs_exact_floats(
     })
 }
 
+/// Whether float weights or analysis values are so large or so small that
+/// summing w·x and w·x² in `f64` lanes could overflow, or underflow every
+/// term to zero (a column whose values all lie beyond 2^±250, weights
+/// beyond 2^±500): then the exact sums are used for the whole query too.
+pub(crate) fn extreme_floats(measure: Option<&Column>, weight: Option<&Column>) -> bool {
+    let extreme = |c: Option<&Column>, bits: i32| {
+        c.is_some_and(|c| {
+            let v = c.var();
+            let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+            let big = m(v.min).max(m(v.max));
+            v.kind == Kind::Float
+                && big != 0.0
+                && (big >= 2f64.powi(bits) || big <= 2f64.powi(-bits))
+        })
+    };
+    measure.is_some() && (extreme(measure, 250) || extreme(weight, 500))
+}
+
 pub(crate) fn dict_of(ds: &Dataset, var: &Variable) -> Result<Vec<String>> {
     Ok(if var.kind == Kind::String {
         ds.dictionary(var)?
