@@ -55,9 +55,11 @@ impl Moments {
         }
     }
 
-    /// Frequency-weight standard deviation `sqrt(m2 / (w - 1))`.
+    /// Frequency-weight standard deviation `sqrt(m2 / (w - 1))`; `None`
+    /// when `w ≤ 1`, or when `m2` is beyond the `f64` range (weights and
+    /// values of extreme magnitude).
     pub fn sd(&self) -> Option<f64> {
-        (self.w > 1.0).then(|| (self.m2 / (self.w - 1.0)).max(0.0).sqrt())
+        (self.w > 1.0 && self.m2.is_finite()).then(|| (self.m2 / (self.w - 1.0)).max(0.0).sqrt())
     }
 }
 
