@@ -145,6 +145,29 @@ pub fn run_timed(ds: &[Dataset], req: &Request, args: &QueryArgs) -> Result<Answ
     Ok(answer.expect("ran at least once"))
 }
 
+/// How categories are shown (`freq`, `tab`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct ShowArgs {
+    /// Show missing codes and system-missing as categories of their own.
+    #[arg(long)]
+    pub include_missing: bool,
+    /// Show raw codes instead of value labels.
+    #[arg(long)]
+    pub codes: bool,
+}
+
+/// Opens the dataset(s) `dataset` names and answers `analysis` with the
+/// options of `q` (see [`open_all`], [`run_timed`]).
+pub fn answer(
+    dataset: &Path,
+    q: &QueryArgs,
+    analysis: Analysis,
+    include_missing: bool,
+) -> Result<Answer> {
+    let ds = open_all(dataset)?;
+    run_timed(&ds, &q.request(analysis, include_missing), q)
+}
+
 /// Writes a result as one line of JSON, streamed as it is serialized.
 pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
     serde_json::to_writer(&mut *out, value)?;

@@ -1,6 +1,6 @@
 //! `microtab freq`: frequency table of one variable.
 
-use crate::common::{open_all, run_timed, weight_note, write_json, Format, QueryArgs};
+use crate::common::{answer, weight_note, write_json, Format, QueryArgs, ShowArgs};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -20,20 +20,14 @@ pub struct Args {
     var: String,
     #[command(flatten)]
     q: QueryArgs,
-    /// List missing codes and system-missing as their own rows.
-    #[arg(long)]
-    include_missing: bool,
-    /// Show raw codes instead of value labels.
-    #[arg(long)]
-    codes: bool,
+    #[command(flatten)]
+    show: ShowArgs,
 }
 
 /// Counts and prints, row by row as they are formatted.
 pub fn run(a: Args) -> Result<()> {
-    let ds = open_all(&a.dataset)?;
-    let req =
-        a.q.request(Analysis::Freq { var: a.var.clone() }, a.include_missing);
-    let Answer::Freq(f) = run_timed(&ds, &req, &a.q)? else {
+    let analysis = Analysis::Freq { var: a.var.clone() };
+    let Answer::Freq(f) = answer(&a.dataset, &a.q, analysis, a.show.include_missing)? else {
         unreachable!("a freq request answers with frequencies")
     };
     let mut out = stdout();
@@ -70,7 +64,10 @@ pub fn run(a: Args) -> Result<()> {
             head.push("percent".into());
             let mut rows = Vec::new();
             for r in f.rows() {
-                let mut line = vec![category_text(r.category, a.codes), group_digits(r.count)];
+                let mut line = vec![
+                    category_text(r.category, a.show.codes),
+                    group_digits(r.count),
+                ];
                 if let Some(w) = r.weighted {
                     line.push(fmt_sig(w, 7));
                 }

@@ -1,6 +1,6 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
-use crate::common::{open_all, run_timed, weight_note, write_json, Format, QueryArgs};
+use crate::common::{answer, weight_note, write_json, Format, QueryArgs};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -27,19 +27,15 @@ pub struct Args {
 
 /// Computes and prints, group by group.
 pub fn run(a: Args) -> Result<()> {
-    let ds = open_all(&a.dataset)?;
     let by: Vec<String> =
         a.by.iter()
             .flat_map(|b| b.split_whitespace().map(String::from))
             .collect();
-    let req = a.q.request(
-        Analysis::Means {
-            var: a.var.clone(),
-            by,
-        },
-        false,
-    );
-    let Answer::Means(m) = run_timed(&ds, &req, &a.q)? else {
+    let analysis = Analysis::Means {
+        var: a.var.clone(),
+        by,
+    };
+    let Answer::Means(m) = answer(&a.dataset, &a.q, analysis, false)? else {
         unreachable!("a means request answers with means")
     };
     let mut out = stdout();

@@ -1,6 +1,6 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
-use crate::common::{open_all, run_timed, weight_note, write_json, Format, QueryArgs};
+use crate::common::{answer, weight_note, write_json, Format, QueryArgs, ShowArgs};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -53,28 +53,20 @@ pub struct Args {
     /// Chi-square test and Cramér's V.
     #[arg(long)]
     stats: bool,
-    /// Show missing codes and system-missing as categories.
-    #[arg(long)]
-    include_missing: bool,
-    /// Show raw codes instead of value labels.
-    #[arg(long)]
-    codes: bool,
+    #[command(flatten)]
+    show: ShowArgs,
 }
 
 /// Tabulates and prints, table by table as they are cut from the cube.
 pub fn run(a: Args) -> Result<()> {
-    let ds = open_all(&a.dataset)?;
-    let req = a.q.request(
-        Analysis::Tab {
-            row: a.row.clone(),
-            col: a.col.clone(),
-            control: a.control.clone(),
-            pct: a.pct.map(Into::into),
-            stats: a.stats,
-        },
-        a.include_missing,
-    );
-    let Answer::Tab(x) = run_timed(&ds, &req, &a.q)? else {
+    let analysis = Analysis::Tab {
+        row: a.row.clone(),
+        col: a.col.clone(),
+        control: a.control.clone(),
+        pct: a.pct.map(Into::into),
+        stats: a.stats,
+    };
+    let Answer::Tab(x) = answer(&a.dataset, &a.q, analysis, a.show.include_missing)? else {
         unreachable!("a tab request answers with crosstabs")
     };
     let mut out = stdout();
@@ -128,7 +120,7 @@ pub fn run(a: Args) -> Result<()> {
                 let mut text = String::new();
                 let mut title = format!("{} by {}", x.row_var, x.col_var);
                 if let (Some(n), Some(c)) = (&x.control_var, &t.control) {
-                    title += &format!(", {n} = {}", category_text(c, a.codes));
+                    title += &format!(", {n} = {}", category_text(c, a.show.codes));
                 }
                 text += &caption(
                     &title,
@@ -138,7 +130,7 @@ pub fn run(a: Args) -> Result<()> {
                 );
                 let weighted = t.weighted.is_some();
                 let mut head = vec![format!("{} \\ {}", x.row_var, x.col_var)];
-                head.extend(t.cols.iter().map(|c| category_text(c, a.codes)));
+                head.extend(t.cols.iter().map(|c| category_text(c, a.show.codes)));
                 head.push("Total".into());
                 let fmt = |v: f64| {
                     if weighted {
@@ -150,7 +142,7 @@ pub fn run(a: Args) -> Result<()> {
                 let m = t.measure();
                 let mut rows = Vec::new();
                 for (i, r) in t.rows.iter().enumerate() {
-                    let mut line = vec![category_text(r, a.codes)];
+                    let mut line = vec![category_text(r, a.show.codes)];
                     line.extend(m[i].iter().map(|&v| fmt(v)));
                     line.push(fmt(m[i].iter().sum()));
                     rows.push(line);
