@@ -8,6 +8,7 @@ integers."""
 import json
 import math
 import random
+import statistics
 from fractions import Fraction
 
 import duckdb
@@ -241,3 +242,14 @@ def test_negative_zero_is_zero(tmp_path):
     assert [(r["value"], r["count"]) for r in res["rows"]] == [(0.0, 2), (0.5, 1)]
     res = run_json("freq", f"{tmp_path}/z/*.mtab", "X")
     assert [(r["value"], r["count"]) for r in res["rows"]] == [(0.0, 3), (0.5, 1)]
+
+
+def test_small_values_beside_huge_ones_keep_their_mean(tmp_path):
+    # One dataset, the f64 path: each cell is shifted by its own value (one
+    # shift for the whole morsel made group 2's mean 0).
+    text = "G,X\n" + "".join(f"1,{1e17 + 64 * k!r}\n2,{5.5 + k}\n" for k in range(4))
+    _, a = make_dataset(tmp_path, "h", text, "--type", "X=float")
+    res = run_json("means", a, "X", "--by", "G")
+    g = {r["by"][0]["value"]: r for r in res["groups"]}
+    assert g[2]["mean"] == 7.0 and g[2]["sd"] == approx(statistics.stdev([5.5, 6.5, 7.5, 8.5]))
+    assert g[1]["mean"] == float(sum(Fraction(1e17 + 64 * k) for k in range(4)) / 4)

@@ -71,12 +71,12 @@ pub enum Error {
     },
     /// One dataset of several answered as one ([`run_many`]) failed, or
     /// could not be merged with the others.
-    #[error("{dataset}: {source}")]
+    #[error("{dataset}: {error}")]
     InDataset {
         /// The dataset.
         dataset: String,
         /// What went wrong there.
-        source: Box<Error>,
+        error: Box<Error>,
     },
 }
 

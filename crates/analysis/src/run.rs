@@ -224,7 +224,7 @@ pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Resu
         let name = ds.dir().display().to_string();
         let here = |e: Error| Error::InDataset {
             dataset: name.clone(),
-            source: Box::new(e),
+            error: Box::new(e),
         };
         let p = partial(ds, req, opts).map_err(here)?;
         acc = Some(match acc {

@@ -18,8 +18,8 @@ pub(crate) struct Acc {
     pub(crate) idx: Vec<u32>,
     pub(crate) wbuf: Vec<f64>,
     pub(crate) xbuf: Vec<f64>,
-    // Per-morsel moment sums: n, Σw, Σw(x−k), Σw(x−k)².
-    pub(crate) local: Vec<[f64; 4]>,
+    // Per-morsel moment sums: n, Σw, Σw(x−k), Σw(x−k)², and the shift k.
+    pub(crate) local: Vec<[f64; 5]>,
     // Exact path: integer weights and values.
     pub(crate) wint: Vec<i64>,
     pub(crate) xint: Vec<i64>,
@@ -391,7 +391,7 @@ impl Acc {
             wbuf: Vec::with_capacity(MORSEL),
             xbuf: Vec::with_capacity(MORSEL),
             local: if p.measure.is_some() && !p.exact {
-                vec![[0.0; 4]; n]
+                vec![[0.0; 5]; n]
             } else {
                 Vec::new()
             },
@@ -549,21 +549,22 @@ impl Acc {
                 &mut self.wsum,
             ),
             (_, Some(_)) => {
-                // Shift by the morsel's first usable value so the sums of
-                // squares do not cancel, then fold into the running moments.
-                let k = self
-                    .idx
-                    .iter()
-                    .zip(&self.xbuf)
-                    .find(|(&i, _)| i < trash)
-                    .map(|(_, &x)| x)
-                    .unwrap_or(0.0);
+                // Shift each cell's values by a value near its mean (the
+                // running mean, or the cell's first value in the morsel) so
+                // the sums of squares do not cancel, then fold into the
+                // running moments. (One shift for all cells lost small
+                // values beside large ones: 5 beside 2^60 became 0.)
                 let weighted = p.weight.is_some();
                 for (j, &i) in self.idx.iter().enumerate() {
                     let c = i.min(trash) as usize;
                     let w = if weighted { self.wbuf[j] } else { 1.0 };
-                    let d = self.xbuf[j] - k;
+                    let x = self.xbuf[j];
                     let l = &mut self.local[c];
+                    if l[0] == 0.0 {
+                        let m = &self.moments[c];
+                        l[4] = if m.n > 0 && m.w != 0.0 { m.mean } else { x };
+                    }
+                    let d = x - l[4];
                     l[0] += 1.0;
                     l[1] += w;
                     l[2] += w * d;
@@ -582,7 +583,7 @@ impl Acc {
                         Moments {
                             n: l[0] as u64,
                             w: l[1],
-                            mean: k + l[2] / l[1],
+                            mean: l[4] + l[2] / l[1],
                             m2: l[3] - l[2] * l[2] / l[1],
                         }
                     } else {
@@ -594,9 +595,9 @@ impl Acc {
                         }
                     };
                     self.moments[c].merge(&part);
-                    self.local[c] = [0.0; 4];
+                    self.local[c] = [0.0; 5];
                 }
-                self.local[p.cells] = [0.0; 4];
+                self.local[p.cells] = [0.0; 5];
             }
         }
     }
