@@ -3,6 +3,7 @@
 
 use crate::acc::Acc;
 use crate::exact::exact_moments;
+use crate::partial::sum_decimals;
 use crate::physical::Plan;
 use crate::plan::DimPlan;
 use crate::value::Category;
@@ -207,6 +208,7 @@ pub(crate) fn compact(
     let total = layout.total;
     let wscale = weight.map(|c| c.var().scale()).unwrap_or(1.0);
     let xscale = measure.map(|c| c.var().scale()).unwrap_or(1.0);
+    let (wdec, xdec) = (sum_decimals(weight), sum_decimals(measure));
     let mut counts = vec![0u64; total];
     let mut weighted = weight.map(|_| vec![0.0; total]);
     let mut moments = measure.map(|_| vec![Moments::default(); total]);
@@ -219,12 +221,8 @@ pub(crate) fn compact(
         counts[dst] = count;
         if plan.exact_floats {
             // Exact sums (extreme float magnitudes): rounded once.
-            let dec = |c: Option<&Column>| {
-                c.filter(|c| c.var().kind == microtab_store::Kind::Int)
-                    .map_or(0, |c| c.var().decimals)
-            };
             let s = &acc.sup[c];
-            let (w, mean, m2) = exact_moments(&s.w, &s.wx, &s.wxx, dec(weight), dec(measure));
+            let (w, mean, m2) = exact_moments(&s.w, &s.wx, &s.wxx, wdec, xdec);
             if let Some(ws) = weighted.as_mut() {
                 ws[dst] = w;
             }

@@ -134,37 +134,11 @@ impl ExactSum {
     /// scan leaves them out as missing).
     #[inline]
     pub fn add_f64(&mut self, x: f64) {
-        self.add_f64_uncounted(x);
-        self.counted();
-    }
-
-    /// [`add_f64`](Self::add_f64) without counting towards the next carry
-    /// propagation: the caller calls [`carry_after`](Self::carry_after)
-    /// for every at most 4 of these.
-    #[inline]
-    pub(crate) fn add_f64_uncounted(&mut self, x: f64) {
-        let bits = x.to_bits();
-        if bits << 1 == 0 {
-            return;
-        }
-        let e = ((bits >> 52) & 0x7ff) as i32;
-        debug_assert!(e != 0x7ff, "not finite");
-        let m = (bits & ((1u64 << 52) - 1)) | (((e != 0) as u64) << 52);
-        // x = m · 2^(max(e,1) − 1075): m's lowest bit is at this position.
-        let p = e.max(1) + 13;
-        let (c, s) = (p >> 5, (p & 31) as u32);
-        // m · 2^s (at most 85 bits) in three 32-bit pieces.
-        let lo = m << s;
-        let hi = (m >> 1) >> (63 - s);
-        // Negative values subtract: (v ^ n) − n negates when n = −1.
-        let n = (bits as i64) >> 63;
-        let neg = |v: u64| ((v as i64) ^ n) - n;
-        self.reserve(c, c + 3);
-        let base = (c - self.lo) as usize;
-        if let Some(t) = self.chunks.get_mut(base..base + 3) {
-            t[0] += neg(lo & 0xffff_ffff);
-            t[1] += neg(lo >> 32);
-            t[2] += neg(hi);
+        debug_assert!(x.is_finite(), "not finite");
+        let (m, e, neg) = decompose(x);
+        if m != 0 {
+            self.add_scaled_uncounted([m], e, neg);
+            self.counted();
         }
     }
 

@@ -537,6 +537,13 @@ fn exact_cell_moments(n: u64, s: &Sums, c: usize, wdec: u32, xdec: u32) -> Momen
     Moments { n, w, mean, m2 }
 }
 
+/// Implied decimals of a weight's or analysis variable's stored units (0
+/// for floats, and without the variable).
+pub(crate) fn sum_decimals(c: Option<&Column>) -> u32 {
+    c.filter(|c| c.var().kind == Kind::Int)
+        .map_or(0, |c| c.var().decimals)
+}
+
 /// The partial result of a scan (see [`Plan::exact_floats`]).
 pub(crate) fn from_acc(
     plans: Vec<DimPlan>,
@@ -603,11 +610,7 @@ pub(crate) fn from_acc(
         c.map(|c| Summed {
             name: c.var().name.clone(),
             label: c.var().label.clone(),
-            decimals: if c.var().kind == Kind::Int {
-                c.var().decimals
-            } else {
-                0
-            },
+            decimals: sum_decimals(Some(c)),
         })
     };
     let dims = layout

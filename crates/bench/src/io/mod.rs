@@ -377,14 +377,12 @@ impl Bench {
                 let mut sum = 0;
                 let times = self.warm_cold(&self.data, self.size, || {
                     sum = consume(&self.data, interface, request)?;
-                    let want = *reference.get_or_insert(sum);
-                    if sum != want {
-                        return Err(io::Error::other(format!(
+                    same_as_first(&mut reference, sum, |want| {
+                        format!(
                             "{} read different bytes (checksum {sum:#x}, expected {want:#x})",
                             interface.name()
-                        )));
-                    }
-                    Ok(())
+                        )
+                    })
                 })?;
                 result.times = Some(times);
                 out.push(result);
@@ -544,14 +542,9 @@ impl Bench {
                     ScanPath::Mmap => mmap_sum(&self.data, segment_bytes, depth)?,
                     ScanPath::Inline => inline_sum(&src, values as usize, INLINE_BLOCK)?,
                 };
-                let want = *reference.get_or_insert(sum);
-                if sum != want {
-                    return Err(io::Error::other(format!(
-                        "{} scan summed to {sum}, expected {want}",
-                        path.name()
-                    )));
-                }
-                Ok(())
+                same_as_first(&mut reference, sum, |want| {
+                    format!("{} scan summed to {sum}, expected {want}", path.name())
+                })
             })?;
             result.times = Some(times);
             scans.push(result);
@@ -613,6 +606,21 @@ impl Drop for Bench {
             // Only succeeds if empty: never removes anything we did not make.
             let _ = std::fs::remove_dir(&self.cfg.dir);
         }
+    }
+}
+
+/// Checks that every way of reading the data gives the first one's `sum`
+/// (`message` says what differed, given the expected sum).
+fn same_as_first(
+    reference: &mut Option<u64>,
+    sum: u64,
+    message: impl FnOnce(u64) -> String,
+) -> io::Result<()> {
+    let want = *reference.get_or_insert(sum);
+    if sum == want {
+        Ok(())
+    } else {
+        Err(io::Error::other(message(want)))
     }
 }
 
