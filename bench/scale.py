@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from run import QUERIES, fmt_t  # noqa: E402  (the queries and formatting, one definition for both scripts)
+from run import QUERIES, fmt_t, drop_caches as run_drop_caches  # noqa: E402  (the queries and formatting, one definition for both scripts)
 
 NA = 9999999
 SEED = 1
@@ -201,19 +201,12 @@ DROP_OK = None
 
 
 def drop_caches() -> bool:
+    """bench/run.py's drop_caches, warning once when it is not permitted."""
     global DROP_OK
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        # Not the tool's start-up: read the /usr/bin/time wrapper back in.
-        if TIME_BIN:
-            Path(TIME_BIN).read_bytes()
-        DROP_OK = True
-    except OSError as e:
-        if DROP_OK is not False:
-            log(f"WARNING: cannot drop the page cache ({e.strerror}); 'cold' runs use a warm cache")
-        DROP_OK = False
+    ok, how = run_drop_caches()
+    if not ok and DROP_OK is not False:
+        log(f"WARNING: cannot drop the page cache ({how}); 'cold' runs use a warm cache")
+    DROP_OK = ok
     return DROP_OK
 
 

@@ -8,9 +8,10 @@ use crate::kernels::{fused_table, FUSED_TRASH};
 use crate::partial::{self, Partial};
 use crate::physical::*;
 use crate::plan::{
-    dim_categories, dim_mapper, filter_mapper, passes_all_valid, specialize, DimPlan, Exclusion,
+    dim_categories, dim_mapper, filter_mapper, passes_all_valid, passing_ranges, specialize,
+    zone_fates, DimPlan, Exclusion, Fate,
 };
-use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, ScanOptions};
+use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, Morsels, ScanOptions};
 use crate::{Error, Query, Result};
 use microtab_io::ReadPath;
 use microtab_store::{Column, Dataset};
@@ -38,6 +39,36 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
 /// Runs `q` over `ds` reading columns as `opts` says.
 pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     execute(ds, q, opts, false, compact)
+}
+
+/// Each morsel's fate under the filters, from their columns' zone maps
+/// (`None` when they rule out no morsel).
+fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<Vec<Fate>> {
+    let nm = rows.div_ceil(MORSEL);
+    let mut out = vec![Fate::Pass; nm];
+    for (c, p) in filters {
+        let zoned = match (p, c.zones()) {
+            (Predicate::Ints(r), Some(z)) if c.var().kind != microtab_store::Kind::Float => {
+                Some(zone_fates(
+                    &passing_ranges(c.var(), r),
+                    z,
+                    microtab_store::STRIPE_ROWS,
+                    MORSEL,
+                ))
+            }
+            _ => None,
+        };
+        match zoned {
+            Some(f) if f.len() == nm => {
+                for (o, f) in out.iter_mut().zip(f) {
+                    *o = o.and(f);
+                }
+            }
+            // No zone map: every morsel is tested.
+            _ => out.iter_mut().for_each(|o| *o = o.and(Fate::Scan)),
+        }
+    }
+    out.iter().any(|&f| f != Fate::Scan).then_some(out)
 }
 
 /// Runs `q` over `ds` (or the rows [`Query::rows`] names) into a
@@ -100,6 +131,7 @@ fn execute<R>(
             filters_kept.push((c, pred));
         }
     }
+    let fates = morsel_fates(&filters_kept, rows);
     let (filter_cols, preds): (Vec<Column>, Vec<Predicate>) = filters_kept.into_iter().unzip();
     let all_cols: Vec<&Column> = dim_cols
         .iter()
@@ -228,17 +260,24 @@ fn execute<R>(
         Some(r) => (r.start.min(rows as u64) as usize)..(r.end.min(rows as u64) as usize),
         None => 0..rows,
     };
-    let acc = if empty || range.is_empty() {
-        Acc::new(&plan)
-    } else if read_path == ReadPath::Inline || (range != (0..rows) && read_path != ReadPath::Mmap) {
-        // Streamed segments start at row 0: a part of the rows is read
-        // inline (each worker's morsels with one pread per column).
-        scan_inline(&plan, &distinct, rows, range)?
-    } else if read_path == ReadPath::Mmap {
-        scan_mapped(&plan, &distinct, rows, range, opts)?
-    } else {
-        scan_streamed(&plan, &distinct, rows, read_path, opts)?
-    };
+    let fates = fates.as_deref();
+    let skips = fates.is_some_and(|f| f.contains(&Fate::Skip));
+    let morsels = Morsels::new(&plan, fates, distinct.len());
+    let acc =
+        if empty || range.is_empty() || fates.is_some_and(|f| f.iter().all(|&f| f == Fate::Skip)) {
+            Acc::new(&plan)
+        } else if read_path == ReadPath::Inline
+            || ((range != (0..rows) || skips) && read_path != ReadPath::Mmap)
+        {
+            // Streamed segments start at row 0 and hold every morsel: a part
+            // of the rows, or the morsels the zone maps leave, are read
+            // inline (each worker's morsels with one pread per column).
+            scan_inline(&morsels, &distinct, rows, range)?
+        } else if read_path == ReadPath::Mmap {
+            scan_mapped(&morsels, &distinct, rows, range, opts)?
+        } else {
+            scan_streamed(&morsels, &distinct, rows, read_path, opts)?
+        };
     Ok(finish(
         plans,
         acc,

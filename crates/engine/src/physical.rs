@@ -60,6 +60,7 @@ pub(crate) struct Plan<'a> {
 }
 
 /// A column's table in the fused kernels.
+#[derive(Clone)]
 pub(crate) enum FusedTab {
     /// A `u8` code column's.
     Byte(Box<[u32; 256]>),
@@ -271,12 +272,49 @@ pub(crate) fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
     b
 }
 
-impl Plan<'_> {
+impl<'a> Plan<'a> {
     /// The views of a morsel in role order, from the views of the distinct
     /// columns.
     #[inline]
     pub(crate) fn roles<'d>(&self, distinct: &[ColumnData<'d>]) -> Vec<ColumnData<'d>> {
         self.slots.iter().map(|&i| distinct[i]).collect()
+    }
+
+    /// The same query without its filters: the plan of morsels whose every
+    /// row passes them (by the filter columns' zone maps). It counts into
+    /// the same accumulators (they depend on the cells, weight and measure
+    /// only) and reads none of the columns used only as filters.
+    pub(crate) fn without_filters(&self) -> Plan<'a> {
+        let (nd, nf) = (self.dims.len(), self.filters.len());
+        Plan {
+            cells: self.cells,
+            dims: self.dims.clone(),
+            filters: Vec::new(),
+            weight: self.weight.as_ref().map(|(c, e)| (*c, e.clone())),
+            measure: self.measure.as_ref().map(|(c, e)| (*c, e.clone())),
+            exact: self.exact,
+            fused: self.fused,
+            morsel_sums: self.morsel_sums,
+            means_fuse: self.means_fuse,
+            pack_weights: self.pack_weights,
+            selection: None,
+            slots: self.slots[..nd]
+                .iter()
+                .chain(&self.slots[nd + nf..])
+                .copied()
+                .collect(),
+            exact_floats: self.exact_floats,
+            fused_tabs: self.fused_tabs[..nd].to_vec(),
+        }
+    }
+
+    /// Which of the `n` distinct columns this plan reads.
+    pub(crate) fn reads(&self, n: usize) -> Vec<bool> {
+        let mut r = vec![false; n];
+        for &s in &self.slots {
+            r[s] = true;
+        }
+        r
     }
 }
 

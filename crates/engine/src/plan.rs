@@ -16,6 +16,7 @@ pub(crate) const TRASH: u32 = 1 << 31;
 pub(crate) const MAX_TABLE: i64 = 1 << 20;
 
 /// Stored value → entry (`offset` or [`TRASH`]).
+#[derive(Clone)]
 pub(crate) enum Mapper {
     /// Full table for a `u8` column: no range check, no bounds check.
     Byte(Box<[u32; 256]>),
@@ -511,7 +512,68 @@ pub(crate) fn passing_ranges(var: &Variable, r: &[(i64, i64)]) -> Vec<(i64, i64)
     merged
 }
 
+/// What a filter's zone maps say of a morsel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// No row can pass: the morsel is not read.
+    Skip,
+    /// Rows must be tested.
+    Scan,
+    /// Every row passes.
+    Pass,
+}
+
+impl Fate {
+    /// The fate of a morsel under two filters' fates.
+    pub(crate) fn and(self, o: Fate) -> Fate {
+        match (self, o) {
+            (Fate::Skip, _) | (_, Fate::Skip) => Fate::Skip,
+            (Fate::Pass, Fate::Pass) => Fate::Pass,
+            _ => Fate::Scan,
+        }
+    }
+}
+
+/// The fate of each morsel of `morsel_rows` rows under a filter passing
+/// the stored values `ranges` (sorted, disjoint: [`passing_ranges`]),
+/// from its column's zone map (`zones`: one per stripe of
+/// `stripe_rows` rows, which divides `morsel_rows`).
+pub(crate) fn zone_fates(
+    ranges: &[(i64, i64)],
+    zones: &[microtab_store::Zone],
+    stripe_rows: usize,
+    morsel_rows: usize,
+) -> Vec<Fate> {
+    let stripe = |z: &microtab_store::Zone| {
+        if z.lo > z.hi {
+            return Fate::Skip; // nulls only: they fail every filter
+        }
+        // The first range ending at or after the smallest value.
+        let i = ranges.partition_point(|&(_, b)| b < z.lo);
+        match ranges.get(i) {
+            Some(&(a, b)) if a <= z.lo && z.hi <= b && !z.nulls => Fate::Pass,
+            Some(&(a, _)) if a <= z.hi => Fate::Scan,
+            _ => Fate::Skip,
+        }
+    };
+    let per = morsel_rows / stripe_rows;
+    zones
+        .chunks(per)
+        .map(|m| {
+            let f: Vec<Fate> = m.iter().map(stripe).collect();
+            if f.iter().all(|&f| f == Fate::Skip) {
+                Fate::Skip
+            } else if f.iter().all(|&f| f == Fate::Pass) {
+                Fate::Pass
+            } else {
+                Fate::Scan
+            }
+        })
+        .collect()
+}
+
 /// Stored values that make a row unusable as a weight or analysis value.
+#[derive(Clone)]
 pub(crate) struct Exclusion {
     pub missing: Vec<f64>,
     pub null_code: Option<i64>,
@@ -565,5 +627,53 @@ pub(crate) fn specialize(m: Mapper, ty: microtab_store::PhysType) -> Mapper {
         PhysType::U8 => Mapper::Byte(full(256).into_boxed_slice().try_into().expect("256")),
         PhysType::U16 => Mapper::Word(full(65536).into_boxed_slice().try_into().expect("65536")),
         _ => m,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{zone_fates, Fate};
+    use microtab_store::Zone;
+
+    fn z(lo: i64, hi: i64, nulls: bool) -> Zone {
+        Zone { lo, hi, nulls }
+    }
+
+    /// Zones against passing ranges, worked out by hand: a zone inside one
+    /// range passes whole unless it holds nulls; one touching a range at
+    /// either end, or spanning a gap between ranges, is scanned; one in a
+    /// gap, beyond every range or holding only nulls is skipped.
+    #[test]
+    fn zone_fates_by_hand() {
+        let ranges = [(10, 20), (30, 40)];
+        let zones = [
+            z(12, 18, false),            // inside the first range
+            z(12, 18, true),             // inside, but nulls fail
+            z(5, 10, false),             // touches 10
+            z(40, 50, false),            // touches 40
+            z(21, 29, false),            // in the gap
+            z(15, 35, false),            // spans the gap
+            z(0, 9, false),              // below
+            z(41, 99, false),            // above
+            z(i64::MAX, i64::MIN, true), // nulls only
+            z(30, 40, false),            // exactly the second range
+        ];
+        use Fate::*;
+        assert_eq!(
+            zone_fates(&ranges, &zones, 1, 1),
+            [Pass, Scan, Scan, Scan, Skip, Scan, Skip, Skip, Skip, Pass]
+        );
+        // Morsels of two stripes: skipped or passed only when both are
+        // (a stripe skipped beside one passed whole is scanned).
+        assert_eq!(
+            zone_fates(&ranges, &zones, 1, 2),
+            [Scan, Scan, Scan, Skip, Scan]
+        );
+        assert_eq!(zone_fates(&ranges, &[zones[0], zones[9]], 1, 2), [Pass]);
+        // No passing values: every stripe is skipped.
+        assert_eq!(zone_fates(&[], &zones[..2], 1, 1), [Skip, Skip]);
+        assert_eq!(Pass.and(Scan), Scan);
+        assert_eq!(Scan.and(Skip), Skip);
+        assert_eq!(Pass.and(Pass), Pass);
     }
 }

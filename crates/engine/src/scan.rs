@@ -5,6 +5,7 @@
 use crate::acc::Acc;
 use crate::exec::{AHEAD, MORSEL, STEP};
 use crate::physical::Plan;
+use crate::plan::Fate;
 use crate::Result;
 use microtab_io::{ReadPath, SegmentStream};
 use microtab_store::{Column, ColumnData};
@@ -14,12 +15,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Workers take morsels in file order from a shared counter, so all of them
 /// consume the front of the kernel's read-ahead window together.
 pub(crate) fn scan_mapped(
-    plan: &Plan,
+    morsels: &Morsels,
     cols: &[&Column],
     rows: usize,
     range: Range<usize>,
     opts: &ScanOptions,
 ) -> Result<Acc> {
+    let plan = morsels.plan;
     let nm = range.end.div_ceil(MORSEL);
     let next = AtomicUsize::new(range.start / MORSEL);
     let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
@@ -37,16 +39,26 @@ pub(crate) fn scan_mapped(
                 }
             }
             for m in first..(first + STEP).min(nm) {
+                let Some((p, reads)) = morsels.pick(m) else {
+                    continue;
+                };
                 let s = m * MORSEL;
                 let e = (s + MORSEL).min(rows);
                 // Views of the mapping, or unpacked from it (checked).
                 let views = cols
                     .iter()
                     .zip(unpacked.iter_mut())
-                    .map(|(c, b)| c.rows_view(s, e - s, b))
+                    .zip(reads)
+                    .map(|((c, b), &r)| {
+                        if r {
+                            c.rows_view(s, e - s, b)
+                        } else {
+                            Ok(UNREAD)
+                        }
+                    })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => acc.morsel(plan, &plan.roles(&views), counted(s, e, &range)),
+                    Ok(views) => acc.morsel(p, &p.roles(&views), counted(s, e, &range)),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -62,6 +74,48 @@ pub(crate) fn scan_mapped(
     });
     finish_scan(accs, failed)
 }
+
+/// How each morsel is counted: by the query's plan, by the plan without
+/// its filters (morsels whose every row passes them), or not at all
+/// (morsels no row of which passes), as the filter columns' zone maps say.
+pub(crate) struct Morsels<'p, 'a> {
+    plan: &'p Plan<'a>,
+    /// The plan without filters, when some morsel passes whole.
+    pass: Option<Plan<'a>>,
+    fates: Option<&'p [Fate]>,
+    /// Which distinct columns each plan reads.
+    reads: Vec<bool>,
+    pass_reads: Vec<bool>,
+}
+
+impl<'p, 'a> Morsels<'p, 'a> {
+    pub(crate) fn new(plan: &'p Plan<'a>, fates: Option<&'p [Fate]>, columns: usize) -> Self {
+        let pass = fates
+            .filter(|f| f.contains(&Fate::Pass))
+            .map(|_| plan.without_filters());
+        Morsels {
+            plan,
+            reads: plan.reads(columns),
+            pass_reads: pass.as_ref().map_or(Vec::new(), |p| p.reads(columns)),
+            pass,
+            fates,
+        }
+    }
+
+    /// The plan counting morsel `m` and which columns it reads (`None`:
+    /// the morsel is skipped).
+    #[inline]
+    fn pick(&self, m: usize) -> Option<(&Plan<'a>, &[bool])> {
+        match self.fates.map(|f| f[m]) {
+            Some(Fate::Skip) => None,
+            Some(Fate::Pass) => self.pass.as_ref().map(|p| (p, &self.pass_reads[..])),
+            _ => Some((self.plan, &self.reads[..])),
+        }
+    }
+}
+
+/// A view of no values, for a column the morsel's plan does not read.
+const UNREAD: ColumnData<'static> = ColumnData::U8(&[]);
 
 /// The rows of the morsel `s..e` (read whole: its stripe checksums cover
 /// it whole) that the query counts, as offsets into the morsel.
@@ -102,11 +156,12 @@ pub(crate) fn finish_scan(
 /// there: for columns already in the page cache this is a copy at memory
 /// speed with no page faults, no read-ahead thread and no hand-off.
 pub(crate) fn scan_inline(
-    plan: &Plan,
+    morsels: &Morsels,
     cols: &[&Column],
     rows: usize,
     range: Range<usize>,
 ) -> Result<Acc> {
+    let plan = morsels.plan;
     let readers: Vec<microtab_io::RowReader> = cols
         .iter()
         .map(|c| microtab_io::RowReader::open(&c.source()))
@@ -131,9 +186,17 @@ pub(crate) fn scan_inline(
             if k >= nm {
                 break;
             }
+            let Some((p, reads)) = morsels.pick(k) else {
+                continue;
+            };
             let s = k * chunk;
             let n = chunk.min(rows - s);
-            for (r, b) in readers.iter().zip(bufs.iter_mut()) {
+            for ((r, b), _) in readers
+                .iter()
+                .zip(bufs.iter_mut())
+                .zip(reads)
+                .filter(|(_, &read)| read)
+            {
                 let bytes: &mut [u8] = bytemuck_u64(b);
                 if let Err(e) = r.read_rows(s, &mut bytes[..r.source().span(s, n).1]) {
                     fail(&failed, e.into());
@@ -144,7 +207,11 @@ pub(crate) fn scan_inline(
                 .iter()
                 .zip(&bufs)
                 .zip(unpacked.iter_mut())
-                .map(|((c, b), u)| {
+                .zip(reads)
+                .map(|(((c, b), u), &read)| {
+                    if !read {
+                        return Ok(UNREAD);
+                    }
                     // SAFETY: the bytes of a u64 buffer.
                     let bytes =
                         unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 8) };
@@ -152,7 +219,7 @@ pub(crate) fn scan_inline(
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => acc.morsel(plan, &plan.roles(&data), counted(s, s + n, &range)),
+                Ok(data) => acc.morsel(p, &p.roles(&data), counted(s, s + n, &range)),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;
@@ -173,12 +240,13 @@ pub(crate) fn bytemuck_u64(b: &mut [u64]) -> &mut [u8] {
 /// An I/O thread reads segments of every column (large `pread`s, or
 /// `O_DIRECT`) `readahead` segments ahead; workers count whole segments.
 pub(crate) fn scan_streamed(
-    plan: &Plan,
+    morsels: &Morsels,
     cols: &[&Column],
     rows: usize,
     read_path: ReadPath,
     opts: &ScanOptions,
 ) -> Result<Acc> {
+    let plan = morsels.plan;
     let sources: Vec<_> = cols.iter().map(|c| c.source()).collect();
     // Segments hold `segment_bytes` of the widest column as stored.
     // A whole number of morsels (= checksummed stripes).
@@ -214,17 +282,25 @@ pub(crate) fn scan_streamed(
             let mut s = 0;
             while s < seg.rows {
                 let e = (s + MORSEL).min(seg.rows);
+                let Some((p, reads)) = morsels.pick((seg.start + s) / MORSEL) else {
+                    s = e;
+                    continue;
+                };
                 let data = cols
                     .iter()
                     .zip(&seg.bufs)
                     .zip(unpacked.iter_mut())
-                    .map(|((c, b), u)| {
+                    .zip(reads)
+                    .map(|(((c, b), u), &read)| {
+                        if !read {
+                            return Ok(UNREAD);
+                        }
                         let (off, len) = c.stored_span(s, e - s);
                         c.decode(seg.start + s, &b.bytes()[off..off + len], e - s, u)
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match data {
-                    Ok(data) => acc.morsel(plan, &plan.roles(&data), 0..e - s),
+                    Ok(data) => acc.morsel(p, &p.roles(&data), 0..e - s),
                     Err(err) => {
                         fail(&failed, err);
                         stream.recycle(seg);

@@ -1,6 +1,9 @@
 //! Column files: a 4096-byte header, then a raw little-endian array or
 //! bit-packed blocks (see [`crate::pack`]), then (format version 3) one
-//! checksum per stripe of [`STRIPE_ROWS`] rows.
+//! checksum per stripe of [`STRIPE_ROWS`] rows, then (version 4, integer
+//! columns) a zone map: each stripe's smallest and largest value and
+//! whether it holds nulls, so a scan skips stripes no row of which can
+//! pass a filter ([`Zone`]).
 //!
 //! Every read of values goes through [`Column::decode`] (or the helpers
 //! built on it), which checks the checksum of each stripe it is handed
@@ -46,6 +49,100 @@ pub struct ColumnHeader {
     /// XXH3-64 of the stripe checksum table that follows the payload
     /// (version 3; 0 before).
     pub stripe_table: u64,
+    /// Whether a zone map follows the stripe table (version 4, integer
+    /// types).
+    pub zones: bool,
+    /// XXH3-64 of the zone map (0 without one).
+    pub zone_table: u64,
+}
+
+/// The values of one stripe of an integer column, as its zone map records
+/// them: a filter that no value in `lo..=hi` passes skips the stripe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Zone {
+    /// Smallest stored value other than the null code (`i64::MAX` when the
+    /// stripe holds only nulls).
+    pub lo: i64,
+    /// Largest stored value other than the null code (`i64::MIN` when the
+    /// stripe holds only nulls).
+    pub hi: i64,
+    /// Whether the stripe holds the null code.
+    pub nulls: bool,
+}
+
+/// Bytes of one zone map entry: `lo` (i64 LE), `hi` (i64 LE), flags (u64
+/// LE, bit 0: nulls).
+pub const ZONE_BYTES: usize = 24;
+
+impl Zone {
+    fn encode(&self) -> [u8; ZONE_BYTES] {
+        let mut b = [0u8; ZONE_BYTES];
+        b[0..8].copy_from_slice(&self.lo.to_le_bytes());
+        b[8..16].copy_from_slice(&self.hi.to_le_bytes());
+        b[16..24].copy_from_slice(&(self.nulls as u64).to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Zone> {
+        let at = |o: usize| i64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let z = Zone {
+            lo: at(0),
+            hi: at(8),
+            nulls: match at(16) {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
+        };
+        // Either a range or the marker of a stripe of nulls only.
+        (z.lo <= z.hi || (z.lo == i64::MAX && z.hi == i64::MIN && z.nulls)).then_some(z)
+    }
+}
+
+/// Whether columns of `ty` carry a zone map (integer and text-code columns).
+fn zoned(ty: PhysType) -> bool {
+    !matches!(ty, PhysType::F32 | PhysType::F64)
+}
+
+/// Builds a column's zone map as its values are appended.
+struct ZoneBuilder {
+    /// Rows of the current stripe seen so far.
+    filled: usize,
+    cur: Zone,
+    table: Vec<u8>,
+}
+
+impl ZoneBuilder {
+    const EMPTY: Zone = Zone {
+        lo: i64::MAX,
+        hi: i64::MIN,
+        nulls: false,
+    };
+
+    fn update(&mut self, ty: PhysType, mut bytes: &[u8]) {
+        let w = ty.width();
+        while !bytes.is_empty() {
+            let take = ((STRIPE_ROWS - self.filled) * w).min(bytes.len());
+            let (lo, hi, nulls) = pack::range_of(ty, &bytes[..take]);
+            self.cur.lo = self.cur.lo.min(lo);
+            self.cur.hi = self.cur.hi.max(hi);
+            self.cur.nulls |= nulls;
+            self.filled += take / w;
+            bytes = &bytes[take..];
+            if self.filled == STRIPE_ROWS {
+                self.table.extend_from_slice(&self.cur.encode());
+                self.cur = Self::EMPTY;
+                self.filled = 0;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        if self.filled > 0 {
+            self.table.extend_from_slice(&self.cur.encode());
+        }
+        self.table
+    }
 }
 
 impl ColumnHeader {
@@ -64,6 +161,8 @@ impl ColumnHeader {
         }
         h[52..56].copy_from_slice(&(STRIPE_ROWS as u32).to_le_bytes());
         h[56..64].copy_from_slice(&self.stripe_table.to_le_bytes());
+        h[64..72].copy_from_slice(&self.zone_table.to_le_bytes());
+        h[72..76].copy_from_slice(&(self.zones as u32).to_le_bytes());
         let sum = crate::xxh3(&h[..HEADER_SUM_AT]);
         h[HEADER_SUM_AT..].copy_from_slice(&sum.to_le_bytes());
         h
@@ -110,6 +209,12 @@ impl ColumnHeader {
             checksum: u64_at(24),
             packing,
             stripe_table: if version >= 3 { u64_at(56) } else { 0 },
+            zones: match if version >= 4 { u32_at(72) } else { 0 } {
+                0 => false,
+                1 if ty != PhysType::F32 && ty != PhysType::F64 => true,
+                _ => return Err(corrupt("unknown zone map flag")),
+            },
+            zone_table: if version >= 4 { u64_at(64) } else { 0 },
         })
     }
 
@@ -124,6 +229,15 @@ impl ColumnHeader {
     /// Stored bytes of a whole stripe.
     pub fn stripe_bytes(&self) -> usize {
         stripe_bytes(self.ty, self.packing)
+    }
+
+    /// Bytes of the zone map at the end of the file (0 without one).
+    pub fn zone_len(&self) -> u64 {
+        if self.zones {
+            self.rows.div_ceil(STRIPE_ROWS as u64) * ZONE_BYTES as u64
+        } else {
+            0
+        }
     }
 
     /// Number of entries in the stripe checksum table (version 3).
@@ -217,6 +331,8 @@ pub struct ColumnWriter {
     base_path: PathBuf,
     /// Files are opened for each write only.
     transient: bool,
+    /// The zone map so far (integer columns).
+    zones: Option<ZoneBuilder>,
 }
 
 /// The packing state of a [`ColumnWriter`].
@@ -290,6 +406,11 @@ impl ColumnWriter {
             generation: 0,
             base_path: path.to_path_buf(),
             transient: false,
+            zones: zoned(ty).then_some(ZoneBuilder {
+                filled: 0,
+                cur: ZoneBuilder::EMPTY,
+                table: Vec::new(),
+            }),
         })
     }
 
@@ -328,6 +449,9 @@ impl ColumnWriter {
         assert_eq!(T::PHYS, self.ty, "column type mismatch");
         let bytes = T::as_bytes(values);
         self.rows += values.len() as u64;
+        if let Some(z) = &mut self.zones {
+            z.update(self.ty, bytes);
+        }
         if self.packer.is_none() {
             self.digest.update(bytes);
             self.w.write_all(bytes)?;
@@ -503,6 +627,10 @@ impl ColumnWriter {
         }
         let (checksum, table) = self.digest.finish();
         self.w.write_all(&table)?;
+        let zones = self.zones.take().map(ZoneBuilder::finish);
+        if let Some(z) = &zones {
+            self.w.write_all(z)?;
+        }
         let header = ColumnHeader {
             version: crate::FORMAT_VERSION,
             ty: self.ty,
@@ -510,6 +638,8 @@ impl ColumnWriter {
             checksum,
             packing,
             stripe_table: crate::xxh3(&table),
+            zones: zones.is_some(),
+            zone_table: zones.as_deref().map_or(0, crate::xxh3),
         };
         self.w.write_at(0, &header.encode())?;
         let tmp = self.w.path().to_path_buf();
@@ -630,6 +760,8 @@ pub struct Column {
     var: Variable,
     /// The stripe checksums (format version 3; empty before).
     stripes: Vec<u64>,
+    /// The zone map (format version 4, integer columns).
+    zones: Option<Vec<Zone>>,
     /// Whether reads check stripe checksums (the default).
     checked: bool,
     /// All values of a packed column, unpacked on first use of [`Column::data`].
@@ -663,7 +795,7 @@ impl Column {
         }
         let stored = header.stored_len();
         let table_len = header.stripes() as u64 * 8;
-        let expect = HEADER_SIZE as u64 + stored + table_len;
+        let expect = HEADER_SIZE as u64 + stored + table_len + header.zone_len();
         if header.ty != var.ty || header.rows != rows || map.len() as u64 != expect {
             return Err(corrupt(format!(
                 "header says {} x {}, manifest says {} x {}; expected {expect} bytes, the file has {} (truncated or damaged)",
@@ -695,15 +827,39 @@ impl Column {
                 .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
                 .collect();
         }
+        let mut zones = None;
+        if header.zones {
+            let mut table = vec![0u8; header.zone_len() as usize];
+            let got = map.read_at(HEADER_SIZE as u64 + stored + table_len, &mut table)?;
+            let bad =
+                || corrupt("the zone map does not match the header (the file is damaged)".into());
+            if got != table.len() || crate::xxh3(&table) != header.zone_table {
+                return Err(bad());
+            }
+            zones = Some(
+                table
+                    .chunks_exact(ZONE_BYTES)
+                    .map(Zone::decode)
+                    .collect::<Option<Vec<Zone>>>()
+                    .ok_or_else(bad)?,
+            );
+        }
         Ok(Column {
             map,
             header,
             var: var.clone(),
             stripes,
+            zones,
             checked,
             unpacked: std::sync::OnceLock::new(),
             whole_ok: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The zone map: one [`Zone`] per stripe of [`STRIPE_ROWS`] rows
+    /// (`None` for float columns and files before format version 4).
+    pub fn zones(&self) -> Option<&[Zone]> {
+        self.zones.as_deref()
     }
 
     /// The decoded header.
@@ -1102,6 +1258,91 @@ mod tests {
             for name in ["X", "Y"] {
                 assert_eq!(ds.variable(name).unwrap().packing, None, "{name}");
             }
+        }
+    }
+
+    /// The zone map holds each stripe's smallest and largest value other
+    /// than the null code, and whether the null code occurs, computed here
+    /// by a plain loop over the values; appends of odd sizes cross stripe
+    /// boundaries, one stripe holds only nulls, the range grows (re-packing)
+    /// and, in the plain writer, the file is never packed. A flipped byte
+    /// in the zone map is refused when the column is opened.
+    #[test]
+    fn zone_map_per_stripe() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = crate::STRIPE_ROWS;
+        let rows = 3 * s + 1234;
+        let vals: Vec<u16> = (0..rows)
+            .map(|i| match i / s {
+                0 => 500 + (i % 97) as u16,
+                1 => 65535, // nulls only
+                2 if i % 11 == 0 => 65535,
+                2 => 7 + (i % 3000) as u16,
+                _ => 40_000 + (i % 5) as u16,
+            })
+            .collect();
+        let y: Vec<u8> = (0..rows).map(|i| (i / 1000 % 250) as u8).collect();
+        for pack in [true, false] {
+            let cuts = [0, 1, 1000, s - 1, s + 5, 2 * s, 2 * s + 77, rows];
+            let chunks: Vec<Vec<u16>> =
+                cuts.windows(2).map(|w| vals[w[0]..w[1]].to_vec()).collect();
+            let ds = write(dir.path(), pack, &chunks, std::slice::from_ref(&y));
+            assert_eq!(values16(&ds, "X"), vals);
+            let want: Vec<crate::Zone> = vals
+                .chunks(s)
+                .map(|c| {
+                    let ok: Vec<i64> = c
+                        .iter()
+                        .filter(|&&v| v != 65535)
+                        .map(|&v| v as i64)
+                        .collect();
+                    crate::Zone {
+                        lo: ok.iter().copied().min().unwrap_or(i64::MAX),
+                        hi: ok.iter().copied().max().unwrap_or(i64::MIN),
+                        nulls: ok.len() < c.len(),
+                    }
+                })
+                .collect();
+            assert_eq!(ds.column("X").unwrap().zones().unwrap(), &want[..]);
+            assert_eq!(
+                want[1],
+                crate::Zone {
+                    lo: i64::MAX,
+                    hi: i64::MIN,
+                    nulls: true
+                }
+            );
+            assert_eq!(
+                want[3],
+                crate::Zone {
+                    lo: 40_000,
+                    hi: 40_004,
+                    nulls: false
+                }
+            );
+            let yz = ds.column("Y").unwrap().zones().unwrap().to_vec();
+            assert_eq!(yz.len(), 4);
+            assert_eq!(
+                yz[0],
+                crate::Zone {
+                    lo: 0,
+                    hi: 32,
+                    nulls: false
+                }
+            );
+            // Damage the last byte of the zone map (the file's last byte).
+            let path = ds.column("X").unwrap().path();
+            drop(ds);
+            let mut b = std::fs::read(&path).unwrap();
+            *b.last_mut().unwrap() ^= 1;
+            std::fs::write(&path, &b).unwrap();
+            let t = dir.path().join(format!("d{pack}.mtab"));
+            let e = Dataset::open(&t)
+                .unwrap()
+                .column("X")
+                .err()
+                .expect("damaged zone map opened");
+            assert!(e.to_string().contains("zone map"), "{e}");
         }
     }
 

@@ -831,12 +831,12 @@ mod tests {
             crate::ColumnData::U16(v) => assert_eq!(v, &[3, 1, 4, 1, 5]),
             _ => panic!(),
         }
-        set_version(4);
+        set_version(5);
         let e = match Dataset::open(&t) {
-            Ok(_) => panic!("version 4 opened"),
+            Ok(_) => panic!("version 5 opened"),
             Err(e) => e.to_string(),
         };
-        assert!(e.contains("version 4 is not supported"), "{e}");
+        assert!(e.contains("version 5 is not supported"), "{e}");
     }
 
     #[test]

@@ -33,7 +33,9 @@ mod manifest;
 pub mod pack;
 mod types;
 
-pub use column::{Column, ColumnData, ColumnHeader, ColumnWriter, HEADER_SIZE, STRIPE_ROWS};
+pub use column::{
+    Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS, ZONE_BYTES,
+};
 pub use dataset::{Dataset, DatasetWriter};
 pub use manifest::{Kind, Manifest, Number, Variable, FORMAT_VERSION};
 pub use pack::Packing;

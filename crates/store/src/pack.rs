@@ -266,7 +266,8 @@ pub fn range_of(ty: PhysType, plain: &[u8]) -> (i64, i64, bool) {
         PhysType::I16 => go!(i16),
         PhysType::U32 => go!(u32),
         PhysType::I32 => go!(i32),
-        _ => unreachable!("only 8-, 16- and 32-bit integer columns are packed"),
+        PhysType::I64 => go!(i64),
+        _ => unreachable!("only integer columns have a range"),
     }
 }
 
