@@ -58,6 +58,8 @@ SHAPES = {
     "F11": ("three filters u8/u16/i32", f"tab SEX EDUC {W} --filter AGE(18-*) OCC(1-500) INCTOT<{NA}",
             f"AGE >= 18 AND OCC BETWEEN 1 AND 500 AND INCTOT < {NA}", "tab"),
     "F12": ("filter on the weight's own missing-free range, unweighted", "tab SEX EDUC --filter UHRSWORK(35-*)", "UHRSWORK >= 35", "tab"),
+    "F13": ("filter one household id (sorted column)", f"tab SEX EDUC {W} --filter SERIAL=7000000", "SERIAL = 7000000", "tab"),
+    "F14": ("filter passing every row (a one-year file's YEAR)", f"tab SEX EDUC {W} --filter YEAR(2000)", "YEAR = 2000", "tab"),
     # groupings
     "G1": ("group u16 ~1000 codes, weighted", f"freq OCC {W}", None, "freq"),
     "G2": ("group u16 x u8, weighted", f"tab OCC SEX {W}", None, "tab"),

@@ -104,6 +104,22 @@ fn zoned(ty: PhysType) -> bool {
     !matches!(ty, PhysType::F32 | PhysType::F64)
 }
 
+/// The zone of a stripe's values (an integer column's).
+fn zone_of(ty: PhysType, v: ColumnData<'_>) -> Zone {
+    let bytes: &[u8] = match v {
+        ColumnData::U8(x) => x,
+        ColumnData::I8(x) => crate::NativeType::as_bytes(x),
+        ColumnData::U16(x) => crate::NativeType::as_bytes(x),
+        ColumnData::I16(x) => crate::NativeType::as_bytes(x),
+        ColumnData::U32(x) => crate::NativeType::as_bytes(x),
+        ColumnData::I32(x) => crate::NativeType::as_bytes(x),
+        ColumnData::I64(x) => crate::NativeType::as_bytes(x),
+        ColumnData::F32(_) | ColumnData::F64(_) => &[],
+    };
+    let (lo, hi, nulls) = pack::range_of(ty, bytes);
+    Zone { lo, hi, nulls }
+}
+
 /// Builds a column's zone map as its values are appended.
 struct ZoneBuilder {
     /// Rows of the current stripe seen so far.
@@ -1064,6 +1080,24 @@ impl Column {
                 }
             }
         }
+        if let Some(zones) = &self.zones {
+            // The zone map against the values themselves: a map that
+            // claimed a narrower range would skip rows a filter passes.
+            let mut buf = Vec::new();
+            let rows = self.rows();
+            for (k, z) in zones.iter().enumerate() {
+                let s = k * STRIPE_ROWS;
+                let v = self.rows_view(s, STRIPE_ROWS.min(rows - s), &mut buf)?;
+                if zone_of(self.header.ty, v) != *z {
+                    return Err(Error::Corrupt {
+                        path: self.path(),
+                        reason: format!(
+                            "the zone map of stripe {k} (rows {s}..) does not match its values"
+                        ),
+                    });
+                }
+            }
+        }
         let got = crate::xxh3(payload);
         if got != self.header.checksum || format!("xxh3:{got:016x}") != self.var.checksum {
             return Err(Error::Corrupt {
@@ -1343,6 +1377,21 @@ mod tests {
                 .err()
                 .expect("damaged zone map opened");
             assert!(e.to_string().contains("zone map"), "{e}");
+            // A forged zone map (stripe 0 claims 501.., its checksums
+            // made to match) opens, but `verify` compares it with the values.
+            *b.last_mut().unwrap() ^= 1;
+            let at = b.len() - 4 * crate::ZONE_BYTES;
+            b[at..at + 8].copy_from_slice(&501i64.to_le_bytes());
+            let zsum = crate::xxh3(&b[at..]);
+            b[64..72].copy_from_slice(&zsum.to_le_bytes());
+            let hsum = crate::xxh3(&b[..super::HEADER_SUM_AT]);
+            b[super::HEADER_SUM_AT..crate::HEADER_SIZE].copy_from_slice(&hsum.to_le_bytes());
+            std::fs::write(&path, &b).unwrap();
+            let ds = Dataset::open(&t).unwrap();
+            let c = ds.column("X").unwrap();
+            assert_eq!(c.zones().unwrap()[0].lo, 501);
+            let e = c.verify().expect_err("forged zone map verified");
+            assert!(e.to_string().contains("zone map of stripe 0"), "{e}");
         }
     }
 
