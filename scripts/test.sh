@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # All tests: style checks, Rust unit/integration tests, and the end-to-end
 # suite that checks every printed number against DuckDB / numpy / scipy.
-# Installs what it needs (Python packages from PyPI; crates via cargo).
+# Installs what it needs (Python packages from PyPI; crates via cargo;
+# R's survey package from Debian, the oracle of standard errors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== Python test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+
+echo "== R survey (the oracle of standard errors)"
+if ! Rscript -e 'library(survey)' >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq r-cran-survey >/dev/null
+fi
 
 echo "== cargo fmt / clippy"
 cargo fmt --all -- --check
@@ -16,5 +25,5 @@ echo "== cargo test"
 cargo build --release --quiet
 cargo test --release --workspace --quiet
 
-echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy)"
+echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey)"
 MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python "$@"

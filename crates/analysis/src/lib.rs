@@ -41,6 +41,7 @@
 mod request;
 mod result;
 mod run;
+pub mod survey;
 
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use request::{Analysis, Pct, Request};
@@ -69,6 +70,9 @@ pub enum Error {
         /// Rows with a negative weight.
         rows: u64,
     },
+    /// The request does not fit the dataset's survey design.
+    #[error("{0}")]
+    Design(String),
     /// One dataset of several answered as one ([`run_many`]) failed, or
     /// could not be merged with the others.
     #[error("{dataset}: {error}")]

@@ -64,6 +64,12 @@ pub struct Request {
     pub verify: bool,
     /// Count only the records with these row numbers (`None`: all).
     pub rows: Option<std::ops::Range<u64>>,
+    /// Use the dataset's survey design, if it has one (its weight, and
+    /// standard errors from its replicate weights); `false` tabulates
+    /// plainly, like `--no-design`.
+    pub use_design: bool,
+    /// Confidence level of the intervals (0.95).
+    pub level: f64,
 }
 
 impl Request {
@@ -80,6 +86,8 @@ impl Request {
             allow_negative_weights: false,
             verify: false,
             rows: None,
+            use_design: true,
+            level: 0.95,
         }
     }
 

@@ -2,6 +2,7 @@
 //! (frequency rows, tables, groups) on demand, so that rendering or
 //! serializing a result of any size never builds all of it in memory.
 
+use crate::survey::{DesignInfo, RepVariance, Uncertainty};
 use crate::Pct;
 use microtab_engine::stats::{chi_square, ChiSquare};
 use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
@@ -99,6 +100,9 @@ pub struct Context {
     pub filter: Option<String>,
     /// What the weight did with the selected rows (`None` unweighted).
     pub weight_cases: Option<WeightCases>,
+    /// The survey design the standard errors come from (`None`: no
+    /// standard errors).
+    pub design: Option<DesignInfo>,
 }
 
 /// Serializes a result: `dataset`, the result's leading members,
@@ -117,6 +121,9 @@ fn serialize_result<S: Serializer>(
     lead(&mut m)?;
     m.serialize_entry("weight", &context.weight)?;
     m.serialize_entry("filter", &context.filter)?;
+    if let Some(d) = &context.design {
+        m.serialize_entry("design", d)?;
+    }
     trail(&mut m)?;
     m.serialize_entry("weight_cases", &CasesJson(&context.weight_cases))?;
     m.serialize_entry(key, long)?;
@@ -169,6 +176,9 @@ pub struct Frequencies {
     cube: Cube,
     /// Percentage base: the measure of the non-missing categories.
     base: f64,
+    /// The replicate variance (designs with replicate weights) and each
+    /// replicate's percentage base.
+    survey: Option<(RepVariance, Vec<f64>)>,
 }
 
 /// One category of a frequency table.
@@ -183,6 +193,10 @@ pub struct FreqRow<'a> {
     /// Percent of the non-missing total (`None` for missing categories,
     /// or when that total is 0).
     pub percent: Option<f64>,
+    /// Standard error and interval of `weighted` (with a design).
+    pub weighted_se: Option<Uncertainty>,
+    /// Standard error and logit interval of `percent` (with a design).
+    pub percent_se: Option<Uncertainty>,
 }
 
 impl Serialize for FreqRow<'_> {
@@ -194,6 +208,10 @@ impl Serialize for FreqRow<'_> {
         m.serialize_entry("count", &self.count)?;
         m.serialize_entry("weighted", &self.weighted)?;
         m.serialize_entry("percent", &self.percent)?;
+        if self.weighted_se.is_some() || self.percent_se.is_some() {
+            m.serialize_entry("weighted_se", &self.weighted_se)?;
+            m.serialize_entry("percent_se", &self.percent_se)?;
+        }
         m.end()
     }
 }
@@ -204,8 +222,22 @@ impl Frequencies {
         variable: String,
         label: Option<String>,
         cube: Cube,
+        survey: Option<RepVariance>,
     ) -> Self {
         let cats = cube.dims.first().map_or(&[][..], |d| &d.categories[..]);
+        let survey = survey.zip(cube.replicates.as_ref()).map(|(v, reps)| {
+            let bases = reps
+                .w
+                .iter()
+                .map(|w| {
+                    (0..cats.len())
+                        .filter(|&i| !cats[i].missing)
+                        .map(|i| w[i])
+                        .sum()
+                })
+                .collect();
+            (v, bases)
+        });
         let measure = |i: usize| {
             cube.weighted
                 .as_ref()
@@ -226,6 +258,7 @@ impl Frequencies {
             total,
             cube,
             base,
+            survey,
         }
     }
 
@@ -255,11 +288,27 @@ impl Frequencies {
         cats.iter().enumerate().map(move |(i, c)| {
             let weighted = self.cube.weighted.as_ref().map(|w| w[i]);
             let m = weighted.unwrap_or(self.cube.counts[i] as f64);
+            let percent = (!c.missing && self.base != 0.0).then(|| 100.0 * m / self.base);
+            let (mut weighted_se, mut percent_se) = (None, None);
+            if let (Some((v, bases)), Some(reps)) = (&self.survey, &self.cube.replicates) {
+                let rw: Vec<f64> = reps.w.iter().map(|w| w[i]).collect();
+                weighted_se = v.wald(m, &rw);
+                percent_se = percent.and_then(|p| {
+                    let rp: Vec<f64> = rw
+                        .iter()
+                        .zip(bases)
+                        .map(|(&w, &b)| if b != 0.0 { 100.0 * w / b } else { f64::NAN })
+                        .collect();
+                    v.percent(p, &rp)
+                });
+            }
             FreqRow {
                 category: c,
                 count: self.cube.counts[i],
                 weighted,
-                percent: (!c.missing && self.base != 0.0).then(|| 100.0 * m / self.base),
+                percent,
+                weighted_se,
+                percent_se,
             }
         })
     }
@@ -299,6 +348,7 @@ pub struct Crosstab {
     /// Whether each table has its chi-square statistics.
     pub stats: bool,
     cube: Cube,
+    survey: Option<RepVariance>,
 }
 
 /// Row or column totals of a table.
@@ -333,6 +383,11 @@ pub struct Table {
     pub total: Totals,
     /// Chi-square test and Cramér's V (when asked for and defined).
     pub stats: Option<ChiSquare>,
+    /// Standard errors and intervals of the weighted cells (with a design).
+    pub weighted_se: Option<Vec<Vec<Option<Uncertainty>>>>,
+    /// Standard errors and logit intervals of the percentages (with a
+    /// design and percentages).
+    pub pct_se: Option<Vec<Vec<Option<Uncertainty>>>>,
 }
 
 impl Table {
@@ -369,6 +424,8 @@ impl Table {
                 weighted: None,
             },
             stats: None,
+            weighted_se: None,
+            pct_se: None,
         }
     }
 }
@@ -386,6 +443,10 @@ impl Serialize for Table {
         m.serialize_entry("col_totals", &self.col_totals)?;
         m.serialize_entry("total", &self.total)?;
         m.serialize_entry("stats", &StatsJson(&self.stats))?;
+        if self.weighted_se.is_some() {
+            m.serialize_entry("weighted_se", &self.weighted_se)?;
+            m.serialize_entry("pct_se", &self.pct_se)?;
+        }
         m.end()
     }
 }
@@ -425,6 +486,7 @@ impl Crosstab {
         pct: Option<Pct>,
         stats: bool,
         cube: Cube,
+        survey: Option<RepVariance>,
     ) -> Self {
         Crosstab {
             context,
@@ -434,6 +496,7 @@ impl Crosstab {
             pct,
             stats,
             cube,
+            survey,
         }
     }
 
@@ -507,11 +570,61 @@ impl Crosstab {
             weighted,
             pct: None,
             stats: None,
+            weighted_se: None,
+            pct_se: None,
         };
         let m = t.measure();
         t.pct = self.pct.map(|p| percents(&m, p));
-        if self.stats {
+        // With a design, Pearson's statistic on weighted counts would
+        // overstate significance (by N̂/n and the design effect): none.
+        if self.stats && self.survey.is_none() {
             t.stats = chi_square(&m);
+        }
+        if let (Some(v), Some(reps)) = (&self.survey, &cube.replicates) {
+            // Each replicate's table, and its percentages.
+            let rm: Vec<Vec<Vec<f64>>> = reps
+                .w
+                .iter()
+                .map(|w| {
+                    keep_r
+                        .iter()
+                        .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
+                        .collect()
+                })
+                .collect();
+            let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
+                .pct
+                .map(|p| rm.iter().map(|m| percents(m, p)).collect());
+            let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
+            t.weighted_se = Some(
+                m.iter()
+                    .enumerate()
+                    .map(|(i, row)| {
+                        row.iter()
+                            .enumerate()
+                            .map(|(j, &x)| v.wald(x, &reps_of(&|r| rm[r][i][j])))
+                            .collect()
+                    })
+                    .collect(),
+            );
+            if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
+                t.pct_se = Some(
+                    pct.iter()
+                        .enumerate()
+                        .map(|(i, row)| {
+                            row.iter()
+                                .enumerate()
+                                .map(|(j, p)| {
+                                    p.and_then(|p| {
+                                        let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
+                                        v.percent(p, &reps)
+                                    })
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                );
+            }
         }
         Some(t)
     }
@@ -574,7 +687,11 @@ pub struct Means {
     pub by: Vec<String>,
     /// Over all groups.
     pub total: Stat,
+    /// Standard error and interval of the mean over all groups (with a
+    /// design).
+    pub total_se: Option<Uncertainty>,
     cube: Cube,
+    survey: Option<RepVariance>,
 }
 
 /// One group of a means result.
@@ -584,6 +701,8 @@ pub struct Group<'a> {
     pub by: Vec<&'a Category>,
     /// Its statistics.
     pub stat: Stat,
+    /// Standard error and interval of its mean (with a design).
+    pub mean_se: Option<Uncertainty>,
 }
 
 impl Serialize for Group<'_> {
@@ -602,6 +721,9 @@ impl Serialize for Group<'_> {
         m.serialize_entry("sd", &self.stat.sd)?;
         m.serialize_entry("n", &self.stat.n)?;
         m.serialize_entry("sum_weights", &self.stat.sum_weights)?;
+        if self.mean_se.is_some() {
+            m.serialize_entry("mean_se", &self.mean_se)?;
+        }
         m.serialize_entry("by", &Stream(|| self.by.iter().map(|c| By(c))))?;
         m.end()
     }
@@ -613,6 +735,7 @@ impl Means {
         variable: String,
         label: Option<String>,
         cube: Cube,
+        survey: Option<RepVariance>,
     ) -> Self {
         let total = cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
             Moments::default(),
@@ -621,14 +744,40 @@ impl Means {
                 t
             },
         );
-        Means {
+        let mut means = Means {
             context,
             variable,
             label,
             by: cube.dims.iter().map(|d| d.var.name.clone()).collect(),
             total: Stat::from(&total),
+            total_se: None,
             cube,
-        }
+            survey,
+        };
+        means.total_se = means.mean_se(None);
+        means
+    }
+
+    /// The standard error of the mean of cell `c` (`None`: over all
+    /// cells), from each replicate's Σ w_r·x / Σ w_r.
+    fn mean_se(&self, c: Option<usize>) -> Option<Uncertainty> {
+        let (v, reps) = (self.survey.as_ref()?, self.cube.replicates.as_ref()?);
+        let wx = reps.wx.as_ref()?;
+        let sum = |x: &[f64]| match c {
+            Some(c) => x[c],
+            None => x.iter().sum(),
+        };
+        let rm: Vec<f64> = reps
+            .w
+            .iter()
+            .zip(wx)
+            .map(|(w, wx)| sum(wx) / sum(w))
+            .collect();
+        let est = match c {
+            Some(c) => self.cube.moments.as_ref()?[c].mean,
+            None => self.total.mean?,
+        };
+        v.wald(est, &rm)
     }
 
     /// The groups that have records, in category order.
@@ -654,6 +803,7 @@ impl Means {
                         .map(|(d, &i)| &self.cube.dims[d].categories[i])
                         .collect(),
                     stat: Stat::from(m),
+                    mean_se: self.mean_se(Some(c)),
                 }
             })
     }

@@ -2,13 +2,35 @@
 //! and the typed result.
 
 use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
+use crate::survey::RepVariance;
 use crate::{Analysis, Error, Request, Result};
 use microtab_engine::{parse_filter, weight_cases, Cube, Query, ScanOptions, WeightCases};
 use microtab_store::Dataset;
 use serde::{Deserialize, Serialize};
 
+/// The survey design `req` uses over `ds`: the dataset's, unless the
+/// request says not to. Its weight is the request's unless the request
+/// names another, which replicate weights made for the design's weight
+/// would not fit: an error then.
+fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(String, RepVariance)>> {
+    let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
+        return Ok(None);
+    };
+    let weight = ds.variable(&d.weight)?.name.clone();
+    if let Some(w) = &req.weight {
+        if ds.variable(w)?.name != weight {
+            return Err(Error::Design(format!(
+                "the dataset's survey design weights by {weight}; its standard errors do not hold for the weight {w} (tabulate without the design with --no-design, or change it with `microtab design`)"
+            )));
+        }
+    }
+    Ok(d.replicates
+        .as_ref()
+        .map(|r| (weight, RepVariance::new(&d.weight, r, req.level))))
+}
+
 /// The engine query of a request.
-fn query(req: &Request) -> Result<Query> {
+fn query(req: &Request, design: Option<(&str, &[String])>) -> Result<Query> {
     let filter = match &req.filter {
         Some(f) => parse_filter(f)?,
         None => Vec::new(),
@@ -20,11 +42,12 @@ fn query(req: &Request) -> Result<Query> {
     Ok(Query {
         filter,
         group_by: req.group_by(),
-        weight: req.weight.clone(),
+        weight: design.map_or(req.weight.clone(), |(w, _)| Some(w.to_string())),
         measure,
         include_missing,
         max_cells: Some(req.max_cells),
         rows: req.rows.clone(),
+        replicates: design.map_or(Vec::new(), |(_, r)| r.to_vec()),
     })
 }
 
@@ -64,7 +87,14 @@ fn scan<C>(
     engine: impl FnOnce(&Dataset, &Query, &ScanOptions) -> microtab_engine::Result<C>,
     counts: impl Fn(&C) -> &[u64],
 ) -> Result<(Query, C, Option<WeightCases>)> {
-    let q = query(req)?;
+    let design = design_of(ds, req)?;
+    let reps: Vec<String> = ds
+        .manifest()
+        .design
+        .as_ref()
+        .and_then(|d| d.replicates.as_ref())
+        .map_or(Vec::new(), |r| r.weights.clone());
+    let q = query(req, design.as_ref().map(|(w, _)| (w.as_str(), &reps[..])))?;
     verify(ds, req, &q)?;
     let cube = engine(ds, &q, opts)?;
     let counted = counts(&cube).iter().sum();
@@ -95,11 +125,13 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     let (q, cube, weights) = scan(ds, req, opts, microtab_engine::run_with, |c| &c.counts)?;
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
+    let survey = design_of(ds, req)?.map(|(_, v)| v);
     let context = Context {
         dataset: ds.dir().display().to_string(),
-        weight: req.weight.clone(),
+        weight: q.weight.clone(),
         filter: req.filter.clone(),
         weight_cases: weights,
+        design: survey.as_ref().map(|v| v.info.clone()),
     };
     let measure = match &req.analysis {
         Analysis::Means { var, .. } => {
@@ -108,16 +140,18 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         }
         _ => None,
     };
-    Ok(answer(req, context, cube, measure))
+    Ok(answer(req, context, cube, measure, survey))
 }
 
 /// The typed result of `req` from its cube; `measure` is the analysis
-/// variable's name and label (means).
+/// variable's name and label (means); `survey` the replicate variance of
+/// its design.
 fn answer(
     req: &Request,
     context: Context,
     cube: Cube,
     measure: Option<(String, Option<String>)>,
+    survey: Option<RepVariance>,
 ) -> Answer {
     let dim = |i: usize| {
         (
@@ -128,7 +162,7 @@ fn answer(
     match &req.analysis {
         Analysis::Freq { .. } => {
             let (name, label) = dim(0);
-            Answer::Freq(Frequencies::new(context, name, label, cube))
+            Answer::Freq(Frequencies::new(context, name, label, cube, survey))
         }
         Analysis::Tab {
             control,
@@ -139,11 +173,13 @@ fn answer(
             let off = control.is_some() as usize;
             let names = [dim(off).0, dim(off + 1).0];
             let control = control.as_ref().map(|_| dim(0).0);
-            Answer::Tab(Crosstab::new(context, names, control, *pct, *stats, cube))
+            Answer::Tab(Crosstab::new(
+                context, names, control, *pct, *stats, cube, survey,
+            ))
         }
         Analysis::Means { .. } => {
             let (name, label) = measure.expect("means have an analysis variable");
-            Answer::Means(Means::new(context, name, label, cube))
+            Answer::Means(Means::new(context, name, label, cube, survey))
         }
     }
 }
@@ -206,13 +242,14 @@ impl Partial {
             weight: req.weight.clone(),
             filter: req.filter.clone(),
             weight_cases: self.weight_cases,
+            design: None,
         };
         let measure = self
             .cube
             .measure
             .as_ref()
             .map(|m| (m.name.clone(), m.label.clone()));
-        Ok(answer(req, context, self.cube.finish(), measure))
+        Ok(answer(req, context, self.cube.finish(), measure, None))
     }
 }
 

@@ -8,8 +8,26 @@
 /// Records per independently seeded block.
 pub const BLOCK: usize = 1 << 16;
 
-/// The variables written, in order.
+/// The variables written, in order (without replicate weights).
 pub const HEADER: &str = "YEAR,SERIAL,PERNUM,PERWT,STATEFIP,PUMA,GQ,SEX,AGE,MARST,RACE,HISPAN,BPL,CITIZEN,EDUC,EMPSTAT,OCC,IND,UHRSWORK,INCTOT,INCWAGE,POVERTY\n";
+
+/// The header line with `reps` person replicate weights `REPWTP1…` after
+/// the other variables.
+pub fn header(reps: usize) -> String {
+    let mut h = HEADER.trim_end().to_string();
+    for r in 1..=reps {
+        h += &format!(",REPWTP{r}");
+    }
+    h + "\n"
+}
+
+/// Successive-difference replicate factors (the ACS's): a household's
+/// weight times 1 − 2^−1/2, 1 or 1 + 2^−1/2 in each replicate.
+const REP_FACTORS: [f64; 3] = [
+    1.0 - std::f64::consts::FRAC_1_SQRT_2,
+    1.0,
+    1.0 + std::f64::consts::FRAC_1_SQRT_2,
+];
 
 /// SplitMix64: tiny, fast, and its output is fixed by its definition, so a
 /// seed names the same file in every version of microtab.
@@ -152,10 +170,14 @@ fn tables() -> Tables {
     }
 }
 
-/// Appends `block`'s records (`rows` of them) as CSV text.
-pub fn write_block(seed: u64, block: u64, rows: usize, out: &mut Vec<u8>) {
+/// Appends `block`'s records (`rows` of them) as CSV text, each with
+/// `reps` replicate weights (household-level SDR factors from a generator
+/// of their own, so the other variables are the same whatever `reps`).
+pub fn write_block(seed: u64, block: u64, rows: usize, reps: usize, out: &mut Vec<u8>) {
     let t = tables();
     let mut r = Rng::new(seed, block);
+    let mut rr = Rng::new(seed ^ 0x5EED_4E97_0000_0001, block);
+    let mut factors = vec![1.0; reps];
     let put = |out: &mut Vec<u8>, v: i64, last: bool| {
         out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
         out.push(if last { b'\n' } else { b',' });
@@ -180,6 +202,9 @@ pub fn write_block(seed: u64, block: u64, rows: usize, out: &mut Vec<u8>) {
         let head_age = r.range(18, 90);
         let hh_foreign = r.below(100) < 11;
         let mut poverty = r.range(1, 501);
+        for f in factors.iter_mut() {
+            *f = REP_FACTORS[rr.below(3) as usize];
+        }
         for pernum in 1..=size {
             if done >= rows {
                 break;
@@ -338,7 +363,16 @@ pub fn write_block(seed: u64, block: u64, rows: usize, out: &mut Vec<u8>) {
             ] {
                 put(out, v, false);
             }
-            put(out, poverty, true);
+            put(out, poverty, reps == 0);
+            for (k, f) in factors.iter().enumerate() {
+                // In hundredths, as PERWT.
+                let w = (perwt as f64 * f).round() as i64;
+                out.extend_from_slice(itoa::Buffer::new().format(w / 100).as_bytes());
+                out.push(b'.');
+                out.push(b'0' + (w % 100 / 10) as u8);
+                out.push(b'0' + (w % 10) as u8);
+                out.push(if k + 1 == reps { b'\n' } else { b',' });
+            }
         }
     }
 }

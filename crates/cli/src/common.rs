@@ -48,6 +48,25 @@ pub struct QueryArgs {
     /// the data they read; this also checks the rest of those files).
     #[arg(long)]
     pub verify: bool,
+    /// Ignore the dataset's survey design (`microtab design`): its weight
+    /// is not applied unless given with --weight, and no standard errors
+    /// are computed.
+    #[arg(long)]
+    pub no_design: bool,
+    /// Confidence level of the intervals, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 95.0,
+          value_parser = parse_level)]
+    pub level: f64,
+}
+
+/// A confidence level in percent, strictly between 0 and 100.
+fn parse_level(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(x) if x > 0.0 && x < 100.0 => Ok(x),
+        _ => Err(format!(
+            "expected a confidence level in percent between 0 and 100 (e.g. 95 or 90), found '{s}'"
+        )),
+    }
 }
 
 impl QueryArgs {
@@ -60,6 +79,8 @@ impl QueryArgs {
             max_cells: self.max_cells,
             allow_negative_weights: self.allow_negative_weights,
             verify: self.verify,
+            use_design: !self.no_design,
+            level: self.level / 100.0,
             ..Request::new(analysis)
         }
     }
@@ -204,6 +225,44 @@ pub fn weight_note(w: &Option<WeightCases>, name: Option<&str>) -> String {
         String::new()
     } else {
         format!("({})\n", parts.join("; "))
+    }
+}
+
+/// The line under a table that says where its standard errors come from
+/// (empty without a design).
+pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>) -> String {
+    let Some(d) = d else {
+        return String::new();
+    };
+    format!(
+        "(standard errors from {} {} replicate weights of {}: variance = {} × Σ (replicate − {})²; {}% intervals, t with {} df{})\n",
+        d.replicates,
+        d.kind.to_uppercase(),
+        d.weight,
+        crate::render::fmt_sig(d.scale, 6),
+        if d.mse { "full-sample estimate" } else { "mean of the replicates" },
+        crate::render::fmt_sig(100.0 * d.level, 4),
+        d.df,
+        ", logit intervals for percentages"
+    )
+}
+
+/// The CSV fields of an estimate's standard error and interval (empty
+/// fields without one).
+pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 3] {
+    use crate::render::csv_num;
+    [
+        csv_num(u.map(|u| u.se)),
+        csv_num(u.and_then(|u| u.lo)),
+        csv_num(u.and_then(|u| u.hi)),
+    ]
+}
+
+/// An interval as text, `[lo, hi]` with `digits` decimals (`-` without one).
+pub fn ci_text(u: &Option<microtab_analysis::survey::Uncertainty>, digits: usize) -> String {
+    match u.and_then(|u| u.lo.zip(u.hi)) {
+        Some((lo, hi)) => format!("[{lo:.digits$}, {hi:.digits$}]"),
+        None => "-".into(),
     }
 }
 

@@ -37,6 +37,8 @@ enum Command {
     Missing(cmd::missing::Args),
     /// Set value labels and the variable label of a variable.
     Label(cmd::label::Args),
+    /// Set, show or clear the survey design (weight, replicate weights) every query uses.
+    Design(cmd::design::Args),
     /// Check every file of a dataset against its checksums.
     Verify(cmd::verify::Args),
     /// Measure this machine's best read settings and save them.
@@ -57,6 +59,7 @@ fn main() {
         Command::Means(a) => cmd::means::run(a),
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
+        Command::Design(a) => cmd::design::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Tune(a) => cmd::tune::run(a),
         Command::Iobench(a) => cmd::iobench::run(a),

@@ -33,6 +33,64 @@ pub(crate) struct Acc {
     pub(crate) sup: Vec<SupCell>,
     /// Gathered passing rows ([`gather`]).
     pub(crate) gather: Gather,
+    /// Replicate sums ([`Plan::replicates`]).
+    pub(crate) reps: RepSums,
+}
+
+/// Per replicate weight `r` and cell `c` (at `r · (cells + 1) + c`): `Σ
+/// w_r` and, with an analysis variable, `Σ w_r·x` — in integers when the
+/// replicate weights and the analysis variable are integers (exact, the
+/// same whatever the order of the morsels), else in `f64`.
+#[derive(Debug, Clone)]
+pub(crate) enum RepSums {
+    /// No replicate weights.
+    None,
+    /// Exact integer sums, in stored units.
+    Int { w: Vec<i64>, wx: Vec<i128> },
+    /// Float sums, in stored units.
+    Float { w: Vec<f64>, wx: Vec<f64> },
+}
+
+impl RepSums {
+    fn new(p: &Plan) -> Self {
+        let n = (p.cells + 1) * p.replicates.len();
+        let nx = if p.measure.is_some() { n } else { 0 };
+        match (p.replicates.is_empty(), p.replicates_exact) {
+            (true, _) => RepSums::None,
+            (false, true) => RepSums::Int {
+                w: vec![0; n],
+                wx: vec![0; nx],
+            },
+            (false, false) => RepSums::Float {
+                w: vec![0.0; n],
+                wx: vec![0.0; nx],
+            },
+        }
+    }
+
+    fn merge(&mut self, o: &RepSums) {
+        match (self, o) {
+            (RepSums::Int { w, wx }, RepSums::Int { w: ow, wx: owx }) => {
+                w.iter_mut().zip(ow).for_each(|(a, b)| *a += b);
+                wx.iter_mut().zip(owx).for_each(|(a, b)| *a += b);
+            }
+            (RepSums::Float { w, wx }, RepSums::Float { w: ow, wx: owx }) => {
+                w.iter_mut().zip(ow).for_each(|(a, b)| *a += b);
+                wx.iter_mut().zip(owx).for_each(|(a, b)| *a += b);
+            }
+            _ => {}
+        }
+    }
+
+    /// `Σ w_r` and `Σ w_r·x` of replicate `r`, cell `c`, in stored units.
+    pub(crate) fn get(&self, cells: usize, r: usize, c: usize) -> (f64, f64) {
+        let k = r * (cells + 1) + c;
+        match self {
+            RepSums::None => (0.0, 0.0),
+            RepSums::Int { w, wx } => (w[k] as f64, wx.get(k).map_or(0.0, |&v| v as f64)),
+            RepSums::Float { w, wx } => (w[k], wx.get(k).copied().unwrap_or(0.0)),
+        }
+    }
 }
 
 /// How a fused kernel sees a morsel's filters.
@@ -407,6 +465,7 @@ impl Acc {
             packed_w: Vec::new(),
             sel: Vec::new(),
             gather: Gather::default(),
+            reps: RepSums::new(p),
             sup: if p.exact_floats {
                 vec![SupCell::default(); n]
             } else {
@@ -418,6 +477,56 @@ impl Acc {
     /// Counts rows `r` of `data` (one view per query column, in plan order:
     /// dimensions, filters, weight, measure).
     pub(crate) fn morsel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
+        self.morsel_main(p, data, r.clone());
+        if !p.replicates.is_empty() {
+            self.replicate_sums(p, data, r);
+        }
+    }
+
+    /// Adds each replicate weight of the morsel into its sums, by the cell
+    /// index [`morsel_main`](Self::morsel_main) left in `idx` (the planner
+    /// turns the fused kernels off for replicate designs).
+    fn replicate_sums(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
+        let first = p.dims.len()
+            + p.filters.len()
+            + p.weight.is_some() as usize
+            + p.measure.is_some() as usize;
+        let n = p.cells + 1;
+        let trash = p.cells as u32;
+        let measured = p.measure.is_some();
+        if measured && p.exact && matches!(self.reps, RepSums::Float { .. }) {
+            // Float replicate weights beside an exactly summed measure.
+            self.xbuf.clear();
+            self.xbuf.extend(self.xint.iter().map(|&v| v as f64));
+        }
+        let (idx, xint, xbuf) = (&self.idx[..], &self.xint[..], &self.xbuf[..]);
+        for (k, d) in data[first..first + p.replicates.len()].iter().enumerate() {
+            let cells = k * n..(k + 1) * n;
+            let xcells = if measured { cells.clone() } else { 0..0 };
+            match &mut self.reps {
+                RepSums::None => {}
+                RepSums::Int { w, wx } => dispatch!(*d, r.clone(), |v| replicate_ints(
+                    idx,
+                    v,
+                    measured.then_some(xint),
+                    trash,
+                    &mut w[cells.clone()],
+                    &mut wx[xcells.clone()],
+                )),
+                RepSums::Float { w, wx } => dispatch!(*d, r.clone(), |v| replicate_floats(
+                    idx,
+                    v,
+                    measured.then_some(xbuf),
+                    trash,
+                    &mut w[cells.clone()],
+                    &mut wx[xcells.clone()],
+                )),
+            }
+        }
+    }
+
+    /// Counts a morsel (without its replicate sums).
+    fn morsel_main(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
         if p.fused && self.fused(p, data, r.clone()) {
             return;
         }
@@ -891,6 +1000,7 @@ impl Acc {
         for (a, b) in self.sup.iter_mut().zip(&o.sup) {
             a.merge(b);
         }
+        self.reps.merge(&o.reps);
         self
     }
 }

@@ -84,6 +84,17 @@ pub struct Cube {
     pub weighted: Option<Vec<f64>>,
     /// Moments of the analysis variable per cell (with `Query::measure`).
     pub moments: Option<Vec<Moments>>,
+    /// Replicate sums per cell (with `Query::replicates`).
+    pub replicates: Option<RepCells>,
+}
+
+/// The sums of each replicate weight per cell, in displayed units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepCells {
+    /// `w[r][cell]`: Σ w_r over the cell's rows.
+    pub w: Vec<Vec<f64>>,
+    /// `wx[r][cell]`: Σ w_r·x over the cell's rows (with a measure).
+    pub wx: Option<Vec<Vec<f64>>>,
 }
 
 impl Cube {
@@ -253,10 +264,30 @@ pub(crate) fn compact(
             m[dst] = a.scaled(wscale, xscale);
         }
     }
+    let replicates = (!plan.replicates.is_empty()).then(|| {
+        let mut w = vec![vec![0.0; total]; plan.replicates.len()];
+        let mut wx = measure.map(|_| vec![vec![0.0; total]; plan.replicates.len()]);
+        for (r, col) in plan.replicates.iter().enumerate() {
+            let rscale = col.var().scale();
+            for c in 0..n {
+                if acc.count(plan, c) == 0 {
+                    continue;
+                }
+                let dst = layout.dst(c);
+                let (sw, swx) = acc.reps.get(n, r, c);
+                w[r][dst] = sw / rscale;
+                if let Some(wx) = wx.as_mut() {
+                    wx[r][dst] = swx / (rscale * xscale);
+                }
+            }
+        }
+        RepCells { w, wx }
+    });
     Cube {
         dims: layout.dims(plans),
         counts,
         weighted,
         moments,
+        replicates,
     }
 }

@@ -108,6 +108,31 @@ fn execute<R>(
         .collect::<std::result::Result<_, _>>()?;
     let weight_col = q.weight.as_deref().map(|n| ds.column(n)).transpose()?;
     let measure_col = q.measure.as_deref().map(|n| ds.column(n)).transpose()?;
+    let rep_cols: Vec<Column> = q
+        .replicates
+        .iter()
+        .map(|n| ds.column(n))
+        .collect::<std::result::Result<_, _>>()?;
+    if !rep_cols.is_empty() && partial {
+        return Err(Error::Invalid(
+            "replicate-weight standard errors over several datasets or row ranges are not supported yet; add --no-design for the estimates without standard errors".into(),
+        ));
+    }
+    for c in &rep_cols {
+        numeric(c.var(), "a replicate weight")?;
+        let v = c.var();
+        if v.nulls > 0 || !v.missing_codes.is_empty() {
+            return Err(Error::Invalid(format!(
+                "replicate weight {} has {} (a replicate weight must be present for every record: a missing one would change every standard error)",
+                v.name,
+                if v.nulls > 0 {
+                    format!("{} empty values", v.nulls)
+                } else {
+                    "missing codes".to_string()
+                }
+            )));
+        }
+    }
     if let Some(c) = &weight_col {
         numeric(c.var(), "a weight")?;
     }
@@ -138,6 +163,7 @@ fn execute<R>(
         .chain(&filter_cols)
         .chain(weight_col.iter())
         .chain(measure_col.iter())
+        .chain(rep_cols.iter())
         .collect();
     let read_path = match opts.read_path {
         ReadPath::Auto => {
@@ -225,6 +251,8 @@ fn execute<R>(
                 .as_ref()
                 .is_some_and(|c| packable_weight(c.var())),
         fused_tabs: Vec::new(),
+        replicates: rep_cols.iter().collect(),
+        replicates_exact: false,
         fused: measure_col.is_none()
             && weight_col
                 .as_ref()
@@ -244,6 +272,13 @@ fn execute<R>(
     }
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
+    }
+    if !plan.replicates.is_empty() {
+        // Replicate sums follow each row's cell index, which the fused
+        // kernels do not build.
+        (plan.fused, plan.means_fuse) = (false, None);
+        plan.replicates_exact =
+            replicates_exact(&plan.replicates, measure_col.as_ref(), plan.exact, rows);
     }
     // The fused kernels' tables mark rejected codes with FUSED_TRASH.
     if cells >= FUSED_TRASH as usize {

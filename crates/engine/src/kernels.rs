@@ -591,3 +591,61 @@ pub(crate) fn fused_table(m: &Mapper) -> FusedTab {
         _ => FusedTab::None,
     }
 }
+
+/// Replicate sums of one replicate weight column over a morsel: per cell
+/// `Σ w_r` and, with analysis values `x`, `Σ w_r·x`, exactly in integers
+/// (the planner checked that no sum can overflow). `idx` is the morsel's
+/// final cell index (excluded rows at or beyond `trash`); `sw` and `swx`
+/// hold `trash + 1` cells.
+pub(crate) fn replicate_ints<W: Val>(
+    idx: &[u32],
+    w: &[W],
+    x: Option<&[i64]>,
+    trash: u32,
+    sw: &mut [i64],
+    swx: &mut [i128],
+) {
+    let w = &w[..idx.len()];
+    assert!(sw.len() > trash as usize);
+    match x {
+        None => {
+            for (&i, &v) in idx.iter().zip(w) {
+                // SAFETY: min(trash) < sw.len(), asserted above.
+                unsafe { *sw.get_unchecked_mut(i.min(trash) as usize) += v.i() };
+            }
+        }
+        Some(x) => {
+            assert!(swx.len() > trash as usize);
+            for ((&i, &v), &xv) in idx.iter().zip(w).zip(&x[..idx.len()]) {
+                let c = i.min(trash) as usize;
+                let v = v.i();
+                // SAFETY: c ≤ trash < both lengths, asserted above.
+                unsafe {
+                    *sw.get_unchecked_mut(c) += v;
+                    *swx.get_unchecked_mut(c) += (v * xv) as i128;
+                }
+            }
+        }
+    }
+}
+
+/// [`replicate_ints`] in `f64` (float replicate weights or analysis
+/// values).
+pub(crate) fn replicate_floats<W: Val>(
+    idx: &[u32],
+    w: &[W],
+    x: Option<&[f64]>,
+    trash: u32,
+    sw: &mut [f64],
+    swx: &mut [f64],
+) {
+    let w = &w[..idx.len()];
+    for (j, (&i, &v)) in idx.iter().zip(w).enumerate() {
+        let c = i.min(trash) as usize;
+        let v = v.f();
+        sw[c] += v;
+        if let Some(x) = x {
+            swx[c] += v * x[j];
+        }
+    }
+}

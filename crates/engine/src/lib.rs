@@ -45,7 +45,7 @@ mod top;
 mod value;
 mod weights;
 
-pub use cube::{Cube, Dim, Moments};
+pub use cube::{Cube, Dim, Moments, RepCells};
 pub use exact::ExactSum;
 pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use filter::{parse_filter, Term};
@@ -67,6 +67,10 @@ pub struct Query {
     pub weight: Option<String>,
     /// Analysis variable for means.
     pub measure: Option<String>,
+    /// Replicate weight variables: each cell also sums each of them (and,
+    /// with a measure, each times the measure) over the rows the weight
+    /// counts, into [`Cube::replicates`].
+    pub replicates: Vec<String>,
     /// Show missing codes and system-missing as categories instead of
     /// excluding them (grouping variables only).
     pub include_missing: bool,

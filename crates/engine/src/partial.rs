@@ -524,6 +524,7 @@ impl Partial {
             counts: self.counts.clone(),
             weighted,
             moments,
+            replicates: None,
         }
     }
 }

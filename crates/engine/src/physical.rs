@@ -57,6 +57,34 @@ pub(crate) struct Plan<'a> {
     /// The fused kernels' tables of the dimensions and filters, in that
     /// order ([`fused_table`](crate::kernels::fused_table)).
     pub(crate) fused_tabs: Vec<FusedTab>,
+    /// Replicate weights, summed per cell after the weight and measure
+    /// (role order: dimensions, filters, weight, measure, replicates).
+    pub(crate) replicates: Vec<&'a Column>,
+    /// The replicate sums are exact integers (see [`replicates_exact`]).
+    pub(crate) replicates_exact: bool,
+}
+
+/// Whether replicate sums can be kept exactly in integers: integer
+/// replicate weights, and an integer analysis variable summed exactly
+/// (`exact`), with `|w_r| · rows` and `|w_r · x|` far inside `i64`.
+pub(crate) fn replicates_exact(
+    reps: &[&Column],
+    measure: Option<&Column>,
+    exact: bool,
+    rows: usize,
+) -> bool {
+    let mag = |c: &Column| {
+        let v = c.var();
+        let m = |n: Option<microtab_store::Number>| n.map_or(0.0, |n| n.as_f64().abs());
+        m(v.min).max(m(v.max)).max(1.0)
+    };
+    let w = reps.iter().map(|c| mag(c)).fold(1.0, f64::max);
+    reps.iter().all(|c| c.var().kind == Kind::Int)
+        && w * (rows.max(1) as f64) < 2f64.powi(62)
+        && match measure {
+            None => true,
+            Some(x) => exact && x.var().kind == Kind::Int && w * mag(x) < 2f64.powi(62),
+        }
 }
 
 /// A column's table in the fused kernels.
@@ -305,6 +333,8 @@ impl<'a> Plan<'a> {
                 .collect(),
             exact_floats: self.exact_floats,
             fused_tabs: self.fused_tabs[..nd].to_vec(),
+            replicates: self.replicates.clone(),
+            replicates_exact: self.replicates_exact,
         }
     }
 

@@ -53,6 +53,22 @@ pub fn chi_square(table: &[Vec<f64>]) -> Option<ChiSquare> {
     })
 }
 
+/// The two-sided Student t quantile: `t` with `P(|T| > t) = 1 − level`
+/// for `df` degrees of freedom (`df = ∞`: the normal quantile). A
+/// confidence interval of level `level` is estimate ± t · SE.
+pub fn t_quantile(level: f64, df: f64) -> f64 {
+    let alpha = 1.0 - level;
+    if !(alpha > 0.0 && alpha < 1.0) || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if df.is_infinite() {
+        return std::f64::consts::SQRT_2 * puruspe::inverfc(alpha);
+    }
+    // P(|T| > t) = I_{df/(df + t²)}(df/2, 1/2).
+    let x = puruspe::invbetai(alpha, df / 2.0, 0.5);
+    (df * (1.0 - x) / x).sqrt()
+}
+
 /// Regularized upper incomplete gamma Q(a, x), accurate in the far tail.
 ///
 /// `puruspe::gammq` computes the tail as 1 − P and returns 0 below ~1e-16;
@@ -95,6 +111,28 @@ pub fn upper_gamma_q(a: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Against scipy.stats.t.ppf(1 − α/2, df) and norm.ppf(0.975).
+    #[test]
+    fn t_quantiles_match_scipy() {
+        for (level, df, want) in [
+            (0.95, 1.0, 12.706204736174694),
+            (0.95, 7.0, 2.364624251592784),
+            (0.95, 79.0, 1.9904502102301285),
+            (0.95, 159.0, 1.9749962127674756),
+            (0.90, 79.0, 1.6643714091365505),
+            (0.99, 30.0, 2.7499956535672254),
+            (0.95, f64::INFINITY, 1.959963984540054),
+        ] {
+            let got = t_quantile(level, df);
+            assert!(
+                (got - want).abs() < 1e-9 * want,
+                "{level} {df}: {got} vs {want}"
+            );
+        }
+        assert!(t_quantile(1.0, 5.0).is_nan());
+        assert!(t_quantile(0.95, 0.0).is_nan());
+    }
 
     #[test]
     fn hand_computed_2x2() {

@@ -427,6 +427,7 @@ pub struct DatasetWriter {
     source: Option<String>,
     pack: bool,
     transient: bool,
+    design: Option<crate::Design>,
 }
 
 fn sanitize(name: &str) -> String {
@@ -535,12 +536,19 @@ impl DatasetWriter {
             source: None,
             pack: true,
             transient: false,
+            design: None,
         })
     }
 
     /// Records where the data came from (shown by `info`).
     pub fn set_source(&mut self, source: &str) {
         self.source = Some(source.to_string());
+    }
+
+    /// Records a survey design in the manifest (an IPUMS extract's
+    /// replicate weights).
+    pub fn set_design(&mut self, design: crate::Design) {
+        self.design = Some(design);
     }
 
     /// Whether integer columns are bit-packed where their range allows
@@ -627,6 +635,7 @@ impl DatasetWriter {
             rows,
             source: self.source.clone(),
             variables: std::mem::take(&mut self.variables),
+            design: self.design.clone(),
         };
         // Every column file durable (one file-system sync, not one fsync a
         // file), then their names, then the manifest that publishes them.

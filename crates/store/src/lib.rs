@@ -37,7 +37,7 @@ pub use column::{
     Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS, ZONE_BYTES,
 };
 pub use dataset::{Dataset, DatasetWriter};
-pub use manifest::{Kind, Manifest, Number, Variable, FORMAT_VERSION};
+pub use manifest::{Design, Kind, Manifest, Number, RepType, Replicates, Variable, FORMAT_VERSION};
 pub use pack::Packing;
 pub use types::{NativeType, PhysType};
 

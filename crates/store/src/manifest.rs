@@ -156,4 +156,76 @@ pub struct Manifest {
     pub source: Option<String>,
     /// Variables in input order.
     pub variables: Vec<Variable>,
+    /// The survey design every query uses unless told not to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<Design>,
+}
+
+/// A dataset's survey design: the full-sample weight and how the standard
+/// errors of its estimates are computed (docs/SURVEY.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    /// The full-sample weight variable.
+    pub weight: String,
+    /// Replicate weights and how their estimates combine (replicate
+    /// designs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<Replicates>,
+}
+
+/// The kind of a replicate design, which fixes its default scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RepType {
+    /// Successive-difference replication (ACS, CPS): scale 4/R.
+    Sdr,
+    /// Balanced repeated replication: scale 1/R.
+    Brr,
+    /// Fay's BRR with coefficient ρ: scale 1/(R(1−ρ)²).
+    Fay,
+    /// Delete-one jackknife: scale (R−1)/R.
+    Jk1,
+    /// Stratified jackknife: scale 1, per-replicate coefficients.
+    Jkn,
+    /// Bootstrap: scale 1/(R−1).
+    Bootstrap,
+    /// A scale and coefficients given by the user.
+    Other,
+}
+
+impl RepType {
+    /// The lowercase name (`sdr`, `brr`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            RepType::Sdr => "sdr",
+            RepType::Brr => "brr",
+            RepType::Fay => "fay",
+            RepType::Jk1 => "jk1",
+            RepType::Jkn => "jkn",
+            RepType::Bootstrap => "bootstrap",
+            RepType::Other => "other",
+        }
+    }
+}
+
+/// Replicate weights and the variance formula
+/// `v = scale · Σ_r rscales[r] · (θ_r − θ̃)²`, θ̃ the full-sample estimate
+/// (`mse`) or the mean of the replicates' estimates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replicates {
+    /// The kind of replication.
+    #[serde(rename = "type")]
+    pub kind: RepType,
+    /// The replicate weight variables, in order.
+    pub weights: Vec<String>,
+    /// The overall scale `C`.
+    pub scale: f64,
+    /// One coefficient per replicate.
+    pub rscales: Vec<f64>,
+    /// Centre on the full-sample estimate (the Census Bureau / IPUMS
+    /// formula) rather than on the mean of the replicate estimates.
+    pub mse: bool,
+    /// Fay's coefficient (type `fay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
 }

@@ -1,6 +1,8 @@
 //! `microtab freq`: frequency table of one variable.
 
-use crate::common::{answer, weight_note, write_json, Format, QueryArgs, ShowArgs};
+use crate::common::{
+    answer, ci_text, csv_se, design_note, weight_note, write_json, Format, QueryArgs, ShowArgs,
+};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
@@ -34,34 +36,56 @@ pub fn run(a: Args) -> Result<()> {
     match a.q.format {
         Format::Json => write_json(&mut out, &f)?,
         Format::Csv => {
-            out.write_all(
-                csv_line(
-                    &["value", "label", "missing", "count", "weighted", "percent"]
-                        .map(String::from),
-                )
-                .as_bytes(),
-            )?;
+            let se = f.context.design.is_some();
+            let mut head: Vec<String> =
+                ["value", "label", "missing", "count", "weighted", "percent"]
+                    .map(String::from)
+                    .to_vec();
+            if se {
+                for h in [
+                    "weighted_se",
+                    "weighted_lo",
+                    "weighted_hi",
+                    "percent_se",
+                    "percent_lo",
+                    "percent_hi",
+                ] {
+                    head.push(h.into());
+                }
+            }
+            out.write_all(csv_line(&head).as_bytes())?;
             for r in f.rows() {
-                out.write_all(
-                    csv_line(&[
-                        plain_value(r.category),
-                        r.category.label.clone().unwrap_or_default(),
-                        r.category.missing.to_string(),
-                        r.count.to_string(),
-                        csv_num(r.weighted),
-                        csv_num(r.percent),
-                    ])
-                    .as_bytes(),
-                )?;
+                let mut line = vec![
+                    plain_value(r.category),
+                    r.category.label.clone().unwrap_or_default(),
+                    r.category.missing.to_string(),
+                    r.count.to_string(),
+                    csv_num(r.weighted),
+                    csv_num(r.percent),
+                ];
+                if se {
+                    line.extend(csv_se(&r.weighted_se));
+                    line.extend(csv_se(&r.percent_se));
+                }
+                out.write_all(csv_line(&line).as_bytes())?;
             }
         }
         Format::Table => {
             let weighted = f.total.weighted;
+            let se = f.context.design.is_some();
+            let level = f.context.design.as_ref().map_or(95.0, |d| 100.0 * d.level);
             let mut head = vec![f.variable.clone(), "count".to_string()];
             if weighted.is_some() {
                 head.push("weighted".into());
+                if se {
+                    head.push("SE".into());
+                }
             }
             head.push("percent".into());
+            if se {
+                head.push("SE".into());
+                head.push(format!("{}% CI", fmt_sig(level, 4)));
+            }
             let mut rows = Vec::new();
             for r in f.rows() {
                 let mut line = vec![
@@ -70,23 +94,36 @@ pub fn run(a: Args) -> Result<()> {
                 ];
                 if let Some(w) = r.weighted {
                     line.push(fmt_sig(w, 7));
+                    if se {
+                        line.push(r.weighted_se.map_or("-".into(), |u| fmt_sig(u.se, 4)));
+                    }
                 }
                 line.push(
                     r.percent
                         .map(|p| format!("{p:.1}"))
                         .unwrap_or_else(|| "-".into()),
                 );
+                if se {
+                    line.push(r.percent_se.map_or("-".into(), |u| format!("{:.2}", u.se)));
+                    line.push(ci_text(&r.percent_se, 1));
+                }
                 rows.push(line);
             }
             let mut t = vec!["Total".to_string(), group_digits(f.total.count)];
             if let Some(w) = weighted {
                 t.push(fmt_sig(w, 7));
+                if se {
+                    t.push(String::new());
+                }
             }
             t.push(if f.base() != 0.0 {
                 "100.0".into()
             } else {
                 "-".into()
             });
+            if se {
+                t.extend([String::new(), String::new()]);
+            }
             rows.push(t);
             let mut align = vec![Align::Right; head.len()];
             align[0] = Align::Left;
@@ -103,6 +140,7 @@ pub fn run(a: Args) -> Result<()> {
             out.write_all(
                 weight_note(&f.context.weight_cases, f.context.weight.as_deref()).as_bytes(),
             )?;
+            out.write_all(design_note(&f.context.design).as_bytes())?;
         }
     }
     out.flush()?;

@@ -1,7 +1,7 @@
 //! `microtab gen census`: synthetic demo and benchmark data.
 
 use anyhow::{Context, Result};
-use microtab_bench::census::{write_block, BLOCK, HEADER};
+use microtab_bench::census::{header, write_block, BLOCK};
 use microtab_io::{BlockWriter, IoConfig};
 use rayon::prelude::*;
 use std::path::PathBuf;
@@ -29,6 +29,11 @@ pub struct Args {
     /// Random seed (same seed, same file).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Add this many person replicate weights REPWTP1… (household-level
+    /// successive-difference factors of PERWT, as the ACS's), for
+    /// `microtab design … --type sdr`; the other variables are the same.
+    #[arg(long, default_value_t = 0, value_name = "R")]
+    repweights: usize,
 }
 
 /// Writes the file block by block: blocks are generated in parallel and
@@ -38,7 +43,7 @@ pub fn run(a: Args) -> Result<()> {
     let t = Instant::now();
     let mut w = BlockWriter::create(&a.out, &IoConfig::default())
         .with_context(|| format!("cannot create {}", a.out.display()))?;
-    w.write_all(HEADER.as_bytes())?;
+    w.write_all(header(a.repweights).as_bytes())?;
     let nblocks = a.rows.div_ceil(BLOCK as u64);
     let group = (rayon::current_num_threads() * 2) as u64;
     let mut b = 0;
@@ -48,8 +53,8 @@ pub fn run(a: Args) -> Result<()> {
             .into_par_iter()
             .map(|i| {
                 let rows = (a.rows - i * BLOCK as u64).min(BLOCK as u64) as usize;
-                let mut out = Vec::with_capacity(rows * 90);
-                write_block(a.seed, i, rows, &mut out);
+                let mut out = Vec::with_capacity(rows * (90 + 8 * a.repweights));
+                write_block(a.seed, i, rows, a.repweights, &mut out);
                 out
             })
             .collect();

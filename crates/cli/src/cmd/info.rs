@@ -99,6 +99,7 @@ pub fn run(a: Args) -> Result<()> {
                 "bytes": bytes,
                 "generation": m.generation,
                 "source": m.source,
+                "design": m.design,
                 "io_settings": settings.describe_for(&a.dataset).into_iter().collect::<std::collections::BTreeMap<_, _>>(),
                 "variables": vars,
             });
@@ -152,6 +153,12 @@ pub fn run(a: Args) -> Result<()> {
                     .map(|s| format!(", from {s}"))
                     .unwrap_or_default()
             );
+            if let Some(d) = &m.design {
+                s += &format!(
+                    "survey design: {} (microtab design to change it; --no-design to ignore it)\n\n",
+                    crate::cmd::design::describe(d)
+                );
+            }
             let rows: Vec<Vec<String>> = vars
                 .iter()
                 .map(|v| {

@@ -1,11 +1,14 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
-use crate::common::{answer, weight_note, write_json, Format, QueryArgs};
+use crate::common::{
+    answer, ci_text, csv_se, design_note, weight_note, write_json, Format, QueryArgs,
+};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
 };
 use anyhow::Result;
+use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer, Stat};
 use std::io::Write;
 use std::path::PathBuf;
@@ -42,10 +45,14 @@ pub fn run(a: Args) -> Result<()> {
     match a.q.format {
         Format::Json => write_json(&mut out, &m)?,
         Format::Csv => {
+            let se = m.context.design.is_some();
             let mut head = m.by.clone();
             head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
+            if se {
+                head.extend(["mean_se", "mean_lo", "mean_hi"].map(String::from));
+            }
             out.write_all(csv_line(&head).as_bytes())?;
-            let line = |first: Vec<String>, s: &Stat| {
+            let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>| {
                 let mut f = first;
                 f.extend([
                     csv_num(s.mean),
@@ -53,22 +60,37 @@ pub fn run(a: Args) -> Result<()> {
                     s.n.to_string(),
                     format!("{}", s.sum_weights),
                 ]);
+                if se {
+                    f.extend(csv_se(u));
+                }
                 csv_line(&f)
             };
             for g in m.groups() {
                 let first = g.by.iter().map(|c| plain_value(c)).collect();
-                out.write_all(line(first, &g.stat).as_bytes())?;
+                out.write_all(line(first, &g.stat, &g.mean_se).as_bytes())?;
             }
             let mut first = vec!["Total".to_string()];
             first.resize(m.by.len().max(1), String::new());
-            out.write_all(line(first, &m.total).as_bytes())?;
+            out.write_all(line(first, &m.total, &m.total_se).as_bytes())?;
         }
         Format::Table => {
+            let se = m.context.design.as_ref().map(|d| 100.0 * d.level);
             let mut head = m.by.clone();
-            head.extend(["mean", "sd", "N", "sum of weights"].map(String::from));
-            let row = |first: Vec<String>, s: &Stat| {
+            head.push("mean".into());
+            if let Some(level) = se {
+                head.extend(["SE".to_string(), format!("{}% CI", fmt_sig(level, 4))]);
+            }
+            head.extend(["sd", "N", "sum of weights"].map(String::from));
+            let row = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>| {
                 let mut r = first;
                 r.push(s.mean.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
+                if se.is_some() {
+                    r.push(u.map_or("-".into(), |u| fmt_sig(u.se, 4)));
+                    let digits = u.map_or(0, |u| {
+                        (3 - u.se.abs().log10().floor() as i64).clamp(0, 6) as usize
+                    });
+                    r.push(ci_text(u, digits));
+                }
                 r.push(s.sd.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
                 r.push(group_digits(s.n));
                 r.push(fmt_sig(s.sum_weights, 7));
@@ -80,12 +102,13 @@ pub fn run(a: Args) -> Result<()> {
                     row(
                         g.by.iter().map(|c| category_text(c, false)).collect(),
                         &g.stat,
+                        &g.mean_se,
                     )
                 })
                 .collect();
             let mut first = vec!["Total".to_string()];
             first.resize(m.by.len().max(1), String::new());
-            rows.push(row(first, &m.total));
+            rows.push(row(first, &m.total, &m.total_se));
             let mut align = vec![Align::Right; head.len().max(4)];
             for x in align.iter_mut().take(m.by.len()) {
                 *x = Align::Left;
@@ -103,6 +126,7 @@ pub fn run(a: Args) -> Result<()> {
             out.write_all(
                 weight_note(&m.context.weight_cases, m.context.weight.as_deref()).as_bytes(),
             )?;
+            out.write_all(design_note(&m.context.design).as_bytes())?;
         }
     }
     out.flush()?;

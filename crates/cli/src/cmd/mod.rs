@@ -2,6 +2,7 @@
 
 pub mod codebook;
 pub mod codebook_html;
+pub mod design;
 pub mod freq;
 pub mod gen;
 pub mod import;

@@ -1,12 +1,15 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
-use crate::common::{answer, weight_note, write_json, Format, QueryArgs, ShowArgs};
+use crate::common::{
+    answer, csv_se, design_note, weight_note, write_json, Format, QueryArgs, ShowArgs,
+};
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
     text_table, Align,
 };
 use anyhow::Result;
 use clap::ValueEnum;
+use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer};
 use std::io::Write;
 use std::path::PathBuf;
@@ -73,23 +76,34 @@ pub fn run(a: Args) -> Result<()> {
     match a.q.format {
         Format::Json => write_json(&mut out, &x)?,
         Format::Csv => {
-            out.write_all(
-                csv_line(
-                    &[
-                        "control",
-                        "control_label",
-                        "row",
-                        "row_label",
-                        "col",
-                        "col_label",
-                        "count",
-                        "weighted",
-                        "pct",
+            let se = x.context.design.is_some();
+            let mut head: Vec<String> = [
+                "control",
+                "control_label",
+                "row",
+                "row_label",
+                "col",
+                "col_label",
+                "count",
+                "weighted",
+                "pct",
+            ]
+            .map(String::from)
+            .to_vec();
+            if se {
+                head.extend(
+                    [
+                        "weighted_se",
+                        "weighted_lo",
+                        "weighted_hi",
+                        "pct_se",
+                        "pct_lo",
+                        "pct_hi",
                     ]
                     .map(String::from),
-                )
-                .as_bytes(),
-            )?;
+                );
+            }
+            out.write_all(csv_line(&head).as_bytes())?;
             for t in x.tables() {
                 let (cv, cl) = match &t.control {
                     Some(c) => (plain_value(c), c.label.clone().unwrap_or_default()),
@@ -97,20 +111,22 @@ pub fn run(a: Args) -> Result<()> {
                 };
                 for (i, r) in t.rows.iter().enumerate() {
                     for (j, c) in t.cols.iter().enumerate() {
-                        out.write_all(
-                            csv_line(&[
-                                cv.clone(),
-                                cl.clone(),
-                                plain_value(r),
-                                r.label.clone().unwrap_or_default(),
-                                plain_value(c),
-                                c.label.clone().unwrap_or_default(),
-                                t.counts[i][j].to_string(),
-                                csv_num(t.weighted.as_ref().map(|w| w[i][j])),
-                                csv_num(t.pct.as_ref().and_then(|p| p[i][j])),
-                            ])
-                            .as_bytes(),
-                        )?;
+                        let mut line = vec![
+                            cv.clone(),
+                            cl.clone(),
+                            plain_value(r),
+                            r.label.clone().unwrap_or_default(),
+                            plain_value(c),
+                            c.label.clone().unwrap_or_default(),
+                            t.counts[i][j].to_string(),
+                            csv_num(t.weighted.as_ref().map(|w| w[i][j])),
+                            csv_num(t.pct.as_ref().and_then(|p| p[i][j])),
+                        ];
+                        if se {
+                            line.extend(csv_se(&t.weighted_se.as_ref().and_then(|s| s[i][j])));
+                            line.extend(csv_se(&t.pct_se.as_ref().and_then(|s| s[i][j])));
+                        }
+                        out.write_all(csv_line(&line).as_bytes())?;
                     }
                 }
             }
@@ -146,6 +162,18 @@ pub fn run(a: Args) -> Result<()> {
                     line.extend(m[i].iter().map(|&v| fmt(v)));
                     line.push(fmt(m[i].iter().sum()));
                     rows.push(line);
+                    // Standard errors in parentheses under their estimates.
+                    let se_line = |s: &Vec<Vec<Option<Uncertainty>>>, f: &dyn Fn(f64) -> String| {
+                        let mut l = vec![String::new()];
+                        l.extend(
+                            s[i].iter()
+                                .map(|u| u.map_or(String::new(), |u| format!("({})", f(u.se)))),
+                        );
+                        l
+                    };
+                    if let Some(s) = &t.weighted_se {
+                        rows.push(se_line(s, &|v| fmt_sig(v, 4)));
+                    }
                     if let Some(p) = &t.pct {
                         let mut pl = vec![String::new()];
                         pl.extend(
@@ -153,6 +181,9 @@ pub fn run(a: Args) -> Result<()> {
                                 .map(|v| v.map(|v| format!("{v:.1}%")).unwrap_or_default()),
                         );
                         rows.push(pl);
+                        if let Some(s) = &t.pct_se {
+                            rows.push(se_line(s, &|v| format!("{v:.2}")));
+                        }
                     }
                 }
                 let cs: Vec<f64> = match &t.col_totals.weighted {
@@ -168,11 +199,18 @@ pub fn run(a: Args) -> Result<()> {
                 text += &text_table(&head, &rows, &align);
                 if weighted {
                     text += &format!(
-                        "(cells: weighted counts; unweighted N = {})\n",
+                        "(cells: weighted counts{}; unweighted N = {})\n",
+                        if t.weighted_se.is_some() {
+                            ", standard errors in parentheses"
+                        } else {
+                            ""
+                        },
                         group_digits(t.total.count)
                     );
                 }
-                if x.stats {
+                if x.stats && x.context.design.is_some() {
+                    text += "Chi-square: not shown with a survey design (Pearson's statistic on weighted counts overstates significance; the design-based Rao–Scott test is not implemented yet; --no-design gives Pearson's test on the weighted table)\n";
+                } else if x.stats {
                     text += &match t.stats {
                         Some(s) => format!(
                             "Chi-square = {}, df = {}, p = {:.4e}, Cramer's V = {}\n",
@@ -190,6 +228,7 @@ pub fn run(a: Args) -> Result<()> {
             out.write_all(
                 weight_note(&x.context.weight_cases, x.context.weight.as_deref()).as_bytes(),
             )?;
+            out.write_all(design_note(&x.context.design).as_bytes())?;
         }
     }
     out.flush()?;

@@ -1,0 +1,237 @@
+"""Replicate-weight standard errors against R's survey package (Debian
+r-cran-survey, installed by the test command): every SE and interval
+microtab prints — weighted counts, percentages (total, row, column; logit
+intervals), means by group (with a missing code, empty values and a
+filter as domains) — for each kind of replicate design (SDR with and
+without MSE centring, BRR, Fay, JK1, JKn, bootstrap, other), to 1e-6
+relative. R's numbers come from an R script run here on the same CSV."""
+
+import csv
+import json
+import random
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run, run_json, write
+
+R = 12
+ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def rep_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("survey")
+    rng = random.Random(11)
+    head = ["SEX", "EDUC", "AGE", "INC", "W"] + [f"RW{i}" for i in range(1, R + 1)]
+    lines = [",".join(head)]
+    for i in range(ROWS):
+        w = rng.randint(1000, 30000)  # 10.00 .. 300.00 with two decimals
+        reps = [w + rng.randint(-900, 900) * rng.choice([1, 3, 7]) for _ in range(R)]
+        inc = "" if i % 23 == 0 else ("99999" if i % 31 == 0 else str(rng.randint(0, 90000)))
+        edu = rng.choice([0, 1, 1, 2, 2, 2, 3, 4]) if i % 400 else 5  # a small category
+        lines.append(",".join([str(rng.randint(1, 2)), str(edu), str(rng.randint(16, 90)), inc,
+                               f"{w / 100:.2f}"] + [f"{r / 100:.2f}" for r in reps]))
+    path = write(d / "rep.csv", "\n".join(lines) + "\n")
+    ds = d / "rep.mtab"
+    run("import", path, ds, "--missing", "INC=99999")
+    return d, path, ds
+
+
+R_SCRIPT = r"""
+suppressMessages(library(survey))
+args <- commandArgs(trailingOnly=TRUE)
+d <- read.csv(args[1]); out <- args[2]; type <- args[3]; mse <- args[4] == "TRUE"
+extra <- if (length(args) > 4) as.numeric(args[5]) else NA
+d$INC[!is.na(d$INC) & d$INC == 99999] <- NA
+d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX)
+R <- 12
+rs <- seq(0.5, 1.6, length.out=R)
+des <- switch(type,
+  sdr = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="successive-difference", mse=mse),
+  brr = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="BRR", mse=mse),
+  fay = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="Fay", rho=extra, mse=mse),
+  jk1 = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="JK1", mse=mse),
+  jkn = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="JKn", rscales=rs, mse=mse),
+  bootstrap = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="bootstrap", mse=mse),
+  other = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="other", scale=extra, rscales=rs, mse=mse))
+df <- degf(des)
+rows <- list()
+add <- function(what, key, est, se, lo=NA, hi=NA) {
+  rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi)
+}
+# weighted counts and total percentages of EDUC
+t <- svytotal(~EDUC, des)
+se_of <- function(t, name) unname(SE(t))[match(name, names(coef(t)))]
+for (k in levels(d$EDUC)) add("freq_w", k, coef(t)[[paste0("EDUC", k)]], se_of(t, paste0("EDUC", k)))
+for (k in levels(d$EDUC)) {
+  p <- svyciprop(as.formula(paste0("~I(EDUC=='", k, "')")), des, method="xlogit", df=df)
+  ci <- confint(p)
+  add("freq_pct", k, 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
+}
+# EDUC x SEX cells, total, row and column percentages
+d$CELL <- interaction(d$EDUC, d$SEX, sep="_")
+des <- update(des, CELL=interaction(EDUC, SEX, sep="_"))
+ct <- svytotal(~CELL, des)
+for (k in levels(d$CELL)) add("cell_w", k, coef(ct)[[paste0("CELL", k)]], se_of(ct, paste0("CELL", k)))
+for (k in levels(d$CELL)) {
+  p <- svyciprop(as.formula(paste0("~I(CELL=='", k, "')")), des, method="xlogit", df=df)
+  ci <- confint(p)
+  add("cell_total", k, 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
+}
+for (e in levels(d$EDUC)) for (s in levels(d$SEX)) {
+  sub <- subset(des, EDUC == e)
+  p <- svyciprop(as.formula(paste0("~I(SEX=='", s, "')")), sub, method="xlogit", df=df)
+  ci <- confint(p)
+  add("cell_row", paste0(e, "_", s), 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
+  sub <- subset(des, SEX == s)
+  p <- svyciprop(as.formula(paste0("~I(EDUC=='", e, "')")), sub, method="xlogit", df=df)
+  ci <- confint(p)
+  add("cell_col", paste0(e, "_", s), 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
+}
+# means of INC by SEX (all ages, then AGE >= 30 as a domain), and overall
+for (dom in c("all", "age30")) {
+  sub <- if (dom == "all") des else subset(des, AGE >= 30)
+  m <- svyby(~INC, ~SEX, sub, svymean, na.rm=TRUE)
+  ci <- confint(m, df=df)
+  for (i in seq_len(nrow(m))) add(paste0("mean_", dom), as.character(m$SEX[i]), m$INC[i], m$se[i], ci[i, 1], ci[i, 2])
+  a <- svymean(~INC, sub, na.rm=TRUE)
+  ci <- confint(a, df=df)
+  add(paste0("mean_", dom), "Total", coef(a)[[1]], SE(a)[[1]], ci[1], ci[2])
+}
+write.csv(do.call(rbind, rows), out, row.names=FALSE)
+"""
+
+
+def r_answers(d, csv_path, kind, mse, extra=None):
+    script = d / "oracle.R"
+    script.write_text(R_SCRIPT)
+    out = d / f"r_{kind}_{mse}.csv"
+    args = ["Rscript", str(script), str(csv_path), str(out), kind, "TRUE" if mse else "FALSE"]
+    if extra is not None:
+        args.append(str(extra))
+    p = subprocess.run(args, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    res = {}
+    with open(out) as f:
+        for r in csv.DictReader(f):
+            num = lambda k: None if r[k] in ("NA", "") else float(r[k])  # noqa: E731
+            res[(r["what"], r["key"])] = (num("est"), num("se"), num("lo"), num("hi"))
+    return res
+
+
+def close(a, b, rel=1e-6):
+    assert a is not None and b is not None, (a, b)
+    return abs(a - b) <= rel * max(abs(b), 1e-12)
+
+
+def check(got, want, what):
+    """got: (est, {se, lo, hi}); want: R's (est, se, lo, hi)."""
+    est, u = got
+    r_est, r_se, r_lo, r_hi = want
+    assert close(est, r_est), (what, est, r_est)
+    assert close(u["se"], r_se), (what, u["se"], r_se)
+    if r_lo is not None:
+        assert close(u["lo"], r_lo) and close(u["hi"], r_hi), (what, u, r_lo, r_hi)
+
+
+DESIGNS = [
+    ("sdr", True, None, []),
+    ("sdr", False, None, ["--no-mse"]),
+    ("brr", True, None, []),
+    ("fay", True, 0.3, ["--rho", "0.3"]),
+    ("jk1", False, None, ["--no-mse"]),
+    ("jkn", True, None, ["--rscales", ",".join(repr(0.5 + 1.1 * i / (R - 1)) for i in range(R))]),
+    ("bootstrap", True, None, []),
+    ("other", False, 0.37, ["--no-mse", "--scale", "0.37", "--rscales", ",".join(repr(0.5 + 1.1 * i / (R - 1)) for i in range(R))]),
+]
+
+
+@pytest.mark.parametrize("kind,mse,extra,flags", DESIGNS, ids=[f"{k}-{m}" for k, m, _, _ in DESIGNS])
+def test_replicate_designs_match_r(rep_data, kind, mse, extra, flags):
+    d, csv_path, ds = rep_data
+    run("design", ds, "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", kind, *flags)
+    want = r_answers(d, csv_path, kind, mse, extra)
+
+    f = run_json("freq", ds, "EDUC")
+    assert f["design"]["replicates"] == R and f["design"]["mse"] == mse and f["design"]["df"] == R - 1
+    assert f["weight"] == "W"
+    for r in f["rows"]:
+        k = str(r["value"])
+        check((r["weighted"], r["weighted_se"]), want[("freq_w", k)], ("freq_w", k))
+        check((r["percent"], r["percent_se"]), want[("freq_pct", k)], ("freq_pct", k))
+
+    for pct, what in (("total", "cell_total"), ("row", "cell_row"), ("col", "cell_col")):
+        t = run_json("tab", ds, "EDUC", "SEX", "--pct", pct)["tables"][0]
+        for i, rv in enumerate(t["rows"]):
+            for j, cv in enumerate(t["cols"]):
+                key = f"{rv['value']}_{cv['value']}"
+                check((t["weighted"][i][j], t["weighted_se"][i][j]), want[("cell_w", key)], ("cell_w", key))
+                check((t["pct"][i][j], t["pct_se"][i][j]), want[(what, key)], (what, key))
+
+    for dom, filt in (("all", None), ("age30", "AGE(30-*)")):
+        args = ["means", ds, "INC", "--by", "SEX"] + (["--filter", filt] if filt else [])
+        m = run_json(*args)
+        for g in m["groups"]:
+            k = str(g["by"][0]["value"])
+            check((g["mean"], g["mean_se"]), want[(f"mean_{dom}", k)], (dom, k))
+        p = run(*args, "--format", "csv")
+        total = [r for r in csv.DictReader(p.stdout.splitlines()) if r["SEX"] == "Total"][0]
+        got = (float(total["mean"]), {"se": float(total["mean_se"]), "lo": float(total["mean_lo"]),
+                                      "hi": float(total["mean_hi"])})
+        check(got, want[(f"mean_{dom}", "Total")], (dom, "Total"))
+
+
+def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_path):
+    d, csv_path, ds = rep_data
+    run("design", ds, "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "sdr")
+    info = json.loads(run("info", ds, "--format", "json").stdout)
+    assert info["design"]["weight"] == "W"
+    assert info["design"]["replicates"]["weights"] == [f"RW{i}" for i in range(1, R + 1)]
+    assert info["design"]["replicates"]["scale"] == pytest.approx(4 / R)
+    assert "survey design: weight W, 12 replicate weights RW1…RW12 (sdr" in run("info", ds).stdout
+    # The text table says where its standard errors come from.
+    out = run("freq", ds, "EDUC").stdout
+    assert "standard errors from 12 SDR replicate weights of W" in out and "95% CI" in out
+    assert "90% CI" in run("freq", ds, "EDUC", "--level", "90").stdout
+    # Another weight would not fit the replicate weights: an error naming both.
+    p = run("freq", ds, "EDUC", "--weight", "RW1", ok=False)
+    assert "weights by W" in p.stderr and "--no-design" in p.stderr
+    # --no-design: the plain table (no weight unless given), no SE fields.
+    plain = run_json("freq", ds, "EDUC", "--no-design")
+    assert plain["weight"] is None and "design" not in plain
+    assert "weighted_se" not in plain["rows"][0]
+    # The design's percentages at 90%: a narrower logit interval than at 95%.
+    a = run_json("freq", ds, "EDUC")["rows"][0]["percent_se"]
+    b = run_json("freq", ds, "EDUC", "--level", "90")["rows"][0]["percent_se"]
+    assert a["se"] == b["se"] and a["lo"] < b["lo"] < b["hi"] < a["hi"]
+    # Chi-square on weighted counts is withheld under a design.
+    assert run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]["stats"] is None
+    # Several datasets as one: not yet with replicate weights, said so.
+    for name in ("a", "b"):
+        shutil.copytree(ds, tmp_path / f"{name}.mtab")
+    p = run("freq", f"{tmp_path}/*.mtab", "EDUC", ok=False)
+    assert "not supported yet" in p.stderr and "--no-design" in p.stderr
+    # Clearing the design restores plain tabulation.
+    run("design", ds, "--clear")
+    assert "design" not in run_json("freq", ds, "EDUC")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--repweights", "RW1-RW99"], "RW13"),
+    (["--repweights", "RW3-RW1"], "range"),
+    (["--repweights", "RW1"], "at least two"),
+    (["--repweights", "RW1,RW1"], "twice"),
+    (["--repweights", "W,RW1"], "also listed"),
+    (["--repweights", "RW1-RW12", "--type", "fay"], "--rho"),
+    (["--repweights", "RW1-RW12", "--type", "jkn"], "--rscales"),
+    (["--repweights", "RW1-RW12", "--type", "other"], "--scale"),
+    (["--repweights", "RW1-RW12", "--rscales", "1,2"], "2 coefficients for 12"),
+    (["--repweights", "INC,RW1"], "missing values"),
+    ([], "--repweights"),
+])
+def test_bad_designs_are_refused(rep_data, args, needle):
+    _, _, ds = rep_data
+    p = run("design", ds, "--weight", "W", *args, ok=False)
+    assert needle in p.stderr, p.stderr
