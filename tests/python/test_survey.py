@@ -43,19 +43,20 @@ R_SCRIPT = r"""
 suppressMessages(library(survey))
 args <- commandArgs(trailingOnly=TRUE)
 d <- read.csv(args[1]); out <- args[2]; type <- args[3]; mse <- args[4] == "TRUE"
-extra <- if (length(args) > 4) as.numeric(args[5]) else NA
+R <- as.integer(args[5])
+extra <- if (length(args) > 5) as.numeric(args[6]) else NA
 d$INC[!is.na(d$INC) & d$INC == 99999] <- NA
 d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX)
-R <- 12
 rs <- seq(0.5, 1.6, length.out=R)
+rw <- d[, paste0("RW", 1:R)]
 des <- switch(type,
-  sdr = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="successive-difference", mse=mse),
-  brr = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="BRR", mse=mse),
-  fay = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="Fay", rho=extra, mse=mse),
-  jk1 = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="JK1", mse=mse),
-  jkn = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="JKn", rscales=rs, mse=mse),
-  bootstrap = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="bootstrap", mse=mse),
-  other = svrepdesign(data=d, weights=~W, repweights="RW[0-9]+", type="other", scale=extra, rscales=rs, mse=mse))
+  sdr = svrepdesign(data=d, weights=~W, repweights=rw, type="successive-difference", mse=mse),
+  brr = svrepdesign(data=d, weights=~W, repweights=rw, type="BRR", mse=mse),
+  fay = svrepdesign(data=d, weights=~W, repweights=rw, type="Fay", rho=extra, mse=mse),
+  jk1 = svrepdesign(data=d, weights=~W, repweights=rw, type="JK1", mse=mse),
+  jkn = svrepdesign(data=d, weights=~W, repweights=rw, type="JKn", rscales=rs, mse=mse),
+  bootstrap = svrepdesign(data=d, weights=~W, repweights=rw, type="bootstrap", mse=mse),
+  other = svrepdesign(data=d, weights=~W, repweights=rw, type="other", scale=extra, rscales=rs, mse=mse))
 df <- degf(des)
 rows <- list()
 add <- function(what, key, est, se, lo=NA, hi=NA) {
@@ -104,11 +105,11 @@ write.csv(do.call(rbind, rows), out, row.names=FALSE)
 """
 
 
-def r_answers(d, csv_path, kind, mse, extra=None):
+def r_answers(d, csv_path, kind, mse, extra=None, reps=R):
     script = d / "oracle.R"
     script.write_text(R_SCRIPT)
-    out = d / f"r_{kind}_{mse}.csv"
-    args = ["Rscript", str(script), str(csv_path), str(out), kind, "TRUE" if mse else "FALSE"]
+    out = d / f"r_{kind}_{mse}_{reps}.csv"
+    args = ["Rscript", str(script), str(csv_path), str(out), kind, "TRUE" if mse else "FALSE", str(reps)]
     if extra is not None:
         args.append(str(extra))
     p = subprocess.run(args, capture_output=True, text=True)
@@ -152,10 +153,26 @@ DESIGNS = [
 def test_replicate_designs_match_r(rep_data, kind, mse, extra, flags):
     d, csv_path, ds = rep_data
     run("design", ds, "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", kind, *flags)
-    want = r_answers(d, csv_path, kind, mse, extra)
+    compare_with_r(d, csv_path, ds, kind, mse, extra, R)
 
+
+def test_five_replicates_and_float_replicate_weights(rep_data, tmp_path):
+    """Five replicate weights (four summed together, one alone), then the
+    same with two of them imported as floats (every sum in f64)."""
+    d, csv_path, ds = rep_data
+    run("design", ds, "--weight", "W", "--repweights", "RW1-RW5", "--type", "brr")
+    compare_with_r(d, csv_path, ds, "brr", True, None, 5)
+    fds = tmp_path / "floats.mtab"
+    run("import", csv_path, fds, "--missing", "INC=99999", "--type", "RW2=float", "--type", "RW5=float")
+    assert {v["name"]: v["kind"] for v in json.loads(run("info", fds, "--format", "json").stdout)["variables"]}["RW5"] == "float"
+    run("design", fds, "--weight", "W", "--repweights", "RW1-RW5", "--type", "brr")
+    compare_with_r(d, csv_path, fds, "brr", True, None, 5)
+
+
+def compare_with_r(d, csv_path, ds, kind, mse, extra, reps):
+    want = r_answers(d, csv_path, kind, mse, extra, reps)
     f = run_json("freq", ds, "EDUC")
-    assert f["design"]["replicates"] == R and f["design"]["mse"] == mse and f["design"]["df"] == R - 1
+    assert f["design"]["replicates"] == reps and f["design"]["mse"] == mse and f["design"]["df"] == reps - 1
     assert f["weight"] == "W"
     for r in f["rows"]:
         k = str(r["value"])

@@ -35,6 +35,11 @@ pub(crate) struct Acc {
     pub(crate) gather: Gather,
     /// Replicate sums ([`Plan::replicates`]).
     pub(crate) reps: RepSums,
+    /// The morsel's counted rows grouped by cell ([`RowOrder`]), and the
+    /// analysis values in that order.
+    pub(crate) rorder: RowOrder,
+    pub(crate) rxi: Vec<i64>,
+    pub(crate) rxf: Vec<f64>,
 }
 
 /// Per replicate weight `r` and cell `c` (at `r · (cells + 1) + c`): `Σ
@@ -466,6 +471,9 @@ impl Acc {
             sel: Vec::new(),
             gather: Gather::default(),
             reps: RepSums::new(p),
+            rorder: RowOrder::default(),
+            rxi: Vec::new(),
+            rxf: Vec::new(),
             sup: if p.exact_floats {
                 vec![SupCell::default(); n]
             } else {
@@ -492,35 +500,68 @@ impl Acc {
             + p.weight.is_some() as usize
             + p.measure.is_some() as usize;
         let n = p.cells + 1;
-        let trash = p.cells as u32;
         let measured = p.measure.is_some();
-        if measured && p.exact && matches!(self.reps, RepSums::Float { .. }) {
-            // Float replicate weights beside an exactly summed measure.
-            self.xbuf.clear();
-            self.xbuf.extend(self.xint.iter().map(|&v| v as f64));
+        self.rorder.build(&self.idx, p.cells as u32);
+        // The analysis values in the order of the rows by cell.
+        if measured {
+            let order = self.rorder.order();
+            self.rxi.clear();
+            self.rxf.clear();
+            match (&self.reps, p.exact) {
+                (RepSums::Int { .. }, _) => self
+                    .rxi
+                    .extend(order.iter().map(|&j| self.xint[j as usize])),
+                (_, true) => self
+                    .rxf
+                    .extend(order.iter().map(|&j| self.xint[j as usize] as f64)),
+                (_, false) => self
+                    .rxf
+                    .extend(order.iter().map(|&j| self.xbuf[j as usize])),
+            }
         }
-        let (idx, xint, xbuf) = (&self.idx[..], &self.xint[..], &self.xbuf[..]);
-        for (k, d) in data[first..first + p.replicates.len()].iter().enumerate() {
-            let cells = k * n..(k + 1) * n;
-            let xcells = if measured { cells.clone() } else { 0..0 };
-            match &mut self.reps {
-                RepSums::None => {}
-                RepSums::Int { w, wx } => dispatch!(*d, r.clone(), |v| replicate_ints(
-                    idx,
-                    v,
-                    measured.then_some(xint),
-                    trash,
-                    &mut w[cells.clone()],
-                    &mut wx[xcells.clone()],
-                )),
-                RepSums::Float { w, wx } => dispatch!(*d, r.clone(), |v| replicate_floats(
-                    idx,
-                    v,
-                    measured.then_some(xbuf),
-                    trash,
-                    &mut w[cells.clone()],
-                    &mut wx[xcells.clone()],
-                )),
+        let o = &self.rorder;
+        let reps = &data[first..first + p.replicates.len()];
+        match &mut self.reps {
+            RepSums::None => {}
+            RepSums::Int { w, wx } => {
+                let xs = measured.then_some(&self.rxi[..]);
+                // Four replicate weights of one type at a time, then one.
+                let mut k = 0;
+                while k < reps.len() {
+                    macro_rules! sum {
+                        ($($v:ident),*) => {
+                            match (reps.get(k..k + 4), reps[k]) {
+                                $((Some(&[ColumnData::$v(a), ColumnData::$v(b), ColumnData::$v(c), ColumnData::$v(d)]), _) => {
+                                    let ws = [&a[r.clone()], &b[r.clone()], &c[r.clone()], &d[r.clone()]];
+                                    replicate_ints(o, ws, xs, [k * n, (k + 1) * n, (k + 2) * n, (k + 3) * n], w, wx);
+                                    4
+                                })*
+                                $((_, ColumnData::$v(a)) => {
+                                    replicate_ints(o, [&a[r.clone()]], xs, [k * n], w, wx);
+                                    1
+                                })*
+                                (_, ColumnData::F32(_) | ColumnData::F64(_)) => {
+                                    unreachable!("float replicate weights are summed in f64")
+                                }
+                            }
+                        };
+                    }
+                    k += sum!(U8, I8, U16, I16, U32, I32, I64);
+                }
+            }
+            RepSums::Float { w, wx } => {
+                let xs = measured.then_some(&self.rxf[..]);
+                for (k, d) in reps.iter().enumerate() {
+                    let cells = k * n..(k + 1) * n;
+                    let xcells = if measured { cells.clone() } else { 0..0 };
+                    dispatch!(*d, r.clone(), |v| replicate_floats(
+                        o,
+                        v,
+                        xs,
+                        &mut w[cells.clone()],
+                        &mut wx[xcells.clone()],
+                    ));
+                }
             }
         }
     }
