@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on a generated dataset: build, generate a census-like sample,
-# import it once, then answer weighted tabulations from the binary columns.
+# The main job on a generated dataset: build, generate a census-like sample
+# with 80 replicate weights, import it once, declare its survey design, then
+# answer weighted tabulations with standard errors from the binary columns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS="${ROWS:-1000000}"
@@ -8,9 +9,14 @@ DIR="${DIR:-target/demo}"
 cargo build --release --quiet
 M=target/release/microtab
 mkdir -p "$DIR"
-$M gen census --rows "$ROWS" --seed 1 --out "$DIR/census.csv"
+$M gen census --rows "$ROWS" --seed 1 --repweights 80 --out "$DIR/census.csv"
 $M import "$DIR/census.csv" "$DIR/census.mtab" --force --missing INCTOT=9999999
-$M info "$DIR/census.mtab"
+$M design "$DIR/census.mtab" --weight PERWT --repweights REPWTP1-REPWTP80 --type sdr
+$M info "$DIR/census.mtab" | head -12
 echo
-$M tab "$DIR/census.mtab" SEX EDUC --weight PERWT --filter "AGE(25-64)" --pct col --stats
-$M means "$DIR/census.mtab" INCTOT --by EDUC --weight PERWT
+$M freq "$DIR/census.mtab" EDUC
+$M tab "$DIR/census.mtab" SEX EDUC --filter "AGE(25-64)" --pct col --stats
+$M means "$DIR/census.mtab" INCTOT --by EDUC
+echo "time of the mean by EDUC, weighted only, then with 80 replicate weights:"
+$M means "$DIR/census.mtab" INCTOT --by EDUC --no-design --weight PERWT --repeat 5 --format csv > /dev/null
+$M means "$DIR/census.mtab" INCTOT --by EDUC --repeat 5 --format csv > /dev/null

@@ -101,6 +101,11 @@ for (dom in c("all", "age30")) {
   ci <- confint(a, df=df)
   add(paste0("mean_", dom), "Total", coef(a)[[1]], SE(a)[[1]], ci[1], ci[2])
 }
+# Rao-Scott: second order (F, ndf, ddf, p) and first order (X2, df, p)
+x <- svychisq(~EDUC + SEX, des)
+add("rao_scott", "F", x$statistic[[1]], x$parameter[[1]], x$parameter[[2]], x$p.value)
+x <- svychisq(~EDUC + SEX, des, statistic="Chisq")
+add("rao_scott", "Chisq", x$statistic[[1]], x$parameter[[1]], NA, x$p.value)
 write.csv(do.call(rbind, rows), out, row.names=FALSE)
 """
 
@@ -187,6 +192,13 @@ def compare_with_r(d, csv_path, ds, kind, mse, extra, reps):
                 check((t["weighted"][i][j], t["weighted_se"][i][j]), want[("cell_w", key)], ("cell_w", key))
                 check((t["pct"][i][j], t["pct_se"][i][j]), want[(what, key)], (what, key))
 
+    rs = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]["rao_scott"]
+    f_, ndf, ddf, p_ = want[("rao_scott", "F")]
+    assert close(rs["f"], f_) and close(rs["ndf"], ndf) and close(rs["ddf"], ddf) and close(rs["p"], p_), (rs, want[("rao_scott", "F")])
+    x2, df1, _, p1 = want[("rao_scott", "Chisq")]
+    assert close(rs["chi2"], x2) and close(rs["p_first_order"], p1) and df1 == 5, (rs, x2, p1)
+    assert rs["n"] == ROWS
+
     for dom, filt in (("all", None), ("age30", "AGE(30-*)")):
         args = ["means", ds, "INC", "--by", "SEX"] + (["--filter", filt] if filt else [])
         m = run_json(*args)
@@ -223,8 +235,11 @@ def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_pa
     a = run_json("freq", ds, "EDUC")["rows"][0]["percent_se"]
     b = run_json("freq", ds, "EDUC", "--level", "90")["rows"][0]["percent_se"]
     assert a["se"] == b["se"] and a["lo"] < b["lo"] < b["hi"] < a["hi"]
-    # Chi-square on weighted counts is withheld under a design.
-    assert run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]["stats"] is None
+    # Chi-square on weighted counts is withheld under a design; the
+    # Rao–Scott test takes its place.
+    t = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]
+    assert t["stats"] is None and t["rao_scott"]["ndf"] > 0
+    assert "Rao–Scott F = " in run("tab", ds, "EDUC", "SEX", "--stats").stdout
     # Several datasets as one: not yet with replicate weights, said so.
     for name in ("a", "b"):
         shutil.copytree(ds, tmp_path / f"{name}.mtab")
@@ -252,3 +267,35 @@ def test_bad_designs_are_refused(rep_data, args, needle):
     _, _, ds = rep_data
     p = run("design", ds, "--weight", "W", *args, ok=False)
     assert needle in p.stderr, p.stderr
+
+
+def test_ipums_import_sets_the_replicate_design(tmp_path):
+    """An IPUMS extract with PERWT and REPWTP1-4 (and the REPWTP flag):
+    the import sets the SDR design and says so; the SEs of a weighted
+    frequency equal sqrt(4/4 · Σ (N_r − N)²) computed here from the file."""
+    rng = random.Random(5)
+    cols = [("SEX", 1, 0), ("PERWT", 8, 2), ("REPWTP", 1, 0)] + [(f"REPWTP{i}", 8, 2) for i in range(1, 5)]
+    pos, xml_vars = 1, []
+    for name, width, dcml in cols:
+        xml_vars.append(f'<var name="{name}" dcml="{dcml}"><location StartPos="{pos}" EndPos="{pos + width - 1}" '
+                        f'width="{width}"/><labl>{name}</labl></var>')
+        pos += width
+    xml = write(tmp_path / "usa_00001.xml", "<codeBook><dataDscr>" + "".join(xml_vars) + "</dataDscr></codeBook>")
+    rows = []
+    for _ in range(400):
+        w = rng.randint(1000, 90000)
+        rows.append((rng.randint(1, 2), w, 1, [max(0, w + rng.randint(-5000, 5000)) for _ in range(4)]))
+    dat = write(tmp_path / "usa_00001.dat",
+                "".join(f"{s}{w:8d}{f}" + "".join(f"{r:8d}" for r in reps) + "\n" for s, w, f, reps in rows))
+    p = run("import", dat, "--ddi", xml, tmp_path / "usa.mtab")
+    assert "survey design set from the IPUMS replicate weights: weight PERWT, 4 replicate weights REPWTP1…REPWTP4 (sdr" in p.stderr
+    info = json.loads(run("info", tmp_path / "usa.mtab", "--format", "json").stdout)
+    assert info["design"]["replicates"]["weights"] == [f"REPWTP{i}" for i in range(1, 5)]
+    assert info["design"]["replicates"]["scale"] == 1.0 and info["design"]["replicates"]["mse"] is True
+    f = run_json("freq", tmp_path / "usa.mtab", "SEX")
+    for r in f["rows"]:
+        n = sum(w for s, w, _, _ in rows if s == r["value"]) / 100
+        reps = [sum(rep[k] for s, _, _, rep in rows if s == r["value"]) / 100 for k in range(4)]
+        se = (sum((x - n) ** 2 for x in reps)) ** 0.5
+        assert r["weighted"] == pytest.approx(n, rel=1e-12)
+        assert r["weighted_se"]["se"] == pytest.approx(se, rel=1e-9)

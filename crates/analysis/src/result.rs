@@ -2,7 +2,7 @@
 //! (frequency rows, tables, groups) on demand, so that rendering or
 //! serializing a result of any size never builds all of it in memory.
 
-use crate::survey::{DesignInfo, RepVariance, Uncertainty};
+use crate::survey::{DesignInfo, RaoScott, RepVariance, Uncertainty};
 use crate::Pct;
 use microtab_engine::stats::{chi_square, ChiSquare};
 use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
@@ -388,6 +388,9 @@ pub struct Table {
     /// Standard errors and logit intervals of the percentages (with a
     /// design and percentages).
     pub pct_se: Option<Vec<Vec<Option<Uncertainty>>>>,
+    /// The design-based Rao–Scott test (with a design, when statistics
+    /// are asked for and defined).
+    pub rao_scott: Option<RaoScott>,
 }
 
 impl Table {
@@ -426,6 +429,7 @@ impl Table {
             stats: None,
             weighted_se: None,
             pct_se: None,
+            rao_scott: None,
         }
     }
 }
@@ -446,6 +450,7 @@ impl Serialize for Table {
         if self.weighted_se.is_some() {
             m.serialize_entry("weighted_se", &self.weighted_se)?;
             m.serialize_entry("pct_se", &self.pct_se)?;
+            m.serialize_entry("rao_scott", &self.rao_scott)?;
         }
         m.end()
     }
@@ -572,6 +577,7 @@ impl Crosstab {
             stats: None,
             weighted_se: None,
             pct_se: None,
+            rao_scott: None,
         };
         let m = t.measure();
         t.pct = self.pct.map(|p| percents(&m, p));
@@ -592,6 +598,9 @@ impl Crosstab {
                         .collect()
                 })
                 .collect();
+            if self.stats {
+                t.rao_scott = v.rao_scott(&m, &rm, t.total.count as f64);
+            }
             let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
                 .pct
                 .map(|p| rm.iter().map(|m| percents(m, p)).collect());

@@ -139,6 +139,256 @@ impl RepVariance {
     }
 }
 
+/// The Rao–Scott test of independence of a two-way table under the design
+/// (R `svychisq`): Pearson's X² on the table scaled to `n` records, its
+/// design-based second-order correction F on (d₀, d₀·ν) degrees of freedom,
+/// and the first-order p-value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RaoScott {
+    /// Pearson's X² on the weighted table scaled to `n` records.
+    pub chi2: f64,
+    /// Records the table was scaled to (the table's unweighted count).
+    pub n: f64,
+    /// Second-order statistic F = X² / tr(Δ).
+    pub f: f64,
+    /// Numerator degrees of freedom d₀ = tr(Δ)² / tr(Δ²).
+    pub ndf: f64,
+    /// Denominator degrees of freedom d₀ · ν (ν: the design's df).
+    pub ddf: f64,
+    /// P(F(d₀, d₀ν) > F): the second-order p-value (R's default).
+    pub p: f64,
+    /// First-order p-value: P(χ²((r−1)(c−1)) > X² / δ̄), δ̄ = tr(Δ) /
+    /// ((r−1)(c−1)).
+    pub p_first_order: f64,
+}
+
+impl RepVariance {
+    /// The covariance of a vector estimate `est` from its replicate
+    /// estimates `reps` (one vector per replicate).
+    fn covariance(&self, est: &[f64], reps: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let k = est.len();
+        let centre: Vec<f64> = if self.info.mse {
+            est.to_vec()
+        } else {
+            let used: Vec<&Vec<f64>> = reps
+                .iter()
+                .zip(&self.rscales)
+                .filter(|(_, &c)| c > 0.0)
+                .map(|(r, _)| r)
+                .collect();
+            (0..k)
+                .map(|i| used.iter().map(|r| r[i]).sum::<f64>() / used.len() as f64)
+                .collect()
+        };
+        let mut v = vec![vec![0.0; k]; k];
+        for (r, &c) in reps.iter().zip(&self.rscales) {
+            let d: Vec<f64> = r.iter().zip(&centre).map(|(a, b)| a - b).collect();
+            for i in 0..k {
+                for j in 0..k {
+                    v[i][j] += self.info.scale * c * d[i] * d[j];
+                }
+            }
+        }
+        v
+    }
+
+    /// The Rao–Scott test of the `r × c` weighted table `m` (rows and
+    /// columns that occur), whose replicate tables are `rm`, scaled to `n`
+    /// records. `None` with fewer than two rows or columns, or when the
+    /// design's covariance is degenerate.
+    pub(crate) fn rao_scott(
+        &self,
+        m: &[Vec<f64>],
+        rm: &[Vec<Vec<f64>>],
+        n: f64,
+    ) -> Option<RaoScott> {
+        let (nr, nc) = (m.len(), m.first().map_or(0, |r| r.len()));
+        if nr < 2 || nc < 2 || n <= 0.0 {
+            return None;
+        }
+        // Cell proportions, rows varying fastest (R's interaction order).
+        let props = |t: &[Vec<f64>]| -> Option<Vec<f64>> {
+            let tot: f64 = t.iter().flatten().sum();
+            (tot != 0.0).then(|| {
+                (0..nc)
+                    .flat_map(|j| (0..nr).map(move |i| (i, j)))
+                    .map(|(i, j)| t[i][j] / tot)
+                    .collect()
+            })
+        };
+        let p = props(m)?;
+        let reps: Vec<Vec<f64>> = rm.iter().map(|t| props(t)).collect::<Option<_>>()?;
+        let v = self.covariance(&p, &reps);
+        // Pearson on the table scaled to n.
+        let row: Vec<f64> = (0..nr)
+            .map(|i| (0..nc).map(|j| p[i + nr * j]).sum())
+            .collect();
+        let col: Vec<f64> = (0..nc)
+            .map(|j| (0..nr).map(|i| p[i + nr * j]).sum())
+            .collect();
+        let mut chi2 = 0.0;
+        for j in 0..nc {
+            for i in 0..nr {
+                let e = row[i] * col[j];
+                if e > 0.0 {
+                    chi2 += n * (p[i + nr * j] - e).powi(2) / e;
+                }
+            }
+        }
+        // C: the interaction columns (treatment contrasts) less their
+        // least-squares projection on the main effects.
+        let k = nr * nc;
+        let x1: Vec<Vec<f64>> = (0..k)
+            .map(|cell| {
+                let (i, j) = (cell % nr, cell / nr);
+                let mut x = vec![1.0];
+                x.extend((1..nr).map(|a| (i == a) as u8 as f64));
+                x.extend((1..nc).map(|b| (j == b) as u8 as f64));
+                x
+            })
+            .collect();
+        let inter: Vec<Vec<f64>> = (0..k)
+            .map(|cell| {
+                let (i, j) = (cell % nr, cell / nr);
+                (1..nc)
+                    .flat_map(|b| (1..nr).map(move |a| (a, b)))
+                    .map(|(a, b)| (i == a && j == b) as u8 as f64)
+                    .collect()
+            })
+            .collect();
+        let cmat = residuals(&x1, &inter)?;
+        let q = cmat[0].len();
+        let idiag: Vec<f64> = p
+            .iter()
+            .map(|&x| if x == 0.0 { 0.0 } else { 1.0 / x })
+            .collect();
+        // denom = Cᵀ D⁻¹ C / n, numr = Cᵀ D⁻¹ V D⁻¹ C.
+        let mut denom = vec![vec![0.0; q]; q];
+        let dc: Vec<Vec<f64>> = (0..k)
+            .map(|a| cmat[a].iter().map(|x| x * idiag[a]).collect())
+            .collect();
+        for a in 0..q {
+            for b in 0..q {
+                denom[a][b] = (0..k).map(|t| cmat[t][a] * dc[t][b]).sum::<f64>() / n;
+            }
+        }
+        let vdc: Vec<Vec<f64>> = (0..k)
+            .map(|t| {
+                (0..q)
+                    .map(|b| (0..k).map(|u| v[t][u] * dc[u][b]).sum())
+                    .collect()
+            })
+            .collect();
+        let numr: Vec<Vec<f64>> = (0..q)
+            .map(|a| {
+                (0..q)
+                    .map(|b| (0..k).map(|t| dc[t][a] * vdc[t][b]).sum())
+                    .collect()
+            })
+            .collect();
+        let delta = solve(&denom, &numr)?;
+        let tr: f64 = (0..q).map(|a| delta[a][a]).sum();
+        let tr2: f64 = (0..q)
+            .map(|a| (0..q).map(|b| delta[a][b] * delta[b][a]).sum::<f64>())
+            .sum();
+        if !(tr > 0.0 && tr2 > 0.0) {
+            return None;
+        }
+        let d0 = tr * tr / tr2;
+        let nu = self.info.df;
+        let f = chi2 / tr;
+        let df1 = ((nr - 1) * (nc - 1)) as f64;
+        Some(RaoScott {
+            chi2,
+            n,
+            f,
+            ndf: d0,
+            ddf: d0 * nu,
+            p: f_upper(f, d0, d0 * nu),
+            p_first_order: microtab_engine::stats::upper_gamma_q(
+                df1 / 2.0,
+                chi2 / (tr / df1) / 2.0,
+            ),
+        })
+    }
+}
+
+/// P(F(d1, d2) > f).
+fn f_upper(f: f64, d1: f64, d2: f64) -> f64 {
+    if f <= 0.0 {
+        return 1.0;
+    }
+    puruspe::betai(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+}
+
+/// The residuals of the columns of `y` after their least-squares
+/// projection on the columns of `x` (rows: observations).
+fn residuals(x: &[Vec<f64>], y: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let (n, p, q) = (x.len(), x[0].len(), y[0].len());
+    let xtx: Vec<Vec<f64>> = (0..p)
+        .map(|a| {
+            (0..p)
+                .map(|b| (0..n).map(|t| x[t][a] * x[t][b]).sum())
+                .collect()
+        })
+        .collect();
+    let xty: Vec<Vec<f64>> = (0..p)
+        .map(|a| {
+            (0..q)
+                .map(|b| (0..n).map(|t| x[t][a] * y[t][b]).sum())
+                .collect()
+        })
+        .collect();
+    let beta = solve(&xtx, &xty)?;
+    Some(
+        (0..n)
+            .map(|t| {
+                (0..q)
+                    .map(|b| y[t][b] - (0..p).map(|a| x[t][a] * beta[a][b]).sum::<f64>())
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// `a⁻¹ b` by Gaussian elimination with partial pivoting (`None` when `a`
+/// is singular).
+fn solve(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let n = a.len();
+    let m = b.first().map_or(0, |r| r.len());
+    let mut a: Vec<Vec<f64>> = a.to_vec();
+    let mut b: Vec<Vec<f64>> = b.to_vec();
+    let scale = a
+        .iter()
+        .flatten()
+        .fold(0.0f64, |s, x| s.max(x.abs()))
+        .max(f64::MIN_POSITIVE);
+    for c in 0..n {
+        let piv = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[piv][c].abs() <= 1e-12 * scale {
+            return None;
+        }
+        a.swap(c, piv);
+        b.swap(c, piv);
+        let (pa, pb) = (a[c].clone(), b[c].clone());
+        for (r, (ar, br)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
+            let f = ar[c] / pa[c];
+            if r != c && f != 0.0 {
+                ar[c..]
+                    .iter_mut()
+                    .zip(&pa[c..])
+                    .for_each(|(x, y)| *x -= f * y);
+                br.iter_mut().zip(&pb).for_each(|(x, y)| *x -= f * y);
+            }
+        }
+    }
+    Some(
+        (0..n)
+            .map(|r| (0..m).map(|k| b[r][k] / a[r][r]).collect())
+            .collect(),
+    )
+}
+
 /// The default scale of a replicate design of `kind` with `n` replicates
 /// (Fay's with coefficient `rho`); `None` for `jkn` and `other`, whose
 /// scale and coefficients the user gives.
@@ -185,6 +435,25 @@ mod tests {
         assert_eq!(design(false, vec![1.0; 4]).variance(10.0, &reps), 2.5);
         let v = design(false, vec![1.0, 1.0, 0.0, 2.0]).variance(10.0, &reps);
         assert!((v - 0.5 * 43.0 / 9.0).abs() < 1e-12, "{v}");
+    }
+
+    /// [[2, 1], [1, 3]]⁻¹ · [[1], [2]] = [[0.2], [0.6]] (by hand); a
+    /// singular matrix has no solution; the residual of a column on a
+    /// constant is the column less its mean.
+    #[test]
+    fn small_linear_algebra_by_hand() {
+        let x = solve(&[vec![2.0, 1.0], vec![1.0, 3.0]], &[vec![1.0], vec![2.0]]).unwrap();
+        assert!(
+            (x[0][0] - 0.2).abs() < 1e-15 && (x[1][0] - 0.6).abs() < 1e-15,
+            "{x:?}"
+        );
+        assert!(solve(&[vec![1.0, 2.0], vec![2.0, 4.0]], &[vec![1.0], vec![1.0]]).is_none());
+        let r = residuals(
+            &[vec![1.0], vec![1.0], vec![1.0]],
+            &[vec![1.0], vec![2.0], vec![6.0]],
+        )
+        .unwrap();
+        assert_eq!(r, vec![vec![-2.0], vec![-1.0], vec![3.0]]);
     }
 
     #[test]

@@ -230,7 +230,7 @@ pub fn weight_note(w: &Option<WeightCases>, name: Option<&str>) -> String {
 
 /// The line under a table that says where its standard errors come from
 /// (empty without a design).
-pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>) -> String {
+pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentages: bool) -> String {
     let Some(d) = d else {
         return String::new();
     };
@@ -243,7 +243,11 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>) -> String 
         if d.mse { "full-sample estimate" } else { "mean of the replicates" },
         crate::render::fmt_sig(100.0 * d.level, 4),
         d.df,
-        ", logit intervals for percentages"
+        if percentages {
+            ", logit intervals for percentages"
+        } else {
+            ""
+        }
     )
 }
 

@@ -227,8 +227,13 @@ fn local_name(e: &BytesStart<'_>) -> String {
     String::from_utf8_lossy(e.local_name().as_ref()).into_owned()
 }
 
+/// Trimmed text, without the control characters XML 1.0 forbids (a damaged
+/// codebook's `name="\u{6}1"` is the variable `1`, as a lenient XML
+/// reader sees it, not a name no one can type); `None` when empty.
 fn clean(s: &str) -> Option<String> {
-    let t = s.trim();
+    let forbidden = |c: char| matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}');
+    let t: String = s.chars().filter(|&c| !forbidden(c)).collect();
+    let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
 }
 
@@ -818,6 +823,17 @@ mod tests {
 
     fn parse(xml: &str) -> Result<Codebook> {
         Codebook::parse(Path::new("t.xml"), xml)
+    }
+
+    /// Control characters XML 1.0 forbids are dropped from names and
+    /// labels (found by the fuzzer: `name="\u{6}1"` became a variable no
+    /// one could name); other characters stay.
+    #[test]
+    fn forbidden_control_characters_are_dropped() {
+        assert_eq!(clean("\u{6}1").as_deref(), Some("1"));
+        assert_eq!(clean(" A\u{1f}B\tC ").as_deref(), Some("AB\tC"));
+        assert_eq!(clean("\u{1}\u{2}"), None);
+        assert_eq!(clean("Année").as_deref(), Some("Année"));
     }
 
     const RECT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>

@@ -140,7 +140,7 @@ pub fn run(a: Args) -> Result<()> {
             out.write_all(
                 weight_note(&f.context.weight_cases, f.context.weight.as_deref()).as_bytes(),
             )?;
-            out.write_all(design_note(&f.context.design).as_bytes())?;
+            out.write_all(design_note(&f.context.design, true).as_bytes())?;
         }
     }
     out.flush()?;

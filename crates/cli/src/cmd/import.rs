@@ -216,7 +216,7 @@ fn run_fixed(a: Args) -> Result<()> {
             pb.finish_and_clear();
         }
         report(&a, &r?, t);
-        return Ok(());
+        return set_ipums_design(&a.output);
     }
     let (bar, progress) = progress_bar(&a.input);
     let mut opts = FixedOptions {
@@ -234,6 +234,20 @@ fn run_fixed(a: Args) -> Result<()> {
         pb.finish_and_clear();
     }
     report(&a, &r?, t);
+    set_ipums_design(&a.output)
+}
+
+/// Sets the survey design an IPUMS extract's replicate weights imply
+/// (`microtab design` changes or clears it), saying so.
+fn set_ipums_design(path: &std::path::Path) -> Result<()> {
+    let mut ds = crate::common::open(path)?;
+    if let Some(d) = crate::cmd::design::ipums_design(&ds) {
+        let text = crate::cmd::design::describe(&d);
+        ds.update_manifest(|m| m.design = Some(d))?;
+        eprintln!(
+            "survey design set from the IPUMS replicate weights: {text} (microtab design changes or clears it; --no-design ignores it)"
+        );
+    }
     Ok(())
 }
 

@@ -126,7 +126,7 @@ pub fn run(a: Args) -> Result<()> {
             out.write_all(
                 weight_note(&m.context.weight_cases, m.context.weight.as_deref()).as_bytes(),
             )?;
-            out.write_all(design_note(&m.context.design).as_bytes())?;
+            out.write_all(design_note(&m.context.design, false).as_bytes())?;
         }
     }
     out.flush()?;

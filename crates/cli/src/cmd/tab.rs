@@ -209,7 +209,19 @@ pub fn run(a: Args) -> Result<()> {
                     );
                 }
                 if x.stats && x.context.design.is_some() {
-                    text += "Chi-square: not shown with a survey design (Pearson's statistic on weighted counts overstates significance; the design-based Rao–Scott test is not implemented yet; --no-design gives Pearson's test on the weighted table)\n";
+                    text += &match t.rao_scott {
+                        Some(r) => format!(
+                            "Rao–Scott F = {}, df = {}, {}, p = {:.4e} (design-based, second order; first-order p = {:.4e}; Pearson X² = {} on the table scaled to N = {})\n",
+                            fmt_sig(r.f, 6),
+                            fmt_sig(r.ndf, 4),
+                            fmt_sig(r.ddf, 4),
+                            r.p,
+                            r.p_first_order,
+                            fmt_sig(r.chi2, 6),
+                            group_digits(r.n as u64)
+                        ),
+                        None => "Rao–Scott test: not defined (fewer than two rows or columns, or a degenerate design covariance)\n".into(),
+                    };
                 } else if x.stats {
                     text += &match t.stats {
                         Some(s) => format!(
@@ -228,7 +240,7 @@ pub fn run(a: Args) -> Result<()> {
             out.write_all(
                 weight_note(&x.context.weight_cases, x.context.weight.as_deref()).as_bytes(),
             )?;
-            out.write_all(design_note(&x.context.design).as_bytes())?;
+            out.write_all(design_note(&x.context.design, x.pct.is_some()).as_bytes())?;
         }
     }
     out.flush()?;
