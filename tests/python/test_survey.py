@@ -240,11 +240,19 @@ def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_pa
     t = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]
     assert t["stats"] is None and t["rao_scott"]["ndf"] > 0
     assert "Rao–Scott F = " in run("tab", ds, "EDUC", "SEX", "--stats").stdout
-    # Several datasets as one: not yet with replicate weights, said so.
+    # Several datasets as one, with their (equal) design: two copies
+    # double every count and its SE, and leave percentages and theirs.
     for name in ("a", "b"):
         shutil.copytree(ds, tmp_path / f"{name}.mtab")
+    one, two = run_json("freq", ds, "EDUC"), run_json("freq", f"{tmp_path}/*.mtab", "EDUC")
+    assert two["design"] == one["design"]
+    for x, y in zip(one["rows"], two["rows"]):
+        assert y["weighted"] == 2 * x["weighted"] and y["weighted_se"]["se"] == pytest.approx(2 * x["weighted_se"]["se"], rel=1e-12)
+        assert y["percent_se"]["se"] == pytest.approx(x["percent_se"]["se"], rel=1e-12)
+    # Parts whose designs differ cannot be combined.
+    run("design", tmp_path / "b.mtab", "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "sdr", "--no-mse")
     p = run("freq", f"{tmp_path}/*.mtab", "EDUC", ok=False)
-    assert "not supported yet" in p.stderr and "--no-design" in p.stderr
+    assert "designs differ" in p.stderr
     # Clearing the design restores plain tabulation.
     run("design", ds, "--clear")
     assert "design" not in run_json("freq", ds, "EDUC")
@@ -299,3 +307,28 @@ def test_ipums_import_sets_the_replicate_design(tmp_path):
         se = (sum((x - n) ** 2 for x in reps)) ** 0.5
         assert r["weighted"] == pytest.approx(n, rel=1e-12)
         assert r["weighted_se"]["se"] == pytest.approx(se, rel=1e-9)
+
+
+def test_parts_give_the_whole_datasets_standard_errors(rep_data, tmp_path):
+    """The CSV cut in three parts, imported and given the design each:
+    answered as one, every estimate and SE equals the whole dataset's (the
+    replicate sums are integers and merge exactly), for freq, tab with
+    percentages and the Rao–Scott test, and means with a filter."""
+    d, csv_path, ds = rep_data
+    run("design", ds, "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "jk1")
+    lines = csv_path.read_text().splitlines()
+    head, body = lines[0], lines[1:]
+    cuts = [0, 1000, 1001, len(body)]
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for k in range(3):
+        f = write(tmp_path / f"p{k}.csv", "\n".join([head] + body[cuts[k]:cuts[k + 1]]) + "\n")
+        run("import", f, parts / f"p{k}.mtab", "--missing", "INC=99999")
+        run("design", parts / f"p{k}.mtab", "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "jk1")
+    pattern = f"{parts}/*.mtab"
+    for args in (["freq", "EDUC"], ["tab", "EDUC", "SEX", "--pct", "row", "--stats"],
+                 ["means", "INC", "--by", "SEX", "--filter", "AGE(30-*)"]):
+        whole = run_json(args[0], ds, *args[1:])
+        merged = run_json(args[0], pattern, *args[1:])
+        whole.pop("dataset"), merged.pop("dataset")
+        assert json.dumps(merged, sort_keys=True) == json.dumps(whole, sort_keys=True), args

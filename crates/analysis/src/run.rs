@@ -196,16 +196,25 @@ pub struct Partial {
     pub weight_cases: Option<WeightCases>,
     /// The engine's exact partial cube.
     pub cube: microtab_engine::Partial,
+    /// The survey design the parts were computed under (the same for
+    /// every part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<microtab_store::Design>,
 }
 
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
     let (_, cube, weight_cases) = scan(ds, req, opts, microtab_engine::run_partial, |c| &c.counts)?;
+    let design = match design_of(ds, req)? {
+        Some(_) => ds.manifest().design.clone(),
+        None => None,
+    };
     Ok(Partial {
         datasets: vec![ds.dir().display().to_string()],
         weight_cases,
         cube,
+        design,
     })
 }
 
@@ -225,10 +234,29 @@ impl Partial {
             }),
             (a, b) => a.or(b),
         };
+        let same = |a: &Option<microtab_store::Design>, b: &Option<microtab_store::Design>| {
+            let key = |d: &microtab_store::Design| {
+                let mut d = d.clone();
+                d.weight = d.weight.to_ascii_lowercase();
+                if let Some(r) = d.replicates.as_mut() {
+                    r.weights
+                        .iter_mut()
+                        .for_each(|w| *w = w.to_ascii_lowercase());
+                }
+                d
+            };
+            a.as_ref().map(key) == b.as_ref().map(key)
+        };
+        if !same(&self.design, &o.design) {
+            return Err(Error::Design(
+                "the parts' survey designs differ (weights, replicate weights or their formula): their standard errors cannot be combined; give them one design with `microtab design`, or answer with --no-design".into(),
+            ));
+        }
         Ok(Partial {
             datasets,
             weight_cases,
             cube: self.cube.merge(o.cube)?,
+            design: self.design,
         })
     }
 
@@ -237,19 +265,29 @@ impl Partial {
     pub fn finish(&self, req: &Request) -> Result<Answer> {
         let weight = self.cube.weight.as_ref().map(|w| w.name.as_str());
         check_weights(req, &self.weight_cases, weight)?;
+        let survey = self.design.as_ref().and_then(|d| {
+            d.replicates
+                .as_ref()
+                .map(|r| RepVariance::new(&d.weight, r, req.level))
+        });
         let context = Context {
             dataset: self.datasets.join(", "),
-            weight: req.weight.clone(),
+            weight: req.weight.clone().or_else(|| {
+                survey
+                    .as_ref()
+                    .and(self.cube.weight.as_ref())
+                    .map(|w| w.name.clone())
+            }),
             filter: req.filter.clone(),
             weight_cases: self.weight_cases,
-            design: None,
+            design: survey.as_ref().map(|v| v.info.clone()),
         };
         let measure = self
             .cube
             .measure
             .as_ref()
             .map(|m| (m.name.clone(), m.label.clone()));
-        Ok(answer(req, context, self.cube.finish(), measure, None))
+        Ok(answer(req, context, self.cube.finish(), measure, survey))
     }
 }
 

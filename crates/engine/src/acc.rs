@@ -87,6 +87,16 @@ impl RepSums {
         }
     }
 
+    /// `Σ w_r` and `Σ w_r·x` of replicate `r`, cell `c`, in stored units,
+    /// exactly (integer sums; 0 for float sums).
+    pub(crate) fn get_int(&self, cells: usize, r: usize, c: usize) -> (i128, i128) {
+        let k = r * (cells + 1) + c;
+        match self {
+            RepSums::Int { w, wx } => (w[k] as i128, wx.get(k).copied().unwrap_or(0)),
+            _ => (0, 0),
+        }
+    }
+
     /// `Σ w_r` and `Σ w_r·x` of replicate `r`, cell `c`, in stored units.
     pub(crate) fn get(&self, cells: usize, r: usize, c: usize) -> (f64, f64) {
         let k = r * (cells + 1) + c;

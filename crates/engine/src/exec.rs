@@ -113,11 +113,6 @@ fn execute<R>(
         .iter()
         .map(|n| ds.column(n))
         .collect::<std::result::Result<_, _>>()?;
-    if !rep_cols.is_empty() && partial {
-        return Err(Error::Invalid(
-            "replicate-weight standard errors over several datasets or row ranges are not supported yet; add --no-design for the estimates without standard errors".into(),
-        ));
-    }
     for c in &rep_cols {
         numeric(c.var(), "a replicate weight")?;
         let v = c.var();

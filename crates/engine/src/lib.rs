@@ -50,7 +50,7 @@ pub use exact::ExactSum;
 pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
-pub use partial::{Partial, PartialDim, Summed, Sums};
+pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use scan::ScanOptions;
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};

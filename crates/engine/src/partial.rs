@@ -95,6 +95,150 @@ pub struct Partial {
     pub sums: Sums,
     /// Rows the partial covers (before filters).
     pub rows: u64,
+    /// Replicate-weight sums per cell (with `Query::replicates`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<RepPartial>,
+}
+
+/// The sums of each replicate weight per cell, mergeable like the rest of
+/// a [`Partial`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepPartial {
+    /// The replicate weights, in order (their names and implied decimals).
+    pub weights: Vec<Summed>,
+    /// Implied decimals of the analysis variable in `Σ w_r·x`.
+    pub xdecimals: u32,
+    /// The sums, per replicate and cell.
+    pub sums: RepCellSums,
+}
+
+/// Replicate sums per replicate and cell: `w[r][cell]` = Σ w_r and, with an
+/// analysis variable, `wx[r][cell]` = Σ w_r·x (empty without one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RepCellSums {
+    /// Exact integers in stored units (integer replicate weights and
+    /// analysis variable): parts merge bit for bit.
+    Int {
+        /// Σ w_r.
+        w: Vec<Vec<i128>>,
+        /// Σ w_r·x.
+        wx: Vec<Vec<i128>>,
+    },
+    /// Floats in displayed units (float replicate weights or analysis
+    /// values, or parts whose implied decimals differ): merged in `f64`.
+    Float {
+        /// Σ w_r.
+        w: Vec<Vec<f64>>,
+        /// Σ w_r·x.
+        wx: Vec<Vec<f64>>,
+    },
+}
+
+impl RepPartial {
+    /// The sums in displayed units.
+    fn displayed(&self) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        match &self.sums {
+            RepCellSums::Float { w, wx } => (w.clone(), wx.clone()),
+            RepCellSums::Int { w, wx } => {
+                let xs = 10f64.powi(self.xdecimals as i32);
+                let ws: Vec<f64> = self
+                    .weights
+                    .iter()
+                    .map(|s| 10f64.powi(s.decimals as i32))
+                    .collect();
+                (
+                    w.iter()
+                        .zip(&ws)
+                        .map(|(v, s)| v.iter().map(|&x| x as f64 / s).collect())
+                        .collect(),
+                    wx.iter()
+                        .zip(&ws)
+                        .map(|(v, s)| v.iter().map(|&x| x as f64 / (s * xs)).collect())
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// Unites two parts' replicate sums, each part's cells going where
+    /// `maps` says, into `n` cells.
+    fn merge(a: &RepPartial, b: &RepPartial, maps: [&[usize]; 2], n: usize) -> Result<RepPartial> {
+        let names = |p: &RepPartial| -> Vec<String> {
+            p.weights
+                .iter()
+                .map(|s| s.name.to_ascii_lowercase())
+                .collect()
+        };
+        if names(a) != names(b) {
+            return Err(Error::Invalid(
+                "cannot merge partial results: their replicate weights differ".into(),
+            ));
+        }
+        let weights = a
+            .weights
+            .iter()
+            .zip(&b.weights)
+            .map(|(x, y)| Summed {
+                name: pick_name(&x.name, &y.name),
+                label: pick_label(&x.label, &y.label),
+                decimals: x.decimals,
+            })
+            .collect::<Vec<_>>();
+        let same_units = a.xdecimals == b.xdecimals
+            && a.weights
+                .iter()
+                .zip(&b.weights)
+                .all(|(x, y)| x.decimals == y.decimals);
+        let reps = a.weights.len();
+        if let (RepCellSums::Int { w: aw, wx: awx }, RepCellSums::Int { w: bw, wx: bwx }, true) =
+            (&a.sums, &b.sums, same_units)
+        {
+            let mut w = vec![vec![0i128; n]; reps];
+            let mut wx = vec![vec![0i128; if awx.is_empty() { 0 } else { n }]; awx.len()];
+            for ((pw, pwx), map) in [(aw, awx), (bw, bwx)].into_iter().zip(maps) {
+                for r in 0..reps {
+                    for (src, &dst) in map.iter().enumerate() {
+                        w[r][dst] += pw[r][src];
+                        if let Some(x) = pwx.get(r) {
+                            wx[r][dst] += x[src];
+                        }
+                    }
+                }
+            }
+            return Ok(RepPartial {
+                weights,
+                xdecimals: a.xdecimals,
+                sums: RepCellSums::Int { w, wx },
+            });
+        }
+        let (da, db) = (a.displayed(), b.displayed());
+        let measured = !da.1.is_empty();
+        let mut w = vec![vec![0.0; n]; reps];
+        let mut wx = vec![vec![0.0; if measured { n } else { 0 }]; if measured { reps } else { 0 }];
+        for ((pw, pwx), map) in [(&da.0, &da.1), (&db.0, &db.1)].into_iter().zip(maps) {
+            for r in 0..reps {
+                for (src, &dst) in map.iter().enumerate() {
+                    w[r][dst] += pw[r][src];
+                    if measured {
+                        wx[r][dst] += pwx[r][src];
+                    }
+                }
+            }
+        }
+        Ok(RepPartial {
+            weights: a
+                .weights
+                .iter()
+                .map(|s| Summed {
+                    decimals: 0,
+                    ..s.clone()
+                })
+                .collect(),
+            xdecimals: 0,
+            sums: RepCellSums::Float { w, wx },
+        })
+    }
 }
 
 /// Cells at indexes `dst` of a merged cube receive cell `src` of a part.
@@ -438,11 +582,30 @@ impl Partial {
         let measured = a.measure.is_some();
         let mut counts = vec![0u64; n];
         let mut sums = a.sums.empty_like(n, measured);
-        for (p, maps) in [(&a, &maps_a), (&b, &maps_b)] {
+        let cell_maps: Vec<Vec<usize>> = [&maps_a, &maps_b]
+            .iter()
+            .zip([&a, &b])
+            .map(|(maps, p)| {
+                if p.counts.is_empty() {
+                    Vec::new()
+                } else {
+                    cell_map(maps, &shape)
+                }
+            })
+            .collect();
+        let replicates = match (&a.replicates, &b.replicates) {
+            (None, None) => None,
+            (Some(x), Some(y)) => Some(RepPartial::merge(x, y, [&cell_maps[0], &cell_maps[1]], n)?),
+            _ => {
+                return Err(mismatch(
+                    "one has replicate weights, the other not".to_string(),
+                ))
+            }
+        };
+        for (p, map) in [(&a, &cell_maps[0]), (&b, &cell_maps[1])] {
             if p.counts.is_empty() {
                 continue;
             }
-            let map = cell_map(maps, &shape);
             for (src, &dst) in map.iter().enumerate() {
                 counts[dst] += p.counts[src];
                 if p.sums.cells() > 0 {
@@ -464,6 +627,7 @@ impl Partial {
             counts,
             sums,
             rows: a.rows + b.rows,
+            replicates,
         })
     }
 
@@ -519,12 +683,19 @@ impl Partial {
                 }
             })
             .collect();
+        let replicates = self.replicates.as_ref().map(|r| {
+            let (w, wx) = r.displayed();
+            crate::cube::RepCells {
+                wx: self.measure.as_ref().map(|_| wx),
+                w,
+            }
+        });
         Cube {
             dims,
             counts: self.counts.clone(),
             weighted,
             moments,
-            replicates: None,
+            replicates,
         }
     }
 }
@@ -624,6 +795,62 @@ pub(crate) fn from_acc(
             categories: d.categories,
         })
         .collect();
+    let replicates = (!plan.replicates.is_empty()).then(|| {
+        let reps = plan.replicates.len();
+        let m = if measured { total } else { 0 };
+        let sums = if plan.replicates_exact {
+            let (mut w, mut wx) = (
+                vec![vec![0i128; total]; reps],
+                vec![vec![0i128; m]; if measured { reps } else { 0 }],
+            );
+            for r in 0..reps {
+                for c in 0..plan.cells {
+                    if acc.count(plan, c) == 0 {
+                        continue;
+                    }
+                    let (sw, swx) = acc.reps.get_int(plan.cells, r, c);
+                    w[r][layout.dst(c)] = sw;
+                    if measured {
+                        wx[r][layout.dst(c)] = swx;
+                    }
+                }
+            }
+            RepCellSums::Int { w, wx }
+        } else {
+            let (mut w, mut wx) = (
+                vec![vec![0.0; total]; reps],
+                vec![vec![0.0; m]; if measured { reps } else { 0 }],
+            );
+            let xs = 10f64.powi(sum_decimals(measure) as i32);
+            for (r, col) in plan.replicates.iter().enumerate() {
+                let rs = col.var().scale();
+                for c in 0..plan.cells {
+                    if acc.count(plan, c) == 0 {
+                        continue;
+                    }
+                    let (sw, swx) = acc.reps.get(plan.cells, r, c);
+                    w[r][layout.dst(c)] = sw / rs;
+                    if measured {
+                        wx[r][layout.dst(c)] = swx / (rs * xs);
+                    }
+                }
+            }
+            RepCellSums::Float { w, wx }
+        };
+        RepPartial {
+            weights: plan
+                .replicates
+                .iter()
+                .map(|c| summed(Some(c)).expect("a column"))
+                .collect(),
+            xdecimals: if plan.replicates_exact {
+                sum_decimals(measure)
+            } else {
+                0
+            },
+            sums,
+        }
+    });
     Partial {
         dims,
         weight: summed(weight),
@@ -631,5 +858,6 @@ pub(crate) fn from_acc(
         counts,
         sums,
         rows,
+        replicates,
     }
 }
