@@ -235,6 +235,26 @@ def big_census(tmp_path_factory):
     return SimpleNamespace(csv=csv_path, ds=ds, rows=BIG_ROWS, import_seconds=best)
 
 
+def answer_cells(res, kind):
+    """{key: (count, weighted or mean)} from microtab's JSON of freq, tab
+    (one table; cells with records) or means."""
+    got = {}
+    if kind == "means":
+        for g in res["groups"]:
+            got[tuple(b["value"] for b in g["by"])] = (g["n"], g["mean"])
+    elif kind == "freq":
+        for r in res["rows"]:
+            got[(r["value"],)] = (r["count"], r["weighted"])
+    else:
+        for t in res["tables"]:
+            for i, rv in enumerate(t["rows"]):
+                for j, cv in enumerate(t["cols"]):
+                    if t["counts"][i][j]:
+                        w = t["weighted"][i][j] if t["weighted"] else None
+                        got[(rv["value"], cv["value"])] = (t["counts"][i][j], w)
+    return got
+
+
 def approx(x, rel=1e-9, abs=None):
     return pytest.approx(x, rel=rel, abs=abs)
 

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from conftest import INCTOT_NA, approx, run_json
+from conftest import INCTOT_NA, answer_cells as answer, approx, run_json
 
 DIMS = ["SEX", "EDUC", "RACE", "OCC", "IND", "STATEFIP", "MARST", "EMPSTAT", "AGE"]
 
@@ -54,25 +54,6 @@ def shapes(n, seed):
         fs = [random_filter(rng) for _ in range(rng.randint(0, 3))]
         out.append((kind, dims, fs, rng.random() < 0.6))
     return out
-
-
-def answer(res, kind):
-    """{key: (count, weighted or mean)} from microtab's JSON."""
-    got = {}
-    if kind == "means":
-        for g in res["groups"]:
-            got[tuple(b["value"] for b in g["by"])] = (g["n"], g["mean"])
-    elif kind == "freq":
-        for r in res["rows"]:
-            got[(r["value"],)] = (r["count"], r["weighted"])
-    else:
-        for t in res["tables"]:
-            for i, rv in enumerate(t["rows"]):
-                for j, cv in enumerate(t["cols"]):
-                    if t["counts"][i][j]:
-                        w = t["weighted"][i][j] if t["weighted"] else None
-                        got[(rv["value"], cv["value"])] = (t["counts"][i][j], w)
-    return got
 
 
 def args_of(ds, kind, dims, fs, weighted):

@@ -224,6 +224,22 @@ def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_pa
     out = run("freq", ds, "EDUC").stdout
     assert "standard errors from 12 SDR replicate weights of W" in out and "95% CI" in out
     assert "90% CI" in run("freq", ds, "EDUC", "--level", "90").stdout
+    # Unreliable estimates: fewer than 30 records (EDUC 5 has 8) or a CV
+    # above 30%, both configurable; marked * in the text with a note.
+    rows = run_json("freq", ds, "EDUC")["rows"]
+    assert [r["count"] for r in rows if r["value"] == 5] == [8]
+    for r in rows:
+        for u in (r["weighted_se"], r["percent_se"]):
+            assert u["n"] == r["count"]
+            assert u["unreliable"] == (r["count"] < 30 or (u["cv"] or 0) > 0.3)
+    assert any(r["weighted_se"]["unreliable"] for r in rows)
+    loose = run_json("freq", ds, "EDUC", "--min-n", "5", "--max-cv", "90")["rows"]
+    assert not any(r["weighted_se"]["unreliable"] for r in loose)
+    out = run("freq", ds, "EDUC").stdout
+    assert "* unreliable: fewer than 30 records, or a coefficient of variation above 30%" in out
+    assert [l for l in out.splitlines() if l.startswith("5 ")][0].count("*") == 2
+    m = run_json("means", ds, "INC", "--by", "EDUC")["groups"]
+    assert all(g["mean_se"]["n"] == g["n"] and g["mean_se"]["unreliable"] == (g["n"] < 30) for g in m)
     # Another weight would not fit the replicate weights: an error naming both.
     p = run("freq", ds, "EDUC", "--weight", "RW1", ok=False)
     assert "weights by W" in p.stderr and "--no-design" in p.stderr

@@ -13,7 +13,7 @@ import shutil
 import duckdb
 import pytest
 
-from conftest import approx, run, run_json, write
+from conftest import answer_cells as answer, approx, run, run_json, write
 
 STRIPE = 32768
 ROWS = 6 * STRIPE + 4321
@@ -82,24 +82,6 @@ def random_filter(rng):
         return f"NAME{op}{n}", f"NAME {'=' if op == '=' else '<>'} '{n}'"
     a = rng.randint(1, 50)
     return f"STATE({a}-*)", f"STATE >= {a}"
-
-
-def answer(res, kind):
-    got = {}
-    if kind == "means":
-        for g in res["groups"]:
-            got[tuple(b["value"] for b in g["by"])] = (g["n"], g["mean"])
-    elif kind == "freq":
-        for r in res["rows"]:
-            got[(r["value"],)] = (r["count"], r["weighted"])
-    else:
-        for t in res["tables"]:
-            for i, rv in enumerate(t["rows"]):
-                for j, cv in enumerate(t["cols"]):
-                    if t["counts"][i][j]:
-                        w = t["weighted"][i][j] if t["weighted"] else None
-                        got[(rv["value"], cv["value"])] = (t["counts"][i][j], w)
-    return got
 
 
 def oracle(con, kind, dims, fs, weighted):

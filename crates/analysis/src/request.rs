@@ -70,6 +70,11 @@ pub struct Request {
     pub use_design: bool,
     /// Confidence level of the intervals (0.95).
     pub level: f64,
+    /// Estimates from fewer records are flagged unreliable (30).
+    pub min_n: u64,
+    /// Estimates with a larger coefficient of variation are flagged
+    /// unreliable (0.30).
+    pub max_cv: f64,
 }
 
 impl Request {
@@ -88,6 +93,8 @@ impl Request {
             rows: None,
             use_design: true,
             level: 0.95,
+            min_n: 30,
+            max_cv: 0.30,
         }
     }
 

@@ -292,14 +292,15 @@ impl Frequencies {
             let (mut weighted_se, mut percent_se) = (None, None);
             if let (Some((v, bases)), Some(reps)) = (&self.survey, &self.cube.replicates) {
                 let rw: Vec<f64> = reps.w.iter().map(|w| w[i]).collect();
-                weighted_se = v.wald(m, &rw);
+                let n = self.cube.counts[i];
+                weighted_se = v.wald(m, &rw, n);
                 percent_se = percent.and_then(|p| {
                     let rp: Vec<f64> = rw
                         .iter()
                         .zip(bases)
                         .map(|(&w, &b)| if b != 0.0 { 100.0 * w / b } else { f64::NAN })
                         .collect();
-                    v.percent(p, &rp)
+                    v.percent(p, &rp, n)
                 });
             }
             FreqRow {
@@ -611,7 +612,7 @@ impl Crosstab {
                     .map(|(i, row)| {
                         row.iter()
                             .enumerate()
-                            .map(|(j, &x)| v.wald(x, &reps_of(&|r| rm[r][i][j])))
+                            .map(|(j, &x)| v.wald(x, &reps_of(&|r| rm[r][i][j]), t.counts[i][j]))
                             .collect()
                     })
                     .collect(),
@@ -626,7 +627,7 @@ impl Crosstab {
                                 .map(|(j, p)| {
                                     p.and_then(|p| {
                                         let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                        v.percent(p, &reps)
+                                        v.percent(p, &reps, t.counts[i][j])
                                     })
                                 })
                                 .collect()
@@ -782,11 +783,14 @@ impl Means {
             .zip(wx)
             .map(|(w, wx)| sum(wx) / sum(w))
             .collect();
-        let est = match c {
-            Some(c) => self.cube.moments.as_ref()?[c].mean,
-            None => self.total.mean?,
+        let (est, n) = match c {
+            Some(c) => {
+                let m = &self.cube.moments.as_ref()?[c];
+                (m.mean, m.n)
+            }
+            None => (self.total.mean?, self.total.n),
         };
-        v.wald(est, &rm)
+        v.wald(est, &rm, n)
     }
 
     /// The groups that have records, in category order.

@@ -24,9 +24,12 @@ fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(String, RepVariance)
             )));
         }
     }
-    Ok(d.replicates
-        .as_ref()
-        .map(|r| (weight, RepVariance::new(&d.weight, r, req.level))))
+    Ok(d.replicates.as_ref().map(|r| {
+        (
+            weight,
+            RepVariance::new(&d.weight, r, req.level, (req.min_n, req.max_cv)),
+        )
+    }))
 }
 
 /// The engine query of a request.
@@ -268,7 +271,7 @@ impl Partial {
         let survey = self.design.as_ref().and_then(|d| {
             d.replicates
                 .as_ref()
-                .map(|r| RepVariance::new(&d.weight, r, req.level))
+                .map(|r| RepVariance::new(&d.weight, r, req.level, (req.min_n, req.max_cv)))
         });
         let context = Context {
             dataset: self.datasets.join(", "),

@@ -34,6 +34,11 @@ pub struct DesignInfo {
     pub df: f64,
     /// Confidence level of the intervals.
     pub level: f64,
+    /// Estimates from fewer records than this are flagged unreliable.
+    pub min_n: u64,
+    /// Estimates whose coefficient of variation exceeds this are flagged
+    /// unreliable.
+    pub max_cv: f64,
 }
 
 /// A standard error and confidence interval of one estimate.
@@ -47,6 +52,12 @@ pub struct Uncertainty {
     pub hi: Option<f64>,
     /// Coefficient of variation, SE / |estimate| (`None` at 0).
     pub cv: Option<f64>,
+    /// Records the estimate rests on.
+    pub n: u64,
+    /// Fewer than [`DesignInfo::min_n`] records, or a CV above
+    /// [`DesignInfo::max_cv`] (an estimate of 0 has no CV: only its `n`
+    /// counts).
+    pub unreliable: bool,
 }
 
 /// The variance formula of a replicate design, and the t quantile of its
@@ -59,7 +70,12 @@ pub(crate) struct RepVariance {
 }
 
 impl RepVariance {
-    pub(crate) fn new(weight: &str, r: &Replicates, level: f64) -> Self {
+    pub(crate) fn new(
+        weight: &str,
+        r: &Replicates,
+        level: f64,
+        (min_n, max_cv): (u64, f64),
+    ) -> Self {
         let n = r.weights.len();
         let df = n as f64 - 1.0;
         RepVariance {
@@ -72,6 +88,8 @@ impl RepVariance {
                 mse: r.mse,
                 df,
                 level,
+                min_n,
+                max_cv,
             },
             rscales: r.rscales.clone(),
             t: t_quantile(level, df),
@@ -101,14 +119,23 @@ impl RepVariance {
                 .sum::<f64>()
     }
 
-    /// SE, t interval and CV of a total or a mean.
-    pub(crate) fn wald(&self, est: f64, reps: &[f64]) -> Option<Uncertainty> {
+    /// Whether an estimate on `n` records with coefficient of variation
+    /// `cv` is flagged unreliable.
+    fn unreliable(&self, n: u64, cv: Option<f64>) -> bool {
+        n < self.info.min_n || cv.is_some_and(|cv| cv > self.info.max_cv)
+    }
+
+    /// SE, t interval and CV of a total or a mean on `n` records.
+    pub(crate) fn wald(&self, est: f64, reps: &[f64], n: u64) -> Option<Uncertainty> {
         let se = self.variance(est, reps).sqrt();
+        let cv = (est != 0.0).then(|| se / est.abs());
         se.is_finite().then(|| Uncertainty {
             se,
             lo: Some(est - self.t * se),
             hi: Some(est + self.t * se),
-            cv: (est != 0.0).then(|| se / est.abs()),
+            cv,
+            n,
+            unreliable: self.unreliable(n, cv),
         })
     }
 
@@ -116,7 +143,7 @@ impl RepVariance {
     /// replicate percentages are `reps`: `logit(p) ± t · SE(p) / (p(1 −
     /// p))` transformed back (R `svyciprop(method = "xlogit")`, Stata `svy:
     /// tab`); no interval at 0% or 100%.
-    pub(crate) fn percent(&self, pct: f64, reps: &[f64]) -> Option<Uncertainty> {
+    pub(crate) fn percent(&self, pct: f64, reps: &[f64], n: u64) -> Option<Uncertainty> {
         let se = self.variance(pct, reps).sqrt();
         if !se.is_finite() {
             return None;
@@ -130,11 +157,14 @@ impl RepVariance {
         } else {
             (None, None)
         };
+        let cv = (pct != 0.0).then(|| se / pct.abs());
         Some(Uncertainty {
             se,
             lo,
             hi,
-            cv: (pct != 0.0).then(|| se / pct.abs()),
+            cv,
+            n,
+            unreliable: self.unreliable(n, cv),
         })
     }
 }
@@ -420,6 +450,7 @@ mod tests {
                 rho: None,
             },
             0.95,
+            (30, 0.3),
         )
     }
 

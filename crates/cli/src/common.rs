@@ -57,6 +57,14 @@ pub struct QueryArgs {
     #[arg(long, value_name = "PCT", default_value_t = 95.0,
           value_parser = parse_level)]
     pub level: f64,
+    /// With a design, flag estimates resting on fewer records than this
+    /// as unreliable.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub min_n: u64,
+    /// With a design, flag estimates whose coefficient of variation is
+    /// above this percentage as unreliable.
+    #[arg(long, value_name = "PCT", default_value_t = 30.0, value_parser = parse_cv)]
+    pub max_cv: f64,
 }
 
 /// A confidence level in percent, strictly between 0 and 100.
@@ -65,6 +73,16 @@ fn parse_level(s: &str) -> std::result::Result<f64, String> {
         Ok(x) if x > 0.0 && x < 100.0 => Ok(x),
         _ => Err(format!(
             "expected a confidence level in percent between 0 and 100 (e.g. 95 or 90), found '{s}'"
+        )),
+    }
+}
+
+/// A coefficient of variation in percent, above 0.
+fn parse_cv(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!(
+            "expected a coefficient of variation in percent above 0 (e.g. 30), found '{s}'"
         )),
     }
 }
@@ -81,6 +99,8 @@ impl QueryArgs {
             verify: self.verify,
             use_design: !self.no_design,
             level: self.level / 100.0,
+            min_n: self.min_n,
+            max_cv: self.max_cv / 100.0,
             ..Request::new(analysis)
         }
     }
@@ -248,18 +268,35 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
         } else {
             ""
         }
+    ) + &format!(
+        "(* unreliable: fewer than {} records, or a coefficient of variation above {}%)\n",
+        d.min_n,
+        crate::render::fmt_sig(100.0 * d.max_cv, 4)
     )
 }
 
 /// The CSV fields of an estimate's standard error and interval (empty
 /// fields without one).
-pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 3] {
+pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 4] {
     use crate::render::csv_num;
     [
         csv_num(u.map(|u| u.se)),
         csv_num(u.and_then(|u| u.lo)),
         csv_num(u.and_then(|u| u.hi)),
+        u.map_or(String::new(), |u| u.unreliable.to_string()),
     ]
+}
+
+/// A standard error as text, marked `*` when the estimate is unreliable.
+pub fn se_text(
+    u: &Option<microtab_analysis::survey::Uncertainty>,
+    f: impl Fn(f64) -> String,
+) -> String {
+    match u {
+        Some(u) if u.unreliable => format!("{}*", f(u.se)),
+        Some(u) => f(u.se),
+        None => "-".into(),
+    }
 }
 
 /// An interval as text, `[lo, hi]` with `digits` decimals (`-` without one).

@@ -1,7 +1,8 @@
 //! `microtab freq`: frequency table of one variable.
 
 use crate::common::{
-    answer, ci_text, csv_se, design_note, weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer, ci_text, csv_se, design_note, se_text, weight_note, write_json, Format, QueryArgs,
+    ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -46,9 +47,11 @@ pub fn run(a: Args) -> Result<()> {
                     "weighted_se",
                     "weighted_lo",
                     "weighted_hi",
+                    "weighted_unreliable",
                     "percent_se",
                     "percent_lo",
                     "percent_hi",
+                    "percent_unreliable",
                 ] {
                     head.push(h.into());
                 }
@@ -95,7 +98,7 @@ pub fn run(a: Args) -> Result<()> {
                 if let Some(w) = r.weighted {
                     line.push(fmt_sig(w, 7));
                     if se {
-                        line.push(r.weighted_se.map_or("-".into(), |u| fmt_sig(u.se, 4)));
+                        line.push(se_text(&r.weighted_se, |v| fmt_sig(v, 4)));
                     }
                 }
                 line.push(
@@ -104,7 +107,7 @@ pub fn run(a: Args) -> Result<()> {
                         .unwrap_or_else(|| "-".into()),
                 );
                 if se {
-                    line.push(r.percent_se.map_or("-".into(), |u| format!("{:.2}", u.se)));
+                    line.push(se_text(&r.percent_se, |v| format!("{v:.2}")));
                     line.push(ci_text(&r.percent_se, 1));
                 }
                 rows.push(line);

@@ -1,7 +1,7 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
 use crate::common::{
-    answer, ci_text, csv_se, design_note, weight_note, write_json, Format, QueryArgs,
+    answer, ci_text, csv_se, design_note, se_text, weight_note, write_json, Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -49,7 +49,7 @@ pub fn run(a: Args) -> Result<()> {
             let mut head = m.by.clone();
             head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
             if se {
-                head.extend(["mean_se", "mean_lo", "mean_hi"].map(String::from));
+                head.extend(["mean_se", "mean_lo", "mean_hi", "mean_unreliable"].map(String::from));
             }
             out.write_all(csv_line(&head).as_bytes())?;
             let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>| {
@@ -85,7 +85,7 @@ pub fn run(a: Args) -> Result<()> {
                 let mut r = first;
                 r.push(s.mean.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
                 if se.is_some() {
-                    r.push(u.map_or("-".into(), |u| fmt_sig(u.se, 4)));
+                    r.push(se_text(u, |v| fmt_sig(v, 4)));
                     let digits = u.map_or(0, |u| {
                         (3 - u.se.abs().log10().floor() as i64).clamp(0, 6) as usize
                     });

@@ -1,7 +1,7 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
 use crate::common::{
-    answer, csv_se, design_note, weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer, csv_se, design_note, se_text, weight_note, write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -96,9 +96,11 @@ pub fn run(a: Args) -> Result<()> {
                         "weighted_se",
                         "weighted_lo",
                         "weighted_hi",
+                        "weighted_unreliable",
                         "pct_se",
                         "pct_lo",
                         "pct_hi",
+                        "pct_unreliable",
                     ]
                     .map(String::from),
                 );
@@ -165,10 +167,10 @@ pub fn run(a: Args) -> Result<()> {
                     // Standard errors in parentheses under their estimates.
                     let se_line = |s: &Vec<Vec<Option<Uncertainty>>>, f: &dyn Fn(f64) -> String| {
                         let mut l = vec![String::new()];
-                        l.extend(
-                            s[i].iter()
-                                .map(|u| u.map_or(String::new(), |u| format!("({})", f(u.se)))),
-                        );
+                        l.extend(s[i].iter().map(|u| match u {
+                            Some(_) => format!("({})", se_text(u, f)),
+                            None => String::new(),
+                        }));
                         l
                     };
                     if let Some(s) = &t.weighted_se {
