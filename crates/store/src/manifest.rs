@@ -193,6 +193,22 @@ pub enum RepType {
     Other,
 }
 
+impl std::str::FromStr for RepType {
+    type Err = String;
+
+    /// A kind by its name, any case (`sdr`, `brr`, `fay`, `jk1`, `jkn`,
+    /// `bootstrap`, `other`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        use RepType::*;
+        [Sdr, Brr, Fay, Jk1, Jkn, Bootstrap, Other]
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown replicate design type '{s}': expected sdr, brr, fay, jk1, jkn, bootstrap or other")
+            })
+    }
+}
+
 impl RepType {
     /// The lowercase name (`sdr`, `brr`, …).
     pub fn name(self) -> &'static str {

@@ -23,8 +23,8 @@ pub struct Args {
     /// Kind of replication: sdr (scale 4/R; ACS, CPS), brr (1/R), fay
     /// (1/(R(1−ρ)²), with --rho), jk1 ((R−1)/R), jkn (scale 1, with
     /// --rscales), bootstrap (1/(R−1)), other (with --scale).
-    #[arg(long = "type", value_enum, default_value_t = RepKind::Sdr)]
-    kind: RepKind,
+    #[arg(long = "type", value_name = "TYPE", default_value = "sdr")]
+    kind: RepType,
     /// Fay's coefficient ρ (type fay).
     #[arg(long)]
     rho: Option<f64>,
@@ -44,32 +44,6 @@ pub struct Args {
     /// Remove the design.
     #[arg(long, conflicts_with_all = ["weight", "repweights"])]
     clear: bool,
-}
-
-/// Kinds of replication, as `--type` takes them.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum RepKind {
-    Sdr,
-    Brr,
-    Fay,
-    Jk1,
-    Jkn,
-    Bootstrap,
-    Other,
-}
-
-impl From<RepKind> for RepType {
-    fn from(k: RepKind) -> Self {
-        match k {
-            RepKind::Sdr => RepType::Sdr,
-            RepKind::Brr => RepType::Brr,
-            RepKind::Fay => RepType::Fay,
-            RepKind::Jk1 => RepType::Jk1,
-            RepKind::Jkn => RepType::Jkn,
-            RepKind::Bootstrap => RepType::Bootstrap,
-            RepKind::Other => RepType::Other,
-        }
-    }
 }
 
 /// Expands `REPWTP1-REPWTP80,EXTRA` into variable names as the dataset
@@ -209,7 +183,7 @@ pub fn run(a: Args) -> Result<()> {
     if wvar.kind == Kind::String {
         bail!("the weight {} is a text variable", wvar.name);
     }
-    let kind: RepType = a.kind.into();
+    let kind = a.kind;
     let replicates = match &a.repweights {
         None => {
             if a.rho.is_some() || a.scale.is_some() || a.rscales.is_some() || a.no_mse {
