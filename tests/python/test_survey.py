@@ -240,6 +240,18 @@ def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_pa
     assert [l for l in out.splitlines() if l.startswith("5 ")][0].count("*") == 2
     m = run_json("means", ds, "INC", "--by", "EDUC")["groups"]
     assert all(g["mean_se"]["n"] == g["n"] and g["mean_se"]["unreliable"] == (g["n"] < 30) for g in m)
+    # A damaged byte in a replicate weight is an error naming its file,
+    # never a standard error (its stripe checksum; --verify checks the
+    # replicate weights' whole files too before answering).
+    col = ds / info_var_file(ds, "RW7")
+    data = bytearray(col.read_bytes())
+    data[4096 + 3] ^= 0x40
+    col.write_bytes(bytes(data))
+    p = run("freq", ds, "EDUC", "--verify", ok=False)
+    assert "RW7" in p.stderr
+    data[4096 + 3] ^= 0x40
+    col.write_bytes(bytes(data))
+    run("freq", ds, "EDUC", "--verify")
     # Another weight would not fit the replicate weights: an error naming both.
     p = run("freq", ds, "EDUC", "--weight", "RW1", ok=False)
     assert "weights by W" in p.stderr and "--no-design" in p.stderr
@@ -348,3 +360,8 @@ def test_parts_give_the_whole_datasets_standard_errors(rep_data, tmp_path):
         merged = run_json(args[0], pattern, *args[1:])
         whole.pop("dataset"), merged.pop("dataset")
         assert json.dumps(merged, sort_keys=True) == json.dumps(whole, sort_keys=True), args
+
+
+def info_var_file(ds, name):
+    """The column file of variable `name`, from the manifest."""
+    return [v["file"] for v in json.loads((ds / "manifest.json").read_text())["variables"] if v["name"] == name][0]

@@ -75,7 +75,8 @@ fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
             .iter()
             .chain(q.filter.iter().map(|t| &t.var))
             .chain(q.weight.iter())
-            .chain(q.measure.iter());
+            .chain(q.measure.iter())
+            .chain(q.replicates.iter());
         verify_variables(ds, names)?;
     }
     Ok(())
