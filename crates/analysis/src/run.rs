@@ -5,14 +5,14 @@ use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
 use crate::survey::RepVariance;
 use crate::{Analysis, Error, Request, Result};
 use microtab_engine::{parse_filter, weight_cases, Cube, Query, ScanOptions, WeightCases};
-use microtab_store::Dataset;
+use microtab_store::{Dataset, Design};
 use serde::{Deserialize, Serialize};
 
 /// The survey design `req` uses over `ds`: the dataset's, unless the
 /// request says not to. Its weight is the request's unless the request
 /// names another, which replicate weights made for the design's weight
 /// would not fit: an error then.
-fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(String, RepVariance)>> {
+fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, RepVariance)>> {
     let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
         return Ok(None);
     };
@@ -25,15 +25,20 @@ fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(String, RepVariance)
         }
     }
     Ok(d.replicates.as_ref().map(|r| {
+        let v = RepVariance::new(&weight, r, req.level, (req.min_n, req.max_cv));
         (
-            weight,
-            RepVariance::new(&d.weight, r, req.level, (req.min_n, req.max_cv)),
+            Design {
+                weight,
+                ..d.clone()
+            },
+            v,
         )
     }))
 }
 
-/// The engine query of a request.
-fn query(req: &Request, design: Option<(&str, &[String])>) -> Result<Query> {
+/// The engine query of a request (under `design`: its weight, and its
+/// replicate weights summed beside it).
+fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
     let filter = match &req.filter {
         Some(f) => parse_filter(f)?,
         None => Vec::new(),
@@ -45,12 +50,14 @@ fn query(req: &Request, design: Option<(&str, &[String])>) -> Result<Query> {
     Ok(Query {
         filter,
         group_by: req.group_by(),
-        weight: design.map_or(req.weight.clone(), |(w, _)| Some(w.to_string())),
+        weight: design.map_or(req.weight.clone(), |d| Some(d.weight.clone())),
         measure,
         include_missing,
         max_cells: Some(req.max_cells),
         rows: req.rows.clone(),
-        replicates: design.map_or(Vec::new(), |(_, r)| r.to_vec()),
+        replicates: design
+            .and_then(|d| d.replicates.as_ref())
+            .map_or(Vec::new(), |r| r.weights.clone()),
     })
 }
 
@@ -83,28 +90,27 @@ fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
 }
 
 /// The engine query of `req`, its result by `engine` (after the checks
-/// the request asks for), and what the weight did with the rows it counted.
+/// the request asks for), what the weight did with the rows it counted,
+/// and the survey design used.
 fn scan<C>(
     ds: &Dataset,
     req: &Request,
     opts: &ScanOptions,
     engine: impl FnOnce(&Dataset, &Query, &ScanOptions) -> microtab_engine::Result<C>,
     counts: impl Fn(&C) -> &[u64],
-) -> Result<(Query, C, Option<WeightCases>)> {
+) -> Result<Scanned<C>> {
     let design = design_of(ds, req)?;
-    let reps: Vec<String> = ds
-        .manifest()
-        .design
-        .as_ref()
-        .and_then(|d| d.replicates.as_ref())
-        .map_or(Vec::new(), |r| r.weights.clone());
-    let q = query(req, design.as_ref().map(|(w, _)| (w.as_str(), &reps[..])))?;
+    let q = query(req, design.as_ref().map(|(d, _)| d))?;
     verify(ds, req, &q)?;
     let cube = engine(ds, &q, opts)?;
     let counted = counts(&cube).iter().sum();
     let weights = weight_cases(ds, &q, opts, counted)?;
-    Ok((q, cube, weights))
+    Ok((q, cube, weights, design))
 }
+
+/// What [`scan`] gives: the engine query, its result, what the weight did,
+/// and the design used with its variance formula.
+type Scanned<C> = (Query, C, Option<WeightCases>, Option<(Design, RepVariance)>);
 
 /// Negative weights are an error unless the request allows them.
 fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str>) -> Result<()> {
@@ -126,10 +132,10 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
 /// allow them); negative weights are [`Error::NegativeWeights`] unless
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
-    let (q, cube, weights) = scan(ds, req, opts, microtab_engine::run_with, |c| &c.counts)?;
+    let (q, cube, weights, design) = scan(ds, req, opts, microtab_engine::run_with, |c| &c.counts)?;
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
-    let survey = design_of(ds, req)?.map(|(_, v)| v);
+    let survey = design.map(|(_, v)| v);
     let context = Context {
         dataset: ds.dir().display().to_string(),
         weight: q.weight.clone(),
@@ -209,16 +215,13 @@ pub struct Partial {
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
-    let (_, cube, weight_cases) = scan(ds, req, opts, microtab_engine::run_partial, |c| &c.counts)?;
-    let design = match design_of(ds, req)? {
-        Some(_) => ds.manifest().design.clone(),
-        None => None,
-    };
+    let (_, cube, weight_cases, design) =
+        scan(ds, req, opts, microtab_engine::run_partial, |c| &c.counts)?;
     Ok(Partial {
         datasets: vec![ds.dir().display().to_string()],
         weight_cases,
         cube,
-        design,
+        design: design.map(|(d, _)| d),
     })
 }
 

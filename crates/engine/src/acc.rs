@@ -86,26 +86,6 @@ impl RepSums {
             _ => {}
         }
     }
-
-    /// `Σ w_r` and `Σ w_r·x` of replicate `r`, cell `c`, in stored units,
-    /// exactly (integer sums; 0 for float sums).
-    pub(crate) fn get_int(&self, cells: usize, r: usize, c: usize) -> (i128, i128) {
-        let k = r * (cells + 1) + c;
-        match self {
-            RepSums::Int { w, wx } => (w[k] as i128, wx.get(k).copied().unwrap_or(0)),
-            _ => (0, 0),
-        }
-    }
-
-    /// `Σ w_r` and `Σ w_r·x` of replicate `r`, cell `c`, in stored units.
-    pub(crate) fn get(&self, cells: usize, r: usize, c: usize) -> (f64, f64) {
-        let k = r * (cells + 1) + c;
-        match self {
-            RepSums::None => (0.0, 0.0),
-            RepSums::Int { w, wx } => (w[k] as f64, wx.get(k).map_or(0.0, |&v| v as f64)),
-            RepSums::Float { w, wx } => (w[k], wx.get(k).copied().unwrap_or(0.0)),
-        }
-    }
 }
 
 /// How a fused kernel sees a morsel's filters.

@@ -3,7 +3,7 @@
 
 use crate::acc::Acc;
 use crate::exact::exact_moments;
-use crate::partial::sum_decimals;
+use crate::partial::{rep_partial, sum_decimals};
 use crate::physical::Plan;
 use crate::plan::DimPlan;
 use crate::value::Category;
@@ -264,25 +264,7 @@ pub(crate) fn compact(
             m[dst] = a.scaled(wscale, xscale);
         }
     }
-    let replicates = (!plan.replicates.is_empty()).then(|| {
-        let mut w = vec![vec![0.0; total]; plan.replicates.len()];
-        let mut wx = measure.map(|_| vec![vec![0.0; total]; plan.replicates.len()]);
-        for (r, col) in plan.replicates.iter().enumerate() {
-            let rscale = col.var().scale();
-            for c in 0..n {
-                if acc.count(plan, c) == 0 {
-                    continue;
-                }
-                let dst = layout.dst(c);
-                let (sw, swx) = acc.reps.get(n, r, c);
-                w[r][dst] = sw / rscale;
-                if let Some(wx) = wx.as_mut() {
-                    wx[r][dst] = swx / (rscale * xscale);
-                }
-            }
-        }
-        RepCells { w, wx }
-    });
+    let replicates = rep_partial(&acc, plan, &layout, measure).map(|r| r.cells(measure.is_some()));
     Cube {
         dims: layout.dims(plans),
         counts,

@@ -16,8 +16,8 @@
 //!
 //! [`merge`]: Partial::merge
 
-use crate::acc::{Acc, ExactCell};
-use crate::cube::{Cube, Dim, Layout, Moments};
+use crate::acc::{Acc, ExactCell, RepSums};
+use crate::cube::{Cube, Dim, Layout, Moments, RepCells};
 use crate::exact::{div_pow10, exact_moments, ExactSum};
 use crate::physical::Plan;
 use crate::plan::DimPlan;
@@ -136,6 +136,16 @@ pub enum RepCellSums {
 }
 
 impl RepPartial {
+    /// The sums as a cube holds them (displayed units; `wx` with an
+    /// analysis variable).
+    pub(crate) fn cells(&self, measured: bool) -> RepCells {
+        let (w, wx) = self.displayed();
+        RepCells {
+            w,
+            wx: measured.then_some(wx),
+        }
+    }
+
     /// The sums in displayed units.
     fn displayed(&self) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
         match &self.sums {
@@ -683,13 +693,10 @@ impl Partial {
                 }
             })
             .collect();
-        let replicates = self.replicates.as_ref().map(|r| {
-            let (w, wx) = r.displayed();
-            crate::cube::RepCells {
-                wx: self.measure.as_ref().map(|_| wx),
-                w,
-            }
-        });
+        let replicates = self
+            .replicates
+            .as_ref()
+            .map(|r| r.cells(self.measure.is_some()));
         Cube {
             dims,
             counts: self.counts.clone(),
@@ -707,6 +714,79 @@ fn exact_cell_moments(n: u64, s: &Sums, c: usize, wdec: u32, xdec: u32) -> Momen
     };
     let (w, mean, m2) = exact_moments(&w[c], &wx[c], &wxx[c], wdec, xdec);
     Moments { n, w, mean, m2 }
+}
+
+/// The replicate sums of a scan, per replicate and kept cell (`None`
+/// without replicate weights): exact integers in stored units, or floats in
+/// displayed units.
+pub(crate) fn rep_partial(
+    acc: &Acc,
+    plan: &Plan,
+    layout: &Layout,
+    measure: Option<&Column>,
+) -> Option<RepPartial> {
+    let reps = plan.replicates.len();
+    let n = plan.cells + 1;
+    // The cells some row was counted in, and where they go.
+    let kept: Vec<(usize, usize)> = (0..plan.cells)
+        .filter(|&c| acc.count(plan, c) > 0)
+        .map(|c| (c, layout.dst(c)))
+        .collect();
+    let (total, measured) = (layout.total, measure.is_some());
+    let xr = if measured { reps } else { 0 };
+    fn spread<T: Copy + Default, U>(
+        src: &[T],
+        reps: usize,
+        n: usize,
+        total: usize,
+        kept: &[(usize, usize)],
+        f: impl Fn(usize, T) -> U,
+    ) -> Vec<Vec<U>>
+    where
+        U: Copy + Default,
+    {
+        (0..reps)
+            .map(|r| {
+                let mut v = vec![U::default(); total];
+                for &(c, dst) in kept {
+                    v[dst] = f(r, src[r * n + c]);
+                }
+                v
+            })
+            .collect()
+    }
+    let sums = match &acc.reps {
+        RepSums::None => return None,
+        RepSums::Int { w, wx } => RepCellSums::Int {
+            w: spread(w, reps, n, total, &kept, |_, v| v as i128),
+            wx: spread(wx, xr, n, total, &kept, |_, v| v),
+        },
+        RepSums::Float { w, wx } => {
+            let rs: Vec<f64> = plan.replicates.iter().map(|c| c.var().scale()).collect();
+            let xs = 10f64.powi(sum_decimals(measure) as i32);
+            RepCellSums::Float {
+                w: spread(w, reps, n, total, &kept, |r, v| v / rs[r]),
+                wx: spread(wx, xr, n, total, &kept, |r, v| v / (rs[r] * xs)),
+            }
+        }
+    };
+    Some(RepPartial {
+        weights: plan
+            .replicates
+            .iter()
+            .map(|c| Summed {
+                name: c.var().name.clone(),
+                label: c.var().label.clone(),
+                decimals: sum_decimals(Some(c)),
+            })
+            .collect(),
+        xdecimals: if plan.replicates_exact {
+            sum_decimals(measure)
+        } else {
+            0
+        },
+        sums,
+    })
 }
 
 /// Implied decimals of a weight's or analysis variable's stored units (0
@@ -795,62 +875,7 @@ pub(crate) fn from_acc(
             categories: d.categories,
         })
         .collect();
-    let replicates = (!plan.replicates.is_empty()).then(|| {
-        let reps = plan.replicates.len();
-        let m = if measured { total } else { 0 };
-        let sums = if plan.replicates_exact {
-            let (mut w, mut wx) = (
-                vec![vec![0i128; total]; reps],
-                vec![vec![0i128; m]; if measured { reps } else { 0 }],
-            );
-            for r in 0..reps {
-                for c in 0..plan.cells {
-                    if acc.count(plan, c) == 0 {
-                        continue;
-                    }
-                    let (sw, swx) = acc.reps.get_int(plan.cells, r, c);
-                    w[r][layout.dst(c)] = sw;
-                    if measured {
-                        wx[r][layout.dst(c)] = swx;
-                    }
-                }
-            }
-            RepCellSums::Int { w, wx }
-        } else {
-            let (mut w, mut wx) = (
-                vec![vec![0.0; total]; reps],
-                vec![vec![0.0; m]; if measured { reps } else { 0 }],
-            );
-            let xs = 10f64.powi(sum_decimals(measure) as i32);
-            for (r, col) in plan.replicates.iter().enumerate() {
-                let rs = col.var().scale();
-                for c in 0..plan.cells {
-                    if acc.count(plan, c) == 0 {
-                        continue;
-                    }
-                    let (sw, swx) = acc.reps.get(plan.cells, r, c);
-                    w[r][layout.dst(c)] = sw / rs;
-                    if measured {
-                        wx[r][layout.dst(c)] = swx / (rs * xs);
-                    }
-                }
-            }
-            RepCellSums::Float { w, wx }
-        };
-        RepPartial {
-            weights: plan
-                .replicates
-                .iter()
-                .map(|c| summed(Some(c)).expect("a column"))
-                .collect(),
-            xdecimals: if plan.replicates_exact {
-                sum_decimals(measure)
-            } else {
-                0
-            },
-            sums,
-        }
-    });
+    let replicates = rep_partial(&acc, plan, &layout, measure);
     Partial {
         dims,
         weight: summed(weight),

@@ -5,7 +5,7 @@
 use crate::common::open;
 use anyhow::{bail, Result};
 use microtab_analysis::survey::default_scale;
-use microtab_store::{Dataset, Design, Kind, RepType, Replicates};
+use microtab_store::{Dataset, Design, Kind, RepType, Replicates, Variable};
 use std::path::PathBuf;
 
 /// Arguments of `design`.
@@ -46,6 +46,21 @@ pub struct Args {
     clear: bool,
 }
 
+/// Refuses a variable that cannot be a replicate weight: text, or with
+/// missing values (a replicate weight must be present for every record).
+fn usable_replicate(v: &Variable) -> Result<()> {
+    if v.kind == Kind::String {
+        bail!("replicate weight {} is a text variable", v.name);
+    }
+    if v.nulls > 0 || !v.missing_codes.is_empty() {
+        bail!(
+            "replicate weight {} has missing values (a replicate weight must be present for every record)",
+            v.name
+        );
+    }
+    Ok(())
+}
+
 /// Expands `REPWTP1-REPWTP80,EXTRA` into variable names as the dataset
 /// spells them, each a numeric variable without missing values.
 fn replicate_names(ds: &Dataset, spec: &str) -> Result<Vec<String>> {
@@ -73,15 +88,7 @@ fn replicate_names(ds: &Dataset, spec: &str) -> Result<Vec<String>> {
             let v = ds
                 .variable(&n)
                 .map_err(|e| anyhow::anyhow!("replicate weight {n}: {e}"))?;
-            if v.kind == Kind::String {
-                bail!("replicate weight {} is a text variable", v.name);
-            }
-            if v.nulls > 0 || !v.missing_codes.is_empty() {
-                bail!(
-                    "replicate weight {} has missing values (a replicate weight must be present for every record)",
-                    v.name
-                );
-            }
+            usable_replicate(v)?;
             if names.contains(&v.name) {
                 bail!("replicate weight {} is named twice", v.name);
             }
@@ -121,10 +128,9 @@ pub fn ipums_design(ds: &Dataset) -> Option<Design> {
         if reps.len() < 2 {
             continue;
         }
-        let usable = reps.iter().all(|n| {
-            ds.variable(n)
-                .is_ok_and(|v| v.kind != Kind::String && v.nulls == 0 && v.missing_codes.is_empty())
-        });
+        let usable = reps
+            .iter()
+            .all(|n| ds.variable(n).is_ok_and(|v| usable_replicate(v).is_ok()));
         if !usable {
             return None;
         }
