@@ -297,7 +297,8 @@ def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_pa
     (["--repweights", "RW1-RW12", "--type", "other"], "--scale"),
     (["--repweights", "RW1-RW12", "--rscales", "1,2"], "2 coefficients for 12"),
     (["--repweights", "INC,RW1"], "missing values"),
-    ([], "--repweights"),
+    (["--strata", "INC"], "every record needs its strata"),
+    (["--repweights", "RW1-RW12", "--strata", "SEX"], "cannot be used with"),
 ])
 def test_bad_designs_are_refused(rep_data, args, needle):
     _, _, ds = rep_data

@@ -42,6 +42,7 @@ mod request;
 mod result;
 mod run;
 pub mod survey;
+mod taylor;
 
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use request::{Analysis, Pct, Request};
@@ -49,6 +50,7 @@ pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
 pub use run::{partial, run, run_many, Partial};
+pub use taylor::taylor_structure;
 
 /// Why a request could not be answered.
 #[derive(Debug, thiserror::Error)]

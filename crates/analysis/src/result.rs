@@ -2,7 +2,7 @@
 //! (frequency rows, tables, groups) on demand, so that rendering or
 //! serializing a result of any size never builds all of it in memory.
 
-use crate::survey::{DesignInfo, RaoScott, RepVariance, Uncertainty};
+use crate::survey::{proportions, ratio_variance, DesignInfo, RaoScott, Survey, Uncertainty};
 use crate::Pct;
 use microtab_engine::stats::{chi_square, ChiSquare};
 use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
@@ -176,9 +176,9 @@ pub struct Frequencies {
     cube: Cube,
     /// Percentage base: the measure of the non-missing categories.
     base: f64,
-    /// The replicate variance (designs with replicate weights) and each
-    /// replicate's percentage base.
-    survey: Option<(RepVariance, Vec<f64>)>,
+    /// The design's variance and each replicate's percentage base (none
+    /// for Taylor designs).
+    survey: Option<(Survey, Vec<f64>)>,
 }
 
 /// One category of a frequency table.
@@ -222,20 +222,21 @@ impl Frequencies {
         variable: String,
         label: Option<String>,
         cube: Cube,
-        survey: Option<RepVariance>,
+        survey: Option<Survey>,
     ) -> Self {
         let cats = cube.dims.first().map_or(&[][..], |d| &d.categories[..]);
-        let survey = survey.zip(cube.replicates.as_ref()).map(|(v, reps)| {
-            let bases = reps
-                .w
-                .iter()
-                .map(|w| {
-                    (0..cats.len())
-                        .filter(|&i| !cats[i].missing)
-                        .map(|i| w[i])
-                        .sum()
-                })
-                .collect();
+        let survey = survey.map(|v| {
+            let bases = cube.replicates.as_ref().map_or(Vec::new(), |reps| {
+                reps.w
+                    .iter()
+                    .map(|w| {
+                        (0..cats.len())
+                            .filter(|&i| !cats[i].missing)
+                            .map(|i| w[i])
+                            .sum()
+                    })
+                    .collect()
+            });
             (v, bases)
         });
         let measure = |i: usize| {
@@ -290,18 +291,33 @@ impl Frequencies {
             let m = weighted.unwrap_or(self.cube.counts[i] as f64);
             let percent = (!c.missing && self.base != 0.0).then(|| 100.0 * m / self.base);
             let (mut weighted_se, mut percent_se) = (None, None);
-            if let (Some((v, bases)), Some(reps)) = (&self.survey, &self.cube.replicates) {
-                let rw: Vec<f64> = reps.w.iter().map(|w| w[i]).collect();
-                let n = self.cube.counts[i];
-                weighted_se = v.wald(m, &rw, n);
-                percent_se = percent.and_then(|p| {
-                    let rp: Vec<f64> = rw
-                        .iter()
-                        .zip(bases)
-                        .map(|(&w, &b)| if b != 0.0 { 100.0 * w / b } else { f64::NAN })
-                        .collect();
-                    v.percent(p, &rp, n)
-                });
+            let n = self.cube.counts[i];
+            match (&self.survey, &self.cube.replicates, &self.cube.taylor) {
+                (Some((v, bases)), Some(reps), _) => {
+                    let rw: Vec<f64> = reps.w.iter().map(|w| w[i]).collect();
+                    weighted_se = v.wald(m, v.variance(m, &rw), n);
+                    percent_se = percent.and_then(|p| {
+                        let rp: Vec<f64> = rw
+                            .iter()
+                            .zip(bases)
+                            .map(|(&w, &b)| if b != 0.0 { 100.0 * w / b } else { f64::NAN })
+                            .collect();
+                        v.percent(p, v.variance(p, &rp), n)
+                    });
+                }
+                (Some((v, _)), None, Some(t)) => {
+                    weighted_se = v.wald(m, t.all_scale * t.cell[i][0], n);
+                    let base = &t.margins[0];
+                    percent_se = percent.zip(base.group[i]).and_then(|(p, g)| {
+                        let var = ratio_variance(
+                            m,
+                            self.base,
+                            [t.cell[i][0], base.cross[i], base.var[g][0]],
+                        );
+                        v.percent(p, 1e4 * t.all_scale * var, n)
+                    });
+                }
+                _ => {}
             }
             FreqRow {
                 category: c,
@@ -349,7 +365,7 @@ pub struct Crosstab {
     /// Whether each table has its chi-square statistics.
     pub stats: bool,
     cube: Cube,
-    survey: Option<RepVariance>,
+    survey: Option<Survey>,
 }
 
 /// Row or column totals of a table.
@@ -492,7 +508,7 @@ impl Crosstab {
         pct: Option<Pct>,
         stats: bool,
         cube: Cube,
-        survey: Option<RepVariance>,
+        survey: Option<Survey>,
     ) -> Self {
         Crosstab {
             context,
@@ -587,6 +603,9 @@ impl Crosstab {
         if self.stats && self.survey.is_none() {
             t.stats = chi_square(&m);
         }
+        if let (Some(v), Some(tc)) = (&self.survey, &cube.taylor) {
+            self.taylor_ses(&mut t, v, tc, &keep_r, &keep_c, &at, k);
+        }
         if let (Some(v), Some(reps)) = (&self.survey, &cube.replicates) {
             // Each replicate's table, and its percentages.
             let rm: Vec<Vec<Vec<f64>>> = reps
@@ -612,7 +631,10 @@ impl Crosstab {
                     .map(|(i, row)| {
                         row.iter()
                             .enumerate()
-                            .map(|(j, &x)| v.wald(x, &reps_of(&|r| rm[r][i][j]), t.counts[i][j]))
+                            .map(|(j, &x)| {
+                                let reps = reps_of(&|r| rm[r][i][j]);
+                                v.wald(x, v.variance(x, &reps), t.counts[i][j])
+                            })
                             .collect()
                     })
                     .collect(),
@@ -627,7 +649,7 @@ impl Crosstab {
                                 .map(|(j, p)| {
                                     p.and_then(|p| {
                                         let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                        v.percent(p, &reps, t.counts[i][j])
+                                        v.percent(p, v.variance(p, &reps), t.counts[i][j])
                                     })
                                 })
                                 .collect()
@@ -637,6 +659,126 @@ impl Crosstab {
             }
         }
         Some(t)
+    }
+}
+
+impl Crosstab {
+    /// The standard errors of table `t` (control category `k`, the cube's
+    /// rows `keep_r` and columns `keep_c`, `at` a cell's index in the
+    /// cube) from the Taylor covariances of its totals; its Rao–Scott test.
+    #[allow(clippy::too_many_arguments)]
+    fn taylor_ses(
+        &self,
+        t: &mut Table,
+        v: &Survey,
+        tc: &microtab_engine::TaylorCells,
+        keep_r: &[usize],
+        keep_c: &[usize],
+        at: &dyn Fn(usize, usize) -> usize,
+        k: usize,
+    ) {
+        let Some(m) = t.weighted.clone() else {
+            return;
+        };
+        // The table's domain's factor (lonely PSUs averaged).
+        let table_scale = keep_r
+            .iter()
+            .flat_map(|&i| keep_c.iter().map(move |&j| (i, j)))
+            .find_map(|(i, j)| tc.margins[0].group[at(i, j)])
+            .map_or(1.0, |g| tc.margins[0].scale[g]);
+        t.weighted_se = Some(
+            keep_r
+                .iter()
+                .enumerate()
+                .map(|(i, &ci)| {
+                    keep_c
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &cj)| {
+                            v.wald(
+                                m[i][j],
+                                table_scale * tc.cell[at(ci, cj)][0],
+                                t.counts[i][j],
+                            )
+                        })
+                        .collect()
+                })
+                .collect(),
+        );
+        if let (Some(pct), Some(kind)) = (&t.pct, self.pct) {
+            // The query's margins: the table's total, its rows, its columns.
+            let mc = &tc.margins[match kind {
+                Pct::Total => 0,
+                Pct::Row => 1,
+                Pct::Col => 2,
+            }];
+            t.pct_se = Some(
+                keep_r
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &ci)| {
+                        keep_c
+                            .iter()
+                            .enumerate()
+                            .map(|(j, &cj)| {
+                                let c = at(ci, cj);
+                                let (p, g) = (pct[i][j]?, mc.group[c]?);
+                                let base = match kind {
+                                    Pct::Total => m.iter().flatten().sum(),
+                                    Pct::Row => m[i].iter().sum(),
+                                    Pct::Col => m.iter().map(|r| r[j]).sum(),
+                                };
+                                let var = ratio_variance(
+                                    m[i][j],
+                                    base,
+                                    [tc.cell[c][0], mc.cross[c], mc.var[g][0]],
+                                );
+                                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j])
+                            })
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
+        if self.stats {
+            let Some(full) = tc.full.as_ref().and_then(|f| f.get(k)) else {
+                return;
+            };
+            // The covariance of the kept cells' proportions (rows varying
+            // fastest) from that of their weighted counts.
+            let ncube = self.cube.dims[self.cube.dims.len() - 1].categories.len();
+            let size = (full.len() as f64).sqrt() as usize;
+            let pos = |ci: usize, cj: usize| ci * ncube + cj;
+            let Some(p) = proportions(&m) else {
+                return;
+            };
+            let total: f64 = m.iter().flatten().sum();
+            let cells: Vec<usize> = keep_c
+                .iter()
+                .flat_map(|&cj| keep_r.iter().map(move |&ci| pos(ci, cj)))
+                .collect();
+            let f = |a: usize, b: usize| full[a * size + b];
+            let row_sum: Vec<f64> = cells
+                .iter()
+                .map(|&a| (0..size).map(|b| f(a, b)).sum())
+                .collect();
+            let all: f64 = (0..size)
+                .map(|a| (0..size).map(|b| f(a, b)).sum::<f64>())
+                .sum();
+            let cov: Vec<Vec<f64>> = (0..cells.len())
+                .map(|x| {
+                    (0..cells.len())
+                        .map(|y| {
+                            table_scale
+                                * (f(cells[x], cells[y]) - p[x] * row_sum[y] - p[y] * row_sum[x]
+                                    + p[x] * p[y] * all)
+                                / (total * total)
+                        })
+                        .collect()
+                })
+                .collect();
+            t.rao_scott = v.rao_scott_cov(&m, &cov, t.total.count as f64);
+        }
     }
 }
 
@@ -701,7 +843,7 @@ pub struct Means {
     /// design).
     pub total_se: Option<Uncertainty>,
     cube: Cube,
-    survey: Option<RepVariance>,
+    survey: Option<Survey>,
 }
 
 /// One group of a means result.
@@ -745,7 +887,7 @@ impl Means {
         variable: String,
         label: Option<String>,
         cube: Cube,
-        survey: Option<RepVariance>,
+        survey: Option<Survey>,
     ) -> Self {
         let total = cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
             Moments::default(),
@@ -771,7 +913,28 @@ impl Means {
     /// The standard error of the mean of cell `c` (`None`: over all
     /// cells), from each replicate's Σ w_r·x / Σ w_r.
     fn mean_se(&self, c: Option<usize>) -> Option<Uncertainty> {
-        let (v, reps) = (self.survey.as_ref()?, self.cube.replicates.as_ref()?);
+        let v = self.survey.as_ref()?;
+        if let Some(t) = &self.cube.taylor {
+            let (m, var, scale) = match c {
+                Some(c) => (self.cube.moments.as_ref()?[c], t.cell[c], t.cell_scale[c]),
+                None => {
+                    let g = t.margins.first()?;
+                    let m = Moments {
+                        n: self.total.n,
+                        w: self.total.sum_weights,
+                        mean: self.total.mean?,
+                        m2: 0.0,
+                    };
+                    (m, *g.var.first()?, t.all_scale)
+                }
+            };
+            if m.w == 0.0 {
+                return None;
+            }
+            let var = ratio_variance(m.mean * m.w, m.w, [var[2], var[1], var[0]]);
+            return v.wald(m.mean, scale * var, m.n);
+        }
+        let reps = self.cube.replicates.as_ref()?;
         let wx = reps.wx.as_ref()?;
         let sum = |x: &[f64]| match c {
             Some(c) => x[c],
@@ -790,7 +953,7 @@ impl Means {
             }
             None => (self.total.mean?, self.total.n),
         };
-        v.wald(est, &rm, n)
+        v.wald(est, v.variance(est, &rm), n)
     }
 
     /// The groups that have records, in category order.

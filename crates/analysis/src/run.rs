@@ -2,9 +2,11 @@
 //! and the typed result.
 
 use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
-use crate::survey::RepVariance;
+use crate::survey::Survey;
 use crate::{Analysis, Error, Request, Result};
-use microtab_engine::{parse_filter, weight_cases, Cube, Query, ScanOptions, WeightCases};
+use microtab_engine::{
+    parse_filter, weight_cases, Cube, Margin, Query, ScanOptions, TaylorQuery, WeightCases,
+};
 use microtab_store::{Dataset, Design};
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// request says not to. Its weight is the request's unless the request
 /// names another, which replicate weights made for the design's weight
 /// would not fit: an error then.
-fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, RepVariance)>> {
+fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, Survey)>> {
     let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
         return Ok(None);
     };
@@ -24,16 +26,74 @@ fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, RepVariance)
             )));
         }
     }
-    Ok(d.replicates.as_ref().map(|r| {
-        let v = RepVariance::new(&weight, r, req.level, (req.min_n, req.max_cv));
-        (
-            Design {
-                weight,
-                ..d.clone()
-            },
-            v,
-        )
-    }))
+    let limits = (req.min_n, req.max_cv);
+    let v = if let Some(r) = &d.replicates {
+        Survey::new(&weight, r, req.level, limits)
+    } else if let Some(t) = &d.taylor {
+        if t.rows != ds.rows() {
+            return Err(Error::Design(format!(
+                "the survey design was set on {} records and the dataset now has {}: set it again with `microtab design`",
+                t.rows,
+                ds.rows()
+            )));
+        }
+        if req.rows.is_some() {
+            return Err(Error::Design(
+                "a Taylor linearization design is answered over the whole dataset: not over a range of rows (answer with --no-design, or use replicate weights)".into(),
+            ));
+        }
+        Survey::taylor(&weight, t, req.level, limits)
+    } else {
+        return Ok(None);
+    };
+    Ok(Some((
+        Design {
+            weight,
+            ..d.clone()
+        },
+        v,
+    )))
+}
+
+/// The Taylor part of the engine query of `req` under design `t`: the
+/// margins whose covariances its estimates need (frequencies: the
+/// percentage base, the categories that are not missing; crosstabs: each
+/// table's total, rows and columns, and every cell pair for the Rao–Scott
+/// test; means: all groups).
+fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
+    let dims = req.group_by().len();
+    let margin = |keep: Vec<bool>, skip_missing| Margin { keep, skip_missing };
+    let (margins, full) = match &req.analysis {
+        Analysis::Freq { .. } => (vec![margin(vec![false; dims], true)], None),
+        Analysis::Tab { stats, .. } => {
+            let ctrl = dims == 3;
+            let with = |row: bool, col: bool| {
+                let mut k = if ctrl { vec![true] } else { Vec::new() };
+                k.extend([row, col]);
+                k
+            };
+            (
+                vec![
+                    margin(with(false, false), false),
+                    margin(with(true, false), false),
+                    margin(with(false, true), false),
+                ],
+                stats.then_some(0),
+            )
+        }
+        Analysis::Means { .. } => (vec![margin(vec![false; dims], false)], None),
+    };
+    let (coef, average) = crate::taylor::coefficients(t);
+    TaylorQuery {
+        strata: t.strata.clone(),
+        cluster: t.cluster.clone(),
+        strata_keys: t.strata_keys.clone(),
+        coef,
+        average,
+        contiguous: t.contiguous,
+        margins,
+        full,
+    }
 }
 
 /// The engine query of a request (under `design`: its weight, and its
@@ -58,6 +118,9 @@ fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
         replicates: design
             .and_then(|d| d.replicates.as_ref())
             .map_or(Vec::new(), |r| r.weights.clone()),
+        taylor: design
+            .and_then(|d| d.taylor.as_ref())
+            .map(|t| taylor_query(req, t)),
     })
 }
 
@@ -110,7 +173,7 @@ fn scan<C>(
 
 /// What [`scan`] gives: the engine query, its result, what the weight did,
 /// and the design used with its variance formula.
-type Scanned<C> = (Query, C, Option<WeightCases>, Option<(Design, RepVariance)>);
+type Scanned<C> = (Query, C, Option<WeightCases>, Option<(Design, Survey)>);
 
 /// Negative weights are an error unless the request allows them.
 fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str>) -> Result<()> {
@@ -133,6 +196,12 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     let (q, cube, weights, design) = scan(ds, req, opts, microtab_engine::run_with, |c| &c.counts)?;
+    if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
+        return Err(Error::Design(format!(
+            "{} records are in strata the survey design does not know: the dataset changed since the design was set; set it again with `microtab design`",
+            t.unknown_strata
+        )));
+    }
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
     let survey = design.map(|(_, v)| v);
@@ -161,7 +230,7 @@ fn answer(
     context: Context,
     cube: Cube,
     measure: Option<(String, Option<String>)>,
-    survey: Option<RepVariance>,
+    survey: Option<Survey>,
 ) -> Answer {
     let dim = |i: usize| {
         (
@@ -275,7 +344,7 @@ impl Partial {
         let survey = self.design.as_ref().and_then(|d| {
             d.replicates
                 .as_ref()
-                .map(|r| RepVariance::new(&d.weight, r, req.level, (req.min_n, req.max_cv)))
+                .map(|r| Survey::new(&d.weight, r, req.level, (req.min_n, req.max_cv)))
         });
         let context = Context {
             dataset: self.datasets.join(", "),

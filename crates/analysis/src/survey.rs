@@ -1,4 +1,5 @@
-//! Design-based standard errors from replicate weights (docs/SURVEY.md).
+//! Design-based standard errors from replicate weights or Taylor
+//! linearization (docs/SURVEY.md).
 //!
 //! Every estimate is a function of weighted sums per cell; the engine
 //! accumulates those sums once for the full-sample weight and once for each
@@ -15,22 +16,44 @@ use serde::Serialize;
 /// The design a result's standard errors come from, shown with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DesignInfo {
-    /// Always `"replicate"` (replicate weights).
+    /// `"replicate"` (replicate weights) or `"taylor"` (linearization).
     pub method: &'static str,
     /// The kind of replication: `sdr`, `brr`, `fay`, `jk1`, `jkn`,
-    /// `bootstrap` or `other`.
+    /// `bootstrap` or `other`; `linearization` for Taylor designs.
     #[serde(rename = "type")]
     pub kind: &'static str,
     /// The full-sample weight.
     pub weight: String,
-    /// Number of replicate weights.
-    pub replicates: usize,
-    /// The overall scale `C` of the variance formula.
-    pub scale: f64,
+    /// Number of replicate weights (replicate designs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<usize>,
+    /// The overall scale `C` of the variance formula (replicate designs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
     /// Whether deviations are taken from the full-sample estimate (`true`)
-    /// or from the mean of the replicate estimates.
-    pub mse: bool,
-    /// Degrees of freedom of the t intervals: replicates − 1.
+    /// or from the mean of the replicate estimates (replicate designs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mse: Option<bool>,
+    /// The strata variable (Taylor designs with strata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strata: Option<String>,
+    /// The PSU variable (Taylor designs with clusters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// The finite population correction variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fpc: Option<String>,
+    /// How strata with a single PSU are treated (Taylor designs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lonely_psu: Option<&'static str>,
+    /// PSUs with a record of non-zero weight (Taylor designs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psus: Option<u64>,
+    /// Strata with a record of non-zero weight (Taylor designs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strata_count: Option<u64>,
+    /// Degrees of freedom of the t intervals: replicates − 1, or PSUs −
+    /// strata (of the whole sample, also for domains).
     pub df: f64,
     /// Confidence level of the intervals.
     pub level: f64,
@@ -60,16 +83,50 @@ pub struct Uncertainty {
     pub unreliable: bool,
 }
 
-/// The variance formula of a replicate design, and the t quantile of its
-/// intervals.
+/// The variance formula of a design (replicate weights or Taylor
+/// linearization), and the t quantile of its intervals.
 #[derive(Debug, Clone)]
-pub(crate) struct RepVariance {
+pub(crate) struct Survey {
     pub(crate) info: DesignInfo,
+    /// Each replicate's coefficient (empty for Taylor designs).
     rscales: Vec<f64>,
     t: f64,
 }
 
-impl RepVariance {
+impl Survey {
+    /// A Taylor linearization design's.
+    pub(crate) fn taylor(
+        weight: &str,
+        t: &microtab_store::Taylor,
+        level: f64,
+        (min_n, max_cv): (u64, f64),
+    ) -> Self {
+        let df = t.weighted_psus as f64 - t.weighted_strata as f64;
+        Survey {
+            info: DesignInfo {
+                method: "taylor",
+                kind: "linearization",
+                weight: weight.to_string(),
+                replicates: None,
+                scale: None,
+                mse: None,
+                strata: t.strata.clone(),
+                cluster: t.cluster.clone(),
+                fpc: t.fpc.clone(),
+                lonely_psu: Some(t.lonely_psu.name()),
+                psus: Some(t.weighted_psus),
+                strata_count: Some(t.weighted_strata),
+                df,
+                level,
+                min_n,
+                max_cv,
+            },
+            rscales: Vec::new(),
+            t: t_quantile(level, df),
+        }
+    }
+
+    /// A replicate design's.
     pub(crate) fn new(
         weight: &str,
         r: &Replicates,
@@ -78,14 +135,20 @@ impl RepVariance {
     ) -> Self {
         let n = r.weights.len();
         let df = n as f64 - 1.0;
-        RepVariance {
+        Survey {
             info: DesignInfo {
                 method: "replicate",
                 kind: r.kind.name(),
                 weight: weight.to_string(),
-                replicates: n,
-                scale: r.scale,
-                mse: r.mse,
+                replicates: Some(n),
+                scale: Some(r.scale),
+                mse: Some(r.mse),
+                strata: None,
+                cluster: None,
+                fpc: None,
+                lonely_psu: None,
+                psus: None,
+                strata_count: None,
                 df,
                 level,
                 min_n,
@@ -100,7 +163,8 @@ impl RepVariance {
     /// `reps` (one per replicate weight). `NaN` if any replicate estimate
     /// is undefined.
     pub(crate) fn variance(&self, est: f64, reps: &[f64]) -> f64 {
-        let centre = if self.info.mse {
+        let scale = self.info.scale.unwrap_or(f64::NAN);
+        let centre = if self.info.mse == Some(true) {
             est
         } else {
             // R `svrVar`: the mean over the replicates with rscales > 0.
@@ -111,7 +175,7 @@ impl RepVariance {
                 .fold((0.0, 0usize), |(s, k), (&x, _)| (s + x, k + 1));
             s / k as f64
         };
-        self.info.scale
+        scale
             * reps
                 .iter()
                 .zip(&self.rscales)
@@ -125,9 +189,10 @@ impl RepVariance {
         n < self.info.min_n || cv.is_some_and(|cv| cv > self.info.max_cv)
     }
 
-    /// SE, t interval and CV of a total or a mean on `n` records.
-    pub(crate) fn wald(&self, est: f64, reps: &[f64], n: u64) -> Option<Uncertainty> {
-        let se = self.variance(est, reps).sqrt();
+    /// SE, t interval and CV of a total or a mean on `n` records whose
+    /// variance is `var`.
+    pub(crate) fn wald(&self, est: f64, var: f64, n: u64) -> Option<Uncertainty> {
+        let se = var.max(0.0).sqrt();
         let cv = (est != 0.0).then(|| se / est.abs());
         se.is_finite().then(|| Uncertainty {
             se,
@@ -140,11 +205,11 @@ impl RepVariance {
     }
 
     /// SE, logit interval and CV of a percentage `pct` (0–100) whose
-    /// replicate percentages are `reps`: `logit(p) ± t · SE(p) / (p(1 −
-    /// p))` transformed back (R `svyciprop(method = "xlogit")`, Stata `svy:
-    /// tab`); no interval at 0% or 100%.
-    pub(crate) fn percent(&self, pct: f64, reps: &[f64], n: u64) -> Option<Uncertainty> {
-        let se = self.variance(pct, reps).sqrt();
+    /// variance is `var`: `logit(p) ± t · SE(p) / (p(1 − p))` transformed
+    /// back (R `svyciprop(method = "xlogit")`, Stata `svy: tab`); no
+    /// interval at 0% or 100%.
+    pub(crate) fn percent(&self, pct: f64, var: f64, n: u64) -> Option<Uncertainty> {
+        let se = var.max(0.0).sqrt();
         if !se.is_finite() {
             return None;
         }
@@ -192,12 +257,12 @@ pub struct RaoScott {
     pub p_first_order: f64,
 }
 
-impl RepVariance {
+impl Survey {
     /// The covariance of a vector estimate `est` from its replicate
     /// estimates `reps` (one vector per replicate).
     fn covariance(&self, est: &[f64], reps: &[Vec<f64>]) -> Vec<Vec<f64>> {
         let k = est.len();
-        let centre: Vec<f64> = if self.info.mse {
+        let centre: Vec<f64> = if self.info.mse == Some(true) {
             est.to_vec()
         } else {
             let used: Vec<&Vec<f64>> = reps
@@ -215,7 +280,7 @@ impl RepVariance {
             let d: Vec<f64> = r.iter().zip(&centre).map(|(a, b)| a - b).collect();
             for i in 0..k {
                 for j in 0..k {
-                    v[i][j] += self.info.scale * c * d[i] * d[j];
+                    v[i][j] += self.info.scale.unwrap_or(f64::NAN) * c * d[i] * d[j];
                 }
             }
         }
@@ -232,23 +297,20 @@ impl RepVariance {
         rm: &[Vec<Vec<f64>>],
         n: f64,
     ) -> Option<RaoScott> {
+        let p = proportions(m)?;
+        let reps: Vec<Vec<f64>> = rm.iter().map(|t| proportions(t)).collect::<Option<_>>()?;
+        let v = self.covariance(&p, &reps);
+        self.rao_scott_cov(m, &v, n)
+    }
+
+    /// The Rao–Scott test of the `r × c` weighted table `m` whose cell
+    /// proportions (rows varying fastest) have the design covariance `v`.
+    pub(crate) fn rao_scott_cov(&self, m: &[Vec<f64>], v: &[Vec<f64>], n: f64) -> Option<RaoScott> {
         let (nr, nc) = (m.len(), m.first().map_or(0, |r| r.len()));
         if nr < 2 || nc < 2 || n <= 0.0 {
             return None;
         }
-        // Cell proportions, rows varying fastest (R's interaction order).
-        let props = |t: &[Vec<f64>]| -> Option<Vec<f64>> {
-            let tot: f64 = t.iter().flatten().sum();
-            (tot != 0.0).then(|| {
-                (0..nc)
-                    .flat_map(|j| (0..nr).map(move |i| (i, j)))
-                    .map(|(i, j)| t[i][j] / tot)
-                    .collect()
-            })
-        };
-        let p = props(m)?;
-        let reps: Vec<Vec<f64>> = rm.iter().map(|t| props(t)).collect::<Option<_>>()?;
-        let v = self.covariance(&p, &reps);
+        let p = proportions(m)?;
         // Pearson on the table scaled to n.
         let row: Vec<f64> = (0..nr)
             .map(|i| (0..nc).map(|j| p[i + nr * j]).sum())
@@ -341,6 +403,26 @@ impl RepVariance {
             ),
         })
     }
+}
+
+/// The cell proportions of table `t`, rows varying fastest (R's
+/// interaction order); `None` when its total is 0.
+pub(crate) fn proportions(t: &[Vec<f64>]) -> Option<Vec<f64>> {
+    let (nr, nc) = (t.len(), t.first().map_or(0, |r| r.len()));
+    let tot: f64 = t.iter().flatten().sum();
+    (tot != 0.0).then(|| {
+        (0..nc)
+            .flat_map(|j| (0..nr).map(move |i| (i, j)))
+            .map(|(i, j)| t[i][j] / tot)
+            .collect()
+    })
+}
+
+/// The variance of a ratio `a / b` from the variances and covariance of
+/// its totals (linearization): `(V_a − 2r C_ab + r² V_b) / b²`.
+pub(crate) fn ratio_variance(a: f64, b: f64, [va, cab, vb]: [f64; 3]) -> f64 {
+    let r = a / b;
+    (va - 2.0 * r * cab + r * r * vb) / (b * b)
 }
 
 /// P(F(d1, d2) > f).
@@ -438,8 +520,8 @@ pub fn default_scale(kind: RepType, n: usize, rho: Option<f64>) -> Option<f64> {
 mod tests {
     use super::*;
 
-    fn design(mse: bool, rscales: Vec<f64>) -> RepVariance {
-        RepVariance::new(
+    fn design(mse: bool, rscales: Vec<f64>) -> Survey {
+        Survey::new(
             "W",
             &Replicates {
                 kind: RepType::Other,

@@ -254,13 +254,8 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
     let Some(d) = d else {
         return String::new();
     };
-    format!(
-        "(standard errors from {} {} replicate weights of {}: variance = {} × Σ (replicate − {})²; {}% intervals, t with {} df{})\n",
-        d.replicates,
-        d.kind.to_uppercase(),
-        d.weight,
-        crate::render::fmt_sig(d.scale, 6),
-        if d.mse { "full-sample estimate" } else { "mean of the replicates" },
+    let intervals = format!(
+        "{}% intervals, t with {} df{}",
         crate::render::fmt_sig(100.0 * d.level, 4),
         d.df,
         if percentages {
@@ -268,11 +263,46 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
         } else {
             ""
         }
-    ) + &format!(
-        "(* unreliable: fewer than {} records, or a coefficient of variation above {}%)\n",
-        d.min_n,
-        crate::render::fmt_sig(100.0 * d.max_cv, 4)
-    )
+    );
+    let source = match (d.replicates, d.scale, d.mse) {
+        (Some(r), Some(scale), Some(mse)) => format!(
+            "{r} {} replicate weights of {}: variance = {} × Σ (replicate − {})²",
+            d.kind.to_uppercase(),
+            d.weight,
+            crate::render::fmt_sig(scale, 6),
+            if mse {
+                "full-sample estimate"
+            } else {
+                "mean of the replicates"
+            },
+        ),
+        _ => {
+            let mut parts = vec![format!("weight {}", d.weight)];
+            if let Some(s) = &d.strata {
+                parts.push(format!("strata {s}"));
+            }
+            parts.push(match &d.cluster {
+                Some(c) => format!("PSUs {c}"),
+                None => "each record a PSU".into(),
+            });
+            if let Some(f) = &d.fpc {
+                parts.push(format!("FPC {f}"));
+            }
+            format!(
+                "Taylor linearization ({}; {} PSUs in {} strata, lonely PSUs: {})",
+                parts.join(", "),
+                d.psus.unwrap_or(0),
+                d.strata_count.unwrap_or(0),
+                d.lonely_psu.unwrap_or("fail")
+            )
+        }
+    };
+    format!("(standard errors from {source}; {intervals})\n")
+        + &format!(
+            "(* unreliable: fewer than {} records, or a coefficient of variation above {}%)\n",
+            d.min_n,
+            crate::render::fmt_sig(100.0 * d.max_cv, 4)
+        )
 }
 
 /// The CSV fields of an estimate's standard error and interval (empty

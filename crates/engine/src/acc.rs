@@ -40,6 +40,8 @@ pub(crate) struct Acc {
     pub(crate) rorder: RowOrder,
     pub(crate) rxi: Vec<i64>,
     pub(crate) rxf: Vec<f64>,
+    /// Taylor linearization sums ([`Plan::taylor`]).
+    pub(crate) taylor: Option<crate::taylor::TaylorAcc>,
 }
 
 /// Per replicate weight `r` and cell `c` (at `r · (cells + 1) + c`): `Σ
@@ -464,6 +466,7 @@ impl Acc {
             rorder: RowOrder::default(),
             rxi: Vec::new(),
             rxf: Vec::new(),
+            taylor: p.taylor.as_deref().map(crate::taylor::TaylorAcc::new),
             sup: if p.exact_floats {
                 vec![SupCell::default(); n]
             } else {
@@ -477,7 +480,16 @@ impl Acc {
     pub(crate) fn morsel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
         self.morsel_main(p, data, r.clone());
         if !p.replicates.is_empty() {
-            self.replicate_sums(p, data, r);
+            self.replicate_sums(p, data, r.clone());
+        }
+        if let (Some(tp), Some(t)) = (p.taylor.as_deref(), self.taylor.as_mut()) {
+            let nd = p.dims.len() + p.filters.len();
+            let w = data[nd];
+            let x = p.measure.as_ref().map(|_| data[nd + 1]);
+            let at = nd + 1 + p.measure.is_some() as usize + p.replicates.len();
+            let s = tp.strata.map(|_| data[at]);
+            let c = tp.cluster.map(|_| data[at + tp.strata.is_some() as usize]);
+            t.morsel(tp, &self.idx, p.cells as u32, w, x, s, c, r);
         }
     }
 
@@ -1032,6 +1044,9 @@ impl Acc {
             a.merge(b);
         }
         self.reps.merge(&o.reps);
+        if let (Some(a), Some(b)) = (self.taylor.as_mut(), o.taylor) {
+            a.merge(b);
+        }
         self
     }
 }

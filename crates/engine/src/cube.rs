@@ -86,6 +86,8 @@ pub struct Cube {
     pub moments: Option<Vec<Moments>>,
     /// Replicate sums per cell (with `Query::replicates`).
     pub replicates: Option<RepCells>,
+    /// Design covariances of the cells' totals (with `Query::taylor`).
+    pub taylor: Option<crate::taylor::TaylorCells>,
 }
 
 /// The sums of each replicate weight per cell, in displayed units.
@@ -187,6 +189,11 @@ impl Layout {
         dst
     }
 
+    /// Kept categories per dimension.
+    pub(crate) fn new_shape(&self) -> &[usize] {
+        &self.new_shape
+    }
+
     /// The kept categories of each dimension.
     pub(crate) fn dims(&self, plans: Vec<DimPlan>) -> Vec<Dim> {
         plans
@@ -209,7 +216,7 @@ impl Layout {
 /// Drops categories that no counted row has and scales sums to displayed units.
 pub(crate) fn compact(
     plans: Vec<DimPlan>,
-    acc: Acc,
+    mut acc: Acc,
     plan: &Plan,
     weight: Option<&Column>,
     measure: Option<&Column>,
@@ -265,11 +272,18 @@ pub(crate) fn compact(
         }
     }
     let replicates = rep_partial(&acc, plan, &layout, measure).map(|r| r.cells(measure.is_some()));
+    let taylor = match (acc.taylor.take(), &plan.taylor) {
+        (Some(t), Some(tp)) => {
+            Some(t.finish(tp, &layout, |c| acc.count(plan, c) > 0, (wscale, xscale)))
+        }
+        _ => None,
+    };
     Cube {
         dims: layout.dims(plans),
         counts,
         weighted,
         moments,
         replicates,
+        taylor,
     }
 }

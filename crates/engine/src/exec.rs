@@ -75,6 +75,11 @@ fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<Vec<Fate
 /// [`Partial`] result: exact sums, to be merged with other parts and
 /// finished ([`Partial::finish`]).
 pub fn run_partial(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Partial> {
+    if q.taylor.is_some() {
+        return Err(Error::Invalid(
+            "a Taylor linearization design is answered over one whole dataset: partial results (several datasets or row ranges at once) are not supported for it".into(),
+        ));
+    }
     let rows = ds.rows();
     let covered = q
         .rows
@@ -131,6 +136,32 @@ fn execute<R>(
     if let Some(c) = &weight_col {
         numeric(c.var(), "a weight")?;
     }
+    let taylor_col = |n: &Option<String>, role: &str| -> Result<Option<Column>> {
+        let Some(c) = n.as_deref().map(|n| ds.column(n)).transpose()? else {
+            return Ok(None);
+        };
+        if c.var().kind == microtab_store::Kind::Float || c.var().decimals > 0 {
+            return Err(Error::Invalid(format!(
+                "the {role} variable {} has decimal values",
+                c.var().name
+            )));
+        }
+        Ok(Some(c))
+    };
+    let (strata_col, cluster_col) = match &q.taylor {
+        Some(t) => {
+            if weight_col.is_none() || !rep_cols.is_empty() || q.rows.is_some() {
+                return Err(Error::Invalid(
+                    "a Taylor design needs the weight, and neither replicate weights nor a range of rows".into(),
+                ));
+            }
+            (
+                taylor_col(&t.strata, "strata")?,
+                taylor_col(&t.cluster, "cluster")?,
+            )
+        }
+        None => (None, None),
+    };
     if let Some(c) = &measure_col {
         numeric(c.var(), "an analysis variable")?;
     }
@@ -159,6 +190,8 @@ fn execute<R>(
         .chain(weight_col.iter())
         .chain(measure_col.iter())
         .chain(rep_cols.iter())
+        .chain(strata_col.iter())
+        .chain(cluster_col.iter())
         .collect();
     let read_path = match opts.read_path {
         ReadPath::Auto => {
@@ -248,6 +281,15 @@ fn execute<R>(
         fused_tabs: Vec::new(),
         replicates: rep_cols.iter().collect(),
         replicates_exact: false,
+        taylor: q.taylor.as_ref().map(|t| {
+            crate::taylor::TaylorPlan::new(
+                t,
+                &plans,
+                cells,
+                strata_col.as_ref(),
+                cluster_col.as_ref(),
+            )
+        }),
         fused: measure_col.is_none()
             && weight_col
                 .as_ref()
@@ -267,6 +309,11 @@ fn execute<R>(
     }
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
+    }
+    if plan.taylor.is_some() {
+        // Taylor sums follow each row's cell index, which the fused
+        // kernels do not build.
+        (plan.fused, plan.means_fuse) = (false, None);
     }
     if !plan.replicates.is_empty() {
         // Replicate sums follow each row's cell index, which the fused

@@ -41,6 +41,7 @@ mod physical;
 mod plan;
 mod scan;
 pub mod stats;
+mod taylor;
 mod top;
 mod value;
 mod weights;
@@ -52,6 +53,7 @@ pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use scan::ScanOptions;
+pub use taylor::{Margin, MarginCov, TaylorCells, TaylorQuery, MAX_FULL};
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
 pub use weights::{weight_cases, WeightCases};
@@ -71,6 +73,10 @@ pub struct Query {
     /// with a measure, each times the measure) over the rows the weight
     /// counts, into [`Cube::replicates`].
     pub replicates: Vec<String>,
+    /// A stratified cluster design: the design covariances of the cells'
+    /// totals are accumulated PSU by PSU into [`Cube::taylor`] (needs
+    /// `weight`; not with `replicates` or `rows`).
+    pub taylor: Option<TaylorQuery>,
     /// Show missing codes and system-missing as categories instead of
     /// excluding them (grouping variables only).
     pub include_missing: bool,

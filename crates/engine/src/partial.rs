@@ -703,6 +703,7 @@ impl Partial {
             weighted,
             moments,
             replicates,
+            taylor: None,
         }
     }
 }

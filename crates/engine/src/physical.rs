@@ -62,6 +62,9 @@ pub(crate) struct Plan<'a> {
     pub(crate) replicates: Vec<&'a Column>,
     /// The replicate sums are exact integers (see [`replicates_exact`]).
     pub(crate) replicates_exact: bool,
+    /// Taylor linearization sums (role order: after the replicates, the
+    /// strata then the cluster column).
+    pub(crate) taylor: Option<std::sync::Arc<crate::taylor::TaylorPlan<'a>>>,
 }
 
 /// Whether replicate sums can be kept exactly in integers: integer
@@ -335,6 +338,7 @@ impl<'a> Plan<'a> {
             fused_tabs: self.fused_tabs[..nd].to_vec(),
             replicates: self.replicates.clone(),
             replicates_exact: self.replicates_exact,
+            taylor: self.taylor.clone(),
         }
     }
 

@@ -37,7 +37,10 @@ pub use column::{
     Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS, ZONE_BYTES,
 };
 pub use dataset::{Dataset, DatasetWriter};
-pub use manifest::{Design, Kind, Manifest, Number, RepType, Replicates, Variable, FORMAT_VERSION};
+pub use manifest::{
+    Design, Kind, LonelyPsu, Manifest, Number, RepType, Replicates, Taylor, Variable,
+    FORMAT_VERSION,
+};
 pub use pack::Packing;
 pub use types::{NativeType, PhysType};
 

@@ -171,6 +171,94 @@ pub struct Design {
     /// designs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicates: Option<Replicates>,
+    /// Strata, clusters and finite population corrections (Taylor
+    /// linearization designs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taylor: Option<Taylor>,
+}
+
+/// What to do with a stratum that has a single PSU (R survey's
+/// `options(survey.lonely.psu)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LonelyPsu {
+    /// Refuse the design (R's default).
+    Fail,
+    /// The stratum adds nothing to the variance.
+    Remove,
+    /// The PSU was sampled with certainty: it adds nothing (single-stage
+    /// designs).
+    Certainty,
+    /// The PSU's total is centred at zero (R's `adjust`: the grand mean
+    /// for means and proportions).
+    Adjust,
+    /// The variance of the other strata, scaled by strata / strata with
+    /// two or more PSUs.
+    Average,
+}
+
+impl std::str::FromStr for LonelyPsu {
+    type Err = String;
+
+    /// An option by its name, any case.
+    fn from_str(s: &str) -> Result<Self, String> {
+        use LonelyPsu::*;
+        [Fail, Remove, Certainty, Adjust, Average]
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown lonely-PSU option '{s}': expected fail, remove, certainty, adjust or average")
+            })
+    }
+}
+
+impl LonelyPsu {
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LonelyPsu::Fail => "fail",
+            LonelyPsu::Remove => "remove",
+            LonelyPsu::Certainty => "certainty",
+            LonelyPsu::Adjust => "adjust",
+            LonelyPsu::Average => "average",
+        }
+    }
+}
+
+/// A stratified cluster design for Taylor linearization (with-replacement
+/// ultimate clusters, each PSU within its stratum), with the PSU counts
+/// found in the data when the design was set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Taylor {
+    /// The strata variable (`None`: one stratum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strata: Option<String>,
+    /// The PSU (cluster) variable (`None`: every record is its own PSU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// The finite population correction variable (population PSUs per
+    /// stratum, or the sampling fraction when at most 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fpc: Option<String>,
+    /// Strata with a single PSU.
+    pub lonely_psu: LonelyPsu,
+    /// The strata's stored values, ascending (`[0]` without strata).
+    pub strata_keys: Vec<i64>,
+    /// PSUs per stratum (`n_h`), in the order of `strata_keys`.
+    pub psus: Vec<u64>,
+    /// Population PSUs per stratum (`N_h`, with an FPC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<Vec<f64>>,
+    /// Whether each PSU's records are contiguous (one run of rows).
+    pub contiguous: bool,
+    /// PSUs and strata with a record of non-zero weight: the design's
+    /// degrees of freedom are their difference.
+    pub weighted_psus: u64,
+    /// Strata with a record of non-zero weight.
+    pub weighted_strata: u64,
+    /// Records when the design was set (a design is refused once the
+    /// dataset has changed).
+    pub rows: u64,
 }
 
 /// The kind of a replicate design, which fixes its default scale.

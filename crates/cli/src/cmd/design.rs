@@ -5,7 +5,7 @@
 use crate::common::open;
 use anyhow::{bail, Result};
 use microtab_analysis::survey::default_scale;
-use microtab_store::{Dataset, Design, Kind, RepType, Replicates, Variable};
+use microtab_store::{Dataset, Design, Kind, LonelyPsu, RepType, Replicates, Variable};
 use std::path::PathBuf;
 
 /// Arguments of `design`.
@@ -41,8 +41,44 @@ pub struct Args {
     /// IPUMS formula, the default here, uses the full-sample estimate).
     #[arg(long)]
     no_mse: bool,
+    /// Strata variable of a Taylor linearization design.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "weight",
+        conflicts_with = "repweights"
+    )]
+    strata: Option<String>,
+    /// PSU (cluster) variable of a Taylor linearization design; without
+    /// it every record is its own PSU.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "weight",
+        conflicts_with = "repweights"
+    )]
+    cluster: Option<String>,
+    /// Finite population correction: per stratum, its population of PSUs,
+    /// or the sampling fraction (values at most 1), as R's `fpc`.
+    #[arg(
+        long,
+        value_name = "VAR",
+        requires = "weight",
+        conflicts_with = "repweights"
+    )]
+    fpc: Option<String>,
+    /// Strata with a single PSU: fail (refuse the design), remove or
+    /// certainty (no variance from the stratum), adjust (the PSU centred at
+    /// zero), average (the other strata's variance, scaled up).
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "fail",
+        conflicts_with = "repweights"
+    )]
+    lonely_psu: LonelyPsu,
     /// Remove the design.
-    #[arg(long, conflicts_with_all = ["weight", "repweights"])]
+    #[arg(long, conflicts_with_all = ["weight", "repweights", "strata", "cluster", "fpc"])]
     clear: bool,
 }
 
@@ -136,6 +172,7 @@ pub fn ipums_design(ds: &Dataset) -> Option<Design> {
         }
         let r = reps.len();
         return Some(Design {
+            taylor: None,
             weight,
             replicates: Some(Replicates {
                 kind: RepType::Sdr,
@@ -152,6 +189,31 @@ pub fn ipums_design(ds: &Dataset) -> Option<Design> {
 
 /// The design as one line of text.
 pub fn describe(d: &Design) -> String {
+    if let Some(t) = &d.taylor {
+        let mut parts = vec![format!("weight {}", d.weight)];
+        if let Some(s) = &t.strata {
+            parts.push(format!("strata {s} ({})", t.psus.len()));
+        }
+        parts.push(match &t.cluster {
+            Some(c) => format!("PSUs {c} ({})", t.psus.iter().sum::<u64>()),
+            None => format!("each of the {} records a PSU", t.rows),
+        });
+        if let Some(f) = &t.fpc {
+            parts.push(format!("finite population correction {f}"));
+        }
+        let lonely = t.psus.iter().filter(|&&n| n == 1).count();
+        if lonely > 0 {
+            parts.push(format!(
+                "{lonely} strata with a single PSU: {}",
+                t.lonely_psu.name()
+            ));
+        }
+        return format!(
+            "{}; Taylor linearization, t intervals with {} df",
+            parts.join(", "),
+            t.weighted_psus as i64 - t.weighted_strata as i64
+        );
+    }
     match &d.replicates {
         None => format!("weight {}", d.weight),
         Some(r) => format!(
@@ -195,7 +257,30 @@ pub fn run(a: Args) -> Result<()> {
             if a.rho.is_some() || a.scale.is_some() || a.rscales.is_some() || a.no_mse {
                 bail!("--rho, --scale, --rscales and --no-mse describe replicate weights: give them with --repweights");
             }
-            bail!("give the replicate weights with --repweights (Taylor designs with --strata/--cluster are not supported yet)");
+            // A Taylor linearization design (weight only: every record a
+            // PSU, one stratum).
+            let taylor = microtab_analysis::taylor_structure(
+                &ds,
+                &wvar.name,
+                a.strata.as_deref(),
+                a.cluster.as_deref(),
+                a.fpc.as_deref(),
+                a.lonely_psu,
+            )?;
+            if !taylor.contiguous {
+                eprintln!(
+                    "note: the records of a PSU are not stored together; queries keep every PSU's totals in memory until the end (sorting the data by PSU makes them faster)"
+                );
+            }
+            let design = Design {
+                weight: wvar.name.clone(),
+                replicates: None,
+                taylor: Some(taylor),
+            };
+            let text = describe(&design);
+            ds.update_manifest(|m| m.design = Some(design))?;
+            eprintln!("{}: survey design set: {text}", a.dataset.display());
+            return Ok(());
         }
         Some(spec) => {
             let weights = replicate_names(&ds, spec)?;
@@ -252,6 +337,7 @@ pub fn run(a: Args) -> Result<()> {
     let design = Design {
         weight: wvar.name.clone(),
         replicates: Some(replicates),
+        taylor: None,
     };
     let text = describe(&design);
     ds.update_manifest(|m| m.design = Some(design))?;

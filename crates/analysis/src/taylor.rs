@@ -1,0 +1,343 @@
+//! Taylor linearization designs: the PSU structure a design rests on
+//! (found once, when the design is set) and the per-stratum coefficients
+//! of the variance formula (docs/SURVEY.md).
+//!
+//! With stratum h holding n_h PSUs whose totals of an estimate's
+//! linearized variable are z_hj, the variance is
+//! `Σ_h (1 − f_h) · n_h/(n_h − 1) · Σ_j (z_hj − z̄_h)²` (R `svyrecvar`,
+//! with-replacement ultimate clusters). Written as
+//! `Σ_h c_h Σ_j z_hj² − d_h (Σ_j z_hj)²` with `c_h = (1 − f_h) n_h/(n_h −
+//! 1)` and `d_h = c_h / n_h`, every term is a sum over PSUs, which the
+//! engine accumulates in the scan that counts the table.
+
+use crate::{Error, Result};
+use microtab_store::{ColumnData, Dataset, Kind, LonelyPsu, Taylor, Variable, STRIPE_ROWS};
+
+/// Calls `f` with each stripe's first row and values of column `name`.
+fn stripes(
+    ds: &Dataset,
+    name: &str,
+    mut f: impl FnMut(usize, ColumnData<'_>) -> Result<()>,
+) -> Result<()> {
+    let col = ds.column(name).map_err(microtab_engine::Error::from)?;
+    let rows = col.rows();
+    let mut buf = Vec::new();
+    let mut start = 0;
+    while start < rows {
+        let n = STRIPE_ROWS.min(rows - start);
+        let data = col
+            .rows_view(start, n, &mut buf)
+            .map_err(microtab_engine::Error::from)?;
+        f(start, data)?;
+        start += n;
+    }
+    Ok(())
+}
+
+/// A whole column's stored values as `i64` (strata and clusters: integer
+/// or text codes, never empty).
+fn keys(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<i64>> {
+    if v.kind == Kind::Float || v.decimals > 0 {
+        return Err(Error::Design(format!(
+            "the {role} variable {} has decimal values: {role} must be integer or text codes",
+            v.name
+        )));
+    }
+    let mut out = Vec::with_capacity(ds.rows() as usize);
+    stripes(ds, &v.name, |_, d| {
+        out.extend((0..d.len()).map(|i| d.get_i64(i)));
+        Ok(())
+    })?;
+    if let Some(null) = v.null_code.filter(|_| v.nulls > 0) {
+        let at = out.iter().position(|&k| k == null).unwrap_or(0);
+        return Err(Error::Design(format!(
+            "the {role} variable {} is empty at record {} ({} empty values): every record needs its {role}",
+            v.name,
+            at + 1,
+            v.nulls
+        )));
+    }
+    if !v.missing_codes.is_empty() {
+        let scale = v.scale();
+        if let Some(at) = out
+            .iter()
+            .position(|&k| v.missing_codes.contains(&(k as f64)))
+        {
+            return Err(Error::Design(format!(
+                "the {role} variable {} has the missing code {} at record {}: every record needs a valid {role}",
+                v.name,
+                out[at] as f64 / scale,
+                at + 1
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// A whole numeric column in displayed units, checked present.
+fn values(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<f64>> {
+    if v.kind == Kind::String {
+        return Err(Error::Design(format!(
+            "the {role} {} is a text variable",
+            v.name
+        )));
+    }
+    let scale = v.scale();
+    let mut out = Vec::with_capacity(ds.rows() as usize);
+    stripes(ds, &v.name, |_, d| {
+        out.extend((0..d.len()).map(|i| d.get_f64(i)));
+        Ok(())
+    })?;
+    let null = v.null_code.filter(|_| v.nulls > 0);
+    for (i, x) in out.iter_mut().enumerate() {
+        let missing =
+            x.is_nan() || null.is_some_and(|c| *x == c as f64) || v.missing_codes.contains(x);
+        if missing {
+            return Err(Error::Design(format!(
+                "the {role} {} is missing at record {}: every record needs one",
+                v.name,
+                i + 1
+            )));
+        }
+        *x /= scale;
+    }
+    Ok(out)
+}
+
+/// The displayed value of a stratum key (its text for a text variable).
+fn show(ds: &Dataset, v: Option<&Variable>, key: i64) -> String {
+    match v {
+        Some(v) if v.kind == Kind::String => ds
+            .dictionary(v)
+            .ok()
+            .and_then(|d| d.get(key as usize).cloned())
+            .unwrap_or_else(|| key.to_string()),
+        Some(v) if v.decimals > 0 => format!("{}", key as f64 / v.scale()),
+        _ => key.to_string(),
+    }
+}
+
+/// Finds the PSU structure of a stratified cluster design over `ds`:
+/// strata, PSUs per stratum (a PSU is a cluster within its stratum, R's
+/// `nest = TRUE`), population sizes from the FPC variable, whether each
+/// PSU's records are contiguous, and the PSUs and strata with records of
+/// non-zero `weight` (the design's degrees of freedom). Refuses lonely
+/// PSUs under [`LonelyPsu::Fail`], naming the strata.
+pub fn taylor_structure(
+    ds: &Dataset,
+    weight: &str,
+    strata: Option<&str>,
+    cluster: Option<&str>,
+    fpc: Option<&str>,
+    lonely_psu: LonelyPsu,
+) -> Result<Taylor> {
+    let var = |n: &str| -> Result<Variable> {
+        Ok(ds
+            .variable(n)
+            .map_err(microtab_engine::Error::from)?
+            .clone())
+    };
+    let rows = ds.rows() as usize;
+    let wvar = var(weight)?;
+    let w = values(ds, &wvar, "weight")?;
+    let svar = strata.map(var).transpose()?;
+    let cvar = cluster.map(var).transpose()?;
+    let s = match &svar {
+        Some(v) => keys(ds, v, "strata")?,
+        None => vec![0; rows],
+    };
+    let c = cvar.as_ref().map(|v| keys(ds, v, "cluster")).transpose()?;
+    // Stratum keys, ascending, and each record's stratum index.
+    let mut strata_keys = s.clone();
+    strata_keys.sort_unstable();
+    strata_keys.dedup();
+    if strata_keys.is_empty() {
+        strata_keys.push(0);
+    }
+    let index = |k: i64| strata_keys.binary_search(&k).expect("a stratum key");
+    let h = strata_keys.len();
+    let mut psus = vec![0u64; h];
+    let mut weighted_strata = vec![false; h];
+    let mut weighted_psus = 0u64;
+    let contiguous;
+    match &c {
+        None => {
+            // Every record is its own PSU.
+            for (i, &k) in s.iter().enumerate() {
+                let x = index(k);
+                psus[x] += 1;
+                if w[i] != 0.0 {
+                    weighted_strata[x] = true;
+                    weighted_psus += 1;
+                }
+            }
+            contiguous = true;
+        }
+        Some(c) => {
+            // Runs of records with one (stratum, cluster); a PSU is
+            // contiguous when it is a single run.
+            let mut runs: Vec<(i64, i64, bool)> = Vec::new();
+            for i in 0..rows {
+                let key = (s[i], c[i]);
+                let nz = w[i] != 0.0;
+                match runs.last_mut() {
+                    Some(r) if (r.0, r.1) == key => r.2 |= nz,
+                    _ => runs.push((key.0, key.1, nz)),
+                }
+            }
+            let n_runs = runs.len();
+            runs.sort_unstable();
+            let mut distinct: Vec<(i64, i64, bool)> = Vec::with_capacity(n_runs);
+            for r in runs {
+                match distinct.last_mut() {
+                    Some(d) if (d.0, d.1) == (r.0, r.1) => d.2 |= r.2,
+                    _ => distinct.push(r),
+                }
+            }
+            contiguous = distinct.len() == n_runs;
+            for (sk, _, nz) in distinct {
+                let x = index(sk);
+                psus[x] += 1;
+                if nz {
+                    weighted_strata[x] = true;
+                    weighted_psus += 1;
+                }
+            }
+        }
+    }
+    let population = match fpc {
+        None => None,
+        Some(f) => {
+            let fv = var(f)?;
+            let f = values(ds, &fv, "finite population correction")?;
+            let mut pop: Vec<Option<f64>> = vec![None; h];
+            for i in 0..rows {
+                let x = index(s[i]);
+                match pop[x] {
+                    None => pop[x] = Some(f[i]),
+                    Some(p) if p != f[i] => {
+                        return Err(Error::Design(format!(
+                            "the finite population correction {} is not constant within stratum {}: {} at record {}, {} before",
+                            fv.name,
+                            show(ds, svar.as_ref(), strata_keys[x]),
+                            f[i],
+                            i + 1,
+                            p
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+            let pop: Vec<f64> = pop
+                .into_iter()
+                .map(|p| p.unwrap_or(f64::INFINITY))
+                .collect();
+            // R's rule: all values at most 1 are sampling fractions.
+            let fractions = pop.iter().all(|&p| p <= 1.0);
+            let mut sizes = Vec::with_capacity(h);
+            for (x, &p) in pop.iter().enumerate() {
+                let n = psus[x] as f64;
+                let size = if fractions {
+                    if p <= 0.0 {
+                        return Err(Error::Design(format!(
+                            "the sampling fraction {} is {p} in stratum {}: a fraction is above 0 and at most 1",
+                            fv.name,
+                            show(ds, svar.as_ref(), strata_keys[x])
+                        )));
+                    }
+                    n / p
+                } else {
+                    p
+                };
+                if size < n {
+                    return Err(Error::Design(format!(
+                        "the finite population correction {} gives stratum {} a population of {} PSUs, fewer than the {} sampled",
+                        fv.name,
+                        show(ds, svar.as_ref(), strata_keys[x]),
+                        size,
+                        n
+                    )));
+                }
+                sizes.push(size);
+            }
+            Some(sizes)
+        }
+    };
+    if lonely_psu == LonelyPsu::Fail {
+        let lonely: Vec<String> = (0..h)
+            .filter(|&x| psus[x] == 1)
+            .map(|x| show(ds, svar.as_ref(), strata_keys[x]))
+            .collect();
+        if !lonely.is_empty() {
+            let more = if lonely.len() > 5 {
+                format!(" and {} more", lonely.len() - 5)
+            } else {
+                String::new()
+            };
+            return Err(Error::Design(format!(
+                "{} {}{more} of {} {} a single PSU (a lonely PSU): its variance cannot be estimated. Choose how to treat it with --lonely-psu remove|certainty|adjust|average",
+                if lonely.len() == 1 { "stratum" } else { "strata" },
+                lonely.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                svar.as_ref().map_or("", |v| v.name.as_str()),
+                if lonely.len() == 1 { "has" } else { "have" },
+            )));
+        }
+    }
+    Ok(Taylor {
+        strata: svar.map(|v| v.name),
+        cluster: cvar.map(|v| v.name),
+        fpc: fpc.map(|f| var(f).map(|v| v.name)).transpose()?,
+        lonely_psu,
+        strata_keys,
+        psus,
+        population,
+        contiguous,
+        weighted_psus,
+        weighted_strata: weighted_strata.iter().filter(|&&b| b).count() as u64,
+        rows: rows as u64,
+    })
+}
+
+/// Each stratum's `(c_h, d_h)`: the variance of a total is `Σ_h c_h Σ_j
+/// z_hj² − d_h (Σ_j z_hj)²` (R `onestrat`): `c_h = (1 − f_h) n_h/(n_h −
+/// 1)`, `d_h = c_h/n_h`; nothing from a stratum whose FPC leaves no
+/// sampling variance; a lonely PSU adds nothing (`remove`, `certainty`,
+/// `average`) or `(1 − f_h) z²` (`adjust`). With `average`, which strata
+/// have no variance (their domains' variances are scaled up by the
+/// engine).
+pub(crate) fn coefficients(t: &Taylor) -> (Vec<[f64; 2]>, Vec<bool>) {
+    let h = t.psus.len();
+    let mut missing = vec![false; h];
+    let coef = (0..h)
+        .map(|x| {
+            let n = t.psus[x] as f64;
+            let f = t.population.as_ref().map_or(1.0, |p| {
+                if p[x].is_infinite() {
+                    1.0
+                } else {
+                    (p[x] - n) / p[x]
+                }
+            });
+            if f < 1e-7 {
+                return [0.0, 0.0];
+            }
+            if t.psus[x] > 1 {
+                let c = f * n / (n - 1.0);
+                [c, c / n]
+            } else {
+                match t.lonely_psu {
+                    LonelyPsu::Adjust => [f, 0.0],
+                    LonelyPsu::Average => {
+                        missing[x] = true;
+                        [0.0, 0.0]
+                    }
+                    _ => [0.0, 0.0],
+                }
+            }
+        })
+        .collect();
+    if t.lonely_psu != LonelyPsu::Average {
+        missing.clear();
+    }
+    (coef, missing)
+}

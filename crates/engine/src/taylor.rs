@@ -1,0 +1,786 @@
+//! Taylor linearization sums: the design covariance of a cube's weighted
+//! totals, accumulated PSU by PSU in the scan that counts the cube.
+//!
+//! Every estimate of a table (a weighted count, a percentage, a mean) is a
+//! function of the cells' totals `W_c = Σ w` and `Y_c = Σ w·x` and of
+//! their sums over margins. Under a stratified cluster design the
+//! covariance of two such totals `A`, `B` is `Σ_h c_h Σ_j a_hj b_hj − d_h
+//! A_h B_h`, with `a_hj` PSU j's share of `A`, `A_h` the stratum's, and
+//! `(c_h, d_h)` the stratum's coefficients ([`TaylorQuery::coef`]). A
+//! scan closes each PSU when its run of rows ends (PSUs stored
+//! contiguously; the runs cut by a morsel's edges, and every run when PSUs
+//! are not contiguous, are kept by key and closed at the end), adds `c_h`
+//! times the products of its totals, and keeps each stratum's totals for
+//! the `d_h` terms, subtracted once at the end.
+
+use crate::cube::Layout;
+use crate::plan::DimPlan;
+use microtab_store::{Column, ColumnData};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A stratified cluster design's part of a [`Query`](crate::Query).
+#[derive(Debug, Clone, Default)]
+pub struct TaylorQuery {
+    /// The strata variable (`None`: one stratum).
+    pub strata: Option<String>,
+    /// The PSU variable (`None`: every record its own PSU).
+    pub cluster: Option<String>,
+    /// The strata's stored values, ascending (`[0]` without strata).
+    pub strata_keys: Vec<i64>,
+    /// Per stratum, `(c_h, d_h)`: its variance contribution is `c_h Σ_j
+    /// z_hj² − d_h (Σ_j z_hj)²`.
+    pub coef: Vec<[f64; 2]>,
+    /// Each PSU's records are one run of rows.
+    pub contiguous: bool,
+    /// Margins whose totals' covariances are wanted (percentage bases,
+    /// overall means).
+    pub margins: Vec<Margin>,
+    /// The margin whose groups are separate tables, within each of which
+    /// the covariance of every pair of cells' weighted counts is wanted
+    /// (the Rao–Scott test).
+    pub full: Option<usize>,
+    /// Lonely PSUs `average`d (R's `survey.lonely.psu = "average"`): per
+    /// stratum, whether it is one whose variance is missing. A domain's
+    /// variance is then scaled by its strata over its strata with a
+    /// variance (both counted among the strata with records in the
+    /// domain), into [`TaylorCells::cell_scale`], [`MarginCov::scale`] and
+    /// [`TaylorCells::all_scale`]. Empty otherwise.
+    pub average: Vec<bool>,
+}
+
+/// A margin of the cube: the cells summed over the dimensions not kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Margin {
+    /// Per dimension, whether the margin keeps it.
+    pub keep: Vec<bool>,
+    /// Leave out cells with a missing category in a dimension summed over
+    /// (a frequency table's percentage base).
+    pub skip_missing: bool,
+}
+
+/// The design covariances of a cube's totals, in displayed units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaylorCells {
+    /// Per cell: `[Var(W), Cov(W, Y), Var(Y)]`.
+    pub cell: Vec<[f64; 3]>,
+    /// Per requested margin.
+    pub margins: Vec<MarginCov>,
+    /// Per table (group of the [`TaylorQuery::full`] margin), the
+    /// covariances of its cells' weighted counts: `full[t][a · k + b]`,
+    /// `a` and `b` the cells' positions in the table (their index over the
+    /// dimensions that margin does not keep, first outermost), `k` the
+    /// table's cells. `None` without one, or when the tables would hold
+    /// more than [`MAX_FULL`] entries.
+    pub full: Option<Vec<Vec<f64>>>,
+    /// Records whose stratum the design does not know (a design that no
+    /// longer fits its dataset).
+    pub unknown_strata: u64,
+    /// Per cell, the factor its own domain's variances take (1 unless
+    /// [`TaylorQuery::average`]).
+    pub cell_scale: Vec<f64>,
+    /// The factor of the domain of all records counted.
+    pub all_scale: f64,
+}
+
+/// The covariances of a margin's totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MarginCov {
+    /// Each cell's group: its index over the dimensions the margin keeps,
+    /// first outermost (`None`: left out, or no records).
+    pub group: Vec<Option<usize>>,
+    /// Per group: `[Var(W), Cov(W, Y), Var(Y)]`.
+    pub var: Vec<[f64; 3]>,
+    /// Per cell: `Cov(W_cell, W_group)`.
+    pub cross: Vec<f64>,
+    /// Per group, the factor of its domain's variances (see
+    /// [`TaylorQuery::average`]).
+    pub scale: Vec<f64>,
+}
+
+/// Most entries of the full covariance tables.
+pub const MAX_FULL: usize = 1 << 22;
+
+/// Largest `strata × cells` kept densely per worker (beyond: a hash map).
+const MAX_DENSE_STRATA: usize = 1 << 21;
+
+const NONE: u32 = u32::MAX;
+
+/// The planned form of a [`TaylorQuery`]: the lookups the scan needs.
+pub(crate) struct TaylorPlan<'a> {
+    pub(crate) strata: Option<&'a Column>,
+    pub(crate) cluster: Option<&'a Column>,
+    keys: Vec<i64>,
+    /// A direct table from `key − min` to the stratum (small key ranges).
+    table: Option<(i64, Vec<u32>)>,
+    coef: Vec<[f64; 2]>,
+    contiguous: bool,
+    cells: usize,
+    /// Per margin: each planned cell's group (`NONE`: left out), and the
+    /// number of groups.
+    groups: Vec<(Vec<u32>, usize)>,
+    /// Per margin, the dimensions it keeps.
+    keeps: Vec<Vec<bool>>,
+    full_margin: usize,
+    average: Vec<bool>,
+    /// The full tables: each cell's table and position, the cells per
+    /// table, the tables.
+    full: Option<(Vec<u32>, Vec<u32>, usize, usize)>,
+    dense: bool,
+}
+
+/// Each planned cell's index over the dimensions `keep` selects (and its
+/// count of groups): `NONE` for a cell left out (a missing category in a
+/// dimension summed over, with `skip_missing`).
+fn group_map(
+    plans: &[DimPlan],
+    cells: usize,
+    keep: &[bool],
+    skip_missing: bool,
+) -> (Vec<u32>, usize) {
+    let shape: Vec<usize> = plans.iter().map(|p| p.categories.len().max(1)).collect();
+    let groups: usize = shape
+        .iter()
+        .zip(keep)
+        .filter(|(_, &k)| k)
+        .map(|(&s, _)| s)
+        .product();
+    let map = (0..cells)
+        .map(|c| {
+            let mut r = c;
+            let mut idx = vec![0; shape.len()];
+            for d in (0..shape.len()).rev() {
+                idx[d] = r % shape[d];
+                r /= shape[d];
+            }
+            let mut g = 0usize;
+            for d in 0..shape.len() {
+                if keep[d] {
+                    g = g * shape[d] + idx[d];
+                } else if skip_missing && plans[d].categories.get(idx[d]).is_some_and(|c| c.missing)
+                {
+                    return NONE;
+                }
+            }
+            g as u32
+        })
+        .collect();
+    (map, groups)
+}
+
+impl<'a> TaylorPlan<'a> {
+    pub(crate) fn new(
+        q: &TaylorQuery,
+        plans: &[DimPlan],
+        cells: usize,
+        strata: Option<&'a Column>,
+        cluster: Option<&'a Column>,
+    ) -> Arc<Self> {
+        let keys = q.strata_keys.clone();
+        let table = match (keys.first(), keys.last()) {
+            (Some(&lo), Some(&hi)) if (hi as i128 - lo as i128) < (1 << 22) => {
+                let mut t = vec![NONE; (hi - lo + 1) as usize];
+                for (i, &k) in keys.iter().enumerate() {
+                    t[(k - lo) as usize] = i as u32;
+                }
+                Some((lo, t))
+            }
+            _ => None,
+        };
+        let groups = q
+            .margins
+            .iter()
+            .map(|m| group_map(plans, cells, &m.keep, m.skip_missing))
+            .collect();
+        let full = q.full.and_then(|f| {
+            let keep = &q.margins[f].keep;
+            let (table, tables) = group_map(plans, cells, keep, false);
+            let inverse: Vec<bool> = keep.iter().map(|k| !k).collect();
+            let (pos, size) = group_map(plans, cells, &inverse, false);
+            (tables.saturating_mul(size).saturating_mul(size) <= MAX_FULL)
+                .then_some((table, pos, size, tables))
+        });
+        Arc::new(TaylorPlan {
+            strata,
+            cluster,
+            dense: keys.len().saturating_mul(cells + 1) <= MAX_DENSE_STRATA,
+            keys,
+            table,
+            coef: q.coef.clone(),
+            contiguous: q.contiguous,
+            cells,
+            groups,
+            keeps: q.margins.iter().map(|m| m.keep.clone()).collect(),
+            full_margin: q.full.unwrap_or(0),
+            average: q.average.clone(),
+            full,
+        })
+    }
+
+    /// The stratum of key `k`.
+    #[inline]
+    fn stratum(&self, k: i64) -> Option<usize> {
+        match &self.table {
+            Some((lo, t)) => {
+                let i = k.checked_sub(*lo)?;
+                t.get(usize::try_from(i).ok()?)
+                    .copied()
+                    .filter(|&s| s != NONE)
+                    .map(|s| s as usize)
+            }
+            None => self.keys.binary_search(&k).ok(),
+        }
+    }
+}
+
+/// Each stratum's totals per cell: `[Σ w, Σ w·x, records]`.
+#[derive(Debug, Clone)]
+enum StrataSums {
+    Dense(Vec<[f64; 3]>),
+    Sparse(HashMap<u64, [f64; 3]>),
+}
+
+/// One PSU's (or a PSU fragment's) totals: `(cell, Σ w, Σ w·x, records)`.
+type Entries = Vec<(u32, f64, f64, f64)>;
+
+/// A worker's Taylor sums (planned cells, stored units).
+#[derive(Debug, Clone)]
+pub(crate) struct TaylorAcc {
+    cell: Vec<[f64; 3]>,
+    groups: Vec<Vec<[f64; 3]>>,
+    cross: Vec<Vec<f64>>,
+    full: Vec<f64>,
+    strata: StrataSums,
+    /// PSUs cut by a morsel's edge (or all, when PSUs are not contiguous),
+    /// by (stratum key, cluster key).
+    frags: HashMap<(i64, i64), Entries>,
+    unknown: u64,
+    z: Entries,
+    gz: Vec<(u32, f64, f64)>,
+    w: Vec<f64>,
+    y: Vec<f64>,
+    s: Vec<i64>,
+    c: Vec<i64>,
+}
+
+fn to_f64(d: ColumnData<'_>, r: std::ops::Range<usize>, out: &mut Vec<f64>) {
+    use crate::kernels::Val;
+    out.clear();
+    crate::kernels::dispatch!(d, r, |v| out.extend(v.iter().map(|x| x.f())));
+}
+
+fn to_i64(d: ColumnData<'_>, r: std::ops::Range<usize>, out: &mut Vec<i64>) {
+    use crate::kernels::Val;
+    out.clear();
+    crate::kernels::dispatch!(d, r, |v| out.extend(v.iter().map(|x| x.i())));
+}
+
+/// Sorts a PSU's entries by cell and adds those of one cell together.
+fn combine(z: &mut Entries) {
+    if z.len() > 1 {
+        z.sort_unstable_by_key(|e| e.0);
+        let mut k = 0;
+        for i in 1..z.len() {
+            if z[i].0 == z[k].0 {
+                z[k].1 += z[i].1;
+                z[k].2 += z[i].2;
+                z[k].3 += z[i].3;
+            } else {
+                k += 1;
+                z[k] = z[i];
+            }
+        }
+        z.truncate(k + 1);
+    }
+}
+
+impl TaylorAcc {
+    pub(crate) fn new(p: &TaylorPlan<'_>) -> Self {
+        let n = p.cells + 1;
+        TaylorAcc {
+            cell: vec![[0.0; 3]; n],
+            groups: p.groups.iter().map(|(_, g)| vec![[0.0; 3]; *g]).collect(),
+            cross: p.groups.iter().map(|_| vec![0.0; n]).collect(),
+            full: p.full.as_ref().map_or(Vec::new(), |(_, _, size, tables)| {
+                vec![0.0; size * size * tables]
+            }),
+            strata: if p.dense {
+                StrataSums::Dense(vec![[0.0; 3]; p.keys.len() * n])
+            } else {
+                StrataSums::Sparse(HashMap::new())
+            },
+            frags: HashMap::new(),
+            unknown: 0,
+            z: Vec::new(),
+            gz: Vec::new(),
+            w: Vec::new(),
+            y: Vec::new(),
+            s: Vec::new(),
+            c: Vec::new(),
+        }
+    }
+
+    /// Adds the rows `r` of a morsel: `idx` their cells (`trash` and
+    /// beyond: not counted), `w` the weight column, `x` the analysis
+    /// variable's, `s`/`c` the strata and cluster columns.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn morsel(
+        &mut self,
+        p: &TaylorPlan<'_>,
+        idx: &[u32],
+        trash: u32,
+        w: ColumnData<'_>,
+        x: Option<ColumnData<'_>>,
+        s: Option<ColumnData<'_>>,
+        c: Option<ColumnData<'_>>,
+        r: std::ops::Range<usize>,
+    ) {
+        let n = r.len();
+        if !idx[..n].iter().any(|&i| i < trash) {
+            return;
+        }
+        to_f64(w, r.clone(), &mut self.w);
+        match x {
+            Some(x) => {
+                to_f64(x, r.clone(), &mut self.y);
+                for (y, w) in self.y.iter_mut().zip(&self.w) {
+                    *y *= w;
+                }
+            }
+            None => {
+                self.y.clear();
+                self.y.resize(n, 0.0);
+            }
+        }
+        match s {
+            Some(s) => to_i64(s, r.clone(), &mut self.s),
+            None => {
+                self.s.clear();
+                self.s.resize(n, 0);
+            }
+        }
+        let clustered = c.is_some();
+        if let Some(c) = c {
+            to_i64(c, r.clone(), &mut self.c);
+        }
+        let mut start = 0;
+        let mut z = std::mem::take(&mut self.z);
+        while start < n {
+            let mut end = start + 1;
+            if clustered {
+                let key = (self.s[start], self.c[start]);
+                while end < n && (self.s[end], self.c[end]) == key {
+                    end += 1;
+                }
+            }
+            z.clear();
+            for (j, &i) in idx.iter().enumerate().take(end).skip(start) {
+                if i < trash {
+                    z.push((i, self.w[j], self.y[j], 1.0));
+                }
+            }
+            if !z.is_empty() {
+                if clustered && (!p.contiguous || start == 0 || end == n) {
+                    self.frags
+                        .entry((self.s[start], self.c[start]))
+                        .or_default()
+                        .extend_from_slice(&z);
+                } else {
+                    combine(&mut z);
+                    match p.stratum(self.s[start]) {
+                        Some(h) => self.close(p, h, &z),
+                        None => self.unknown += (end - start) as u64,
+                    }
+                }
+            }
+            start = end;
+        }
+        self.z = z;
+    }
+
+    /// Adds one whole PSU of stratum `h` (entries combined by cell).
+    fn close(&mut self, p: &TaylorPlan<'_>, h: usize, z: &[(u32, f64, f64, f64)]) {
+        let n = p.cells + 1;
+        match &mut self.strata {
+            StrataSums::Dense(v) => {
+                for &(c, w, y, k) in z {
+                    let e = &mut v[h * n + c as usize];
+                    e[0] += w;
+                    e[1] += y;
+                    e[2] += k;
+                }
+            }
+            StrataSums::Sparse(m) => {
+                for &(c, w, y, k) in z {
+                    let e = m.entry((h * n + c as usize) as u64).or_insert([0.0; 3]);
+                    e[0] += w;
+                    e[1] += y;
+                    e[2] += k;
+                }
+            }
+        }
+        let k = p.coef[h][0];
+        if k == 0.0 {
+            return;
+        }
+        for &(c, w, y, _) in z {
+            let e = &mut self.cell[c as usize];
+            e[0] += k * w * w;
+            e[1] += k * w * y;
+            e[2] += k * y * y;
+        }
+        for (m, (map, _)) in p.groups.iter().enumerate() {
+            self.gz.clear();
+            for &(c, w, y, _) in z {
+                let g = map[c as usize];
+                if g == NONE {
+                    continue;
+                }
+                match self.gz.iter_mut().find(|e| e.0 == g) {
+                    Some(e) => {
+                        e.1 += w;
+                        e.2 += y;
+                    }
+                    None => self.gz.push((g, w, y)),
+                }
+            }
+            for &(g, w, y) in &self.gz {
+                let e = &mut self.groups[m][g as usize];
+                e[0] += k * w * w;
+                e[1] += k * w * y;
+                e[2] += k * y * y;
+            }
+            for &(c, w, _, _) in z {
+                let g = map[c as usize];
+                if g != NONE {
+                    let gw = self.gz.iter().find(|e| e.0 == g).map_or(0.0, |e| e.1);
+                    self.cross[m][c as usize] += k * w * gw;
+                }
+            }
+        }
+        if let Some((table, pos, size, _)) = &p.full {
+            for &(a, wa, _, _) in z {
+                let ta = table[a as usize];
+                if ta == NONE {
+                    continue;
+                }
+                let base = ta as usize * size * size + pos[a as usize] as usize * size;
+                for &(b, wb, _, _) in z {
+                    if table[b as usize] == ta {
+                        self.full[base + pos[b as usize] as usize] += k * wa * wb;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Unites two workers' sums.
+    pub(crate) fn merge(&mut self, o: TaylorAcc) {
+        let add3 = |a: &mut [[f64; 3]], b: &[[f64; 3]]| {
+            for (x, y) in a.iter_mut().zip(b) {
+                for i in 0..3 {
+                    x[i] += y[i];
+                }
+            }
+        };
+        add3(&mut self.cell, &o.cell);
+        for (a, b) in self.groups.iter_mut().zip(&o.groups) {
+            add3(a, b);
+        }
+        for (a, b) in self.cross.iter_mut().zip(&o.cross) {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        }
+        self.full.iter_mut().zip(&o.full).for_each(|(x, y)| *x += y);
+        match (&mut self.strata, o.strata) {
+            (StrataSums::Dense(a), StrataSums::Dense(b)) => {
+                a.iter_mut().zip(&b).for_each(|(x, y)| {
+                    x[0] += y[0];
+                    x[1] += y[1];
+                    x[2] += y[2];
+                })
+            }
+            (StrataSums::Sparse(a), StrataSums::Sparse(b)) => {
+                for (k, v) in b {
+                    let e = a.entry(k).or_insert([0.0; 3]);
+                    e[0] += v[0];
+                    e[1] += v[1];
+                    e[2] += v[2];
+                }
+            }
+            _ => unreachable!("one plan, one kind of strata sums"),
+        }
+        for (k, v) in o.frags {
+            self.frags.entry(k).or_default().extend(v);
+        }
+        self.unknown += o.unknown;
+    }
+
+    /// Closes the PSUs kept by key, subtracts each stratum's `d_h` terms,
+    /// and moves the covariances into the compacted cube's cells, scaled
+    /// to displayed units (`ws`, `xs`: the weight's and the analysis
+    /// variable's `10^decimals`).
+    pub(crate) fn finish(
+        mut self,
+        p: &TaylorPlan<'_>,
+        layout: &Layout,
+        counted: impl Fn(usize) -> bool,
+        (ws, xs): (f64, f64),
+    ) -> TaylorCells {
+        let frags = std::mem::take(&mut self.frags);
+        // In key order, so the sums do not depend on the hash map's.
+        let mut frags: Vec<((i64, i64), Entries)> = frags.into_iter().collect();
+        frags.sort_unstable_by_key(|(k, _)| *k);
+        for ((s, _), mut z) in frags {
+            combine(&mut z);
+            match p.stratum(s) {
+                Some(h) => self.close(p, h, &z),
+                None => self.unknown += 1,
+            }
+        }
+        let n = p.cells + 1;
+        // Each stratum's non-zero totals, stratum by stratum.
+        let mut by_stratum: Vec<(usize, u32, f64, f64)> = match &self.strata {
+            StrataSums::Dense(v) => v
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e[2] != 0.0)
+                .map(|(i, e)| (i / n, (i % n) as u32, e[0], e[1]))
+                .collect(),
+            StrataSums::Sparse(m) => m
+                .iter()
+                .map(|(&i, e)| ((i as usize) / n, (i as usize % n) as u32, e[0], e[1]))
+                .collect(),
+        };
+        by_stratum.sort_unstable_by_key(|e| (e.0, e.1));
+        let avg = Average::new(p, &by_stratum);
+        let mut gsum: Vec<Vec<[f64; 2]>> =
+            p.groups.iter().map(|(_, g)| vec![[0.0; 2]; *g]).collect();
+        let mut i = 0;
+        while i < by_stratum.len() {
+            let h = by_stratum[i].0;
+            let mut e = i;
+            while e < by_stratum.len() && by_stratum[e].0 == h {
+                e += 1;
+            }
+            let part = &by_stratum[i..e];
+            i = e;
+            let d = p.coef[h][1];
+            if d == 0.0 {
+                continue;
+            }
+            for &(_, c, w, y) in part {
+                let t = &mut self.cell[c as usize];
+                t[0] -= d * w * w;
+                t[1] -= d * w * y;
+                t[2] -= d * y * y;
+            }
+            for (m, (map, _)) in p.groups.iter().enumerate() {
+                let g = &mut gsum[m];
+                for &(_, c, w, y) in part {
+                    let x = map[c as usize];
+                    if x != NONE {
+                        g[x as usize][0] += w;
+                        g[x as usize][1] += y;
+                    }
+                }
+                for &(_, c, w, _) in part {
+                    let x = map[c as usize];
+                    if x != NONE {
+                        self.cross[m][c as usize] -= d * w * g[x as usize][0];
+                    }
+                }
+                for &(_, c, _, _) in part {
+                    let x = map[c as usize];
+                    if x != NONE && g[x as usize] != [0.0; 2] {
+                        let [w, y] = g[x as usize];
+                        let t = &mut self.groups[m][x as usize];
+                        t[0] -= d * w * w;
+                        t[1] -= d * w * y;
+                        t[2] -= d * y * y;
+                        g[x as usize] = [0.0; 2];
+                    }
+                }
+            }
+            if let Some((table, pos, size, _)) = &p.full {
+                for &(_, a, wa, _) in part {
+                    let ta = table[a as usize];
+                    if ta == NONE {
+                        continue;
+                    }
+                    let base = ta as usize * size * size + pos[a as usize] as usize * size;
+                    for &(_, b, wb, _) in part {
+                        if table[b as usize] == ta {
+                            self.full[base + pos[b as usize] as usize] -= d * wa * wb;
+                        }
+                    }
+                }
+            }
+        }
+        // To displayed units and the compacted cube.
+        let unit = [ws * ws, ws * ws * xs, ws * ws * xs * xs];
+        let scale3 = |v: [f64; 3]| [v[0] / unit[0], v[1] / unit[1], v[2] / unit[2]];
+        let total = layout.total;
+        let mut cell = vec![[0.0; 3]; total];
+        let mut margins: Vec<MarginCov> = p
+            .groups
+            .iter()
+            .map(|_| MarginCov {
+                group: vec![None; total],
+                var: Vec::new(),
+                cross: vec![0.0; total],
+                scale: Vec::new(),
+            })
+            .collect();
+        let shape = layout.new_shape();
+        // A compacted cell's index over the dimensions `keep` selects.
+        let flat = |dst: usize, keep: &dyn Fn(usize) -> bool| -> (usize, usize) {
+            let (mut r, mut g, mut mult, mut size) = (dst, 0, 1, 1);
+            for d in (0..shape.len()).rev() {
+                let i = r % shape[d];
+                r /= shape[d];
+                if keep(d) {
+                    g += i * mult;
+                    mult *= shape[d];
+                }
+            }
+            for (d, &s) in shape.iter().enumerate() {
+                if keep(d) {
+                    size *= s;
+                }
+            }
+            (g, size)
+        };
+        let counted_cells: Vec<(usize, usize)> = (0..p.cells)
+            .filter(|&c| counted(c))
+            .map(|c| (layout.dst(c), c))
+            .collect();
+        let mut cell_scale = vec![1.0; total];
+        for &(dst, c) in &counted_cells {
+            cell[dst] = scale3(self.cell[c]);
+            cell_scale[dst] = avg.cell(c);
+        }
+        for (m, (map, _)) in p.groups.iter().enumerate() {
+            let keep = &p.keeps[m];
+            let mc = &mut margins[m];
+            mc.var = vec![[0.0; 3]; flat(0, &|d| keep[d]).1];
+            mc.scale = vec![1.0; mc.var.len()];
+            for &(dst, c) in &counted_cells {
+                let g = map[c];
+                if g == NONE {
+                    continue;
+                }
+                let x = flat(dst, &|d| keep[d]).0;
+                mc.var[x] = scale3(self.groups[m][g as usize]);
+                mc.scale[x] = avg.group(m, g as usize);
+                mc.group[dst] = Some(x);
+                mc.cross[dst] = self.cross[m][c] / unit[0];
+            }
+        }
+        let full = p.full.as_ref().map(|(table, pos, size, _)| {
+            let keep = &p.keeps[p.full_margin];
+            let tables = flat(0, &|d| keep[d]).1;
+            let k = flat(0, &|d| !keep[d]).1;
+            let mut out = vec![vec![0.0; k * k]; tables];
+            for &(da, a) in &counted_cells {
+                let (ta, pa) = (flat(da, &|d| keep[d]).0, flat(da, &|d| !keep[d]).0);
+                for &(db, b) in &counted_cells {
+                    if table[b] != table[a] {
+                        continue;
+                    }
+                    let pb = flat(db, &|d| !keep[d]).0;
+                    out[ta][pa * k + pb] = self.full[table[a] as usize * size * size
+                        + pos[a] as usize * size
+                        + pos[b] as usize]
+                        / unit[0];
+                }
+            }
+            out
+        });
+        TaylorCells {
+            cell,
+            margins,
+            full,
+            unknown_strata: self.unknown,
+            cell_scale,
+            all_scale: avg.all,
+        }
+    }
+}
+
+/// The factors of lonely PSUs `average`d, per domain: its strata over its
+/// strata with a variance, among those with records in the domain (R
+/// `onestage` on the domain's records); 1 without the option.
+struct Average {
+    cell: Vec<f64>,
+    groups: Vec<Vec<f64>>,
+    all: f64,
+    on: bool,
+}
+
+impl Average {
+    /// From each stratum's counted cells (`by_stratum`: sorted by stratum).
+    fn new(p: &TaylorPlan<'_>, by_stratum: &[(usize, u32, f64, f64)]) -> Average {
+        if p.average.is_empty() {
+            return Average {
+                cell: Vec::new(),
+                groups: Vec::new(),
+                all: 1.0,
+                on: false,
+            };
+        }
+        let n = p.cells + 1;
+        // [strata, strata with a variance] per cell, group and overall;
+        // the last stratum counted for each, so each counts once.
+        let mut cell = vec![[0usize; 2]; n];
+        let mut groups: Vec<Vec<[usize; 2]>> =
+            p.groups.iter().map(|(_, g)| vec![[0; 2]; *g]).collect();
+        let mut seen: Vec<Vec<usize>> =
+            p.groups.iter().map(|(_, g)| vec![usize::MAX; *g]).collect();
+        let mut all = [0usize; 2];
+        let mut last = usize::MAX;
+        for &(h, c, _, _) in by_stratum {
+            let ok = !p.average[h] as usize;
+            if h != last {
+                last = h;
+                all[0] += 1;
+                all[1] += ok;
+            }
+            cell[c as usize][0] += 1;
+            cell[c as usize][1] += ok;
+            for (m, (map, _)) in p.groups.iter().enumerate() {
+                let g = map[c as usize];
+                if g != NONE && seen[m][g as usize] != h {
+                    seen[m][g as usize] = h;
+                    groups[m][g as usize][0] += 1;
+                    groups[m][g as usize][1] += ok;
+                }
+            }
+        }
+        let f = |[a, b]: [usize; 2]| a as f64 / b as f64;
+        Average {
+            cell: cell.into_iter().map(f).collect(),
+            groups: groups
+                .into_iter()
+                .map(|g| g.into_iter().map(f).collect())
+                .collect(),
+            all: f(all),
+            on: true,
+        }
+    }
+
+    fn cell(&self, c: usize) -> f64 {
+        if self.on {
+            self.cell[c]
+        } else {
+            1.0
+        }
+    }
+
+    fn group(&self, m: usize, g: usize) -> f64 {
+        if self.on {
+            self.groups[m][g]
+        } else {
+            1.0
+        }
+    }
+}
