@@ -39,6 +39,41 @@ def rep_data(tmp_path_factory):
     return d, path, ds
 
 
+# Design effects of the same estimates (R `deff = TRUE`: against an SRS
+# without replacement; `deff = "replace"`: with, deft²), appended to the R
+# scripts of this file and test_taylor.py ("est": deff, "se": deft²).
+DEFF_R = r"""
+dw <- deff(svytotal(~EDUC, des, deff=TRUE)); dr <- deff(svytotal(~EDUC, des, deff="replace"))
+for (k in levels(d$EDUC)) add("freq_w_deff", k, dw[[paste0("EDUC", k)]], dr[[paste0("EDUC", k)]])
+pd <- function(f, des) c(deff(svymean(f, des, deff=TRUE))[[2]], deff(svymean(f, des, deff="replace"))[[2]])
+for (k in levels(d$EDUC)) { x <- pd(as.formula(paste0("~I(EDUC=='", k, "')")), des); add("freq_pct_deff", k, x[1], x[2]) }
+dw <- deff(svytotal(~CELL, des, deff=TRUE)); dr <- deff(svytotal(~CELL, des, deff="replace"))
+for (k in levels(d$CELL)) add("cell_w_deff", k, dw[[paste0("CELL", k)]], dr[[paste0("CELL", k)]])
+for (k in levels(d$CELL)) { x <- pd(as.formula(paste0("~I(CELL=='", k, "')")), des); add("cell_total_deff", k, x[1], x[2]) }
+for (e in levels(d$EDUC)) for (s in levels(d$SEX)) {
+  x <- pd(as.formula(paste0("~I(SEX=='", s, "')")), subset(des, EDUC == e)); add("cell_row_deff", paste0(e, "_", s), x[1], x[2])
+  x <- pd(as.formula(paste0("~I(EDUC=='", e, "')")), subset(des, SEX == s)); add("cell_col_deff", paste0(e, "_", s), x[1], x[2])
+}
+for (dom in c("all", "age30")) {
+  sub <- if (dom == "all") des else subset(des, AGE >= 30)
+  for (s in levels(d$SEX)) {
+    g <- subset(sub, SEX == s)
+    add(paste0("mean_", dom, "_deff"), s, deff(svymean(~INC, g, na.rm=TRUE, deff=TRUE))[[1]],
+        deff(svymean(~INC, g, na.rm=TRUE, deff="replace"))[[1]])
+  }
+  add(paste0("mean_", dom, "_deff"), "Total", deff(svymean(~INC, sub, na.rm=TRUE, deff=TRUE))[[1]],
+      deff(svymean(~INC, sub, na.rm=TRUE, deff="replace"))[[1]])
+}
+"""
+
+
+def check_deff(u, want, what):
+    """u: microtab's uncertainty; want: R's (deff, deft², …)."""
+    deff, deft2 = want[0], want[1]
+    assert close(u["deff"], deff), (what, u["deff"], deff)
+    assert close(u["deft"] ** 2, deft2), (what, u["deft"], deft2)
+
+
 R_SCRIPT = r"""
 suppressMessages(library(survey))
 args <- commandArgs(trailingOnly=TRUE)
@@ -106,6 +141,7 @@ x <- svychisq(~EDUC + SEX, des)
 add("rao_scott", "F", x$statistic[[1]], x$parameter[[1]], x$parameter[[2]], x$p.value)
 x <- svychisq(~EDUC + SEX, des, statistic="Chisq")
 add("rao_scott", "Chisq", x$statistic[[1]], x$parameter[[1]], NA, x$p.value)
+""" + DEFF_R + r"""
 write.csv(do.call(rbind, rows), out, row.names=FALSE)
 """
 
@@ -183,6 +219,8 @@ def compare_with_r(d, csv_path, ds, kind, mse, extra, reps):
         k = str(r["value"])
         check((r["weighted"], r["weighted_se"]), want[("freq_w", k)], ("freq_w", k))
         check((r["percent"], r["percent_se"]), want[("freq_pct", k)], ("freq_pct", k))
+        check_deff(r["weighted_se"], want[("freq_w_deff", k)], ("freq_w_deff", k))
+        check_deff(r["percent_se"], want[("freq_pct_deff", k)], ("freq_pct_deff", k))
 
     for pct, what in (("total", "cell_total"), ("row", "cell_row"), ("col", "cell_col")):
         t = run_json("tab", ds, "EDUC", "SEX", "--pct", pct)["tables"][0]
@@ -191,6 +229,8 @@ def compare_with_r(d, csv_path, ds, kind, mse, extra, reps):
                 key = f"{rv['value']}_{cv['value']}"
                 check((t["weighted"][i][j], t["weighted_se"][i][j]), want[("cell_w", key)], ("cell_w", key))
                 check((t["pct"][i][j], t["pct_se"][i][j]), want[(what, key)], (what, key))
+                check_deff(t["weighted_se"][i][j], want[("cell_w_deff", key)], ("cell_w_deff", key))
+                check_deff(t["pct_se"][i][j], want[(what + "_deff", key)], (what + "_deff", key))
 
     rs = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]["rao_scott"]
     f_, ndf, ddf, p_ = want[("rao_scott", "F")]
@@ -205,11 +245,14 @@ def compare_with_r(d, csv_path, ds, kind, mse, extra, reps):
         for g in m["groups"]:
             k = str(g["by"][0]["value"])
             check((g["mean"], g["mean_se"]), want[(f"mean_{dom}", k)], (dom, k))
+            check_deff(g["mean_se"], want[(f"mean_{dom}_deff", k)], (dom, k, "deff"))
         p = run(*args, "--format", "csv")
         total = [r for r in csv.DictReader(p.stdout.splitlines()) if r["SEX"] == "Total"][0]
         got = (float(total["mean"]), {"se": float(total["mean_se"]), "lo": float(total["mean_lo"]),
                                       "hi": float(total["mean_hi"])})
         check(got, want[(f"mean_{dom}", "Total")], (dom, "Total"))
+        assert close(float(total["mean_deff"]), want[(f"mean_{dom}_deff", "Total")][0])
+        assert close(float(total["mean_deft"]) ** 2, want[(f"mean_{dom}_deff", "Total")][1])
 
 
 def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_path):

@@ -2,7 +2,9 @@
 //! (frequency rows, tables, groups) on demand, so that rendering or
 //! serializing a result of any size never builds all of it in memory.
 
-use crate::survey::{proportions, ratio_variance, DesignInfo, RaoScott, Survey, Uncertainty};
+use crate::survey::{
+    proportions, ratio_variance, share_variance, DesignInfo, RaoScott, Survey, Uncertainty,
+};
 use crate::Pct;
 use microtab_engine::stats::{chi_square, ChiSquare};
 use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
@@ -318,6 +320,18 @@ impl Frequencies {
                     });
                 }
                 _ => {}
+            }
+            if self.survey.as_ref().is_some_and(|(v, _)| v.srs_ok) && !c.missing {
+                // The domain: the categories that are not missing.
+                let n: u64 = cats
+                    .iter()
+                    .zip(&self.cube.counts)
+                    .filter(|(c, _)| !c.missing)
+                    .map(|(_, &n)| n)
+                    .sum();
+                let s2 = share_variance(m / self.base, n);
+                weighted_se = weighted_se.map(|u| u.srs(s2, n, self.base, self.base * self.base));
+                percent_se = percent_se.map(|u| u.srs(s2, n, self.base, 1e4));
             }
             FreqRow {
                 category: c,
@@ -658,7 +672,40 @@ impl Crosstab {
                 );
             }
         }
+        if self.survey.as_ref().is_some_and(|v| v.srs_ok) {
+            self.design_effects(&mut t);
+        }
         Some(t)
+    }
+
+    /// The design effects of table `t`'s counts (its domain: the table)
+    /// and percentages (their base's).
+    fn design_effects(&self, t: &mut Table) {
+        let Some(m) = t.weighted.clone() else {
+            return;
+        };
+        let (n, w) = (t.total.count, t.total.weighted.unwrap_or(0.0));
+        if let Some(se) = t.weighted_se.as_mut() {
+            for (i, row) in se.iter_mut().enumerate() {
+                for (j, u) in row.iter_mut().enumerate() {
+                    *u = u.map(|u| u.srs(share_variance(m[i][j] / w, n), n, w, w * w));
+                }
+            }
+        }
+        let rw = t.row_totals.weighted.clone().unwrap_or_default();
+        let cw = t.col_totals.weighted.clone().unwrap_or_default();
+        if let (Some(se), Some(kind)) = (t.pct_se.as_mut(), self.pct) {
+            for (i, row) in se.iter_mut().enumerate() {
+                for (j, u) in row.iter_mut().enumerate() {
+                    let (n, w) = match kind {
+                        Pct::Total => (n, w),
+                        Pct::Row => (t.row_totals.counts[i], rw[i]),
+                        Pct::Col => (t.col_totals.counts[j], cw[j]),
+                    };
+                    *u = u.map(|u| u.srs(share_variance(m[i][j] / w, n), n, w, 1e4));
+                }
+            }
+        }
     }
 }
 
@@ -913,6 +960,28 @@ impl Means {
     /// The standard error of the mean of cell `c` (`None`: over all
     /// cells), from each replicate's Σ w_r·x / Σ w_r.
     fn mean_se(&self, c: Option<usize>) -> Option<Uncertainty> {
+        let v = self.survey.as_ref()?;
+        let u = self.mean_se_only(c)?;
+        if !v.srs_ok {
+            return Some(u);
+        }
+        // The domain's moments: the group's, or all groups'.
+        let m = match c {
+            Some(c) => self.cube.moments.as_ref()?[c],
+            None => self.cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
+                Moments::default(),
+                |mut t, m| {
+                    t.merge(m);
+                    t
+                },
+            ),
+        };
+        let n = m.n as f64;
+        Some(u.srs(n / (n - 1.0) * m.m2 / m.w, m.n, m.w, 1.0))
+    }
+
+    /// [`mean_se`](Self::mean_se) without the design effects.
+    fn mean_se_only(&self, c: Option<usize>) -> Option<Uncertainty> {
         let v = self.survey.as_ref()?;
         if let Some(t) = &self.cube.taylor {
             let (m, var, scale) = match c {

@@ -204,7 +204,14 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     }
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
-    let survey = design.map(|(_, v)| v);
+    let survey = design.map(|(_, mut v)| {
+        // R counts records of weight 0 out of a Taylor design's SRS size:
+        // design effects are withheld rather than differ.
+        if v.info.method == "taylor" && weights.as_ref().is_some_and(|w| w.zero > 0) {
+            v.srs_ok = false;
+        }
+        v
+    });
     let context = Context {
         dataset: ds.dir().display().to_string(),
         weight: q.weight.clone(),

@@ -77,16 +77,56 @@ pub struct Uncertainty {
     pub cv: Option<f64>,
     /// Records the estimate rests on.
     pub n: u64,
+    /// Design effect: the variance over that of a simple random sample
+    /// of the same size without replacement (R `deff = TRUE`); `None`
+    /// when undefined (weights summing to no more than the records, or
+    /// records of weight 0 under a Taylor design).
+    pub deff: Option<f64>,
+    /// The square root of the variance over that of a simple random
+    /// sample with replacement (Kish's deft; R `deff = "replace"` is its
+    /// square).
+    pub deft: Option<f64>,
     /// Fewer than [`DesignInfo::min_n`] records, or a CV above
     /// [`DesignInfo::max_cv`] (an estimate of 0 has no CV: only its `n`
     /// counts).
     pub unreliable: bool,
 }
 
+impl Uncertainty {
+    /// With the design effects of an estimate from `n` records of a
+    /// domain whose weights sum to `pop`, and whose variable has the
+    /// weighted variance `s2` (`n/(n − 1) Σ w (y − ȳ)² / Σ w`, R
+    /// `svyvar`): a simple random sample of `n` would give the estimate
+    /// the variance `k · s2 / n` with replacement (`k`: 1 for a mean or a
+    /// proportion, `pop²` for a total, times 10⁴ for a percentage), and
+    /// that times `1 − n/pop` without.
+    pub(crate) fn srs(mut self, s2: f64, n: u64, pop: f64, k: f64) -> Self {
+        let v = self.se * self.se;
+        let wr = k * s2 / n as f64;
+        if n > 1 && wr > 0.0 && wr.is_finite() {
+            self.deft = Some((v / wr).sqrt());
+            let f = 1.0 - n as f64 / pop;
+            self.deff = (f > 0.0).then(|| v / (wr * f));
+        }
+        self
+    }
+}
+
+/// The weighted variance of an indicator with weighted share `p` over `n`
+/// records (R `svyvar`).
+pub(crate) fn share_variance(p: f64, n: u64) -> f64 {
+    let n = n as f64;
+    n / (n - 1.0) * p * (1.0 - p)
+}
+
 /// The variance formula of a design (replicate weights or Taylor
 /// linearization), and the t quantile of its intervals.
 #[derive(Debug, Clone)]
 pub(crate) struct Survey {
+    /// Whether design effects can be given: records of weight 0 count in
+    /// R's SRS size under a replicate design, not under a Taylor one
+    /// (where this is false when the counted records have any).
+    pub(crate) srs_ok: bool,
     pub(crate) info: DesignInfo,
     /// Each replicate's coefficient (empty for Taylor designs).
     rscales: Vec<f64>,
@@ -103,6 +143,7 @@ impl Survey {
     ) -> Self {
         let df = t.weighted_psus as f64 - t.weighted_strata as f64;
         Survey {
+            srs_ok: true,
             info: DesignInfo {
                 method: "taylor",
                 kind: "linearization",
@@ -136,6 +177,7 @@ impl Survey {
         let n = r.weights.len();
         let df = n as f64 - 1.0;
         Survey {
+            srs_ok: true,
             info: DesignInfo {
                 method: "replicate",
                 kind: r.kind.name(),
@@ -201,6 +243,8 @@ impl Survey {
             cv,
             n,
             unreliable: self.unreliable(n, cv),
+            deff: None,
+            deft: None,
         })
     }
 
@@ -230,6 +274,8 @@ impl Survey {
             cv,
             n,
             unreliable: self.unreliable(n, cv),
+            deff: None,
+            deft: None,
         })
     }
 }

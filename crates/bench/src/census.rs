@@ -12,9 +12,13 @@ pub const BLOCK: usize = 1 << 16;
 pub const HEADER: &str = "YEAR,SERIAL,PERNUM,PERWT,STATEFIP,PUMA,GQ,SEX,AGE,MARST,RACE,HISPAN,BPL,CITIZEN,EDUC,EMPSTAT,OCC,IND,UHRSWORK,INCTOT,INCWAGE,POVERTY\n";
 
 /// The header line with `reps` person replicate weights `REPWTP1…` after
-/// the other variables.
-pub fn header(reps: usize) -> String {
+/// the other variables, and before them, with `strata`, the sampling
+/// strata `STRATA` (see [`write_block`]).
+pub fn header(reps: usize, strata: bool) -> String {
     let mut h = HEADER.trim_end().to_string();
+    if strata {
+        h += ",STRATA";
+    }
     for r in 1..=reps {
         h += &format!(",REPWTP{r}");
     }
@@ -172,8 +176,16 @@ fn tables() -> Tables {
 
 /// Appends `block`'s records (`rows` of them) as CSV text, each with
 /// `reps` replicate weights (household-level SDR factors from a generator
-/// of their own, so the other variables are the same whatever `reps`).
-pub fn write_block(seed: u64, block: u64, rows: usize, reps: usize, out: &mut Vec<u8>) {
+/// of their own, so the other variables are the same whatever `reps`)
+/// and, with `strata`, a STRATA variable (the state and a band of PUMAs;
+/// about 2,350 strata, each of many households, the PSUs: SERIAL).
+pub fn write_block(
+    seed: u64,
+    block: u64,
+    rows: usize,
+    (reps, strata): (usize, bool),
+    out: &mut Vec<u8>,
+) {
     let t = tables();
     let mut r = Rng::new(seed, block);
     let mut rr = Rng::new(seed ^ 0x5EED_4E97_0000_0001, block);
@@ -363,7 +375,12 @@ pub fn write_block(seed: u64, block: u64, rows: usize, reps: usize, out: &mut Ve
             ] {
                 put(out, v, false);
             }
-            put(out, poverty, reps == 0);
+            put(out, poverty, reps == 0 && !strata);
+            if strata {
+                // About 2,350 strata, as the ACS's PUMA-based STRATA:
+                // the state and a band of 80 PUMA codes.
+                put(out, st as i64 * 100 + puma / 80, reps == 0);
+            }
             for (k, f) in factors.iter().enumerate() {
                 // In hundredths, as PERWT.
                 let w = (perwt as f64 * f).round() as i64;

@@ -305,14 +305,24 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
         )
 }
 
-/// The CSV fields of an estimate's standard error and interval (empty
-/// fields without one).
-pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 4] {
+/// The CSV column names of an estimate's uncertainty ([`csv_se`]).
+pub fn csv_se_head(estimate: &str) -> Vec<String> {
+    ["se", "lo", "hi", "cv", "deff", "deft", "unreliable"]
+        .map(|s| format!("{estimate}_{s}"))
+        .to_vec()
+}
+
+/// The CSV fields of an estimate's standard error, interval, CV, design
+/// effects and unreliable flag (empty fields without them).
+pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 7] {
     use crate::render::csv_num;
     [
         csv_num(u.map(|u| u.se)),
         csv_num(u.and_then(|u| u.lo)),
         csv_num(u.and_then(|u| u.hi)),
+        csv_num(u.and_then(|u| u.cv)),
+        csv_num(u.and_then(|u| u.deff)),
+        csv_num(u.and_then(|u| u.deft)),
         u.map_or(String::new(), |u| u.unreliable.to_string()),
     ]
 }

@@ -1,8 +1,8 @@
 //! `microtab freq`: frequency table of one variable.
 
 use crate::common::{
-    answer, ci_text, csv_se, design_note, se_text, weight_note, write_json, Format, QueryArgs,
-    ShowArgs,
+    answer, ci_text, csv_se, csv_se_head, design_note, se_text, weight_note, write_json, Format,
+    QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -43,18 +43,8 @@ pub fn run(a: Args) -> Result<()> {
                     .map(String::from)
                     .to_vec();
             if se {
-                for h in [
-                    "weighted_se",
-                    "weighted_lo",
-                    "weighted_hi",
-                    "weighted_unreliable",
-                    "percent_se",
-                    "percent_lo",
-                    "percent_hi",
-                    "percent_unreliable",
-                ] {
-                    head.push(h.into());
-                }
+                head.extend(csv_se_head("weighted"));
+                head.extend(csv_se_head("percent"));
             }
             out.write_all(csv_line(&head).as_bytes())?;
             for r in f.rows() {

@@ -34,6 +34,11 @@ pub struct Args {
     /// `microtab design … --type sdr`; the other variables are the same.
     #[arg(long, default_value_t = 0, value_name = "R")]
     repweights: usize,
+    /// Add a STRATA variable (state × band of PUMAs, about 2,350 strata)
+    /// for a Taylor design: `microtab design … --strata STRATA --cluster
+    /// SERIAL`; the other variables are the same.
+    #[arg(long)]
+    strata: bool,
 }
 
 /// Writes the file block by block: blocks are generated in parallel and
@@ -43,7 +48,7 @@ pub fn run(a: Args) -> Result<()> {
     let t = Instant::now();
     let mut w = BlockWriter::create(&a.out, &IoConfig::default())
         .with_context(|| format!("cannot create {}", a.out.display()))?;
-    w.write_all(header(a.repweights).as_bytes())?;
+    w.write_all(header(a.repweights, a.strata).as_bytes())?;
     let nblocks = a.rows.div_ceil(BLOCK as u64);
     let group = (rayon::current_num_threads() * 2) as u64;
     let mut b = 0;
@@ -54,7 +59,7 @@ pub fn run(a: Args) -> Result<()> {
             .map(|i| {
                 let rows = (a.rows - i * BLOCK as u64).min(BLOCK as u64) as usize;
                 let mut out = Vec::with_capacity(rows * (90 + 8 * a.repweights));
-                write_block(a.seed, i, rows, a.repweights, &mut out);
+                write_block(a.seed, i, rows, (a.repweights, a.strata), &mut out);
                 out
             })
             .collect();

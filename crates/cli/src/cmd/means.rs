@@ -1,7 +1,8 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
 use crate::common::{
-    answer, ci_text, csv_se, design_note, se_text, weight_note, write_json, Format, QueryArgs,
+    answer, ci_text, csv_se, csv_se_head, design_note, se_text, weight_note, write_json, Format,
+    QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -49,7 +50,7 @@ pub fn run(a: Args) -> Result<()> {
             let mut head = m.by.clone();
             head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
             if se {
-                head.extend(["mean_se", "mean_lo", "mean_hi", "mean_unreliable"].map(String::from));
+                head.extend(csv_se_head("mean"));
             }
             out.write_all(csv_line(&head).as_bytes())?;
             let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>| {

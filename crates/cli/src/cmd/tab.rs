@@ -1,7 +1,8 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
 use crate::common::{
-    answer, csv_se, design_note, se_text, weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer, csv_se, csv_se_head, design_note, se_text, weight_note, write_json, Format, QueryArgs,
+    ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -91,19 +92,8 @@ pub fn run(a: Args) -> Result<()> {
             .map(String::from)
             .to_vec();
             if se {
-                head.extend(
-                    [
-                        "weighted_se",
-                        "weighted_lo",
-                        "weighted_hi",
-                        "weighted_unreliable",
-                        "pct_se",
-                        "pct_lo",
-                        "pct_hi",
-                        "pct_unreliable",
-                    ]
-                    .map(String::from),
-                );
+                head.extend(csv_se_head("weighted"));
+                head.extend(csv_se_head("pct"));
             }
             out.write_all(csv_line(&head).as_bytes())?;
             for t in x.tables() {
