@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from conftest import run, run_json, write
-from test_survey import DEFF_R, check, check_deff, close
+from test_survey import DEFF_R, R, check, check_deff, close, rep_data  # noqa: F401
 
 ROWS = 3000
 STRATA = 7
@@ -262,3 +262,89 @@ def test_taylor_design_is_shown_and_checked(taylor_data, tmp_path):
     assert "Taylor" in p.stderr and "not supported" in p.stderr, p.stderr
     run("design", ds, "--clear")
     assert "design" not in run_json("freq", ds, "EDUC")
+
+
+QUANTILE_R = r"""
+suppressMessages(library(survey))
+args <- commandArgs(trailingOnly=TRUE)
+d <- read.csv(args[1]); out <- args[2]; kind <- args[3]
+d$INC[!is.na(d$INC) & d$INC == 99999] <- NA
+des <- if (kind == "taylor") {
+  svydesign(ids=~C, strata=~S, weights=~W, data=d, nest=TRUE)
+} else {
+  svrepdesign(data=d, weights=~W, repweights=d[, paste0("RW", 1:as.integer(args[4]))],
+              type="successive-difference", mse=TRUE)
+}
+df <- degf(des)
+rows <- list()
+add <- function(key, p, x) {
+  rows[[length(rows) + 1]] <<- data.frame(key=key, p=p, est=x[1], lo=x[2], hi=x[3], se=x[4])
+}
+ps <- c(0.5, 0.1, 0.9)
+for (dom in c("all", "age30")) {
+  sub <- if (dom == "all") des else subset(des, AGE >= 30)
+  for (s in c("1", "2", "Total")) {
+    g <- if (s == "Total") sub else subset(sub, SEX == as.integer(s))
+    q <- svyquantile(~INC, g, quantiles=ps, na.rm=TRUE, ci=TRUE, df=df)[[1]]
+    for (i in seq_along(ps)) add(paste0(dom, "_", s), ps[i], q[i, ])
+  }
+}
+write.csv(do.call(rbind, rows), out, row.names=FALSE)
+"""
+
+
+def quantiles_match_r(d, csv_path, ds, kind, reps=0):
+    """microtab's medians and 10th/90th percentiles by SEX (all records,
+    then a filter as a domain) and over all, with their SEs and Woodruff
+    intervals, against R's svyquantile (qrule "math", interval "mean")."""
+    import subprocess
+    script = d / "quantile.R"
+    script.write_text(QUANTILE_R)
+    out = d / f"q_{kind}.csv"
+    p = subprocess.run(["Rscript", str(script), str(csv_path), str(out), kind, str(reps)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = {}
+    with open(out) as f:
+        for r in csv.DictReader(f):
+            num = lambda k: None if r[k] in ("NA", "NaN", "") else float(r[k])  # noqa: E731
+            want[(r["key"], float(r["p"]))] = (num("est"), num("lo"), num("hi"), num("se"))
+    checked = 0
+    for dom, filt in (("all", None), ("age30", "AGE(30-*)")):
+        args = ["means", ds, "INC", "--by", "SEX", "--median", "--percentile", "10,90"]
+        m = run_json(*(args + (["--filter", filt] if filt else [])))
+        groups = [(str(g["by"][0]["value"]), g["quantiles"]) for g in m["groups"]]
+        groups.append(("Total", m["total_quantiles"]))
+        for key, qs in groups:
+            assert [q["p"] for q in qs] == [0.5, 0.1, 0.9]
+            for q in qs:
+                est, lo, hi, se = want[(f"{dom}_{key}", q["p"])]
+                assert close(q["value"], est), (dom, key, q, est)
+                if lo is None or hi is None:
+                    assert q["se"] is None, (dom, key, q)
+                    continue
+                u = q["se"]
+                assert close(u["lo"], lo) and close(u["hi"], hi), (dom, key, q, lo, hi)
+                assert abs(u["se"] - se) <= 1e-6 * max(se, 1.0), (dom, key, u["se"], se)
+                checked += 1
+    assert checked >= 12
+
+
+def test_quantiles_match_r(taylor_data):
+    d, csv_path, ds = taylor_data
+    run("design", ds, "--weight", "W", "--strata", "S", "--cluster", "C")
+    quantiles_match_r(d, csv_path, ds, "taylor")
+    # Without a design: the same weighted quantiles, no intervals.
+    plain = run_json("means", ds, "INC", "--by", "SEX", "--median", "--no-design", "--weight", "W")
+    with_design = run_json("means", ds, "INC", "--by", "SEX", "--median")
+    assert [g["quantiles"][0]["value"] for g in plain["groups"]] == \
+        [g["quantiles"][0]["value"] for g in with_design["groups"]]
+    assert all(g["quantiles"][0]["se"] is None for g in plain["groups"])
+
+
+def test_replicate_quantiles_match_r(rep_data):
+    """Under an SDR replicate design: the share below each quantile gets
+    its replicate SE (R's default interval for replicate designs too)."""
+    d, csv_path, ds = rep_data
+    run("design", ds, "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "sdr")
+    quantiles_match_r(d, csv_path, ds, "sdr", R)

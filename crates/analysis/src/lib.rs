@@ -38,6 +38,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod quantile;
 mod request;
 mod result;
 mod run;
@@ -45,6 +46,7 @@ pub mod survey;
 mod taylor;
 
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
+pub use quantile::Quantile;
 pub use request::{Analysis, Pct, Request};
 pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,

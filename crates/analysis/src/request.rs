@@ -75,6 +75,10 @@ pub struct Request {
     /// Estimates with a larger coefficient of variation are flagged
     /// unreliable (0.30).
     pub max_cv: f64,
+    /// Means: also these weighted quantiles of the analysis variable per
+    /// group (probabilities in (0, 1); 0.5 the median), with Woodruff
+    /// intervals under a design.
+    pub quantiles: Vec<f64>,
 }
 
 impl Request {
@@ -95,6 +99,7 @@ impl Request {
             level: 0.95,
             min_n: 30,
             max_cv: 0.30,
+            quantiles: Vec::new(),
         }
     }
 

@@ -889,8 +889,12 @@ pub struct Means {
     /// Standard error and interval of the mean over all groups (with a
     /// design).
     pub total_se: Option<Uncertainty>,
+    /// The quantiles over all groups (`Request::quantiles`).
+    pub total_quantiles: Vec<crate::Quantile>,
     cube: Cube,
     survey: Option<Survey>,
+    /// Each group's quantiles (cube order).
+    quantiles: Vec<Vec<crate::Quantile>>,
 }
 
 /// One group of a means result.
@@ -902,6 +906,9 @@ pub struct Group<'a> {
     pub stat: Stat,
     /// Standard error and interval of its mean (with a design).
     pub mean_se: Option<Uncertainty>,
+    /// Its quantiles (`Request::quantiles`), each with its SE and
+    /// interval under a design.
+    pub quantiles: &'a [crate::Quantile],
 }
 
 impl Serialize for Group<'_> {
@@ -923,6 +930,9 @@ impl Serialize for Group<'_> {
         if self.mean_se.is_some() {
             m.serialize_entry("mean_se", &self.mean_se)?;
         }
+        if !self.quantiles.is_empty() {
+            m.serialize_entry("quantiles", &self.quantiles)?;
+        }
         m.serialize_entry("by", &Stream(|| self.by.iter().map(|c| By(c))))?;
         m.end()
     }
@@ -935,7 +945,9 @@ impl Means {
         label: Option<String>,
         cube: Cube,
         survey: Option<Survey>,
+        quantiles: Option<crate::quantile::Quantiles>,
     ) -> Self {
+        let quantiles = quantiles.unwrap_or_default();
         let total = cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
             Moments::default(),
             |mut t, m| {
@@ -950,8 +962,10 @@ impl Means {
             by: cube.dims.iter().map(|d| d.var.name.clone()).collect(),
             total: Stat::from(&total),
             total_se: None,
+            total_quantiles: quantiles.total,
             cube,
             survey,
+            quantiles: quantiles.cells,
         };
         means.total_se = means.mean_se(None);
         means
@@ -1049,6 +1063,7 @@ impl Means {
                         .collect(),
                     stat: Stat::from(m),
                     mean_se: self.mean_se(Some(c)),
+                    quantiles: self.quantiles.get(c).map_or(&[], |q| &q[..]),
                 }
             })
     }
@@ -1064,7 +1079,13 @@ impl Serialize for Means {
                 m.serialize_entry("label", &self.label)?;
                 m.serialize_entry("by", &self.by)
             },
-            |m| m.serialize_entry("total", &self.total),
+            |m| {
+                m.serialize_entry("total", &self.total)?;
+                if !self.total_quantiles.is_empty() {
+                    m.serialize_entry("total_quantiles", &self.total_quantiles)?;
+                }
+                Ok(())
+            },
             "groups",
             &Stream(|| self.groups()),
         )

@@ -121,6 +121,8 @@ fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
         taylor: design
             .and_then(|d| d.taylor.as_ref())
             .map(|t| taylor_query(req, t)),
+        distribution: matches!(req.analysis, Analysis::Means { .. }) && !req.quantiles.is_empty(),
+        split: None,
     })
 }
 
@@ -226,7 +228,19 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         }
         _ => None,
     };
-    Ok(answer(req, context, cube, measure, survey))
+    let quantiles = if q.distribution {
+        Some(crate::quantile::quantiles(
+            ds,
+            opts,
+            &q,
+            &cube,
+            survey.as_ref(),
+            &req.quantiles,
+        )?)
+    } else {
+        None
+    };
+    Ok(answer(req, context, cube, measure, survey, quantiles))
 }
 
 /// The typed result of `req` from its cube; `measure` is the analysis
@@ -238,6 +252,7 @@ fn answer(
     cube: Cube,
     measure: Option<(String, Option<String>)>,
     survey: Option<Survey>,
+    quantiles: Option<crate::quantile::Quantiles>,
 ) -> Answer {
     let dim = |i: usize| {
         (
@@ -265,7 +280,7 @@ fn answer(
         }
         Analysis::Means { .. } => {
             let (name, label) = measure.expect("means have an analysis variable");
-            Answer::Means(Means::new(context, name, label, cube, survey))
+            Answer::Means(Means::new(context, name, label, cube, survey, quantiles))
         }
     }
 }
@@ -291,6 +306,11 @@ pub struct Partial {
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
+    if !req.quantiles.is_empty() {
+        return Err(Error::Design(
+            "quantiles are answered over one whole dataset: not over several datasets or a range of rows".into(),
+        ));
+    }
     let (_, cube, weight_cases, design) =
         scan(ds, req, opts, microtab_engine::run_partial, |c| &c.counts)?;
     Ok(Partial {
@@ -370,7 +390,14 @@ impl Partial {
             .measure
             .as_ref()
             .map(|m| (m.name.clone(), m.label.clone()));
-        Ok(answer(req, context, self.cube.finish(), measure, survey))
+        Ok(answer(
+            req,
+            context,
+            self.cube.finish(),
+            measure,
+            survey,
+            None,
+        ))
     }
 }
 

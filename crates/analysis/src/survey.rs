@@ -231,6 +231,27 @@ impl Survey {
         n < self.info.min_n || cv.is_some_and(|cv| cv > self.info.max_cv)
     }
 
+    /// The t quantile of the intervals.
+    pub(crate) fn t(&self) -> f64 {
+        self.t
+    }
+
+    /// An estimate `est` on `n` records with standard error `se` and the
+    /// interval `[lo, hi]` found otherwise (quantiles).
+    pub(crate) fn interval(&self, est: f64, se: f64, lo: f64, hi: f64, n: u64) -> Uncertainty {
+        let cv = (est != 0.0).then(|| se / est.abs());
+        Uncertainty {
+            se,
+            lo: Some(lo),
+            hi: Some(hi),
+            cv,
+            n,
+            unreliable: self.unreliable(n, cv),
+            deff: None,
+            deft: None,
+        }
+    }
+
     /// SE, t interval and CV of a total or a mean on `n` records whose
     /// variance is `var`.
     pub(crate) fn wald(&self, est: f64, var: f64, n: u64) -> Option<Uncertainty> {

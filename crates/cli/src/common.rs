@@ -205,8 +205,21 @@ pub fn answer(
     analysis: Analysis,
     include_missing: bool,
 ) -> Result<Answer> {
+    answer_with(dataset, q, analysis, include_missing, |_| {})
+}
+
+/// [`answer`] with the request changed by `adjust` first.
+pub fn answer_with(
+    dataset: &Path,
+    q: &QueryArgs,
+    analysis: Analysis,
+    include_missing: bool,
+    adjust: impl FnOnce(&mut microtab_analysis::Request),
+) -> Result<Answer> {
     let ds = open_all(dataset)?;
-    run_timed(&ds, &q.request(analysis, include_missing), q)
+    let mut req = q.request(analysis, include_missing);
+    adjust(&mut req);
+    run_timed(&ds, &req, q)
 }
 
 /// Writes a result as one line of JSON, streamed as it is serialized.

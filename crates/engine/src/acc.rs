@@ -42,6 +42,8 @@ pub(crate) struct Acc {
     pub(crate) rxf: Vec<f64>,
     /// Taylor linearization sums ([`Plan::taylor`]).
     pub(crate) taylor: Option<crate::taylor::TaylorAcc>,
+    /// Distributions of the measure ([`Plan::distribution`]).
+    pub(crate) dist: Option<crate::quantile::DistAcc>,
 }
 
 /// Per replicate weight `r` and cell `c` (at `r · (cells + 1) + c`): `Σ
@@ -467,6 +469,9 @@ impl Acc {
             rxi: Vec::new(),
             rxf: Vec::new(),
             taylor: p.taylor.as_deref().map(crate::taylor::TaylorAcc::new),
+            dist: p
+                .distribution
+                .then(|| crate::quantile::DistAcc::new(p.cells + 1)),
             sup: if p.exact_floats {
                 vec![SupCell::default(); n]
             } else {
@@ -489,7 +494,14 @@ impl Acc {
             let at = nd + 1 + p.measure.is_some() as usize + p.replicates.len();
             let s = tp.strata.map(|_| data[at]);
             let c = tp.cluster.map(|_| data[at + tp.strata.is_some() as usize]);
-            t.morsel(tp, &self.idx, p.cells as u32, w, x, s, c, r);
+            t.morsel(tp, &self.idx, p.cells as u32, w, x, s, c, r.clone());
+        }
+        if let (Some(d), Some((xc, _))) = (self.dist.as_mut(), p.measure.as_ref()) {
+            let nd = p.dims.len() + p.filters.len();
+            let w = p.weight.as_ref().map(|_| data[nd]);
+            let x = data[nd + p.weight.is_some() as usize];
+            let float = xc.var().kind == Kind::Float;
+            d.morsel(&self.idx, p.cells as u32, w, x, r, float);
         }
     }
 
@@ -583,6 +595,16 @@ impl Acc {
         let nd = p.dims.len() + p.filters.len();
         for ((_, m), d) in p.dims.iter().chain(p.filters.iter()).zip(data) {
             apply_col(*d, r.clone(), m, &mut self.idx);
+        }
+        if let Some(sp) = &p.split {
+            let at = nd
+                + p.weight.is_some() as usize
+                + p.measure.is_some() as usize
+                + p.replicates.len()
+                + p.taylor.as_ref().map_or(0, |t| {
+                    t.strata.is_some() as usize + t.cluster.is_some() as usize
+                });
+            sp.apply(data[at], r.clone(), &mut self.idx, p.cells as u32);
         }
         let wdata = p.weight.as_ref().map(|_| data[nd]);
         let xdata = p
@@ -1045,6 +1067,9 @@ impl Acc {
         }
         self.reps.merge(&o.reps);
         if let (Some(a), Some(b)) = (self.taylor.as_mut(), o.taylor) {
+            a.merge(b);
+        }
+        if let (Some(a), Some(b)) = (self.dist.as_mut(), o.dist) {
             a.merge(b);
         }
         self

@@ -88,6 +88,9 @@ pub struct Cube {
     pub replicates: Option<RepCells>,
     /// Design covariances of the cells' totals (with `Query::taylor`).
     pub taylor: Option<crate::taylor::TaylorCells>,
+    /// Each cell's weighted distribution of the analysis variable (with
+    /// `Query::distribution`).
+    pub distribution: Option<Vec<crate::quantile::Distribution>>,
 }
 
 /// The sums of each replicate weight per cell, in displayed units.
@@ -278,6 +281,10 @@ pub(crate) fn compact(
         }
         _ => None,
     };
+    let distribution = match (acc.dist.take(), measure) {
+        (Some(d), Some(x)) => Some(d.finish(&layout, |c| acc.count(plan, c) > 0, wscale, x.var())),
+        _ => None,
+    };
     Cube {
         dims: layout.dims(plans),
         counts,
@@ -285,5 +292,6 @@ pub(crate) fn compact(
         moments,
         replicates,
         taylor,
+        distribution,
     }
 }

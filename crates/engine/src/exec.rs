@@ -162,6 +162,19 @@ fn execute<R>(
         }
         None => (None, None),
     };
+    let split_col = match &q.split {
+        Some(s) => {
+            let c = ds.column(&s.var)?;
+            numeric(c.var(), "a split variable")?;
+            Some(c)
+        }
+        None => None,
+    };
+    if q.distribution && measure_col.is_none() {
+        return Err(Error::Invalid(
+            "a distribution needs an analysis variable".into(),
+        ));
+    }
     if let Some(c) = &measure_col {
         numeric(c.var(), "an analysis variable")?;
     }
@@ -192,6 +205,7 @@ fn execute<R>(
         .chain(rep_cols.iter())
         .chain(strata_col.iter())
         .chain(cluster_col.iter())
+        .chain(split_col.iter())
         .collect();
     let read_path = match opts.read_path {
         ReadPath::Auto => {
@@ -225,6 +239,14 @@ fn execute<R>(
             q.max_cells.unwrap_or(DEFAULT_MAX_CELLS),
         )?);
     }
+    let split = match (&q.split, &split_col) {
+        (Some(s), Some(c)) => {
+            let sp = crate::quantile::SplitPlan::new(s, c.var(), &plans);
+            plans.push(crate::quantile::split_dim(c.var()));
+            Some(std::sync::Arc::new(sp))
+        }
+        _ => None,
+    };
     let mut cells = 1usize;
     for p in &plans {
         cells = cells.saturating_mul(p.categories.len().max(1));
@@ -290,6 +312,8 @@ fn execute<R>(
                 cluster_col.as_ref(),
             )
         }),
+        distribution: q.distribution,
+        split,
         fused: measure_col.is_none()
             && weight_col
                 .as_ref()
@@ -310,9 +334,9 @@ fn execute<R>(
     if plan.exact && plan.morsel_sums {
         plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
     }
-    if plan.taylor.is_some() {
-        // Taylor sums follow each row's cell index, which the fused
-        // kernels do not build.
+    if plan.taylor.is_some() || plan.split.is_some() || plan.distribution {
+        // Taylor sums, splits and distributions follow each row's cell
+        // index, which the fused kernels do not build.
         (plan.fused, plan.means_fuse) = (false, None);
     }
     if !plan.replicates.is_empty() {

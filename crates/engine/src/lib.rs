@@ -39,6 +39,7 @@ mod kernels;
 mod partial;
 mod physical;
 mod plan;
+mod quantile;
 mod scan;
 pub mod stats;
 mod taylor;
@@ -52,6 +53,7 @@ pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
+pub use quantile::{Distribution, Split};
 pub use scan::ScanOptions;
 pub use taylor::{Margin, MarginCov, TaylorCells, TaylorQuery, MAX_FULL};
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
@@ -77,6 +79,12 @@ pub struct Query {
     /// totals are accumulated PSU by PSU into [`Cube::taylor`] (needs
     /// `weight`; not with `replicates` or `rows`).
     pub taylor: Option<TaylorQuery>,
+    /// Also give each cell's weighted distribution of the analysis
+    /// variable ([`Cube::distribution`]; needs `measure`).
+    pub distribution: bool,
+    /// Split each cell's records at a threshold of its own: one more,
+    /// last, dimension with the categories `≤` and `>`.
+    pub split: Option<Split>,
     /// Show missing codes and system-missing as categories instead of
     /// excluding them (grouping variables only).
     pub include_missing: bool,

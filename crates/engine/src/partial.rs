@@ -704,6 +704,7 @@ impl Partial {
             moments,
             replicates,
             taylor: None,
+            distribution: None,
         }
     }
 }

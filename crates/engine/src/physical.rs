@@ -65,6 +65,11 @@ pub(crate) struct Plan<'a> {
     /// Taylor linearization sums (role order: after the replicates, the
     /// strata then the cluster column).
     pub(crate) taylor: Option<std::sync::Arc<crate::taylor::TaylorPlan<'a>>>,
+    /// Distributions of the measure per cell ([`crate::Query::distribution`]).
+    pub(crate) distribution: bool,
+    /// The split at per-cell thresholds (its column: after the Taylor
+    /// columns in role order).
+    pub(crate) split: Option<std::sync::Arc<crate::quantile::SplitPlan>>,
 }
 
 /// Whether replicate sums can be kept exactly in integers: integer
@@ -339,6 +344,8 @@ impl<'a> Plan<'a> {
             replicates: self.replicates.clone(),
             replicates_exact: self.replicates_exact,
             taylor: self.taylor.clone(),
+            distribution: self.distribution,
+            split: self.split.clone(),
         }
     }
 

@@ -51,8 +51,13 @@ pub fn weight_cases(
     let mut out = WeightCases::default();
     let min = var.min.map(Number::as_f64);
     let missing_possible = var.nulls > 0 || !var.missing_codes.is_empty();
+    // Counts only: no replicate or Taylor sums, distributions or splits.
     let unweighted = Query {
         weight: None,
+        replicates: Vec::new(),
+        taylor: None,
+        distribution: false,
+        split: None,
         ..q.clone()
     };
     let with_term = |op: CmpOp| {

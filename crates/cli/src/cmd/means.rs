@@ -1,8 +1,8 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
 use crate::common::{
-    answer, ci_text, csv_se, csv_se_head, design_note, se_text, weight_note, write_json, Format,
-    QueryArgs,
+    answer_with, ci_text, csv_se, csv_se_head, design_note, se_text, weight_note, write_json,
+    Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -10,7 +10,7 @@ use crate::render::{
 };
 use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
-use microtab_analysis::{Analysis, Answer, Stat};
+use microtab_analysis::{Analysis, Answer, Quantile, Stat};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -25,8 +25,25 @@ pub struct Args {
     /// Grouping variable(s); repeat or separate with commas.
     #[arg(long, value_delimiter = ',', num_args = 1.., required = true)]
     by: Vec<String>,
+    /// Also the weighted median of the analysis variable per group (with
+    /// its Woodruff interval under a survey design).
+    #[arg(long)]
+    median: bool,
+    /// Also this weighted percentile (0 < P < 100); repeat or separate with
+    /// commas.
+    #[arg(long, value_name = "P", value_delimiter = ',', num_args = 1..)]
+    percentile: Vec<f64>,
     #[command(flatten)]
     q: QueryArgs,
+}
+
+/// A quantile's column name: `median`, or `p90` for the 90th percentile.
+fn quantile_name(p: f64) -> String {
+    if p == 0.5 {
+        "median".into()
+    } else {
+        format!("p{}", fmt_sig(100.0 * p, 6))
+    }
 }
 
 /// Computes and prints, group by group.
@@ -39,7 +56,22 @@ pub fn run(a: Args) -> Result<()> {
         var: a.var.clone(),
         by,
     };
-    let Answer::Means(m) = answer(&a.dataset, &a.q, analysis, false)? else {
+    let mut ps: Vec<f64> = Vec::new();
+    if a.median {
+        ps.push(0.5);
+    }
+    for &p in &a.percentile {
+        if !(p > 0.0 && p < 100.0) {
+            anyhow::bail!("--percentile {p}: a percentile is above 0 and below 100");
+        }
+        if !ps.contains(&(p / 100.0)) {
+            ps.push(p / 100.0);
+        }
+    }
+    let Answer::Means(m) = answer_with(&a.dataset, &a.q, analysis, false, |r| {
+        r.quantiles = ps.clone()
+    })?
+    else {
         unreachable!("a means request answers with means")
     };
     let mut out = stdout();
@@ -52,8 +84,15 @@ pub fn run(a: Args) -> Result<()> {
             if se {
                 head.extend(csv_se_head("mean"));
             }
+            for &p in &ps {
+                let name = quantile_name(p);
+                head.push(name.clone());
+                if se {
+                    head.extend(["se", "lo", "hi", "unreliable"].map(|s| format!("{name}_{s}")));
+                }
+            }
             out.write_all(csv_line(&head).as_bytes())?;
-            let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>| {
+            let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>, qs: &[Quantile]| {
                 let mut f = first;
                 f.extend([
                     csv_num(s.mean),
@@ -64,15 +103,22 @@ pub fn run(a: Args) -> Result<()> {
                 if se {
                     f.extend(csv_se(u));
                 }
+                for q in qs {
+                    f.push(csv_num(q.value));
+                    if se {
+                        let [s, lo, hi, _, _, _, unreliable] = csv_se(&q.se);
+                        f.extend([s, lo, hi, unreliable]);
+                    }
+                }
                 csv_line(&f)
             };
             for g in m.groups() {
                 let first = g.by.iter().map(|c| plain_value(c)).collect();
-                out.write_all(line(first, &g.stat, &g.mean_se).as_bytes())?;
+                out.write_all(line(first, &g.stat, &g.mean_se, g.quantiles).as_bytes())?;
             }
             let mut first = vec!["Total".to_string()];
             first.resize(m.by.len().max(1), String::new());
-            out.write_all(line(first, &m.total, &m.total_se).as_bytes())?;
+            out.write_all(line(first, &m.total, &m.total_se, &m.total_quantiles).as_bytes())?;
         }
         Format::Table => {
             let se = m.context.design.as_ref().map(|d| 100.0 * d.level);
@@ -81,8 +127,14 @@ pub fn run(a: Args) -> Result<()> {
             if let Some(level) = se {
                 head.extend(["SE".to_string(), format!("{}% CI", fmt_sig(level, 4))]);
             }
+            for &p in &ps {
+                head.push(quantile_name(p));
+                if let Some(level) = se {
+                    head.extend(["SE".to_string(), format!("{}% CI", fmt_sig(level, 4))]);
+                }
+            }
             head.extend(["sd", "N", "sum of weights"].map(String::from));
-            let row = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>| {
+            let row = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>, qs: &[Quantile]| {
                 let mut r = first;
                 r.push(s.mean.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
                 if se.is_some() {
@@ -91,6 +143,16 @@ pub fn run(a: Args) -> Result<()> {
                         (3 - u.se.abs().log10().floor() as i64).clamp(0, 6) as usize
                     });
                     r.push(ci_text(u, digits));
+                }
+                for q in qs {
+                    r.push(q.value.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
+                    if se.is_some() {
+                        r.push(se_text(&q.se, |v| fmt_sig(v, 4)));
+                        let digits = q.se.map_or(0, |u| {
+                            (3 - u.se.abs().max(1e-300).log10().floor() as i64).clamp(0, 6) as usize
+                        });
+                        r.push(ci_text(&q.se, digits));
+                    }
                 }
                 r.push(s.sd.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
                 r.push(group_digits(s.n));
@@ -104,12 +166,13 @@ pub fn run(a: Args) -> Result<()> {
                         g.by.iter().map(|c| category_text(c, false)).collect(),
                         &g.stat,
                         &g.mean_se,
+                        g.quantiles,
                     )
                 })
                 .collect();
             let mut first = vec!["Total".to_string()];
             first.resize(m.by.len().max(1), String::new());
-            rows.push(row(first, &m.total, &m.total_se));
+            rows.push(row(first, &m.total, &m.total_se, &m.total_quantiles));
             let mut align = vec![Align::Right; head.len().max(4)];
             for x in align.iter_mut().take(m.by.len()) {
                 *x = Align::Left;

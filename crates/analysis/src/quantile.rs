@@ -1,0 +1,293 @@
+//! Weighted quantiles by group, with Woodruff confidence intervals under
+//! a survey design (R `svyquantile`, `qrule = "math"`, `interval.type =
+//! "mean"`; docs/SURVEY.md).
+//!
+//! The point estimate is the smallest value whose cumulative weight share
+//! reaches p. Its interval: the share m̂ of the weight at or below the
+//! estimate, with its design SE (a ratio of two totals, like a
+//! percentage, from a second scan that splits each group's records at its
+//! own estimate), gives the interval m̂ ± t·SE for the share; its ends,
+//! read back through the distribution, are the quantile's interval, and
+//! SE = (U − L) / (2t).
+
+use crate::survey::{ratio_variance, Survey, Uncertainty};
+use crate::{Error, Result};
+use microtab_engine::{Cube, Distribution, Margin, Query, ScanOptions, Split};
+use microtab_store::Dataset;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// One quantile of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Quantile {
+    /// The probability (0.5: the median).
+    pub p: f64,
+    /// The weighted quantile (`None` without records of non-zero weight).
+    pub value: Option<f64>,
+    /// Its SE and Woodruff interval (with a design; `None` when an end of
+    /// the share's interval leaves [0, 1]).
+    pub se: Option<Uncertainty>,
+}
+
+/// R's `qrule_math`: the smallest value whose cumulative weight reaches
+/// `p` of the total (records of weight 0 left out).
+pub(crate) fn qrule_math(d: &[(f64, f64)], p: f64) -> Option<f64> {
+    let total: f64 = d.iter().map(|e| e.1).sum();
+    let target = p * total;
+    let mut cum = 0.0;
+    let mut last = None;
+    for &(y, w) in d.iter().filter(|e| e.1 != 0.0) {
+        cum += w;
+        last = Some(y);
+        if cum >= target {
+            return Some(y);
+        }
+    }
+    last
+}
+
+/// The distributions of several cells as one.
+fn merged<'a>(ds: impl Iterator<Item = &'a Distribution>) -> Distribution {
+    let mut all: Distribution = ds.flatten().copied().collect();
+    all.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Distribution = Vec::with_capacity(all.len());
+    for (y, w) in all {
+        match out.last_mut() {
+            Some(l) if l.0 == y => l.1 += w,
+            _ => out.push((y, w)),
+        }
+    }
+    out
+}
+
+/// The quantiles of a means result: per cell (cube order) and over all
+/// cells, each for every requested probability.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Quantiles {
+    pub(crate) cells: Vec<Vec<Quantile>>,
+    pub(crate) total: Vec<Quantile>,
+}
+
+/// The quantiles of `var` for `req` from the cube of its first scan
+/// (`q`, with distributions), and under `survey` their Woodruff
+/// intervals, each probability's from one more scan per grouping (the
+/// groups, then all records).
+pub(crate) fn quantiles(
+    ds: &Dataset,
+    opts: &ScanOptions,
+    q: &Query,
+    cube: &Cube,
+    survey: Option<&Survey>,
+    ps: &[f64],
+) -> Result<Quantiles> {
+    let Some(dists) = cube.distribution.as_ref() else {
+        return Ok(Quantiles::default());
+    };
+    let all = merged(dists.iter());
+    let mut out = Quantiles {
+        cells: dists
+            .iter()
+            .map(|d| {
+                ps.iter()
+                    .map(|&p| Quantile {
+                        p,
+                        value: qrule_math(d, p),
+                        se: None,
+                    })
+                    .collect()
+            })
+            .collect(),
+        total: ps
+            .iter()
+            .map(|&p| Quantile {
+                p,
+                value: qrule_math(&all, p),
+                se: None,
+            })
+            .collect(),
+    };
+    let Some(v) = survey else {
+        return Ok(out);
+    };
+    let var = q.measure.clone().expect("quantiles of a measure");
+    let counts: Vec<u64> = cube
+        .moments
+        .as_ref()
+        .map_or(Vec::new(), |m| m.iter().map(|m| m.n).collect());
+    let total_n: u64 = counts.iter().sum();
+    for k in 0..ps.len() {
+        // By group: each cell's records split at its own quantile.
+        let thresholds: Vec<(Vec<String>, f64)> = (0..dists.len())
+            .filter_map(|c| {
+                let t = out.cells[c][k].value?;
+                Some((categories(cube, c), t))
+            })
+            .collect();
+        if !cube.dims.is_empty() {
+            let shares = shares(ds, opts, q, &var, thresholds, v)?;
+            for (c, dist) in dists.iter().enumerate() {
+                let n = counts.get(c).copied().unwrap_or(0);
+                let share = shares.get(&categories(cube, c)).copied().flatten();
+                let est = &mut out.cells[c][k];
+                est.se = share.and_then(|s| woodruff(v, dist, est.value?, s, n));
+            }
+        }
+        // All records.
+        if let Some(t) = out.total[k].value {
+            let share = shares(ds, opts, q, &var, vec![(Vec::new(), t)], v)?
+                .remove(&Vec::new())
+                .flatten();
+            out.total[k].se = share.and_then(|s| woodruff(v, &all, t, s, total_n));
+        }
+        if cube.dims.is_empty() {
+            out.cells[0][k].se = out.total[k].se;
+        }
+    }
+    Ok(out)
+}
+
+/// The displayed categories of cube cell `c`, outermost first.
+fn categories(cube: &Cube, c: usize) -> Vec<String> {
+    let shape = cube.shape();
+    let mut idx = vec![0; shape.len()];
+    let mut r = c;
+    for d in (0..shape.len()).rev() {
+        idx[d] = r % shape[d];
+        r /= shape[d];
+    }
+    idx.iter()
+        .enumerate()
+        .map(|(d, &i)| cube.dims[d].categories[i].display.clone())
+        .collect()
+}
+
+/// Per group (by its categories' displayed values), the share of its
+/// weight at or below its threshold and that share's variance.
+type Shares = HashMap<Vec<String>, Option<(f64, f64)>>;
+
+/// The share of each group's weight at or below its threshold, with its
+/// variance under the design: `(m̂, v(m̂))` by the group's categories
+/// (`thresholds` with empty keys: all records as one group).
+fn shares(
+    ds: &Dataset,
+    opts: &ScanOptions,
+    q: &Query,
+    var: &str,
+    thresholds: Vec<(Vec<String>, f64)>,
+    v: &Survey,
+) -> Result<Shares> {
+    let overall = thresholds.first().is_some_and(|t| t.0.is_empty());
+    let group_by = if overall {
+        Vec::new()
+    } else {
+        q.group_by.clone()
+    };
+    let dims = group_by.len();
+    let mut sq = Query {
+        group_by,
+        measure: None,
+        distribution: false,
+        split: Some(Split {
+            var: var.to_string(),
+            thresholds,
+        }),
+        ..q.clone()
+    };
+    if let Some(t) = sq.taylor.as_mut() {
+        // The group (the split summed over) is the share's base.
+        let mut keep = vec![true; dims];
+        keep.push(false);
+        t.margins = vec![Margin {
+            keep,
+            skip_missing: false,
+        }];
+        t.full = None;
+    }
+    let cube = microtab_engine::run_with(ds, &sq, opts)?;
+    if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
+        return Err(Error::Design(format!(
+            "{} records are in strata the survey design does not know: set the design again with `microtab design`",
+            t.unknown_strata
+        )));
+    }
+    let w = cube.weighted.as_ref();
+    // The split is the last dimension; its categories that occur.
+    let split = &cube.dims[cube.dims.len() - 1].categories;
+    let below = split.iter().position(|c| c.display == "≤");
+    let above = split.iter().position(|c| c.display == ">");
+    let ns = split.len();
+    let groups = cube.counts.len().checked_div(ns).unwrap_or(0);
+    let mut out = HashMap::new();
+    for g in 0..groups {
+        let key = categories(&cube, g * ns)[..dims].to_vec();
+        out.insert(key, share(&cube, w, g * ns, below, above, v));
+    }
+    Ok(out)
+}
+
+/// The share below of the group whose cells start at `g0`, and its
+/// variance.
+fn share(
+    cube: &Cube,
+    w: Option<&Vec<f64>>,
+    g0: usize,
+    below: Option<usize>,
+    above: Option<usize>,
+    v: &Survey,
+) -> Option<(f64, f64)> {
+    let w = w?;
+    let at = |k: Option<usize>| k.map(|k| g0 + k);
+    let wb = at(below).map_or(0.0, |c| w[c]);
+    let wa = at(above).map_or(0.0, |c| w[c]);
+    let base = wb + wa;
+    if base == 0.0 {
+        return None;
+    }
+    let m = wb / base;
+    let var = if let Some(reps) = &cube.replicates {
+        let rm: Vec<f64> = reps
+            .w
+            .iter()
+            .map(|rw| {
+                let b = at(below).map_or(0.0, |c| rw[c]);
+                let a = at(above).map_or(0.0, |c| rw[c]);
+                b / (a + b)
+            })
+            .collect();
+        v.variance(m, &rm)
+    } else if let Some(t) = &cube.taylor {
+        let mc = &t.margins[0];
+        match at(below) {
+            Some(c) => {
+                let x = mc.group[c]?;
+                mc.scale[x] * ratio_variance(wb, base, [t.cell[c][0], mc.cross[c], mc.var[x][0]])
+            }
+            // No record below: a share of 0 without variance.
+            None => 0.0,
+        }
+    } else {
+        return None;
+    };
+    Some((m, var))
+}
+
+/// The Woodruff interval of quantile `q` of distribution `d` from the
+/// share below it `(m̂, v(m̂))`: `m̂ ± t·SE`, each end read back through
+/// the distribution (none when an end leaves [0, 1], as R).
+fn woodruff(
+    v: &Survey,
+    d: &Distribution,
+    q: f64,
+    (m, var): (f64, f64),
+    n: u64,
+) -> Option<Uncertainty> {
+    let t = v.t();
+    let se_m = var.max(0.0).sqrt();
+    let (lo, hi) = (m - t * se_m, m + t * se_m);
+    if !(lo >= 0.0 && hi <= 1.0) {
+        return None;
+    }
+    let (l, u) = (qrule_math(d, lo)?, qrule_math(d, hi)?);
+    let se = (u - l) / (2.0 * t);
+    Some(v.interval(q, se, l, u, n))
+}
