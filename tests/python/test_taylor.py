@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from conftest import run, run_json, write
-from test_survey import DEFF_R, R, check, check_deff, close, rep_data  # noqa: F401
+from test_survey import DEFF_R, KG_R, R, check, check_deff, check_kg, close, rep_data  # noqa: F401
 
 ROWS = 3000
 STRATA = 7
@@ -121,7 +121,7 @@ x <- svychisq(~EDUC + SEX, des)
 add("rao_scott", "F", x$statistic[[1]], x$parameter[[1]], x$parameter[[2]], x$p.value)
 x <- svychisq(~EDUC + SEX, des, statistic="Chisq")
 add("rao_scott", "Chisq", x$statistic[[1]], x$parameter[[1]], NA, x$p.value)
-""" + DEFF_R + r"""
+""" + DEFF_R + KG_R + r"""
 write.csv(do.call(rbind, rows), out, row.names=FALSE)
 """
 
@@ -163,6 +163,10 @@ def compare_with_r(d, csv_path, ds, strata="", cluster="", fpc="", lonely="fail"
                 check((t["pct"][i][j], t["pct_se"][i][j]), want[(what, key)], (what, key))
                 check_deff(t["weighted_se"][i][j], want[("cell_w_deff", key)], ("cell_w_deff", key))
                 check_deff(t["pct_se"][i][j], want[(what + "_deff", key)], (what + "_deff", key))
+    # Korn–Graubard: the whole sample's percentages (R takes a domain's
+    # own degrees of freedom for row and column percentages, we the
+    # design's: docs/SURVEY.md).
+    check_kg(ds, want, bases=("total",))
     rs = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]["rao_scott"]
     f_, ndf, ddf, p_ = want[("rao_scott", "F")]
     assert close(rs["f"], f_) and close(rs["ndf"], ndf) and close(rs["ddf"], ddf) and close(rs["p"], p_), (rs, want[("rao_scott", "F")])

@@ -47,7 +47,7 @@ mod taylor;
 
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use quantile::Quantile;
-pub use request::{Analysis, Pct, Request};
+pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };

@@ -14,6 +14,19 @@ pub enum Pct {
     Total,
 }
 
+/// How percentages' confidence intervals are formed under a design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PctInterval {
+    /// `logit(p) ± t·SE/(p(1 − p))`, transformed back (R `svyciprop`
+    /// `"xlogit"`, Stata `svy: tab`).
+    #[default]
+    Logit,
+    /// Korn–Graubard: Clopper–Pearson on the effective sample size (R
+    /// `svyciprop(method = "beta")`).
+    KornGraubard,
+}
+
 /// The analysis to run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Analysis {
@@ -79,6 +92,8 @@ pub struct Request {
     /// group (probabilities in (0, 1); 0.5 the median), with Woodruff
     /// intervals under a design.
     pub quantiles: Vec<f64>,
+    /// How percentages' intervals are formed under a design.
+    pub pct_interval: PctInterval,
 }
 
 impl Request {
@@ -100,6 +115,7 @@ impl Request {
             min_n: 30,
             max_cv: 0.30,
             quantiles: Vec::new(),
+            pct_interval: PctInterval::Logit,
         }
     }
 

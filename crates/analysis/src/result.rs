@@ -288,6 +288,14 @@ impl Frequencies {
             .dims
             .first()
             .map_or(&[][..], |d| &d.categories[..]);
+        // The percentages' domain: the records of the categories that are
+        // not missing.
+        let base_n: u64 = cats
+            .iter()
+            .zip(&self.cube.counts)
+            .filter(|(c, _)| !c.missing)
+            .map(|(_, &n)| n)
+            .sum();
         cats.iter().enumerate().map(move |(i, c)| {
             let weighted = self.cube.weighted.as_ref().map(|w| w[i]);
             let m = weighted.unwrap_or(self.cube.counts[i] as f64);
@@ -304,7 +312,7 @@ impl Frequencies {
                             .zip(bases)
                             .map(|(&w, &b)| if b != 0.0 { 100.0 * w / b } else { f64::NAN })
                             .collect();
-                        v.percent(p, v.variance(p, &rp), n)
+                        v.percent(p, v.variance(p, &rp), n, base_n)
                     });
                 }
                 (Some((v, _)), None, Some(t)) => {
@@ -316,19 +324,13 @@ impl Frequencies {
                             self.base,
                             [t.cell[i][0], base.cross[i], base.var[g][0]],
                         );
-                        v.percent(p, 1e4 * t.all_scale * var, n)
+                        v.percent(p, 1e4 * t.all_scale * var, n, base_n)
                     });
                 }
                 _ => {}
             }
             if self.survey.as_ref().is_some_and(|(v, _)| v.srs_ok) && !c.missing {
-                // The domain: the categories that are not missing.
-                let n: u64 = cats
-                    .iter()
-                    .zip(&self.cube.counts)
-                    .filter(|(c, _)| !c.missing)
-                    .map(|(_, &n)| n)
-                    .sum();
+                let n = base_n;
                 let s2 = share_variance(m / self.base, n);
                 weighted_se = weighted_se.map(|u| u.srs(s2, n, self.base, self.base * self.base));
                 percent_se = percent_se.map(|u| u.srs(s2, n, self.base, 1e4));
@@ -510,6 +512,16 @@ fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
         .collect()
 }
 
+/// The records of the percentage base (`kind`) of cell `(i, j)` of table
+/// `t`: the table's, its row's or its column's.
+fn domain_n(t: &Table, kind: Option<Pct>, i: usize, j: usize) -> u64 {
+    match kind {
+        Some(Pct::Row) => t.row_totals.counts[i],
+        Some(Pct::Col) => t.col_totals.counts[j],
+        _ => t.total.count,
+    }
+}
+
 fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
     (0..nc).map(|j| m.iter().map(|r| r[j]).sum()).collect()
 }
@@ -663,7 +675,8 @@ impl Crosstab {
                                 .map(|(j, p)| {
                                     p.and_then(|p| {
                                         let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                        v.percent(p, v.variance(p, &reps), t.counts[i][j])
+                                        let d = domain_n(&t, self.pct, i, j);
+                                        v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
                                     })
                                 })
                                 .collect()
@@ -780,7 +793,8 @@ impl Crosstab {
                                     base,
                                     [tc.cell[c][0], mc.cross[c], mc.var[g][0]],
                                 );
-                                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j])
+                                let d = domain_n(t, self.pct, i, j);
+                                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j], d)
                             })
                             .collect()
                     })

@@ -27,7 +27,7 @@ fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, Survey)>> {
         }
     }
     let limits = (req.min_n, req.max_cv);
-    let v = if let Some(r) = &d.replicates {
+    let mut v = if let Some(r) = &d.replicates {
         Survey::new(&weight, r, req.level, limits)
     } else if let Some(t) = &d.taylor {
         if t.rows != ds.rows() {
@@ -46,6 +46,7 @@ fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, Survey)>> {
     } else {
         return Ok(None);
     };
+    v.info.pct_interval = req.pct_interval;
     Ok(Some((
         Design {
             weight,
@@ -369,9 +370,11 @@ impl Partial {
         let weight = self.cube.weight.as_ref().map(|w| w.name.as_str());
         check_weights(req, &self.weight_cases, weight)?;
         let survey = self.design.as_ref().and_then(|d| {
-            d.replicates
-                .as_ref()
-                .map(|r| Survey::new(&d.weight, r, req.level, (req.min_n, req.max_cv)))
+            d.replicates.as_ref().map(|r| {
+                let mut v = Survey::new(&d.weight, r, req.level, (req.min_n, req.max_cv));
+                v.info.pct_interval = req.pct_interval;
+                v
+            })
         });
         let context = Context {
             dataset: self.datasets.join(", "),

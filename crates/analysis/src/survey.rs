@@ -55,6 +55,8 @@ pub struct DesignInfo {
     /// Degrees of freedom of the t intervals: replicates − 1, or PSUs −
     /// strata (of the whole sample, also for domains).
     pub df: f64,
+    /// How percentages' intervals are formed.
+    pub pct_interval: crate::PctInterval,
     /// Confidence level of the intervals.
     pub level: f64,
     /// Estimates from fewer records than this are flagged unreliable.
@@ -158,6 +160,7 @@ impl Survey {
                 psus: Some(t.weighted_psus),
                 strata_count: Some(t.weighted_strata),
                 df,
+                pct_interval: crate::PctInterval::Logit,
                 level,
                 min_n,
                 max_cv,
@@ -192,6 +195,7 @@ impl Survey {
                 psus: None,
                 strata_count: None,
                 df,
+                pct_interval: crate::PctInterval::Logit,
                 level,
                 min_n,
                 max_cv,
@@ -269,17 +273,44 @@ impl Survey {
         })
     }
 
-    /// SE, logit interval and CV of a percentage `pct` (0–100) whose
-    /// variance is `var`: `logit(p) ± t · SE(p) / (p(1 − p))` transformed
-    /// back (R `svyciprop(method = "xlogit")`, Stata `svy: tab`); no
-    /// interval at 0% or 100%.
-    pub(crate) fn percent(&self, pct: f64, var: f64, n: u64) -> Option<Uncertainty> {
+    /// SE, interval and CV of a percentage `pct` (0–100) on `n` records
+    /// of a domain of `domain` records, whose variance is `var`. The logit
+    /// interval `logit(p) ± t · SE(p) / (p(1 − p))` transformed back (R
+    /// `svyciprop(method = "xlogit")`, Stata `svy: tab`; none at 0% or
+    /// 100%), or Korn–Graubard's (R `method = "beta"`): with the
+    /// effective size `n* = p(1 − p)/v(p) · (t_{domain−1}/t_df)²`,
+    /// `[B⁻¹(α/2; n*p, n*(1 − p) + 1), B⁻¹(1 − α/2; n*p + 1, n*(1 − p))]`.
+    pub(crate) fn percent(&self, pct: f64, var: f64, n: u64, domain: u64) -> Option<Uncertainty> {
         let se = var.max(0.0).sqrt();
         if !se.is_finite() {
             return None;
         }
         let p = pct / 100.0;
-        let (lo, hi) = if p > 0.0 && p < 1.0 {
+        let (lo, hi) = if self.info.pct_interval == crate::PctInterval::KornGraubard {
+            let v = var / 1e4;
+            let ratio = t_quantile(self.info.level, domain as f64 - 1.0) / self.t;
+            let neff = p * (1.0 - p) / v * ratio * ratio;
+            let alpha = 1.0 - self.info.level;
+            let qbeta = |q: f64, a: f64, b: f64| -> Option<f64> {
+                if a == 0.0 {
+                    Some(0.0)
+                } else if b == 0.0 {
+                    Some(1.0)
+                } else if a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite() {
+                    Some(100.0 * microtab_engine::stats::beta_quantile(q, a, b))
+                } else {
+                    None
+                }
+            };
+            if neff.is_finite() && neff > 0.0 {
+                (
+                    qbeta(alpha / 2.0, neff * p, neff * (1.0 - p) + 1.0),
+                    qbeta(1.0 - alpha / 2.0, neff * p + 1.0, neff * (1.0 - p)),
+                )
+            } else {
+                (None, None)
+            }
+        } else if p > 0.0 && p < 1.0 {
             let l = (p / (1.0 - p)).ln();
             let h = self.t * (se / 100.0) / (p * (1.0 - p));
             let expit = |x: f64| 100.0 / (1.0 + (-x).exp());
@@ -497,7 +528,7 @@ fn f_upper(f: f64, d1: f64, d2: f64) -> f64 {
     if f <= 0.0 {
         return 1.0;
     }
-    puruspe::betai(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+    microtab_engine::stats::beta_reg(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
 }
 
 /// The residuals of the columns of `y` after their least-squares
@@ -634,6 +665,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r, vec![vec![-2.0], vec![-1.0], vec![3.0]]);
+    }
+
+    /// Beta quantiles against R's `qbeta`, including the large shapes of
+    /// big samples (where puruspe's `invbetai` panics).
+    #[test]
+    fn beta_quantiles_match_r() {
+        use microtab_engine::stats::beta_quantile as qbeta;
+        for (q, a, b, want) in [
+            (0.5, 2.0, 3.0, 3.85727568132390e-01),
+            (0.975, 5000.0, 5000.0, 5.09799123778038e-01),
+            (0.025, 3.5, 20000.25, 4.22426690619585e-05),
+            (0.3, 1.0, 1.0, 0.3),
+        ] {
+            let got = qbeta(q, a, b);
+            assert!(
+                (got - want).abs() <= 1e-10 * want,
+                "qbeta({q}, {a}, {b}) = {got}, R {want}"
+            );
+        }
     }
 
     #[test]

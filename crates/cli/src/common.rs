@@ -65,6 +65,23 @@ pub struct QueryArgs {
     /// above this percentage as unreliable.
     #[arg(long, value_name = "PCT", default_value_t = 30.0, value_parser = parse_cv)]
     pub max_cv: f64,
+    /// With a design, how percentages' intervals are formed: logit (R
+    /// svyciprop "xlogit", Stata svy: tab) or korn-graubard (Clopper–Pearson
+    /// on the effective sample size; R method "beta").
+    #[arg(long, value_name = "HOW", default_value = "logit", value_parser = parse_pct_ci)]
+    pub pct_ci: microtab_analysis::PctInterval,
+}
+
+/// A percentage interval method by name.
+fn parse_pct_ci(s: &str) -> std::result::Result<microtab_analysis::PctInterval, String> {
+    use microtab_analysis::PctInterval;
+    match s.trim().to_ascii_lowercase().as_str() {
+        "logit" => Ok(PctInterval::Logit),
+        "korn-graubard" | "beta" => Ok(PctInterval::KornGraubard),
+        _ => Err(format!(
+            "expected logit or korn-graubard (beta), found '{s}'"
+        )),
+    }
 }
 
 /// A confidence level in percent, strictly between 0 and 100.
@@ -101,6 +118,7 @@ impl QueryArgs {
             level: self.level / 100.0,
             min_n: self.min_n,
             max_cv: self.max_cv / 100.0,
+            pct_interval: self.pct_ci,
             ..Request::new(analysis)
         }
     }
@@ -271,10 +289,12 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
         "{}% intervals, t with {} df{}",
         crate::render::fmt_sig(100.0 * d.level, 4),
         d.df,
-        if percentages {
-            ", logit intervals for percentages"
-        } else {
-            ""
+        match (percentages, d.pct_interval) {
+            (false, _) => "",
+            (true, microtab_analysis::PctInterval::Logit) => ", logit intervals for percentages",
+            (true, microtab_analysis::PctInterval::KornGraubard) => {
+                ", Korn–Graubard intervals for percentages"
+            }
         }
     );
     let source = match (d.replicates, d.scale, d.mse) {

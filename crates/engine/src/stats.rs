@@ -65,8 +65,34 @@ pub fn t_quantile(level: f64, df: f64) -> f64 {
         return std::f64::consts::SQRT_2 * puruspe::inverfc(alpha);
     }
     // P(|T| > t) = I_{df/(df + t²)}(df/2, 1/2).
-    let x = puruspe::invbetai(alpha, df / 2.0, 0.5);
+    let x = beta_quantile(alpha, df / 2.0, 0.5);
     (df * (1.0 - x) / x).sqrt()
+}
+
+/// The regularized incomplete beta function I_x(a, b) (statrs; puruspe's
+/// `betai` picks its continued fraction on the wrong side for some
+/// shapes, and its `invbetai` panics for large ones).
+pub fn beta_reg(a: f64, b: f64, x: f64) -> f64 {
+    statrs::function::beta::beta_reg(a, b, x.clamp(0.0, 1.0))
+}
+
+/// The `q` quantile of the Beta(a, b) distribution (`a`, `b` > 0), by
+/// bisection on [`beta_reg`]: slow beside Newton's method, but it cannot
+/// leave [0, 1], and it is used a few times per table.
+pub fn beta_quantile(q: f64, a: f64, b: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..1100 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if beta_reg(a, b, mid) < q {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
 }
 
 /// Regularized upper incomplete gamma Q(a, x), accurate in the far tail.
