@@ -352,3 +352,12 @@ def test_replicate_quantiles_match_r(rep_data):
     d, csv_path, ds = rep_data
     run("design", ds, "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "sdr")
     quantiles_match_r(d, csv_path, ds, "sdr", R)
+
+
+def test_strata_sums_in_a_hash_map_match_r(taylor_data, monkeypatch):
+    """The strata's totals kept in a hash map (the path of designs with
+    more strata × cells than a dense array holds), forced on small data."""
+    d, csv_path, ds = taylor_data
+    monkeypatch.setenv("MICROTAB_TAYLOR_SPARSE", "1")
+    run("design", ds, "--weight", "W", "--strata", "S", "--cluster", "C")
+    compare_with_r(d, csv_path, ds, "S", "C", "")

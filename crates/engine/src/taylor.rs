@@ -203,7 +203,10 @@ impl<'a> TaylorPlan<'a> {
         Arc::new(TaylorPlan {
             strata,
             cluster,
-            dense: keys.len().saturating_mul(cells + 1) <= MAX_DENSE_STRATA,
+            // MICROTAB_TAYLOR_SPARSE=1 takes the hash map path whatever
+            // the size (tests check it against R on small data).
+            dense: keys.len().saturating_mul(cells + 1) <= MAX_DENSE_STRATA
+                && std::env::var_os("MICROTAB_TAYLOR_SPARSE").is_none(),
             keys,
             table,
             coef: q.coef.clone(),
