@@ -93,12 +93,17 @@ d$SEX <- factor(d$SEX); d$EDUC <- factor(d$EDUC)
 t0 <- proc.time()[[3]]
 des <- svydesign(ids=~SERIAL, strata=~STRATA, weights=~PERWT, data=d, nest=TRUE)
 t1 <- proc.time()[[3]]
+message(sprintf("design %.1f s", t1 - t0))
 x <- svytotal(~interaction(SEX, EDUC), des)
 t2 <- proc.time()[[3]]
+message(sprintf("table %.1f s", t2 - t1))
 x <- svychisq(~SEX + EDUC, des)
 t3 <- proc.time()[[3]]
-# Means by group on fewer records (23 minutes on 1 M in our first try).
+message(sprintf("Rao-Scott %.1f s", t3 - t2))
+# Means by group on fewer records (23 minutes on 1 M in our first try);
+# strata of the first records may hold one PSU there.
 m <- as.integer(args[3])
+options(survey.lonely.psu="remove")
 dm <- svydesign(ids=~SERIAL, strata=~STRATA, weights=~PERWT, data=d[seq_len(m), ], nest=TRUE)
 t4 <- proc.time()[[3]]
 x <- svyby(~INCTOT, ~EDUC, dm, svymean, na.rm=TRUE)

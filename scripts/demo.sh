@@ -16,7 +16,7 @@ $M info "$DIR/census.mtab" | head -12
 echo
 $M freq "$DIR/census.mtab" EDUC
 $M tab "$DIR/census.mtab" SEX EDUC --filter "AGE(25-64)" --pct col --stats
-$M means "$DIR/census.mtab" INCTOT --by EDUC
+$M means "$DIR/census.mtab" INCTOT --by EDUC --median
 echo "time of the mean by EDUC, weighted only, then with 80 replicate weights:"
 $M means "$DIR/census.mtab" INCTOT --by EDUC --no-design --weight PERWT --repeat 5 --format csv > /dev/null
 $M means "$DIR/census.mtab" INCTOT --by EDUC --repeat 5 --format csv > /dev/null

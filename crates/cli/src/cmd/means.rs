@@ -191,6 +191,11 @@ pub fn run(a: Args) -> Result<()> {
                 weight_note(&m.context.weight_cases, m.context.weight.as_deref()).as_bytes(),
             )?;
             out.write_all(design_note(&m.context.design, false).as_bytes())?;
+            if se.is_some() && !ps.is_empty() {
+                out.write_all(
+                    b"(quantiles: weighted, the smallest value reaching the share; Woodruff intervals, SE = interval width / 2t)\n",
+                )?;
+            }
         }
     }
     out.flush()?;
