@@ -176,15 +176,11 @@ fn shares(
     thresholds: Vec<(Vec<String>, f64)>,
     v: &Survey,
 ) -> Result<Shares> {
+    // All records as one group: still grouped, so that the records the
+    // means leave out (a missing grouping value) are left out here too.
     let overall = thresholds.first().is_some_and(|t| t.0.is_empty());
-    let group_by = if overall {
-        Vec::new()
-    } else {
-        q.group_by.clone()
-    };
-    let dims = group_by.len();
+    let dims = q.group_by.len();
     let mut sq = Query {
-        group_by,
         measure: None,
         distribution: false,
         split: Some(Split {
@@ -194,13 +190,21 @@ fn shares(
         ..q.clone()
     };
     if let Some(t) = sq.taylor.as_mut() {
-        // The group (the split summed over) is the share's base.
-        let mut keep = vec![true; dims];
-        keep.push(false);
-        t.margins = vec![Margin {
+        let margin = |keep: Vec<bool>| Margin {
             keep,
             skip_missing: false,
-        }];
+        };
+        t.margins = if overall {
+            // The split's two halves over all groups, and all records.
+            let mut halves = vec![false; dims];
+            halves.push(true);
+            vec![margin(halves), margin(vec![false; dims + 1])]
+        } else {
+            // The group (the split summed over) is the share's base.
+            let mut keep = vec![true; dims];
+            keep.push(false);
+            vec![margin(keep)]
+        };
         t.full = None;
     }
     let cube = microtab_engine::run_with(ds, &sq, opts)?;
@@ -218,11 +222,60 @@ fn shares(
     let ns = split.len();
     let groups = cube.counts.len().checked_div(ns).unwrap_or(0);
     let mut out = HashMap::new();
+    if overall {
+        out.insert(Vec::new(), overall_share(&cube, w, groups, below, above, v));
+        return Ok(out);
+    }
     for g in 0..groups {
         let key = categories(&cube, g * ns)[..dims].to_vec();
         out.insert(key, share(&cube, w, g * ns, below, above, v));
     }
     Ok(out)
+}
+
+/// The share below over all groups (cells `g · ns + k`, `k` the split's
+/// category), and its variance: from the two halves' totals over all
+/// groups and the total, `Cov(A≤, A≤ + A>) = (V(total) + V(A≤) − V(A>))/2`.
+fn overall_share(
+    cube: &Cube,
+    w: Option<&Vec<f64>>,
+    groups: usize,
+    below: Option<usize>,
+    above: Option<usize>,
+    v: &Survey,
+) -> Option<(f64, f64)> {
+    let w = w?;
+    let ns = cube.dims.last()?.categories.len();
+    let sum = |x: &[f64], k: Option<usize>| -> f64 {
+        k.map_or(0.0, |k| (0..groups).map(|g| x[g * ns + k]).sum())
+    };
+    let (wb, wa) = (sum(w, below), sum(w, above));
+    let base = wb + wa;
+    if base == 0.0 {
+        return None;
+    }
+    let m = wb / base;
+    let var = if let Some(reps) = &cube.replicates {
+        let rm: Vec<f64> = reps
+            .w
+            .iter()
+            .map(|rw| {
+                let (b, a) = (sum(rw, below), sum(rw, above));
+                b / (a + b)
+            })
+            .collect();
+        v.variance(m, &rm)
+    } else if let Some(t) = &cube.taylor {
+        let (halves, all) = (&t.margins[0], &t.margins[1]);
+        let vb = below.map_or(0.0, |k| halves.var[k][0]);
+        let va = above.map_or(0.0, |k| halves.var[k][0]);
+        let vt = all.var.first()?[0];
+        let cov = (vt + vb - va) / 2.0;
+        all.scale.first()? * ratio_variance(wb, base, [vb, cov, vt])
+    } else {
+        return None;
+    };
+    Some((m, var))
 }
 
 /// The share below of the group whose cells start at `g0`, and its

@@ -1028,7 +1028,7 @@ impl Means {
             if m.w == 0.0 {
                 return None;
             }
-            let var = ratio_variance(m.mean * m.w, m.w, [var[2], var[1], var[0]]);
+            let var = ratio_variance((m.mean - t.shift) * m.w, m.w, [var[2], var[1], var[0]]);
             return v.wald(m.mean, scale * var, m.n);
         }
         let reps = self.cube.replicates.as_ref()?;
@@ -1095,6 +1095,9 @@ impl Serialize for Means {
             },
             |m| {
                 m.serialize_entry("total", &self.total)?;
+                if self.total_se.is_some() {
+                    m.serialize_entry("total_se", &self.total_se)?;
+                }
                 if !self.total_quantiles.is_empty() {
                     m.serialize_entry("total_quantiles", &self.total_quantiles)?;
                 }

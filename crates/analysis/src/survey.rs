@@ -520,7 +520,14 @@ pub(crate) fn proportions(t: &[Vec<f64>]) -> Option<Vec<f64>> {
 /// its totals (linearization): `(V_a − 2r C_ab + r² V_b) / b²`.
 pub(crate) fn ratio_variance(a: f64, b: f64, [va, cab, vb]: [f64; 3]) -> f64 {
     let r = a / b;
-    (va - 2.0 * r * cab + r * r * vb) / (b * b)
+    let v = va - 2.0 * r * cab + r * r * vb;
+    // What is left after cancelling terms this large is rounding: 0.
+    let size = va.abs() + 2.0 * (r * cab).abs() + r * r * vb.abs();
+    if v.abs() <= 1e-11 * size {
+        0.0
+    } else {
+        v / (b * b)
+    }
 }
 
 /// P(F(d1, d2) > f).

@@ -37,10 +37,10 @@ fn stripes(
 /// A whole column's stored values as `i64` (strata and clusters: integer
 /// or text codes, never empty).
 fn keys(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<i64>> {
-    if v.kind == Kind::Float || v.decimals > 0 {
+    if v.kind == Kind::Float {
         return Err(Error::Design(format!(
-            "the {role} variable {} has decimal values: {role} must be integer or text codes",
-            v.name
+            "the {role} variable {} is stored as floating point: {role} must be integer or text codes (import it with --type {}=int, or =string)",
+            v.name, v.name
         )));
     }
     let mut out = Vec::with_capacity(ds.rows() as usize);
@@ -138,6 +138,11 @@ pub fn taylor_structure(
             .clone())
     };
     let rows = ds.rows() as usize;
+    if rows == 0 {
+        return Err(Error::Design(
+            "the dataset has no records: a design needs its PSUs".into(),
+        ));
+    }
     let wvar = var(weight)?;
     let w = values(ds, &wvar, "weight")?;
     let svar = strata.map(var).transpose()?;

@@ -140,7 +140,7 @@ fn execute<R>(
         let Some(c) = n.as_deref().map(|n| ds.column(n)).transpose()? else {
             return Ok(None);
         };
-        if c.var().kind == microtab_store::Kind::Float || c.var().decimals > 0 {
+        if c.var().kind == microtab_store::Kind::Float {
             return Err(Error::Invalid(format!(
                 "the {role} variable {} has decimal values",
                 c.var().name
@@ -310,6 +310,7 @@ fn execute<R>(
                 cells,
                 strata_col.as_ref(),
                 cluster_col.as_ref(),
+                measure_col.as_ref().map(|c| c.var()),
             )
         }),
         distribution: q.distribution,

@@ -20,7 +20,8 @@ pub struct Split {
     pub var: String,
     /// Per cell of the grouping variables, given by its categories'
     /// displayed values (outermost first), the threshold in displayed
-    /// units. Cells not listed have none: all their records are `>`.
+    /// units; an empty list of values: every cell's. Cells not listed have
+    /// none: all their records are `>`.
     pub thresholds: Vec<(Vec<String>, f64)>,
 }
 
@@ -62,13 +63,15 @@ impl SplitPlan {
                 // Values are integers in stored units for an integer
                 // variable: "at most t" is "at most ⌊t·scale⌋" (t came
                 // from a stored value, so t·scale is one within rounding).
-                by.get(&key[..]).map_or(f64::NEG_INFINITY, |&t| {
-                    if var.kind == Kind::Float {
-                        t
-                    } else {
-                        (t * scale + 1e-7).floor()
-                    }
-                })
+                by.get(&key[..])
+                    .or_else(|| by.get(&[][..]))
+                    .map_or(f64::NEG_INFINITY, |&t| {
+                        if var.kind == Kind::Float {
+                            t
+                        } else {
+                            (t * scale + 1e-7).floor()
+                        }
+                    })
             })
             .collect();
         SplitPlan {

@@ -62,7 +62,8 @@ pub struct Margin {
 /// The design covariances of a cube's totals, in displayed units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaylorCells {
-    /// Per cell: `[Var(W), Cov(W, Y), Var(Y)]`.
+    /// Per cell: `[Var(W), Cov(W, Y), Var(Y)]`, `Y` the sum of `w · (x −
+    /// shift)`.
     pub cell: Vec<[f64; 3]>,
     /// Per requested margin.
     pub margins: Vec<MarginCov>,
@@ -81,6 +82,9 @@ pub struct TaylorCells {
     pub cell_scale: Vec<f64>,
     /// The factor of the domain of all records counted.
     pub all_scale: f64,
+    /// `Y` is the sum of `w · (x − shift)` (displayed units): a mean's
+    /// numerator is `(mean − shift) · W`.
+    pub shift: f64,
 }
 
 /// The covariances of a margin's totals.
@@ -121,6 +125,13 @@ pub(crate) struct TaylorPlan<'a> {
     groups: Vec<(Vec<u32>, usize)>,
     /// Per margin, the dimensions it keeps.
     keeps: Vec<Vec<bool>>,
+    /// Per margin, whether it leaves out missing categories.
+    skips: Vec<bool>,
+    /// The analysis variable's values are summed less this (stored
+    /// units): its mid-range when the values sit far from 0 for their
+    /// spread (dates as YYYYMM, a large constant plus noise), so the
+    /// linearized variance of a mean does not cancel away its digits.
+    pub(crate) shift: f64,
     full_margin: usize,
     average: Vec<bool>,
     /// The full tables: each cell's table and position, the cells per
@@ -175,7 +186,15 @@ impl<'a> TaylorPlan<'a> {
         cells: usize,
         strata: Option<&'a Column>,
         cluster: Option<&'a Column>,
+        measure: Option<&microtab_store::Variable>,
     ) -> Arc<Self> {
+        let shift = measure
+            .and_then(|v| {
+                let (lo, hi) = (v.min?.as_f64(), v.max?.as_f64());
+                let (mid, range) = ((lo + hi) / 2.0, hi - lo);
+                (mid.abs() > range && mid.is_finite()).then_some(mid)
+            })
+            .unwrap_or(0.0);
         let keys = q.strata_keys.clone();
         let table = match (keys.first(), keys.last()) {
             (Some(&lo), Some(&hi)) if (hi as i128 - lo as i128) < (1 << 22) => {
@@ -214,6 +233,8 @@ impl<'a> TaylorPlan<'a> {
             cells,
             groups,
             keeps: q.margins.iter().map(|m| m.keep.clone()).collect(),
+            skips: q.margins.iter().map(|m| m.skip_missing).collect(),
+            shift,
             full_margin: q.full.unwrap_or(0),
             average: q.average.clone(),
             full,
@@ -347,7 +368,7 @@ impl TaylorAcc {
             Some(x) => {
                 to_f64(x, r.clone(), &mut self.y);
                 for (y, w) in self.y.iter_mut().zip(&self.w) {
-                    *y *= w;
+                    *y = (*y - p.shift) * w;
                 }
             }
             None => {
@@ -623,6 +644,28 @@ impl TaylorAcc {
         let unit = [ws * ws, ws * ws * xs, ws * ws * xs * xs];
         let scale3 = |v: [f64; 3]| [v[0] / unit[0], v[1] / unit[1], v[2] / unit[2]];
         let total = layout.total;
+        let shape = layout.new_shape();
+        if shape.contains(&0) {
+            // No record counted: an empty cube.
+            return TaylorCells {
+                cell: Vec::new(),
+                margins: p
+                    .groups
+                    .iter()
+                    .map(|_| MarginCov {
+                        group: Vec::new(),
+                        var: Vec::new(),
+                        cross: Vec::new(),
+                        scale: Vec::new(),
+                    })
+                    .collect(),
+                full: p.full.as_ref().map(|_| Vec::new()),
+                unknown_strata: self.unknown,
+                cell_scale: Vec::new(),
+                all_scale: 1.0,
+                shift: p.shift / xs,
+            };
+        }
         let mut cell = vec![[0.0; 3]; total];
         let mut margins: Vec<MarginCov> = p
             .groups
@@ -634,7 +677,6 @@ impl TaylorAcc {
                 scale: Vec::new(),
             })
             .collect();
-        let shape = layout.new_shape();
         // A compacted cell's index over the dimensions `keep` selects.
         let flat = |dst: usize, keep: &dyn Fn(usize) -> bool| -> (usize, usize) {
             let (mut r, mut g, mut mult, mut size) = (dst, 0, 1, 1);
@@ -667,6 +709,13 @@ impl TaylorAcc {
             let mc = &mut margins[m];
             mc.var = vec![[0.0; 3]; flat(0, &|d| keep[d]).1];
             mc.scale = vec![1.0; mc.var.len()];
+            if !p.skips[m] {
+                // Cells without records belong to their group too (a
+                // percentage of 0 with an SE of 0).
+                for (dst, g) in mc.group.iter_mut().enumerate() {
+                    *g = Some(flat(dst, &|d| keep[d]).0);
+                }
+            }
             for &(dst, c) in &counted_cells {
                 let g = map[c];
                 if g == NONE {
@@ -706,6 +755,7 @@ impl TaylorAcc {
             unknown_strata: self.unknown,
             cell_scale,
             all_scale: avg.all,
+            shift: p.shift / xs,
         }
     }
 }

@@ -212,7 +212,7 @@ pub fn run(a: Args) -> Result<()> {
                             fmt_sig(r.chi2, 6),
                             group_digits(r.n as u64)
                         ),
-                        None => "Rao–Scott test: not defined (fewer than two rows or columns, or a degenerate design covariance)\n".into(),
+                        None => "Rao–Scott test: not defined (fewer than two rows or columns, a degenerate design covariance, or, under a Taylor design, tables of more than 2,048 planned cells)\n".into(),
                     };
                 } else if x.stats {
                     text += &match t.stats {
