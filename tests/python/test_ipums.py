@@ -693,3 +693,80 @@ def test_open_ended_missing_range_excludes_its_values(tmp_path):
 def write_bytes(path, data):
     path.write_bytes(data)
     return path
+
+
+TAYLOR_R = r"""
+suppressMessages(library(survey))
+args <- commandArgs(trailingOnly=TRUE)
+d <- read.csv(args[1]); out <- args[2]
+d$INCTOT[d$INCTOT >= 99999998] <- NA
+des <- svydesign(ids=~SERIAL, strata=~YEAR, weights=~HWTSUPP, data=d, nest=TRUE)
+df <- degf(des)
+rows <- list()
+add <- function(what, key, est, se, lo=NA, hi=NA) {
+  rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi)
+}
+t <- svytotal(~factor(STATEFIP), des)
+for (k in sort(unique(d$STATEFIP))) {
+  nm <- paste0("factor(STATEFIP)", k)
+  add("w", k, coef(t)[[nm]], SE(t)[[nm]])
+  p <- svyciprop(as.formula(paste0("~I(STATEFIP==", k, ")")), des, method="xlogit", df=df)
+  ci <- confint(p)
+  add("pct", k, 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
+}
+m <- svyby(~INCTOT, ~STATEFIP, des, svymean, na.rm=TRUE)
+ci <- confint(m, df=df)
+for (i in seq_len(nrow(m))) add("mean", m$STATEFIP[i], m$INCTOT[i], m$se[i], ci[i, 1], ci[i, 2])
+q <- svyquantile(~INCTOT, des, 0.5, na.rm=TRUE, ci=TRUE, df=df)[[1]]
+add("median", "Total", q[1, 1], q[1, 4], q[1, 2], q[1, 3])
+write.csv(do.call(rbind, rows), out, row.names=FALSE)
+"""
+
+
+def test_taylor_design_on_a_real_extract_matches_r(tmp_path):
+    """cps_00006 (real CPS records, 1962–63) as a stratified cluster design:
+    strata YEAR, PSUs the households (SERIAL within YEAR), the household
+    weight HWTSUPP (4 implied decimals). Weighted counts and percentages of
+    STATEFIP, mean INCTOT by STATEFIP (99999998/99999999 missing) and the
+    overall median, against R survey on the records as ipumspy reads them."""
+    import csv as csvmod
+    import subprocess
+    name = need("cps_00006")
+    _, df = ipums(name)
+    ds = tmp_path / "c.mtab"
+    run("import", DATA / f"{name}.dat.gz", "--ddi", DATA / f"{name}.xml", ds)
+    run("missing", ds, "INCTOT", "99999998", "99999999")
+    run("design", ds, "--weight", "HWTSUPP", "--strata", "YEAR", "--cluster", "SERIAL")
+    data = tmp_path / "c.csv"
+    df[["YEAR", "SERIAL", "HWTSUPP", "STATEFIP", "INCTOT"]].to_csv(data, index=False)
+    script = tmp_path / "t.R"
+    script.write_text(TAYLOR_R)
+    p = subprocess.run(["Rscript", str(script), str(data), str(tmp_path / "r.csv")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = {}
+    with open(tmp_path / "r.csv") as f:
+        for r in csvmod.DictReader(f):
+            num = lambda k: None if r[k] in ("NA", "") else float(r[k])  # noqa: E731
+            want[(r["what"], r["key"])] = (num("est"), num("se"), num("lo"), num("hi"))
+
+    def near(a, b):
+        return abs(a - b) <= 1e-6 * max(abs(b), 1e-9)
+
+    f = run_json("freq", ds, "STATEFIP")
+    assert f["design"]["method"] == "taylor"
+    for r in f["rows"]:
+        k = str(r["value"])
+        est, se, _, _ = want[("w", k)]
+        assert near(r["weighted"], est) and near(r["weighted_se"]["se"], se), (r, est, se)
+        est, se, lo, hi = want[("pct", k)]
+        u = r["percent_se"]
+        assert near(r["percent"], est) and near(u["se"], se) and near(u["lo"], lo) and near(u["hi"], hi), (r, want[("pct", k)])
+    m = run_json("means", ds, "INCTOT", "--by", "STATEFIP", "--median")
+    for g in m["groups"]:
+        est, se, lo, hi = want[("mean", str(g["by"][0]["value"]))]
+        u = g["mean_se"]
+        assert near(g["mean"], est) and near(u["se"], se) and near(u["lo"], lo) and near(u["hi"], hi), (g, est, se)
+    est, se, lo, hi = want[("median", "Total")]
+    q = m["total_quantiles"][0]
+    assert near(q["value"], est) and near(q["se"]["lo"], lo) and near(q["se"]["hi"], hi), (q, est, lo, hi)
+    assert abs(q["se"]["se"] - se) <= 1e-6 * max(se, 1.0)
