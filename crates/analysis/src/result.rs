@@ -6,7 +6,7 @@ use crate::survey::{
     proportions, ratio_variance, share_variance, DesignInfo, RaoScott, Survey, Uncertainty,
 };
 use crate::Pct;
-use microtab_engine::stats::{chi_square, ChiSquare};
+use microtab_engine::stats::{association, chi_square, Association, ChiSquare};
 use microtab_engine::{Category, Cube, Moments, Value, WeightCases};
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 use serde::Serialize;
@@ -416,6 +416,10 @@ pub struct Table {
     pub total: Totals,
     /// Chi-square test and Cramér's V (when asked for and defined).
     pub stats: Option<ChiSquare>,
+    /// Measures of association (`--stats`, without a design): the
+    /// likelihood-ratio chi-square, gamma, Kendall's tau-b and tau-c,
+    /// Somers' d, lambda, Pearson's r and Spearman's rho.
+    pub association: Option<Association>,
     /// Standard errors and intervals of the weighted cells (with a design).
     pub weighted_se: Option<Vec<Vec<Option<Uncertainty>>>>,
     /// Standard errors and logit intervals of the percentages (with a
@@ -460,6 +464,7 @@ impl Table {
                 weighted: None,
             },
             stats: None,
+            association: None,
             weighted_se: None,
             pct_se: None,
             rao_scott: None,
@@ -480,6 +485,9 @@ impl Serialize for Table {
         m.serialize_entry("col_totals", &self.col_totals)?;
         m.serialize_entry("total", &self.total)?;
         m.serialize_entry("stats", &StatsJson(&self.stats))?;
+        if self.stats.is_some() || self.association.is_some() {
+            m.serialize_entry("association", &self.association)?;
+        }
         if self.weighted_se.is_some() {
             m.serialize_entry("weighted_se", &self.weighted_se)?;
             m.serialize_entry("pct_se", &self.pct_se)?;
@@ -618,6 +626,7 @@ impl Crosstab {
             weighted,
             pct: None,
             stats: None,
+            association: None,
             weighted_se: None,
             pct_se: None,
             rao_scott: None,
@@ -628,6 +637,18 @@ impl Crosstab {
         // overstate significance (by N̂/n and the design effect): none.
         if self.stats && self.survey.is_none() {
             t.stats = chi_square(&m);
+            // Codes as numbers (Pearson's r), when every category has one.
+            let values = |cats: &[Category]| -> Option<Vec<f64>> {
+                cats.iter()
+                    .map(|c| match c.value {
+                        Value::Int(v) => Some(v as f64),
+                        Value::Num(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let (xs, ys) = (values(&t.rows), values(&t.cols));
+            t.association = association(&m, xs.as_deref(), ys.as_deref());
         }
         if let (Some(v), Some(tc)) = (&self.survey, &cube.taylor) {
             self.taylor_ses(&mut t, v, tc, &keep_r, &keep_c, &at, k);

@@ -189,3 +189,126 @@ mod tests {
         }
     }
 }
+
+/// Measures of association of a two-way table whose rows and columns are
+/// in the order of their codes (ordinal measures need that order).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Association {
+    /// Likelihood-ratio chi-square G² = 2 Σ O ln(O/E), on the Pearson
+    /// test's degrees of freedom.
+    pub lr_chi2: f64,
+    /// Upper-tail probability of G².
+    pub lr_p: f64,
+    /// Goodman–Kruskal gamma (P − Q)/(P + Q), P and Q the concordant and
+    /// discordant pairs (`None` without either).
+    pub gamma: Option<f64>,
+    /// Kendall's tau-b.
+    pub tau_b: Option<f64>,
+    /// Stuart's (Kendall's) tau-c.
+    pub tau_c: Option<f64>,
+    /// Somers' d with the column variable dependent.
+    pub somers_d_col: Option<f64>,
+    /// Somers' d with the row variable dependent.
+    pub somers_d_row: Option<f64>,
+    /// Goodman–Kruskal lambda predicting the column from the row.
+    pub lambda_col: Option<f64>,
+    /// Lambda predicting the row from the column.
+    pub lambda_row: Option<f64>,
+    /// Symmetric lambda.
+    pub lambda: Option<f64>,
+    /// Pearson's r of the codes (numeric codes only).
+    pub pearson_r: Option<f64>,
+    /// Spearman's rho: Pearson's r of the categories' mid-ranks.
+    pub spearman_rho: Option<f64>,
+}
+
+/// The association measures of the `r × c` table `t` (counts, or weighted
+/// counts, which the formulas treat as counts, as SAS does), rows and
+/// columns in code order; `xs`, `ys` the codes when numeric. `None` with
+/// fewer than two non-empty rows or columns.
+pub fn association(t: &[Vec<f64>], xs: Option<&[f64]>, ys: Option<&[f64]>) -> Option<Association> {
+    let chi = chi_square(t)?;
+    let (r, c) = (t.len(), t[0].len());
+    let rs: Vec<f64> = t.iter().map(|row| row.iter().sum()).collect();
+    let cs: Vec<f64> = (0..c).map(|j| t.iter().map(|row| row[j]).sum()).collect();
+    let n: f64 = rs.iter().sum();
+    let mut g2 = 0.0;
+    for i in 0..r {
+        for j in 0..c {
+            let o = t[i][j];
+            if o > 0.0 {
+                g2 += 2.0 * o * (o / (rs[i] * cs[j] / n)).ln();
+            }
+        }
+    }
+    // Concordant and discordant pairs from corner sums: below[i][j] =
+    // Σ_{k > i, l > j}, and Σ_{k > i, l < j}.
+    let mut se = vec![vec![0.0; c + 2]; r + 2];
+    let mut sw = vec![vec![0.0; c + 2]; r + 2];
+    for i in (0..r).rev() {
+        for j in (0..c).rev() {
+            se[i][j] = t[i][j] + se[i + 1][j] + se[i][j + 1] - se[i + 1][j + 1];
+        }
+        for j in 0..c {
+            // sw[i][j + 1]: Σ_{k ≥ i, l ≤ j}.
+            sw[i][j + 1] = t[i][j] + sw[i + 1][j + 1] + sw[i][j] - sw[i + 1][j];
+        }
+    }
+    let (mut p, mut q) = (0.0, 0.0);
+    for i in 0..r {
+        for j in 0..c {
+            p += t[i][j] * se[i + 1][j + 1];
+            q += t[i][j] * sw[i + 1][j];
+        }
+    }
+    let ratio = |a: f64, b: f64| (b != 0.0 && b.is_finite()).then(|| a / b);
+    let sr2: f64 = rs.iter().map(|x| x * x).sum();
+    let sc2: f64 = cs.iter().map(|x| x * x).sum();
+    let (wr, wc) = (n * n - sr2, n * n - sc2);
+    let m = r.min(c) as f64;
+    let max_c = cs.iter().cloned().fold(0.0, f64::max);
+    let max_r = rs.iter().cloned().fold(0.0, f64::max);
+    let row_max: f64 = t
+        .iter()
+        .map(|row| row.iter().cloned().fold(0.0, f64::max))
+        .sum();
+    let col_max: f64 = (0..c)
+        .map(|j| t.iter().map(|row| row[j]).fold(0.0, f64::max))
+        .sum();
+    // Pearson's r of scores given per row and column.
+    let corr = |x: &[f64], y: &[f64]| -> Option<f64> {
+        let mx = (0..r).map(|i| rs[i] * x[i]).sum::<f64>() / n;
+        let my = (0..c).map(|j| cs[j] * y[j]).sum::<f64>() / n;
+        let sxx: f64 = (0..r).map(|i| rs[i] * (x[i] - mx).powi(2)).sum();
+        let syy: f64 = (0..c).map(|j| cs[j] * (y[j] - my).powi(2)).sum();
+        let sxy: f64 = (0..r)
+            .flat_map(|i| (0..c).map(move |j| (i, j)))
+            .map(|(i, j)| t[i][j] * (x[i] - mx) * (y[j] - my))
+            .sum();
+        ratio(sxy, (sxx * syy).sqrt())
+    };
+    let midranks = |tot: &[f64]| -> Vec<f64> {
+        let mut cum = 0.0;
+        tot.iter()
+            .map(|&k| {
+                let m = cum + (k + 1.0) / 2.0;
+                cum += k;
+                m
+            })
+            .collect()
+    };
+    Some(Association {
+        lr_chi2: g2,
+        lr_p: upper_gamma_q(chi.df as f64 / 2.0, g2 / 2.0),
+        gamma: ratio(p - q, p + q),
+        tau_b: ratio(2.0 * (p - q), (wr * wc).sqrt()),
+        tau_c: ratio(2.0 * m * (p - q), n * n * (m - 1.0)),
+        somers_d_col: ratio(2.0 * (p - q), wr),
+        somers_d_row: ratio(2.0 * (p - q), wc),
+        lambda_col: ratio(row_max - max_c, n - max_c),
+        lambda_row: ratio(col_max - max_r, n - max_r),
+        lambda: ratio(row_max + col_max - max_c - max_r, 2.0 * n - max_c - max_r),
+        pearson_r: xs.zip(ys).and_then(|(x, y)| corr(x, y)),
+        spearman_rho: corr(&midranks(&rs), &midranks(&cs)),
+    })
+}

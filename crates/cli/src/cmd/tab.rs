@@ -225,6 +225,24 @@ pub fn run(a: Args) -> Result<()> {
                         ),
                         None => "Chi-square: not defined (fewer than two rows or columns)\n".into(),
                     };
+                    if let Some(a) = t.association {
+                        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+                        text += &format!(
+                            "Likelihood-ratio chi-square = {}, p = {:.4e}\nGamma = {}, Kendall's tau-b = {}, tau-c = {}, Somers' d (col|row) = {}, (row|col) = {}\nLambda (col|row) = {}, (row|col) = {}, symmetric = {}; Pearson's r = {}, Spearman's rho = {}\n",
+                            fmt_sig(a.lr_chi2, 6),
+                            a.lr_p,
+                            f(a.gamma),
+                            f(a.tau_b),
+                            f(a.tau_c),
+                            f(a.somers_d_col),
+                            f(a.somers_d_row),
+                            f(a.lambda_col),
+                            f(a.lambda_row),
+                            f(a.lambda),
+                            f(a.pearson_r),
+                            f(a.spearman_rho)
+                        );
+                    }
                 }
                 text.push('\n');
                 out.write_all(text.as_bytes())?;
