@@ -50,6 +50,11 @@ def test_ordinal_measures_match_scipy(ordinal, weighted):
     table = np.array(t["weighted"] if weighted else t["counts"], dtype=float)
     g2, p, _, _ = stats.chi2_contingency(table, correction=False, lambda_="log-likelihood")
     assert close(a["lr_chi2"], g2) and close(a["lr_p"], p, 1e-6)
+    # Eta: the share of the dependent codes' variance between groups.
+    for dep, grp, key in ((y, x, "eta_col"), (x, y, "eta_row")):
+        m = dep.mean()
+        within = sum(((dep[grp == g] - dep[grp == g].mean()) ** 2).sum() for g in np.unique(grp))
+        assert close(a[key], (1 - within / ((dep - m) ** 2).sum()) ** 0.5), key
     assert "Gamma =" in run(*args).stdout
 
 

@@ -220,6 +220,12 @@ pub struct Association {
     pub pearson_r: Option<f64>,
     /// Spearman's rho: Pearson's r of the categories' mid-ranks.
     pub spearman_rho: Option<f64>,
+    /// Eta, the correlation ratio, with the column's codes the interval
+    /// dependent and the rows its groups: sqrt(1 − SS_within / SS_total)
+    /// (numeric codes only).
+    pub eta_col: Option<f64>,
+    /// Eta with the row's codes dependent and the columns the groups.
+    pub eta_row: Option<f64>,
 }
 
 /// The association measures of the `r × c` table `t` (counts, or weighted
@@ -310,5 +316,44 @@ pub fn association(t: &[Vec<f64>], xs: Option<&[f64]>, ys: Option<&[f64]>) -> Op
         lambda: ratio(row_max + col_max - max_c - max_r, 2.0 * n - max_c - max_r),
         pearson_r: xs.zip(ys).and_then(|(x, y)| corr(x, y)),
         spearman_rho: corr(&midranks(&rs), &midranks(&cs)),
+        eta_col: ys.and_then(|y| eta(t, y, false)),
+        eta_row: xs.and_then(|x| eta(t, x, true)),
     })
+}
+
+/// The correlation ratio of table `t` with `v` the codes of the dependent
+/// dimension (the rows' when `rows`, else the columns') and the other
+/// dimension's categories the groups.
+fn eta(t: &[Vec<f64>], v: &[f64], rows: bool) -> Option<f64> {
+    let (r, c) = (t.len(), t[0].len());
+    // n(g, k): group g, dependent category k.
+    let at = |g: usize, k: usize| if rows { t[k][g] } else { t[g][k] };
+    let (groups, cats) = if rows { (c, r) } else { (r, c) };
+    let n: f64 = (0..groups)
+        .map(|g| (0..cats).map(|k| at(g, k)).sum::<f64>())
+        .sum();
+    let mean = (0..groups)
+        .map(|g| (0..cats).map(|k| at(g, k) * v[k]).sum::<f64>())
+        .sum::<f64>()
+        / n;
+    let total: f64 = (0..groups)
+        .map(|g| {
+            (0..cats)
+                .map(|k| at(g, k) * (v[k] - mean).powi(2))
+                .sum::<f64>()
+        })
+        .sum();
+    let within: f64 = (0..groups)
+        .map(|g| {
+            let ng: f64 = (0..cats).map(|k| at(g, k)).sum();
+            if ng == 0.0 {
+                return 0.0;
+            }
+            let mg = (0..cats).map(|k| at(g, k) * v[k]).sum::<f64>() / ng;
+            (0..cats)
+                .map(|k| at(g, k) * (v[k] - mg).powi(2))
+                .sum::<f64>()
+        })
+        .sum();
+    (total > 0.0).then(|| (1.0 - within / total).max(0.0).sqrt())
 }

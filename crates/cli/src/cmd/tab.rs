@@ -228,7 +228,7 @@ pub fn run(a: Args) -> Result<()> {
                     if let Some(a) = t.association {
                         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
                         text += &format!(
-                            "Likelihood-ratio chi-square = {}, p = {:.4e}\nGamma = {}, Kendall's tau-b = {}, tau-c = {}, Somers' d (col|row) = {}, (row|col) = {}\nLambda (col|row) = {}, (row|col) = {}, symmetric = {}; Pearson's r = {}, Spearman's rho = {}\n",
+                            "Likelihood-ratio chi-square = {}, p = {:.4e}\nGamma = {}, Kendall's tau-b = {}, tau-c = {}, Somers' d (col|row) = {}, (row|col) = {}\nLambda (col|row) = {}, (row|col) = {}, symmetric = {}; Pearson's r = {}, Spearman's rho = {}, eta (col|row) = {}, (row|col) = {}\n",
                             fmt_sig(a.lr_chi2, 6),
                             a.lr_p,
                             f(a.gamma),
@@ -240,7 +240,9 @@ pub fn run(a: Args) -> Result<()> {
                             f(a.lambda_row),
                             f(a.lambda),
                             f(a.pearson_r),
-                            f(a.spearman_rho)
+                            f(a.spearman_rho),
+                            f(a.eta_col),
+                            f(a.eta_row)
                         );
                     }
                 }
