@@ -143,8 +143,12 @@ fn verify_variables<'a>(ds: &Dataset, names: impl IntoIterator<Item = &'a String
 /// Checks the whole files of the request's variables when it asks to.
 fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
     if req.verify {
-        let names = q
+        let dims: Vec<String> = q
             .group_by
+            .iter()
+            .map(|s| microtab_engine::parse_dim(s).map(|d| d.name))
+            .collect::<std::result::Result<_, _>>()?;
+        let names = dims
             .iter()
             .chain(q.filter.iter().map(|t| &t.var))
             .chain(q.weight.iter())

@@ -100,14 +100,25 @@ fn execute<R>(
     finish: impl FnOnce(Vec<DimPlan>, Acc, &Plan<'_>, Option<&Column>, Option<&Column>) -> R,
 ) -> Result<R> {
     let rows = ds.rows() as usize;
-    // Open every column first so a bad name fails before any work.
-    let dim_cols: Vec<Column> = q
+    // Grouping arguments may recode (`AGE(r: 0-17; 18-*)`) or restrict
+    // (`AGE(18-65)`: a filter on the variable) their variable.
+    let specs: Vec<crate::recode::DimSpec> = q
         .group_by
         .iter()
-        .map(|n| ds.column(n))
-        .collect::<std::result::Result<_, _>>()?;
-    let filter_cols: Vec<Column> = q
+        .map(|s| crate::recode::parse_dim(s))
+        .collect::<Result<_>>()?;
+    let filter_terms: Vec<crate::Term> = q
         .filter
+        .iter()
+        .cloned()
+        .chain(specs.iter().filter_map(|s| s.valid.clone()))
+        .collect();
+    // Open every column first so a bad name fails before any work.
+    let dim_cols: Vec<Column> = specs
+        .iter()
+        .map(|s| ds.column(&s.name))
+        .collect::<std::result::Result<_, _>>()?;
+    let filter_cols: Vec<Column> = filter_terms
         .iter()
         .map(|t| ds.column(&t.var))
         .collect::<std::result::Result<_, _>>()?;
@@ -188,7 +199,7 @@ fn execute<R>(
             || (!q.include_missing && dim_cols.iter().any(|c| c.var().name == v.name))
     };
     let mut filters_kept: Vec<(Column, Predicate)> = Vec::new();
-    for (t, c) in q.filter.iter().zip(filter_cols) {
+    for (t, c) in filter_terms.iter().zip(filter_cols) {
         let dict = dict_of(ds, c.var())?;
         let pred = resolve(t, c.var(), &dict)?;
         if !(excluded_anyway(c.var()) && passes_all_valid(c.var(), &pred)) {
@@ -230,14 +241,17 @@ fn execute<R>(
     }
 
     let mut plans: Vec<DimPlan> = Vec::new();
-    for c in &dim_cols {
+    for (c, s) in dim_cols.iter().zip(&specs) {
         let dict = dict_of(ds, c.var())?;
-        plans.push(dim_categories(
-            c,
-            dict,
-            q.include_missing,
-            q.max_cells.unwrap_or(DEFAULT_MAX_CELLS),
-        )?);
+        plans.push(match &s.recode {
+            Some(groups) => crate::recode::recode_plan(c.var(), &dict, groups)?,
+            None => dim_categories(
+                c,
+                dict,
+                q.include_missing,
+                q.max_cells.unwrap_or(DEFAULT_MAX_CELLS),
+            )?,
+        });
     }
     let split = match (&q.split, &split_col) {
         (Some(s), Some(c)) => {

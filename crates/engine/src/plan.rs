@@ -74,6 +74,9 @@ pub(crate) struct DimPlan {
     pub keys: Vec<Option<i64>>,
     /// How values reach categories.
     pub map: DimMap,
+    /// A recode's lookup table: the first stored value, and each value's
+    /// category (`TRASH`: none) ([`crate::recode`]).
+    pub recode: Option<(i64, Vec<u32>)>,
 }
 
 /// How a grouping variable's values reach its categories.
@@ -329,6 +332,7 @@ pub(crate) fn dim_categories(
         categories,
         keys,
         map,
+        recode: None,
     })
 }
 
@@ -349,6 +353,16 @@ fn distinct_keys(col: &Column, limit: usize) -> microtab_store::Result<Option<Ve
 
 /// Builds the mapper of a dimension with `stride`.
 pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
+    if let Some((base, codes)) = &d.recode {
+        return Mapper::Table {
+            base: *base,
+            table: codes
+                .iter()
+                .map(|&g| if g == TRASH { TRASH } else { g * stride })
+                .collect(),
+            outside: TRASH,
+        };
+    }
     let null_entry = d
         .keys
         .iter()

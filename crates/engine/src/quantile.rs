@@ -123,6 +123,7 @@ pub(crate) fn split_dim(var: &Variable) -> DimPlan {
         categories: vec![cat(0, "≤"), cat(1, ">")],
         keys: vec![Some(0), Some(1)],
         map: DimMap::Table,
+        recode: None,
     }
 }
 

@@ -22,8 +22,10 @@ pub struct Args {
     dataset: PathBuf,
     /// Analysis variable.
     var: String,
-    /// Grouping variable(s); repeat or separate with commas.
-    #[arg(long, value_delimiter = ',', num_args = 1.., required = true)]
+    /// Grouping variable(s); repeat or separate with commas. Each may be
+    /// recoded, `AGE(r: 0-17 "Child"; 18-64; 65-*)`, or restricted,
+    /// `AGE(18-65)`.
+    #[arg(long, num_args = 1.., required = true)]
     by: Vec<String>,
     /// Also the weighted median of the analysis variable per group (with
     /// its Woodruff interval under a survey design).
@@ -37,6 +39,32 @@ pub struct Args {
     q: QueryArgs,
 }
 
+/// Splits `AGE SEX,RACE(r: 1; 2-9)` into its grouping arguments: at commas
+/// and spaces outside parentheses and quotes.
+fn split_specs(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
+    for c in s.chars() {
+        match c {
+            '"' => quote = !quote,
+            '(' if !quote => depth += 1,
+            ')' if !quote => depth -= 1,
+            _ => {}
+        }
+        if !quote && depth == 0 && (c == ',' || c.is_whitespace()) {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
 /// A quantile's column name: `median`, or `p90` for the 90th percentile.
 fn quantile_name(p: f64) -> String {
     if p == 0.5 {
@@ -48,10 +76,7 @@ fn quantile_name(p: f64) -> String {
 
 /// Computes and prints, group by group.
 pub fn run(a: Args) -> Result<()> {
-    let by: Vec<String> =
-        a.by.iter()
-            .flat_map(|b| b.split_whitespace().map(String::from))
-            .collect();
+    let by: Vec<String> = a.by.iter().flat_map(|b| split_specs(b)).collect();
     let analysis = Analysis::Means {
         var: a.var.clone(),
         by,

@@ -1,0 +1,208 @@
+//! Temporary recodes of a grouping variable inside a request (SDA's
+//! syntax): `AGE(r: 0-17 "Child"; 18-64 "Adult"; 65-* "Senior")` groups
+//! values and ranges into new categories (unmatched values and missing
+//! codes are missing), and `AGE(18-65)` keeps the variable's own categories
+//! but treats values outside the list as missing. Both are lookup tables
+//! built once per query: a recoded query scans as the raw one does.
+
+use crate::filter::{parse_filter, resolve, Predicate, Term};
+use crate::plan::{is_missing, DimMap, DimPlan, TRASH};
+use crate::value::Category;
+use crate::{Error, Result, Value};
+use microtab_store::{Kind, Variable};
+
+/// A grouping argument: a variable, recoded or restricted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DimSpec {
+    /// The variable.
+    pub name: String,
+    /// Groups of values becoming categories 1, 2, … (`r:`).
+    pub recode: Option<Vec<Group>>,
+    /// The values kept; others are missing (a filter on the variable).
+    pub valid: Option<Term>,
+}
+
+/// One group of a recode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Its values and ranges, as a filter term on the variable.
+    pub term: Term,
+    /// Its label (`"Adult"`), if given.
+    pub label: Option<String>,
+    /// The values as written (`18-64`).
+    pub text: String,
+}
+
+/// Splits `s` at `sep` outside double quotes.
+fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut quote, mut start) = (false, 0);
+    for (i, c) in s.char_indices() {
+        if c == '"' {
+            quote = !quote;
+        } else if c == sep && !quote {
+            out.push(&s[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// Parses a grouping argument: `NAME`, `NAME(items)` or `NAME(r: items
+/// ["label"]; …)`.
+pub fn parse_dim(spec: &str) -> Result<DimSpec> {
+    let s = spec.trim();
+    let Some(open) = s.find('(').filter(|_| s.ends_with(')')) else {
+        return Ok(DimSpec {
+            name: s.to_string(),
+            recode: None,
+            valid: None,
+        });
+    };
+    let name = s[..open].trim().to_string();
+    let inner = s[open + 1..s.len() - 1].trim();
+    let bad = |reason: String| Error::Filter {
+        text: spec.to_string(),
+        reason,
+    };
+    if name.is_empty() {
+        return Err(bad("expected a variable name before '('".into()));
+    }
+    let one_term = |items: &str| -> Result<Term> {
+        let mut terms = parse_filter(&format!("{name}({items})"))?;
+        if terms.len() != 1 {
+            return Err(bad(format!(
+                "'{items}' is not one list of values and ranges"
+            )));
+        }
+        Ok(terms.remove(0))
+    };
+    let lower = inner.to_ascii_lowercase();
+    let Some(rules) = lower.strip_prefix("r:").map(|_| &inner[2..]) else {
+        return Ok(DimSpec {
+            name: name.clone(),
+            recode: None,
+            valid: Some(one_term(inner)?),
+        });
+    };
+    let mut groups = Vec::new();
+    for g in split_outside_quotes(rules, ';') {
+        let g = g.trim();
+        if g.is_empty() {
+            continue;
+        }
+        // A trailing quoted label.
+        let (items, label) = match g
+            .strip_suffix('"')
+            .and_then(|h| h.rfind('"').map(|q| (h, q)))
+        {
+            Some((h, q)) => (h[..q].trim(), Some(h[q + 1..].to_string())),
+            None => (g, None),
+        };
+        if items.is_empty() {
+            return Err(bad(format!(
+                "group '{g}' has no values (expected e.g. 18-64 \"Adult\")"
+            )));
+        }
+        groups.push(Group {
+            term: one_term(items)?,
+            label,
+            text: items.to_string(),
+        });
+    }
+    if groups.is_empty() {
+        return Err(bad(
+            "a recode needs at least one group, as in AGE(r: 0-17 \"Child\"; 18-64; 65-*)".into(),
+        ));
+    }
+    Ok(DimSpec {
+        name,
+        recode: Some(groups),
+        valid: None,
+    })
+}
+
+/// Largest range of stored values a recode's lookup table spans.
+const MAX_RECODE_RANGE: i64 = 1 << 24;
+
+/// The categories of a recoded variable and its lookup table over the
+/// variable's stored range (each value's group, `TRASH` for values in no
+/// group, missing codes and the null code).
+pub(crate) fn recode_plan(var: &Variable, dict: &[String], groups: &[Group]) -> Result<DimPlan> {
+    if var.kind == Kind::Float {
+        return Err(Error::Invalid(format!(
+            "{}: recoding a floating-point variable is not supported (recode integer or implied-decimal variables)",
+            var.name
+        )));
+    }
+    let preds: Vec<Predicate> = groups
+        .iter()
+        .map(|g| resolve(&g.term, var, dict))
+        .collect::<Result<_>>()?;
+    let (lo, hi) = match (var.min, var.max) {
+        (Some(a), Some(b)) => (a.as_i64(), b.as_i64()),
+        _ => (0, -1),
+    };
+    if hi.saturating_sub(lo) >= MAX_RECODE_RANGE {
+        return Err(Error::TooLarge(format!(
+            "{}: its values span {} to {}, too wide a range for a recode's lookup table",
+            var.name, lo, hi
+        )));
+    }
+    let table: Vec<u32> = (lo..=hi)
+        .map(|v| {
+            if is_missing(var, v as f64) || var.null_code == Some(v) {
+                return TRASH;
+            }
+            preds
+                .iter()
+                .position(|p| p.test_int(v))
+                .map_or(TRASH, |g| g as u32)
+        })
+        .collect();
+    let categories = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            // An unlabeled group is labeled by its values, as SDA does.
+            let label = g.label.clone().unwrap_or_else(|| g.text.clone());
+            Category {
+                value: Value::Int(i as i64 + 1),
+                display: label.clone(),
+                label: Some(label),
+                missing: false,
+            }
+        })
+        .collect();
+    Ok(DimPlan {
+        var: var.clone(),
+        categories,
+        keys: (0..groups.len() as i64).map(Some).collect(),
+        map: DimMap::Table,
+        recode: Some((lo, table)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_recodes_and_valid_ranges() {
+        let d = parse_dim("AGE").unwrap();
+        assert!(d.recode.is_none() && d.valid.is_none() && d.name == "AGE");
+        let d = parse_dim("AGE(18-65)").unwrap();
+        assert!(d.valid.is_some() && d.recode.is_none());
+        let d = parse_dim(r#"AGE(r: 0-17 "Child; young"; 18-64 "Adult"; 65-*)"#).unwrap();
+        let g = d.recode.unwrap();
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[0].label.as_deref(), Some("Child; young"));
+        assert_eq!(g[2].label, None);
+        assert_eq!(g[2].text, "65-*");
+        let d = parse_dim("RACE(r: 1; 2, 3-5 \"Other\")").unwrap();
+        assert_eq!(d.recode.unwrap()[1].text, "2, 3-5");
+        assert!(parse_dim("AGE(r: )").is_err());
+        assert!(parse_dim("AGE(r: \"x\")").is_err());
+    }
+}

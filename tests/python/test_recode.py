@@ -1,0 +1,84 @@
+"""Temporary recodes and restricted ranges in grouping arguments (issue
+13, item 1): `AGE(r: 0-17 "Child"; 18-64 "Adult"; 65-*)` and
+`EDUC(6-11)`, in tab rows/columns/controls, freq and means --by, against
+DuckDB's CASE WHEN on the same CSV."""
+
+import shutil
+
+import duckdb
+import pytest
+
+from conftest import run, run_json
+
+
+@pytest.fixture(scope="module")
+def census(tmp_path_factory):
+    d = tmp_path_factory.mktemp("recode")
+    csv = d / "c.csv"
+    run("gen", "census", "--rows", "60000", "--seed", "3", "--out", csv)
+    ds = d / "c.mtab"
+    run("import", csv, ds, "--missing", "INCTOT=9999999", "--missing", "EDUC=11")
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true)")
+    return d, ds, con
+
+
+AGE = 'AGE(r: 0-17 "Child"; 18-64 "Adult"; 65-90)'
+AGE_SQL = "CASE WHEN AGE BETWEEN 0 AND 17 THEN 'Child' WHEN AGE BETWEEN 18 AND 64 THEN 'Adult' WHEN AGE BETWEEN 65 AND 90 THEN '65-90' END"
+
+
+def test_recoded_rows_match_duckdb(census):
+    _, ds, con = census
+    t = run_json("tab", ds, AGE, "SEX", "--weight", "PERWT")["tables"][0]
+    assert [r["label"] for r in t["rows"]] == ["Child", "Adult", "65-90"]
+    assert [r["value"] for r in t["rows"]] == [1, 2, 3]
+    want = {(a, s): (n, w) for a, s, n, w in con.execute(
+        f"SELECT {AGE_SQL} a, SEX, count(*), sum(PERWT) FROM c WHERE a IS NOT NULL GROUP BY ALL").fetchall()}
+    names = ["Child", "Adult", "65-90"]
+    for i, _ in enumerate(t["rows"]):
+        for j, cv in enumerate(t["cols"]):
+            n, w = want[(names[i], cv["value"])]
+            assert t["counts"][i][j] == n and abs(t["weighted"][i][j] - w) <= 1e-6 * w
+    # Ages 91+ fall in no group: missing, like an excluded code.
+    assert t["total"]["count"] == con.execute("SELECT count(*) FROM c WHERE AGE <= 90").fetchone()[0]
+
+
+def test_recoded_by_groups_and_controls_match_duckdb(census):
+    _, ds, con = census
+    # A missing code inside a group's range stays missing (EDUC 11).
+    spec = 'EDUC(r: 0-5 "low"; 6-8; 9-11 "high")'
+    m = run_json("means", ds, "INCTOT", "--by", f"{spec}, SEX", "--weight", "PERWT")
+    sql = ("SELECT CASE WHEN EDUC <= 5 THEN 1 WHEN EDUC <= 8 THEN 2 ELSE 3 END g, SEX, count(*), "
+           "sum(PERWT * INCTOT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 AND EDUC <> 11 GROUP BY ALL")
+    want = {(g, s): (n, mean) for g, s, n, mean in con.execute(sql).fetchall()}
+    got = {(g["by"][0]["value"], g["by"][1]["value"]): (g["n"], g["mean"]) for g in m["groups"]}
+    assert got.keys() == want.keys()
+    for k, (n, mean) in want.items():
+        assert got[k][0] == n and abs(got[k][1] - mean) <= 1e-9 * abs(mean), k
+    x = run_json("tab", ds, "SEX", "MARST", "--control", "AGE(r: 0-29; 30-*)")
+    assert [t["control"]["label"] for t in x["tables"]] == ["0-29", "30-*"]
+    n30 = con.execute("SELECT count(*) FROM c WHERE AGE >= 30").fetchone()[0]
+    assert x["tables"][1]["total"]["count"] == n30
+
+
+def test_restricted_range_is_missing_outside(census):
+    _, ds, con = census
+    f = run_json("freq", ds, "EDUC(6-9)")
+    got = {r["value"]: r["count"] for r in f["rows"]}
+    want = dict(con.execute("SELECT EDUC, count(*) FROM c WHERE EDUC BETWEEN 6 AND 9 GROUP BY 1").fetchall())
+    assert got == want
+    assert abs(sum(r["percent"] for r in f["rows"]) - 100) < 1e-9
+
+
+def test_recodes_over_several_datasets_and_bad_specs(census, tmp_path):
+    d, ds, _ = census
+    (tmp_path / "m").mkdir()
+    for n in ("a", "b"):
+        shutil.copytree(ds, tmp_path / "m" / f"{n}.mtab")
+    one = run_json("tab", ds, AGE, "SEX")["tables"][0]["counts"]
+    two = run_json("tab", f"{tmp_path}/m/*.mtab", AGE, "SEX")["tables"][0]["counts"]
+    assert two == [[2 * x for x in row] for row in one]
+    for spec, needle in (("AGE(r: )", "at least one group"), ('AGE(r: "x")', "no values"),
+                         ("AGE(r: 1-x)", "AGE")):
+        p = run("freq", ds, spec, ok=False)
+        assert needle in p.stderr, (spec, p.stderr)
