@@ -82,3 +82,28 @@ def test_recodes_over_several_datasets_and_bad_specs(census, tmp_path):
                          ("AGE(r: 1-x)", "AGE")):
         p = run("freq", ds, spec, ok=False)
         assert needle in p.stderr, (spec, p.stderr)
+
+
+def test_several_tables_in_one_request(census):
+    """`tab DS SEX,MARST EDUC,AGE(r: 0-64; 65-*)`: every row variable by
+    every column variable, one JSON line (CSV block) each, counts as
+    DuckDB's."""
+    import csv as csvmod
+    import json
+    _, ds, con = census
+    p = run("tab", ds, "SEX,MARST", "EDUC,AGE(r: 0-64; 65-*)", "--format", "json")
+    results = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["row_var"], r["col_var"]) for r in results] == [
+        ("SEX", "EDUC"), ("SEX", "AGE"), ("MARST", "EDUC"), ("MARST", "AGE")]
+    for r in results:
+        t = r["tables"][0]
+        col_sql = "CASE WHEN AGE <= 64 THEN 1 ELSE 2 END" if r["col_var"] == "AGE" else "EDUC"
+        where = "" if r["col_var"] == "AGE" else "WHERE EDUC <> 11"
+        want = {(a, b): n for a, b, n in con.execute(
+            f"SELECT {r['row_var']}, {col_sql}, count(*) FROM c {where} GROUP BY ALL").fetchall()}
+        got = {(rv["value"], cv["value"]): t["counts"][i][j]
+               for i, rv in enumerate(t["rows"]) for j, cv in enumerate(t["cols"]) if t["counts"][i][j]}
+        assert got == want, (r["row_var"], r["col_var"])
+    blocks = run("tab", ds, "SEX,MARST", "EDUC", "--format", "csv").stdout.split("\n\n")
+    assert len(blocks) == 2 and all(b.startswith("control,") for b in blocks)
+    assert sum(1 for _ in csvmod.DictReader(blocks[1].splitlines())) == 6 * 11

@@ -387,3 +387,29 @@ pub fn emit(text: &str) -> Result<()> {
     out.flush()?;
     Ok(())
 }
+
+/// Splits `AGE SEX,RACE(r: 1; 2-9)` into its grouping arguments: at commas
+/// and spaces outside parentheses and quotes.
+pub fn split_specs(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
+    for c in s.chars() {
+        match c {
+            '"' => quote = !quote,
+            '(' if !quote => depth += 1,
+            ')' if !quote => depth -= 1,
+            _ => {}
+        }
+        if !quote && depth == 0 && (c == ',' || c.is_whitespace()) {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}

@@ -1,8 +1,8 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
 use crate::common::{
-    answer_with, ci_text, csv_se, csv_se_head, design_note, se_text, weight_note, write_json,
-    Format, QueryArgs,
+    answer_with, ci_text, csv_se, csv_se_head, design_note, se_text, split_specs, weight_note,
+    write_json, Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -37,32 +37,6 @@ pub struct Args {
     percentile: Vec<f64>,
     #[command(flatten)]
     q: QueryArgs,
-}
-
-/// Splits `AGE SEX,RACE(r: 1; 2-9)` into its grouping arguments: at commas
-/// and spaces outside parentheses and quotes.
-fn split_specs(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
-    for c in s.chars() {
-        match c {
-            '"' => quote = !quote,
-            '(' if !quote => depth += 1,
-            ')' if !quote => depth -= 1,
-            _ => {}
-        }
-        if !quote && depth == 0 && (c == ',' || c.is_whitespace()) {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        } else {
-            cur.push(c);
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
 }
 
 /// A quantile's column name: `median`, or `p90` for the 90th percentile.

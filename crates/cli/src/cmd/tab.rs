@@ -1,8 +1,8 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
 use crate::common::{
-    answer, csv_se, csv_se_head, design_note, se_text, weight_note, write_json, Format, QueryArgs,
-    ShowArgs,
+    answer, csv_se, csv_se_head, design_note, se_text, split_specs, weight_note, write_json,
+    Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -42,9 +42,11 @@ pub struct Args {
     /// Dataset directory, or a quoted pattern naming several datasets with
     /// the same variables ('years/*.mtab'), answered as one.
     dataset: PathBuf,
-    /// Row variable.
+    /// Row variable (recoded or restricted as in `AGE(r: 0-17; 18-*)`);
+    /// several, separated by commas, give one table each.
     row: String,
-    /// Column variable.
+    /// Column variable; several, separated by commas, give one table
+    /// each (every row variable by every column variable).
     col: String,
     /// Control variable: one table per category.
     #[arg(long)]
@@ -61,11 +63,29 @@ pub struct Args {
     show: ShowArgs,
 }
 
-/// Tabulates and prints, table by table as they are cut from the cube.
+/// Tabulates and prints every row variable by every column variable, in
+/// that order (JSON: one line per pair; CSV: one block per pair).
 pub fn run(a: Args) -> Result<()> {
+    let (rows, cols) = (split_specs(&a.row), split_specs(&a.col));
+    if rows.is_empty() || cols.is_empty() {
+        anyhow::bail!("expected a row and a column variable");
+    }
+    let mut first = true;
+    for r in &rows {
+        for c in &cols {
+            tabulate(&a, r, c, first)?;
+            first = false;
+        }
+    }
+    Ok(())
+}
+
+/// Tabulates `row` by `col` and prints, table by table as they are cut
+/// from the cube (`first`: the first pair of the request).
+fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
     let analysis = Analysis::Tab {
-        row: a.row.clone(),
-        col: a.col.clone(),
+        row: row.to_string(),
+        col: col.to_string(),
         control: a.control.clone(),
         pct: a.pct.map(Into::into),
         stats: a.stats,
@@ -77,6 +97,9 @@ pub fn run(a: Args) -> Result<()> {
     match a.q.format {
         Format::Json => write_json(&mut out, &x)?,
         Format::Csv => {
+            if !first {
+                out.write_all(b"\n")?;
+            }
             let se = x.context.design.is_some();
             let mut head: Vec<String> = [
                 "control",
