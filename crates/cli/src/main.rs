@@ -39,6 +39,10 @@ enum Command {
     Label(cmd::label::Args),
     /// Set, show or clear the survey design (weight, replicate weights) every query uses.
     Design(cmd::design::Args),
+    /// Rename a variable.
+    Rename(cmd::vars::RenameArgs),
+    /// Remove variables.
+    Drop(cmd::vars::DropArgs),
     /// Check every file of a dataset against its checksums.
     Verify(cmd::verify::Args),
     /// Measure this machine's best read settings and save them.
@@ -60,6 +64,8 @@ fn main() {
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
         Command::Design(a) => cmd::design::run(a),
+        Command::Rename(a) => cmd::vars::rename(a),
+        Command::Drop(a) => cmd::vars::drop(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Tune(a) => cmd::tune::run(a),
         Command::Iobench(a) => cmd::iobench::run(a),

@@ -13,4 +13,5 @@ pub mod means;
 pub mod missing;
 pub mod tab;
 pub mod tune;
+pub mod vars;
 pub mod verify;
