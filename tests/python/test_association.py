@@ -82,3 +82,25 @@ def test_gamma_and_lambda_by_hand(tmp_path):
     run("import", path, tmp_path / "s.mtab")
     a = run_json("tab", tmp_path / "s.mtab", "A", "B", "--stats")["tables"][0]["association"]
     assert a["pearson_r"] is None and close(a["gamma"], 21 / 23)
+
+
+def test_p_values_below_df_and_empty_rows(tmp_path):
+    """Found by review: a chi-square below its (large) df had p NaN; tau-c
+    counted a row whose weights are all 0."""
+    rng = random.Random(8)
+    lines = ["A,B"] + [f"{rng.randint(1, 20)},{rng.randint(1, 20)}" for _ in range(60)]
+    path = write(tmp_path / "s.csv", "\n".join(lines) + "\n")
+    run("import", path, tmp_path / "s.mtab")
+    t = run_json("tab", tmp_path / "s.mtab", "A", "B", "--stats")["tables"][0]
+    table = np.array(t["counts"], dtype=float)
+    chi2, p, dof, _ = stats.chi2_contingency(table, correction=False)
+    g2, lp, _, _ = stats.chi2_contingency(table, correction=False, lambda_="log-likelihood")
+    assert close(t["stats"]["p"], p, 1e-6) and close(t["association"]["lr_p"], lp, 1e-6)
+    rows = [(1, 1, 2), (1, 2, 1), (2, 1, 0), (2, 3, 0), (3, 2, 3), (3, 3, 1), (1, 3, 2), (3, 1, 1)]
+    path = write(tmp_path / "z.csv", "R,C,W\n" + "\n".join(f"{r},{c},{w}" for r, c, w in rows) + "\n")
+    run("import", path, tmp_path / "z.mtab")
+    a = run_json("tab", tmp_path / "z.mtab", "R", "C", "--weight", "W", "--stats")["tables"][0]["association"]
+    w = np.array([x[2] for x in rows])
+    x = np.repeat([r[0] for r in rows], w)
+    y = np.repeat([r[1] for r in rows], w)
+    assert close(a["tau_c"], stats.kendalltau(x, y, variant="c").statistic)

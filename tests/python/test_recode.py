@@ -107,3 +107,20 @@ def test_several_tables_in_one_request(census):
     blocks = run("tab", ds, "SEX,MARST", "EDUC", "--format", "csv").stdout.split("\n\n")
     assert len(blocks) == 2 and all(b.startswith("control,") for b in blocks)
     assert sum(1 for _ in csvmod.DictReader(blocks[1].splitlines())) == 6 * 11
+
+
+def test_recodes_with_missing_shown_and_spelling(census, tmp_path):
+    """--include-missing shows the recoded variable's missing codes and
+    empty values after its groups; `r :` with a space; clear errors."""
+    from conftest import write
+    lines = ["M,K"] + [f"{m},1" for m in ("1", "2", "3", "9", "9", "", "4")]
+    path = write(tmp_path / "m.csv", "\n".join(lines) + "\n")
+    ds = tmp_path / "m.mtab"
+    run("import", path, ds, "--missing", "M=9")
+    f = run_json("freq", ds, 'M(r: 1-2 "lo"; 3-*)', "--include-missing")
+    got = [(r["label"], r["count"], r["missing"]) for r in f["rows"]]
+    assert got == [("lo", 2, False), ("3-*", 2, False), (None, 2, True), (None, 1, True)], got
+    assert [r["percent"] for r in f["rows"]][:2] == [50.0, 50.0]
+    assert run_json("freq", ds, 'M(r : 1-2; 3-*)')["total"]["count"] == 4
+    p = run("freq", ds, "M(r: 1-x)", ok=False)
+    assert "bad recode of M" in p.stderr and "1-x" in p.stderr

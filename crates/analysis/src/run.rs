@@ -146,7 +146,7 @@ fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
         let dims: Vec<String> = q
             .group_by
             .iter()
-            .map(|s| microtab_engine::parse_dim(s).map(|d| d.name))
+            .map(|s| microtab_engine::parse_dim_in(ds, s).map(|d| d.name))
             .collect::<std::result::Result<_, _>>()?;
         let names = dims
             .iter()

@@ -391,6 +391,12 @@ pub fn emit(text: &str) -> Result<()> {
 /// Splits `AGE SEX,RACE(r: 1; 2-9)` into its grouping arguments: at commas
 /// and spaces outside parentheses and quotes.
 pub fn split_specs(s: &str) -> Vec<String> {
+    split_list(s, true)
+}
+
+/// Splits `s` at commas (and, with `spaces`, whitespace) outside
+/// parentheses and quotes.
+pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
     let mut out = Vec::new();
     let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
     for c in s.chars() {
@@ -400,7 +406,7 @@ pub fn split_specs(s: &str) -> Vec<String> {
             ')' if !quote => depth -= 1,
             _ => {}
         }
-        if !quote && depth == 0 && (c == ',' || c.is_whitespace()) {
+        if !quote && depth == 0 && (c == ',' || (spaces && c.is_whitespace())) {
             if !cur.is_empty() {
                 out.push(std::mem::take(&mut cur));
             }
@@ -408,8 +414,10 @@ pub fn split_specs(s: &str) -> Vec<String> {
             cur.push(c);
         }
     }
-    if !cur.is_empty() {
-        out.push(cur);
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
     }
+    out.iter_mut().for_each(|x| *x = x.trim().to_string());
+    out.retain(|x| !x.is_empty());
     out
 }

@@ -105,7 +105,7 @@ fn execute<R>(
     let specs: Vec<crate::recode::DimSpec> = q
         .group_by
         .iter()
-        .map(|s| crate::recode::parse_dim(s))
+        .map(|s| crate::recode::parse_dim_in(ds, s))
         .collect::<Result<_>>()?;
     let filter_terms: Vec<crate::Term> = q
         .filter
@@ -244,7 +244,7 @@ fn execute<R>(
     for (c, s) in dim_cols.iter().zip(&specs) {
         let dict = dict_of(ds, c.var())?;
         plans.push(match &s.recode {
-            Some(groups) => crate::recode::recode_plan(c.var(), &dict, groups)?,
+            Some(groups) => crate::recode::recode_plan(c.var(), &dict, groups, q.include_missing)?,
             None => dim_categories(
                 c,
                 dict,

@@ -55,7 +55,7 @@ pub use filter::{parse_filter, Term};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::{Distribution, Split};
-pub use recode::{parse_dim, DimSpec, Group};
+pub use recode::{parse_dim, parse_dim_in, DimSpec, Group};
 pub use scan::ScanOptions;
 pub use taylor::{Margin, MarginCov, TaylorCells, TaylorQuery, MAX_FULL};
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};

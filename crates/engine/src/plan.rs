@@ -354,13 +354,20 @@ fn distinct_keys(col: &Column, limit: usize) -> microtab_store::Result<Option<Ve
 /// Builds the mapper of a dimension with `stride`.
 pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
     if let Some((base, codes)) = &d.recode {
+        // Outside the range: the null code (a category of its own with
+        // --include-missing).
+        let outside = d
+            .keys
+            .iter()
+            .position(|k| k.is_none())
+            .map_or(TRASH, |i| i as u32 * stride);
         return Mapper::Table {
             base: *base,
             table: codes
                 .iter()
                 .map(|&g| if g == TRASH { TRASH } else { g * stride })
                 .collect(),
-            outside: TRASH,
+            outside,
         };
     }
     let null_entry = d

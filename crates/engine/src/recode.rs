@@ -50,27 +50,44 @@ fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
 }
 
 /// Parses a grouping argument: `NAME`, `NAME(items)` or `NAME(r: items
-/// ["label"]; …)`.
+/// ["label"]; …)`; a name with spaces or parentheses is quoted
+/// (`"Body Mass (g)"(r: 0-3000; 3001-*)`). A caller holding the dataset
+/// takes an argument that is a variable's whole name as that variable
+/// first ([`parse_dim_in`]).
 pub fn parse_dim(spec: &str) -> Result<DimSpec> {
     let s = spec.trim();
-    let Some(open) = s.find('(').filter(|_| s.ends_with(')')) else {
-        return Ok(DimSpec {
-            name: s.to_string(),
-            recode: None,
-            valid: None,
-        });
+    let plain = |name: &str| DimSpec {
+        name: name.to_string(),
+        recode: None,
+        valid: None,
     };
-    let name = s[..open].trim().to_string();
-    let inner = s[open + 1..s.len() - 1].trim();
-    let bad = |reason: String| Error::Filter {
-        text: spec.to_string(),
-        reason,
+    let (name, rest) = match s.strip_prefix('"') {
+        Some(q) => match q.find('"') {
+            Some(e) => (q[..e].to_string(), q[e + 1..].trim()),
+            None => return Ok(plain(s)),
+        },
+        None => match s.find('(').filter(|_| s.ends_with(')')) {
+            Some(open) => (s[..open].trim().to_string(), &s[open..]),
+            None => return Ok(plain(s)),
+        },
     };
+    if rest.is_empty() {
+        return Ok(plain(&name));
+    }
+    let Some(inner) = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
+        return Ok(plain(s));
+    };
+    let inner = inner.trim();
+    let quoted = format!("\"{name}\"");
+    let bad = |reason: String| Error::Invalid(format!("bad grouping argument '{spec}': {reason}"));
     if name.is_empty() {
         return Err(bad("expected a variable name before '('".into()));
     }
     let one_term = |items: &str| -> Result<Term> {
-        let mut terms = parse_filter(&format!("{name}({items})"))?;
+        let mut terms = parse_filter(&format!("{quoted}({items})")).map_err(|e| match e {
+            Error::Filter { reason, .. } => bad(format!("{reason} (in '{items}')")),
+            e => e,
+        })?;
         if terms.len() != 1 {
             return Err(bad(format!(
                 "'{items}' is not one list of values and ranges"
@@ -78,8 +95,12 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         }
         Ok(terms.remove(0))
     };
-    let lower = inner.to_ascii_lowercase();
-    let Some(rules) = lower.strip_prefix("r:").map(|_| &inner[2..]) else {
+    // `r:` (any case, spaces allowed before the colon) starts the groups.
+    let rules = inner
+        .strip_prefix(['r', 'R'])
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix(':'));
+    let Some(rules) = rules else {
         return Ok(DimSpec {
             name: name.clone(),
             recode: None,
@@ -129,7 +150,12 @@ const MAX_RECODE_RANGE: i64 = 1 << 24;
 /// The categories of a recoded variable and its lookup table over the
 /// variable's stored range (each value's group, `TRASH` for values in no
 /// group, missing codes and the null code).
-pub(crate) fn recode_plan(var: &Variable, dict: &[String], groups: &[Group]) -> Result<DimPlan> {
+pub(crate) fn recode_plan(
+    var: &Variable,
+    dict: &[String],
+    groups: &[Group],
+    include_missing: bool,
+) -> Result<DimPlan> {
     if var.kind == Kind::Float {
         return Err(Error::Invalid(format!(
             "{}: recoding a floating-point variable is not supported (recode integer or implied-decimal variables)",
@@ -138,7 +164,15 @@ pub(crate) fn recode_plan(var: &Variable, dict: &[String], groups: &[Group]) -> 
     }
     let preds: Vec<Predicate> = groups
         .iter()
-        .map(|g| resolve(&g.term, var, dict))
+        .map(|g| {
+            resolve(&g.term, var, dict).map_err(|e| match e {
+                Error::Filter { reason, .. } => Error::Invalid(format!(
+                    "bad recode of {}: {reason} (in the group '{}')",
+                    var.name, g.text
+                )),
+                e => e,
+            })
+        })
         .collect::<Result<_>>()?;
     let (lo, hi) = match (var.min, var.max) {
         (Some(a), Some(b)) => (a.as_i64(), b.as_i64()),
@@ -150,8 +184,37 @@ pub(crate) fn recode_plan(var: &Variable, dict: &[String], groups: &[Group]) -> 
             var.name, lo, hi
         )));
     }
+    // With --include-missing, the missing codes that occur and
+    // system-missing follow the groups as categories of their own.
+    let k = groups.len() as u32;
+    let mut extra: Vec<(Option<i64>, Category)> = Vec::new();
+    if include_missing {
+        let mut codes: Vec<i64> = var
+            .missing_codes
+            .iter()
+            .map(|&c| c as i64)
+            .filter(|&c| c >= lo && c <= hi)
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        for c in codes {
+            extra.push((Some(c), crate::plan::key_category(var, dict, c)));
+        }
+        if var.nulls > 0 {
+            extra.push((None, crate::value::null_category()));
+        }
+    }
+    let extra_of = |v: i64| -> Option<u32> {
+        extra
+            .iter()
+            .position(|(key, _)| *key == Some(v))
+            .map(|i| k + i as u32)
+    };
     let table: Vec<u32> = (lo..=hi)
         .map(|v| {
+            if let Some(e) = extra_of(v) {
+                return e;
+            }
             if is_missing(var, v as f64) || var.null_code == Some(v) {
                 return TRASH;
             }
@@ -161,7 +224,7 @@ pub(crate) fn recode_plan(var: &Variable, dict: &[String], groups: &[Group]) -> 
                 .map_or(TRASH, |g| g as u32)
         })
         .collect();
-    let categories = groups
+    let mut categories: Vec<Category> = groups
         .iter()
         .enumerate()
         .map(|(i, g)| {
@@ -175,13 +238,31 @@ pub(crate) fn recode_plan(var: &Variable, dict: &[String], groups: &[Group]) -> 
             }
         })
         .collect();
+    let mut keys: Vec<Option<i64>> = (0..groups.len() as i64).map(Some).collect();
+    for (key, cat) in extra {
+        keys.push(key);
+        categories.push(cat);
+    }
     Ok(DimPlan {
         var: var.clone(),
         categories,
-        keys: (0..groups.len() as i64).map(Some).collect(),
+        keys,
         map: DimMap::Table,
         recode: Some((lo, table)),
     })
+}
+
+/// [`parse_dim`], except that an argument naming one of `ds`'s variables
+/// whole (`c 2 (float)`) is that variable.
+pub fn parse_dim_in(ds: &microtab_store::Dataset, spec: &str) -> Result<DimSpec> {
+    match ds.variable(spec.trim()) {
+        Ok(v) => Ok(DimSpec {
+            name: v.name.clone(),
+            recode: None,
+            valid: None,
+        }),
+        Err(_) => parse_dim(spec),
+    }
 }
 
 #[cfg(test)]
@@ -203,6 +284,9 @@ mod tests {
         let d = parse_dim("RACE(r: 1; 2, 3-5 \"Other\")").unwrap();
         assert_eq!(d.recode.unwrap()[1].text, "2, 3-5");
         assert!(parse_dim("AGE(r: )").is_err());
+        let d = parse_dim(r#""Body Mass (g)"(r: 0-3000; 3001-*)"#).unwrap();
+        assert_eq!(d.name, "Body Mass (g)");
+        assert_eq!(d.recode.unwrap().len(), 2);
         assert!(parse_dim("AGE(r: \"x\")").is_err());
     }
 }

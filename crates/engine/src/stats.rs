@@ -97,17 +97,18 @@ pub fn beta_quantile(q: f64, a: f64, b: f64) -> f64 {
 
 /// Regularized upper incomplete gamma Q(a, x), accurate in the far tail.
 ///
-/// `puruspe::gammq` computes the tail as 1 − P and returns 0 below ~1e-16;
-/// chi-square p-values of large tables live far below that, so the tail uses
-/// the continued fraction directly (Numerical Recipes §6.2, modified Lentz).
+/// Below `a + 1` statrs' `gamma_ur` (puruspe's `gammq` gave NaN there for
+/// large `a`: the p of a 20 × 20 table's chi-square below its df); above,
+/// where the tail can be far below 1e-16, the continued fraction directly
+/// (Numerical Recipes §6.2, modified Lentz).
 pub fn upper_gamma_q(a: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 1.0;
     }
     if x < a + 1.0 {
-        return puruspe::gammq(a, x);
+        return statrs::function::gamma::gamma_ur(a, x);
     }
-    let ln_front = -x + a * x.ln() - puruspe::ln_gamma(a);
+    let ln_front = -x + a * x.ln() - statrs::function::gamma::ln_gamma(a);
     let tiny = 1e-300;
     let mut b = x + 1.0 - a;
     let mut c = 1.0 / tiny;
@@ -271,7 +272,11 @@ pub fn association(t: &[Vec<f64>], xs: Option<&[f64]>, ys: Option<&[f64]>) -> Op
     let sr2: f64 = rs.iter().map(|x| x * x).sum();
     let sc2: f64 = cs.iter().map(|x| x * x).sum();
     let (wr, wc) = (n * n - sr2, n * n - sc2);
-    let m = r.min(c) as f64;
+    // Rows and columns with a total (an all-zero row is no category of
+    // the data: Cramér's V and the df leave it out too).
+    let rk = rs.iter().filter(|&&x| x != 0.0).count();
+    let ck = cs.iter().filter(|&&x| x != 0.0).count();
+    let m = rk.min(ck) as f64;
     let max_c = cs.iter().cloned().fold(0.0, f64::max);
     let max_r = rs.iter().cloned().fold(0.0, f64::max);
     let row_max: f64 = t

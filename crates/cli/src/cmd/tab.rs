@@ -1,8 +1,8 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
 use crate::common::{
-    answer, csv_se, csv_se_head, design_note, se_text, split_specs, weight_note, write_json,
-    Format, QueryArgs, ShowArgs,
+    answer, csv_se, csv_se_head, design_note, se_text, split_list, weight_note, write_json, Format,
+    QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -66,7 +66,8 @@ pub struct Args {
 /// Tabulates and prints every row variable by every column variable, in
 /// that order (JSON: one line per pair; CSV: one block per pair).
 pub fn run(a: Args) -> Result<()> {
-    let (rows, cols) = (split_specs(&a.row), split_specs(&a.col));
+    // Commas separate variables; a name may hold spaces.
+    let (rows, cols) = (split_list(&a.row, false), split_list(&a.col, false));
     if rows.is_empty() || cols.is_empty() {
         anyhow::bail!("expected a row and a column variable");
     }
