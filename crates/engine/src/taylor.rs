@@ -443,7 +443,14 @@ impl TaylorAcc {
                 }
             }
         }
-        let k = p.coef[h][0];
+        self.products(p, p.coef[h][0], z);
+    }
+
+    /// Adds `k` times the products of the totals `z` (combined by cell):
+    /// of each cell's, of its margins' groups', of each cell's with its
+    /// groups', and of every pair of cells of one table. A PSU's with
+    /// `k = c_h`; a stratum's with `k = −d_h` (the centring).
+    fn products(&mut self, p: &TaylorPlan<'_>, k: f64, z: &[(u32, f64, f64, f64)]) {
         if k == 0.0 {
             return;
         }
@@ -577,68 +584,18 @@ impl TaylorAcc {
         };
         by_stratum.sort_unstable_by_key(|e| (e.0, e.1));
         let avg = Average::new(p, &by_stratum);
-        let mut gsum: Vec<Vec<[f64; 2]>> =
-            p.groups.iter().map(|(_, g)| vec![[0.0; 2]; *g]).collect();
         let mut i = 0;
+        let mut part: Entries = Vec::new();
         while i < by_stratum.len() {
             let h = by_stratum[i].0;
-            let mut e = i;
-            while e < by_stratum.len() && by_stratum[e].0 == h {
-                e += 1;
+            part.clear();
+            while i < by_stratum.len() && by_stratum[i].0 == h {
+                let (_, c, w, y) = by_stratum[i];
+                part.push((c, w, y, 1.0));
+                i += 1;
             }
-            let part = &by_stratum[i..e];
-            i = e;
-            let d = p.coef[h][1];
-            if d == 0.0 {
-                continue;
-            }
-            for &(_, c, w, y) in part {
-                let t = &mut self.cell[c as usize];
-                t[0] -= d * w * w;
-                t[1] -= d * w * y;
-                t[2] -= d * y * y;
-            }
-            for (m, (map, _)) in p.groups.iter().enumerate() {
-                let g = &mut gsum[m];
-                for &(_, c, w, y) in part {
-                    let x = map[c as usize];
-                    if x != NONE {
-                        g[x as usize][0] += w;
-                        g[x as usize][1] += y;
-                    }
-                }
-                for &(_, c, w, _) in part {
-                    let x = map[c as usize];
-                    if x != NONE {
-                        self.cross[m][c as usize] -= d * w * g[x as usize][0];
-                    }
-                }
-                for &(_, c, _, _) in part {
-                    let x = map[c as usize];
-                    if x != NONE && g[x as usize] != [0.0; 2] {
-                        let [w, y] = g[x as usize];
-                        let t = &mut self.groups[m][x as usize];
-                        t[0] -= d * w * w;
-                        t[1] -= d * w * y;
-                        t[2] -= d * y * y;
-                        g[x as usize] = [0.0; 2];
-                    }
-                }
-            }
-            if let Some((table, pos, size, _)) = &p.full {
-                for &(_, a, wa, _) in part {
-                    let ta = table[a as usize];
-                    if ta == NONE {
-                        continue;
-                    }
-                    let base = ta as usize * size * size + pos[a as usize] as usize * size;
-                    for &(_, b, wb, _) in part {
-                        if table[b as usize] == ta {
-                            self.full[base + pos[b as usize] as usize] -= d * wa * wb;
-                        }
-                    }
-                }
-            }
+            // The stratum's totals enter as a PSU's would, times −d_h.
+            self.products(p, -p.coef[h][1], &part);
         }
         // To displayed units and the compacted cube.
         let unit = [ws * ws, ws * ws * xs, ws * ws * xs * xs];
