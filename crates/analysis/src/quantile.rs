@@ -244,38 +244,24 @@ fn overall_share(
     above: Option<usize>,
     v: &Survey,
 ) -> Option<(f64, f64)> {
-    let w = w?;
     let ns = cube.dims.last()?.categories.len();
     let sum = |x: &[f64], k: Option<usize>| -> f64 {
         k.map_or(0.0, |k| (0..groups).map(|g| x[g * ns + k]).sum())
     };
-    let (wb, wa) = (sum(w, below), sum(w, above));
-    let base = wb + wa;
-    if base == 0.0 {
-        return None;
-    }
-    let m = wb / base;
-    let var = if let Some(reps) = &cube.replicates {
-        let rm: Vec<f64> = reps
-            .w
-            .iter()
-            .map(|rw| {
-                let (b, a) = (sum(rw, below), sum(rw, above));
-                b / (a + b)
-            })
-            .collect();
-        v.variance(m, &rm)
-    } else if let Some(t) = &cube.taylor {
-        let (halves, all) = (&t.margins[0], &t.margins[1]);
-        let vb = below.map_or(0.0, |k| halves.var[k][0]);
-        let va = above.map_or(0.0, |k| halves.var[k][0]);
-        let vt = all.var.first()?[0];
-        let cov = (vt + vb - va) / 2.0;
-        all.scale.first()? * ratio_variance(wb, base, [vb, cov, vt])
-    } else {
-        return None;
-    };
-    Some((m, var))
+    split_share(
+        cube,
+        w?,
+        |x| (sum(x, below), sum(x, above)),
+        v,
+        |t, wb, base| {
+            let (halves, all) = (&t.margins[0], &t.margins[1]);
+            let vb = below.map_or(0.0, |k| halves.var[k][0]);
+            let va = above.map_or(0.0, |k| halves.var[k][0]);
+            let vt = all.var.first()?[0];
+            let cov = (vt + vb - va) / 2.0;
+            Some(all.scale.first()? * ratio_variance(wb, base, [vb, cov, vt]))
+        },
+    )
 }
 
 /// The share below of the group whose cells start at `g0`, and its
@@ -288,10 +274,40 @@ fn share(
     above: Option<usize>,
     v: &Survey,
 ) -> Option<(f64, f64)> {
-    let w = w?;
     let at = |k: Option<usize>| k.map(|k| g0 + k);
-    let wb = at(below).map_or(0.0, |c| w[c]);
-    let wa = at(above).map_or(0.0, |c| w[c]);
+    let cell = |x: &[f64], k: Option<usize>| at(k).map_or(0.0, |c| x[c]);
+    split_share(
+        cube,
+        w?,
+        |x| (cell(x, below), cell(x, above)),
+        v,
+        |t, wb, base| {
+            let mc = &t.margins[0];
+            Some(match at(below) {
+                Some(c) => {
+                    let x = mc.group[c]?;
+                    mc.scale[x]
+                        * ratio_variance(wb, base, [t.cell[c][0], mc.cross[c], mc.var[x][0]])
+                }
+                // No record below: a share of 0 without variance.
+                None => 0.0,
+            })
+        },
+    )
+}
+
+/// The share `m̂ = below / (below + above)` of the weights `w` and its
+/// variance: `halves` sums a weight vector's two halves (the full sample's,
+/// then each replicate's), `taylor` gives the Taylor variance from the
+/// cube's covariances, `below` and the base.
+fn split_share(
+    cube: &Cube,
+    w: &[f64],
+    halves: impl Fn(&[f64]) -> (f64, f64),
+    v: &Survey,
+    taylor: impl FnOnce(&microtab_engine::TaylorCells, f64, f64) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    let (wb, wa) = halves(w);
     let base = wb + wa;
     if base == 0.0 {
         return None;
@@ -302,24 +318,13 @@ fn share(
             .w
             .iter()
             .map(|rw| {
-                let b = at(below).map_or(0.0, |c| rw[c]);
-                let a = at(above).map_or(0.0, |c| rw[c]);
+                let (b, a) = halves(rw);
                 b / (a + b)
             })
             .collect();
         v.variance(m, &rm)
-    } else if let Some(t) = &cube.taylor {
-        let mc = &t.margins[0];
-        match at(below) {
-            Some(c) => {
-                let x = mc.group[c]?;
-                mc.scale[x] * ratio_variance(wb, base, [t.cell[c][0], mc.cross[c], mc.var[x][0]])
-            }
-            // No record below: a share of 0 without variance.
-            None => 0.0,
-        }
     } else {
-        return None;
+        taylor(cube.taylor.as_ref()?, wb, base)?
     };
     Some((m, var))
 }
