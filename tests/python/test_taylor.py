@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from conftest import run, run_json, write
-from test_survey import DEFF_R, KG_R, R, check, check_deff, check_kg, close, rep_data  # noqa: F401
+from test_survey import DEFF_R, KG_R, R, check_estimates, close, rep_data  # noqa: F401
 
 ROWS = 3000
 STRATA = 7
@@ -148,45 +148,10 @@ def compare_with_r(d, csv_path, ds, strata="", cluster="", fpc="", lonely="fail"
     f = run_json("freq", ds, "EDUC")
     assert f["design"]["method"] == "taylor" and f["weight"] == "W"
     assert f["design"]["df"] == want[("df", "df")][0]
-    for r in f["rows"]:
-        k = str(r["value"])
-        check((r["weighted"], r["weighted_se"]), want[("freq_w", k)], ("freq_w", k))
-        check((r["percent"], r["percent_se"]), want[("freq_pct", k)], ("freq_pct", k))
-        check_deff(r["weighted_se"], want[("freq_w_deff", k)], ("freq_w_deff", k))
-        check_deff(r["percent_se"], want[("freq_pct_deff", k)], ("freq_pct_deff", k))
-    for pct, what in (("total", "cell_total"), ("row", "cell_row"), ("col", "cell_col")):
-        t = run_json("tab", ds, "EDUC", "SEX", "--pct", pct)["tables"][0]
-        for i, rv in enumerate(t["rows"]):
-            for j, cv in enumerate(t["cols"]):
-                key = f"{rv['value']}_{cv['value']}"
-                check((t["weighted"][i][j], t["weighted_se"][i][j]), want[("cell_w", key)], ("cell_w", key))
-                check((t["pct"][i][j], t["pct_se"][i][j]), want[(what, key)], (what, key))
-                check_deff(t["weighted_se"][i][j], want[("cell_w_deff", key)], ("cell_w_deff", key))
-                check_deff(t["pct_se"][i][j], want[(what + "_deff", key)], (what + "_deff", key))
     # Korn–Graubard: the whole sample's percentages (R takes a domain's
     # own degrees of freedom for row and column percentages, we the
     # design's: docs/SURVEY.md).
-    check_kg(ds, want, bases=("total",))
-    rs = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]["rao_scott"]
-    f_, ndf, ddf, p_ = want[("rao_scott", "F")]
-    assert close(rs["f"], f_) and close(rs["ndf"], ndf) and close(rs["ddf"], ddf) and close(rs["p"], p_), (rs, want[("rao_scott", "F")])
-    x2, _, _, p1 = want[("rao_scott", "Chisq")]
-    assert close(rs["chi2"], x2) and close(rs["p_first_order"], p1), (rs, x2, p1)
-    assert rs["n"] == rows
-    for dom, filt in (("all", None), ("age30", "AGE(30-*)")):
-        args = ["means", ds, "INC", "--by", "SEX"] + (["--filter", filt] if filt else [])
-        m = run_json(*args)
-        for g in m["groups"]:
-            k = str(g["by"][0]["value"])
-            check((g["mean"], g["mean_se"]), want[(f"mean_{dom}", k)], (dom, k))
-            check_deff(g["mean_se"], want[(f"mean_{dom}_deff", k)], (dom, k, "deff"))
-        p = run(*args, "--format", "csv")
-        total = [r for r in csv.DictReader(p.stdout.splitlines()) if r["SEX"] == "Total"][0]
-        got = (float(total["mean"]), {"se": float(total["mean_se"]), "lo": float(total["mean_lo"]),
-                                      "hi": float(total["mean_hi"])})
-        check(got, want[(f"mean_{dom}", "Total")], (dom, "Total"))
-        assert close(float(total["mean_deff"]), want[(f"mean_{dom}_deff", "Total")][0])
-        assert close(float(total["mean_deft"]) ** 2, want[(f"mean_{dom}_deff", "Total")][1])
+    check_estimates(ds, want, rows, kg_bases=("total",))
 
 
 DESIGNS = [
