@@ -39,6 +39,12 @@ enum Command {
     Label(cmd::label::Args),
     /// Set, show or clear the survey design (weight, replicate weights) every query uses.
     Design(cmd::design::Args),
+    /// List the values of individual records (filtered, capped).
+    List(cmd::list::Args),
+    /// Add a variable computed from an expression (`compute DS NEW = AGE >= 18`).
+    Compute(cmd::derive::ComputeArgs),
+    /// Add a variable recoded from one to six others by rules (`recode DS AGE3 --from AGE '0-17; 18-64; 65-*'`).
+    Recode(cmd::derive::RecodeArgs),
     /// Rename a variable.
     Rename(cmd::vars::RenameArgs),
     /// Remove variables.
@@ -64,6 +70,9 @@ fn main() {
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
         Command::Design(a) => cmd::design::run(a),
+        Command::List(a) => cmd::list::run(a),
+        Command::Compute(a) => cmd::derive::compute(a),
+        Command::Recode(a) => cmd::derive::recode(a),
         Command::Rename(a) => cmd::vars::rename(a),
         Command::Drop(a) => cmd::vars::drop(a),
         Command::Verify(a) => cmd::verify::run(a),

@@ -31,11 +31,14 @@
 
 mod acc;
 mod cube;
+pub mod derive;
 mod exact;
 mod exec;
+pub mod expr;
 pub mod filter;
 mod hash;
 mod kernels;
+pub mod list;
 mod partial;
 mod physical;
 mod plan;
@@ -49,9 +52,12 @@ mod value;
 mod weights;
 
 pub use cube::{Cube, Dim, Moments, RepCells};
+pub use derive::{check_name, compute, recode, DeriveOptions, Derived, RecodeOptions};
 pub use exact::ExactSum;
 pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
+pub use expr::Program;
 pub use filter::{parse_filter, Term};
+pub use list::{list_cases, list_vars, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::{Distribution, Split};

@@ -462,11 +462,38 @@ impl ColumnWriter {
 
     /// Appends values; `T` must match the column type.
     pub fn append<T: NativeType>(&mut self, values: &[T]) -> Result<()> {
+        self.append_ranged(values, None)
+    }
+
+    /// [`append`](Self::append) for a caller that knows the values' range:
+    /// `(min, max, whether the null code occurs)`, the minimum and maximum
+    /// leaving out the type's null code (`(i64::MAX, i64::MIN, _)` when
+    /// every value is null), as [`pack::range_of`] gives it. Saves a pass
+    /// over the values.
+    pub fn append_ranged<T: NativeType>(
+        &mut self,
+        values: &[T],
+        range: Option<(i64, i64, bool)>,
+    ) -> Result<()> {
         assert_eq!(T::PHYS, self.ty, "column type mismatch");
         let bytes = T::as_bytes(values);
         self.rows += values.len() as u64;
         if let Some(z) = &mut self.zones {
-            z.update(self.ty, bytes);
+            match range {
+                // Within one stripe: its zone is the range given.
+                Some((lo, hi, nulls)) if z.filled + values.len() <= STRIPE_ROWS => {
+                    z.cur.lo = z.cur.lo.min(lo);
+                    z.cur.hi = z.cur.hi.max(hi);
+                    z.cur.nulls |= nulls;
+                    z.filled += values.len();
+                    if z.filled == STRIPE_ROWS {
+                        z.table.extend_from_slice(&z.cur.encode());
+                        z.cur = ZoneBuilder::EMPTY;
+                        z.filled = 0;
+                    }
+                }
+                _ => z.update(self.ty, bytes),
+            }
         }
         if self.packer.is_none() {
             self.digest.update(bytes);
@@ -476,7 +503,7 @@ impl ColumnWriter {
         let ty = self.ty;
         let w = ty.width();
         let p = self.packer.as_mut().expect("packing");
-        let (lo, hi, nulls) = pack::range_of(ty, bytes);
+        let (lo, hi, nulls) = range.unwrap_or_else(|| pack::range_of(ty, bytes));
         p.lo = p.lo.min(lo);
         p.hi = p.hi.max(hi);
         p.nulls |= nulls;

@@ -404,6 +404,9 @@ enum Mode {
     /// A new generation inside an existing dataset: new files beside the
     /// old ones, then the manifest is swapped.
     Replace { old: Box<Manifest> },
+    /// New variables added to an existing dataset (or one of its variables
+    /// replaced): the other variables' files are kept as they are.
+    Extend { old: Box<Manifest> },
 }
 
 /// Builds a dataset and publishes it atomically with [`commit`](Self::commit).
@@ -540,6 +543,65 @@ impl DatasetWriter {
         })
     }
 
+    /// Starts adding variables to the existing dataset `dir` (derived
+    /// variables: `compute`, `recode`). Takes the dataset's writers' lock
+    /// until the writer is committed or dropped; [`snapshot`](Self::snapshot)
+    /// is the dataset as it stands under that lock, to read the inputs from.
+    /// Until `commit`, readers see the dataset unchanged; a failed or killed
+    /// writer leaves only unreferenced files, removed by the next writer.
+    pub fn extend(dir: &Path) -> Result<Self> {
+        let held = lock(dir)?;
+        let old = read_manifest(dir)?;
+        remove_orphans(dir, &old);
+        remove_stale_temps(dir);
+        let mut files = HashMap::new();
+        for v in &old.variables {
+            files.insert(v.name.clone(), v.file.clone());
+        }
+        Ok(DatasetWriter {
+            _lock: Some(held),
+            target: dir.to_path_buf(),
+            root: dir.to_path_buf(),
+            generation: old.generation + 1,
+            cfg: IoConfig::default(),
+            variables: old.variables.clone(),
+            files,
+            seq: 0,
+            committed: false,
+            source: old.source.clone(),
+            pack: true,
+            transient: false,
+            design: old.design.clone(),
+            mode: Mode::Extend { old: Box::new(old) },
+        })
+    }
+
+    /// The dataset as it stands under an [`extend`](Self::extend) writer's
+    /// lock (`None` for a writer building a new dataset).
+    pub fn snapshot(&self) -> Option<Dataset> {
+        match &self.mode {
+            Mode::Extend { old } => Some(Dataset {
+                dir: self.target.clone(),
+                manifest: (**old).clone(),
+                checked: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Adds a finished variable, or replaces the variable of the same name
+    /// (case-insensitive) in place.
+    pub fn set_variable(&mut self, var: Variable) {
+        match self
+            .variables
+            .iter_mut()
+            .find(|v| v.name.eq_ignore_ascii_case(&var.name))
+        {
+            Some(v) => *v = var,
+            None => self.variables.push(var),
+        }
+    }
+
     /// Records where the data came from (shown by `info`).
     pub fn set_source(&mut self, source: &str) {
         self.source = Some(source.to_string());
@@ -571,7 +633,14 @@ impl DatasetWriter {
 
     fn final_rel(&mut self, name: &str) -> String {
         if let Some(f) = self.files.get(name) {
-            return f.clone();
+            if !matches!(self.mode, Mode::Extend { .. })
+                || f.contains(&format!(".{}.", self.generation))
+            {
+                return f.clone();
+            }
+            // A variable replaced by an extending writer: a new file, the
+            // old one stays for readers of the old generation.
+            self.files.remove(name);
         }
         let base = sanitize(name);
         let mut rel = format!("vars/{base}.{}.col", self.generation);
@@ -627,9 +696,14 @@ impl DatasetWriter {
     /// Publishes the dataset with `rows` records: writes the manifest and
     /// makes it visible atomically.
     pub fn commit(mut self, rows: u64) -> Result<PathBuf> {
+        let version = match &self.mode {
+            // The old columns keep the version they were written in.
+            Mode::Extend { old } => old.version,
+            _ => FORMAT_VERSION,
+        };
         let manifest = Manifest {
             format: "microtab".into(),
-            version: FORMAT_VERSION,
+            version,
             checksum: None,
             generation: self.generation,
             rows,
@@ -667,6 +741,20 @@ impl DatasetWriter {
                 };
                 sync_dir(parent)?;
             }
+            Mode::Extend { old } => {
+                if old.rows != rows {
+                    return Err(Error::Corrupt {
+                        path: self.target.clone(),
+                        reason: format!(
+                            "a new variable has {rows} records, the dataset {}",
+                            old.rows
+                        ),
+                    });
+                }
+                // A replaced variable's old file stays until the next writer
+                // (readers of the old generation may still open it).
+                write_manifest(&self.target, &manifest)?;
+            }
             Mode::Replace { old } => {
                 write_manifest(&self.target, &manifest)?;
                 // The old generation is unreachable now; readers that mapped
@@ -695,7 +783,7 @@ impl Drop for DatasetWriter {
             Mode::Fresh { staging, .. } => {
                 let _ = std::fs::remove_dir_all(staging);
             }
-            Mode::Replace { old } => remove_orphans(&self.target, old),
+            Mode::Replace { old } | Mode::Extend { old } => remove_orphans(&self.target, old),
         }
     }
 }

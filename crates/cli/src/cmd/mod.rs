@@ -2,6 +2,7 @@
 
 pub mod codebook;
 pub mod codebook_html;
+pub mod derive;
 pub mod design;
 pub mod freq;
 pub mod gen;
@@ -9,6 +10,7 @@ pub mod import;
 pub mod info;
 pub mod iobench;
 pub mod label;
+pub mod list;
 pub mod means;
 pub mod missing;
 pub mod tab;

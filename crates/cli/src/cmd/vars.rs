@@ -48,16 +48,7 @@ pub fn rename(a: RenameArgs) -> Result<()> {
     let mut ds = open(&a.dataset)?;
     let old = ds.variable(&a.old)?.name.clone();
     let new = a.new.trim().to_string();
-    if new.is_empty()
-        || new.chars().any(|c| {
-            matches!(c, '(' | ')' | '<' | '>' | '=' | '!' | '"' | ',' | '`') || c.is_whitespace()
-        })
-    {
-        bail!(
-            "'{}' cannot be a variable name: names have no spaces, quotes, commas, parentheses or comparison signs",
-            a.new
-        );
-    }
+    microtab_engine::check_name(&new)?;
     if let Ok(v) = ds.variable(&new) {
         if v.name != old {
             bail!("{} already has a variable {}", a.dataset.display(), v.name);
