@@ -14,7 +14,7 @@
 //! as an import does.
 
 use crate::exec::{AHEAD, MORSEL, STEP};
-use crate::expr::{case_node, load_nodes, Case, Node, Other, Program, Ty, Vals, NA};
+use crate::expr::{case_node, load_nodes, tabulate, Case, Node, Other, Program, Ty, Vals, NA};
 use crate::filter::{parse_filter, resolve, Predicate};
 use crate::{Error, Result};
 use microtab_store::{
@@ -260,18 +260,14 @@ fn to_chunk(vals: Vals, out: Out, st: &mut Stats, dst: &mut Chunk) {
             let (Vals::F(v), Chunk::F64(dst)) = (vals, dst) else {
                 unreachable!("float output of an integer node")
             };
-            for &x in &v {
-                if x.is_nan() {
-                    st.nulls += 1;
-                    dst.push(f64::NAN);
-                } else {
-                    // -0.0 is 0.
-                    let x = x + 0.0;
-                    st.flo = st.flo.min(x);
-                    st.fhi = st.fhi.max(x);
-                    dst.push(x);
-                }
-            }
+            // Branch-free passes (they vectorise); -0.0 becomes 0.
+            let start = dst.len();
+            dst.extend(v.iter().map(|&x| x + 0.0));
+            let s = &dst[start..];
+            st.nulls += s.iter().map(|x| x.is_nan() as u64).sum::<u64>();
+            // `f64::min`/`max` ignore NaN.
+            st.flo = s.iter().fold(st.flo, |a, &x| a.min(x));
+            st.fhi = s.iter().fold(st.fhi, |a, &x| a.max(x));
         }
         Out::Int { ty, scale, .. } => {
             let ints: Vec<i64> = match (vals, scale) {
@@ -511,7 +507,8 @@ pub fn compute(dir: &Path, name: &str, expr: &str, opts: &DeriveOptions) -> Resu
     let mut w = DatasetWriter::extend(dir)?;
     let ds = w.snapshot().expect("an extending writer");
     check_target(&ds, name, opts.replace)?;
-    let prog = Program::parse(&ds, expr)?;
+    let mut prog = Program::parse(&ds, expr)?;
+    tabulate(&mut prog.root, &prog.inputs);
     let out = out_plan(&prog.root.ty, prog.root.na);
     let input_bytes = prog.inputs.iter().map(|i| i.var.bytes).sum();
     let (var, _) = write_column(&mut w, &ds, name, &prog.inputs, &prog.root, out)?;
@@ -579,9 +576,6 @@ struct Rule {
     text: String,
     all: bool,
 }
-
-/// Largest input range a recode's lookup table spans.
-const MAX_TABLE: i64 = 1 << 20;
 
 /// `microtab recode DS NAME --from VARS RULES`: SDA's RECODE. Rules are
 /// separated by `;` or newlines, each `[CODE =] CONDITION ["label"]`: the
@@ -806,7 +800,7 @@ pub fn recode(
         .any(|i| i.var.nulls > 0 || !i.var.missing_codes.is_empty());
     let catch_all = parsed.iter().any(|r| r.all);
     let na = (missing.is_none() && can_miss) || (matches!(other, Other::Missing) && !catch_all);
-    let mut case = Case {
+    let case = Case {
         inputs: nodes,
         arms: parsed
             .iter()
@@ -815,19 +809,8 @@ pub fn recode(
             .collect(),
         other,
         missing: missing.unwrap_or(NA),
-        table: None,
     };
-    // One integer or text input over a small range: a lookup table.
-    if vars.len() == 1 && vars[0].kind != Kind::Float {
-        if let (Some(a), Some(b)) = (vars[0].min, vars[0].max) {
-            let (a, b) = (a.as_i64(), b.as_i64());
-            if b.saturating_sub(a) < MAX_TABLE {
-                let table = (a..=b).map(|v| case.one(&[Some(v as f64)], &[v])).collect();
-                case.table = Some((a, table));
-            }
-        }
-    }
-    let node = case_node(
+    let mut node = case_node(
         case,
         Ty::Int {
             dec,
@@ -836,6 +819,7 @@ pub fn recode(
         },
         na,
     );
+    tabulate(&mut node, &inputs);
     let out = out_plan(&node.ty, node.na);
     let input_bytes = vars.iter().map(|v| v.bytes).sum();
     let (mut var, _) = write_column(&mut w, &ds, name, &inputs, &node, out)?;

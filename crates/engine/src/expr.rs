@@ -485,7 +485,36 @@ enum Op {
     InSet(Box<Node>, Predicate),
     /// A recode: see [`crate::derive`].
     Case(Box<Case>),
+    /// A subexpression over small-domain inputs, tabulated.
+    Table(Box<Table>),
 }
+
+/// A subexpression whose inputs are integer or text variables with few
+/// distinct stored values between them (at most [`MAX_TABLE`]
+/// combinations): evaluated once for every combination when the program
+/// is built, then one index computation and one lookup per record.
+#[derive(Debug, Clone)]
+pub(crate) struct Table {
+    ins: Vec<TabIn>,
+    vals: Vals,
+    /// The subexpression itself, for a stretch with a value outside the
+    /// inputs' recorded ranges (never expected; never guessed).
+    fallback: Node,
+}
+
+#[derive(Debug, Clone)]
+struct TabIn {
+    input: usize,
+    lo: i64,
+    /// Values `lo..lo + span`, then the null code's slot if any.
+    span: i64,
+    null: Option<i64>,
+    size: usize,
+    stride: usize,
+}
+
+/// Most combinations a tabulated subexpression may have.
+const MAX_TABLE: usize = 1 << 16;
 
 /// A recode's rules compiled: the output of each record.
 #[derive(Debug, Clone)]
@@ -500,8 +529,6 @@ pub(crate) struct Case {
     pub other: Other,
     /// Output of records with a missing input.
     pub missing: i64,
-    /// A lookup table over one input's stored range (`lo`, outputs).
-    pub table: Option<(i64, Vec<i64>)>,
 }
 
 /// What a recode gives records no rule matches.
@@ -1007,8 +1034,13 @@ impl Typer<'_> {
                             bounds = bounds.and_then(|bd| imul_bounds(bd, (*lo, *hi)));
                         }
                         // An even power is never negative.
-                        let bounds =
-                            bounds.map(|(a, c)| if k.is_multiple_of(2) { (a.max(0), c) } else { (a, c) });
+                        let bounds = bounds.map(|(a, c)| {
+                            if k.is_multiple_of(2) {
+                                (a.max(0), c)
+                            } else {
+                                (a, c)
+                            }
+                        });
                         if dec2 <= MAX_DEC {
                             if let Some((a, c)) = bounds.filter(|(a, c)| fits(*a, *c)) {
                                 return Ok(int(Op::PowI(b(l), k), dec2, a, c, na));
@@ -1426,6 +1458,182 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
     }))
 }
 
+impl Node {
+    /// The node's operands.
+    fn children_mut(&mut self) -> Vec<&mut Node> {
+        match &mut self.op {
+            Op::ConstI(_) | Op::ConstF(_) | Op::Load(_) | Op::Table(_) => Vec::new(),
+            Op::Scale(x, _)
+            | Op::ToF(x, _)
+            | Op::NegI(x)
+            | Op::NegF(x)
+            | Op::PowI(x, _)
+            | Op::TextEq(x, ..)
+            | Op::Truth(x)
+            | Op::Not(x)
+            | Op::Missing(x)
+            | Op::AbsI(x)
+            | Op::AbsF(x)
+            | Op::RoundI(x, ..)
+            | Op::FloorI(x, ..)
+            | Op::TruncI(x, _)
+            | Op::RoundF(x, _)
+            | Op::MathF(_, x)
+            | Op::InSet(x, _) => vec![&mut **x],
+            Op::AddI(a, b)
+            | Op::SubI(a, b)
+            | Op::MulI(a, b)
+            | Op::AddF(a, b)
+            | Op::SubF(a, b)
+            | Op::MulF(a, b)
+            | Op::DivI(a, b)
+            | Op::DivF(a, b)
+            | Op::PowF(a, b)
+            | Op::CmpI(_, a, b)
+            | Op::CmpF(_, a, b)
+            | Op::And(a, b)
+            | Op::Or(a, b)
+            | Op::ModI(a, b)
+            | Op::ModF(a, b) => vec![&mut **a, &mut **b],
+            Op::IfI(c, a, b) | Op::IfF(c, a, b) => vec![&mut **c, &mut **a, &mut **b],
+            Op::MinI(xs) | Op::MaxI(xs) | Op::MinF(xs) | Op::MaxF(xs) => xs.iter_mut().collect(),
+            Op::Case(c) => c.inputs.iter_mut().collect(),
+        }
+    }
+
+    /// The program inputs the node reads (`None` if it holds a table).
+    fn inputs_of(&mut self, out: &mut Vec<usize>) -> bool {
+        match self.op {
+            Op::Load(i) => {
+                out.push(i);
+                true
+            }
+            Op::Table(_) => false,
+            _ => self.children_mut().into_iter().all(|c| c.inputs_of(out)),
+        }
+    }
+}
+
+/// Replaces the largest subexpressions over small-domain inputs (integer
+/// or text variables whose stored ranges, and null code, combine into at
+/// most [`MAX_TABLE`] cases) by lookup tables. `AGE >= 18 and SEX = 2`,
+/// a recode of AGE × SEX × EDUC, `if(AGE >= 65, …)`'s condition: each a
+/// gather per record instead of a pass per operator.
+pub(crate) fn tabulate(node: &mut Node, inputs: &[Input]) {
+    if matches!(
+        node.op,
+        Op::ConstI(_) | Op::ConstF(_) | Op::Load(_) | Op::Table(_)
+    ) {
+        return;
+    }
+    let mut ins = Vec::new();
+    if node.inputs_of(&mut ins) && !ins.is_empty() {
+        ins.sort_unstable();
+        ins.dedup();
+        if let Some(t) = table_for(node, inputs, &ins) {
+            let ty = node.ty.clone();
+            let na = node.na;
+            *node = Node {
+                op: Op::Table(Box::new(t)),
+                ty,
+                na,
+            };
+            return;
+        }
+    }
+    for c in node.children_mut() {
+        tabulate(c, inputs);
+    }
+}
+
+fn table_for(node: &Node, inputs: &[Input], ins: &[usize]) -> Option<Table> {
+    let mut tab = Vec::new();
+    let mut stride = 1usize;
+    for &i in ins {
+        let v = &inputs[i].var;
+        if v.kind == Kind::Float {
+            return None;
+        }
+        let (lo, hi) = (v.min?.as_i64(), v.max?.as_i64());
+        let span = hi.checked_sub(lo)?.checked_add(1)?;
+        let null = v.null_code.filter(|_| v.nulls > 0);
+        let size = usize::try_from(span)
+            .ok()?
+            .checked_add(null.is_some() as usize)?;
+        tab.push(TabIn {
+            input: i,
+            lo,
+            span,
+            null,
+            size,
+            stride,
+        });
+        stride = stride.checked_mul(size).filter(|&s| s <= MAX_TABLE)?;
+    }
+    let n = stride;
+    // Every combination of stored values, one synthetic record each.
+    let mut synth: Vec<Vec<i64>> = vec![Vec::new(); inputs.len()];
+    for t in &tab {
+        synth[t.input] = (0..n)
+            .map(|c| {
+                let slot = ((c / t.stride) % t.size) as i64;
+                if slot == t.span {
+                    t.null.unwrap_or(NA)
+                } else {
+                    t.lo + slot
+                }
+            })
+            .collect();
+    }
+    let cols: Vec<ColumnData<'_>> = synth.iter().map(|v| ColumnData::I64(v)).collect();
+    let vals = node.eval(inputs, &cols, n);
+    Some(Table {
+        ins: tab,
+        vals,
+        fallback: node.clone(),
+    })
+}
+
+macro_rules! add_slots {
+    ($v:expr, $t:expr, $idx:expr, $ok:expr) => {{
+        let t: &TabIn = $t;
+        let (lo, span, null, size, stride) =
+            (t.lo, t.span, t.null.unwrap_or(NA), t.size as u64, t.stride);
+        for (ix, &x) in $idx.iter_mut().zip($v.iter()) {
+            let x = x as i64;
+            let s = if x == null { span } else { x.wrapping_sub(lo) };
+            $ok &= (s as u64) < size;
+            *ix = ix.wrapping_add((s as usize).wrapping_mul(stride));
+        }
+    }};
+}
+
+impl Table {
+    fn eval(&self, inputs: &[Input], cols: &[ColumnData<'_>], n: usize) -> Vals {
+        let mut idx = vec![0usize; n];
+        let mut ok = true;
+        for t in &self.ins {
+            match &cols[t.input] {
+                ColumnData::U8(v) => add_slots!(v, t, idx, ok),
+                ColumnData::I8(v) => add_slots!(v, t, idx, ok),
+                ColumnData::U16(v) => add_slots!(v, t, idx, ok),
+                ColumnData::I16(v) => add_slots!(v, t, idx, ok),
+                ColumnData::U32(v) => add_slots!(v, t, idx, ok),
+                ColumnData::I32(v) => add_slots!(v, t, idx, ok),
+                ColumnData::I64(v) => add_slots!(v, t, idx, ok),
+                _ => ok = false,
+            }
+        }
+        if !ok {
+            return self.fallback.eval(inputs, cols, n);
+        }
+        match &self.vals {
+            Vals::I(tab) => Vals::I(idx.iter().map(|&i| tab[i]).collect()),
+            Vals::F(tab) => Vals::F(idx.iter().map(|&i| tab[i]).collect()),
+        }
+    }
+}
+
 /// A helper for recodes: the loaded node of each input variable.
 pub(crate) fn load_nodes(ds: &Dataset, vars: &[Variable]) -> (Vec<Input>, Vec<Node>) {
     let mut t = Typer {
@@ -1451,6 +1659,7 @@ pub(crate) fn case_node(case: Case, ty: Ty, na: bool) -> Node {
 
 /// A vector of values: exact integers (`NA` missing) or floats (NaN
 /// missing).
+#[derive(Debug, Clone)]
 pub(crate) enum Vals {
     I(Vec<i64>),
     F(Vec<f64>),
@@ -1781,28 +1990,58 @@ impl Node {
                 }
             })),
             Op::IfI(c, a, b) => {
-                let (c, mut x, y) = (ev(c).i(), ev(a).i(), ev(b).i());
-                for ((r, &t), &e) in x.iter_mut().zip(&c).zip(&y) {
-                    *r = if t == NA {
-                        NA
-                    } else if t != 0 {
-                        *r
-                    } else {
-                        e
-                    };
+                let (c, mut x) = (ev(c).i(), ev(a).i());
+                match ri(b) {
+                    Rhs::V(y) => {
+                        for ((r, &t), &e) in x.iter_mut().zip(&c).zip(&y) {
+                            *r = if t == NA {
+                                NA
+                            } else if t != 0 {
+                                *r
+                            } else {
+                                e
+                            };
+                        }
+                    }
+                    Rhs::C(e) => {
+                        for (r, &t) in x.iter_mut().zip(&c) {
+                            *r = if t == NA {
+                                NA
+                            } else if t != 0 {
+                                *r
+                            } else {
+                                e
+                            };
+                        }
+                    }
                 }
                 Vals::I(x)
             }
             Op::IfF(c, a, b) => {
-                let (c, mut x, y) = (ev(c).i(), ev(a).f(), ev(b).f());
-                for ((r, &t), &e) in x.iter_mut().zip(&c).zip(&y) {
-                    *r = if t == NA {
-                        f64::NAN
-                    } else if t != 0 {
-                        *r
-                    } else {
-                        e
-                    };
+                let (c, mut x) = (ev(c).i(), ev(a).f());
+                match rf(b) {
+                    Rhs::V(y) => {
+                        for ((r, &t), &e) in x.iter_mut().zip(&c).zip(&y) {
+                            *r = if t == NA {
+                                f64::NAN
+                            } else if t != 0 {
+                                *r
+                            } else {
+                                e
+                            };
+                        }
+                    }
+                    Rhs::C(e) => {
+                        for (r, &t) in x.iter_mut().zip(&c) {
+                            *r = if t == NA {
+                                f64::NAN
+                            } else if t != 0 {
+                                *r
+                            } else {
+                                e
+                            };
+                        }
+                    }
                 }
                 Vals::F(x)
             }
@@ -1953,6 +2192,7 @@ impl Node {
                     .collect(),
             }),
             Op::Case(c) => Vals::I(c.eval(inputs, cols, n)),
+            Op::Table(t) => t.eval(inputs, cols, n),
         }
     }
 }
@@ -1960,7 +2200,7 @@ impl Node {
 impl Case {
     /// The output for one record given its inputs' loaded values (`None`:
     /// missing).
-    pub(crate) fn one(&self, vals: &[Option<f64>], ints: &[i64]) -> i64 {
+    fn one(&self, vals: &[Option<f64>], ints: &[i64]) -> i64 {
         if vals.iter().any(Option::is_none) {
             return self.missing;
         }
@@ -1985,22 +2225,6 @@ impl Case {
             .iter()
             .map(|x| x.eval(inputs, cols, n))
             .collect();
-        if let Some((lo, table)) = &self.table {
-            let Vals::I(v) = &loaded[0] else {
-                unreachable!("tables are built for integer inputs")
-            };
-            let lo = *lo;
-            return v
-                .iter()
-                .map(|&x| {
-                    if x == NA {
-                        self.missing
-                    } else {
-                        table[(x - lo) as usize]
-                    }
-                })
-                .collect();
-        }
         let mut vals = vec![None; loaded.len()];
         let mut ints = vec![0i64; loaded.len()];
         (0..n)
