@@ -9,12 +9,15 @@ cd "$(dirname "$0")/.."
 echo "== Python test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
-echo "== R survey (the oracle of standard errors)"
-if ! Rscript -e 'library(survey)' >/dev/null 2>&1; then
+echo "== R survey (the oracle of standard errors) and PSPP (runs the SPSS setup files subset writes)"
+NEED=""
+Rscript -e 'library(survey)' >/dev/null 2>&1 || NEED="$NEED r-cran-survey"
+command -v pspp >/dev/null 2>&1 || NEED="$NEED pspp"
+if [ -n "$NEED" ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq r-cran-survey >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $NEED >/dev/null
 fi
 
 echo "== cargo fmt / clippy"

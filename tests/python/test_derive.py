@@ -316,3 +316,53 @@ def test_kill_during_compute_leaves_dataset_whole(tmp_path):
     used = {v["file"].split("/")[-1] for v in run_json("info", ds)["variables"]}
     assert not [f for f in files if f.endswith(".col") and f not in used and ".part" in f]
     run("verify", ds)
+
+
+def test_review_edges(tmp_path):
+    """Defects a hostile review found, each against its oracle."""
+    src = tmp_path / "e.csv"
+    src.write_text("ID,EXP,F,M\n1,3,1e200,2147483649\n2,7,2,1\n3,1,-1e200,-5\n4,5,1e308,0\n")
+    ds = tmp_path / "e.mtab"
+    run("import", src, ds, "--type", "F=float")
+    # A variable named like a function: upper-case is the variable's range test,
+    # lower-case the function.
+    run("compute", ds, "R = EXP(1-5)")
+    assert values(ds, "R") == {1: "1", 2: "0", 3: "1", 4: "1"}
+    run("compute", ds, "L = round(exp(0), 0) + EXP")
+    assert values(ds, "L") == {1: "4", 2: "8", 3: "2", 4: "6"}
+    run("rename", ds, "EXP", "exp")
+    p = run("compute", ds, "Q = exp(1-5)", ok=False)
+    assert "`exp`(1-5)" in p.stderr
+    # A value equal to a narrow type's null code is a value, not missing.
+    run("compute", ds, "N = if(F * F > 0, 255, 0)")
+    got = values(ds, "N")
+    assert got[2] == "255" and got[1] is None and got[3] is None
+    f = run_json("freq", ds, "N")
+    assert {r["value"]: r["count"] for r in f["rows"]} == {255: 1}
+    # Exact decimals in CSV listings.
+    run("compute", ds, "X = M * 1.000000001")
+    want = {i: Decimal(m) * Decimal("1.000000001") for i, m in [(1, 2147483649), (2, 1), (3, -5), (4, 0)]}
+    assert {i: Decimal(v) for i, v in values(ds, "X").items()} == want
+    # Floats near the top of the f64 range.
+    run("compute", ds, "RF = round(F, 2)", "--replace")
+    run("compute", ds, "MF = mod(F, 3)")
+    fs = {1: 1e200, 2: 2.0, 3: -1e200, 4: 1e308}
+    assert {i: float(v) for i, v in values(ds, "RF").items()} == fs
+    assert {i: float(v) for i, v in values(ds, "MF").items()} == {i: x % 3 for i, x in fs.items()}
+    # Pathological nesting is an error, not a crash.
+    for e in ["(" * 5000 + "1" + ")" * 5000, "+".join(["ID"] * 7000), "-" * 100000 + "1"]:
+        p = run("compute", ds, f"D = {e}", ok=False)
+        assert "nest" in p.stderr and "panicked" not in p.stderr
+    # Names expressions can read; --replace keeps the name as spelled.
+    for bad in ["R-1", "and", "it's"]:
+        assert "cannot be a variable name" in run("compute", ds, f"{bad} = 1", ok=False).stderr
+    run("compute", ds, "x = ID + 1", "--replace")
+    assert "X" in [v["name"] for v in run_json("info", ds)["variables"]]
+    # A reversed range is refused everywhere, not an empty answer.
+    assert "reversed" in run("recode", ds, "RR", "--from", "ID", "1 = 3-1", ok=False).stderr
+    assert "reversed" in run("freq", ds, "ID", "--filter", "ID(3-1)", ok=False).stderr
+    # --missing may not reuse a rule's code.
+    assert "choose another code" in run("recode", ds, "RM", "--from", "ID", "1 = 1-2; 9 = 3-4",
+                                        "--missing", "9", ok=False).stderr
+    assert "not a microtab dataset" in run("compute", tmp_path / "nope.mtab", "A = 1", ok=False).stderr.lower() \
+        or "no such" in run("compute", tmp_path / "nope.mtab", "A = 1", ok=False).stderr.lower()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import INCTOT_NA, approx, check_freq, disp, make_dataset, run_json
+from conftest import INCTOT_NA, approx, check_freq, disp, make_dataset, run, run_json
 
 # (filter, SQL condition). User-missing INCTOT fails every INCTOT term.
 INC_OK = f"INCTOT IS NOT NULL AND INCTOT <> {INCTOT_NA}"
@@ -145,10 +145,15 @@ def strds(tmp_path_factory):
     ("V(-1.8--1.7)", [5]),
     ("V=-1.75", [5]),
     ("N(2.5-4)", [3, 4]),                 # decimal bounds on an integer variable
-    ("N(3-1)", []),                       # empty range
     ("V(1.5,3)", [1, 6]),
 ])
 def test_filter_string_and_decimal_hand(strds, flt, exp_n):
     res = run_json("freq", strds, "N", "--filter", flt)
     assert [r["value"] for r in res["rows"]] == exp_n
     assert res["total"]["count"] == len(exp_n)
+
+
+def test_reversed_range_is_an_error(strds):
+    # A range that holds no value is a typo, not an empty answer.
+    p = run("freq", strds, "N", "--filter", "N(3-1)", ok=False)
+    assert "reversed" in p.stderr and "write 1-3" in p.stderr

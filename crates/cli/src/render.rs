@@ -165,6 +165,16 @@ pub fn text_table(header: &[String], rows: &[Vec<String>], align: &[Align]) -> S
     out
 }
 
+/// A record's value as exported (CSV of `list` and `subset`): the exact
+/// displayed text (implied decimals digit for digit, floats shortest
+/// round-trip), empty for system-missing.
+pub fn exact_value(c: &Category) -> String {
+    match c.value {
+        Value::Null => String::new(),
+        _ => c.display.clone(),
+    }
+}
+
 /// A category's value as a CSV field (empty for system-missing).
 pub fn plain_value(c: &Category) -> String {
     crate::cmd::info::plain(&value_json(c))

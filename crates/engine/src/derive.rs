@@ -65,31 +65,19 @@ pub struct Derived {
 /// Whether `name` can name a variable (the grammar of filters and
 /// grouping arguments must be able to read it unquoted).
 pub fn check_name(name: &str) -> Result<()> {
-    let bad = name.is_empty()
-        || name.chars().any(|c| {
-            matches!(
-                c,
-                '(' | ')'
-                    | '<'
-                    | '>'
-                    | '='
-                    | '!'
-                    | '"'
-                    | ','
-                    | '`'
-                    | ';'
-                    | '*'
-                    | '+'
-                    | '/'
-                    | '^'
-                    | '&'
-                    | '|'
-            ) || c.is_whitespace()
-        })
-        || name.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.');
+    let bad = !name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+        || !name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '$' | '#' | '@'));
     if bad {
         return Err(Error::Invalid(format!(
-            "'{name}' cannot be a variable name: names start with a letter or '_' and have no spaces, quotes, commas, parentheses, operators or comparison signs"
+            "'{name}' cannot be a variable name: names start with a letter or '_' and hold letters, digits and _ . $ # @ only (so that expressions and filters can name them)"
+        )));
+    }
+    const WORDS: [&str; 9] = ["and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge"];
+    if WORDS.iter().any(|w| w.eq_ignore_ascii_case(name)) {
+        return Err(Error::Invalid(format!(
+            "'{name}' cannot be a variable name: it is an operator in expressions"
         )));
     }
     Ok(())
@@ -112,7 +100,7 @@ fn design_vars(ds: &Dataset) -> Vec<String> {
 
 /// Checks that `name` may be written: new, or replaced with `replace` and
 /// not part of the design.
-fn check_target(ds: &Dataset, name: &str, replace: bool) -> Result<()> {
+fn check_target(ds: &Dataset, name: &str, replace: bool) -> Result<String> {
     check_name(name)?;
     if let Ok(v) = ds.variable(name) {
         if !replace {
@@ -128,8 +116,10 @@ fn check_target(ds: &Dataset, name: &str, replace: bool) -> Result<()> {
                 v.name
             )));
         }
+        // A replaced variable keeps its name as spelled.
+        return Ok(v.name.clone());
     }
-    Ok(())
+    Ok(name.to_string())
 }
 
 /// How the result is stored.
@@ -472,6 +462,23 @@ fn write_column(
     Ok((var, st))
 }
 
+/// Checks value labels against the kind of variable `out` makes.
+fn check_labels(out: Out, opts: &DeriveOptions) -> Result<()> {
+    let mut v = match out {
+        Out::Int { ty, dec, .. } => {
+            let mut v = Variable::new("the new variable", Kind::Int, ty);
+            v.decimals = dec;
+            v
+        }
+        Out::Float => Variable::new("the new variable", Kind::Float, PhysType::F64),
+    };
+    v.name = "the new variable".into();
+    for (value, _) in &opts.value_labels {
+        codec::stored_code(&v, &[], value).map_err(|e| Error::Invalid(e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// Sets the label and value labels, adds the variable and commits.
 fn publish(
     mut w: DatasetWriter,
@@ -506,10 +513,13 @@ fn publish(
 pub fn compute(dir: &Path, name: &str, expr: &str, opts: &DeriveOptions) -> Result<Derived> {
     let mut w = DatasetWriter::extend(dir)?;
     let ds = w.snapshot().expect("an extending writer");
-    check_target(&ds, name, opts.replace)?;
+    let name = &check_target(&ds, name, opts.replace)?;
     let mut prog = Program::parse(&ds, expr)?;
     tabulate(&mut prog.root, &prog.inputs);
-    let out = out_plan(&prog.root.ty, prog.root.na);
+    // A null code is always reserved: which operations can give a missing
+    // value (overflow to infinity, …) is not worth guessing.
+    let out = out_plan(&prog.root.ty, true);
+    check_labels(out, opts)?;
     let input_bytes = prog.inputs.iter().map(|i| i.var.bytes).sum();
     let (var, _) = write_column(&mut w, &ds, name, &prog.inputs, &prog.root, out)?;
     publish(w, &ds, var, opts, input_bytes)
@@ -596,7 +606,7 @@ pub fn recode(
 ) -> Result<Derived> {
     let mut w = DatasetWriter::extend(dir)?;
     let ds = w.snapshot().expect("an extending writer");
-    check_target(&ds, name, opts.replace)?;
+    let name = &check_target(&ds, name, opts.replace)?;
     if from.is_empty() || from.len() > 6 {
         return Err(Error::Invalid(format!(
             "a recode takes one to six input variables (--from), not {}",
@@ -764,6 +774,16 @@ pub fn recode(
     };
     let out_codes: Vec<i64> = codes.iter().map(|&c| scaled(c)).collect::<Result<_>>()?;
     let missing = missing_code.map(scaled).transpose()?;
+    if let Some(m) = missing {
+        if let Some(k) = out_codes.iter().position(|&c| c == m) {
+            return Err(Error::Invalid(format!(
+                "--missing {}: rule {} '{}' gives that code too, and its records would count as missing; choose another code",
+                ropts.missing.as_deref().unwrap_or_default(),
+                k + 1,
+                parsed[k].text
+            )));
+        }
+    }
     let other = match (other_code, other_var) {
         (Some(c), _) => Other::Code(scaled(c)?),
         (None, Some(i)) => Other::Input(i, 10i64.pow(dec - vars[i].decimals)),
@@ -820,7 +840,8 @@ pub fn recode(
         na,
     );
     tabulate(&mut node, &inputs);
-    let out = out_plan(&node.ty, node.na);
+    let out = out_plan(&node.ty, true);
+    check_labels(out, opts)?;
     let input_bytes = vars.iter().map(|v| v.bytes).sum();
     let (mut var, _) = write_column(&mut w, &ds, name, &inputs, &node, out)?;
     // Labels: each rule's (or its condition), the first for a code.

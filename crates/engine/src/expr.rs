@@ -72,14 +72,35 @@ enum Ast {
     Neg(Box<Ast>),
     Not(Box<Ast>),
     Bin(Bop, Box<Ast>, Box<Ast>),
-    Call(String, Vec<Ast>),
     /// `NAME(items)`: the name and the items' text.
     InSet(String, String),
+    /// `name(…)` where `name` is a function's: the function's arguments
+    /// (if they parse), the name as written and the items' text, decided
+    /// by the dataset's variables.
+    Either(String, std::result::Result<Vec<Ast>, String>, String),
 }
 
 struct Parser<'a> {
     s: &'a str,
     i: usize,
+    /// Nesting of the recursion, bounded.
+    depth: usize,
+}
+
+/// Deepest nesting an expression may have (parentheses, unary operators,
+/// chains of binary operators).
+const MAX_DEPTH: usize = 200;
+
+impl Ast {
+    fn depth(&self) -> usize {
+        match self {
+            Ast::Num(_) | Ast::Str(_) | Ast::Var(_) | Ast::InSet(..) => 1,
+            Ast::Neg(x) | Ast::Not(x) => 1 + x.depth(),
+            Ast::Bin(_, a, b) => 1 + a.depth().max(b.depth()),
+            Ast::Either(_, Ok(a), _) => 1 + a.iter().map(Ast::depth).max().unwrap_or(0),
+            Ast::Either(_, Err(_), _) => 1,
+        }
+    }
 }
 
 const FUNCTIONS: &[&str] = &[
@@ -152,6 +173,18 @@ impl<'a> Parser<'a> {
     }
 
     fn expr(&mut self) -> Result<Ast> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(&format!(
+                "the expression is nested more than {MAX_DEPTH} deep"
+            ));
+        }
+        let r = self.expr_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self) -> Result<Ast> {
         let mut a = self.and()?;
         while self.word("or") || self.sym("||") || self.sym("|") {
             let b = self.and()?;
@@ -175,7 +208,15 @@ impl<'a> Parser<'a> {
             if self.rest().starts_with('!') {
                 self.i += 1;
             }
-            return Ok(Ast::Not(Box::new(self.not()?)));
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return self.err(&format!(
+                    "the expression is nested more than {MAX_DEPTH} deep"
+                ));
+            }
+            let x = self.not()?;
+            self.depth -= 1;
+            return Ok(Ast::Not(Box::new(x)));
         }
         self.cmp()
     }
@@ -259,7 +300,15 @@ impl<'a> Parser<'a> {
 
     fn unary(&mut self) -> Result<Ast> {
         if self.sym("-") {
-            return Ok(Ast::Neg(Box::new(self.unary()?)));
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return self.err(&format!(
+                    "the expression is nested more than {MAX_DEPTH} deep"
+                ));
+            }
+            let x = self.unary()?;
+            self.depth -= 1;
+            return Ok(Ast::Neg(Box::new(x)));
         }
         if self.sym("+") {
             return self.unary();
@@ -366,19 +415,40 @@ impl<'a> Parser<'a> {
         self.i += 1;
         let lower = name.to_ascii_lowercase();
         if !quoted && FUNCTIONS.contains(&lower.as_str()) {
-            let mut args = Vec::new();
+            let open = self.i;
+            let items = self.raw_group()?;
+            let after = self.i;
+            self.i = open;
+            let mut args = Ok(Vec::new());
             if !self.sym(")") {
                 loop {
-                    args.push(self.expr()?);
+                    match self.expr() {
+                        Ok(a) => {
+                            if let Ok(v) = args.as_mut() {
+                                v.push(a)
+                            }
+                        }
+                        Err(e) => {
+                            args = Err(e.to_string());
+                            break;
+                        }
+                    }
                     if self.sym(")") {
                         break;
                     }
                     if !self.sym(",") {
-                        return self.err("expected ',' or ')'");
+                        args = self
+                            .err::<Vec<Ast>>("expected ',' or ')'")
+                            .map_err(|e| e.to_string());
+                        break;
                     }
                 }
             }
-            return Ok(Ast::Call(lower, args));
+            if args.is_ok() && self.i != after {
+                args = Err(format!("bad arguments to {lower}(…)"));
+            }
+            self.i = after;
+            return Ok(Ast::Either(name, args, items));
         }
         let items = self.raw_group()?;
         Ok(Ast::InSet(name, items))
@@ -386,11 +456,22 @@ impl<'a> Parser<'a> {
 }
 
 fn parse(text: &str) -> Result<Ast> {
-    let mut p = Parser { s: text, i: 0 };
+    let mut p = Parser {
+        s: text,
+        i: 0,
+        depth: 0,
+    };
     let e = p.expr()?;
     p.ws();
     if p.i < text.len() {
         return p.err("unexpected text");
+    }
+    // A long chain of binary operators nests as deep as it is long.
+    if e.depth() > MAX_DEPTH {
+        return Err(Error::Invalid(format!(
+            "bad expression '{}': it nests more than {MAX_DEPTH} operations deep; split it into several computes",
+            text.chars().take(80).collect::<String>()
+        )));
     }
     Ok(e)
 }
@@ -843,7 +924,29 @@ impl Typer<'_> {
                 Ok(boolean(Op::InSet(b(x), pred), na))
             }
             Ast::Bin(op, x, y) => self.binary(*op, x, y),
-            Ast::Call(f, args) => self.call(f, args),
+            Ast::Either(name, args, items) => {
+                // A function, unless a variable has that name and it is not
+                // written as the function's lower-case name.
+                let lower = name.to_ascii_lowercase();
+                let var = self.ds.variable(name).ok().map(|v| v.name.clone());
+                let function = match &var {
+                    None => true,
+                    Some(v) if *name == lower && *v == lower => {
+                        return self.bad(format!(
+                            "{name}(…) could be the function {lower}() or a range test of the variable {v}: write `{v}`({items}) for the variable"
+                        ))
+                    }
+                    Some(_) => *name == lower,
+                };
+                if function {
+                    match args {
+                        Ok(a) => self.call(&lower, a),
+                        Err(e) => Err(Error::Invalid(e.clone())),
+                    }
+                } else {
+                    self.node(&Ast::InSet(name.clone(), items.clone()))
+                }
+            }
         }
     }
 
@@ -2103,7 +2206,13 @@ impl Node {
                 if y == 0.0 {
                     f64::NAN
                 } else {
-                    fin(x - y * (x / y).floor())
+                    // fmod is exact; then the sign of y.
+                    let r = x % y;
+                    if r != 0.0 && (r < 0.0) != (y < 0.0) {
+                        r + y
+                    } else {
+                        r
+                    }
                 }
             })),
             Op::RoundI(x, k, m) => {
@@ -2144,7 +2253,14 @@ impl Node {
             Op::RoundF(x, nd) => {
                 let s = 10f64.powi(*nd);
                 let mut v = ev(x).f();
-                v.iter_mut().for_each(|y| *y = fin((*y * s).round() / s));
+                // Beyond 2^52 a float has no fraction: rounding to n ≥ 0
+                // decimals leaves it (and x·10^n may overflow).
+                let big = 4503599627370496.0;
+                v.iter_mut().for_each(|y| {
+                    if !(*nd >= 0 && y.abs() >= big) {
+                        *y = fin((*y * s).round() / s);
+                    }
+                });
                 Vals::F(v)
             }
             Op::MathF(m, x) => {
@@ -2261,7 +2377,7 @@ mod tests {
         assert_eq!(s("A ge 3"), s("A >= 3"));
         assert_eq!(s("2 ** 3"), s("2 ^ 3"));
         assert!(matches!(parse("AGE(18-64)").unwrap(), Ast::InSet(..)));
-        assert!(matches!(parse("round(AGE)").unwrap(), Ast::Call(..)));
+        assert!(matches!(parse("round(AGE)").unwrap(), Ast::Either(..)));
         assert!(matches!(parse("`round`(1-5)").unwrap(), Ast::InSet(..)));
     }
 

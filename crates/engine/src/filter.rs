@@ -418,6 +418,20 @@ pub(crate) fn resolve(term: &Term, var: &Variable, dict: &[String]) -> Result<Pr
                     Item::Range(a, b) => {
                         let lo = a.as_deref().map(conv).transpose()?;
                         let hi = b.as_deref().map(conv).transpose()?;
+                        if let (Some(l), Some(h)) = (lo, hi) {
+                            if l.f() > h.f() {
+                                return Err(Error::Filter {
+                                    text: term.text.clone(),
+                                    reason: format!(
+                                        "the range {}-{} is reversed (it holds no value; write {}-{})",
+                                        a.as_deref().unwrap_or_default(),
+                                        b.as_deref().unwrap_or_default(),
+                                        b.as_deref().unwrap_or_default(),
+                                        a.as_deref().unwrap_or_default()
+                                    ),
+                                });
+                            }
+                        }
                         spans.push((lo, false, hi, false));
                     }
                 }

@@ -46,6 +46,7 @@ mod quantile;
 mod recode;
 mod scan;
 pub mod stats;
+pub mod subset;
 mod taylor;
 mod top;
 mod value;

@@ -550,6 +550,8 @@ impl DatasetWriter {
     /// Until `commit`, readers see the dataset unchanged; a failed or killed
     /// writer leaves only unreferenced files, removed by the next writer.
     pub fn extend(dir: &Path) -> Result<Self> {
+        // A clear error for a path that is not a dataset, before the lock.
+        read_manifest(dir)?;
         let held = lock(dir)?;
         let old = read_manifest(dir)?;
         remove_orphans(dir, &old);

@@ -2,7 +2,7 @@
 //! (SDA's LISTCASES), filtered, capped at `--limit` records.
 
 use crate::common::{open, split_list, Format};
-use crate::render::{category_text, csv_line, plain_value, stdout, text_table, value_json, Align};
+use crate::render::{category_text, csv_line, exact_value, stdout, text_table, value_json, Align};
 use anyhow::Result;
 use microtab_engine::{list_cases, list_vars, parse_filter, ListQuery};
 use std::io::Write;
@@ -49,9 +49,9 @@ pub fn run(a: Args) -> Result<()> {
     let limit = if a.all { u64::MAX } else { a.limit };
     let shown = |c: &microtab_engine::Category| -> String {
         if a.labels {
-            c.label.clone().unwrap_or_else(|| plain_value(c))
+            c.label.clone().unwrap_or_else(|| exact_value(c))
         } else {
-            plain_value(c)
+            exact_value(c)
         }
     };
     let mut out = stdout();
@@ -82,13 +82,21 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
         Format::Json => {
-            let mut recs = Vec::new();
+            // Streamed: one record at a time, whatever their number.
+            let head = serde_json::json!({
+                "dataset": a.dataset.display().to_string(),
+                "filter": a.filter,
+                "variables": vars.iter().map(|v| &v.name).collect::<Vec<_>>(),
+            });
+            let head = serde_json::to_string(&head)?;
+            out.write_all(&head.as_bytes()[..head.len() - 1])?;
+            out.write_all(b",\"records\":[")?;
+            let mut err = None;
             list_cases(&ds, &q, |rec, cells| {
                 if n == limit {
                     more = true;
                     return false;
                 }
-                n += 1;
                 let mut o = serde_json::Map::new();
                 o.insert("record".into(), rec.into());
                 for (v, c) in vars.iter().zip(cells) {
@@ -99,18 +107,21 @@ pub fn run(a: Args) -> Result<()> {
                     };
                     o.insert(v.name.clone(), val);
                 }
-                recs.push(serde_json::Value::Object(o));
+                let sep: &[u8] = if n == 0 { b"\n" } else { b",\n" };
+                n += 1;
+                let r = out.write_all(sep).and_then(|_| {
+                    serde_json::to_writer(&mut out, &o).map_err(std::io::Error::other)
+                });
+                if let Err(e) = r {
+                    err = Some(e);
+                    return false;
+                }
                 true
             })?;
-            let doc = serde_json::json!({
-                "dataset": a.dataset.display().to_string(),
-                "filter": a.filter,
-                "variables": vars.iter().map(|v| &v.name).collect::<Vec<_>>(),
-                "records": recs,
-                "truncated": more,
-            });
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            out.write_all(b"\n")?;
+            if let Some(e) = err {
+                return Err(e.into());
+            }
+            writeln!(out, "\n],\"truncated\":{more}}}")?;
         }
         Format::Table => {
             let mut rows = Vec::new();

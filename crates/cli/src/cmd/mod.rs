@@ -13,6 +13,7 @@ pub mod label;
 pub mod list;
 pub mod means;
 pub mod missing;
+pub mod subset;
 pub mod tab;
 pub mod tune;
 pub mod vars;

@@ -1,0 +1,312 @@
+//! Subsets (SDA's SUBSET): the records that pass a filter and the chosen
+//! variables, as a new dataset with the same metadata (labels, missing
+//! codes, decimals; text variables re-encoded to the values they still
+//! have), published atomically as an import is.
+
+use crate::exec::MORSEL;
+use crate::expr::{filter_program, Vals};
+use crate::{Error, Result, Term};
+use microtab_store::{
+    Column, ColumnData, ColumnWriter, Dataset, DatasetWriter, Design, Kind, Number, Variable,
+};
+use std::path::Path;
+
+/// What was written.
+#[derive(Debug, Clone)]
+pub struct SubsetReport {
+    /// Records kept.
+    pub rows: u64,
+    /// Variables written.
+    pub vars: Vec<String>,
+    /// The design carried over, if any, and why one was not.
+    pub design: Option<Design>,
+    /// Why the source's design was not carried over (if it had one).
+    pub design_note: Option<String>,
+}
+
+const SUB: usize = 2048;
+
+/// The rows that pass `filter`, one bitmap word per 64 rows.
+pub(crate) fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
+    let rows = ds.rows() as usize;
+    let mut bits = vec![0u64; rows.div_ceil(64)];
+    let Some(p) = filter_program(ds, filter)? else {
+        for (i, w) in bits.iter_mut().enumerate() {
+            let n = (rows - i * 64).min(64);
+            *w = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        }
+        return Ok((bits, rows as u64));
+    };
+    let cols: Vec<Column> = p
+        .inputs
+        .iter()
+        .map(|i| ds.column(&i.var.name))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut bufs: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
+    let mut kept = 0u64;
+    for start in (0..rows).step_by(MORSEL) {
+        let n = MORSEL.min(rows - start);
+        let views = cols
+            .iter()
+            .zip(bufs.iter_mut())
+            .map(|(c, b)| c.rows_view(start, n, b))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        for a in (0..n).step_by(SUB) {
+            let e = (a + SUB).min(n);
+            let sub: Vec<ColumnData<'_>> = views
+                .iter()
+                .map(|v| crate::derive::slice(v, a, e))
+                .collect();
+            if let Vals::I(v) = p.root.eval(&p.inputs, &sub, e - a) {
+                for (k, x) in v.iter().enumerate() {
+                    if *x == 1 {
+                        let r = start + a + k;
+                        bits[r / 64] |= 1 << (r % 64);
+                        kept += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok((bits, kept))
+}
+
+#[inline]
+fn picked(bits: &[u64], r: usize) -> bool {
+    bits[r / 64] >> (r % 64) & 1 == 1
+}
+
+macro_rules! gather {
+    ($v:expr, $bits:expr, $start:expr) => {{
+        let v = $v;
+        (0..v.len())
+            .filter(|&i| picked($bits, $start + i))
+            .map(|i| v[i])
+            .collect::<Vec<_>>()
+    }};
+}
+
+/// Copies the selected rows of one column into `w`, remapping text codes
+/// through `remap` (old code → new code), and returns (min, max, nulls).
+fn copy_column(
+    col: &Column,
+    var: &Variable,
+    bits: &[u64],
+    remap: Option<&[i64]>,
+    w: &mut ColumnWriter,
+) -> Result<(Option<Number>, Option<Number>, u64)> {
+    let rows = col.rows();
+    let mut buf = Vec::new();
+    let null = var.null_code.filter(|_| var.nulls > 0);
+    let (mut lo, mut hi, mut flo, mut fhi, mut nulls) =
+        (i64::MAX, i64::MIN, f64::INFINITY, f64::NEG_INFINITY, 0u64);
+    for start in (0..rows).step_by(MORSEL) {
+        let n = MORSEL.min(rows - start);
+        let view = col.rows_view(start, n, &mut buf)?;
+        macro_rules! ints {
+            ($v:expr) => {{
+                let mut g = gather!($v, bits, start);
+                for x in g.iter_mut() {
+                    let y = *x as i64;
+                    if Some(y) == null {
+                        nulls += 1;
+                        continue;
+                    }
+                    let y = match remap {
+                        Some(m) => {
+                            let z = m[y as usize];
+                            *x = z as _;
+                            z
+                        }
+                        None => y,
+                    };
+                    lo = lo.min(y);
+                    hi = hi.max(y);
+                }
+                w.append(&g)?;
+            }};
+        }
+        match view {
+            ColumnData::U8(v) => ints!(v),
+            ColumnData::I8(v) => ints!(v),
+            ColumnData::U16(v) => ints!(v),
+            ColumnData::I16(v) => ints!(v),
+            ColumnData::U32(v) => ints!(v),
+            ColumnData::I32(v) => ints!(v),
+            ColumnData::I64(v) => ints!(v),
+            ColumnData::F32(v) => {
+                let g = gather!(v, bits, start);
+                for &x in &g {
+                    if x.is_nan() {
+                        nulls += 1;
+                    } else {
+                        flo = flo.min(x as f64);
+                        fhi = fhi.max(x as f64);
+                    }
+                }
+                w.append(&g)?;
+            }
+            ColumnData::F64(v) => {
+                let g = gather!(v, bits, start);
+                for &x in &g {
+                    if x.is_nan() {
+                        nulls += 1;
+                    } else {
+                        flo = flo.min(x);
+                        fhi = fhi.max(x);
+                    }
+                }
+                w.append(&g)?;
+            }
+        }
+    }
+    Ok(if var.kind == Kind::Float {
+        if flo <= fhi {
+            (Some(Number::Float(flo)), Some(Number::Float(fhi)), nulls)
+        } else {
+            (None, None, nulls)
+        }
+    } else if lo <= hi {
+        (Some(Number::Int(lo)), Some(Number::Int(hi)), nulls)
+    } else {
+        (None, None, nulls)
+    })
+}
+
+/// Writes the records of `ds` that pass `filter`, with the variables
+/// `vars` (all when empty), as the new dataset `out` (replacing a dataset
+/// there only with `force`). A replicate-weight design whose variables are
+/// all kept is carried over (domain estimates from a subset equal those of
+/// the full sample with a filter); a Taylor design only when every record
+/// is kept (its strata and PSU counts describe the whole sample).
+pub fn subset(
+    ds: &Dataset,
+    out: &Path,
+    vars: &[String],
+    filter: &[Term],
+    force: bool,
+) -> Result<SubsetReport> {
+    let chosen: Vec<Variable> = if vars.is_empty() {
+        ds.manifest().variables.clone()
+    } else {
+        let mut v: Vec<Variable> = Vec::new();
+        for n in vars {
+            let var = ds.variable(n)?;
+            if !v.iter().any(|x| x.name == var.name) {
+                v.push(var.clone());
+            }
+        }
+        v
+    };
+    if std::fs::canonicalize(out).ok() == std::fs::canonicalize(ds.dir()).ok() && out.exists() {
+        return Err(Error::Invalid(
+            "a subset cannot replace the dataset it is taken from; write it elsewhere".into(),
+        ));
+    }
+    let (bits, kept) = selection(ds, filter)?;
+    let mut w = DatasetWriter::create(out, force)?;
+    w.set_source(&format!(
+        "subset of {}{}",
+        ds.dir().display(),
+        if filter.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " where {}",
+                filter
+                    .iter()
+                    .map(|t| t.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
+    ));
+    for var in &chosen {
+        let col = ds.column(&var.name)?;
+        let mut nv = var.clone();
+        let mut remap = None;
+        if var.kind == Kind::String {
+            // Only the values the kept records have, in sorted order.
+            let dict = ds.dictionary(var)?;
+            let mut used = vec![false; dict.len()];
+            let null = var.null_code.filter(|_| var.nulls > 0);
+            let mut buf = Vec::new();
+            for start in (0..col.rows()).step_by(MORSEL) {
+                let n = MORSEL.min(col.rows() - start);
+                let view = col.rows_view(start, n, &mut buf)?;
+                for i in 0..n {
+                    if picked(&bits, start + i) {
+                        let c = view.get_i64(i);
+                        if Some(c) != null {
+                            if let Some(u) = used.get_mut(c as usize) {
+                                *u = true;
+                            }
+                        }
+                    }
+                }
+            }
+            let mut m = vec![-1i64; dict.len()];
+            let mut entries = Vec::new();
+            for (i, e) in dict.iter().enumerate() {
+                if used[i] {
+                    m[i] = entries.len() as i64;
+                    entries.push(e.clone());
+                }
+            }
+            let (rel, sum) = w.write_dictionary(&var.name, &entries)?;
+            nv.dictionary = Some(rel);
+            nv.dictionary_checksum = Some(sum);
+            remap = Some(m);
+        }
+        let mut cw = w.column_writer(&var.name, var.ty)?;
+        let (lo, hi, nulls) = copy_column(&col, var, &bits, remap.as_deref(), &mut cw)?;
+        nv.min = lo;
+        nv.max = hi;
+        nv.nulls = nulls;
+        if nulls == 0 {
+            nv.null_code = None;
+        }
+        let fin = cw.finish(nv)?;
+        w.add_variable(fin);
+    }
+    let names: Vec<String> = chosen.iter().map(|v| v.name.clone()).collect();
+    let mut design = None;
+    let mut note = None;
+    if let Some(d) = &ds.manifest().design {
+        let mut need = vec![d.weight.clone()];
+        if let Some(r) = &d.replicates {
+            need.extend(r.weights.iter().cloned());
+        }
+        if let Some(t) = &d.taylor {
+            need.extend(t.strata.iter().chain(&t.cluster).chain(&t.fpc).cloned());
+        }
+        let missing: Vec<&String> = need.iter().filter(|n| !names.contains(n)).collect();
+        if !missing.is_empty() {
+            note = Some(format!(
+                "the survey design is not carried over: the subset lacks {}",
+                missing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        } else if d.taylor.is_some() && kept != ds.rows() {
+            note = Some(
+                "the Taylor design is not carried over: its strata and PSUs describe the whole sample, and a subset's standard errors for a domain need them (query the full dataset with --filter instead)"
+                    .into(),
+            );
+        } else {
+            design = Some(d.clone());
+        }
+    }
+    if let Some(d) = &design {
+        w.set_design(d.clone());
+    }
+    w.commit(kept)?;
+    Ok(SubsetReport {
+        rows: kept,
+        vars: names,
+        design,
+        design_note: note,
+    })
+}
