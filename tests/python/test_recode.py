@@ -124,3 +124,30 @@ def test_recodes_with_missing_shown_and_spelling(census, tmp_path):
     assert run_json("freq", ds, 'M(r : 1-2; 3-*)')["total"]["count"] == 4
     p = run("freq", ds, "M(r: 1-x)", ok=False)
     assert "bad recode of M" in p.stderr and "1-x" in p.stderr
+
+
+def test_recodes_of_floats_and_wide_ranges(census, tmp_path):
+    """A float variable, and an integer one whose range is too wide for a
+    table (a hash of its distinct values), recoded in a request."""
+    _, ds, con = census
+    work = tmp_path / "w.mtab"
+    shutil.copytree(ds, work)
+    run("compute", work, "MINC = INCTOT / 12")
+    run("compute", work, "IPW = INCTOT * PERWT")
+    spec = 'MINC(r: *-0 "none"; 0.01-999.99; 1000-* "1000+")'
+    t = run_json("tab", work, spec, "SEX", "--weight", "PERWT")["tables"][0]
+    sql = ("SELECT CASE WHEN m <= 0 THEN 1 WHEN m >= 0.01 AND m <= 999.99 THEN 2 WHEN m >= 1000 THEN 3 END g, "
+           "SEX, count(*), sum(PERWT) FROM (SELECT INCTOT / 12 m, * FROM c WHERE INCTOT <> 9999999) "
+           "WHERE g IS NOT NULL GROUP BY ALL")
+    want = {(g, s): (n, w) for g, s, n, w in con.execute(sql).fetchall()}
+    assert [r["label"] for r in t["rows"]] == ["none", "0.01-999.99", "1000+"]
+    for i, _ in enumerate(t["rows"]):
+        for j, c in enumerate(t["cols"]):
+            n, w = want.get((i + 1, c["value"]), (0, 0))
+            assert t["counts"][i][j] == n and abs(t["weighted"][i][j] - w) <= 1e-6 * max(w, 1)
+    f = run_json("freq", work, "IPW(r: *-100000; 100000.01-*)", "--include-missing")
+    got = {r["label"] if not r["missing"] else "missing": r["count"] for r in f["rows"]}
+    lo, hi, na = con.execute(
+        "SELECT count(*) FILTER (WHERE INCTOT * PERWT <= 100000), count(*) FILTER (WHERE INCTOT * PERWT > 100000 AND INCTOT <> 9999999), "
+        "count(*) FILTER (WHERE INCTOT = 9999999) FROM c").fetchone()
+    assert got == {"*-100000": lo, "100000.01-*": hi, "missing": na}

@@ -244,7 +244,7 @@ fn execute<R>(
     for (c, s) in dim_cols.iter().zip(&specs) {
         let dict = dict_of(ds, c.var())?;
         plans.push(match &s.recode {
-            Some(groups) => crate::recode::recode_plan(c.var(), &dict, groups, q.include_missing)?,
+            Some(groups) => crate::recode::recode_plan(c, &dict, groups, q.include_missing)?,
             None => dim_categories(
                 c,
                 dict,

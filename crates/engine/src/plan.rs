@@ -77,6 +77,9 @@ pub(crate) struct DimPlan {
     /// A recode's lookup table: the first stored value, and each value's
     /// category (`TRASH`: none) ([`crate::recode`]).
     pub recode: Option<(i64, Vec<u32>)>,
+    /// A recode of a float or of an integer range too wide for a table:
+    /// each distinct stored key (`f64` bits for floats) with its category.
+    pub recode_keys: Option<Vec<(i64, u32)>>,
 }
 
 /// How a grouping variable's values reach its categories.
@@ -333,12 +336,16 @@ pub(crate) fn dim_categories(
         keys,
         map,
         recode: None,
+        recode_keys: None,
     })
 }
 
 /// Sorted distinct non-null keys of a column (parallel scan): exact
 /// integers for int and string kinds, `f64` bits for floats.
-fn distinct_keys(col: &Column, limit: usize) -> microtab_store::Result<Option<Vec<i64>>> {
+pub(crate) fn distinct_keys(
+    col: &Column,
+    limit: usize,
+) -> microtab_store::Result<Option<Vec<i64>>> {
     let Some(set) = distinct_key_set(col, limit)? else {
         return Ok(None);
     };
@@ -353,6 +360,24 @@ fn distinct_keys(col: &Column, limit: usize) -> microtab_store::Result<Option<Ve
 
 /// Builds the mapper of a dimension with `stride`.
 pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
+    if let Some(pairs) = &d.recode_keys {
+        let null = d
+            .keys
+            .iter()
+            .position(|k| k.is_none())
+            .map_or(TRASH, |i| i as u32 * stride);
+        return Mapper::Hash {
+            // Every value that occurs is in the map (those in no group as
+            // TRASH): an integer key missing from it is the null code.
+            map: pairs
+                .iter()
+                .map(|&(k, g)| (k as u64, if g == TRASH { TRASH } else { g * stride }))
+                .collect(),
+            float: d.var.kind == Kind::Float,
+            null,
+            other: TRASH,
+        };
+    }
     if let Some((base, codes)) = &d.recode {
         // Outside the range: the null code (a category of its own with
         // --include-missing).

@@ -124,6 +124,7 @@ pub(crate) fn split_dim(var: &Variable) -> DimPlan {
         keys: vec![Some(0), Some(1)],
         map: DimMap::Table,
         recode: None,
+        recode_keys: None,
     }
 }
 

@@ -9,7 +9,7 @@ use crate::filter::{parse_filter, resolve, Predicate, Term};
 use crate::plan::{is_missing, DimMap, DimPlan, TRASH};
 use crate::value::Category;
 use crate::{Error, Result, Value};
-use microtab_store::{Kind, Variable};
+use microtab_store::Kind;
 
 /// A grouping argument: a variable, recoded or restricted.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,17 +151,12 @@ const MAX_RECODE_RANGE: i64 = 1 << 24;
 /// variable's stored range (each value's group, `TRASH` for values in no
 /// group, missing codes and the null code).
 pub(crate) fn recode_plan(
-    var: &Variable,
+    col: &microtab_store::Column,
     dict: &[String],
     groups: &[Group],
     include_missing: bool,
 ) -> Result<DimPlan> {
-    if var.kind == Kind::Float {
-        return Err(Error::Invalid(format!(
-            "{}: recoding a floating-point variable is not supported (recode integer or implied-decimal variables)",
-            var.name
-        )));
-    }
+    let var = col.var();
     let preds: Vec<Predicate> = groups
         .iter()
         .map(|g| {
@@ -175,14 +170,11 @@ pub(crate) fn recode_plan(
         })
         .collect::<Result<_>>()?;
     let (lo, hi) = match (var.min, var.max) {
-        (Some(a), Some(b)) => (a.as_i64(), b.as_i64()),
+        (Some(a), Some(b)) if var.kind != Kind::Float => (a.as_i64(), b.as_i64()),
         _ => (0, -1),
     };
-    if hi.saturating_sub(lo) >= MAX_RECODE_RANGE {
-        return Err(Error::TooLarge(format!(
-            "{}: its values span {} to {}, too wide a range for a recode's lookup table",
-            var.name, lo, hi
-        )));
+    if var.kind == Kind::Float || hi.saturating_sub(lo) >= MAX_RECODE_RANGE {
+        return keyed_plan(col, dict, groups, &preds, include_missing);
     }
     // With --include-missing, the missing codes that occur and
     // system-missing follow the groups as categories of their own.
@@ -249,6 +241,81 @@ pub(crate) fn recode_plan(
         keys,
         map: DimMap::Table,
         recode: Some((lo, table)),
+        recode_keys: None,
+    })
+}
+
+/// Most distinct values a recode of a float (or of an integer range too
+/// wide for a table) maps through a hash map.
+const MAX_RECODE_KEYS: usize = 1 << 22;
+
+/// A recode of a float variable, or of an integer one whose range is too
+/// wide for a table: the column's distinct values, each with its group,
+/// in a hash map (one lookup per record, as the variable's own categories
+/// would take).
+fn keyed_plan(
+    col: &microtab_store::Column,
+    dict: &[String],
+    groups: &[Group],
+    preds: &[Predicate],
+    include_missing: bool,
+) -> Result<DimPlan> {
+    let var = col.var();
+    let keys = crate::plan::distinct_keys(col, MAX_RECODE_KEYS)?.ok_or_else(|| {
+        Error::TooLarge(format!(
+            "{}: more than {MAX_RECODE_KEYS} distinct values to recode",
+            var.name
+        ))
+    })?;
+    let float = var.kind == Kind::Float;
+    let k = groups.len() as u32;
+    let mut extra: Vec<(Option<i64>, Category)> = Vec::new();
+    let mut pairs = Vec::with_capacity(keys.len());
+    for key in keys {
+        let v = crate::plan::key_value(var, key);
+        let g = if is_missing(var, v) {
+            if include_missing {
+                extra.push((Some(key), crate::plan::key_category(var, dict, key)));
+                k + extra.len() as u32 - 1
+            } else {
+                TRASH
+            }
+        } else {
+            preds
+                .iter()
+                .position(|p| if float { p.test(v) } else { p.test_int(key) })
+                .map_or(TRASH, |g| g as u32)
+        };
+        pairs.push((key, g));
+    }
+    if include_missing && var.nulls > 0 {
+        extra.push((None, crate::value::null_category()));
+    }
+    let mut categories: Vec<Category> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let label = g.label.clone().unwrap_or_else(|| g.text.clone());
+            Category {
+                value: Value::Int(i as i64 + 1),
+                display: label.clone(),
+                label: Some(label),
+                missing: false,
+            }
+        })
+        .collect();
+    let mut cat_keys: Vec<Option<i64>> = (0..groups.len() as i64).map(Some).collect();
+    for (key, cat) in extra {
+        cat_keys.push(key);
+        categories.push(cat);
+    }
+    Ok(DimPlan {
+        var: var.clone(),
+        categories,
+        keys: cat_keys,
+        map: DimMap::Hash,
+        recode: None,
+        recode_keys: Some(pairs),
     })
 }
 
