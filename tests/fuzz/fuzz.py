@@ -519,6 +519,8 @@ def ref_filter(text):
                         raise ValueError("incomplete range")
                     lo = None if a == "*" else ref_value(var, a)
                     hi = None if b == "*" else ref_value(var, b)
+                    if lo is not None and hi is not None and lo > hi:
+                        raise ValueError("reversed range (holds no value)")
                     spans.append((lo, hi))
                 else:
                     v = ref_value(var, item)
