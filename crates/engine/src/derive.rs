@@ -308,17 +308,41 @@ pub(crate) fn slice<'a>(d: &ColumnData<'a>, a: usize, b: usize) -> ColumnData<'a
     }
 }
 
-fn append(w: &mut ColumnWriter, c: &Chunk, st: &Stats) -> microtab_store::Result<()> {
+fn append(
+    w: &mut ColumnWriter,
+    c: &Chunk,
+    st: &Stats,
+    sum: Option<u64>,
+) -> microtab_store::Result<()> {
     let r = Some((st.lo, st.hi, st.nulls > 0));
-    match c {
-        Chunk::U8(v) => w.append_ranged(v, r),
-        Chunk::I8(v) => w.append_ranged(v, r),
-        Chunk::U16(v) => w.append_ranged(v, r),
-        Chunk::I16(v) => w.append_ranged(v, r),
-        Chunk::U32(v) => w.append_ranged(v, r),
-        Chunk::I32(v) => w.append_ranged(v, r),
-        Chunk::I64(v) => w.append_ranged(v, r),
-        Chunk::F64(v) => w.append(v),
+    match (c, sum) {
+        (Chunk::U8(v), _) => w.append_ranged(v, r),
+        (Chunk::I8(v), _) => w.append_ranged(v, r),
+        (Chunk::U16(v), _) => w.append_ranged(v, r),
+        (Chunk::I16(v), _) => w.append_ranged(v, r),
+        (Chunk::U32(v), _) => w.append_ranged(v, r),
+        (Chunk::I32(v), _) => w.append_ranged(v, r),
+        (Chunk::I64(v), Some(s)) => w.append_summed(v, r, s),
+        (Chunk::I64(v), None) => w.append_ranged(v, r),
+        (Chunk::F64(v), Some(s)) => w.append_summed(v, None, s),
+        (Chunk::F64(v), None) => w.append(v),
+    }
+}
+
+impl Chunk {
+    /// The checksum of a whole stripe of a type never packed (i64, f64),
+    /// computed on the worker.
+    fn stripe_sum(&self) -> Option<u64> {
+        let bytes: &[u8] = match self {
+            Chunk::I64(v) if v.len() == microtab_store::STRIPE_ROWS => {
+                microtab_store::NativeType::as_bytes(&v[..])
+            }
+            Chunk::F64(v) if v.len() == microtab_store::STRIPE_ROWS => {
+                microtab_store::NativeType::as_bytes(&v[..])
+            }
+            _ => return None,
+        };
+        Some(microtab_store::xxh3(bytes))
     }
 }
 
@@ -349,19 +373,19 @@ fn write_column(
     let stop = AtomicBool::new(false);
     let written = (Mutex::new(0usize), Condvar::new());
     let failed: Mutex<Option<Error>> = Mutex::new(None);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Chunk, Stats)>(2 * WINDOW);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Chunk, Stats, Option<u64>)>(2 * WINDOW);
     let result = std::thread::scope(|s| {
         let (stop, written) = (&stop, &written);
         let writer = s.spawn(move || -> Result<(ColumnWriter, Stats)> {
             let mut cw = cw;
             let mut st = Stats::EMPTY;
-            let mut pending: BTreeMap<usize, (Chunk, Stats)> = BTreeMap::new();
+            let mut pending: BTreeMap<usize, (Chunk, Stats, Option<u64>)> = BTreeMap::new();
             let mut at = 0usize;
             let r = (|| -> Result<()> {
-                for (m, c, cs) in rx.iter() {
-                    pending.insert(m, (c, cs));
-                    while let Some((c, cs)) = pending.remove(&at) {
-                        append(&mut cw, &c, &cs)?;
+                for (m, c, cs, sum) in rx.iter() {
+                    pending.insert(m, (c, cs, sum));
+                    while let Some((c, cs, sum)) = pending.remove(&at) {
+                        append(&mut cw, &c, &cs, sum)?;
                         st.merge(&cs);
                         at += 1;
                         *written.0.lock().expect("lock") = at;
@@ -422,7 +446,8 @@ fn write_column(
                     let vals = root.eval(inputs, &sub, b - a);
                     to_chunk(vals, out, &mut st, &mut chunk);
                 }
-                if tx.send((m, chunk, st)).is_err() {
+                let sum = chunk.stripe_sum();
+                if tx.send((m, chunk, st, sum)).is_err() {
                     break;
                 }
             }

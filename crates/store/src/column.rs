@@ -478,23 +478,7 @@ impl ColumnWriter {
         assert_eq!(T::PHYS, self.ty, "column type mismatch");
         let bytes = T::as_bytes(values);
         self.rows += values.len() as u64;
-        if let Some(z) = &mut self.zones {
-            match range {
-                // Within one stripe: its zone is the range given.
-                Some((lo, hi, nulls)) if z.filled + values.len() <= STRIPE_ROWS => {
-                    z.cur.lo = z.cur.lo.min(lo);
-                    z.cur.hi = z.cur.hi.max(hi);
-                    z.cur.nulls |= nulls;
-                    z.filled += values.len();
-                    if z.filled == STRIPE_ROWS {
-                        z.table.extend_from_slice(&z.cur.encode());
-                        z.cur = ZoneBuilder::EMPTY;
-                        z.filled = 0;
-                    }
-                }
-                _ => z.update(self.ty, bytes),
-            }
-        }
+        self.update_zones(bytes, values.len(), range);
         if self.packer.is_none() {
             self.digest.update(bytes);
             self.w.write_all(bytes)?;
@@ -537,6 +521,55 @@ impl ColumnWriter {
             }
         }
         self.pack_pending(false)
+    }
+
+    /// Adds `bytes` (`n` values) to the zone map, from `range` when given
+    /// and within one stripe.
+    fn update_zones(&mut self, bytes: &[u8], n: usize, range: Option<(i64, i64, bool)>) {
+        let Some(z) = &mut self.zones else {
+            return;
+        };
+        match range {
+            // Within one stripe: its zone is the range given.
+            Some((lo, hi, nulls)) if z.filled + n <= STRIPE_ROWS => {
+                z.cur.lo = z.cur.lo.min(lo);
+                z.cur.hi = z.cur.hi.max(hi);
+                z.cur.nulls |= nulls;
+                z.filled += n;
+                if z.filled == STRIPE_ROWS {
+                    z.table.extend_from_slice(&z.cur.encode());
+                    z.cur = ZoneBuilder::EMPTY;
+                    z.filled = 0;
+                }
+            }
+            _ => z.update(self.ty, bytes),
+        }
+    }
+
+    /// [`append_ranged`](Self::append_ranged) with the values' stripe
+    /// checksum (`xxh3` of their bytes) computed by the caller — on another
+    /// core, off the writer's path. Used when the values are exactly one
+    /// whole stripe of a plain (unpacked) column at a stripe boundary;
+    /// otherwise `sum` is ignored and the checksum computed here.
+    pub fn append_summed<T: NativeType>(
+        &mut self,
+        values: &[T],
+        range: Option<(i64, i64, bool)>,
+        sum: u64,
+    ) -> Result<()> {
+        assert_eq!(T::PHYS, self.ty, "column type mismatch");
+        let bytes = T::as_bytes(values);
+        if self.packer.is_none()
+            && self.digest.filled == 0
+            && bytes.len() == self.digest.stripe_bytes
+        {
+            self.rows += values.len() as u64;
+            self.update_zones(bytes, values.len(), range);
+            self.digest.whole.write(bytes);
+            self.digest.sums.push(sum);
+            return Ok(self.w.write_all(bytes)?);
+        }
+        self.append_ranged(values, range)
     }
 
     /// Packs the pending rows' whole blocks (and with `all` the last
