@@ -5,6 +5,8 @@
 # R's survey package from Debian, the oracle of standard errors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# pyo3's build script reruns when this changes: the same value for every step.
+export PYO3_PYTHON="$(command -v python3)"
 
 echo "== Python test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
@@ -26,7 +28,10 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo test"
 cargo build --release --quiet
-cargo test --release --workspace --quiet
+cargo test --release --workspace --exclude microtab-python --quiet
+
+echo "== the Python package (pip install ./crates/python: maturin, the workspace's target/)"
+python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps ./crates/python
 
 echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey)"
-MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python "$@"
+MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python tests/python_api "$@"

@@ -1,0 +1,373 @@
+"""microtab from Python: weighted frequencies, crosstabs and means (with
+survey standard errors when the dataset has a design) over microtab
+datasets, as pandas frames, and columns as numpy arrays.
+
+    import microtab as mt
+    ds = mt.open("census.mtab")
+    t = ds.tab("SEX", "EDUC", weight="PERWT", filter="AGE(25-64)", pct="row")
+    t.to_pandas()                     # one row per cell
+    ds.freq("EDUC").to_pandas()
+    ds.means("INCTOT", by="EDUC", median=True).to_pandas()
+    ds.column("AGE")                  # numpy: the stored codes
+    ds.to_pandas(["AGE", "SEX"], labels=True)
+
+Every answer comes from the same analysis layer as the command line
+(`microtab tab …`), so the numbers are the CLI's to the last digit; the
+query grammar (filters, temporary recodes such as
+``AGE(r: 0-17; 18-64; 65-*)``) is the CLI's (docs/CLI.md).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ._microtab import (
+    CorruptError,
+    LockedError,
+    MicrotabError,
+    QueryError,
+    TooLargeError,
+    _column,
+    _dictionary,
+    _info,
+    _query,
+)
+
+__all__ = [
+    "open",
+    "Dataset",
+    "Variable",
+    "Frequencies",
+    "Crosstab",
+    "Means",
+    "MicrotabError",
+    "QueryError",
+    "TooLargeError",
+    "CorruptError",
+    "LockedError",
+]
+
+_DTYPES = {
+    "u8": np.uint8, "i8": np.int8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32,
+    "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64,
+}
+#: Bytes before a column file's values (FORMAT.md).
+_HEADER = 4096
+
+
+def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's verb
+    """Opens the dataset directory ``path`` (reads its manifest only)."""
+    return Dataset(path)
+
+
+class Variable:
+    """One variable's metadata: ``name``, ``label``, ``kind`` (``"int"``,
+    ``"float"`` or ``"string"``), ``type`` (stored numpy type name),
+    ``decimals`` (implied), ``missing_codes`` (as stored), ``value_labels``
+    (``{"1": "Male"}``), ``min``/``max`` (stored units), ``nulls``."""
+
+    def __init__(self, entry: dict):
+        self._e = entry
+        self.name: str = entry["name"]
+        self.label: str | None = entry.get("label")
+        self.kind: str = entry["kind"]
+        self.type: str = entry["type"]
+        self.decimals: int = entry.get("decimals", 0)
+        self.missing_codes: list[float] = list(entry.get("missing_codes", []))
+        self.value_labels: dict[str, str] = dict(entry.get("value_labels", {}))
+        self.min = entry.get("min")
+        self.max = entry.get("max")
+        self.nulls: int = entry.get("nulls", 0)
+
+    def __repr__(self) -> str:
+        return f"Variable({self.name!r}, kind={self.kind!r}, type={self.type!r}, label={self.label!r})"
+
+
+class Dataset:
+    """A microtab dataset. Queries return result objects with
+    ``to_pandas()`` and ``to_dict()``; they release the GIL while they scan.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self._m = json.loads(_info(self.path))
+        self._vars = [Variable(v) for v in self._m["variables"]]
+        self._by_name = {v.name.lower(): v for v in self._vars}
+
+    @property
+    def rows(self) -> int:
+        """Number of records."""
+        return int(self._m["rows"])
+
+    @property
+    def variables(self) -> list[str]:
+        """The variables' names, in order."""
+        return [v.name for v in self._vars]
+
+    @property
+    def design(self) -> dict | None:
+        """The survey design stored with the dataset, if any."""
+        return self._m.get("design")
+
+    def variable(self, name: str) -> Variable:
+        """A variable's metadata (names match case-insensitively)."""
+        try:
+            return self._by_name[name.lower()]
+        except KeyError:
+            raise QueryError(f"unknown variable {name!r} in {self.path} (variables: {', '.join(self.variables)})") from None
+
+    def __repr__(self) -> str:
+        return f"<microtab.Dataset {self.path!r}: {self.rows:,} records, {len(self._vars)} variables>"
+
+    # ---------------------------------------------------------------- queries
+
+    def _ask(self, spec: dict) -> dict:
+        spec = {k: v for k, v in spec.items() if v is not None}
+        return json.loads(_query(self.path, json.dumps(spec)))
+
+    def freq(self, var: str, *, weight: str | None = None, filter: str | None = None,  # noqa: A002
+             include_missing: bool = False, design: bool = True, level: float = 0.95) -> "Frequencies":
+        """Frequencies of ``var`` (a name or a temporary recode), counts,
+        weighted counts and percentages; SEs and CIs under a design."""
+        return Frequencies(self._ask({"analysis": "freq", "var": var, "weight": weight, "filter": filter,
+                                      "include_missing": include_missing, "design": design, "level": level}))
+
+    def tab(self, row: str, col: str, *, control: str | None = None, weight: str | None = None,
+            filter: str | None = None, pct: str | None = None, stats: bool = False,  # noqa: A002
+            include_missing: bool = False, design: bool = True, level: float = 0.95,
+            pct_ci: str | None = None) -> "Crosstab":
+        """Crosstab of ``row`` by ``col`` (one table per category of
+        ``control``); ``pct`` is ``"row"``, ``"col"`` or ``"total"``;
+        ``stats`` adds chi-square (Rao–Scott under a design) and the
+        association measures."""
+        return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
+                                   "weight": weight, "filter": filter, "pct": pct, "stats": stats,
+                                   "include_missing": include_missing, "design": design,
+                                   "level": level, "pct_ci": pct_ci}))
+
+    def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
+              filter: str | None = None, median: bool = False,  # noqa: A002
+              percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95) -> "Means":
+        """Weighted mean, SD, N and sum of weights of ``var`` per group of
+        ``by`` (one name or several), with medians/percentiles on request."""
+        by = [by] if isinstance(by, str) else list(by)
+        if not by:
+            raise QueryError("means needs at least one grouping variable (by=...)")
+        q = sorted({*(0.5 for _ in [0] if median), *(float(p) / 100 for p in percentiles)})
+        return Means(self._ask({"analysis": "means", "var": var, "by": by, "weight": weight,
+                                "filter": filter, "design": design, "level": level,
+                                "quantiles": q}))
+
+    # ---------------------------------------------------------------- data
+
+    def column(self, name: str) -> np.ndarray:
+        """The stored values of a variable as a numpy array: a read-only
+        memory map of the file for a plain column, the decoded values of a
+        bit-packed one. These are stored codes: implied decimals not
+        applied, missing codes and the null code as stored, text as
+        dictionary positions (``to_pandas`` gives values as users see
+        them)."""
+        v = self.variable(name)
+        dtype = _DTYPES[v.type]
+        e = v._e
+        if not e.get("packing") and e.get("bytes", 0) == self.rows * np.dtype(dtype).itemsize and self.rows:
+            return np.memmap(os.path.join(self.path, e["file"]), dtype=dtype, mode="r",
+                             offset=_HEADER, shape=(self.rows,))
+        data, ty = _column(self.path, v.name)
+        return np.frombuffer(data, dtype=_DTYPES[ty])
+
+    def to_pandas(self, columns: Sequence[str] | None = None, *, labels: bool = False):
+        """The variables as a pandas DataFrame, values as users see them:
+        implied decimals applied, missing codes and empty values as NA
+        (nullable ``Int64``/``Float64``), text as strings; with ``labels``
+        value labels as categoricals (codes without a label keep their
+        value as text)."""
+        import pandas as pd
+
+        cols = {}
+        for name in (columns if columns is not None else self.variables):
+            v = self.variable(name)
+            raw = np.asarray(self.column(v.name))
+            miss = np.zeros(len(raw), dtype=bool)
+            if v.kind != "float" and v.nulls and self._null_code(v) is not None:
+                miss |= raw == self._null_code(v)
+            if v.kind == "float":
+                miss |= np.isnan(raw)
+            for c in v.missing_codes:
+                miss |= raw == c
+            if v.kind == "string":
+                d = np.array(_dictionary(self.path, v.name) + [""], dtype=object)
+                idx = np.where(miss, len(d) - 1, raw.astype(np.int64))
+                s = pd.Series(d[idx], dtype="string")
+                s[miss] = pd.NA
+            elif v.kind == "float":
+                s = pd.Series(raw.astype(np.float64), dtype="Float64")
+                s[miss] = pd.NA
+            elif v.decimals:
+                s = pd.Series(raw.astype(np.float64) / 10 ** v.decimals, dtype="Float64")
+                s[miss] = pd.NA
+            else:
+                s = pd.Series(pd.array(raw.astype(np.int64), dtype="Int64"))
+                s[miss] = pd.NA
+            if labels and v.value_labels:
+                text = s.astype("string")
+                if v.kind != "string":
+                    text = pd.Series([self._shown(v, x) for x in s], dtype="string")
+                s = text.map(lambda x: v.value_labels.get(x, x) if x is not pd.NA else pd.NA).astype("category")
+            cols[v.name] = s
+        return pd.DataFrame(cols)
+
+    @staticmethod
+    def _null_code(v: Variable) -> int | None:
+        return v._e.get("null_code")
+
+    @staticmethod
+    def _shown(v: Variable, x) -> Any:
+        if x is pd_na():
+            return pd_na()
+        if v.decimals and v.kind == "int":
+            return f"{x:.{v.decimals}f}"
+        return str(x)
+
+
+def pd_na():
+    import pandas as pd
+    return pd.NA
+
+
+# -------------------------------------------------------------------- results
+
+
+class _Result:
+    def __init__(self, d: dict):
+        self._d = d
+
+    def to_dict(self) -> dict:
+        """The answer as the CLI's JSON (`--format json`) gives it."""
+        return self._d
+
+    def _repr_html_(self) -> str:
+        try:
+            return self.to_pandas()._repr_html_()
+        except ImportError:
+            return "<pre>" + html.escape(json.dumps(self._d, indent=1)) + "</pre>"
+
+
+def _se_cols(prefix: str, u: dict | None) -> dict:
+    if not u:
+        return {}
+    return {f"{prefix}_{k}": u.get(k) for k in ("se", "lo", "hi", "cv", "deff", "deft", "unreliable")}
+
+
+class Frequencies(_Result):
+    """A frequency table: ``rows`` (value, label, missing, count, weighted,
+    percent and, under a design, their SEs), ``total``."""
+
+    @property
+    def rows(self) -> list[dict]:
+        return self._d["rows"]
+
+    @property
+    def total(self) -> dict:
+        return self._d["total"]
+
+    def to_pandas(self):
+        import pandas as pd
+        recs = []
+        for r in self._d["rows"]:
+            rec = {k: r.get(k) for k in ("value", "label", "missing", "count", "weighted", "percent")}
+            rec.update(_se_cols("weighted", r.get("weighted_se")))
+            rec.update(_se_cols("percent", r.get("percent_se")))
+            recs.append(rec)
+        return pd.DataFrame(recs)
+
+    def __repr__(self) -> str:
+        return f"<microtab.Frequencies of {self._d.get('variable')}: {len(self.rows)} rows>"
+
+
+class Crosstab(_Result):
+    """Crosstabs: ``tables`` (one per control category), each with row and
+    column categories, ``counts``, ``weighted``, ``pct`` (nested lists, as
+    ``counts[i][j]``), totals and ``stats``."""
+
+    @property
+    def tables(self) -> list[dict]:
+        return self._d["tables"]
+
+    def counts(self, table: int = 0) -> np.ndarray:
+        """The counts of one table as a rows × columns array."""
+        return np.asarray(self.tables[table]["counts"], dtype=np.int64)
+
+    def weighted(self, table: int = 0) -> np.ndarray | None:
+        w = self.tables[table].get("weighted")
+        return None if w is None else np.asarray(w, dtype=np.float64)
+
+    def to_pandas(self):
+        """One row per cell: control, row and column values and labels,
+        count, weighted, pct (and SEs under a design)."""
+        import pandas as pd
+        recs = []
+        for t in self._d["tables"]:
+            ctl = t.get("control") or {}
+            for i, r in enumerate(t["rows"]):
+                for j, c in enumerate(t["cols"]):
+                    rec = {"control": ctl.get("value"), "control_label": ctl.get("label"),
+                           "row": r["value"], "row_label": r.get("label"),
+                           "col": c["value"], "col_label": c.get("label"),
+                           "count": t["counts"][i][j]}
+                    if t.get("weighted") is not None:
+                        rec["weighted"] = t["weighted"][i][j]
+                    if t.get("pct") is not None:
+                        rec["pct"] = t["pct"][i][j]
+                    se = t.get("weighted_se")
+                    if se is not None:
+                        rec.update(_se_cols("weighted", se[i][j]))
+                    pse = t.get("pct_se")
+                    if pse is not None:
+                        rec.update(_se_cols("pct", pse[i][j]))
+                    recs.append(rec)
+        df = pd.DataFrame(recs)
+        if self._d.get("control_var") is None:
+            df = df.drop(columns=["control", "control_label"])
+        return df
+
+    def __repr__(self) -> str:
+        return f"<microtab.Crosstab {self._d.get('row_var')} × {self._d.get('col_var')}: {len(self.tables)} table(s)>"
+
+
+class Means(_Result):
+    """Means by group: ``groups`` (mean, sd, n, sum_weights, by, and SEs,
+    medians and percentiles when asked for), ``total``."""
+
+    @property
+    def groups(self) -> list[dict]:
+        return self._d["groups"]
+
+    @property
+    def total(self) -> dict:
+        return self._d["total"]
+
+    def to_pandas(self):
+        import pandas as pd
+        by = self._d.get("by", [])
+        recs = []
+        for g in self._d["groups"]:
+            rec = {}
+            for name, b in zip(by, g["by"]):
+                rec[name] = b["value"]
+                rec[f"{name}_label"] = b.get("label")
+            for k in ("mean", "sd", "n", "sum_weights"):
+                rec[k] = g.get(k)
+            rec.update(_se_cols("mean", g.get("mean_se")))
+            for q in g.get("quantiles") or []:
+                rec[f"p{q['p'] * 100:g}"] = q.get("value")
+            recs.append(rec)
+        return pd.DataFrame(recs)
+
+    def __repr__(self) -> str:
+        return f"<microtab.Means of {self._d.get('variable')}: {len(self.groups)} groups>"

@@ -1,0 +1,171 @@
+"""The Python package (issue 14, step 1): `pip install ./crates/python`,
+then every number checked against DuckDB on the same CSV, columns and
+frames against DuckDB's, answers equal to the CLI's JSON (one analysis
+layer), and each error kind its own exception class."""
+
+import json
+import os
+import subprocess
+import threading
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+import microtab as mt
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
+
+
+def cli(*args):
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("api")
+    csv = d / "c.csv"
+    cli("gen", "census", "--rows", "50000", "--seed", "9", "--repweights", "4", "--out", csv)
+    ds = d / "c.mtab"
+    cli("import", csv, ds, "--missing", "INCTOT=9999999")
+    cli("label", ds, "SEX", "1=Male", "2=Female")
+    plain = d / "p.mtab"
+    cli("import", csv, plain, "--plain", "--missing", "INCTOT=9999999")
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, types={{'PERWT': 'DECIMAL(18,2)'}})")
+    return ds, plain, con
+
+
+def test_open_and_metadata(data):
+    ds, _, _ = data
+    d = mt.open(ds)
+    assert d.rows == 50000 and "AGE" in d.variables
+    assert d.variable("sex").value_labels == {"1": "Male", "2": "Female"}
+    assert d.variable("INCTOT").missing_codes == [9999999]
+    assert "50,000 records" in repr(d)
+
+
+def test_freq_tab_means_match_duckdb(data):
+    ds, _, con = data
+    d = mt.open(ds)
+    f = d.freq("EDUC", weight="PERWT", filter="AGE(25-64)").to_pandas()
+    want = con.execute("SELECT EDUC, count(*), sum(PERWT) FROM c WHERE AGE BETWEEN 25 AND 64 "
+                       "GROUP BY 1 ORDER BY 1").fetchall()
+    assert list(f["value"]) == [w[0] for w in want]
+    assert list(f["count"]) == [w[1] for w in want]
+    assert np.allclose(f["weighted"], [float(w[2]) for w in want], rtol=1e-12)
+    t = d.tab("SEX", "AGE(r: 0-17; 18-64; 65-*)", weight="PERWT", pct="row")
+    df = t.to_pandas()
+    want = {(s, g): (n, float(w)) for s, g, n, w in con.execute(
+        "SELECT SEX, CASE WHEN AGE <= 17 THEN 1 WHEN AGE <= 64 THEN 2 ELSE 3 END, count(*), sum(PERWT) "
+        "FROM c GROUP BY ALL").fetchall()}
+    for r in df.itertuples():
+        n, w = want[(r.row, r.col)]
+        assert r.count == n and abs(r.weighted - w) < 1e-6
+    assert t.counts().shape == (2, 3) and t.counts().sum() == 50000
+    # Row percentages add to 100 within each row.
+    assert np.allclose(df.groupby("row")["pct"].sum(), 100)
+    m = d.means("INCTOT", by=["SEX"], weight="PERWT", median=True).to_pandas()
+    want = dict(con.execute("SELECT SEX, sum(PERWT * INCTOT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 "
+                            "GROUP BY 1").fetchall())
+    for r in m.itertuples():
+        assert abs(r.mean - float(want[r.SEX])) <= 1e-9 * abs(float(want[r.SEX]))
+    assert "p50" in m.columns and list(m["SEX_label"]) == ["Male", "Female"]
+
+
+def same(a, b, path=""):
+    """Equal JSON, floats to 1e-12 relative: the executable takes exp/log
+    from the libm crate (no libm.so to load at a cold start), the
+    extension from the system's libm; they may differ in the last bit."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, (int, float)) and isinstance(b, (int, float)), path
+        assert a == b or abs(a - b) <= 1e-12 * max(abs(a), abs(b)), (path, a, b)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            same(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, (path, a, b)
+
+
+def test_answers_equal_the_cli(data):
+    """One analysis layer: the package's answer is the CLI's JSON."""
+    ds, _, _ = data
+    cli("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4", "--type", "jk1")
+    try:
+        d = mt.open(ds)
+        got = d.tab("SEX", "EDUC", pct="col", stats=True).to_dict()
+        want = json.loads(cli("tab", ds, "SEX", "EDUC", "--pct", "col", "--stats", "--format", "json").stdout)
+        same(got, want)
+        f = d.freq("MARST").to_pandas()
+        assert "weighted_se" in f.columns and f["weighted_se"].notna().all()
+        plain = d.freq("MARST", design=False).to_pandas()
+        assert "weighted_se" not in plain.columns
+    finally:
+        cli("design", ds, "--clear")
+
+
+def test_columns_and_frames_match_duckdb(data):
+    ds, plain, con = data
+    want_age = np.array([r[0] for r in con.execute("SELECT AGE FROM c").fetchall()])
+    for path in (ds, plain):
+        d = mt.open(path)
+        age = d.column("AGE")
+        assert np.array_equal(np.asarray(age), want_age)
+    # A plain column is a memory map of the file (no copy).
+    assert isinstance(mt.open(plain).column("AGE"), np.memmap)
+    assert not isinstance(mt.open(ds).column("AGE"), np.memmap)
+    f = mt.open(ds).to_pandas(["PERWT", "INCTOT", "SEX"], labels=True)
+    rows = con.execute("SELECT PERWT, INCTOT, SEX FROM c").fetchall()
+    assert [Decimal(str(x)) for x in f["PERWT"].head(1000)] == [r[0] for r in rows[:1000]]
+    inc = f["INCTOT"]
+    assert inc.isna().sum() == sum(1 for r in rows if r[1] == 9999999)
+    assert list(inc.dropna().astype("int64")[:100]) == [r[1] for r in rows if r[1] != 9999999][:100]
+    assert set(f["SEX"].cat.categories) == {"Male", "Female"}
+
+
+def test_errors_are_typed(data, tmp_path):
+    ds, _, _ = data
+    d = mt.open(ds)
+    with pytest.raises(mt.QueryError, match="NOPE"):
+        d.freq("NOPE")
+    with pytest.raises(mt.QueryError, match="bad filter"):
+        d.freq("SEX", filter="AGE(25-")
+    assert issubclass(mt.TooLargeError, mt.QueryError) and issubclass(mt.QueryError, mt.MicrotabError)
+    with pytest.raises(mt.TooLargeError):
+        d._ask({"analysis": "tab", "row": "SERIAL", "col": "PERNUM", "max_cells": 1000})
+    with pytest.raises(FileNotFoundError):
+        mt.open(tmp_path / "nope.mtab")
+    # A damaged column: CorruptError, not a wrong number.
+    bad = tmp_path / "bad.mtab"
+    subprocess.run(["cp", "-r", str(ds), str(bad)], check=True)
+    col = bad / mt.open(bad).variable("AGE")._e["file"]
+    b = bytearray(col.read_bytes())
+    b[5000] ^= 0xFF
+    col.write_bytes(bytes(b))
+    with pytest.raises(mt.CorruptError):
+        mt.open(bad).freq("AGE")
+
+
+def test_queries_from_threads(data):
+    """Queries release the GIL: threads run them side by side, each right."""
+    ds, _, _ = data
+    d = mt.open(ds)
+    want = d.freq("EDUC", weight="PERWT").to_dict()
+    out = []
+    ts = [threading.Thread(target=lambda: out.append(d.freq("EDUC", weight="PERWT").to_dict())) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert out == [want] * 4
