@@ -169,3 +169,69 @@ def test_queries_from_threads(data):
     for t in ts:
         t.join()
     assert out == [want] * 4
+
+
+def test_filtered_frames_and_codebook(data):
+    ds, _, con = data
+    d = mt.open(ds)
+    f = d.to_pandas(["AGE", "SEX", "INCTOT"], filter="AGE(25-64) SEX(2)")
+    want = con.execute("SELECT AGE, SEX, INCTOT FROM c WHERE AGE BETWEEN 25 AND 64 AND SEX = 2").fetchall()
+    assert len(f) == len(want)
+    assert list(f["AGE"]) == [w[0] for w in want]
+    assert int(d.select("AGE(25-64) SEX(2)").sum()) == len(want)
+    cb = d.codebook()
+    assert list(cb["name"]) == d.variables
+    assert cb.set_index("name").loc["INCTOT", "missing_codes"] == [9999999]
+
+
+IPUMS = REPO.parent / "shared" / "data" / "ipums"
+
+
+@pytest.mark.parametrize("name", ["cps_00006", "cps_00361"])
+def test_import_fixed_matches_ipumspy(name, tmp_path):
+    """import_fixed + to_pandas against ipumspy's read_microdata: every
+    variable, value for value (missing codes NA here, codes there)."""
+    import warnings
+    readers = pytest.importorskip("ipumspy.readers")
+    if not (IPUMS / f"{name}.xml").exists():
+        pytest.skip(f"{name} not in {IPUMS}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ddi = readers.read_ipums_ddi(IPUMS / f"{name}.xml")
+        theirs = readers.read_microdata(ddi, IPUMS / f"{name}.dat.gz")
+    d = mt.import_fixed(IPUMS / f"{name}.dat.gz", IPUMS / f"{name}.xml", tmp_path / "x.mtab")
+    ours = d.to_pandas()
+    assert len(ours) == len(theirs) and list(ours.columns) == list(theirs.columns)
+    for col in ours.columns:
+        v = d.variable(col)
+        o, t = ours[col], theirs[col]
+        na = o.isna().to_numpy()
+        if v.kind == "string":
+            assert list(o[~na]) == list(t[~na].astype(str)), col
+            continue
+        tv = pd.to_numeric(t, errors="coerce").to_numpy(dtype=float)
+        ov = o.to_numpy(dtype=float, na_value=np.nan)
+        assert np.allclose(ov[~na], tv[~na], rtol=0, atol=10.0 ** -(v.decimals + 1)), col
+        # Where microtab says missing, ipumspy has a missing code or nothing.
+        codes = {c / 10 ** v.decimals for c in v.missing_codes}
+        assert all(np.isnan(x) or x in codes for x in tv[na]), col
+    # The CPS replicate weights (if any) make a design, as the CLI's import.
+    if any(n.startswith("REPWTP") for n in d.variables):
+        assert d.design is not None
+
+
+def test_import_csv_errors_and_options(tmp_path):
+    src = tmp_path / "a.csv"
+    src.write_text("ID,X,Z\n1,5,01\n2,9999,02\n3,7,x\n")
+    d = mt.import_csv(src, tmp_path / "a.mtab", missing={"X": 9999}, types={"Z": "string"})
+    f = d.to_pandas()
+    assert f["X"].isna().tolist() == [False, True, False] and list(f["Z"]) == ["01", "02", "x"]
+    with pytest.raises(mt.InputError, match=r"line 4.*X"):
+        bad = tmp_path / "b.csv"
+        bad.write_text("ID,X\n1,5\n2,6\n3,seven\n")
+        mt.import_csv(bad, tmp_path / "b.mtab", types={"X": "int"})
+    assert not (tmp_path / "b.mtab").exists()
+    with pytest.raises(FileNotFoundError):
+        mt.import_csv(tmp_path / "none.csv", tmp_path / "c.mtab")
+    with pytest.raises(mt.MicrotabError, match="exists"):
+        mt.import_csv(src, tmp_path / "a.mtab")

@@ -26,8 +26,10 @@ pub struct SubsetReport {
 
 const SUB: usize = 2048;
 
-/// The rows that pass `filter`, one bitmap word per 64 rows.
-pub(crate) fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
+/// The rows that pass `filter` (all rows for no terms): a bitmap, bit
+/// `r % 64` of word `r / 64` set for row `r`, and how many are set. A
+/// record whose variable is missing fails a term, as in every query.
+pub fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
     let rows = ds.rows() as usize;
     let mut bits = vec![0u64; rows.div_ceil(64)];
     let Some(p) = filter_program(ds, filter)? else {

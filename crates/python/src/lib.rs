@@ -38,6 +38,12 @@ create_exception!(
 );
 create_exception!(
     _microtab,
+    InputError,
+    MicrotabError,
+    "An input file that cannot be imported: the message names the file, line and field, and what was expected."
+);
+create_exception!(
+    _microtab,
     LockedError,
     MicrotabError,
     "Another process is changing the dataset."
@@ -214,30 +220,362 @@ fn _column<'py>(
         let col = ds.column(&name).map_err(store_error)?;
         let ty = col.var().ty;
         let rows = col.rows();
-        let mut out = Vec::with_capacity(rows * ty.width());
-        let mut buf = Vec::new();
+        let w = ty.width();
+        let mut out = vec![0u8; rows * w];
+        // Stretches of stripes decoded (and checked) on every core, each
+        // into its own part of the output.
         let step = microtab_store::STRIPE_ROWS * 16;
-        let mut start = 0;
-        while start < rows {
-            let n = step.min(rows - start);
-            let view = col.rows_view(start, n, &mut buf).map_err(store_error)?;
-            let b: &[u8] = match view {
-                ColumnData::U8(v) => NativeType::as_bytes(v),
-                ColumnData::I8(v) => NativeType::as_bytes(v),
-                ColumnData::U16(v) => NativeType::as_bytes(v),
-                ColumnData::I16(v) => NativeType::as_bytes(v),
-                ColumnData::U32(v) => NativeType::as_bytes(v),
-                ColumnData::I32(v) => NativeType::as_bytes(v),
-                ColumnData::I64(v) => NativeType::as_bytes(v),
-                ColumnData::F32(v) => NativeType::as_bytes(v),
-                ColumnData::F64(v) => NativeType::as_bytes(v),
-            };
-            out.extend_from_slice(b);
-            start += n;
-        }
+        use rayon::prelude::*;
+        out.par_chunks_mut(step * w)
+            .enumerate()
+            .try_for_each(|(k, dst)| -> PyResult<()> {
+                let start = k * step;
+                let n = dst.len() / w;
+                let mut buf = Vec::new();
+                let view = col.rows_view(start, n, &mut buf).map_err(store_error)?;
+                let b: &[u8] = match view {
+                    ColumnData::U8(v) => NativeType::as_bytes(v),
+                    ColumnData::I8(v) => NativeType::as_bytes(v),
+                    ColumnData::U16(v) => NativeType::as_bytes(v),
+                    ColumnData::I16(v) => NativeType::as_bytes(v),
+                    ColumnData::U32(v) => NativeType::as_bytes(v),
+                    ColumnData::I32(v) => NativeType::as_bytes(v),
+                    ColumnData::I64(v) => NativeType::as_bytes(v),
+                    ColumnData::F32(v) => NativeType::as_bytes(v),
+                    ColumnData::F64(v) => NativeType::as_bytes(v),
+                };
+                dst.copy_from_slice(b);
+                Ok(())
+            })?;
         Ok((out, ty.name().to_string()))
     })?;
     Ok((PyBytes::new(py, &bytes), ty))
+}
+
+/// The records that pass a filter: a bitmap (little-endian u64 words, bit
+/// `r % 64` of word `r / 64` for row `r`) and how many pass.
+#[pyfunction]
+fn _select<'py>(py: Python<'py>, path: &str, filter: &str) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+    let path = path.to_string();
+    let filter = filter.to_string();
+    let (bits, n) = py.detach(move || -> PyResult<(Vec<u64>, u64)> {
+        let ds = open(&path)?;
+        let terms = microtab_engine::parse_filter(&filter).map_err(engine_error)?;
+        microtab_engine::subset::selection(&ds, &terms).map_err(engine_error)
+    })?;
+    let bytes: Vec<u8> = bits.iter().flat_map(|w| w.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &bytes), n))
+}
+
+fn ingest_error(e: microtab_ingest::Error) -> PyErr {
+    use microtab_ingest::Error as E;
+    match e {
+        E::Io(io) => io_error(&io),
+        E::Store(s) => store_error(s),
+        e => InputError::new_err(e.to_string()),
+    }
+}
+
+fn pairs(spec: &Json, key: &str) -> Vec<(String, Vec<String>)> {
+    spec.get(key)
+        .and_then(Json::as_object)
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| {
+                    let vals = match v {
+                        Json::Array(a) => a
+                            .iter()
+                            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                            .collect(),
+                        Json::String(s) => vec![s.clone()],
+                        x => vec![x.to_string()],
+                    };
+                    (k.clone(), vals)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sets the design an IPUMS extract's replicate weights imply.
+fn ipums_design(target: &str) -> PyResult<()> {
+    let mut ds = open(target)?;
+    if let Some(d) = microtab_analysis::survey::ipums_design(&ds) {
+        ds.update_manifest(|m| m.design = Some(d))
+            .map_err(store_error)?;
+    }
+    Ok(())
+}
+
+/// Imports a CSV file (options as JSON: `missing`, `types`, `na`,
+/// `delimiter`, `encoding`, `plain`, `infer_rows`, `ddi`); the summary as
+/// JSON.
+#[pyfunction]
+fn _import_csv(
+    py: Python<'_>,
+    input: &str,
+    target: &str,
+    force: bool,
+    spec: &str,
+) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let mut o = microtab_ingest::CsvOptions {
+        missing: pairs(&spec, "missing"),
+        ..Default::default()
+    };
+    for (name, t) in pairs(&spec, "types") {
+        let hint = match t.first().map(String::as_str) {
+            Some("int") => microtab_ingest::TypeHint::Int,
+            Some("float") => microtab_ingest::TypeHint::Float,
+            Some("string") | Some("text") => microtab_ingest::TypeHint::String,
+            other => {
+                return Err(QueryError::new_err(format!(
+                    "types[{name:?}] = {other:?}: expected 'int', 'float' or 'string'"
+                )))
+            }
+        };
+        o.types.push((name, hint));
+    }
+    if let Some(na) = spec.get("na").and_then(Json::as_array) {
+        o.na = Some(
+            na.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
+        );
+    }
+    if let Some(d) = spec.get("delimiter").and_then(Json::as_str) {
+        let b = d.as_bytes();
+        if b.len() != 1 {
+            return Err(QueryError::new_err(format!(
+                "delimiter {d:?}: expected one character"
+            )));
+        }
+        o.delimiter = b[0];
+        o.detect_delimiter = false;
+    }
+    if let Some(e) = spec.get("encoding").and_then(Json::as_str) {
+        o.encoding = match e.to_ascii_lowercase().as_str() {
+            "utf-8" | "utf8" => microtab_ingest::Encoding::Utf8,
+            "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => microtab_ingest::Encoding::Latin1,
+            "windows-1252" | "cp1252" | "win1252" => microtab_ingest::Encoding::Windows1252,
+            _ => {
+                return Err(QueryError::new_err(format!(
+                    "encoding {e:?}: expected utf-8, latin1 or windows-1252"
+                )))
+            }
+        };
+    }
+    o.plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    if let Some(n) = spec.get("infer_rows").and_then(Json::as_u64) {
+        o.sample_rows = n;
+    }
+    let ddi = spec.get("ddi").and_then(Json::as_str).map(str::to_string);
+    let (input, target_s) = (input.to_string(), target.to_string());
+    let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
+        if let Some(d) = &ddi {
+            o.codebook = Some(
+                microtab_ingest::Codebook::read(std::path::Path::new(d)).map_err(ingest_error)?,
+            );
+        }
+        let s = microtab_ingest::import_csv(input.as_ref(), target_s.as_ref(), force, &o)
+            .map_err(ingest_error)?;
+        if ddi.is_some() {
+            ipums_design(&target_s)?;
+        }
+        Ok(s)
+    })?;
+    Ok(summary(&s))
+}
+
+/// Imports a fixed-width file with its DDI codebook (an IPUMS extract),
+/// setting the design its replicate weights imply.
+#[pyfunction]
+fn _import_fixed(
+    py: Python<'_>,
+    data: &str,
+    ddi: &str,
+    target: &str,
+    force: bool,
+    spec: &str,
+) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let mut o = microtab_ingest::FixedOptions {
+        missing: pairs(&spec, "missing"),
+        ..Default::default()
+    };
+    o.record_type = string(&spec, "rectype");
+    o.plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    let (data, ddi, target) = (data.to_string(), ddi.to_string(), target.to_string());
+    let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
+        let cb = microtab_ingest::Codebook::read(ddi.as_ref()).map_err(ingest_error)?;
+        let s = microtab_ingest::import_fixed(data.as_ref(), &cb, target.as_ref(), force, &o)
+            .map_err(ingest_error)?;
+        ipums_design(&target)?;
+        Ok(s)
+    })?;
+    Ok(summary(&s))
+}
+
+fn summary(s: &microtab_ingest::ImportSummary) -> String {
+    serde_json::json!({
+        "path": s.path.display().to_string(),
+        "rows": s.rows,
+        "variables": s.variables,
+        "bytes_in": s.bytes_in,
+        "bytes_out": s.bytes_out,
+    })
+    .to_string()
+}
+
+/// Bytes owned by Rust, read by numpy through the buffer protocol
+/// (`np.frombuffer(buf, dtype)`) without a copy.
+#[pyclass(frozen)]
+struct Buffer {
+    data: Vec<u8>,
+}
+
+#[pymethods]
+impl Buffer {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        use pyo3::ffi;
+        if view.is_null() {
+            return Err(pyo3::exceptions::PyBufferError::new_err("view is null"));
+        }
+        if (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "microtab buffers are read-only",
+            ));
+        }
+        let data = &slf.get().data;
+        // SAFETY: `view` is a valid Py_buffer to fill (checked non-null);
+        // the data lives as long as `obj`, which the view holds a
+        // reference to, and is never mutated (the class is frozen).
+        unsafe {
+            (*view).buf = data.as_ptr() as *mut std::ffi::c_void;
+            (*view).len = data.len() as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
+                std::ffi::CString::new("B").expect("no NUL").into_raw()
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
+                &mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
+                &mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+            (*view).obj = slf.into_any().into_ptr();
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: `format` is null or the CString made in __getbuffer__.
+        unsafe {
+            if !(*view).format.is_null() {
+                drop(std::ffi::CString::from_raw((*view).format));
+            }
+        }
+    }
+}
+
+/// A variable's values as users see them, decoded on every core: the
+/// values (stored integers of the stored type when the variable has no
+/// implied decimals, else `f64` with the decimals applied; floats as
+/// stored; text as dictionary codes), their numpy dtype, and a mask (one
+/// byte per record, 1 = missing: a missing code, the null code or NaN).
+#[pyfunction]
+fn _values(py: Python<'_>, path: &str, name: &str) -> PyResult<(Py<Buffer>, String, Py<Buffer>)> {
+    let path = path.to_string();
+    let name = name.to_string();
+    let (vals, ty, mask) = py.detach(move || -> PyResult<(Vec<u8>, String, Vec<u8>)> {
+        use rayon::prelude::*;
+        let ds = open(&path)?;
+        let col = ds.column(&name).map_err(store_error)?;
+        let var = col.var().clone();
+        let rows = col.rows();
+        let float = var.kind == microtab_store::Kind::Float;
+        let scaled = var.kind == microtab_store::Kind::Int && var.decimals > 0;
+        let out_ty = if scaled {
+            microtab_store::PhysType::F64
+        } else {
+            var.ty
+        };
+        let w = out_ty.width();
+        let null = var.null_code.filter(|_| var.nulls > 0 && !float);
+        let miss_i: Vec<i64> = var.missing_codes.iter().map(|&c| c as i64).collect();
+        let miss_f = var.missing_codes.clone();
+        let scale = var.scale();
+        let mut vals = vec![0u8; rows * w];
+        let mut mask = vec![0u8; rows];
+        let step = microtab_store::STRIPE_ROWS * 16;
+        vals.par_chunks_mut(step * w)
+            .zip(mask.par_chunks_mut(step))
+            .enumerate()
+            .try_for_each(|(k, (dst, m))| -> PyResult<()> {
+                let start = k * step;
+                let n = m.len();
+                let mut buf = Vec::new();
+                let view = col.rows_view(start, n, &mut buf).map_err(store_error)?;
+                macro_rules! ints {
+                    ($v:expr) => {{
+                        let v = $v;
+                        for (mi, &x) in m.iter_mut().zip(v.iter()) {
+                            let xi = x as i64;
+                            *mi = (Some(xi) == null || miss_i.contains(&xi)) as u8;
+                        }
+                        if scaled {
+                            for (d, &x) in dst.chunks_exact_mut(8).zip(v.iter()) {
+                                d.copy_from_slice(&((x as i64) as f64 / scale).to_le_bytes());
+                            }
+                        } else {
+                            dst.copy_from_slice(NativeType::as_bytes(v));
+                        }
+                    }};
+                }
+                macro_rules! floats {
+                    ($v:expr) => {{
+                        let v = $v;
+                        for (mi, &x) in m.iter_mut().zip(v.iter()) {
+                            let f = x as f64;
+                            *mi = (f.is_nan() || miss_f.contains(&f)) as u8;
+                        }
+                        dst.copy_from_slice(NativeType::as_bytes(v));
+                    }};
+                }
+                match view {
+                    ColumnData::U8(v) => ints!(v),
+                    ColumnData::I8(v) => ints!(v),
+                    ColumnData::U16(v) => ints!(v),
+                    ColumnData::I16(v) => ints!(v),
+                    ColumnData::U32(v) => ints!(v),
+                    ColumnData::I32(v) => ints!(v),
+                    ColumnData::I64(v) => ints!(v),
+                    ColumnData::F32(v) => floats!(v),
+                    ColumnData::F64(v) => floats!(v),
+                }
+                Ok(())
+            })?;
+        Ok((vals, out_ty.name().to_string(), mask))
+    })?;
+    Ok((
+        Py::new(py, Buffer { data: vals })?,
+        ty,
+        Py::new(py, Buffer { data: mask })?,
+    ))
 }
 
 /// The native module `microtab._microtab`.
@@ -249,9 +587,15 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TooLargeError", py.get_type::<TooLargeError>())?;
     m.add("CorruptError", py.get_type::<CorruptError>())?;
     m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(_info, m)?)?;
     m.add_function(wrap_pyfunction!(_dictionary, m)?)?;
     m.add_function(wrap_pyfunction!(_query, m)?)?;
     m.add_function(wrap_pyfunction!(_column, m)?)?;
+    m.add_function(wrap_pyfunction!(_select, m)?)?;
+    m.add_function(wrap_pyfunction!(_values, m)?)?;
+    m.add_class::<Buffer>()?;
+    m.add_function(wrap_pyfunction!(_import_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(_import_fixed, m)?)?;
     Ok(())
 }

@@ -140,51 +140,10 @@ fn replicate_names(ds: &Dataset, spec: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The replicate design an IPUMS extract's variables imply, if any: person
-/// replicate weights `REPWTP1…REPWTPn` (numbered from 1 without gaps; the
-/// flag `REPWTP` alone does not count) with the person weight PERWT (USA,
-/// ACS), ASECWT (CPS ASEC) or WTFINL (CPS monthly), else household ones
-/// `REPWT1…` with HHWT, ASECWTH or HWTFINL — successive-difference
-/// replication (scale 4/R) centred on the full-sample estimate, as IPUMS
-/// documents for the ACS and the CPS. `None` when the replicate weights
-/// have missing values.
+/// The design an IPUMS extract's replicate weights imply (in the
+/// analysis layer, shared with the Python package's imports).
 pub fn ipums_design(ds: &Dataset) -> Option<Design> {
-    let has = |n: &str| ds.variable(n).ok().map(|v| v.name.clone());
-    let numbered = |prefix: &str| -> Vec<String> {
-        (1..).map_while(|i| has(&format!("{prefix}{i}"))).collect()
-    };
-    for (prefix, weights) in [
-        ("REPWTP", ["PERWT", "ASECWT", "WTFINL"]),
-        ("REPWT", ["HHWT", "ASECWTH", "HWTFINL"]),
-    ] {
-        let reps = numbered(prefix);
-        let Some(weight) = weights.iter().find_map(|w| has(w)) else {
-            continue;
-        };
-        if reps.len() < 2 {
-            continue;
-        }
-        let usable = reps
-            .iter()
-            .all(|n| ds.variable(n).is_ok_and(|v| usable_replicate(v).is_ok()));
-        if !usable {
-            return None;
-        }
-        let r = reps.len();
-        return Some(Design {
-            taylor: None,
-            weight,
-            replicates: Some(Replicates {
-                kind: RepType::Sdr,
-                weights: reps,
-                scale: 4.0 / r as f64,
-                rscales: vec![1.0; r],
-                mse: true,
-                rho: None,
-            }),
-        });
-    }
-    None
+    microtab_analysis::survey::ipums_design(ds)
 }
 
 /// The design as one line of text.

@@ -28,14 +28,19 @@ import numpy as np
 
 from ._microtab import (
     CorruptError,
+    InputError,
     LockedError,
     MicrotabError,
     QueryError,
     TooLargeError,
     _column,
     _dictionary,
+    _import_csv,
+    _import_fixed,
     _info,
     _query,
+    _select,
+    _values,
 )
 
 __all__ = [
@@ -50,6 +55,9 @@ __all__ = [
     "TooLargeError",
     "CorruptError",
     "LockedError",
+    "InputError",
+    "import_csv",
+    "import_fixed",
 ]
 
 _DTYPES = {
@@ -63,6 +71,41 @@ _HEADER = 4096
 def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's verb
     """Opens the dataset directory ``path`` (reads its manifest only)."""
     return Dataset(path)
+
+
+def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict | None = None,
+               types: dict | None = None, na: Sequence[str] | None = None, delimiter: str | None = None,
+               encoding: str | None = None, plain: bool = False, infer_rows: int | None = None,
+               ddi: str | os.PathLike | None = None, force: bool = False) -> "Dataset":
+    """Imports a CSV file (plain or gzip) as the dataset ``out``, as
+    ``microtab import`` does, and opens it. ``missing={"INCTOT": [9999999]}``
+    declares user-missing codes, ``types={"ZIP": "string"}`` forces types,
+    ``ddi`` reads an IPUMS codebook for the columns (and sets the design its
+    replicate weights imply). Bad input raises :class:`InputError` naming
+    the file, line and field; a failed import leaves ``out`` as it was."""
+    spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+                        for k, v in (missing or {}).items()},
+            "types": {k: [v] for k, v in (types or {}).items()},
+            "na": list(na) if na is not None else None, "delimiter": delimiter, "encoding": encoding,
+            "plain": plain, "infer_rows": infer_rows, "ddi": os.fspath(ddi) if ddi else None}
+    spec = {k: v for k, v in spec.items() if v is not None}
+    _import_csv(os.fspath(path), os.fspath(out), force, json.dumps(spec))
+    return Dataset(out)
+
+
+def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.PathLike, *,
+                 missing: dict | None = None, rectype: str | None = None, plain: bool = False,
+                 force: bool = False) -> "Dataset":
+    """Imports a fixed-width file (an IPUMS ``.dat`` or ``.dat.gz``) with
+    its DDI codebook as the dataset ``out`` — labels, missing codes,
+    implied decimals, and the survey design its replicate weights imply —
+    and opens it."""
+    spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+                        for k, v in (missing or {}).items()},
+            "rectype": rectype, "plain": plain}
+    spec = {k: v for k, v in spec.items() if v is not None}
+    _import_fixed(os.fspath(data), os.fspath(ddi), os.fspath(out), force, json.dumps(spec))
+    return Dataset(out)
 
 
 class Variable:
@@ -181,46 +224,57 @@ class Dataset:
         data, ty = _column(self.path, v.name)
         return np.frombuffer(data, dtype=_DTYPES[ty])
 
-    def to_pandas(self, columns: Sequence[str] | None = None, *, labels: bool = False):
+    def select(self, filter: str) -> np.ndarray:  # noqa: A002
+        """The records that pass an SDA-style filter (``"AGE(25-64)
+        SEX(2)"``), as a boolean mask over the records."""
+        bits, _ = _select(self.path, filter)
+        return np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")[: self.rows].astype(bool)
+
+    def codebook(self):
+        """One row per variable: name, label, kind, type, decimals, range,
+        missing codes, nulls and value labels (a pandas DataFrame)."""
+        import pandas as pd
+        return pd.DataFrame([{
+            "name": v.name, "label": v.label, "kind": v.kind, "type": v.type, "decimals": v.decimals,
+            "min": v.min, "max": v.max, "nulls": v.nulls, "missing_codes": v.missing_codes,
+            "value_labels": v.value_labels,
+        } for v in self._vars])
+
+    def to_pandas(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
+                  labels: bool = False):
         """The variables as a pandas DataFrame, values as users see them:
         implied decimals applied, missing codes and empty values as NA
         (nullable ``Int64``/``Float64``), text as strings; with ``labels``
         value labels as categoricals (codes without a label keep their
-        value as text)."""
+        value as text); with ``filter`` only the records that pass it."""
         import pandas as pd
 
+        mask = self.select(filter) if filter else None
         cols = {}
         for name in (columns if columns is not None else self.variables):
             v = self.variable(name)
-            raw = np.asarray(self.column(v.name))
-            miss = np.zeros(len(raw), dtype=bool)
-            if v.kind != "float" and v.nulls and self._null_code(v) is not None:
-                miss |= raw == self._null_code(v)
-            if v.kind == "float":
-                miss |= np.isnan(raw)
-            for c in v.missing_codes:
-                miss |= raw == c
+            buf, ty, mbuf = _values(self.path, v.name)
+            raw = np.frombuffer(buf, dtype=_DTYPES[ty])
+            miss = np.frombuffer(mbuf, dtype=np.bool_)
+            if mask is not None:
+                raw, miss = raw[mask], miss[mask]
             if v.kind == "string":
                 d = np.array(_dictionary(self.path, v.name) + [""], dtype=object)
                 idx = np.where(miss, len(d) - 1, raw.astype(np.int64))
                 s = pd.Series(d[idx], dtype="string")
                 s[miss] = pd.NA
-            elif v.kind == "float":
-                s = pd.Series(raw.astype(np.float64), dtype="Float64")
-                s[miss] = pd.NA
-            elif v.decimals:
-                s = pd.Series(raw.astype(np.float64) / 10 ** v.decimals, dtype="Float64")
-                s[miss] = pd.NA
+            elif raw.dtype.kind == "f":
+                # Values and mask owned by Rust, shared without a copy.
+                s = pd.Series(pd.arrays.FloatingArray(raw, miss), copy=False)
             else:
-                s = pd.Series(pd.array(raw.astype(np.int64), dtype="Int64"))
-                s[miss] = pd.NA
+                s = pd.Series(pd.arrays.IntegerArray(raw, miss), copy=False)
             if labels and v.value_labels:
                 text = s.astype("string")
                 if v.kind != "string":
                     text = pd.Series([self._shown(v, x) for x in s], dtype="string")
                 s = text.map(lambda x: v.value_labels.get(x, x) if x is not pd.NA else pd.NA).astype("category")
             cols[v.name] = s
-        return pd.DataFrame(cols)
+        return pd.DataFrame(cols, copy=False)
 
     @staticmethod
     def _null_code(v: Variable) -> int | None:
