@@ -233,5 +233,38 @@ def test_import_csv_errors_and_options(tmp_path):
     assert not (tmp_path / "b.mtab").exists()
     with pytest.raises(FileNotFoundError):
         mt.import_csv(tmp_path / "none.csv", tmp_path / "c.mtab")
-    with pytest.raises(mt.MicrotabError, match="exists"):
+    with pytest.raises(FileExistsError, match="exists"):
         mt.import_csv(src, tmp_path / "a.mtab")
+
+
+def test_review_fixes(data, tmp_path):
+    """A hostile review's findings: a changed dataset is re-read, empty
+    answers keep their columns, frames are writable, labels ordered by
+    code, clear errors."""
+    ds, _, _ = data
+    d = mt.open(ds)
+    work = tmp_path / "w.mtab"
+    subprocess.run(["cp", "-r", str(ds), str(work)], check=True)
+    w = mt.open(work)
+    small = tmp_path / "s.csv"
+    small.write_text("SEX,AGE\n1,5\n2,70\n")
+    cli("import", small, work, "--force")
+    assert w.rows == 2 and w.select("AGE(60-*)").tolist() == [False, True]
+    assert w.to_pandas("AGE")["AGE"].tolist() == [5, 70]
+    e = d.tab("SEX", "EDUC", filter="AGE(200)").to_pandas()
+    assert len(e) == 0 and {"row", "col", "count"} <= set(e.columns)
+    assert len(d.freq("SEX", filter="AGE(200)").to_pandas().columns) >= 5
+    f = d.to_pandas(["AGE", "PERWT"])
+    f.loc[0, "AGE"] = 5
+    f.loc[0, "PERWT"] = 1.5
+    assert f.loc[0, "AGE"] == 5
+    c = d.to_pandas(["SEX"], labels=True)["SEX"]
+    assert list(c.cat.categories) == ["Male", "Female"] and c.cat.ordered
+    with pytest.raises(mt.QueryError, match="pct_ci"):
+        d.tab("SEX", "EDUC", pct="row", pct_ci="wilson")
+    with pytest.raises(ValueError, match="percent"):
+        d.means("INCTOT", by="SEX", percentiles=[0.5])
+    with pytest.raises(mt.QueryError, match="by="):
+        d.means("INCTOT", by=None)
+    with pytest.raises(FileExistsError):
+        mt.import_csv(small, work)

@@ -63,6 +63,7 @@ fn store_error(e: microtab_store::Error) -> PyErr {
     match &e {
         E::Io(io) => io_error(io),
         E::NotADataset { .. } => PyFileNotFoundError::new_err(e.to_string()),
+        E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
         E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
         E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
         E::Locked { .. } => LockedError::new_err(e.to_string()),
@@ -183,8 +184,14 @@ fn request(spec: &Json) -> PyResult<Request> {
     if let Some(m) = spec.get("max_cells").and_then(Json::as_u64) {
         r.max_cells = m as usize;
     }
-    if spec.get("pct_ci").and_then(Json::as_str) == Some("korn-graubard") {
-        r.pct_interval = PctInterval::KornGraubard;
+    match spec.get("pct_ci").and_then(Json::as_str) {
+        None | Some("logit") => {}
+        Some("korn-graubard") => r.pct_interval = PctInterval::KornGraubard,
+        Some(x) => {
+            return Err(bad(format!(
+                "pct_ci={x:?}: expected 'logit' or 'korn-graubard'"
+            )))
+        }
     }
     Ok(r)
 }
@@ -330,7 +337,8 @@ fn _import_csv(
             Some("string") | Some("text") => microtab_ingest::TypeHint::String,
             other => {
                 return Err(QueryError::new_err(format!(
-                    "types[{name:?}] = {other:?}: expected 'int', 'float' or 'string'"
+                    "types[{name:?}] = {:?}: expected 'int', 'float' or 'string'",
+                    other.unwrap_or_default()
                 )))
             }
         };
@@ -427,11 +435,44 @@ fn summary(s: &microtab_ingest::ImportSummary) -> String {
     .to_string()
 }
 
-/// Bytes owned by Rust, read by numpy through the buffer protocol
-/// (`np.frombuffer(buf, dtype)`) without a copy.
+/// Bytes made by Rust and handed to numpy through the buffer protocol
+/// (`np.frombuffer(buf, dtype)`) without a copy; writable, since nothing
+/// on the Rust side keeps using them.
 #[pyclass(frozen)]
 struct Buffer {
-    data: Vec<u8>,
+    /// From `Box::into_raw`: owned here, freed on drop; Rust holds no
+    /// reference into it, so Python writing through the view is sound.
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the bytes are owned by the Buffer alone (a raw Box), never
+// aliased by Rust references; Python serialises access to the object.
+unsafe impl Send for Buffer {}
+// SAFETY: as above; the pointer and length never change.
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    fn new(data: Vec<u8>) -> Buffer {
+        let b: Box<[u8]> = data.into_boxed_slice();
+        let len = b.len();
+        Buffer {
+            ptr: Box::into_raw(b) as *mut u8,
+            len,
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len come from Box::into_raw of a Box<[u8]> of that
+        // length, dropped once (numpy holds the object while it views it).
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.ptr, self.len,
+            )));
+        }
+    }
 }
 
 #[pymethods]
@@ -445,19 +486,15 @@ impl Buffer {
         if view.is_null() {
             return Err(pyo3::exceptions::PyBufferError::new_err("view is null"));
         }
-        if (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
-            return Err(pyo3::exceptions::PyBufferError::new_err(
-                "microtab buffers are read-only",
-            ));
-        }
-        let data = &slf.get().data;
+        let (ptr, len) = (slf.get().ptr, slf.get().len);
         // SAFETY: `view` is a valid Py_buffer to fill (checked non-null);
         // the data lives as long as `obj`, which the view holds a
-        // reference to, and is never mutated (the class is frozen).
+        // reference to. Rust never reads or writes it after handing it
+        // over, so Python may write it (pandas frames stay writable).
         unsafe {
-            (*view).buf = data.as_ptr() as *mut std::ffi::c_void;
-            (*view).len = data.len() as isize;
-            (*view).readonly = 1;
+            (*view).buf = ptr as *mut std::ffi::c_void;
+            (*view).len = len as isize;
+            (*view).readonly = 0;
             (*view).itemsize = 1;
             (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
                 std::ffi::CString::new("B").expect("no NUL").into_raw()
@@ -572,9 +609,9 @@ fn _values(py: Python<'_>, path: &str, name: &str) -> PyResult<(Py<Buffer>, Stri
         Ok((vals, out_ty.name().to_string(), mask))
     })?;
     Ok((
-        Py::new(py, Buffer { data: vals })?,
+        Py::new(py, Buffer::new(vals))?,
         ty,
-        Py::new(py, Buffer { data: mask })?,
+        Py::new(py, Buffer::new(mask))?,
     ))
 }
 

@@ -138,18 +138,35 @@ class Dataset:
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
+        self._stamp = None
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-reads the manifest when the dataset has changed on disk (a
+        new import, labels, a computed variable), so that metadata and
+        data always come from the same generation."""
+        try:
+            st = os.stat(os.path.join(self.path, "manifest.json"))
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None
+        if stamp is not None and stamp == self._stamp:
+            return
         self._m = json.loads(_info(self.path))
+        self._stamp = stamp
         self._vars = [Variable(v) for v in self._m["variables"]]
         self._by_name = {v.name.lower(): v for v in self._vars}
 
     @property
     def rows(self) -> int:
         """Number of records."""
+        self._refresh()
         return int(self._m["rows"])
 
     @property
     def variables(self) -> list[str]:
         """The variables' names, in order."""
+        self._refresh()
         return [v.name for v in self._vars]
 
     @property
@@ -159,6 +176,7 @@ class Dataset:
 
     def variable(self, name: str) -> Variable:
         """A variable's metadata (names match case-insensitively)."""
+        self._refresh()
         try:
             return self._by_name[name.lower()]
         except KeyError:
@@ -198,10 +216,14 @@ class Dataset:
               percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95) -> "Means":
         """Weighted mean, SD, N and sum of weights of ``var`` per group of
         ``by`` (one name or several), with medians/percentiles on request."""
-        by = [by] if isinstance(by, str) else list(by)
+        by = [by] if isinstance(by, str) else list(by or ())
         if not by:
-            raise QueryError("means needs at least one grouping variable (by=...)")
-        q = sorted({*(0.5 for _ in [0] if median), *(float(p) / 100 for p in percentiles)})
+            raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
+        pct = [float(p) for p in percentiles]
+        if any(not (1 <= p < 100) for p in pct):
+            raise ValueError(f"percentiles={pct}: give them in percent, from 1 to 99 (10 for the 10th); "
+                             "median=True for the median")
+        q = sorted({*(0.5 for _ in [0] if median), *(p / 100 for p in pct)})
         return Means(self._ask({"analysis": "means", "var": var, "by": by, "weight": weight,
                                 "filter": filter, "design": design, "level": level,
                                 "quantiles": q}))
@@ -249,6 +271,8 @@ class Dataset:
         value as text); with ``filter`` only the records that pass it."""
         import pandas as pd
 
+        if isinstance(columns, str):
+            columns = [columns]
         mask = self.select(filter) if filter else None
         cols = {}
         for name in (columns if columns is not None else self.variables):
@@ -269,29 +293,39 @@ class Dataset:
             else:
                 s = pd.Series(pd.arrays.IntegerArray(raw, miss), copy=False)
             if labels and v.value_labels:
-                text = s.astype("string")
-                if v.kind != "string":
-                    text = pd.Series([self._shown(v, x) for x in s], dtype="string")
-                s = text.map(lambda x: v.value_labels.get(x, x) if x is not pd.NA else pd.NA).astype("category")
+                s = self._labelled(v, s)
             cols[v.name] = s
         return pd.DataFrame(cols, copy=False)
 
     @staticmethod
-    def _null_code(v: Variable) -> int | None:
-        return v._e.get("null_code")
+    def _labelled(v: Variable, s):
+        """A categorical of value labels (a value without one keeps its
+        text), categories in code order and every labelled value among
+        them, as Stata and ipumspy order them."""
+        import pandas as pd
+
+        if v.kind == "string":
+            text = s
+            keys = sorted(set(v.value_labels) | set(text.dropna().unique()))
+        else:
+            vals = s.dropna().unique()
+            def shown(x):
+                return f"{x:.{v.decimals}f}" if v.decimals and v.kind == "int" else (
+                    str(int(x)) if float(x).is_integer() else repr(float(x)))
+            text = s.map(lambda x: shown(x) if x is not pd.NA else pd.NA).astype("string")
+            def num(k):
+                try:
+                    return float(k)
+                except ValueError:
+                    return float("inf")
+            keys = sorted(set(v.value_labels) | {shown(x) for x in vals}, key=num)
+        cats = list(dict.fromkeys(v.value_labels.get(k, k) for k in keys))
+        out = text.map(lambda x: v.value_labels.get(x, x) if x is not pd.NA else None)
+        return pd.Series(pd.Categorical(out, categories=cats, ordered=True), index=s.index)
 
     @staticmethod
-    def _shown(v: Variable, x) -> Any:
-        if x is pd_na():
-            return pd_na()
-        if v.decimals and v.kind == "int":
-            return f"{x:.{v.decimals}f}"
-        return str(x)
-
-
-def pd_na():
-    import pandas as pd
-    return pd.NA
+    def _null_code(v: Variable) -> int | None:
+        return v._e.get("null_code")
 
 
 # -------------------------------------------------------------------- results
@@ -338,7 +372,8 @@ class Frequencies(_Result):
             rec.update(_se_cols("weighted", r.get("weighted_se")))
             rec.update(_se_cols("percent", r.get("percent_se")))
             recs.append(rec)
-        return pd.DataFrame(recs)
+        return pd.DataFrame(recs, columns=None if recs else
+                            ["value", "label", "missing", "count", "weighted", "percent"])
 
     def __repr__(self) -> str:
         return f"<microtab.Frequencies of {self._d.get('variable')}: {len(self.rows)} rows>"
@@ -385,10 +420,17 @@ class Crosstab(_Result):
                     if pse is not None:
                         rec.update(_se_cols("pct", pse[i][j]))
                     recs.append(rec)
-        df = pd.DataFrame(recs)
+        df = pd.DataFrame(recs, columns=None if recs else
+                          ["control", "control_label", "row", "row_label", "col", "col_label", "count"])
         if self._d.get("control_var") is None:
             df = df.drop(columns=["control", "control_label"])
         return df
+
+    def tests(self, table: int = 0) -> dict:
+        """One table's statistics: ``stats`` (chi-square, Cramér's V and
+        the association measures), ``rao_scott`` under a design."""
+        t = self.tables[table]
+        return {k: t.get(k) for k in ("stats", "rao_scott") if t.get(k) is not None}
 
     def __repr__(self) -> str:
         return f"<microtab.Crosstab {self._d.get('row_var')} × {self._d.get('col_var')}: {len(self.tables)} table(s)>"
@@ -421,7 +463,8 @@ class Means(_Result):
             for q in g.get("quantiles") or []:
                 rec[f"p{q['p'] * 100:g}"] = q.get("value")
             recs.append(rec)
-        return pd.DataFrame(recs)
+        return pd.DataFrame(recs, columns=None if recs else
+                            [*by, *(f"{b}_label" for b in by), "mean", "sd", "n", "sum_weights"])
 
     def __repr__(self) -> str:
         return f"<microtab.Means of {self._d.get('variable')}: {len(self.groups)} groups>"
