@@ -83,21 +83,6 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The variables a survey design uses.
-fn design_vars(ds: &Dataset) -> Vec<String> {
-    let Some(d) = &ds.manifest().design else {
-        return Vec::new();
-    };
-    let mut v = vec![d.weight.clone()];
-    if let Some(r) = &d.replicates {
-        v.extend(r.weights.iter().cloned());
-    }
-    if let Some(t) = &d.taylor {
-        v.extend(t.strata.iter().chain(&t.cluster).chain(&t.fpc).cloned());
-    }
-    v
-}
-
 /// Checks that `name` may be written: new, or replaced with `replace` and
 /// not part of the design.
 fn check_target(ds: &Dataset, name: &str, replace: bool) -> Result<String> {
@@ -110,7 +95,12 @@ fn check_target(ds: &Dataset, name: &str, replace: bool) -> Result<String> {
                 v.name
             )));
         }
-        if design_vars(ds).contains(&v.name) {
+        if ds
+            .manifest()
+            .design
+            .as_ref()
+            .is_some_and(|d| d.variables().contains(&&v.name))
+        {
             return Err(Error::Invalid(format!(
                 "{} is part of the survey design and cannot be replaced (change or clear the design first)",
                 v.name
@@ -489,7 +479,7 @@ fn write_column(
 
 /// Checks value labels against the kind of variable `out` makes.
 fn check_labels(out: Out, opts: &DeriveOptions) -> Result<()> {
-    let mut v = match out {
+    let v = match out {
         Out::Int { ty, dec, .. } => {
             let mut v = Variable::new("the new variable", Kind::Int, ty);
             v.decimals = dec;
@@ -497,7 +487,6 @@ fn check_labels(out: Out, opts: &DeriveOptions) -> Result<()> {
         }
         Out::Float => Variable::new("the new variable", Kind::Float, PhysType::F64),
     };
-    v.name = "the new variable".into();
     for (value, _) in &opts.value_labels {
         codec::stored_code(&v, &[], value).map_err(|e| Error::Invalid(e.to_string()))?;
     }
@@ -647,14 +636,8 @@ pub fn recode(
     }
     let dicts: Vec<Vec<String>> = vars
         .iter()
-        .map(|v| {
-            if v.kind == Kind::String {
-                ds.dictionary(v)
-            } else {
-                Ok(Vec::new())
-            }
-        })
-        .collect::<std::result::Result<_, _>>()?;
+        .map(|v| crate::physical::dict_of(&ds, v))
+        .collect::<Result<_>>()?;
     let bad = |k: usize, text: &str, why: String| {
         Error::Invalid(format!("bad recode rule {k} '{}': {why}", text.trim()))
     };

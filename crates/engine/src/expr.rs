@@ -38,6 +38,7 @@
 //! condition is missing; `missing(x)` is never missing.
 
 use crate::filter::{parse_filter, resolve, CmpOp, Predicate};
+use crate::physical::dict_of;
 use crate::{Error, Result};
 use microtab_store::{ColumnData, Dataset, Kind, Number, Variable};
 
@@ -909,11 +910,7 @@ impl Typer<'_> {
                 }
                 let i = self.input(name)?;
                 let var = self.inputs[i].var.clone();
-                let dict = if var.kind == Kind::String {
-                    self.ds.dictionary(&var)?
-                } else {
-                    Vec::new()
-                };
+                let dict = dict_of(self.ds, &var)?;
                 let mut terms = parse_filter(&format!("`{}`({items})", var.name))?;
                 if terms.len() != 1 {
                     return self.bad(format!("'{name}({items})' is not one list of values"));
@@ -1533,11 +1530,7 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
     for term in terms {
         let i = t.input(&term.var)?;
         let var = t.inputs[i].var.clone();
-        let dict = if var.kind == Kind::String {
-            ds.dictionary(&var)?
-        } else {
-            Vec::new()
-        };
+        let dict = dict_of(ds, &var)?;
         let p = resolve(term, &var, &dict)?;
         let x = t.load(i);
         let na = x.na;

@@ -64,14 +64,8 @@ pub fn list_cases(
     let vars = list_vars(ds, q)?;
     let dicts: Vec<Vec<String>> = vars
         .iter()
-        .map(|v| {
-            if v.kind == Kind::String {
-                ds.dictionary(v)
-            } else {
-                Ok(Vec::new())
-            }
-        })
-        .collect::<std::result::Result<_, _>>()?;
+        .map(|v| crate::physical::dict_of(ds, v))
+        .collect::<Result<_>>()?;
     let cols: Vec<Column> = vars
         .iter()
         .map(|v| ds.column(&v.name))

@@ -216,11 +216,28 @@ pub(crate) fn recode_plan(
                 .map_or(TRASH, |g| g as u32)
         })
         .collect();
+    let (categories, keys) = group_categories(groups, extra);
+    Ok(DimPlan {
+        var: var.clone(),
+        categories,
+        keys,
+        map: DimMap::Table,
+        recode: Some((lo, table)),
+        recode_keys: None,
+    })
+}
+
+/// A recode's categories — groups 1, 2, … (an unlabeled group labeled by
+/// its values, as SDA does), then `extra` (missing codes and
+/// system-missing with --include-missing) — and their keys.
+fn group_categories(
+    groups: &[Group],
+    extra: Vec<(Option<i64>, Category)>,
+) -> (Vec<Category>, Vec<Option<i64>>) {
     let mut categories: Vec<Category> = groups
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            // An unlabeled group is labeled by its values, as SDA does.
             let label = g.label.clone().unwrap_or_else(|| g.text.clone());
             Category {
                 value: Value::Int(i as i64 + 1),
@@ -235,14 +252,7 @@ pub(crate) fn recode_plan(
         keys.push(key);
         categories.push(cat);
     }
-    Ok(DimPlan {
-        var: var.clone(),
-        categories,
-        keys,
-        map: DimMap::Table,
-        recode: Some((lo, table)),
-        recode_keys: None,
-    })
+    (categories, keys)
 }
 
 /// Most distinct values a recode of a float (or of an integer range too
@@ -291,24 +301,7 @@ fn keyed_plan(
     if include_missing && var.nulls > 0 {
         extra.push((None, crate::value::null_category()));
     }
-    let mut categories: Vec<Category> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let label = g.label.clone().unwrap_or_else(|| g.text.clone());
-            Category {
-                value: Value::Int(i as i64 + 1),
-                display: label.clone(),
-                label: Some(label),
-                missing: false,
-            }
-        })
-        .collect();
-    let mut cat_keys: Vec<Option<i64>> = (0..groups.len() as i64).map(Some).collect();
-    for (key, cat) in extra {
-        cat_keys.push(key);
-        categories.push(cat);
-    }
+    let (categories, cat_keys) = group_categories(groups, extra);
     Ok(DimPlan {
         var: var.clone(),
         categories,

@@ -275,14 +275,11 @@ pub fn subset(
     let mut design = None;
     let mut note = None;
     if let Some(d) = &ds.manifest().design {
-        let mut need = vec![d.weight.clone()];
-        if let Some(r) = &d.replicates {
-            need.extend(r.weights.iter().cloned());
-        }
-        if let Some(t) = &d.taylor {
-            need.extend(t.strata.iter().chain(&t.cluster).chain(&t.fpc).cloned());
-        }
-        let missing: Vec<&String> = need.iter().filter(|n| !names.contains(n)).collect();
+        let missing: Vec<&String> = d
+            .variables()
+            .into_iter()
+            .filter(|n| !names.contains(n))
+            .collect();
         if !missing.is_empty() {
             note = Some(format!(
                 "the survey design is not carried over: the subset lacks {}",

@@ -240,17 +240,7 @@ fn _column<'py>(
                 let n = dst.len() / w;
                 let mut buf = Vec::new();
                 let view = col.rows_view(start, n, &mut buf).map_err(store_error)?;
-                let b: &[u8] = match view {
-                    ColumnData::U8(v) => NativeType::as_bytes(v),
-                    ColumnData::I8(v) => NativeType::as_bytes(v),
-                    ColumnData::U16(v) => NativeType::as_bytes(v),
-                    ColumnData::I16(v) => NativeType::as_bytes(v),
-                    ColumnData::U32(v) => NativeType::as_bytes(v),
-                    ColumnData::I32(v) => NativeType::as_bytes(v),
-                    ColumnData::I64(v) => NativeType::as_bytes(v),
-                    ColumnData::F32(v) => NativeType::as_bytes(v),
-                    ColumnData::F64(v) => NativeType::as_bytes(v),
-                };
+                let b = view.bytes();
                 dst.copy_from_slice(b);
                 Ok(())
             })?;

@@ -107,14 +107,8 @@ fn zoned(ty: PhysType) -> bool {
 /// The zone of a stripe's values (an integer column's).
 fn zone_of(ty: PhysType, v: ColumnData<'_>) -> Zone {
     let bytes: &[u8] = match v {
-        ColumnData::U8(x) => x,
-        ColumnData::I8(x) => crate::NativeType::as_bytes(x),
-        ColumnData::U16(x) => crate::NativeType::as_bytes(x),
-        ColumnData::I16(x) => crate::NativeType::as_bytes(x),
-        ColumnData::U32(x) => crate::NativeType::as_bytes(x),
-        ColumnData::I32(x) => crate::NativeType::as_bytes(x),
-        ColumnData::I64(x) => crate::NativeType::as_bytes(x),
         ColumnData::F32(_) | ColumnData::F64(_) => &[],
+        v => v.bytes(),
     };
     let (lo, hi, nulls) = pack::range_of(ty, bytes);
     Zone { lo, hi, nulls }
@@ -795,6 +789,22 @@ impl<'a> ColumnData<'a> {
                 PhysType::F32 => ColumnData::F32(std::slice::from_raw_parts(ptr as *const f32, n)),
                 PhysType::F64 => ColumnData::F64(std::slice::from_raw_parts(ptr as *const f64, n)),
             }
+        }
+    }
+
+    /// The values' little-endian bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        use crate::NativeType;
+        match *self {
+            ColumnData::U8(v) => v,
+            ColumnData::I8(v) => NativeType::as_bytes(v),
+            ColumnData::U16(v) => NativeType::as_bytes(v),
+            ColumnData::I16(v) => NativeType::as_bytes(v),
+            ColumnData::U32(v) => NativeType::as_bytes(v),
+            ColumnData::I32(v) => NativeType::as_bytes(v),
+            ColumnData::I64(v) => NativeType::as_bytes(v),
+            ColumnData::F32(v) => NativeType::as_bytes(v),
+            ColumnData::F64(v) => NativeType::as_bytes(v),
         }
     }
 

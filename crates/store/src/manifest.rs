@@ -177,6 +177,21 @@ pub struct Design {
     pub taylor: Option<Taylor>,
 }
 
+impl Design {
+    /// Every variable the design uses: the weight, the replicate weights,
+    /// the strata, clusters and FPC.
+    pub fn variables(&self) -> Vec<&String> {
+        let mut v = vec![&self.weight];
+        if let Some(r) = &self.replicates {
+            v.extend(&r.weights);
+        }
+        if let Some(t) = &self.taylor {
+            v.extend(t.strata.iter().chain(&t.cluster).chain(&t.fpc));
+        }
+        v
+    }
+}
+
 /// What to do with a stratum that has a single PSU (R survey's
 /// `options(survey.lonely.psu)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,6 @@
 
 use crate::common::open;
 use anyhow::{bail, Result};
-use microtab_store::Design;
 use std::path::PathBuf;
 
 /// Arguments of `rename`.
@@ -28,18 +27,6 @@ pub struct DropArgs {
     /// The variables to remove.
     #[arg(required = true)]
     vars: Vec<String>,
-}
-
-/// The variables a survey design uses.
-fn design_vars(d: &Design) -> Vec<&String> {
-    let mut v = vec![&d.weight];
-    if let Some(r) = &d.replicates {
-        v.extend(&r.weights);
-    }
-    if let Some(t) = &d.taylor {
-        v.extend(t.strata.iter().chain(&t.cluster).chain(&t.fpc));
-    }
-    v
 }
 
 /// Renames a variable (its labels, missing codes and the design's use of
@@ -88,7 +75,7 @@ pub fn drop(a: DropArgs) -> Result<()> {
     for n in &a.vars {
         let name = ds.variable(n)?.name.clone();
         if let Some(d) = &ds.manifest().design {
-            if design_vars(d).contains(&&name) {
+            if d.variables().contains(&&name) {
                 bail!(
                     "{name} is part of the survey design: change or clear the design first (`microtab design … --clear`)"
                 );
