@@ -35,3 +35,11 @@ python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --n
 
 echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey)"
 MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python tests/python_api "$@"
+
+echo "== notebook smoke test: pip install ./crates/python[pandas,arrow,polars] in a fresh virtual environment"
+rm -rf target/smoke-venv
+python3 -m venv target/smoke-venv
+target/smoke-venv/bin/python -m pip install --quiet --disable-pip-version-check "./crates/python[pandas,arrow,polars]" duckdb
+SMOKE="$(mktemp -d)"
+target/smoke-venv/bin/python tests/smoke/notebook.py "$SMOKE"
+rm -rf "$SMOKE"

@@ -217,7 +217,7 @@ def test_import_fixed_matches_ipumspy(name, tmp_path):
         assert all(np.isnan(x) or x in codes for x in tv[na]), col
     # The CPS replicate weights (if any) make a design, as the CLI's import.
     if any(n.startswith("REPWTP") for n in d.variables):
-        assert d.design is not None
+        assert d.design() is not None
 
 
 def test_import_csv_errors_and_options(tmp_path):
@@ -268,3 +268,116 @@ def test_review_fixes(data, tmp_path):
         d.means("INCTOT", by=None)
     with pytest.raises(FileExistsError):
         mt.import_csv(small, work)
+
+
+R_DESIGN = r"""
+suppressMessages(library(survey))
+a <- commandArgs(TRUE)
+d <- read.csv(a[1])
+d$G <- factor(d$G)
+des <- if (a[3] == "taylor") {
+  svydesign(ids = ~PSU, strata = ~ST, weights = ~W, fpc = ~FPC, data = d, nest = TRUE)
+} else {
+  svrepdesign(data = d, weights = ~W, repweights = "^RW[0-9]+$", type = "Fay", rho = 0.5, mse = FALSE)
+}
+t <- svytotal(~G, des)
+p <- svymean(~G, des)
+m <- svyby(~Y, ~G, des, svymean)
+out <- data.frame(what = c(rep("total", 3), rep("pct", 3), rep("mean", 3)),
+                  g = rep(1:3, 3),
+                  est = c(coef(t), 100 * coef(p), coef(m)),
+                  se = c(SE(t), 100 * SE(p), SE(m)))
+write.csv(out, a[2], row.names = FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["taylor", "fay"])
+def test_design_set_from_python_matches_r_survey(kind, tmp_path):
+    """ds.design(...) stores a design; freq/means SEs then equal R
+    survey's (svydesign with strata, PSUs and an FPC; svrepdesign Fay)."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    st = rng.integers(1, 6, n)
+    psu = st * 100 + rng.integers(1, 8, n)
+    order = np.lexsort((psu, st))
+    df = pd.DataFrame({"ST": st, "PSU": psu, "FPC": st * 20 + 40,
+                       "W": rng.integers(50, 400, n), "G": rng.integers(1, 4, n),
+                       "Y": rng.integers(0, 90000, n)}).iloc[order].reset_index(drop=True)
+    for r in range(1, 9):
+        df[f"RW{r}"] = (df["W"] * rng.choice([0.5, 1.5], n)).round(2)
+    csv = tmp_path / "d.csv"
+    df.to_csv(csv, index=False)
+    script = tmp_path / "d.R"
+    script.write_text(R_DESIGN)
+    out = tmp_path / "r.csv"
+    subprocess.run(["Rscript", str(script), str(csv), str(out), kind], check=True, capture_output=True)
+    want = pd.read_csv(out)
+    ds = mt.import_csv(csv, tmp_path / "d.mtab")
+    assert ds.design() is None
+    if kind == "taylor":
+        d = ds.design("W", strata="ST", cluster="PSU", fpc="FPC")
+        assert d["taylor"]["strata"] == "ST" and d["weight"] == "W"
+    else:
+        d = ds.design("W", repweights="RW1-RW8", type="fay", rho=0.5, mse=False)
+        assert d["replicates"]["weights"] == [f"RW{r}" for r in range(1, 9)]
+    # Stored: a fresh handle and the CLI see it.
+    assert mt.open(ds.path).design() == d
+    f = ds.freq("G").to_pandas()
+    m = ds.means("Y", by="G").to_pandas()
+    for g in (1, 2, 3):
+        row = f[f["value"] == g].iloc[0]
+        w = want.set_index(["what", "g"])
+        assert row["weighted"] == pytest.approx(w.loc[("total", g), "est"], rel=1e-9)
+        assert row["weighted_se"] == pytest.approx(w.loc[("total", g), "se"], rel=1e-6)
+        assert row["percent"] == pytest.approx(w.loc[("pct", g), "est"], rel=1e-9)
+        assert row["percent_se"] == pytest.approx(w.loc[("pct", g), "se"], rel=1e-6)
+        mr = m[m["G"] == g].iloc[0]
+        assert mr["mean"] == pytest.approx(w.loc[("mean", g), "est"], rel=1e-9)
+        assert mr["mean_se"] == pytest.approx(w.loc[("mean", g), "se"], rel=1e-6)
+    # Bad designs are QueryErrors naming the problem; clear removes it.
+    with pytest.raises(mt.QueryError, match="rho"):
+        ds.design("W", repweights="RW1-RW8", type="fay")
+    with pytest.raises(mt.QueryError, match="NOPE"):
+        ds.design("NOPE")
+    with pytest.raises(mt.QueryError, match="Taylor"):
+        ds.design("W", repweights=["RW1", "RW2"], strata="ST")
+    assert ds.design() == d
+    assert ds.design(clear=True) is None and mt.open(ds.path).design() is None
+    assert "weighted_se" not in ds.freq("G").to_pandas().columns
+
+
+def test_several_datasets_as_one_and_import_progress(tmp_path):
+    """open_many answers parts as the whole: counts, weighted totals and
+    replicate SEs equal those of one dataset of all the records; an
+    import reports its progress to a callable, ending at the file size."""
+    whole = tmp_path / "w.csv"
+    cli("gen", "census", "--rows", "30000", "--seed", "3", "--repweights", "4", "--out", whole)
+    lines = whole.read_text().splitlines(keepends=True)
+    parts = []
+    (tmp_path / "parts").mkdir()
+    for k, (a, b) in enumerate([(1, 12001), (12001, 30001)]):
+        p = tmp_path / f"p{k}.csv"
+        p.write_text(lines[0] + "".join(lines[a:b]))
+        calls = []
+        d = mt.import_csv(p, tmp_path / f"parts/p{k}.mtab", missing={"INCTOT": 9999999},
+                          progress=lambda done, total, calls=calls: calls.append((done, total)))
+        assert calls and calls[-1] == (p.stat().st_size, p.stat().st_size)
+        assert all(x <= y for (x, _), (y, _) in zip(calls, calls[1:]))
+        d.design("PERWT", repweights="REPWTP1-REPWTP4")
+        parts.append(d)
+    one = mt.import_csv(whole, tmp_path / "w.mtab", missing={"INCTOT": 9999999}, progress=False)
+    one.design("PERWT", repweights="REPWTP1-REPWTP4")
+    many = mt.open_many(str(tmp_path / "parts" / "*.mtab"))
+    assert many.rows == one.rows == 30000 and len(many.datasets) == 2
+    a = many.tab("SEX", "EDUC", weight="PERWT", pct="row").to_pandas()
+    b = one.tab("SEX", "EDUC", weight="PERWT", pct="row").to_pandas()
+    assert a["count"].tolist() == b["count"].tolist()
+    for c in ["weighted", "pct", "weighted_se", "pct_se"]:
+        assert np.allclose(a[c], b[c], rtol=1e-12, atol=0), c
+    m1 = many.means("INCTOT", by="SEX").to_pandas()
+    m2 = one.means("INCTOT", by="SEX").to_pandas()
+    assert np.allclose(m1[["mean", "mean_se"]], m2[["mean", "mean_se"]], rtol=1e-12)
+    with pytest.raises(mt.QueryError, match="same dataset"):
+        mt.open_many([parts[0].path, parts[0].path])
+    with pytest.raises(FileNotFoundError):
+        mt.open_many(str(tmp_path / "none" / "*.mtab"))

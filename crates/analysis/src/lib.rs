@@ -38,6 +38,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod design;
 mod quantile;
 mod request;
 mod result;
@@ -45,6 +46,7 @@ mod run;
 pub mod survey;
 mod taylor;
 
+pub use design::{build_design, replicate_names, DesignSpec};
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use quantile::Quantile;
 pub use request::{Analysis, Pct, PctInterval, Request};

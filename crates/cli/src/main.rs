@@ -21,8 +21,10 @@ struct Cli {
 enum Command {
     /// Generate synthetic data (`gen census`).
     Gen(cmd::gen::Args),
-    /// Import a CSV file, or a fixed-width file with its DDI codebook, into a dataset.
+    /// Import a CSV file, a fixed-width file with its DDI codebook, or a Parquet file, into a dataset.
     Import(cmd::import::Args),
+    /// Write a dataset (some variables and records) as a Parquet file with its labels, missing codes and design.
+    Export(cmd::external::ExportArgs),
     /// Show a dataset's size and variables.
     Info(cmd::info::Args),
     /// Describe variables: type, range, missing values, top values.
@@ -64,6 +66,7 @@ fn main() {
     let result = match cli.command {
         Command::Gen(a) => cmd::gen::run(a),
         Command::Import(a) => cmd::import::run(a),
+        Command::Export(a) => cmd::external::export(a),
         Command::Info(a) => cmd::info::run(a),
         Command::Codebook(a) => cmd::codebook::run(a),
         Command::Freq(a) => cmd::freq::run(a),

@@ -272,32 +272,7 @@ pub fn subset(
         w.add_variable(fin);
     }
     let names: Vec<String> = chosen.iter().map(|v| v.name.clone()).collect();
-    let mut design = None;
-    let mut note = None;
-    if let Some(d) = &ds.manifest().design {
-        let missing: Vec<&String> = d
-            .variables()
-            .into_iter()
-            .filter(|n| !names.contains(n))
-            .collect();
-        if !missing.is_empty() {
-            note = Some(format!(
-                "the survey design is not carried over: the subset lacks {}",
-                missing
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        } else if d.taylor.is_some() && kept != ds.rows() {
-            note = Some(
-                "the Taylor design is not carried over: its strata and PSUs describe the whole sample, and a subset's standard errors for a domain need them (query the full dataset with --filter instead)"
-                    .into(),
-            );
-        } else {
-            design = Some(d.clone());
-        }
-    }
+    let (design, note) = carried_design(ds, &names, kept);
     if let Some(d) = &design {
         w.set_design(d.clone());
     }
@@ -308,4 +283,41 @@ pub fn subset(
         design,
         design_note: note,
     })
+}
+
+/// The source's survey design as it applies to a copy of `names` holding
+/// `kept` of its records, and why it does not when it does not: a
+/// replicate design needs all its weights (it gives a domain's SEs like
+/// the full sample with a filter), a Taylor design also every record (its
+/// strata and PSUs describe the whole sample).
+pub fn carried_design(
+    ds: &Dataset,
+    names: &[String],
+    kept: u64,
+) -> (Option<Design>, Option<String>) {
+    let Some(d) = &ds.manifest().design else {
+        return (None, None);
+    };
+    let missing: Vec<&str> = d
+        .variables()
+        .into_iter()
+        .filter(|n| !names.iter().any(|m| m.eq_ignore_ascii_case(n)))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        (
+            None,
+            Some(format!(
+                "the survey design is not carried over: the subset lacks {}",
+                missing.join(", ")
+            )),
+        )
+    } else if d.taylor.is_some() && kept != ds.rows() {
+        (None, Some(
+            "the Taylor design is not carried over: its strata and PSUs describe the whole sample, and a subset's standard errors for a domain need them (query the full dataset with --filter instead)"
+                .into(),
+        ))
+    } else {
+        (Some(d.clone()), None)
+    }
 }

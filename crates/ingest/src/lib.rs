@@ -40,6 +40,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod columnar;
 mod csv;
 pub mod ddi;
 mod error;
@@ -50,6 +51,7 @@ mod sink;
 mod source;
 mod tokenizer;
 
+pub use columnar::{Chunk, ColumnarImport};
 pub use csv::{import_csv, CsvOptions, TypeHint};
 pub use ddi::Codebook;
 pub use error::Error;

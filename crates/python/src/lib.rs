@@ -212,6 +212,23 @@ fn _query(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
     Ok(answer)
 }
 
+/// Answers a request over several datasets with the same variables as
+/// if they were one (exact partial results merged).
+#[pyfunction]
+fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let req = request(&spec)?;
+    py.detach(move || -> PyResult<String> {
+        let ds = paths
+            .iter()
+            .map(|p| open(p))
+            .collect::<PyResult<Vec<_>>>()?;
+        let a = microtab_analysis::run_many(&ds, &req, &ScanOptions::from_env())
+            .map_err(analysis_error)?;
+        serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
+    })
+}
+
 /// A column's stored values decoded (bit-packed columns unpacked), every
 /// stripe checked: (bytes, numpy dtype name).
 #[pyfunction]
@@ -304,20 +321,44 @@ fn ipums_design(target: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// A Python callable `(bytes done, bytes total)` as an import's progress
+/// callback, called at most every 100 ms (and at the end) with the GIL
+/// taken; its errors are ignored (a progress bar never fails an import).
+fn progress_of(cb: Option<Py<PyAny>>) -> Option<microtab_ingest::Progress> {
+    let cb = cb?;
+    let last = std::sync::Mutex::new(None::<std::time::Instant>);
+    Some(std::sync::Arc::new(move |done: u64, total: u64| {
+        let now = std::time::Instant::now();
+        {
+            let mut l = last.lock().unwrap_or_else(|e| e.into_inner());
+            if done < total && l.is_some_and(|t| now.duration_since(t).as_millis() < 100) {
+                return;
+            }
+            *l = Some(now);
+        }
+        Python::attach(|py| {
+            let _ = cb.call1(py, (done, total));
+        });
+    }))
+}
+
 /// Imports a CSV file (options as JSON: `missing`, `types`, `na`,
 /// `delimiter`, `encoding`, `plain`, `infer_rows`, `ddi`); the summary as
 /// JSON.
 #[pyfunction]
+#[pyo3(signature = (input, target, force, spec, progress=None))]
 fn _import_csv(
     py: Python<'_>,
     input: &str,
     target: &str,
     force: bool,
     spec: &str,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
     let mut o = microtab_ingest::CsvOptions {
         missing: pairs(&spec, "missing"),
+        progress: progress_of(progress),
         ..Default::default()
     };
     for (name, t) in pairs(&spec, "types") {
@@ -388,6 +429,7 @@ fn _import_csv(
 /// Imports a fixed-width file with its DDI codebook (an IPUMS extract),
 /// setting the design its replicate weights imply.
 #[pyfunction]
+#[pyo3(signature = (data, ddi, target, force, spec, progress=None))]
 fn _import_fixed(
     py: Python<'_>,
     data: &str,
@@ -395,10 +437,12 @@ fn _import_fixed(
     target: &str,
     force: bool,
     spec: &str,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
     let mut o = microtab_ingest::FixedOptions {
         missing: pairs(&spec, "missing"),
+        progress: progress_of(progress),
         ..Default::default()
     };
     o.record_type = string(&spec, "rectype");
@@ -412,6 +456,82 @@ fn _import_fixed(
         Ok(s)
     })?;
     Ok(summary(&s))
+}
+
+/// Sets the dataset's survey design (a JSON description: `weight`,
+/// `repweights`, `type`, `rho`, `scale`, `rscales`, `mse`, `strata`,
+/// `cluster`, `fpc`, `lonely_psu`), or clears it (`null`); the stored
+/// design as JSON.
+#[pyfunction]
+fn _set_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let bad = |m: String| QueryError::new_err(m);
+    let d = if spec.is_null() {
+        None
+    } else {
+        let weight =
+            string(&spec, "weight").ok_or_else(|| bad("a design needs a weight".into()))?;
+        let mut d = microtab_analysis::DesignSpec::new(weight);
+        d.repweights = match spec.get("repweights") {
+            None | Some(Json::Null) => None,
+            Some(Json::String(s)) => Some(s.clone()),
+            Some(Json::Array(a)) => Some(
+                a.iter()
+                    .map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(format!("repweights: {x} is not a variable name"))))
+                    .collect::<PyResult<Vec<_>>>()?
+                    .join(","),
+            ),
+            Some(x) => return Err(bad(format!("repweights={x}: expected a name, a range such as 'REPWTP1-REPWTP80', or a list of names"))),
+        };
+        if let Some(t) = string(&spec, "type") {
+            d.kind = t.parse().map_err(bad)?;
+        }
+        if let Some(l) = string(&spec, "lonely_psu") {
+            d.lonely_psu = l.parse().map_err(bad)?;
+        }
+        let num = |k: &str| -> PyResult<Option<f64>> {
+            match spec.get(k) {
+                None | Some(Json::Null) => Ok(None),
+                Some(x) => x
+                    .as_f64()
+                    .map(Some)
+                    .ok_or_else(|| bad(format!("{k}={x}: expected a number"))),
+            }
+        };
+        d.rho = num("rho")?;
+        d.scale = num("scale")?;
+        if let Some(r) = spec.get("rscales").filter(|x| !x.is_null()) {
+            let a = r
+                .as_array()
+                .ok_or_else(|| bad(format!("rscales={r}: expected a list of numbers")))?;
+            d.rscales = Some(
+                a.iter()
+                    .map(|x| {
+                        x.as_f64()
+                            .ok_or_else(|| bad(format!("rscales: {x} is not a number")))
+                    })
+                    .collect::<PyResult<Vec<_>>>()?,
+            );
+        }
+        d.mse = spec.get("mse").and_then(Json::as_bool).unwrap_or(true);
+        d.strata = string(&spec, "strata");
+        d.cluster = string(&spec, "cluster");
+        d.fpc = string(&spec, "fpc");
+        Some(d)
+    };
+    let path = path.to_string();
+    py.detach(move || -> PyResult<String> {
+        let mut ds = open(&path)?;
+        let design = d
+            .map(|d| microtab_analysis::build_design(&ds, &d))
+            .transpose()
+            .map_err(analysis_error)?;
+        let out =
+            serde_json::to_string(&design).map_err(|e| MicrotabError::new_err(e.to_string()))?;
+        ds.update_manifest(|m| m.design = design)
+            .map_err(store_error)?;
+        Ok(out)
+    })
 }
 
 fn summary(s: &microtab_ingest::ImportSummary) -> String {
@@ -605,6 +725,130 @@ fn _values(py: Python<'_>, path: &str, name: &str) -> PyResult<(Py<Buffer>, Stri
     ))
 }
 
+fn arrow_error(e: microtab_arrow::Error) -> PyErr {
+    use microtab_arrow::Error as E;
+    match e {
+        E::Store(s) => store_error(s),
+        E::Engine(e) => engine_error(e),
+        E::Ingest(e) => ingest_error(e),
+        E::Io { path, error } => {
+            let msg = format!("{}: {error}", path.display());
+            match error.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                _ => PyOSError::new_err(msg),
+            }
+        }
+        E::Input { path, reason } if reason.starts_with("exists") => {
+            pyo3::exceptions::PyFileExistsError::new_err(format!("{}: {reason}", path.display()))
+        }
+        e @ (E::Parquet { .. } | E::Input { .. }) => InputError::new_err(e.to_string()),
+        e => MicrotabError::new_err(e.to_string()),
+    }
+}
+
+fn export_options(spec: &Json) -> PyResult<microtab_arrow::ExportOptions> {
+    let mut o = microtab_arrow::ExportOptions {
+        columns: spec.get("columns").and_then(Json::as_array).map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        }),
+        filter: string(spec, "filter"),
+        labels: spec.get("labels").and_then(Json::as_bool).unwrap_or(false),
+        keep_missing_codes: spec
+            .get("keep_missing_codes")
+            .and_then(Json::as_bool)
+            .unwrap_or(false),
+        exact_decimals: spec
+            .get("exact_decimals")
+            .and_then(Json::as_bool)
+            .unwrap_or(false),
+        ..Default::default()
+    };
+    if let Some(n) = spec.get("batch_rows").and_then(Json::as_u64) {
+        o.batch_rows = n.max(1) as usize;
+    }
+    Ok(o)
+}
+
+/// The dataset's records as an Arrow C stream (a PyCapsule named
+/// `arrow_array_stream`): batches decoded on every core as the consumer
+/// asks for them (`spec`: `columns`, `filter`, `labels`,
+/// `keep_missing_codes`, `exact_decimals`, `batch_rows`).
+#[pyfunction]
+fn _arrow_stream<'py>(
+    py: Python<'py>,
+    path: &str,
+    spec: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let opts = export_options(&spec)?;
+    let path = path.to_string();
+    let batches = py.detach(move || -> PyResult<microtab_arrow::Batches> {
+        let ds = open(&path)?;
+        microtab_arrow::batches(&ds, &opts).map_err(arrow_error)
+    })?;
+    let stream = arrow_array::ffi_stream::FFI_ArrowArrayStream::new(Box::new(batches));
+    // The capsule owns the stream (its pointer is the struct, as the
+    // interface requires); a consumer moves it out and leaves `release`
+    // null, so dropping the capsule releases only an unconsumed stream.
+    pyo3::types::PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+}
+
+/// Writes the dataset's records as a Parquet file (options as for
+/// `_arrow_stream`, plus `compression`, `force`); a summary as JSON.
+#[pyfunction]
+fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let opts = export_options(&spec)?;
+    let compression: microtab_arrow::Compression = string(&spec, "compression")
+        .as_deref()
+        .unwrap_or("snappy")
+        .parse()
+        .map_err(QueryError::new_err)?;
+    let force = spec.get("force").and_then(Json::as_bool).unwrap_or(false);
+    let (path, out) = (path.to_string(), out.to_string());
+    py.detach(move || -> PyResult<String> {
+        let ds = open(&path)?;
+        let s = microtab_arrow::write_parquet(&ds, out.as_ref(), force, &opts, compression)
+            .map_err(arrow_error)?;
+        Ok(serde_json::json!({
+            "path": s.path.display().to_string(),
+            "rows": s.rows,
+            "variables": s.variables,
+            "bytes": s.bytes,
+            "design_note": s.design_note,
+        })
+        .to_string())
+    })
+}
+
+/// Imports a Parquet file (`ddi`: a codebook's path; `plain`).
+#[pyfunction]
+fn _import_parquet(
+    py: Python<'_>,
+    input: &str,
+    target: &str,
+    force: bool,
+    spec: &str,
+) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let ddi = string(&spec, "ddi");
+    let plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    let (input, target) = (input.to_string(), target.to_string());
+    let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
+        let codebook = ddi
+            .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(&d)))
+            .transpose()
+            .map_err(ingest_error)?;
+        let o = microtab_arrow::ImportOptions { codebook, plain };
+        microtab_arrow::import_parquet(input.as_ref(), target.as_ref(), force, &o)
+            .map_err(arrow_error)
+    })?;
+    Ok(summary(&s))
+}
+
 /// The native module `microtab._microtab`.
 #[pymodule]
 fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -618,11 +862,16 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_info, m)?)?;
     m.add_function(wrap_pyfunction!(_dictionary, m)?)?;
     m.add_function(wrap_pyfunction!(_query, m)?)?;
+    m.add_function(wrap_pyfunction!(_query_many, m)?)?;
     m.add_function(wrap_pyfunction!(_column, m)?)?;
     m.add_function(wrap_pyfunction!(_select, m)?)?;
     m.add_function(wrap_pyfunction!(_values, m)?)?;
     m.add_class::<Buffer>()?;
     m.add_function(wrap_pyfunction!(_import_csv, m)?)?;
     m.add_function(wrap_pyfunction!(_import_fixed, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_design, m)?)?;
+    m.add_function(wrap_pyfunction!(_arrow_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(_to_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(_import_parquet, m)?)?;
     Ok(())
 }

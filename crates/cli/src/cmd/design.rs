@@ -3,9 +3,9 @@
 //! metadata-only, atomic change of the manifest.
 
 use crate::common::open;
-use anyhow::{bail, Result};
-use microtab_analysis::survey::default_scale;
-use microtab_store::{Dataset, Design, Kind, LonelyPsu, RepType, Replicates, Variable};
+use anyhow::Result;
+use microtab_analysis::{build_design, DesignSpec};
+use microtab_store::{Dataset, Design, LonelyPsu, RepType};
 use std::path::PathBuf;
 
 /// Arguments of `design`.
@@ -82,64 +82,6 @@ pub struct Args {
     clear: bool,
 }
 
-/// Refuses a variable that cannot be a replicate weight: text, or with
-/// missing values (a replicate weight must be present for every record).
-fn usable_replicate(v: &Variable) -> Result<()> {
-    if v.kind == Kind::String {
-        bail!("replicate weight {} is a text variable", v.name);
-    }
-    if v.nulls > 0 || !v.missing_codes.is_empty() {
-        bail!(
-            "replicate weight {} has missing values (a replicate weight must be present for every record)",
-            v.name
-        );
-    }
-    Ok(())
-}
-
-/// Expands `REPWTP1-REPWTP80,EXTRA` into variable names as the dataset
-/// spells them, each a numeric variable without missing values.
-fn replicate_names(ds: &Dataset, spec: &str) -> Result<Vec<String>> {
-    let mut names = Vec::new();
-    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let expanded = match part.split_once('-') {
-            Some((a, b)) => {
-                let split = |s: &str| {
-                    let d = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-                    let (p, n) = s.split_at(s.len() - d);
-                    (p.to_string(), n.parse::<u64>().ok())
-                };
-                let ((pa, na), (pb, nb)) = (split(a.trim()), split(b.trim()));
-                let (Some(na), Some(nb)) = (na, nb) else {
-                    bail!("'{part}': a range of replicate weights is two names ending in numbers, as in REPWTP1-REPWTP80");
-                };
-                if !pa.eq_ignore_ascii_case(&pb) || na > nb {
-                    bail!("'{part}': expected a range like REPWTP1-REPWTP80 (the same prefix, the first number no larger than the last)");
-                }
-                (na..=nb).map(|i| format!("{pa}{i}")).collect()
-            }
-            None => vec![part.to_string()],
-        };
-        for n in expanded {
-            let v = ds
-                .variable(&n)
-                .map_err(|e| anyhow::anyhow!("replicate weight {n}: {e}"))?;
-            usable_replicate(v)?;
-            if names.contains(&v.name) {
-                bail!("replicate weight {} is named twice", v.name);
-            }
-            names.push(v.name.clone());
-        }
-    }
-    if names.len() < 2 {
-        bail!(
-            "a replicate design needs at least two replicate weights, found {}",
-            names.len()
-        );
-    }
-    Ok(names)
-}
-
 /// The design an IPUMS extract's replicate weights imply (in the
 /// analysis layer, shared with the Python package's imports).
 pub fn ipums_design(ds: &Dataset) -> Option<Design> {
@@ -206,98 +148,25 @@ pub fn run(a: Args) -> Result<()> {
     let Some(weight) = &a.weight else {
         unreachable!("clap requires --weight without --clear");
     };
-    let wvar = ds.variable(weight)?.clone();
-    if wvar.kind == Kind::String {
-        bail!("the weight {} is a text variable", wvar.name);
+    let spec = DesignSpec {
+        repweights: a.repweights.clone(),
+        kind: a.kind,
+        rho: a.rho,
+        scale: a.scale,
+        rscales: a.rscales.clone(),
+        mse: !a.no_mse,
+        strata: a.strata.clone(),
+        cluster: a.cluster.clone(),
+        fpc: a.fpc.clone(),
+        lonely_psu: a.lonely_psu,
+        ..DesignSpec::new(weight.as_str())
+    };
+    let design = build_design(&ds, &spec)?;
+    if design.taylor.as_ref().is_some_and(|t| !t.contiguous) {
+        eprintln!(
+            "note: the records of a PSU are not stored together; queries keep every PSU's totals in memory until the end (sorting the data by PSU makes them faster)"
+        );
     }
-    let kind = a.kind;
-    let replicates = match &a.repweights {
-        None => {
-            if a.rho.is_some() || a.scale.is_some() || a.rscales.is_some() || a.no_mse {
-                bail!("--rho, --scale, --rscales and --no-mse describe replicate weights: give them with --repweights");
-            }
-            // A Taylor linearization design (weight only: every record a
-            // PSU, one stratum).
-            let taylor = microtab_analysis::taylor_structure(
-                &ds,
-                &wvar.name,
-                a.strata.as_deref(),
-                a.cluster.as_deref(),
-                a.fpc.as_deref(),
-                a.lonely_psu,
-            )?;
-            if !taylor.contiguous {
-                eprintln!(
-                    "note: the records of a PSU are not stored together; queries keep every PSU's totals in memory until the end (sorting the data by PSU makes them faster)"
-                );
-            }
-            let design = Design {
-                weight: wvar.name.clone(),
-                replicates: None,
-                taylor: Some(taylor),
-            };
-            let text = describe(&design);
-            ds.update_manifest(|m| m.design = Some(design))?;
-            eprintln!("{}: survey design set: {text}", a.dataset.display());
-            return Ok(());
-        }
-        Some(spec) => {
-            let weights = replicate_names(&ds, spec)?;
-            if weights.contains(&wvar.name) {
-                bail!(
-                    "the weight {} is also listed as a replicate weight",
-                    wvar.name
-                );
-            }
-            let n = weights.len();
-            if kind == RepType::Fay && !a.rho.is_some_and(|r| (0.0..1.0).contains(&r)) {
-                bail!(
-                    "a Fay design needs --rho R, its coefficient, with 0 ≤ R < 1 (e.g. --rho 0.5)"
-                );
-            }
-            if kind != RepType::Fay && a.rho.is_some() {
-                bail!("--rho is Fay's coefficient: give it with --type fay");
-            }
-            let scale = match (a.scale, default_scale(kind, n, a.rho), kind) {
-                (Some(s), _, _) => s,
-                (None, Some(s), _) => s,
-                (None, None, RepType::Jkn) => 1.0,
-                (None, None, _) => bail!("type other needs --scale"),
-            };
-            if !(scale.is_finite() && scale > 0.0) {
-                bail!("--scale must be a positive number, found {scale}");
-            }
-            let rscales = match &a.rscales {
-                Some(c) if c.len() != n => bail!(
-                    "--rscales has {} coefficients for {n} replicate weights",
-                    c.len()
-                ),
-                Some(c) if c.iter().any(|x| !x.is_finite() || *x < 0.0) => {
-                    bail!("--rscales must be numbers ≥ 0")
-                }
-                Some(c) => c.clone(),
-                None if kind == RepType::Jkn => {
-                    bail!(
-                        "a JKn design needs --rscales: (n_h − 1)/n_h for each replicate's stratum"
-                    )
-                }
-                None => vec![1.0; n],
-            };
-            Replicates {
-                kind,
-                weights,
-                scale,
-                rscales,
-                mse: !a.no_mse,
-                rho: a.rho,
-            }
-        }
-    };
-    let design = Design {
-        weight: wvar.name.clone(),
-        replicates: Some(replicates),
-        taylor: None,
-    };
     let text = describe(&design);
     ds.update_manifest(|m| m.design = Some(design))?;
     eprintln!("{}: survey design set: {text}", a.dataset.display());

@@ -144,6 +144,9 @@ fn csv_reading(a: &Args, opts: &mut CsvOptions) -> Result<()> {
 
 /// Runs the import, with a progress bar when stderr is a terminal.
 pub fn run(a: Args) -> Result<()> {
+    if crate::cmd::external::is_parquet(&a.input) {
+        return run_parquet(a);
+    }
     if a.ddi.is_some() {
         return run_fixed(a);
     }
@@ -180,6 +183,32 @@ pub fn run(a: Args) -> Result<()> {
     }
     report(&a, &r?, t);
     Ok(())
+}
+
+/// A Parquet file: imported by `microtab-arrow`.
+fn run_parquet(a: Args) -> Result<()> {
+    if !a.types.is_empty()
+        || a.delimiter.is_some()
+        || !a.missing.is_empty()
+        || a.na.is_some()
+        || a.rectype.is_some()
+        || a.encoding != "utf-8"
+        || a.infer_rows != "50000"
+    {
+        bail!("{}: a Parquet file's columns carry their types and nulls; of the import options only --ddi, --plain and --force apply (declare missing codes afterwards with `microtab missing`)", a.input.display());
+    }
+    let mut args: Vec<std::ffi::OsString> = vec![a.input.into(), a.output.into()];
+    if let Some(d) = a.ddi {
+        args.push("--ddi".into());
+        args.push(d.into());
+    }
+    if a.plain {
+        args.push("--plain".into());
+    }
+    if a.force {
+        args.push("--force".into());
+    }
+    crate::cmd::external::exec("microtab-arrow", "import", args)
 }
 
 /// `import --ddi`: fixed-width records described by a DDI codebook.

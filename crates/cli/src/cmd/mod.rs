@@ -4,6 +4,7 @@ pub mod codebook;
 pub mod codebook_html;
 pub mod derive;
 pub mod design;
+pub mod external;
 pub mod freq;
 pub mod gen;
 pub mod import;

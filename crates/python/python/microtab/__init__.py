@@ -39,13 +39,20 @@ from ._microtab import (
     _import_fixed,
     _info,
     _query,
+    _query_many,
     _select,
+    _set_design,
     _values,
+    _arrow_stream,
+    _to_parquet,
+    _import_parquet,
 )
 
 __all__ = [
     "open",
+    "open_many",
     "Dataset",
+    "Datasets",
     "Variable",
     "Frequencies",
     "Crosstab",
@@ -58,6 +65,8 @@ __all__ = [
     "InputError",
     "import_csv",
     "import_fixed",
+    "import_parquet",
+    "ArrowStream",
 ]
 
 _DTYPES = {
@@ -68,6 +77,37 @@ _DTYPES = {
 _HEADER = 4096
 
 
+def _progress(progress, path) -> tuple[Any, Any]:
+    """An import's progress callback and its closer: ``progress=True`` or,
+    by default, when stderr is a terminal or the code runs in Jupyter, a
+    bar (tqdm's when installed, else a line of text on stderr); a callable
+    gets ``(bytes done, bytes total)``; ``False`` shows nothing."""
+    import sys
+    if callable(progress):
+        return progress, lambda: None
+    if progress is False or (progress is None and not (sys.stderr.isatty() or "ipykernel" in sys.modules)):
+        return None, lambda: None
+    name = os.path.basename(os.fspath(path))
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None:
+        bar = tqdm(desc=f"importing {name}", unit="B", unit_scale=True, leave=False)
+
+        def cb(done, total):
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+        return cb, bar.close
+
+    def cb(done, total):
+        pct = 100 * done / total if total else 100
+        sys.stderr.write(f"\rimporting {name}: {pct:5.1f}% ({done / 1e6:,.0f} of {total / 1e6:,.0f} MB)")
+        sys.stderr.flush()
+    return cb, lambda: (sys.stderr.write("\r" + " " * 60 + "\r"), sys.stderr.flush())
+
+
 def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's verb
     """Opens the dataset directory ``path`` (reads its manifest only)."""
     return Dataset(path)
@@ -76,120 +116,100 @@ def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's ve
 def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict | None = None,
                types: dict | None = None, na: Sequence[str] | None = None, delimiter: str | None = None,
                encoding: str | None = None, plain: bool = False, infer_rows: int | None = None,
-               ddi: str | os.PathLike | None = None, force: bool = False) -> "Dataset":
+               ddi: str | os.PathLike | None = None, force: bool = False,
+               progress: Any = None) -> "Dataset":
     """Imports a CSV file (plain or gzip) as the dataset ``out``, as
     ``microtab import`` does, and opens it. ``missing={"INCTOT": [9999999]}``
     declares user-missing codes, ``types={"ZIP": "string"}`` forces types,
     ``ddi`` reads an IPUMS codebook for the columns (and sets the design its
     replicate weights imply). Bad input raises :class:`InputError` naming
-    the file, line and field; a failed import leaves ``out`` as it was."""
+    the file, line and field; a failed import leaves ``out`` as it was.
+    ``progress``: a bar in a terminal or notebook (default), ``False`` for
+    none, or a callable getting ``(bytes done, bytes total)``."""
     spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
                         for k, v in (missing or {}).items()},
             "types": {k: [v] for k, v in (types or {}).items()},
             "na": list(na) if na is not None else None, "delimiter": delimiter, "encoding": encoding,
             "plain": plain, "infer_rows": infer_rows, "ddi": os.fspath(ddi) if ddi else None}
     spec = {k: v for k, v in spec.items() if v is not None}
-    _import_csv(os.fspath(path), os.fspath(out), force, json.dumps(spec))
+    cb, done = _progress(progress, path)
+    try:
+        _import_csv(os.fspath(path), os.fspath(out), force, json.dumps(spec), cb)
+    finally:
+        done()
     return Dataset(out)
 
 
 def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.PathLike, *,
                  missing: dict | None = None, rectype: str | None = None, plain: bool = False,
-                 force: bool = False) -> "Dataset":
+                 force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a fixed-width file (an IPUMS ``.dat`` or ``.dat.gz``) with
     its DDI codebook as the dataset ``out`` — labels, missing codes,
     implied decimals, and the survey design its replicate weights imply —
-    and opens it."""
+    and opens it (``progress`` as for :func:`import_csv`)."""
     spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
                         for k, v in (missing or {}).items()},
             "rectype": rectype, "plain": plain}
     spec = {k: v for k, v in spec.items() if v is not None}
-    _import_fixed(os.fspath(data), os.fspath(ddi), os.fspath(out), force, json.dumps(spec))
+    cb, done = _progress(progress, data)
+    try:
+        _import_fixed(os.fspath(data), os.fspath(ddi), os.fspath(out), force, json.dumps(spec), cb)
+    finally:
+        done()
     return Dataset(out)
 
 
-class Variable:
-    """One variable's metadata: ``name``, ``label``, ``kind`` (``"int"``,
-    ``"float"`` or ``"string"``), ``type`` (stored numpy type name),
-    ``decimals`` (implied), ``missing_codes`` (as stored), ``value_labels``
-    (``{"1": "Male"}``), ``min``/``max`` (stored units), ``nulls``."""
-
-    def __init__(self, entry: dict):
-        self._e = entry
-        self.name: str = entry["name"]
-        self.label: str | None = entry.get("label")
-        self.kind: str = entry["kind"]
-        self.type: str = entry["type"]
-        self.decimals: int = entry.get("decimals", 0)
-        self.missing_codes: list[float] = list(entry.get("missing_codes", []))
-        self.value_labels: dict[str, str] = dict(entry.get("value_labels", {}))
-        self.min = entry.get("min")
-        self.max = entry.get("max")
-        self.nulls: int = entry.get("nulls", 0)
-
-    def __repr__(self) -> str:
-        return f"Variable({self.name!r}, kind={self.kind!r}, type={self.type!r}, label={self.label!r})"
+def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, ddi: str | os.PathLike | None = None,
+                   plain: bool = False, force: bool = False) -> "Dataset":
+    """Imports a Parquet file (from microtab, DuckDB, pyarrow, Polars,
+    ipumspy …) as the dataset ``out`` and opens it. A file written by
+    ``Dataset.to_parquet``/``microtab export`` gets back its labels,
+    missing codes, implied decimals and design; ``ddi`` takes them from an
+    IPUMS codebook instead. Integers, decimals, floats, booleans, text and
+    dates (as ISO text) are imported; other types raise
+    :class:`InputError` naming the column."""
+    spec = {"ddi": os.fspath(ddi) if ddi else None, "plain": plain}
+    _import_parquet(os.fspath(path), os.fspath(out), force, json.dumps(spec))
+    return Dataset(out)
 
 
-class Dataset:
-    """A microtab dataset. Queries return result objects with
-    ``to_pandas()`` and ``to_dict()``; they release the GIL while they scan.
-    """
+class ArrowStream:
+    """Records of a dataset as Arrow record batches, decoded on every core
+    as a consumer reads them: an object with ``__arrow_c_stream__``, so
+    ``pyarrow.table(s)``, ``polars.DataFrame(s)`` and
+    ``duckdb.sql("SELECT … FROM s")`` read it without copies. Values as
+    :meth:`Dataset.to_pandas` gives them: implied decimals applied (or
+    exact decimals), missing codes and empty values as nulls (or the codes
+    kept), text as dictionary arrays, labels on request; the variables'
+    metadata and the design are JSON under the schema's ``b"microtab"``
+    key. Each ``__arrow_c_stream__`` call starts a new pass."""
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = os.fspath(path)
-        self._stamp = None
-        self._refresh()
+    def __init__(self, path: str, spec: dict):
+        self._path = path
+        self._spec = {k: v for k, v in spec.items() if v is not None}
 
-    def _refresh(self) -> None:
-        """Re-reads the manifest when the dataset has changed on disk (a
-        new import, labels, a computed variable), so that metadata and
-        data always come from the same generation."""
-        try:
-            st = os.stat(os.path.join(self.path, "manifest.json"))
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            stamp = None
-        if stamp is not None and stamp == self._stamp:
-            return
-        self._m = json.loads(_info(self.path))
-        self._stamp = stamp
-        self._vars = [Variable(v) for v in self._m["variables"]]
-        self._by_name = {v.name.lower(): v for v in self._vars}
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return _arrow_stream(self._path, json.dumps(self._spec))
 
-    @property
-    def rows(self) -> int:
-        """Number of records."""
-        self._refresh()
-        return int(self._m["rows"])
+    def to_arrow(self):
+        """A ``pyarrow.Table``."""
+        import pyarrow as pa
+        return pa.table(self)
 
-    @property
-    def variables(self) -> list[str]:
-        """The variables' names, in order."""
-        self._refresh()
-        return [v.name for v in self._vars]
-
-    @property
-    def design(self) -> dict | None:
-        """The survey design stored with the dataset, if any."""
-        return self._m.get("design")
-
-    def variable(self, name: str) -> Variable:
-        """A variable's metadata (names match case-insensitively)."""
-        self._refresh()
-        try:
-            return self._by_name[name.lower()]
-        except KeyError:
-            raise QueryError(f"unknown variable {name!r} in {self.path} (variables: {', '.join(self.variables)})") from None
+    def to_polars(self):
+        """A ``polars.DataFrame``."""
+        import polars as pl
+        return pl.DataFrame(self)
 
     def __repr__(self) -> str:
-        return f"<microtab.Dataset {self.path!r}: {self.rows:,} records, {len(self._vars)} variables>"
+        return f"<microtab.ArrowStream of {self._path!r}: {self._spec}>"
 
-    # ---------------------------------------------------------------- queries
+
+class _Queries:
+    """freq, tab and means over one dataset or several as one."""
 
     def _ask(self, spec: dict) -> dict:
-        spec = {k: v for k, v in spec.items() if v is not None}
-        return json.loads(_query(self.path, json.dumps(spec)))
+        raise NotImplementedError
 
     def freq(self, var: str, *, weight: str | None = None, filter: str | None = None,  # noqa: A002
              include_missing: bool = False, design: bool = True, level: float = 0.95) -> "Frequencies":
@@ -228,7 +248,175 @@ class Dataset:
                                 "filter": filter, "design": design, "level": level,
                                 "quantiles": q}))
 
+
+class Variable:
+    """One variable's metadata: ``name``, ``label``, ``kind`` (``"int"``,
+    ``"float"`` or ``"string"``), ``type`` (stored numpy type name),
+    ``decimals`` (implied), ``missing_codes`` (as stored), ``value_labels``
+    (``{"1": "Male"}``), ``min``/``max`` (stored units), ``nulls``."""
+
+    def __init__(self, entry: dict):
+        self._e = entry
+        self.name: str = entry["name"]
+        self.label: str | None = entry.get("label")
+        self.kind: str = entry["kind"]
+        self.type: str = entry["type"]
+        self.decimals: int = entry.get("decimals", 0)
+        self.missing_codes: list[float] = list(entry.get("missing_codes", []))
+        self.value_labels: dict[str, str] = dict(entry.get("value_labels", {}))
+        self.min = entry.get("min")
+        self.max = entry.get("max")
+        self.nulls: int = entry.get("nulls", 0)
+
+    def __repr__(self) -> str:
+        return f"Variable({self.name!r}, kind={self.kind!r}, type={self.type!r}, label={self.label!r})"
+
+
+class Dataset(_Queries):
+    """A microtab dataset. Queries return result objects with
+    ``to_pandas()`` and ``to_dict()``; they release the GIL while they scan.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self._stamp = None
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-reads the manifest when the dataset has changed on disk (a
+        new import, labels, a computed variable), so that metadata and
+        data always come from the same generation."""
+        try:
+            st = os.stat(os.path.join(self.path, "manifest.json"))
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None
+        if stamp is not None and stamp == self._stamp:
+            return
+        self._m = json.loads(_info(self.path))
+        self._stamp = stamp
+        self._vars = [Variable(v) for v in self._m["variables"]]
+        self._by_name = {v.name.lower(): v for v in self._vars}
+
+    @property
+    def rows(self) -> int:
+        """Number of records."""
+        self._refresh()
+        return int(self._m["rows"])
+
+    @property
+    def variables(self) -> list[str]:
+        """The variables' names, in order."""
+        self._refresh()
+        return [v.name for v in self._vars]
+
+    def design(self, weight: str | None = None, *, repweights: str | Sequence[str] | None = None,
+               type: str = "sdr", rho: float | None = None, scale: float | None = None,  # noqa: A002
+               rscales: Sequence[float] | None = None, mse: bool = True, strata: str | None = None,
+               cluster: str | None = None, fpc: str | None = None, lonely_psu: str = "fail",
+               clear: bool = False) -> dict | None:
+        """The dataset's survey design; with arguments, sets it (stored in
+        the dataset, so every later query — from Python or the CLI — gives
+        design-based SEs) and returns it.
+
+        - Replicate weights: ``ds.design("PERWT", repweights="REPWTP1-REPWTP80")``
+          (``type`` ``"sdr"`` — scale 4/R, ACS/CPS —, ``"brr"``, ``"fay"``
+          with ``rho``, ``"jk1"``, ``"jkn"`` with ``rscales``,
+          ``"bootstrap"``, ``"other"`` with ``scale``; ``mse=False``
+          centres on the replicates' mean, R survey's default).
+        - Taylor linearization: ``ds.design("WT", strata="STRATUM",
+          cluster="PSU", fpc=None, lonely_psu="fail")``; a weight alone
+          makes every record its own PSU.
+        - ``ds.design(clear=True)`` removes it.
+        """
+        given = weight is not None or repweights is not None or strata is not None or \
+            cluster is not None or fpc is not None or rho is not None or scale is not None or \
+            rscales is not None
+        if clear:
+            if given:
+                raise QueryError("design(clear=True) takes no other argument")
+            _set_design(self.path, "null")
+        elif given:
+            if weight is None:
+                raise QueryError("a design needs its full-sample weight: design(\"PERWT\", ...)")
+            spec = {"weight": weight, "repweights": repweights if repweights is None or isinstance(repweights, str)
+                    else list(repweights), "type": type, "rho": rho, "scale": scale,
+                    "rscales": None if rscales is None else [float(x) for x in rscales], "mse": mse,
+                    "strata": strata, "cluster": cluster, "fpc": fpc, "lonely_psu": lonely_psu}
+            d = json.loads(_set_design(self.path, json.dumps(spec)))
+            t = d.get("taylor") or {}
+            if t and not t.get("contiguous", True):
+                import warnings
+                warnings.warn("the records of a PSU are not stored together; queries keep every PSU's "
+                              "totals in memory until the end (sorting the data by PSU makes them faster)",
+                              stacklevel=2)
+        self._refresh()
+        return self._m.get("design")
+
+    def variable(self, name: str) -> Variable:
+        """A variable's metadata (names match case-insensitively)."""
+        self._refresh()
+        try:
+            return self._by_name[name.lower()]
+        except KeyError:
+            raise QueryError(f"unknown variable {name!r} in {self.path} (variables: {', '.join(self.variables)})") from None
+
+    def _ask(self, spec: dict) -> dict:
+        spec = {k: v for k, v in spec.items() if v is not None}
+        return json.loads(_query(self.path, json.dumps(spec)))
+
+    def __repr__(self) -> str:
+        return f"<microtab.Dataset {self.path!r}: {self.rows:,} records, {len(self._vars)} variables>"
+
     # ---------------------------------------------------------------- data
+
+    def arrow(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
+              labels: bool = False, keep_missing_codes: bool = False,
+              exact_decimals: bool = False) -> ArrowStream:
+        """The variables (default all) of the records that pass ``filter``
+        as an Arrow stream (:class:`ArrowStream`): hand it to pyarrow,
+        Polars or DuckDB (``v = ds.arrow(["AGE", "INCTOT"]);
+        duckdb.sql("SELECT avg(INCTOT) FROM v")``). ``labels`` writes
+        labelled variables as their labels; ``keep_missing_codes`` keeps
+        user-missing codes as values (they are nulls by default, so that
+        no reader averages a 9999999); ``exact_decimals`` gives implied
+        decimals as ``decimal128`` instead of ``float64``."""
+        if isinstance(columns, str):
+            columns = [columns]
+        return ArrowStream(self.path, {"columns": None if columns is None else list(columns),
+                                       "filter": filter, "labels": labels,
+                                       "keep_missing_codes": keep_missing_codes,
+                                       "exact_decimals": exact_decimals})
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """Every variable as an Arrow C stream (see :meth:`arrow`)."""
+        return self.arrow().__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self, columns: Sequence[str] | None = None, **options):
+        """The variables as a ``pyarrow.Table`` (options as :meth:`arrow`)."""
+        return self.arrow(columns, **options).to_arrow()
+
+    def to_polars(self, columns: Sequence[str] | None = None, **options):
+        """The variables as a ``polars.DataFrame`` (options as :meth:`arrow`)."""
+        return self.arrow(columns, **options).to_polars()
+
+    def to_parquet(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
+                   filter: str | None = None, labels: bool = False,  # noqa: A002
+                   keep_missing_codes: bool = False, exact_decimals: bool = False,
+                   compression: str = "snappy", force: bool = False) -> dict:
+        """Writes the variables (default all) of the records that pass
+        ``filter`` as a Parquet file, as ``microtab export`` does (values
+        as :meth:`arrow` gives them; labels, missing codes, decimals and
+        the design in the file's metadata, so :func:`import_parquet` gets
+        them back); written beside ``path`` and renamed into place. Returns
+        what was written."""
+        if isinstance(columns, str):
+            columns = [columns]
+        spec = {"columns": None if columns is None else list(columns), "filter": filter,
+                "labels": labels, "keep_missing_codes": keep_missing_codes,
+                "exact_decimals": exact_decimals, "compression": compression, "force": force}
+        spec = {k: v for k, v in spec.items() if v is not None}
+        return json.loads(_to_parquet(self.path, os.fspath(path), json.dumps(spec)))
 
     def column(self, name: str) -> np.ndarray:
         """The stored values of a variable as a numpy array: a read-only
@@ -328,6 +516,50 @@ class Dataset:
         return v._e.get("null_code")
 
 
+def open_many(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> "Datasets":
+    """Several datasets with the same variables (one per year or state,
+    parts of one file), answered as one: a pattern (``"years/*.mtab"``)
+    or a list of paths. Each query computes an exact partial result per
+    dataset and merges them, so the answer — survey SEs included — is the
+    one a single dataset of all their records would give."""
+    import glob
+    if isinstance(paths, (str, os.PathLike)):
+        text = os.fspath(paths)
+        found = sorted(p for p in glob.glob(text) if os.path.isdir(p)) if any(c in text for c in "*?[") \
+            else [text]
+    else:
+        found = [os.fspath(p) for p in paths]
+    if not found:
+        raise FileNotFoundError(f"no dataset matches {os.fspath(paths)!r}")
+    seen = {}
+    for p in found:
+        real = os.path.realpath(p)
+        if real in seen:
+            raise QueryError(f"{p} and {seen[real]} are the same dataset; its rows would be counted twice")
+        seen[real] = p
+    return Datasets([Dataset(p) for p in found])
+
+
+class Datasets(_Queries):
+    """Datasets answered as one (:func:`open_many`): ``freq``, ``tab``,
+    ``means`` as on a :class:`Dataset`; ``datasets`` lists them."""
+
+    def __init__(self, datasets: list[Dataset]):
+        self.datasets = datasets
+
+    @property
+    def rows(self) -> int:
+        """Records in all of them."""
+        return sum(d.rows for d in self.datasets)
+
+    def _ask(self, spec: dict) -> dict:
+        spec = {k: v for k, v in spec.items() if v is not None}
+        return json.loads(_query_many([d.path for d in self.datasets], json.dumps(spec)))
+
+    def __repr__(self) -> str:
+        return f"<microtab.Datasets: {len(self.datasets)} datasets, {self.rows:,} records>"
+
+
 # -------------------------------------------------------------------- results
 
 
@@ -338,6 +570,20 @@ class _Result:
     def to_dict(self) -> dict:
         """The answer as the CLI's JSON (`--format json`) gives it."""
         return self._d
+
+    def to_arrow(self):
+        """The tidy frame of :meth:`to_pandas` as a ``pyarrow.Table``."""
+        import pyarrow as pa
+        return pa.Table.from_pandas(self.to_pandas(), preserve_index=False)
+
+    def to_polars(self):
+        """The tidy frame of :meth:`to_pandas` as a ``polars.DataFrame``."""
+        import polars as pl
+        return pl.DataFrame(self.to_arrow())
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The tidy frame as an Arrow C stream (DuckDB, Polars, pyarrow)."""
+        return self.to_arrow().__arrow_c_stream__(requested_schema)
 
     def _repr_html_(self) -> str:
         try:

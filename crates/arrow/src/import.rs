@@ -1,0 +1,500 @@
+//! Parquet → dataset.
+
+use crate::meta::{Meta, VarMeta, METADATA_KEY};
+use crate::{Error, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, RecordBatch};
+use arrow_schema::DataType;
+use microtab_ingest::{Chunk, Codebook, ColumnarImport, ImportSummary};
+use microtab_store::{Kind, Variable};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// How to import a Parquet file.
+#[derive(Default)]
+pub struct ImportOptions {
+    /// A DDI codebook (IPUMS) for labels, missing codes and implied
+    /// decimals, as for a CSV file (ipumspy's Parquet carries none).
+    pub codebook: Option<Codebook>,
+    /// No bit-packing.
+    pub plain: bool,
+}
+
+/// How one Parquet column becomes a microtab column.
+#[derive(Clone, Copy, Debug)]
+enum Conv {
+    /// Integers, booleans, decimals (with their scale).
+    Int(u32),
+    /// Floating-point numbers that are exact decimals with `d` places
+    /// (a microtab export's implied decimals, or a DDI's), back to scaled
+    /// integers — refused where a value is not.
+    FloatToInt(u32),
+    /// Floating-point numbers.
+    Float,
+    /// Text (strings, dictionaries of strings, dates as ISO text).
+    Text,
+    /// A column of nulls only.
+    Null,
+}
+
+fn conv_of(name: &str, ty: &DataType, decimals: Option<u32>) -> std::result::Result<Conv, String> {
+    use DataType as D;
+    Ok(match ty {
+        D::Null => Conv::Null,
+        D::Boolean
+        | D::Int8
+        | D::Int16
+        | D::Int32
+        | D::Int64
+        | D::UInt8
+        | D::UInt16
+        | D::UInt32
+        | D::UInt64 => Conv::Int(0),
+        D::Decimal32(_, s) | D::Decimal64(_, s) | D::Decimal128(_, s) | D::Decimal256(_, s) => {
+            if !(0..=18).contains(s) {
+                return Err(format!(
+                    "column {name}: a decimal with scale {s}; microtab keeps 0 to 18 decimals (cast it to double first)"
+                ));
+            }
+            Conv::Int(*s as u32)
+        }
+        D::Float16 | D::Float32 | D::Float64 => match decimals {
+            Some(d) if d > 0 => Conv::FloatToInt(d),
+            _ => Conv::Float,
+        },
+        D::Utf8 | D::LargeUtf8 | D::Utf8View | D::Date32 | D::Date64 => Conv::Text,
+        D::Dictionary(_, v) if matches!(**v, D::Utf8 | D::LargeUtf8 | D::Utf8View) => Conv::Text,
+        D::Dictionary(_, v) => conv_of(name, v, decimals)?,
+        other => {
+            return Err(format!(
+                "column {name} has type {other}, which microtab cannot store (numbers, text, decimals, booleans and dates are imported); cast it to one of those first"
+            ))
+        }
+    })
+}
+
+/// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard
+/// Hinnant's civil_from_days).
+fn iso_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+struct Ctx<'a> {
+    path: &'a Path,
+    name: &'a str,
+    /// 0-based record number of the batch's first record.
+    first: u64,
+}
+
+impl Ctx<'_> {
+    fn bad(&self, row: usize, what: String) -> Error {
+        Error::Input {
+            path: self.path.to_path_buf(),
+            reason: format!(
+                "record {}, column {}: {what}",
+                self.first + row as u64 + 1,
+                self.name
+            ),
+        }
+    }
+}
+
+fn ints<T: ArrowPrimitiveType>(a: &ArrayRef, cx: &Ctx) -> Result<Vec<Option<i64>>>
+where
+    T::Native: TryInto<i64> + std::fmt::Display,
+{
+    let a = a.as_primitive::<T>();
+    let mut out = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        out.push(if a.is_null(i) {
+            None
+        } else {
+            let v = a.value(i);
+            Some(v.try_into().map_err(|_| {
+                cx.bad(
+                    i,
+                    format!("{v} does not fit a 64-bit integer, which microtab stores exactly"),
+                )
+            })?)
+        });
+    }
+    Ok(out)
+}
+
+fn floats(a: &ArrayRef) -> Vec<f64> {
+    let n = a.len();
+    let get = |i: usize, x: f64| if a.is_null(i) { f64::NAN } else { x };
+    match a.data_type() {
+        DataType::Float16 => {
+            let p = a.as_primitive::<Float16Type>();
+            (0..n).map(|i| get(i, p.value(i).to_f64())).collect()
+        }
+        DataType::Float32 => {
+            let p = a.as_primitive::<Float32Type>();
+            (0..n).map(|i| get(i, p.value(i) as f64)).collect()
+        }
+        _ => {
+            let p = a.as_primitive::<Float64Type>();
+            (0..n).map(|i| get(i, p.value(i))).collect()
+        }
+    }
+}
+
+/// One column of one batch as a chunk.
+fn chunk(a: &ArrayRef, conv: Conv, cx: &Ctx) -> Result<Chunk> {
+    use DataType as D;
+    if let D::Dictionary(_, _) = a.data_type() {
+        // Expand a dictionary of numbers (text dictionaries are handled
+        // below without expanding).
+        if !matches!(conv, Conv::Text) {
+            let plain = arrow_select_take(a)?;
+            return chunk(&plain, conv, cx);
+        }
+    }
+    Ok(match conv {
+        Conv::Null => Chunk::Int {
+            vals: vec![None; a.len()],
+            decimals: 0,
+        },
+        Conv::Int(d) => Chunk::Int {
+            decimals: d,
+            vals: match a.data_type() {
+                D::Boolean => {
+                    let b = a.as_boolean();
+                    (0..b.len())
+                        .map(|i| (!b.is_null(i)).then(|| b.value(i) as i64))
+                        .collect()
+                }
+                D::Int8 => ints::<Int8Type>(a, cx)?,
+                D::Int16 => ints::<Int16Type>(a, cx)?,
+                D::Int32 => ints::<Int32Type>(a, cx)?,
+                D::Int64 => ints::<Int64Type>(a, cx)?,
+                D::UInt8 => ints::<UInt8Type>(a, cx)?,
+                D::UInt16 => ints::<UInt16Type>(a, cx)?,
+                D::UInt32 => ints::<UInt32Type>(a, cx)?,
+                D::UInt64 => ints::<UInt64Type>(a, cx)?,
+                D::Decimal32(..) => ints::<Decimal32Type>(a, cx)?,
+                D::Decimal64(..) => ints::<Decimal64Type>(a, cx)?,
+                D::Decimal128(..) => ints::<Decimal128Type>(a, cx)?,
+                D::Decimal256(..) => {
+                    let p = a.as_primitive::<Decimal256Type>();
+                    (0..p.len())
+                        .map(|i| {
+                            if p.is_null(i) {
+                                return Ok(None);
+                            }
+                            let v = p.value(i);
+                            v.to_i128()
+                                .and_then(|x| i64::try_from(x).ok())
+                                .map(Some)
+                                .ok_or_else(|| {
+                                    cx.bad(i, format!("{v} does not fit a 64-bit integer"))
+                                })
+                        })
+                        .collect::<Result<_>>()?
+                }
+                other => unreachable!("integer conversion of {other}"),
+            },
+        },
+        Conv::Float => Chunk::Float(floats(a)),
+        Conv::FloatToInt(d) => {
+            let scale = 10f64.powi(d as i32);
+            let mut vals = Vec::with_capacity(a.len());
+            for (i, x) in floats(a).into_iter().enumerate() {
+                if x.is_nan() {
+                    vals.push(None);
+                    continue;
+                }
+                let m = (x * scale).round();
+                // Exact only if the scaled integer divides back to the
+                // very same double (what the export wrote).
+                if !(m.abs() < 9.0e15 && m / scale == x) {
+                    return Err(cx.bad(
+                        i,
+                        format!("{x} is not a number with {d} decimals, as the codebook says; import without the codebook to keep it as floating point"),
+                    ));
+                }
+                vals.push(Some(m as i64));
+            }
+            Chunk::Int { vals, decimals: d }
+        }
+        Conv::Text => text(a)?,
+    })
+}
+
+/// Expands a dictionary array into its values.
+fn arrow_select_take(a: &ArrayRef) -> Result<ArrayRef> {
+    let d = a.as_any_dictionary();
+    let norm = d.normalized_keys();
+    let keys: Vec<Option<u32>> = (0..d.len())
+        .map(|i| (!a.is_null(i)).then(|| norm[i] as u32))
+        .collect();
+    let idx = arrow_array::UInt32Array::from(keys);
+    Ok(arrow_select::take::take(d.values().as_ref(), &idx, None)?)
+}
+
+fn text(a: &ArrayRef) -> Result<Chunk> {
+    use DataType as D;
+    let n = a.len();
+    Ok(match a.data_type() {
+        D::Dictionary(_, _) => {
+            let d = a.as_any_dictionary();
+            let values = d.values();
+            let dict: Vec<String> = match text(values)? {
+                Chunk::Text { codes, dict } => codes
+                    .iter()
+                    .map(|c| c.map(|c| dict[c as usize].clone()).unwrap_or_default())
+                    .collect(),
+                _ => unreachable!("text values"),
+            };
+            let keys = d.normalized_keys();
+            let codes = (0..n)
+                .map(|i| (!a.is_null(i) && !values.is_null(keys[i])).then(|| keys[i] as u32))
+                .collect();
+            Chunk::Text { codes, dict }
+        }
+        _ => {
+            let mut map: HashMap<String, u32> = HashMap::new();
+            let mut dict = Vec::new();
+            let mut codes = Vec::with_capacity(n);
+            let mut add = |s: Option<String>| {
+                codes.push(s.map(|s| {
+                    *map.entry(s).or_insert_with_key(|k| {
+                        dict.push(k.clone());
+                        dict.len() as u32 - 1
+                    })
+                }));
+            };
+            match a.data_type() {
+                D::Utf8 => a
+                    .as_string::<i32>()
+                    .iter()
+                    .for_each(|s| add(s.map(str::to_string))),
+                D::LargeUtf8 => a
+                    .as_string::<i64>()
+                    .iter()
+                    .for_each(|s| add(s.map(str::to_string))),
+                D::Utf8View => a
+                    .as_string_view()
+                    .iter()
+                    .for_each(|s| add(s.map(str::to_string))),
+                D::Date32 => a
+                    .as_primitive::<Date32Type>()
+                    .iter()
+                    .for_each(|d| add(d.map(|d| iso_date(d as i64)))),
+                D::Date64 => a
+                    .as_primitive::<Date64Type>()
+                    .iter()
+                    .for_each(|d| add(d.map(|ms| iso_date(ms.div_euclid(86_400_000))))),
+                other => unreachable!("text conversion of {other}"),
+            }
+            Chunk::Text { codes, dict }
+        }
+    })
+}
+
+/// Puts a single user-missing code back where the export wrote nulls
+/// (a variable with one missing code and no system-missing values: every
+/// null was that code).
+fn restore(chunk: &mut Chunk, vm: &VarMeta) {
+    match chunk {
+        Chunk::Int { vals, decimals }
+            if vm.missing_codes.len() == 1 && *decimals == vm.decimals =>
+        {
+            let c = vm.missing_codes[0] as i64;
+            vals.iter_mut()
+                .filter(|v| v.is_none())
+                .for_each(|v| *v = Some(c));
+        }
+        Chunk::Float(v) if vm.missing_codes.len() == 1 => {
+            let c = vm.missing_codes[0];
+            v.iter_mut().filter(|x| x.is_nan()).for_each(|x| *x = c);
+        }
+        Chunk::Text { codes, dict } if vm.missing_text.len() == 1 => {
+            let t = &vm.missing_text[0];
+            let k = match dict.iter().position(|s| s == t) {
+                Some(k) => k as u32,
+                None => {
+                    dict.push(t.clone());
+                    dict.len() as u32 - 1
+                }
+            };
+            codes
+                .iter_mut()
+                .filter(|c| c.is_none())
+                .for_each(|c| *c = Some(k));
+        }
+        _ => {}
+    }
+}
+
+/// Imports the Parquet file `input` as the dataset `target` (replaced only
+/// when `force` is set; a failed import leaves it as it was). A file a
+/// microtab export wrote gets its variables' metadata and design back.
+pub fn import_parquet(
+    input: &Path,
+    target: &Path,
+    force: bool,
+    opts: &ImportOptions,
+) -> Result<ImportSummary> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let pq = |error| Error::Parquet {
+        path: input.to_path_buf(),
+        error,
+    };
+    let file = std::fs::File::open(input).map_err(|error| Error::Io {
+        path: input.to_path_buf(),
+        error,
+    })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let schema = builder.schema().clone();
+    let kv_meta = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == METADATA_KEY))
+        .and_then(|k| k.value.clone());
+    let meta: Option<Meta> = match schema.metadata().get(METADATA_KEY).cloned().or(kv_meta) {
+        None => None,
+        Some(j) => Some(serde_json::from_str(&j).map_err(|e| Error::Input {
+            path: input.to_path_buf(),
+            reason: format!("its '{METADATA_KEY}' metadata is not microtab's ({e})"),
+        })?),
+    };
+    let mut notes = Vec::new();
+    let var_meta = |name: &str| -> Option<&VarMeta> {
+        meta.as_ref()?.variables.iter().find(|v| v.name == name)
+    };
+    let mut names = Vec::new();
+    let mut convs = Vec::new();
+    for f in schema.fields() {
+        let name = f.name();
+        let decimals = match var_meta(name) {
+            Some(vm) if vm.kind == Kind::Int => Some(vm.decimals),
+            _ => opts
+                .codebook
+                .as_ref()
+                .and_then(|cb| cb.variable(name))
+                .map(|dv| dv.decimals),
+        };
+        let conv = conv_of(name, f.data_type(), decimals).map_err(|reason| Error::Input {
+            path: input.to_path_buf(),
+            reason,
+        })?;
+        if let (Some(vm), Conv::Text, true) = (
+            var_meta(name),
+            conv,
+            meta.as_ref().is_some_and(|m| m.labels),
+        ) {
+            if vm.kind != Kind::String && !vm.value_labels.is_empty() {
+                notes.push(format!("{name} was exported as its value labels and is imported as text; export without --labels to keep its codes"));
+            }
+        }
+        names.push(name.clone());
+        convs.push(conv);
+    }
+    let text: Vec<bool> = convs.iter().map(|c| matches!(c, Conv::Text)).collect();
+    let mut imp = ColumnarImport::create(input, target, force, &names, &text, opts.plain)?;
+    let restoring = meta.as_ref().is_some_and(|m| m.missing == "null");
+    let reader = builder.with_batch_size(1 << 16).build().map_err(pq)?;
+    for batch in reader {
+        let batch: RecordBatch = batch?;
+        let first = imp.rows();
+        let chunks = batch
+            .columns()
+            .iter()
+            .zip(&names)
+            .zip(&convs)
+            .map(|((a, name), &conv)| {
+                let cx = Ctx {
+                    path: input,
+                    name,
+                    first,
+                };
+                let mut c = chunk(a, conv, &cx)?;
+                if let Some(vm) = var_meta(name).filter(|vm| restoring && vm.nulls == 0) {
+                    restore(&mut c, vm);
+                }
+                Ok(c)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        imp.append(chunks)?;
+    }
+    // The design, when its variables all came along (a Taylor design's
+    // PSU structure is kept only when every record did).
+    let design = meta.as_ref().and_then(|m| m.design.clone()).filter(|d| {
+        d.variables()
+            .iter()
+            .all(|n| names.iter().any(|m| m.eq_ignore_ascii_case(n)))
+            && d.taylor.as_ref().is_none_or(|t| t.rows == imp.rows())
+    });
+    // A Taylor design over text strata or PSUs keeps their dictionary
+    // positions, which the import renumbers: it is set again instead.
+    let design = match design {
+        Some(d)
+            if d.taylor.as_ref().is_some_and(|t| {
+                t.strata.iter().chain(&t.cluster).any(|n| {
+                    names
+                        .iter()
+                        .position(|m| m.eq_ignore_ascii_case(n))
+                        .is_some_and(|i| text[i])
+                })
+            }) =>
+        {
+            notes.push("the Taylor design has text strata or PSUs, whose codes the import renumbers: set it again with `microtab design`".into());
+            None
+        }
+        d => d,
+    };
+    let describe = |var: &mut Variable, dict: &[String]| -> microtab_ingest::Result<()> {
+        let Some(vm) = var_meta(&var.name) else {
+            return Ok(());
+        };
+        var.label = vm.label.clone().or(var.label.take());
+        var.description = vm.description.clone().or(var.description.take());
+        if var.kind == vm.kind || (var.kind == Kind::String && !vm.value_labels.is_empty()) {
+            if var.kind == vm.kind {
+                var.value_labels = vm.value_labels.clone();
+            }
+            if var.kind == Kind::String {
+                for t in &vm.missing_text {
+                    if let Some(p) = dict.iter().position(|s| s == t) {
+                        var.missing_codes.push(p as f64);
+                    }
+                }
+            } else if var.decimals == vm.decimals {
+                var.missing_codes = vm.missing_codes.clone();
+            }
+        }
+        Ok(())
+    };
+    let s = imp.finish(opts.codebook.as_ref(), describe, design, notes)?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso_date;
+
+    #[test]
+    fn dates_match_the_calendar() {
+        // Hand-checked: the epoch, a leap day, the day before the epoch,
+        // 2000-03-01 (after a centurial leap year's February) and a date
+        // before 1900.
+        assert_eq!(iso_date(0), "1970-01-01");
+        assert_eq!(iso_date(18_321), "2020-02-29");
+        assert_eq!(iso_date(-1), "1969-12-31");
+        assert_eq!(iso_date(11_017), "2000-03-01");
+        assert_eq!(iso_date(-25_567), "1900-01-01");
+    }
+}

@@ -1,0 +1,78 @@
+//! Arrow and Parquet for microtab datasets.
+//!
+//! * [`batches`] turns a dataset (some variables, the records a filter
+//!   keeps) into Arrow record batches — values as users see them: implied
+//!   decimals applied (or exact `Decimal128`), system-missing values and
+//!   user-missing codes as nulls (or the codes kept), text as
+//!   dictionary arrays, value labels as dictionary arrays of labels on
+//!   request — decoded on every core, with the variables' metadata
+//!   (labels, value labels, missing codes, implied decimals) and the
+//!   survey design as JSON under the schema's [`METADATA_KEY`]. The Python
+//!   package hands the same batches to pyarrow, Polars and DuckDB through
+//!   the Arrow C stream interface.
+//! * [`write_parquet`] writes them as a Parquet file, encoding columns in
+//!   parallel, atomically (a temporary file renamed into place).
+//! * [`import_parquet`] reads a Parquet file (from microtab, DuckDB,
+//!   pyarrow, Polars, ipumspy …) into a dataset, restoring microtab's
+//!   metadata when the file carries it, or taking labels and missing codes
+//!   from a DDI codebook (an IPUMS extract converted by ipumspy).
+//!
+//! The mapping is in docs/CLI.md ("export"); nothing in it guesses: a
+//! value that cannot be carried exactly is an error naming the column.
+#![deny(missing_docs)]
+
+mod export;
+mod import;
+mod meta;
+
+pub use export::{batches, write_parquet, Batches, Compression, ExportOptions, ExportSummary};
+pub use import::{import_parquet, ImportOptions};
+pub use meta::{Meta, VarMeta, METADATA_KEY};
+
+use std::path::PathBuf;
+
+/// Why an export or import failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Dataset access failed.
+    #[error(transparent)]
+    Store(#[from] microtab_store::Error),
+    /// The filter or a variable name was refused.
+    #[error(transparent)]
+    Engine(#[from] microtab_engine::Error),
+    /// Writing the dataset failed.
+    #[error(transparent)]
+    Ingest(#[from] microtab_ingest::Error),
+    /// An Arrow array could not be built or read.
+    #[error("{0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// Reading or writing the Parquet file failed.
+    #[error("{path}: {error}")]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// What the Parquet library said.
+        error: parquet::errors::ParquetError,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        error: std::io::Error,
+    },
+    /// The input holds something microtab cannot store exactly, or the
+    /// request does not fit the dataset.
+    #[error("{path}: {reason}")]
+    Input {
+        /// The file or dataset.
+        path: PathBuf,
+        /// What is wrong and what was expected.
+        reason: String,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,152 @@
+//! `microtab-arrow`: Parquet export and import for microtab datasets. The
+//! main executable runs it for `microtab export` and for `microtab import`
+//! of a `.parquet` file, so that arrow-rs and parquet stay out of its
+//! start-up; it can also be run directly.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use microtab_arrow::{import_parquet, write_parquet, Compression, ExportOptions, ImportOptions};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "microtab-arrow",
+    version,
+    about = "Parquet export and import for microtab datasets"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write a dataset (some variables, some records) as a Parquet file,
+    /// with labels, missing codes and the design in its metadata.
+    Export(ExportArgs),
+    /// Read a Parquet file into a new dataset.
+    Import(ImportArgs),
+}
+
+/// Arguments of `export`.
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// Dataset directory.
+    dataset: PathBuf,
+    /// The Parquet file to write (replaced only with --force).
+    output: PathBuf,
+    /// Variables to export, comma-separated or repeated (default: all).
+    #[arg(long = "vars", value_delimiter = ',', num_args = 1..)]
+    vars: Vec<String>,
+    /// Only the records that pass this filter (e.g. 'AGE(25-64) SEX(2)').
+    #[arg(long)]
+    filter: Option<String>,
+    /// Labelled variables as their value labels (dictionary-encoded text)
+    /// instead of their codes.
+    #[arg(long)]
+    labels: bool,
+    /// Keep user-missing codes (9999999) as values instead of nulls; the
+    /// codes are listed in the file's metadata.
+    #[arg(long)]
+    keep_missing_codes: bool,
+    /// Implied decimals as exact DECIMAL(p,s) instead of DOUBLE.
+    #[arg(long)]
+    exact_decimals: bool,
+    /// snappy (default), zstd, lz4, gzip or none.
+    #[arg(long, default_value = "snappy")]
+    compression: String,
+    /// Records per row group.
+    #[arg(long, default_value_t = 1 << 20)]
+    row_group_rows: usize,
+    /// Replace an existing file.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Arguments of `import`.
+#[derive(clap::Args)]
+struct ImportArgs {
+    /// The Parquet file.
+    input: PathBuf,
+    /// Dataset directory to create.
+    output: PathBuf,
+    /// A DDI codebook for labels, missing codes and implied decimals (an
+    /// IPUMS extract converted to Parquet by ipumspy).
+    #[arg(long, value_name = "FILE")]
+    ddi: Option<PathBuf>,
+    /// Store every variable as a plain array (no bit-packing).
+    #[arg(long)]
+    plain: bool,
+    /// Replace an existing dataset (atomically).
+    #[arg(long)]
+    force: bool,
+}
+
+fn export(a: ExportArgs) -> Result<()> {
+    let ds = microtab_store::Dataset::open(&a.dataset)?;
+    let compression: Compression = a.compression.parse().map_err(anyhow::Error::msg)?;
+    if a.row_group_rows == 0 {
+        bail!("--row-group-rows must be at least 1");
+    }
+    let opts = ExportOptions {
+        columns: (!a.vars.is_empty()).then(|| a.vars.clone()),
+        filter: a.filter.clone(),
+        labels: a.labels,
+        keep_missing_codes: a.keep_missing_codes,
+        exact_decimals: a.exact_decimals,
+        batch_rows: a.row_group_rows,
+    };
+    let t = Instant::now();
+    let s = write_parquet(&ds, &a.output, a.force, &opts, compression)?;
+    if let Some(n) = &s.design_note {
+        eprintln!("note: {n}");
+    }
+    eprintln!(
+        "{}: {} records × {} variables, {:.1} MB in {:.2} s",
+        s.path.display(),
+        s.rows,
+        s.variables,
+        s.bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn import(a: ImportArgs) -> Result<()> {
+    let codebook = a
+        .ddi
+        .as_ref()
+        .map(|p| microtab_ingest::Codebook::read(p))
+        .transpose()?;
+    let opts = ImportOptions {
+        codebook,
+        plain: a.plain,
+    };
+    let t = Instant::now();
+    let s = import_parquet(&a.input, &a.output, a.force, &opts)
+        .with_context(|| format!("importing {}", a.input.display()))?;
+    for n in &s.notes {
+        eprintln!("note: {n}");
+    }
+    eprintln!(
+        "{}: {} records × {} variables in {:.2} s",
+        s.path.display(),
+        s.rows,
+        s.variables,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Export(a) => export(a),
+        Command::Import(a) => import(a),
+    };
+    if let Err(e) = r {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,63 @@
+//! Subcommands served by sibling executables (as git runs its external
+//! commands): `export` and Parquet `import` by `microtab-arrow`, whose
+//! Arrow and Parquet libraries would otherwise triple this executable and
+//! slow every command's start.
+
+use anyhow::{bail, Result};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Arguments of `export`, passed on unparsed (`microtab export --help`
+/// shows the sibling's help).
+#[derive(clap::Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct ExportArgs {
+    /// DATASET OUT.parquet [--vars A,B] [--filter F] [--labels]
+    /// [--keep-missing-codes] [--exact-decimals] [--compression C] [--force]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<OsString>,
+}
+
+/// The sibling executable `name`: beside this one, else on the PATH.
+fn sibling(name: &str) -> Result<PathBuf> {
+    if let Some(p) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join(name)))
+        .filter(|p| p.is_file())
+    {
+        return Ok(p);
+    }
+    if let Some(p) = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    }) {
+        return Ok(p);
+    }
+    bail!("{name} is not installed beside microtab or on the PATH; it comes with microtab (cargo build --release builds both)")
+}
+
+/// Replaces this process with `name sub args…`.
+pub fn exec(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let p = sibling(name)?;
+    let e = std::process::Command::new(&p).arg(sub).args(args).exec();
+    bail!("could not run {}: {e}", p.display())
+}
+
+/// `microtab export …`.
+pub fn export(a: ExportArgs) -> Result<()> {
+    exec("microtab-arrow", "export", a.args)
+}
+
+/// Whether `path` is a Parquet file (by its magic bytes, else its name).
+pub fn is_parquet(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)) {
+        Ok(()) => &magic == b"PAR1",
+        Err(_) => path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("parquet")),
+    }
+}
