@@ -381,3 +381,15 @@ def test_several_datasets_as_one_and_import_progress(tmp_path):
         mt.open_many([parts[0].path, parts[0].path])
     with pytest.raises(FileNotFoundError):
         mt.open_many(str(tmp_path / "none" / "*.mtab"))
+
+
+def test_dataset_display_and_missing_values(tmp_path):
+    src = tmp_path / "m.csv"
+    src.write_text("W,S,T\n1.25,a,1\n99.99,b,2\n2.50,NA_,3\n")
+    d = mt.import_csv(src, tmp_path / "m.mtab", missing={"W": 99.99, "S": "NA_"})
+    assert len(d) == 3
+    assert d.variable("W").missing_values == [Decimal("99.99")]
+    assert d.variable("S").missing_values == ["NA_"]
+    assert d.variable("T").missing_values == []
+    page = d._repr_html_()
+    assert "3 records" in page and "<td>W</td>" in page and "99.99" in page and "NA_" in page

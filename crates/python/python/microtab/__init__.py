@@ -252,11 +252,14 @@ class _Queries:
 class Variable:
     """One variable's metadata: ``name``, ``label``, ``kind`` (``"int"``,
     ``"float"`` or ``"string"``), ``type`` (stored numpy type name),
-    ``decimals`` (implied), ``missing_codes`` (as stored), ``value_labels``
-    (``{"1": "Male"}``), ``min``/``max`` (stored units), ``nulls``."""
+    ``decimals`` (implied), ``missing_codes`` (as stored: integers times
+    ``10**decimals``, dictionary positions for text), ``missing_values``
+    (as users see them), ``value_labels`` (``{"1": "Male"}``),
+    ``min``/``max`` (stored units), ``nulls``."""
 
-    def __init__(self, entry: dict):
+    def __init__(self, entry: dict, path: str | None = None):
         self._e = entry
+        self._path = path
         self.name: str = entry["name"]
         self.label: str | None = entry.get("label")
         self.kind: str = entry["kind"]
@@ -267,6 +270,22 @@ class Variable:
         self.min = entry.get("min")
         self.max = entry.get("max")
         self.nulls: int = entry.get("nulls", 0)
+
+    @property
+    def missing_values(self) -> list:
+        """The user-missing codes as users see them: ``9999999``,
+        ``99.99`` with two implied decimals, the text of a text code."""
+        if self.kind == "string":
+            if not self.missing_codes or self._path is None:
+                return []
+            d = _dictionary(self._path, self.name)
+            return [d[int(c)] for c in self.missing_codes if 0 <= int(c) < len(d)]
+        if self.kind == "int":
+            if self.decimals:
+                from decimal import Decimal
+                return [Decimal(int(c)).scaleb(-self.decimals) for c in self.missing_codes]
+            return [int(c) for c in self.missing_codes]
+        return list(self.missing_codes)
 
     def __repr__(self) -> str:
         return f"Variable({self.name!r}, kind={self.kind!r}, type={self.type!r}, label={self.label!r})"
@@ -295,7 +314,7 @@ class Dataset(_Queries):
             return
         self._m = json.loads(_info(self.path))
         self._stamp = stamp
-        self._vars = [Variable(v) for v in self._m["variables"]]
+        self._vars = [Variable(v, self.path) for v in self._m["variables"]]
         self._by_name = {v.name.lower(): v for v in self._vars}
 
     @property
@@ -364,6 +383,24 @@ class Dataset(_Queries):
     def _ask(self, spec: dict) -> dict:
         spec = {k: v for k, v in spec.items() if v is not None}
         return json.loads(_query(self.path, json.dumps(spec)))
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the dataset's size, design and variables."""
+        d = self.design()
+        rows = "".join(
+            f"<tr><td>{html.escape(v.name)}</td><td>{html.escape(v.label or '')}</td><td>{v.kind}</td>"
+            f"<td>{v.type}</td><td>{v.decimals or ''}</td>"
+            f"<td>{html.escape(', '.join(map(str, v.missing_values)))}</td>"
+            f"<td>{len(v.value_labels) or ''}</td></tr>" for v in self._vars)
+        design = html.escape(json.dumps({k: d[k] for k in ("weight",) if k in d})[1:-1] + (
+            ", replicate weights" if d.get("replicates") else ", Taylor linearization")) if d else "none"
+        return (f"<p><b>{html.escape(self.path)}</b>: {self.rows:,} records, {len(self._vars)} variables; "
+                f"survey design: {design}</p><table><thead><tr><th>variable</th><th>label</th><th>kind</th>"
+                f"<th>type</th><th>decimals</th><th>missing codes</th><th>value labels</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>")
 
     def __repr__(self) -> str:
         return f"<microtab.Dataset {self.path!r}: {self.rows:,} records, {len(self._vars)} variables>"
