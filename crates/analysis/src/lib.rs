@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 mod design;
+mod params;
 mod quantile;
 mod request;
 mod result;
@@ -48,6 +49,7 @@ mod taylor;
 
 pub use design::{build_design, replicate_names, DesignSpec};
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
+pub use params::{request_from_params, PARAMS};
 pub use quantile::Quantile;
 pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{

@@ -4,7 +4,7 @@
 //! cross as the analysis layer's JSON; columns as their bytes. The GIL is
 //! released while a query scans or a column decodes.
 
-use microtab_analysis::{Analysis, Pct, PctInterval, Request, ScanOptions};
+use microtab_analysis::{Request, ScanOptions};
 use microtab_store::{ColumnData, Dataset, NativeType};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyPermissionError};
@@ -124,76 +124,24 @@ fn string(spec: &Json, key: &str) -> Option<String> {
     spec.get(key).and_then(Json::as_str).map(str::to_string)
 }
 
+/// The request a JSON object describes (`analysis` and the analysis
+/// layer's parameters: `request_from_params`; lists and numbers as JSON).
 fn request(spec: &Json) -> PyResult<Request> {
-    let bad = |m: String| QueryError::new_err(m);
-    let need = |k: &str| string(spec, k).ok_or_else(|| bad(format!("missing '{k}'")));
-    let analysis = match spec.get("analysis").and_then(Json::as_str) {
-        Some("freq") => Analysis::Freq { var: need("var")? },
-        Some("tab") => Analysis::Tab {
-            row: need("row")?,
-            col: need("col")?,
-            control: string(spec, "control"),
-            pct: match string(spec, "pct").as_deref() {
-                None => None,
-                Some("row") => Some(Pct::Row),
-                Some("col") | Some("column") => Some(Pct::Col),
-                Some("total") => Some(Pct::Total),
-                Some(p) => return Err(bad(format!("pct={p:?}: expected 'row', 'col' or 'total'"))),
-            },
-            stats: spec.get("stats").and_then(Json::as_bool).unwrap_or(false),
-        },
-        Some("means") => Analysis::Means {
-            var: need("var")?,
-            by: spec
-                .get("by")
-                .and_then(Json::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        },
-        other => return Err(bad(format!("unknown analysis {other:?}"))),
+    let analysis = string(spec, "analysis").unwrap_or_default();
+    let get = |k: &str| -> Option<String> {
+        match spec.get(k)? {
+            Json::Null => None,
+            Json::String(s) => Some(s.clone()),
+            Json::Array(a) => Some(
+                a.iter()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            x => Some(x.to_string()),
+        }
     };
-    let mut r = Request::new(analysis);
-    r.weight = string(spec, "weight");
-    r.filter = string(spec, "filter");
-    r.include_missing = spec
-        .get("include_missing")
-        .and_then(Json::as_bool)
-        .unwrap_or(false);
-    r.use_design = spec.get("design").and_then(Json::as_bool).unwrap_or(true);
-    if let Some(l) = spec.get("level").and_then(Json::as_f64) {
-        if !(l > 0.0 && l < 1.0) {
-            return Err(bad(format!(
-                "level={l}: expected a probability in (0, 1), e.g. 0.95"
-            )));
-        }
-        r.level = l;
-    }
-    if let Some(q) = spec.get("quantiles").and_then(Json::as_array) {
-        r.quantiles = q.iter().filter_map(Json::as_f64).collect();
-        if let Some(p) = r.quantiles.iter().find(|p| !(**p > 0.0 && **p < 1.0)) {
-            return Err(bad(format!(
-                "percentile {}: expected one in (0, 100)",
-                p * 100.0
-            )));
-        }
-    }
-    if let Some(m) = spec.get("max_cells").and_then(Json::as_u64) {
-        r.max_cells = m as usize;
-    }
-    match spec.get("pct_ci").and_then(Json::as_str) {
-        None | Some("logit") => {}
-        Some("korn-graubard") => r.pct_interval = PctInterval::KornGraubard,
-        Some(x) => {
-            return Err(bad(format!(
-                "pct_ci={x:?}: expected 'logit' or 'korn-graubard'"
-            )))
-        }
-    }
-    Ok(r)
+    microtab_analysis::request_from_params(&analysis, &get).map_err(QueryError::new_err)
 }
 
 /// Answers a request (a JSON object: `analysis` and its options) over the
