@@ -272,3 +272,64 @@ def test_ipumspy_parquet_with_ddi(tmp_path):
         assert (va.decimals, va.value_labels, va.missing_codes) == (vb.decimals, vb.value_labels,
                                                                     vb.missing_codes), v
     pd.testing.assert_frame_equal(a.to_pandas(), b.to_pandas(), check_dtype=False)
+
+
+def test_review_findings(data, tmp_path):
+    """A hostile review's findings: metadata of a column whose type
+    changed is not applied; labels of extreme integers; missing codes of
+    a labelled export; exports into the dataset; stale temporary files;
+    typed errors."""
+    import pyarrow.compute as pc
+    d, ds, con = data
+    m = mt.open(ds)
+    # 1. pyarrow keeps the file's metadata through set_column: INCTOT is
+    # now a double, and its nulls must stay nulls (not 9999999).
+    t = m.to_arrow(["SEX", "INCTOT"])
+    t = t.set_column(1, "INCTOT", pc.multiply(t["INCTOT"], 1.05))
+    f = tmp_path / "edit.parquet"
+    pq.write_table(t, f)
+    back = mt.import_parquet(f, tmp_path / "edit.mtab")
+    got = back.means("INCTOT", by="SEX", design=False).to_pandas()["mean"].tolist()
+    want = [r[0] for r in duckdb.sql(f"SELECT avg(INCTOT) FROM read_parquet('{f}') GROUP BY SEX ORDER BY SEX").fetchall()]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert back.variable("INCTOT").missing_codes == []
+    # 2. Labels of integers beyond 2^53 are exact.
+    src = tmp_path / "ext.csv"
+    src.write_text("X\n-9223372036854775000\n0\n9223372036854775000\n")
+    cli("import", src, tmp_path / "ext.mtab")
+    cli("label", tmp_path / "ext.mtab", "X", "0=zero")
+    e = mt.open(tmp_path / "ext.mtab")
+    assert pa.table(e.arrow(["X"], labels=True)).column("X").to_pylist() == \
+        ["-9223372036854775000", "zero", "9223372036854775000"]
+    # 3. A labelled export with kept codes: the codes come back as missing
+    # text values, so percentages are those of the source.
+    src = tmp_path / "mc.csv"
+    src.write_text("MC\n" + "1\n" * 6 + "2\n" * 3 + "97\n" * 5 + "98\n" * 4 + "\n")
+    cli("import", src, tmp_path / "mc.mtab", "--missing", "MC=97,98")
+    cli("label", tmp_path / "mc.mtab", "MC", "1=Yes", "2=No", "97=Refused")
+    cli("export", tmp_path / "mc.mtab", tmp_path / "mc.parquet", "--labels", "--keep-missing-codes")
+    cli("import", tmp_path / "mc.parquet", tmp_path / "mc2.mtab")
+    pct = {r["label"] or r["value"]: r["percent"] for r in mt.open(tmp_path / "mc2.mtab").freq("MC").rows}
+    assert pct == {"Yes": pytest.approx(600 / 9), "No": pytest.approx(300 / 9)}
+    # 4. Never into the dataset being exported; not as CSV.
+    p = cli("export", ds, Path(ds) / "vars" / "x.parquet", "--force", ok=False)
+    assert p.returncode != 0 and "inside the dataset" in p.stderr
+    assert mt.open(ds).rows == m.rows
+    p = cli("export", ds, tmp_path / "x.csv", ok=False)
+    assert p.returncode != 0 and "Parquet" in p.stderr
+    # 5. A killed export's temporary file is removed by the next export.
+    stale = tmp_path / ".out.parquet.999999999.tmp"
+    stale.write_bytes(b"partial")
+    cli("export", ds, tmp_path / "out.parquet", "--vars", "SEX")
+    assert not stale.exists()
+    # 6. Typed errors.
+    with pytest.raises(mt.QueryError, match="no variables"):
+        m.to_parquet(tmp_path / "none.parquet", [])
+    with pytest.raises(mt.QueryError, match="named twice"):
+        m.to_arrow(["SEX", "SEX"])
+    with pytest.raises(mt.QueryError, match="scale"):
+        m.design("PERWT", repweights="REPWTP1-REPWTP4", type="other", scale=float("nan"))
+    with pytest.raises(FileNotFoundError):
+        mt.open_many([])
+    with pytest.raises(FileExistsError, match="force=True"):
+        m.to_parquet(tmp_path / "out.parquet", ["SEX"])

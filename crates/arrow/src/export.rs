@@ -12,7 +12,7 @@ use arrow_array::{
 };
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
-use microtab_store::codec::display_code;
+use microtab_store::codec::display_int;
 use microtab_store::{Column, ColumnData, Dataset, Kind, NativeType, Variable, STRIPE_ROWS};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -109,7 +109,7 @@ impl Batches {
 }
 
 fn input(ds: &Dataset, reason: String) -> Error {
-    Error::Input {
+    Error::Request {
         path: ds.dir().to_path_buf(),
         reason,
     }
@@ -161,6 +161,9 @@ fn distinct(col: &Column) -> Result<Vec<i64>> {
 pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
     let vars: Vec<Variable> = match &opts.columns {
         None => ds.manifest().variables.clone(),
+        Some(names) if names.is_empty() => {
+            return Err(input(ds, "no variables to export were named".into()));
+        }
         Some(names) => {
             let mut v: Vec<Variable> = Vec::new();
             for n in names {
@@ -202,41 +205,43 @@ pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
             missing_i.extend(var.missing_codes.iter().map(|&c| c as i64));
             missing_f.extend(var.missing_codes.iter().copied());
         }
-        let labelled = opts.labels && !var.value_labels.is_empty();
+        // Floats keep their values (labels of floats stay in the metadata).
+        let labelled = opts.labels && !var.value_labels.is_empty() && var.kind != Kind::Float;
         let (plan, ty) = if labelled {
             // Categories in code order: every labelled value and every
             // value present (a value without a label keeps its text), one
-            // category per distinct label.
-            let mut keyed: Vec<(f64, String)> = Vec::new();
+            // category per distinct label. Keys are the stored integers
+            // (dictionary positions for text), exact at any size.
+            let mut keyed: Vec<(i64, String)> = Vec::new();
             if var.kind == Kind::String {
                 for (i, s) in dict.iter().enumerate() {
-                    keyed.push((i as f64, s.clone()));
+                    keyed.push((i as i64, s.clone()));
                 }
             } else {
-                let present: Vec<i64> = if var.kind == Kind::Float {
-                    Vec::new()
-                } else {
-                    distinct(&col)?
-                };
-                for x in present {
+                for x in distinct(&col)? {
                     if !missing_i.contains(&x) {
-                        keyed.push((x as f64, display_code(&var, x as f64)));
+                        keyed.push((x, display_int(var.decimals, x)));
                     }
                 }
+                let present: std::collections::HashSet<String> =
+                    keyed.iter().map(|(_, t)| t.clone()).collect();
                 for k in var.value_labels.keys() {
-                    if let Ok(Some(c)) = microtab_store::codec::stored_code(&var, &dict, k) {
-                        let known = keyed.iter().any(|(x, _)| *x == c);
-                        let missing = var.kind == Kind::Int && missing_i.contains(&(c as i64));
-                        if !known && !missing {
-                            keyed.push((c, display_code(&var, c)));
+                    if present.contains(k) {
+                        continue;
+                    }
+                    // A labelled value not in the data: its stored code,
+                    // exact (parsed as a decimal, not through a double).
+                    let code = microtab_store::codec::parse_exact(k.trim()).and_then(|(m, d)| {
+                        microtab_store::codec::rescale_exact(m, d, var.decimals)
+                    });
+                    if let Some(c) = code {
+                        if !missing_i.contains(&c) && display_int(var.decimals, c) == *k {
+                            keyed.push((c, k.clone()));
                         }
                     }
                 }
             }
-            if var.kind == Kind::Float {
-                return Err(input(ds, format!("{}: value labels of a floating-point variable cannot be exported as labels; export without --labels", var.name)));
-            }
-            keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+            keyed.sort_by_key(|a| a.0);
             let mut cats: Vec<String> = Vec::new();
             let mut pos: HashMap<String, i32> = HashMap::new();
             let mut index = HashMap::new();
@@ -246,7 +251,7 @@ pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
                     cats.push(shown);
                     cats.len() as i32 - 1
                 });
-                index.insert(code as i64, p);
+                index.insert(code, p);
             }
             let cats: ArrayRef = Arc::new(StringArray::from(cats));
             (
@@ -529,6 +534,19 @@ impl Iterator for Batches {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch().map(|r| {
+            r.map_err(|e| match e {
+                Error::Arrow(a) => a,
+                e => ArrowError::ExternalError(Box::new(e)),
+            })
+        })
+    }
+}
+
+impl Batches {
+    /// The next batch, with microtab's own error (a damaged column is a
+    /// [`microtab_store::Error::Corrupt`]).
+    pub fn next_batch(&mut self) -> Option<Result<RecordBatch>> {
         if self.pos >= self.rows {
             return None;
         }
@@ -557,15 +575,14 @@ impl Iterator for Batches {
             .collect();
         let arrays = match arrays {
             Ok(a) => a,
-            Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
+            Err(e) => return Some(Err(e)),
         };
         let rows = pick.as_ref().map_or(n, Vec::len);
         let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
-        Some(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            arrays,
-            &opts,
-        ))
+        Some(
+            RecordBatch::try_new_with_options(self.schema.clone(), arrays, &opts)
+                .map_err(Error::from),
+        )
     }
 }
 
@@ -643,6 +660,40 @@ pub fn write_parquet(
     use parquet::file::metadata::KeyValue;
     use parquet::file::properties::WriterProperties;
 
+    let ext = out
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if matches!(
+        ext.as_str(),
+        "csv" | "tsv" | "txt" | "json" | "mtab" | "dat" | "gz"
+    ) {
+        return Err(Error::Input {
+            path: out.to_path_buf(),
+            reason: format!("export writes Parquet, not .{ext} (name the file .parquet; `microtab subset DS OUT.csv` writes CSV)"),
+        });
+    }
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if let (Ok(d), Ok(src)) = (dir.canonicalize(), ds.dir().canonicalize()) {
+        if d.starts_with(&src) {
+            return Err(Error::Input {
+                path: out.to_path_buf(),
+                reason: format!(
+                    "is inside the dataset {} being exported: write it elsewhere",
+                    ds.dir().display()
+                ),
+            });
+        }
+    }
+    if out.is_dir() {
+        return Err(Error::Input {
+            path: out.to_path_buf(),
+            reason: "is a directory: name a file".into(),
+        });
+    }
     if out.exists() && !force {
         return Err(Error::Input {
             path: out.to_path_buf(),
@@ -667,10 +718,6 @@ pub fn write_parquet(
         .set_created_by(format!("microtab {}", env!("CARGO_PKG_VERSION")))
         .set_key_value_metadata(Some(vec![KeyValue::new(METADATA_KEY.to_string(), json)]))
         .build();
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
     let tmp = tempfile_in(&dir, out)?;
     let pq = |error| Error::Parquet {
         path: out.to_path_buf(),
@@ -685,7 +732,9 @@ pub fn write_parquet(
     let w = ArrowWriter::try_new(writer, schema.clone(), Some(props)).map_err(pq)?;
     let (mut fw, factory) = w.into_serialized_writer().map_err(pq)?;
     let mut rows = 0u64;
-    for (g, batch) in batches.enumerate() {
+    let mut batches = batches;
+    let mut g = 0;
+    while let Some(batch) = batches.next_batch() {
         let batch = batch?;
         if batch.num_rows() == 0 {
             continue;
@@ -708,6 +757,7 @@ pub fn write_parquet(
             c.append_to_row_group(&mut rg).map_err(pq)?;
         }
         rg.close().map_err(pq)?;
+        g += 1;
     }
     let inner = fw.into_inner().map_err(pq)?;
     let file = inner.into_inner().map_err(|e| io(e.into_error()))?;
@@ -734,11 +784,28 @@ impl Drop for TempPath {
     }
 }
 
+/// The temporary file of this export beside `out`; temporary files of
+/// earlier exports to `out` whose process is gone (killed) are removed.
 fn tempfile_in(dir: &Path, out: &Path) -> Result<TempPath> {
     let name = out
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "export".into());
-    let p = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let prefix = format!(".{name}.");
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let f = e.file_name().to_string_lossy().into_owned();
+            let pid = f
+                .strip_prefix(&prefix)
+                .and_then(|r| r.strip_suffix(".tmp"))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(pid) = pid {
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+    let p = dir.join(format!("{prefix}{}.tmp", std::process::id()));
     Ok(TempPath(p))
 }

@@ -21,6 +21,41 @@ pub struct ImportOptions {
     pub plain: bool,
 }
 
+/// A variable's exported metadata that still applies to its column.
+struct Applied {
+    vm: VarMeta,
+    /// Exported as its value labels (now text).
+    labelled: bool,
+    /// Its missing codes as the column shows them (text columns).
+    shown: Vec<String>,
+}
+
+/// Whether a column still has the type an export of `vm` gives it.
+fn exported_type(vm: &VarMeta, ty: &DataType, m: &Meta) -> bool {
+    use DataType as D;
+    let base = match ty {
+        D::Dictionary(_, v) => v.as_ref(),
+        t => t,
+    };
+    let text = matches!(base, D::Utf8 | D::LargeUtf8 | D::Utf8View);
+    if m.labels && vm.kind != Kind::String && !vm.value_labels.is_empty() {
+        return text;
+    }
+    match vm.kind {
+        Kind::String => text,
+        Kind::Float => matches!(ty, D::Float32 | D::Float64),
+        Kind::Int if vm.decimals == 0 => matches!(
+            ty,
+            D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64
+        ),
+        Kind::Int => match ty {
+            D::Float64 => m.decimals == "float",
+            D::Decimal128(_, s) => m.decimals == "decimal" && *s as i64 == vm.decimals as i64,
+            _ => false,
+        },
+    }
+}
+
 /// How one Parquet column becomes a microtab column.
 #[derive(Clone, Copy, Debug)]
 enum Conv {
@@ -221,7 +256,7 @@ fn chunk(a: &ArrayRef, conv: Conv, cx: &Ctx) -> Result<Chunk> {
                 if !(m.abs() < 9.0e15 && m / scale == x) {
                     return Err(cx.bad(
                         i,
-                        format!("{x} is not a number with {d} decimals, as the codebook says; import without the codebook to keep it as floating point"),
+                        format!("{x} is not a number with {d} decimals, as the file's microtab metadata or the --ddi codebook says (a double carries about 15 significant digits: export with --exact-decimals to carry such values exactly, or import without --ddi to keep a codebook's variable as floating point)"),
                     ));
                 }
                 vals.push(Some(m as i64));
@@ -306,7 +341,8 @@ fn text(a: &ArrayRef) -> Result<Chunk> {
 /// Puts a single user-missing code back where the export wrote nulls
 /// (a variable with one missing code and no system-missing values: every
 /// null was that code).
-fn restore(chunk: &mut Chunk, vm: &VarMeta) {
+fn restore(chunk: &mut Chunk, a: &Applied) {
+    let vm = &a.vm;
     match chunk {
         Chunk::Int { vals, decimals }
             if vm.missing_codes.len() == 1 && *decimals == vm.decimals =>
@@ -320,8 +356,8 @@ fn restore(chunk: &mut Chunk, vm: &VarMeta) {
             let c = vm.missing_codes[0];
             v.iter_mut().filter(|x| x.is_nan()).for_each(|x| *x = c);
         }
-        Chunk::Text { codes, dict } if vm.missing_text.len() == 1 => {
-            let t = &vm.missing_text[0];
+        Chunk::Text { codes, dict } if a.shown.len() == 1 => {
+            let t = &a.shown[0];
             let k = match dict.iter().position(|s| s == t) {
                 Some(k) => k as u32,
                 None => {
@@ -372,36 +408,98 @@ pub fn import_parquet(
         })?),
     };
     let mut notes = Vec::new();
-    let var_meta = |name: &str| -> Option<&VarMeta> {
-        meta.as_ref()?.variables.iter().find(|v| v.name == name)
+    let meta = match meta {
+        Some(m) if m.format != "microtab" || m.version != 1 => {
+            notes.push(format!(
+                "its microtab metadata is of an unknown version ({} {}); labels, missing codes and the design in it are not applied",
+                m.format, m.version
+            ));
+            None
+        }
+        m => m,
     };
+    // A variable's metadata applies only while its column still has the
+    // type the export gave it (a column changed since — by pyarrow,
+    // Polars … which keep the file's metadata — would otherwise get codes
+    // or decimals that no longer describe it).
+    let mut applicable: HashMap<String, Applied> = HashMap::new();
+    if let Some(m) = &meta {
+        for f in schema.fields() {
+            let Some(vm) = m.variables.iter().find(|v| &v.name == f.name()) else {
+                continue;
+            };
+            if !exported_type(vm, f.data_type(), m) {
+                notes.push(format!(
+                    "column {} is no longer of the type microtab exported (it is {}): the labels and missing codes the file's metadata gives it are not applied",
+                    f.name(),
+                    f.data_type()
+                ));
+                continue;
+            }
+            let sane = vm.kind != Kind::Int
+                || vm
+                    .missing_codes
+                    .iter()
+                    .all(|c| c.fract() == 0.0 && c.abs() < 9.2e18);
+            if !sane {
+                notes.push(format!(
+                    "column {}: the missing codes in the file's metadata are not integers; they are not applied",
+                    f.name()
+                ));
+                continue;
+            }
+            let labelled = m.labels && vm.kind != Kind::String && !vm.value_labels.is_empty();
+            // The missing codes as the column shows them: text for text
+            // variables and for labelled ones exported as their labels.
+            let shown: Vec<String> = if labelled {
+                vm.missing_codes
+                    .iter()
+                    .map(|&c| {
+                        let t = microtab_store::codec::display_int(vm.decimals, c as i64);
+                        vm.value_labels.get(&t).cloned().unwrap_or(t)
+                    })
+                    .collect()
+            } else {
+                vm.missing_text.clone()
+            };
+            applicable.insert(
+                f.name().clone(),
+                Applied {
+                    vm: vm.clone(),
+                    labelled,
+                    shown,
+                },
+            );
+        }
+    }
+    let var_meta = |name: &str| -> Option<&Applied> { applicable.get(name) };
     let mut names = Vec::new();
     let mut convs = Vec::new();
-    for f in schema.fields() {
-        let name = f.name();
-        let decimals = match var_meta(name) {
-            Some(vm) if vm.kind == Kind::Int => Some(vm.decimals),
-            _ => opts
-                .codebook
-                .as_ref()
-                .and_then(|cb| cb.variable(name))
-                .map(|dv| dv.decimals),
+    let mut codebook_hits = 0;
+    for (k, f) in schema.fields().iter().enumerate() {
+        let name = if f.name().trim().is_empty() {
+            format!("V{}", k + 1)
+        } else {
+            f.name().clone()
         };
-        let conv = conv_of(name, f.data_type(), decimals).map_err(|reason| Error::Input {
+        let dv = opts.codebook.as_ref().and_then(|cb| cb.variable(&name));
+        codebook_hits += dv.is_some() as usize;
+        let decimals = match var_meta(&name) {
+            Some(a) if a.vm.kind == Kind::Int && !a.labelled => Some(a.vm.decimals),
+            _ => dv.map(|dv| dv.decimals),
+        };
+        let conv = conv_of(&name, f.data_type(), decimals).map_err(|reason| Error::Input {
             path: input.to_path_buf(),
             reason,
         })?;
-        if let (Some(vm), Conv::Text, true) = (
-            var_meta(name),
-            conv,
-            meta.as_ref().is_some_and(|m| m.labels),
-        ) {
-            if vm.kind != Kind::String && !vm.value_labels.is_empty() {
-                notes.push(format!("{name} was exported as its value labels and is imported as text; export without --labels to keep its codes"));
-            }
+        if var_meta(&name).is_some_and(|a| a.labelled) {
+            notes.push(format!("{name} was exported as its value labels and is imported as text (its missing codes as their labels); export without --labels to keep its codes"));
         }
-        names.push(name.clone());
+        names.push(name);
         convs.push(conv);
+    }
+    if opts.codebook.is_some() && codebook_hits == 0 {
+        notes.push("the codebook names none of the file's columns: no labels, missing codes or decimals were taken from it".into());
     }
     let text: Vec<bool> = convs.iter().map(|c| matches!(c, Conv::Text)).collect();
     let mut imp = ColumnarImport::create(input, target, force, &names, &text, opts.plain)?;
@@ -422,8 +520,8 @@ pub fn import_parquet(
                     first,
                 };
                 let mut c = chunk(a, conv, &cx)?;
-                if let Some(vm) = var_meta(name).filter(|vm| restoring && vm.nulls == 0) {
-                    restore(&mut c, vm);
+                if let Some(a) = var_meta(name).filter(|a| restoring && a.vm.nulls == 0) {
+                    restore(&mut c, a);
                 }
                 Ok(c)
             })
@@ -433,10 +531,11 @@ pub fn import_parquet(
     // The design, when its variables all came along (a Taylor design's
     // PSU structure is kept only when every record did).
     let design = meta.as_ref().and_then(|m| m.design.clone()).filter(|d| {
-        d.variables()
-            .iter()
-            .all(|n| names.iter().any(|m| m.eq_ignore_ascii_case(n)))
-            && d.taylor.as_ref().is_none_or(|t| t.rows == imp.rows())
+        d.variables().iter().all(|n| {
+            names
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(n) && applicable.contains_key(m))
+        }) && d.taylor.as_ref().is_none_or(|t| t.rows == imp.rows())
     });
     // A Taylor design over text strata or PSUs keeps their dictionary
     // positions, which the import renumbers: it is set again instead.
@@ -457,24 +556,26 @@ pub fn import_parquet(
         d => d,
     };
     let describe = |var: &mut Variable, dict: &[String]| -> microtab_ingest::Result<()> {
-        let Some(vm) = var_meta(&var.name) else {
+        let Some(a) = var_meta(&var.name) else {
             return Ok(());
         };
+        let vm = &a.vm;
         var.label = vm.label.clone().or(var.label.take());
         var.description = vm.description.clone().or(var.description.take());
-        if var.kind == vm.kind || (var.kind == Kind::String && !vm.value_labels.is_empty()) {
-            if var.kind == vm.kind {
+        if var.kind == Kind::String {
+            if !a.labelled {
                 var.value_labels = vm.value_labels.clone();
             }
-            if var.kind == Kind::String {
-                for t in &vm.missing_text {
-                    if let Some(p) = dict.iter().position(|s| s == t) {
+            for t in &a.shown {
+                if let Some(p) = dict.iter().position(|s| s == t) {
+                    if !var.missing_codes.contains(&(p as f64)) {
                         var.missing_codes.push(p as f64);
                     }
                 }
-            } else if var.decimals == vm.decimals {
-                var.missing_codes = vm.missing_codes.clone();
             }
+        } else if var.kind == vm.kind && var.decimals == vm.decimals {
+            var.value_labels = vm.value_labels.clone();
+            var.missing_codes = vm.missing_codes.clone();
         }
         Ok(())
     };

@@ -63,8 +63,17 @@ pub enum Error {
         /// The operating system's error.
         error: std::io::Error,
     },
+    /// An export's request does not fit the dataset (a variable named
+    /// twice, none named).
+    #[error("{path}: {reason}")]
+    Request {
+        /// The dataset.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The input holds something microtab cannot store exactly, or the
-    /// request does not fit the dataset.
+    /// output cannot be written where it was asked for.
     #[error("{path}: {reason}")]
     Input {
         /// The file or dataset.

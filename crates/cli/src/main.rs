@@ -25,6 +25,8 @@ enum Command {
     Import(cmd::import::Args),
     /// Write a dataset (some variables and records) as a Parquet file with its labels, missing codes and design.
     Export(cmd::external::ExportArgs),
+    /// Serve every dataset under a directory over HTTP (JSON API), read-only.
+    Serve(cmd::external::ServeArgs),
     /// Show a dataset's size and variables.
     Info(cmd::info::Args),
     /// Describe variables: type, range, missing values, top values.
@@ -67,6 +69,7 @@ fn main() {
         Command::Gen(a) => cmd::gen::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Export(a) => cmd::external::export(a),
+        Command::Serve(a) => cmd::external::serve(a),
         Command::Info(a) => cmd::info::run(a),
         Command::Codebook(a) => cmd::codebook::run(a),
         Command::Freq(a) => cmd::freq::run(a),

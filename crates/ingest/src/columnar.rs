@@ -213,6 +213,10 @@ impl ColumnarImport {
         Ok(())
     }
 
+    fn ds_variables(&self) -> impl Iterator<Item = &Variable> {
+        self.ds.variables()
+    }
+
     /// Records appended so far.
     pub fn rows(&self) -> u64 {
         self.rows
@@ -242,7 +246,24 @@ impl ColumnarImport {
             self.ds.add_variable(var);
         }
         if let Some(d) = design {
-            self.ds.set_design(d);
+            // The checks `microtab design` makes: a numeric weight, and
+            // replicate weights present for every record.
+            let var = |n: &str| self.ds_variables().find(|v| v.name.eq_ignore_ascii_case(n));
+            let weight_ok = var(&d.weight).is_some_and(|v| v.kind != microtab_store::Kind::String);
+            let reps_ok = d.replicates.as_ref().is_none_or(|r| {
+                r.weights.iter().all(|w| {
+                    var(w).is_some_and(|v| {
+                        v.kind != microtab_store::Kind::String
+                            && v.nulls == 0
+                            && v.missing_codes.is_empty()
+                    })
+                })
+            });
+            if weight_ok && reps_ok {
+                self.ds.set_design(d);
+            } else {
+                notes.push("the survey design in the file does not fit its columns (a text weight, or replicate weights with missing values): not set".into());
+            }
         }
         let path = self.ds.commit(self.rows)?;
         Ok(ImportSummary {

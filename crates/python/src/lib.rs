@@ -688,8 +688,12 @@ fn arrow_error(e: microtab_arrow::Error) -> PyErr {
             }
         }
         E::Input { path, reason } if reason.starts_with("exists") => {
-            pyo3::exceptions::PyFileExistsError::new_err(format!("{}: {reason}", path.display()))
+            pyo3::exceptions::PyFileExistsError::new_err(format!(
+                "{}: exists (force=True replaces it)",
+                path.display()
+            ))
         }
+        e @ E::Request { .. } => QueryError::new_err(e.to_string()),
         e @ (E::Parquet { .. } | E::Input { .. }) => InputError::new_err(e.to_string()),
         e => MicrotabError::new_err(e.to_string()),
     }

@@ -690,6 +690,11 @@ impl DatasetWriter {
         Column::open(&self.root.join(&var.file), var, rows, true)
     }
 
+    /// The finished variables added so far, in order.
+    pub fn variables(&self) -> impl Iterator<Item = &Variable> {
+        self.variables.iter()
+    }
+
     /// Adds a finished variable (in output order).
     pub fn add_variable(&mut self, var: Variable) {
         self.variables.push(var);

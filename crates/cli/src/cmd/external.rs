@@ -1,7 +1,8 @@
 //! Subcommands served by sibling executables (as git runs its external
 //! commands): `export` and Parquet `import` by `microtab-arrow`, whose
 //! Arrow and Parquet libraries would otherwise triple this executable and
-//! slow every command's start.
+//! slow every command's start, and `serve` by `microtab-serve` (tokio,
+//! hyper).
 
 use anyhow::{bail, Result};
 use std::ffi::OsString;
@@ -16,6 +17,21 @@ pub struct ExportArgs {
     /// [--keep-missing-codes] [--exact-decimals] [--compression C] [--force]
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     args: Vec<OsString>,
+}
+
+/// Arguments of `serve`, passed on unparsed to `microtab-serve`.
+#[derive(clap::Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct ServeArgs {
+    /// DIR [--bind 127.0.0.1] [--port 8080] [--max-scans N] [--timeout S]
+    /// [--max-cells N]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<OsString>,
+}
+
+/// `microtab serve …`.
+pub fn serve(a: ServeArgs) -> Result<()> {
+    exec("microtab-serve", "", a.args)
 }
 
 /// The sibling executable `name`: beside this one, else on the PATH.
@@ -41,7 +57,11 @@ fn sibling(name: &str) -> Result<PathBuf> {
 pub fn exec(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let p = sibling(name)?;
-    let e = std::process::Command::new(&p).arg(sub).args(args).exec();
+    let mut c = std::process::Command::new(&p);
+    if !sub.is_empty() {
+        c.arg(sub);
+    }
+    let e = c.args(args).exec();
     bail!("could not run {}: {e}", p.display())
 }
 

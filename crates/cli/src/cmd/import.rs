@@ -144,6 +144,15 @@ fn csv_reading(a: &Args, opts: &mut CsvOptions) -> Result<()> {
 
 /// Runs the import, with a progress bar when stderr is a terminal.
 pub fn run(a: Args) -> Result<()> {
+    if a.output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet") || e.eq_ignore_ascii_case("csv"))
+    {
+        bail!(
+            "{}: the output of import is a dataset directory (e.g. census.mtab); `microtab export DS OUT.parquet` writes Parquet, `microtab subset DS OUT.csv` CSV",
+            a.output.display()
+        );
+    }
     if crate::cmd::external::is_parquet(&a.input) {
         return run_parquet(a);
     }

@@ -356,6 +356,10 @@ class Dataset(_Queries):
                 raise QueryError("design(clear=True) takes no other argument")
             _set_design(self.path, "null")
         elif given:
+            import math
+            for k, x in (("rho", rho), ("scale", scale), *(("rscales", r) for r in (rscales or ()))):
+                if x is not None and not (isinstance(x, (int, float)) and math.isfinite(x)):
+                    raise QueryError(f"{k}: expected a finite number, found {x!r}")
             if weight is None:
                 raise QueryError("a design needs its full-sample weight: design(\"PERWT\", ...)")
             spec = {"weight": weight, "repweights": repweights if repweights is None or isinstance(repweights, str)
@@ -567,7 +571,7 @@ def open_many(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> "Datase
     else:
         found = [os.fspath(p) for p in paths]
     if not found:
-        raise FileNotFoundError(f"no dataset matches {os.fspath(paths)!r}")
+        raise FileNotFoundError(f"no dataset matches {paths!r}")
     seen = {}
     for p in found:
         real = os.path.realpath(p)
@@ -590,6 +594,8 @@ class Datasets(_Queries):
         return sum(d.rows for d in self.datasets)
 
     def _ask(self, spec: dict) -> dict:
+        if len(self.datasets) == 1:
+            return self.datasets[0]._ask(spec)
         spec = {k: v for k, v in spec.items() if v is not None}
         return json.loads(_query_many([d.path for d in self.datasets], json.dumps(spec)))
 

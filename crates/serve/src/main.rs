@@ -1,0 +1,373 @@
+//! `microtab-serve`: the HTTP API over every dataset under a directory,
+//! read-only. `microtab serve DIR` runs it.
+//!
+//! * `GET /api/v1/datasets` — the datasets served (name, records,
+//!   variables, design);
+//! * `GET /api/v1/datasets/{name}` — one dataset's variables (labels,
+//!   types, decimals, missing codes, value labels) and design;
+//! * `GET /api/v1/datasets/{name}/{freq|tab|means}?…` — the analysis
+//!   layer's answer (the CLI's `--format json`), with the parameters of
+//!   `microtab_analysis::request_from_params` (`row`, `col`, `control`,
+//!   `weight`, `filter`, `pct`, `stats`, `var`, `by`, …). The URL is the
+//!   query: sharing it reproduces the answer.
+//!
+//! Datasets are named only from the served list (never by path); requests
+//! are bounded (URL and parameter sizes, cells, concurrent scans, time);
+//! every error is a JSON object `{"error": …, "status": …}` and no panic
+//! reaches a client; each request is logged with its status and time.
+
+use anyhow::{Context, Result};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use clap::Parser;
+use microtab_analysis::ScanOptions;
+use microtab_store::Dataset;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Serve every microtab dataset under a directory over HTTP, read-only.
+#[derive(Parser, Debug)]
+#[command(name = "microtab-serve", version)]
+struct Args {
+    /// A directory of datasets (each a subdirectory with a manifest), or
+    /// one dataset.
+    dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: String,
+    /// Port (0: any free port; the address is printed on stdout).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Queries scanning at once (default: the cores); others wait.
+    #[arg(long)]
+    max_scans: Option<usize>,
+    /// Seconds a query may wait for a scan slot and run before the client
+    /// gets 503 or 504.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+    /// Most cells a table may have.
+    #[arg(long, default_value_t = 100_000)]
+    max_cells: usize,
+}
+
+/// Longest parameter value accepted (a filter, a recode).
+const MAX_PARAM: usize = 4096;
+/// Most parameters in one request.
+const MAX_PARAMS: usize = 32;
+
+struct App {
+    root: PathBuf,
+    datasets: RwLock<BTreeMap<String, PathBuf>>,
+    scans: Arc<Semaphore>,
+    timeout: Duration,
+    max_cells: usize,
+    scan: ScanOptions,
+}
+
+/// An error as the client sees it.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": self.1, "status": self.0.as_u16()});
+        (self.0, Json(body)).into_response()
+    }
+}
+
+fn bad(m: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, m.into())
+}
+
+/// The datasets under `root`: each subdirectory with a manifest, named by
+/// its directory name without `.mtab` (or `root` itself).
+fn scan(root: &std::path::Path) -> BTreeMap<String, PathBuf> {
+    let name = |p: &std::path::Path| {
+        let n = p
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        n.strip_suffix(".mtab").map(str::to_string).unwrap_or(n)
+    };
+    let mut out = BTreeMap::new();
+    if root.join("manifest.json").is_file() {
+        out.insert(name(root), root.to_path_buf());
+        return out;
+    }
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() && p.join("manifest.json").is_file() {
+                out.insert(name(&p), p);
+            }
+        }
+    }
+    out
+}
+
+impl App {
+    /// The dataset called `name`, from the served list only.
+    fn path(&self, name: &str) -> Result<PathBuf, ApiError> {
+        if let Some(p) = self
+            .datasets
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+        {
+            return Ok(p.clone());
+        }
+        // A dataset added since: look again, still only in the directory.
+        let fresh = scan(&self.root);
+        let found = fresh.get(name).cloned();
+        *self.datasets.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        found.ok_or_else(|| {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                format!("no dataset named {name:?} is served (GET /api/v1/datasets lists them)"),
+            )
+        })
+    }
+}
+
+fn open(path: &std::path::Path) -> Result<Dataset, ApiError> {
+    Dataset::open(path).map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+async fn datasets(State(app): State<Arc<App>>) -> Json<Value> {
+    let list = scan(&app.root);
+    let items: Vec<Value> = list
+        .iter()
+        .filter_map(|(name, p)| {
+            let ds = Dataset::open(p).ok()?;
+            let m = ds.manifest();
+            Some(json!({
+                "name": name,
+                "rows": m.rows,
+                "variables": m.variables.len(),
+                "design": m.design.is_some(),
+                "source": m.source,
+            }))
+        })
+        .collect();
+    *app.datasets.write().unwrap_or_else(|e| e.into_inner()) = list;
+    Json(json!({ "datasets": items }))
+}
+
+async fn dataset(
+    State(app): State<Arc<App>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let ds = open(&app.path(&name)?)?;
+    let m = ds.manifest();
+    let vars: Vec<Value> = m
+        .variables
+        .iter()
+        .map(|v| {
+            json!({
+                "name": v.name,
+                "label": v.label,
+                "kind": v.kind,
+                "type": v.ty.name(),
+                "decimals": v.decimals,
+                "missing_codes": v.missing_codes.iter().map(|&c| microtab_store::codec::display_code(v, c)).collect::<Vec<_>>(),
+                "nulls": v.nulls,
+                "value_labels": v.value_labels,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "name": name,
+        "rows": m.rows,
+        "source": m.source,
+        "design": m.design,
+        "variables": vars,
+    })))
+}
+
+fn analysis_status(e: &microtab_analysis::Error) -> StatusCode {
+    use microtab_analysis::Error as E;
+    match e {
+        E::Store(s) | E::Engine(microtab_engine::Error::Store(s)) => match s {
+            microtab_store::Error::UnknownVariable { .. } => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        },
+        E::InDataset { error, .. } => analysis_status(error),
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+async fn analyse(
+    State(app): State<Arc<App>>,
+    Path((name, kind)): Path<(String, String)>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    if !matches!(kind.as_str(), "freq" | "tab" | "means") {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no analysis {kind:?}: expected freq, tab or means"),
+        ));
+    }
+    if params.len() > MAX_PARAMS {
+        return Err(bad(format!(
+            "{} parameters: at most {MAX_PARAMS}",
+            params.len()
+        )));
+    }
+    let mut map: BTreeMap<&str, &str> = BTreeMap::new();
+    for (k, v) in &params {
+        if !microtab_analysis::PARAMS.contains(&k.as_str()) {
+            return Err(bad(format!(
+                "unknown parameter {k:?}; expected some of {}",
+                microtab_analysis::PARAMS.join(", ")
+            )));
+        }
+        if v.len() > MAX_PARAM {
+            return Err(bad(format!(
+                "parameter {k} is {} bytes long: at most {MAX_PARAM}",
+                v.len()
+            )));
+        }
+        if map.insert(k, v).is_some() {
+            return Err(bad(format!("parameter {k} is given twice")));
+        }
+    }
+    let get = |k: &str| map.get(k).map(|s| s.to_string());
+    let mut req = microtab_analysis::request_from_params(&kind, &get).map_err(bad)?;
+    req.max_cells = req.max_cells.min(app.max_cells);
+    let path = app.path(&name)?;
+    let start = Instant::now();
+    let permit = tokio::time::timeout(app.timeout, app.scans.clone().acquire_owned())
+        .await
+        .map_err(|_| {
+            ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is busy: no scan slot within the time limit; try again".into(),
+            )
+        })?
+        .map_err(|_| ApiError(StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()))?;
+    let left = app.timeout.saturating_sub(start.elapsed());
+    let scan = app.scan.clone();
+    let served = name.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        // The permit is held until the scan ends, even after a timeout
+        // answered the client: scans in flight stay bounded.
+        let _permit = permit;
+        let ds =
+            Dataset::open(&path).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let a = microtab_analysis::run(&ds, &req, &scan)
+            .map_err(|e| (analysis_status(&e), e.to_string()))?;
+        // The served name, not the server's path, names the dataset.
+        let mut v = serde_json::to_value(&a)
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("dataset".into(), Value::String(served));
+        }
+        serde_json::to_vec(&v).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    });
+    let out = tokio::time::timeout(left, task).await;
+    let body = match out {
+        Err(_) => {
+            return Err(ApiError(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the query ran longer than {:.0} s",
+                    app.timeout.as_secs_f64()
+                ),
+            ))
+        }
+        Ok(Err(_)) => {
+            return Err(ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error while answering the query (logged)".into(),
+            ))
+        }
+        Ok(Ok(Err((status, m)))) => return Err(ApiError(status, m)),
+        Ok(Ok(Ok(b))) => b,
+    };
+    let mut resp = (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("{:.3}", start.elapsed().as_secs_f64() * 1e3)) {
+        resp.headers_mut().insert("x-microtab-ms", v);
+    }
+    Ok(resp)
+}
+
+/// One line per request on stderr: method, path and query, status, time.
+async fn log(req: Request, next: Next) -> Response {
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    let t = Instant::now();
+    let resp = next.run(req).await;
+    eprintln!(
+        "{method} {uri} {} {:.2} ms",
+        resp.status().as_u16(),
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    resp
+}
+
+async fn not_found() -> ApiError {
+    ApiError(
+        StatusCode::NOT_FOUND,
+        "no such page: the API is under /api/v1/datasets".into(),
+    )
+}
+
+fn main() -> Result<()> {
+    let a = Args::parse();
+    if !a.dir.is_dir() {
+        anyhow::bail!("{} is not a directory of datasets", a.dir.display());
+    }
+    let root = a
+        .dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", a.dir.display()))?;
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let app = Arc::new(App {
+        datasets: RwLock::new(scan(&root)),
+        root,
+        scans: Arc::new(Semaphore::new(a.max_scans.unwrap_or(cores).max(1))),
+        timeout: Duration::from_secs_f64(a.timeout.max(0.001)),
+        max_cells: a.max_cells,
+        scan: ScanOptions::from_env(),
+    });
+    let router = Router::new()
+        .route("/api/v1/datasets", get(datasets))
+        .route("/api/v1/datasets/{name}", get(dataset))
+        .route("/api/v1/datasets/{name}/{kind}", get(analyse))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(log))
+        .with_state(app.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores.max(2))
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((a.bind.as_str(), a.port))
+            .await
+            .with_context(|| format!("cannot listen on {}:{}", a.bind, a.port))?;
+        let addr = listener.local_addr()?;
+        let n = app.datasets.read().map(|d| d.len()).unwrap_or(0);
+        println!(
+            "listening on http://{addr} ({n} datasets under {})",
+            app.root.display()
+        );
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(())
+    })
+}
