@@ -259,10 +259,12 @@ async fn analyse(
         // The permit is held until the scan ends, even after a timeout
         // answered the client: scans in flight stay bounded.
         let _permit = permit;
-        let ds =
-            Dataset::open(&path).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        // Messages name the dataset as served, never its path here.
+        let hide = |m: String| m.replace(&path.display().to_string(), &served);
+        let ds = Dataset::open(&path)
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, hide(e.to_string())))?;
         let a = microtab_analysis::run(&ds, &req, &scan)
-            .map_err(|e| (analysis_status(&e), e.to_string()))?;
+            .map_err(|e| (analysis_status(&e), hide(e.to_string())))?;
         // The served name, not the server's path, names the dataset.
         let mut v = serde_json::to_value(&a)
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;

@@ -1,0 +1,159 @@
+"""`microtab serve`: the HTTP/JSON API, started on 127.0.0.1 by the test
+(a real socket, a real client), answers checked against the CLI's JSON and
+DuckDB; hostile requests get JSON errors, never a path outside the served
+list; concurrent clients all get answers."""
+
+import json
+import subprocess
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import duckdb
+import pytest
+
+from conftest import BIN
+
+
+def run(*args):
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    d = tmp_path_factory.mktemp("serve")
+    csv = d / "c.csv"
+    run("gen", "census", "--rows", "40000", "--seed", "8", "--repweights", "4", "--out", csv)
+    root = d / "data"
+    root.mkdir()
+    ds = root / "census.mtab"
+    run("import", csv, ds, "--missing", "INCTOT=9999999")
+    run("label", ds, "SEX", "1=Male", "2=Female")
+    run("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
+    (d / "secret.mtab").mkdir()  # outside the served directory
+    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0", "--max-cells", "5000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("listening on http://127.0.0.1:"), line
+    base = line.split()[2]
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, "
+                f"types={{'PERWT': 'DECIMAL(18,2)'}})")
+    yield base, ds, con, p
+    p.terminate()
+    p.wait(timeout=10)
+
+
+def get(base, path):
+    """(status, JSON body) of GET base + path."""
+    try:
+        with urllib.request.urlopen(base + path, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def q(**params):
+    return "?" + urllib.parse.urlencode(params)
+
+
+def same(a, b, path="$"):
+    """Equal JSON, floats to 1e-12 relative (the CLI carries its own libm
+    for exp/log; the server uses the system's)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (path, a.keys(), b.keys())
+        for k in a:
+            same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, (int, float)):
+        assert b == pytest.approx(a, rel=1e-12, abs=1e-300), (path, a, b)
+    else:
+        assert a == b, (path, a, b)
+
+
+def cli_json(*args):
+    d = json.loads(run(*args, "--format", "json").stdout)
+    d.pop("dataset", None)
+    return d
+
+
+def test_datasets_and_codebook(server):
+    base, ds, _, _ = server
+    st, body = get(base, "/api/v1/datasets")
+    assert st == 200 and [x["name"] for x in body["datasets"]] == ["census"]
+    assert body["datasets"][0]["rows"] == 40000 and body["datasets"][0]["design"] is True
+    st, body = get(base, "/api/v1/datasets/census")
+    assert st == 200
+    v = {x["name"]: x for x in body["variables"]}
+    assert v["SEX"]["value_labels"] == {"1": "Male", "2": "Female"}
+    assert v["INCTOT"]["missing_codes"] == ["9999999"] and v["PERWT"]["decimals"] == 2
+    assert str(ds) not in json.dumps(body)
+
+
+def test_answers_equal_the_cli_and_duckdb(server):
+    base, ds, con, _ = server
+    st, body = get(base, "/api/v1/datasets/census/tab" + q(row="SEX", col="EDUC", filter="AGE(25-64)",
+                                                             pct="row", stats="true"))
+    assert st == 200 and body.pop("dataset") == "census"
+    same(body, cli_json("tab", ds, "SEX", "EDUC", "--filter", "AGE(25-64)", "--pct", "row", "--stats"))
+    t = body["tables"][0]
+    want = dict(((s, e), (n, float(w))) for s, e, n, w in con.execute(
+        "SELECT SEX, EDUC, count(*), sum(PERWT) FROM c WHERE AGE BETWEEN 25 AND 64 GROUP BY ALL").fetchall())
+    for i, r in enumerate(t["rows"]):
+        for j, c in enumerate(t["cols"]):
+            n, w = want.get((r["value"], c["value"]), (0, 0.0))
+            assert t["counts"][i][j] == n
+            assert t["weighted"][i][j] == pytest.approx(w, rel=1e-12)
+    st, body = get(base, "/api/v1/datasets/census/freq" + q(var="AGE(r: 0-17; 18-64; 65-*)"))
+    assert st == 200 and body["rows"][0]["weighted_se"]["se"] > 0
+    body.pop("dataset")
+    same(body, cli_json("freq", ds, "AGE(r: 0-17; 18-64; 65-*)"))
+    st, body = get(base, "/api/v1/datasets/census/means" + q(var="INCTOT", by="SEX,EDUC", quantiles="0.5"))
+    assert st == 200
+    body.pop("dataset")
+    same(body, cli_json("means", ds, "INCTOT", "--by", "SEX,EDUC", "--median"))
+
+
+@pytest.mark.parametrize("path,status,needle", [
+    ("/api/v1/datasets/secret/tab?row=SEX&col=EDUC", 404, "no dataset"),
+    ("/api/v1/datasets/..%2Fsecret/tab?row=SEX&col=EDUC", 404, "no dataset"),
+    ("/api/v1/datasets/%2Fetc%2Fpasswd", 404, "no dataset"),
+    ("/api/v1/datasets/..", 404, ""),
+    ("/api/v1/datasets/census/tab?row=SEX&col=NOPE", 400, "NOPE"),
+    ("/api/v1/datasets/census/tab?row=SEX&col=EDUC&fliter=AGE(1)", 400, "fliter"),
+    ("/api/v1/datasets/census/tab?row=SEX&col=EDUC&row=AGE", 400, "twice"),
+    ("/api/v1/datasets/census/tab?row=SEX", 400, "col"),
+    ("/api/v1/datasets/census/tab?row=SEX&col=EDUC&filter=AGE(", 400, "AGE"),
+    ("/api/v1/datasets/census/tab?row=SERIAL&col=PUMA", 400, "cells"),
+    ("/api/v1/datasets/census/plot?x=1", 404, "freq"),
+    ("/etc/passwd", 404, "api"),
+    ("/api/v1/datasets/census/freq?var=" + "A" * 5000, 400, "at most"),
+])
+def test_hostile_requests_get_json_errors(server, path, status, needle):
+    base, ds, _, _ = server
+    st, body = get(base, path)
+    assert st == status and body["status"] == status, body
+    assert needle in body["error"], body
+    assert str(ds.parent) not in body["error"]
+
+
+def test_concurrent_clients(server):
+    base, _, _, p = server
+    st, want = get(base, "/api/v1/datasets/census/tab" + q(row="RACE", col="SEX"))
+    results = []
+
+    def client():
+        results.append(get(base, "/api/v1/datasets/census/tab" + q(row="RACE", col="SEX")))
+
+    threads = [threading.Thread(target=client) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 64 and all(r == (200, want) for r in results)
