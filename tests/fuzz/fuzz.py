@@ -486,7 +486,29 @@ def ref_filter(text):
     """Parses a filter as docs/CLI.md describes it; returns a predicate over
     a row dict, or raises ValueError."""
     terms = []
+    # Terms are separated by blanks, or (SDA) by a comma after a term's
+    # closing parenthesis.
+    tokens = []
     for t in re.findall(r'(?:"[^"]*"|`[^`]*`|\([^)]*\)|[^\s"`(])+', text):
+        cur, q, depth = "", None, 0
+        for ch in t:
+            if q:
+                q = None if ch == q else q
+            elif ch in "\"`":
+                q = ch
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            elif ch == "," and depth == 0 and (cur.endswith(")") or (not cur and tokens and tokens[-1].endswith(")"))):
+                if cur:
+                    tokens.append(cur)
+                cur = ""
+                continue
+            cur += ch
+        if cur:
+            tokens.append(cur)
+    for t in tokens:
         m = re.fullmatch(r'("([^"]+)"|`([^`]+)`|[A-Za-z]+)(.*)', t, re.S)
         if not m:
             raise ValueError(t)

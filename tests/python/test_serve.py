@@ -157,3 +157,34 @@ def test_concurrent_clients(server):
     for t in threads:
         t.join()
     assert len(results) == 64 and all(r == (200, want) for r in results)
+
+
+def test_sda_urls_are_translated(server):
+    """SDA's own query URLs (as published in papers and READMEs) redirect
+    to the same question here; SDA's comma-separated filters work."""
+    base, ds, con, _ = server
+    url = ("/sdaweb/analysis/exec?formid=tbf&sdaprog=tables&dataset=census&sec508=false&row=sex&column=educ"
+           "&filters=" + urllib.parse.quote("age(25-64, 70), race(1)") +
+           "&weightlist=perwt&rowpct=on&design=complex&cflevel=90&weightedn=on&color=on"
+           "&ch_type=stackedbar&ch_width=600&decpcts=1&decse=1&csvformat=no&csvfilename=tables.csv")
+    st, body = get(base, url)  # urllib follows the 303
+    assert st == 200 and body["row_var"] == "SEX" and body["col_var"] == "EDUC"
+    st2, direct = get(base, "/api/v1/datasets/census/tab" + q(row="sex", col="educ", filter="age(25-64, 70), race(1)",
+                                                                weight="perwt", pct="row", level="0.9"))
+    assert body == direct
+    want = dict(((s, e), n) for s, e, n in con.execute(
+        "SELECT SEX, EDUC, count(*) FROM c WHERE (AGE BETWEEN 25 AND 64 OR AGE = 70) AND RACE = 1 "
+        "GROUP BY ALL").fetchall())
+    t = body["tables"][0]
+    got = {(r["value"], c["value"]): t["counts"][i][j] for i, r in enumerate(t["rows"])
+           for j, c in enumerate(t["cols"]) if t["counts"][i][j]}
+    assert got == want
+    assert t["pct_se"] is not None  # the design's SEs at the 90% level
+    st, body = get(base, "/sdaweb/analysis/exec?formid=mnf&sdaprog=means&dataset=census&dep=INCTOT&row=SEX"
+                         "&filters=age(18-*)&weightlist=perwt&main=means&decmeans=2")
+    assert st == 200 and body["variable"] == "INCTOT" and body["by"] == ["SEX"]
+    for bad_url, needle in [("/sda?dataset=nope&row=SEX", "no dataset"),
+                            ("/sda?dataset=census&row=SEX&column=EDUC&rowpct=on&colpct=on", "one per table"),
+                            ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate")]:
+        st, body = get(base, bad_url)
+        assert st in (400, 404) and needle in body["error"], body

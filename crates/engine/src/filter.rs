@@ -101,6 +101,17 @@ fn split_terms(text: &str) -> Result<Vec<String>> {
                     terms.push(std::mem::take(&mut cur));
                 }
             }
+            // SDA separates terms by commas too: `year(2017-2020, 2022),
+            // migrate1(5)` — a comma after a term's closing parenthesis.
+            ',' if !quote
+                && depth == 0
+                && (cur.ends_with(')')
+                    || (cur.is_empty() && terms.last().is_some_and(|t| t.ends_with(')')))) =>
+            {
+                if !cur.is_empty() {
+                    terms.push(std::mem::take(&mut cur));
+                }
+            }
             c => cur.push(c),
         }
     }

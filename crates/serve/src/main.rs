@@ -304,6 +304,219 @@ async fn analyse(
     Ok(resp)
 }
 
+/// SDA parameters that only shape SDA's page (charts, decimals, which
+/// cell statistics to print, output form): accepted and dropped, since an
+/// answer here carries all of them.
+const SDA_DISPLAY: &[&str] = &[
+    "formid",
+    "sdaprog",
+    "sec508",
+    "weightedn",
+    "unweightedn",
+    "wncases",
+    "color",
+    "se",
+    "main",
+    "transform",
+    "percentileopt",
+    "csvformat",
+    "csvfilename",
+    "ch_type",
+    "ch_color",
+    "ch_width",
+    "ch_height",
+    "ch_orientation",
+    "ch_effects",
+    "ch_bars",
+    "ch_labels",
+    "decpcts",
+    "decse",
+    "decdeft",
+    "decwn",
+    "decstats",
+    "decmeans",
+    "dectotals",
+    "decdiffs",
+    "decmedian",
+    "decsd",
+    "decminmax",
+    "deczstats",
+    "deccis",
+    "decsdiffs",
+    "ciopt",
+    "cilower",
+    "ciupper",
+    "pctsopt",
+    "summaryopt",
+    "zstats",
+    "deft",
+    "mean",
+    "sdev",
+    "median",
+    "totals",
+    "cnt",
+    "xrow",
+    "xcol",
+    "xcntl",
+    "quiet",
+    "run",
+];
+
+/// Translates an SDA query URL (`/sdaweb/analysis/exec?formid=tbf&
+/// sdaprog=tables&dataset=…&row=…&column=…&filters=…&weightlist=…&
+/// rowpct=on&design=complex&cflevel=95`, or `sdaprog=means&dep=…`) into
+/// this API's URL for the same question, and redirects there (303).
+async fn sda(
+    State(app): State<Arc<App>>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    if params.len() > 4 * MAX_PARAMS {
+        return Err(bad(format!("{} parameters: too many", params.len())));
+    }
+    let mut p: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in params {
+        if v.len() > MAX_PARAM {
+            return Err(bad(format!(
+                "parameter {k} is {} bytes long: at most {MAX_PARAM}",
+                v.len()
+            )));
+        }
+        let k = k.to_ascii_lowercase();
+        if p.insert(k.clone(), v).is_some() {
+            return Err(bad(format!("parameter {k} is given twice")));
+        }
+    }
+    let take =
+        |p: &mut BTreeMap<String, String>, k: &str| p.remove(k).filter(|v| !v.trim().is_empty());
+    let on = |p: &mut BTreeMap<String, String>, k: &str| {
+        take(p, k).is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "on" | "yes" | "true" | "1"
+            )
+        })
+    };
+    let prog = take(&mut p, "sdaprog")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let form = p
+        .get("formid")
+        .cloned()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let dataset = take(&mut p, "dataset")
+        .ok_or_else(|| bad("an SDA URL names its dataset= (one of GET /api/v1/datasets)"))?;
+    app.path(&dataset)?;
+    let mut out: Vec<(&str, String)> = Vec::new();
+    let row = take(&mut p, "row");
+    let col = take(&mut p, "column").or_else(|| take(&mut p, "col"));
+    let control = take(&mut p, "control");
+    let kind = if prog == "means" || form == "mnf" {
+        let dep = take(&mut p, "dep")
+            .ok_or_else(|| bad("an SDA means URL names its dependent variable (dep=)"))?;
+        out.push(("var", dep));
+        let by: Vec<String> = [row, col, control].into_iter().flatten().collect();
+        if by.is_empty() {
+            return Err(bad(
+                "an SDA means URL names a row variable (row=) to group by",
+            ));
+        }
+        out.push(("by", by.join(",")));
+        "means"
+    } else if prog.is_empty() || prog == "tables" || form == "tbf" {
+        let row = row.ok_or_else(|| bad("an SDA tables URL names its row variable (row=)"))?;
+        match col {
+            Some(c) => {
+                out.push(("row", row));
+                out.push(("col", c));
+                if let Some(c) = control {
+                    out.push(("control", c));
+                }
+                let pcts: Vec<&str> = [("rowpct", "row"), ("colpct", "col"), ("totpct", "total")]
+                    .into_iter()
+                    .filter(|(k, _)| on(&mut p, k))
+                    .map(|(_, v)| v)
+                    .collect();
+                if pcts.len() > 1 {
+                    return Err(bad(format!("the SDA URL asks for {} percentages; microtab gives one per table: choose rowpct, colpct or totpct", pcts.len())));
+                }
+                if let Some(x) = pcts.first() {
+                    out.push(("pct", x.to_string()));
+                }
+                if on(&mut p, "chisq") || on(&mut p, "stats") {
+                    out.push(("stats", "true".into()));
+                }
+                "tab"
+            }
+            None => {
+                out.push(("var", row));
+                "freq"
+            }
+        }
+    } else {
+        return Err(bad(format!(
+            "sdaprog={prog:?}: microtab answers SDA's tables and means"
+        )));
+    };
+    if let Some(f) = take(&mut p, "filters") {
+        out.push(("filter", f));
+    }
+    if let Some(w) = take(&mut p, "weightlist").or_else(|| take(&mut p, "weight")) {
+        // SDA's weight lists name one weight per choice; the first is used.
+        out.push((
+            "weight",
+            w.split(',').next().unwrap_or("").trim().to_string(),
+        ));
+    }
+    match take(&mut p, "design")
+        .map(|d| d.to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("complex") => {}
+        Some("srs") => out.push(("design", "false".into())),
+        Some(d) => return Err(bad(format!("design={d:?}: expected complex or srs"))),
+    }
+    if let Some(l) = take(&mut p, "cflevel") {
+        let v: f64 = l
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("cflevel={l:?}: expected a percentage such as 95")))?;
+        out.push(("level", format!("{}", v / 100.0)));
+    }
+    // Whatever is left must be one of SDA's display options.
+    for k in p.keys() {
+        if !SDA_DISPLAY.contains(&k.as_str()) && !k.starts_with("ch_") && !k.starts_with("dec") {
+            return Err(bad(format!(
+                "SDA parameter {k:?} is not understood here (the query would not be the same)"
+            )));
+        }
+    }
+    let query: String = out
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let url = format!("/api/v1/datasets/{}/{kind}?{query}", encode(&dataset));
+    let mut resp = (StatusCode::SEE_OTHER, Json(json!({ "location": url }))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&url) {
+        resp.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters kept).
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// One line per request on stderr: method, path and query, status, time.
 async fn log(req: Request, next: Next) -> Response {
     let (method, uri) = (req.method().clone(), req.uri().clone());
@@ -346,6 +559,8 @@ fn main() -> Result<()> {
         .route("/api/v1/datasets", get(datasets))
         .route("/api/v1/datasets/{name}", get(dataset))
         .route("/api/v1/datasets/{name}/{kind}", get(analyse))
+        .route("/sdaweb/analysis/exec", get(sda))
+        .route("/sda", get(sda))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(log))
         .with_state(app.clone());
