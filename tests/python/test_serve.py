@@ -188,3 +188,23 @@ def test_sda_urls_are_translated(server):
                             ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate")]:
         st, body = get(base, bad_url)
         assert st in (400, 404) and needle in body["error"], body
+
+
+def test_variable_pages(server):
+    """A codebook entry: metadata and frequencies weighted by the design's
+    weight (missing values shown), checked against DuckDB; a variable with
+    too many values gets metadata and a note; an unknown one a 404."""
+    base, ds, con, _ = server
+    st, body = get(base, "/api/v1/datasets/census/variables/SEX")
+    assert st == 200 and body["variable"]["value_labels"] == {"1": "Male", "2": "Female"}
+    rows = {r["value"]: (r["count"], r["weighted"]) for r in body["frequencies"]["rows"]}
+    want = {s: (n, float(w)) for s, n, w in con.execute(
+        "SELECT SEX, count(*), sum(PERWT) FROM c GROUP BY SEX").fetchall()}
+    assert rows.keys() == want.keys()
+    for k in want:
+        assert rows[k][0] == want[k][0] and rows[k][1] == pytest.approx(want[k][1], rel=1e-12)
+    st, body = get(base, "/api/v1/datasets/census/variables/INCTOT")
+    assert st == 200 and body["frequencies"] is None and "cells" in body["note"]
+    assert body["variable"]["missing_codes"] == ["9999999"]
+    st, body = get(base, "/api/v1/datasets/census/variables/NOPE")
+    assert st == 404 and "NOPE" in body["error"] and str(ds) not in body["error"]

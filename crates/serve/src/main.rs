@@ -239,9 +239,78 @@ async fn analyse(
         }
     }
     let get = |k: &str| map.get(k).map(|s| s.to_string());
-    let mut req = microtab_analysis::request_from_params(&kind, &get).map_err(bad)?;
+    let req = microtab_analysis::request_from_params(&kind, &get).map_err(bad)?;
+    let start = Instant::now();
+    let body = answer(&app, &name, req).await?;
+    let body = serde_json::to_vec(&body)
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let mut resp = (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("{:.3}", start.elapsed().as_secs_f64() * 1e3)) {
+        resp.headers_mut().insert("x-microtab-ms", v);
+    }
+    Ok(resp)
+}
+
+/// One variable for a codebook page: its metadata and its frequencies
+/// (weighted by the design's weight when the dataset has one; missing
+/// values shown), or `null` frequencies with the reason when it has too
+/// many distinct values to list.
+async fn variable(
+    State(app): State<Arc<App>>,
+    Path((name, var)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let ds = open(&app.path(&name)?)?;
+    let v = ds
+        .variable(&var)
+        .map_err(|e| {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                e.to_string()
+                    .replace(&ds.dir().display().to_string(), &name),
+            )
+        })?
+        .clone();
+    let meta = json!({
+        "name": v.name,
+        "label": v.label,
+        "description": v.description,
+        "kind": v.kind,
+        "type": v.ty.name(),
+        "decimals": v.decimals,
+        "missing_codes": v.missing_codes.iter().map(|&c| microtab_store::codec::display_code(&v, c)).collect::<Vec<_>>(),
+        "nulls": v.nulls,
+        "value_labels": v.value_labels,
+    });
+    let mut req = microtab_analysis::Request::new(microtab_analysis::Analysis::Freq {
+        var: v.name.clone(),
+    });
+    req.include_missing = true;
+    req.max_cells = 1000;
+    let (freq, note) = match answer(&app, &name, req).await {
+        Ok(f) => (f, None),
+        Err(ApiError(StatusCode::BAD_REQUEST, m)) => (Value::Null, Some(m)),
+        Err(e) => return Err(e),
+    };
+    Ok(Json(
+        json!({ "variable": meta, "frequencies": freq, "note": note }),
+    ))
+}
+
+/// Answers `req` over the served dataset `name` on the blocking pool,
+/// within the scan slots and the time limit: the analysis layer's JSON,
+/// naming the dataset as served.
+async fn answer(
+    app: &Arc<App>,
+    name: &str,
+    mut req: microtab_analysis::Request,
+) -> Result<Value, ApiError> {
     req.max_cells = req.max_cells.min(app.max_cells);
-    let path = app.path(&name)?;
+    let path = app.path(name)?;
+    let name = name.to_string();
     let start = Instant::now();
     let permit = tokio::time::timeout(app.timeout, app.scans.clone().acquire_owned())
         .await
@@ -271,7 +340,7 @@ async fn analyse(
         if let Some(o) = v.as_object_mut() {
             o.insert("dataset".into(), Value::String(served));
         }
-        serde_json::to_vec(&v).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+        Ok(v)
     });
     let out = tokio::time::timeout(left, task).await;
     let body = match out {
@@ -293,15 +362,7 @@ async fn analyse(
         Ok(Ok(Err((status, m)))) => return Err(ApiError(status, m)),
         Ok(Ok(Ok(b))) => b,
     };
-    let mut resp = (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&format!("{:.3}", start.elapsed().as_secs_f64() * 1e3)) {
-        resp.headers_mut().insert("x-microtab-ms", v);
-    }
-    Ok(resp)
+    Ok(body)
 }
 
 /// SDA parameters that only shape SDA's page (charts, decimals, which
@@ -559,6 +620,7 @@ fn main() -> Result<()> {
         .route("/api/v1/datasets", get(datasets))
         .route("/api/v1/datasets/{name}", get(dataset))
         .route("/api/v1/datasets/{name}/{kind}", get(analyse))
+        .route("/api/v1/datasets/{name}/variables/{var}", get(variable))
         .route("/sdaweb/analysis/exec", get(sda))
         .route("/sda", get(sda))
         .fallback(not_found)
