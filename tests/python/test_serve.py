@@ -208,3 +208,22 @@ def test_variable_pages(server):
     assert body["variable"]["missing_codes"] == ["9999999"]
     st, body = get(base, "/api/v1/datasets/census/variables/NOPE")
     assert st == 404 and "NOPE" in body["error"] and str(ds) not in body["error"]
+
+
+def test_text_missing_codes_are_shown_as_text(tmp_path):
+    root = tmp_path / "d"
+    root.mkdir()
+    src = tmp_path / "t.csv"
+    src.write_text("S\nOhio\nRefused\nUtah\n")
+    run("import", src, root / "t.mtab", "--missing", "S=Refused")
+    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        base = p.stdout.readline().split()[2]
+        st, body = get(base, "/api/v1/datasets/t")
+        assert st == 200 and body["variables"][0]["missing_codes"] == ["Refused"]
+        st, body = get(base, "/api/v1/datasets/t/variables/S")
+        assert body["variable"]["missing_codes"] == ["Refused"]
+    finally:
+        p.terminate()
+        p.wait(timeout=10)

@@ -94,6 +94,8 @@ pub struct Batches {
     batch_rows: usize,
     selected: u64,
     meta: Meta,
+    /// Why the dataset's design is not in the metadata, when it has one.
+    design_note: Option<String>,
 }
 
 impl Batches {
@@ -309,7 +311,7 @@ pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
         });
     }
     let names: Vec<String> = cols.iter().map(|c| c.var.name.clone()).collect();
-    let (design, _) = microtab_engine::subset::carried_design(ds, &names, selected);
+    let (design, design_note) = microtab_engine::subset::carried_design(ds, &names, selected);
     let meta = Meta {
         format: "microtab".into(),
         version: 1,
@@ -347,6 +349,7 @@ pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
         batch_rows,
         selected,
         meta,
+        design_note,
     })
 }
 
@@ -702,9 +705,8 @@ pub fn write_parquet(
     }
     let batches = batches(ds, opts)?;
     let schema = batches.schema.clone();
-    let names: Vec<String> = batches.cols.iter().map(|c| c.var.name.clone()).collect();
-    let (_, design_note) =
-        microtab_engine::subset::carried_design(ds, &names, batches.selected_rows());
+    let variables = batches.cols.len();
+    let design_note = batches.design_note.clone();
     let json = serde_json::to_string(&batches.meta).expect("metadata serializes");
     let props = WriterProperties::builder()
         .set_compression(match compression {
@@ -769,7 +771,7 @@ pub fn write_parquet(
     Ok(ExportSummary {
         path: out.to_path_buf(),
         rows,
-        variables: names.len(),
+        variables,
         bytes,
         design_note,
     })

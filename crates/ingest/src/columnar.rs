@@ -213,10 +213,6 @@ impl ColumnarImport {
         Ok(())
     }
 
-    fn ds_variables(&self) -> impl Iterator<Item = &Variable> {
-        self.ds.variables()
-    }
-
     /// Records appended so far.
     pub fn rows(&self) -> u64 {
         self.rows
@@ -248,7 +244,7 @@ impl ColumnarImport {
         if let Some(d) = design {
             // The checks `microtab design` makes: a numeric weight, and
             // replicate weights present for every record.
-            let var = |n: &str| self.ds_variables().find(|v| v.name.eq_ignore_ascii_case(n));
+            let var = |n: &str| self.ds.variables().find(|v| v.name.eq_ignore_ascii_case(n));
             let weight_ok = var(&d.weight).is_some_and(|v| v.kind != microtab_store::Kind::String);
             let reps_ok = d.replicates.as_ref().is_none_or(|r| {
                 r.weights.iter().all(|w| {

@@ -136,8 +136,43 @@ impl App {
     }
 }
 
-fn open(path: &std::path::Path) -> Result<Dataset, ApiError> {
-    Dataset::open(path).map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+/// Opens a served dataset; a failure names it as served, not by its path.
+fn open(path: &std::path::Path, name: &str) -> Result<Dataset, ApiError> {
+    Dataset::open(path).map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            e.to_string().replace(&path.display().to_string(), name),
+        )
+    })
+}
+
+/// A variable's metadata as the API shows it: missing codes as users
+/// write them (a text variable's as its text, not its dictionary
+/// position).
+fn variable_json(ds: &Dataset, v: &microtab_store::Variable) -> Value {
+    let missing: Vec<String> = if v.kind == microtab_store::Kind::String {
+        let dict = ds.dictionary(v).unwrap_or_default();
+        v.missing_codes
+            .iter()
+            .filter_map(|&c| dict.get(c as usize).cloned())
+            .collect()
+    } else {
+        v.missing_codes
+            .iter()
+            .map(|&c| microtab_store::codec::display_code(v, c))
+            .collect()
+    };
+    json!({
+        "name": v.name,
+        "label": v.label,
+        "description": v.description,
+        "kind": v.kind,
+        "type": v.ty.name(),
+        "decimals": v.decimals,
+        "missing_codes": missing,
+        "nulls": v.nulls,
+        "value_labels": v.value_labels,
+    })
 }
 
 async fn datasets(State(app): State<Arc<App>>) -> Json<Value> {
@@ -164,24 +199,9 @@ async fn dataset(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let ds = open(&app.path(&name)?)?;
+    let ds = open(&app.path(&name)?, &name)?;
     let m = ds.manifest();
-    let vars: Vec<Value> = m
-        .variables
-        .iter()
-        .map(|v| {
-            json!({
-                "name": v.name,
-                "label": v.label,
-                "kind": v.kind,
-                "type": v.ty.name(),
-                "decimals": v.decimals,
-                "missing_codes": v.missing_codes.iter().map(|&c| microtab_store::codec::display_code(v, c)).collect::<Vec<_>>(),
-                "nulls": v.nulls,
-                "value_labels": v.value_labels,
-            })
-        })
-        .collect();
+    let vars: Vec<Value> = m.variables.iter().map(|v| variable_json(&ds, v)).collect();
     Ok(Json(json!({
         "name": name,
         "rows": m.rows,
@@ -263,7 +283,7 @@ async fn variable(
     State(app): State<Arc<App>>,
     Path((name, var)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let ds = open(&app.path(&name)?)?;
+    let ds = open(&app.path(&name)?, &name)?;
     let v = ds
         .variable(&var)
         .map_err(|e| {
@@ -274,17 +294,7 @@ async fn variable(
             )
         })?
         .clone();
-    let meta = json!({
-        "name": v.name,
-        "label": v.label,
-        "description": v.description,
-        "kind": v.kind,
-        "type": v.ty.name(),
-        "decimals": v.decimals,
-        "missing_codes": v.missing_codes.iter().map(|&c| microtab_store::codec::display_code(&v, c)).collect::<Vec<_>>(),
-        "nulls": v.nulls,
-        "value_labels": v.value_labels,
-    });
+    let meta = variable_json(&ds, &v);
     let mut req = microtab_analysis::Request::new(microtab_analysis::Analysis::Freq {
         var: v.name.clone(),
     });
