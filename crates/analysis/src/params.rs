@@ -24,6 +24,7 @@ pub const PARAMS: &[&str] = &[
     "pct_ci",
     "min_n",
     "max_cv",
+    "z",
 ];
 
 fn flag(name: &str, v: Option<String>) -> Result<Option<bool>, String> {
@@ -103,6 +104,7 @@ pub fn request_from_params(
     r.weight = text("weight");
     r.filter = text("filter");
     r.include_missing = flag("include_missing", get("include_missing"))?.unwrap_or(false);
+    r.z = flag("z", get("z"))?.unwrap_or(false);
     r.use_design = flag("design", get("design"))?.unwrap_or(true);
     if let Some(l) = number::<f64>("level", get("level"), "a probability such as 0.95")? {
         if !(l > 0.0 && l < 1.0) {

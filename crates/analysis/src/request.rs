@@ -94,6 +94,10 @@ pub struct Request {
     pub quantiles: Vec<f64>,
     /// How percentages' intervals are formed under a design.
     pub pct_interval: PctInterval,
+    /// Crosstabs: each cell's z-statistic (SDA's coloured cells; see
+    /// [`Crosstab::z_along`](crate::Crosstab::z_along)). Under a Taylor
+    /// design it needs the covariance of every pair of a table's cells.
+    pub z: bool,
 }
 
 impl Request {
@@ -116,6 +120,7 @@ impl Request {
             max_cv: 0.30,
             quantiles: Vec::new(),
             pct_interval: PctInterval::Logit,
+            z: false,
         }
     }
 

@@ -380,6 +380,8 @@ pub struct Crosstab {
     pub pct: Option<Pct>,
     /// Whether each table has its chi-square statistics.
     pub stats: bool,
+    /// Whether each table has its cells' z-statistics.
+    pub z: bool,
     cube: Cube,
     survey: Option<Survey>,
 }
@@ -428,6 +430,12 @@ pub struct Table {
     /// The design-based Rao–Scott test (with a design, when statistics
     /// are asked for and defined).
     pub rao_scott: Option<RaoScott>,
+    /// Per cell, the z-statistic of the difference between its
+    /// percentage along [`Crosstab::z_along`] and the same percentage of
+    /// all the table's records (SDA's coloured cells); `None` where
+    /// undefined (one row or column, a zero variance). See
+    /// [`Crosstab::z_method`].
+    pub z: Option<Vec<Vec<Option<f64>>>>,
 }
 
 impl Table {
@@ -468,6 +476,7 @@ impl Table {
             weighted_se: None,
             pct_se: None,
             rao_scott: None,
+            z: None,
         }
     }
 }
@@ -492,6 +501,9 @@ impl Serialize for Table {
             m.serialize_entry("weighted_se", &self.weighted_se)?;
             m.serialize_entry("pct_se", &self.pct_se)?;
             m.serialize_entry("rao_scott", &self.rao_scott)?;
+        }
+        if self.z.is_some() {
+            m.serialize_entry("z", &self.z)?;
         }
         m.end()
     }
@@ -534,13 +546,142 @@ fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
     (0..nc).map(|j| m.iter().map(|r| r[j]).sum()).collect()
 }
 
+/// Per cell of the table `m`, the difference (a fraction) between its
+/// share of its column (`along` [`Pct::Col`]; of its row for
+/// [`Pct::Row`]) and its row's (column's) share of the table: the
+/// estimate whose z-statistic colours the cell. `None` where a base is 0.
+fn z_diffs(m: &[Vec<f64>], along: Pct) -> Vec<Vec<Option<f64>>> {
+    let nc = m.first().map_or(0, |r| r.len());
+    let rs: Vec<f64> = m.iter().map(|r| r.iter().sum()).collect();
+    let cs = col_sums(m, nc);
+    let n: f64 = rs.iter().sum();
+    m.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.iter()
+                .enumerate()
+                .map(|(j, &x)| {
+                    let (own, overall) = match along {
+                        Pct::Row => (rs[i], cs[j]),
+                        _ => (cs[j], rs[i]),
+                    };
+                    (own != 0.0 && n != 0.0).then(|| x / own - overall / n)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A difference over its standard error; `None` when the variance is 0
+/// or undefined.
+fn z_of(d: f64, var: f64) -> Option<f64> {
+    (var > 0.0 && var.is_finite()).then(|| d / var.sqrt())
+}
+
+/// The cells' z-statistics under simple random sampling: adjusted
+/// residuals `(O − E)/√(E (1 − Rᵢ/N)(1 − Cⱼ/N))` (Agresti; the same along
+/// rows and columns) of the table `m` scaled to its `n` records (weights
+/// normalized to the sample size; unweighted, the counts themselves).
+fn srs_z(m: &[Vec<f64>], n: u64) -> Vec<Vec<Option<f64>>> {
+    let nc = m.first().map_or(0, |r| r.len());
+    let total: f64 = m.iter().flatten().sum();
+    let k = if total > 0.0 { n as f64 / total } else { 0.0 };
+    let rs: Vec<f64> = m.iter().map(|r| k * r.iter().sum::<f64>()).collect();
+    let cs: Vec<f64> = col_sums(m, nc).iter().map(|c| k * c).collect();
+    let n = n as f64;
+    m.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.iter()
+                .enumerate()
+                .map(|(j, &x)| {
+                    let e = rs[i] * cs[j] / n;
+                    z_of(k * x - e, e * (1.0 - rs[i] / n) * (1.0 - cs[j] / n))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The cells' z-statistics under a linearized design: the difference of
+/// [`z_diffs`] over its standard error `√(gᵀ Σ g)`, `g` the difference's
+/// gradient in the cells' weighted counts and `cov(i, j, i2, j2)` their
+/// covariance `Σ`. `g` is a column's part plus a part that depends on the
+/// row only, so each cell costs `r²` after sums over `Σ`'s columns.
+fn taylor_z(
+    m: &[Vec<f64>],
+    along: Pct,
+    cov: &dyn Fn(usize, usize, usize, usize) -> f64,
+) -> Vec<Vec<Option<f64>>> {
+    if along == Pct::Row {
+        // Along rows is along columns of the transposed table.
+        let nc = m.first().map_or(0, |r| r.len());
+        let mt: Vec<Vec<f64>> = (0..nc).map(|j| m.iter().map(|r| r[j]).collect()).collect();
+        let zt = taylor_z(&mt, Pct::Col, &|a, b, a2, b2| cov(b, a, b2, a2));
+        return (0..m.len())
+            .map(|i| zt.iter().map(|r| r[i]).collect())
+            .collect();
+    }
+    let (nr, nc) = (m.len(), m.first().map_or(0, |r| r.len()));
+    let rs: Vec<f64> = m.iter().map(|r| r.iter().sum()).collect();
+    let cs = col_sums(m, nc);
+    let n: f64 = rs.iter().sum();
+    // rowcov[a][b][a2] = Σ_b2 Σ[(a,b),(a2,b2)]; both[a][a2] = Σ_b of it.
+    let rowcov: Vec<Vec<Vec<f64>>> = (0..nr)
+        .map(|a| {
+            (0..nc)
+                .map(|b| {
+                    (0..nr)
+                        .map(|a2| (0..nc).map(|b2| cov(a, b, a2, b2)).sum())
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let both: Vec<Vec<f64>> = (0..nr)
+        .map(|a| {
+            (0..nr)
+                .map(|a2| (0..nc).map(|b| rowcov[a][b][a2]).sum())
+                .collect()
+        })
+        .collect();
+    let d = z_diffs(m, Pct::Col);
+    (0..nr)
+        .map(|i| {
+            (0..nc)
+                .map(|j| {
+                    let diff = d[i][j]?;
+                    if n == 0.0 || cs[j] == 0.0 {
+                        return None;
+                    }
+                    let p = m[i][j] / cs[j];
+                    let big_p = rs[i] / n;
+                    let ind = |a: usize| if a == i { 1.0 } else { 0.0 };
+                    // g = A (column j only) + B (by row, every column).
+                    let ga: Vec<f64> = (0..nr).map(|a| (ind(a) - p) / cs[j]).collect();
+                    let gb: Vec<f64> = (0..nr).map(|a| -(ind(a) - big_p) / n).collect();
+                    let mut var = 0.0;
+                    for a in 0..nr {
+                        for a2 in 0..nr {
+                            var += ga[a] * ga[a2] * cov(a, j, a2, j)
+                                + 2.0 * ga[a] * gb[a2] * rowcov[a][j][a2]
+                                + gb[a] * gb[a2] * both[a][a2];
+                        }
+                    }
+                    z_of(diff, var)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 impl Crosstab {
     pub(crate) fn new(
         context: Context,
         [row_var, col_var]: [String; 2],
         control_var: Option<String>,
         pct: Option<Pct>,
-        stats: bool,
+        [stats, z]: [bool; 2],
         cube: Cube,
         survey: Option<Survey>,
     ) -> Self {
@@ -551,8 +692,36 @@ impl Crosstab {
             control_var,
             pct,
             stats,
+            z,
             cube,
             survey,
+        }
+    }
+
+    /// The percentages the cells' z-statistics compare: a cell's share of
+    /// its row with its column's share of the table for row percentages
+    /// ([`Pct::Row`]); otherwise its share of its column with its row's
+    /// share of the table ([`Pct::Col`], SDA's default).
+    pub fn z_along(&self) -> Pct {
+        if self.pct == Some(Pct::Row) {
+            Pct::Row
+        } else {
+            Pct::Col
+        }
+    }
+
+    /// How the cells' z-statistics' standard errors are found: `"design"`
+    /// (the survey design: replicate weights or linearization), `"srs"`
+    /// (unweighted: adjusted residuals), or `"srs-weighted"` (weights
+    /// normalized to the records, as if they were a simple random sample:
+    /// the weights' own variance is not accounted for — set a design).
+    pub fn z_method(&self) -> &'static str {
+        if self.survey.is_some() {
+            "design"
+        } else if self.context.weight.is_some() {
+            "srs-weighted"
+        } else {
+            "srs"
         }
     }
 
@@ -630,6 +799,7 @@ impl Crosstab {
             weighted_se: None,
             pct_se: None,
             rao_scott: None,
+            z: None,
         };
         let m = t.measure();
         t.pct = self.pct.map(|p| percents(&m, p));
@@ -650,6 +820,9 @@ impl Crosstab {
             let (xs, ys) = (values(&t.rows), values(&t.cols));
             t.association = association(&m, xs.as_deref(), ys.as_deref());
         }
+        if self.z && self.survey.is_none() {
+            t.z = Some(srs_z(&m, t.total.count));
+        }
         if let (Some(v), Some(tc)) = (&self.survey, &cube.taylor) {
             self.taylor_ses(&mut t, v, tc, &keep_r, &keep_c, &at, k);
         }
@@ -668,6 +841,26 @@ impl Crosstab {
             if self.stats {
                 t.rao_scott = v.rao_scott(&m, &rm, t.total.count as f64);
             }
+            // z: each replicate's differences, and their variance.
+            t.z = self.z.then(|| {
+                let along = self.z_along();
+                let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
+                z_diffs(&m, along)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, row)| {
+                        row.iter()
+                            .enumerate()
+                            .map(|(j, &x)| {
+                                let x = x?;
+                                let reps: Vec<f64> =
+                                    rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
+                                z_of(x, v.variance(x, &reps))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            });
             let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
                 .pct
                 .map(|p| rm.iter().map(|m| percents(m, p)).collect());
@@ -822,15 +1015,23 @@ impl Crosstab {
                     .collect(),
             );
         }
+        let Some(full) = tc.full.as_ref().and_then(|f| f.get(k)) else {
+            return;
+        };
+        let ncube = self.cube.dims[self.cube.dims.len() - 1].categories.len();
+        let size = (full.len() as f64).sqrt() as usize;
+        let pos = |ci: usize, cj: usize| ci * ncube + cj;
+        // z: the linearized variance of each difference, from the
+        // covariance of the kept cells' weighted counts.
+        let cov = |i: usize, j: usize, i2: usize, j2: usize| {
+            table_scale * full[pos(keep_r[i], keep_c[j]) * size + pos(keep_r[i2], keep_c[j2])]
+        };
+        if self.z {
+            t.z = Some(taylor_z(&m, self.z_along(), &cov));
+        }
         if self.stats {
-            let Some(full) = tc.full.as_ref().and_then(|f| f.get(k)) else {
-                return;
-            };
             // The covariance of the kept cells' proportions (rows varying
             // fastest) from that of their weighted counts.
-            let ncube = self.cube.dims[self.cube.dims.len() - 1].categories.len();
-            let size = (full.len() as f64).sqrt() as usize;
-            let pos = |ci: usize, cj: usize| ci * ncube + cj;
             let Some(p) = proportions(&m) else {
                 return;
             };
@@ -874,7 +1075,14 @@ impl Serialize for Crosstab {
                 m.serialize_entry("col_var", &self.col_var)?;
                 m.serialize_entry("control_var", &self.control_var)
             },
-            |m| m.serialize_entry("pct", &self.pct),
+            |m| {
+                m.serialize_entry("pct", &self.pct)?;
+                if self.z {
+                    m.serialize_entry("z_along", &self.z_along())?;
+                    m.serialize_entry("z_method", self.z_method())?;
+                }
+                Ok(())
+            },
             "tables",
             &Stream(|| self.tables()),
         )

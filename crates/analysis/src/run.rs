@@ -79,7 +79,9 @@ fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
                     margin(with(true, false), false),
                     margin(with(false, true), false),
                 ],
-                stats.then_some(0),
+                // Every cell pair of each table: the Rao–Scott test, the
+                // cells' z-statistics.
+                (*stats || req.z).then_some(0),
             )
         }
         Analysis::Means { .. } => (vec![margin(vec![false; dims], false)], None),
@@ -280,7 +282,13 @@ fn answer(
             let names = [dim(off).0, dim(off + 1).0];
             let control = control.as_ref().map(|_| dim(0).0);
             Answer::Tab(Crosstab::new(
-                context, names, control, *pct, *stats, cube, survey,
+                context,
+                names,
+                control,
+                *pct,
+                [*stats, req.z],
+                cube,
+                survey,
             ))
         }
         Analysis::Means { .. } => {

@@ -1,8 +1,8 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
 use crate::common::{
-    answer, csv_se, csv_se_head, design_note, se_text, split_list, weight_note, write_json, Format,
-    QueryArgs, ShowArgs,
+    answer_with, csv_se, csv_se_head, design_note, se_text, split_list, weight_note, write_json,
+    Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -59,6 +59,11 @@ pub struct Args {
     /// Chi-square test and Cramér's V.
     #[arg(long)]
     stats: bool,
+    /// Each cell's z-statistic: its column percentage (row percentage
+    /// with --pct row) less that of the whole table, over the design-based
+    /// standard error of the difference (SDA's coloured cells).
+    #[arg(long)]
+    z: bool,
     #[command(flatten)]
     show: ShowArgs,
 }
@@ -91,7 +96,10 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
         pct: a.pct.map(Into::into),
         stats: a.stats,
     };
-    let Answer::Tab(x) = answer(&a.dataset, &a.q, analysis, a.show.include_missing)? else {
+    let Answer::Tab(x) = answer_with(&a.dataset, &a.q, analysis, a.show.include_missing, |r| {
+        r.z = a.z
+    })?
+    else {
         unreachable!("a tab request answers with crosstabs")
     };
     let mut out = stdout();
@@ -119,6 +127,9 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                 head.extend(csv_se_head("weighted"));
                 head.extend(csv_se_head("pct"));
             }
+            if a.z {
+                head.push("z".into());
+            }
             out.write_all(csv_line(&head).as_bytes())?;
             for t in x.tables() {
                 let (cv, cl) = match &t.control {
@@ -141,6 +152,9 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                         if se {
                             line.extend(csv_se(&t.weighted_se.as_ref().and_then(|s| s[i][j])));
                             line.extend(csv_se(&t.pct_se.as_ref().and_then(|s| s[i][j])));
+                        }
+                        if a.z {
+                            line.push(csv_num(t.z.as_ref().and_then(|z| z[i][j])));
                         }
                         out.write_all(csv_line(&line).as_bytes())?;
                     }
@@ -201,6 +215,14 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                             rows.push(se_line(s, &|v| format!("{v:.2}")));
                         }
                     }
+                    if let Some(z) = &t.z {
+                        let mut l = vec![String::new()];
+                        l.extend(
+                            z[i].iter()
+                                .map(|v| v.map(|v| format!("z={v:.2}")).unwrap_or_default()),
+                        );
+                        rows.push(l);
+                    }
                 }
                 let cs: Vec<f64> = match &t.col_totals.weighted {
                     Some(w) => w.clone(),
@@ -222,6 +244,17 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                             ""
                         },
                         group_digits(t.total.count)
+                    );
+                }
+                if t.z.is_some() {
+                    text += &format!(
+                        "(z: each cell's {} percentage less the whole table's, over its {}; |z| > 1.96: p < 0.05 for that one cell)\n",
+                        if x.z_along() == microtab_analysis::Pct::Row { "row" } else { "column" },
+                        match x.z_method() {
+                            "design" => "design-based standard error",
+                            "srs-weighted" => "standard error as if the weights were a simple random sample (no design set)",
+                            _ => "standard error under simple random sampling",
+                        }
                     );
                 }
                 if x.stats && x.context.design.is_some() {

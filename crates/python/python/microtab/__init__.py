@@ -221,15 +221,17 @@ class _Queries:
     def tab(self, row: str, col: str, *, control: str | None = None, weight: str | None = None,
             filter: str | None = None, pct: str | None = None, stats: bool = False,  # noqa: A002
             include_missing: bool = False, design: bool = True, level: float = 0.95,
-            pct_ci: str | None = None) -> "Crosstab":
+            pct_ci: str | None = None, z: bool = False) -> "Crosstab":
         """Crosstab of ``row`` by ``col`` (one table per category of
         ``control``); ``pct`` is ``"row"``, ``"col"`` or ``"total"``;
         ``stats`` adds chi-square (Rao–Scott under a design) and the
-        association measures."""
+        association measures; ``z`` each cell's z-statistic (its column
+        percentage, row percentage with ``pct="row"``, less the whole
+        table's, over the design-based SE of the difference)."""
         return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
-                                   "level": level, "pct_ci": pct_ci}))
+                                   "level": level, "pct_ci": pct_ci, "z": z}))
 
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
               filter: str | None = None, median: bool = False,  # noqa: A002
