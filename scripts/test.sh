@@ -11,10 +11,12 @@ export PYO3_PYTHON="$(command -v python3)"
 echo "== Python test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
-echo "== R survey (the oracle of standard errors) and PSPP (runs the SPSS setup files subset writes)"
+echo "== R survey (the oracle of standard errors), PSPP (runs the SPSS setup files subset writes), chromium (the analysis page's browser tests)"
 NEED=""
 Rscript -e 'library(survey)' >/dev/null 2>&1 || NEED="$NEED r-cran-survey"
 command -v pspp >/dev/null 2>&1 || NEED="$NEED pspp"
+command -v chromium >/dev/null 2>&1 || NEED="$NEED chromium"
+command -v chromedriver >/dev/null 2>&1 || NEED="$NEED chromium-driver"
 if [ -n "$NEED" ]; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -33,8 +35,9 @@ cargo test --release --workspace --exclude microtab-python --quiet
 echo "== the Python package (pip install ./crates/python: maturin, the workspace's target/)"
 python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps ./crates/python
 
-echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey)"
-MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python tests/python_api "$@"
+echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey; the page in headless chromium)"
+# The page's browser tests must run here, not skip; screenshots: target/test-artifacts/page/.
+MICROTAB_REQUIRE_BROWSER=1 MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python tests/python_api "$@"
 
 echo "== notebook smoke test: pip install ./crates/python[pandas,arrow,polars] in a fresh virtual environment"
 rm -rf target/smoke-venv

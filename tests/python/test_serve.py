@@ -183,6 +183,22 @@ def test_sda_urls_are_translated(server):
     st, body = get(base, "/sdaweb/analysis/exec?formid=mnf&sdaprog=means&dataset=census&dep=INCTOT&row=SEX"
                          "&filters=age(18-*)&weightlist=perwt&main=means&decmeans=2")
     assert st == 200 and body["variable"] == "INCTOT" and body["by"] == ["SEX"]
+    # A browser (Accept: text/html) goes to the analysis page instead.
+    req = urllib.request.Request(base + url, headers={"Accept": "text/html,application/xhtml+xml"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.headers["content-type"].startswith("text/html")
+        page_url = urllib.parse.urlparse(r.url)
+    assert page_url.path == "/analysis/census"
+    params = urllib.parse.parse_qs(page_url.query)
+    assert params["row"] == ["sex"] and params["col"] == ["educ"] and params["pct"] == ["row"]
+    assert params["filter"] == ["age(25-64, 70), race(1)"] and params["level"] == ["0.9"]
+    assert set(params["show"]) == {"w", "colour"}
+    req = urllib.request.Request(base + "/sda?formid=mnf&sdaprog=means&dataset=census&dep=INCTOT&row=SEX&column=RACE",
+                                 headers={"Accept": "text/html"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        params = urllib.parse.parse_qs(urllib.parse.urlparse(r.url).query)
+    assert params["kind"] == ["means"] and params["dep"] == ["INCTOT"]
+    assert params["row"] == ["SEX"] and params["col"] == ["RACE"]
     for bad_url, needle in [("/sda?dataset=nope&row=SEX", "no dataset"),
                             ("/sda?dataset=census&row=SEX&column=EDUC&rowpct=on&colpct=on", "one per table"),
                             ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate")]:

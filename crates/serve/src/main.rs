@@ -33,6 +33,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
+mod page;
+
 /// Serve every microtab dataset under a directory over HTTP, read-only.
 #[derive(Parser, Debug)]
 #[command(name = "microtab-serve", version)]
@@ -439,6 +441,7 @@ const SDA_DISPLAY: &[&str] = &[
 /// this API's URL for the same question, and redirects there (303).
 async fn sda(
     State(app): State<Arc<App>>,
+    headers: axum::http::HeaderMap,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
     if params.len() > 4 * MAX_PARAMS {
@@ -562,12 +565,77 @@ async fn sda(
             )));
         }
     }
-    let query: String = out
-        .iter()
-        .map(|(k, v)| format!("{k}={}", encode(v)))
-        .collect::<Vec<_>>()
-        .join("&");
-    let url = format!("/api/v1/datasets/{}/{kind}?{query}", encode(&dataset));
+    // A browser goes to the analysis page, anything else to the API.
+    let html = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    let url = if html {
+        let mut q: Vec<(&str, String)> = Vec::new();
+        if kind == "means" {
+            q.push(("kind", "means".into()));
+        }
+        for (k, v) in &out {
+            match (kind, *k) {
+                ("means", "var") => q.push(("dep", v.clone())),
+                ("means", "by") => {
+                    for (name, var) in ["row", "col", "control"].iter().zip(v.split(',')) {
+                        q.push((name, var.to_string()));
+                    }
+                }
+                ("freq", "var") => q.push(("row", v.clone())),
+                (_, "stats") => q.push(("stats", "on".into())),
+                (_, "design") => q.push(("design", "off".into())),
+                (_, "pct") => q.push(("pct", v.clone())),
+                _ => q.push((k, v.clone())),
+            }
+        }
+        if kind == "tab" && !out.iter().any(|(k, _)| *k == "pct") {
+            q.push(("pct", "none".into()));
+        }
+        // SDA's display choices, where the page has them.
+        let is_on = |k: &str| {
+            p.get(k).is_some_and(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "on" | "yes" | "true" | "1"
+                )
+            })
+        };
+        let shows: Vec<&str> = [
+            ("se", "se"),
+            ("weightedn", "w"),
+            ("unweightedn", "n"),
+            ("color", "colour"),
+            ("deczstats", "z"),
+        ]
+        .into_iter()
+        .filter(|(k, _)| is_on(k))
+        .map(|(_, v)| v)
+        .collect();
+        if shows.is_empty() {
+            q.extend(["se", "w", "colour"].map(|v| ("show", v.to_string())));
+        } else {
+            q.extend(shows.into_iter().map(|v| ("show", v.to_string())));
+        }
+        match p.get("ch_type").map(|v| v.to_ascii_lowercase()).as_deref() {
+            Some("bar") => q.push(("chart", "bar".into())),
+            Some("noshow" | "none") => q.push(("chart", "none".into())),
+            _ => {}
+        }
+        let query: Vec<String> = q
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
+        format!("/analysis/{}?{}", encode(&dataset), query.join("&"))
+    } else {
+        let query: String = out
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        format!("/api/v1/datasets/{}/{kind}?{query}", encode(&dataset))
+    };
     let mut resp = (StatusCode::SEE_OTHER, Json(json!({ "location": url }))).into_response();
     if let Ok(v) = HeaderValue::from_str(&url) {
         resp.headers_mut().insert(axum::http::header::LOCATION, v);
@@ -633,6 +701,11 @@ fn main() -> Result<()> {
         .route("/api/v1/datasets/{name}/variables/{var}", get(variable))
         .route("/sdaweb/analysis/exec", get(sda))
         .route("/sda", get(sda))
+        .route("/", get(page::index))
+        .route("/analysis/{name}", get(page::analysis))
+        .route("/analysis/{name}/codebook", get(page::codebook))
+        .route("/static/{file}", get(page::asset))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(log))
         .with_state(app.clone());

@@ -1,0 +1,537 @@
+//! The analysis page: server-rendered HTML (the dataset list, the query
+//! form filled from the URL, the variables, the codebook) and one ES
+//! module, `static/app.js`, that runs the query against the JSON API and
+//! draws the tables, the chart and the downloads. No build step: the
+//! module and the style sheet are compiled into the executable.
+//!
+//! The page's URL is the query (`/analysis/NAME?row=…&col=…&filter=…`):
+//! sharing it reproduces the table; `app.js` maps it onto the API's
+//! parameters (`api_url` here does the same for the link shown without
+//! JavaScript).
+
+use crate::{open, scan, ApiError, App};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use microtab_store::{Dataset, Kind};
+use std::fmt::Write;
+use std::sync::Arc;
+
+const APP_JS: &str = include_str!("../static/app.js");
+const APP_CSS: &str = include_str!("../static/app.css");
+
+/// The page's own parameters (the query's and how to show it).
+pub const PAGE_PARAMS: &[&str] = &[
+    "kind",
+    "row",
+    "col",
+    "control",
+    "dep",
+    "filter",
+    "weight",
+    "pct",
+    "stats",
+    "design",
+    "level",
+    "include_missing",
+    "show",
+    "chart",
+];
+
+/// HTML-escapes text for element content and quoted attributes.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+fn head(title: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>{}</title><link rel=\"stylesheet\" href=\"/static/app.css\">\
+<script type=\"module\" src=\"/static/app.js\"></script></head>\n<body>\n\
+<a class=\"skip\" href=\"#main\">Skip to content</a>\n",
+        esc(title)
+    )
+}
+
+/// `GET /static/app.js` and `/static/app.css`.
+pub async fn asset(Path(file): Path<String>) -> Response {
+    let (body, ty) = match file.as_str() {
+        "app.js" => (APP_JS, "text/javascript; charset=utf-8"),
+        "app.css" => (APP_CSS, "text/css; charset=utf-8"),
+        _ => return (StatusCode::NOT_FOUND, "no such file").into_response(),
+    };
+    (
+        [
+            (header::CONTENT_TYPE, ty),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /`: the datasets served.
+pub async fn index(State(app): State<Arc<App>>) -> Html<String> {
+    let list = scan(&app.root);
+    let mut h = head("microtab — datasets");
+    h += "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p></header>\n\
+<main id=\"main\"><h1>Datasets</h1>\n";
+    if list.is_empty() {
+        h += "<p>No datasets are served from this directory.</p>";
+    } else {
+        h += "<table class=\"list\"><caption>Datasets served here: pick one to analyse it</caption>\
+<thead><tr><th scope=\"col\">Dataset</th><th scope=\"col\">Records</th><th scope=\"col\">Variables</th>\
+<th scope=\"col\">Survey design</th><th scope=\"col\">Codebook</th></tr></thead><tbody>\n";
+        for (name, p) in &list {
+            let Ok(ds) = Dataset::open(p) else { continue };
+            let m = ds.manifest();
+            let _ = writeln!(
+                h,
+                "<tr><th scope=\"row\"><a href=\"/analysis/{u}\">{n}</a></th><td class=\"num\">{}</td>\
+<td class=\"num\">{}</td><td>{}</td><td><a href=\"/analysis/{u}/codebook\">codebook</a></td></tr>",
+                group(m.rows),
+                m.variables.len(),
+                esc(&design_text(m.design.as_ref())),
+                u = esc(&encode_path(name)),
+                n = esc(name),
+            );
+        }
+        h += "</tbody></table>\n";
+    }
+    h += "<p class=\"note\">The same answers as JSON: <a href=\"/api/v1/datasets\">/api/v1/datasets</a>.</p>\n</main></body></html>\n";
+    *app.datasets.write().unwrap_or_else(|e| e.into_inner()) = list;
+    Html(h)
+}
+
+fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut o = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(c);
+    }
+    o
+}
+
+fn design_text(d: Option<&microtab_store::Design>) -> String {
+    match d {
+        None => "none".into(),
+        Some(d) => match (&d.replicates, &d.taylor) {
+            (Some(r), _) => format!(
+                "weight {}, {} replicate weights ({})",
+                d.weight,
+                r.weights.len(),
+                r.kind.name()
+            ),
+            (None, Some(t)) => {
+                let mut s = format!("weight {}, linearization", d.weight);
+                if let Some(x) = &t.strata {
+                    s += &format!(", strata {x}");
+                }
+                if let Some(x) = &t.cluster {
+                    s += &format!(", PSUs {x}");
+                }
+                s
+            }
+            (None, None) => format!("weight {}", d.weight),
+        },
+    }
+}
+
+/// Percent-encodes a path segment.
+fn encode_path(s: &str) -> String {
+    crate::encode(s)
+}
+
+type Params = Vec<(String, String)>;
+
+fn first<'a>(p: &'a Params, k: &str) -> Option<&'a str> {
+    p.iter()
+        .find(|(x, _)| x == k)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// The API URL of the page's query (as `app.js` builds it), or `None`
+/// when it has no row variable yet.
+pub fn api_url(name: &str, p: &Params) -> Option<String> {
+    let row = first(p, "row")?;
+    let mut q: Vec<(&str, String)> = Vec::new();
+    let kind = if first(p, "kind") == Some("means") {
+        q.push(("var", first(p, "dep")?.to_string()));
+        let by: Vec<&str> = ["row", "col", "control"]
+            .iter()
+            .filter_map(|k| first(p, k))
+            .collect();
+        q.push(("by", by.join(",")));
+        "means"
+    } else if let Some(col) = first(p, "col") {
+        q.push(("row", row.into()));
+        q.push(("col", col.into()));
+        if let Some(c) = first(p, "control") {
+            q.push(("control", c.into()));
+        }
+        if let Some(x) = first(p, "pct").filter(|x| *x != "none") {
+            q.push(("pct", x.into()));
+        }
+        if first(p, "stats").is_some() {
+            q.push(("stats", "true".into()));
+        }
+        q.push(("z", "true".into()));
+        "tab"
+    } else {
+        q.push(("var", row.into()));
+        "freq"
+    };
+    for k in ["filter", "weight", "level"] {
+        if let Some(v) = first(p, k) {
+            q.push((k, v.into()));
+        }
+    }
+    if first(p, "design") == Some("off") {
+        q.push(("design", "false".into()));
+    }
+    if first(p, "include_missing").is_some() && kind != "means" {
+        q.push(("include_missing", "true".into()));
+    }
+    let qs: Vec<String> = q
+        .iter()
+        .map(|(k, v)| format!("{k}={}", crate::encode(v)))
+        .collect();
+    Some(format!(
+        "/api/v1/datasets/{}/{kind}?{}",
+        crate::encode(name),
+        qs.join("&")
+    ))
+}
+
+fn check_params(p: &Params) -> Result<(), ApiError> {
+    if p.len() > 4 * crate::MAX_PARAMS {
+        return Err(crate::bad(format!("{} parameters: too many", p.len())));
+    }
+    for (k, v) in p {
+        if !PAGE_PARAMS.contains(&k.as_str()) {
+            return Err(crate::bad(format!(
+                "unknown parameter {k:?}; the page takes {}",
+                PAGE_PARAMS.join(", ")
+            )));
+        }
+        if v.len() > crate::MAX_PARAM {
+            return Err(crate::bad(format!(
+                "parameter {k} is {} bytes long: at most {}",
+                v.len(),
+                crate::MAX_PARAM
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `GET /analysis/{name}`: the query form, filled from the URL, and the
+/// variables; `app.js` runs the query and shows the answer.
+pub async fn analysis(
+    State(app): State<Arc<App>>,
+    Path(name): Path<String>,
+    Query(p): Query<Params>,
+) -> Result<Response, ApiError> {
+    check_params(&p)?;
+    let ds = open(&app.path(&name)?, &name)?;
+    let m = ds.manifest();
+    let val = |k: &str| esc(first(&p, k).unwrap_or(""));
+    let means = first(&p, "kind") == Some("means");
+    let fresh = first(&p, "row").is_none();
+    let shown: Vec<&str> = p
+        .iter()
+        .filter(|(k, _)| k == "show")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let show = |x: &str| {
+        if fresh {
+            matches!(x, "se" | "w" | "colour")
+        } else {
+            shown.contains(&x)
+        }
+    };
+    let checked = |b: bool| if b { " checked" } else { "" };
+    let sel = |k: &str, v: &str, default: bool| {
+        let on = match first(&p, k) {
+            Some(x) => x == v,
+            None => default,
+        };
+        if on {
+            " selected"
+        } else {
+            ""
+        }
+    };
+    let mut h = head(&format!("{name} — microtab"));
+    let _ = write!(
+        h,
+        "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p>\
+<nav aria-label=\"Dataset\"><a href=\"/analysis/{u}/codebook\">Codebook</a> · \
+<a href=\"/api/v1/datasets/{u}\">JSON</a></nav></header>\n\
+<main id=\"main\" class=\"layout\">\n<div class=\"intro\"><h1>{n}</h1>\
+<p>{} records · {} variables · survey design: {}</p></div>\n",
+        group(m.rows),
+        m.variables.len(),
+        esc(&design_text(m.design.as_ref())),
+        u = esc(&encode_path(&name)),
+        n = esc(&name),
+    );
+    // The variables.
+    h += "<aside class=\"vars\" aria-labelledby=\"vars-h\"><h2 id=\"vars-h\">Variables</h2>\
+<label for=\"vsearch\">Search names and labels</label>\
+<input id=\"vsearch\" type=\"search\" autocomplete=\"off\" aria-controls=\"vlist\">\
+<p class=\"hint\">Choose a variable to see its codebook entry and put it in the form.</p>\
+<ul id=\"vlist\">\n";
+    for v in &m.variables {
+        let _ = writeln!(
+            h,
+            "<li><button type=\"button\" class=\"var\" data-name=\"{n}\" data-kind=\"{k}\">\
+<span class=\"vn\">{n}</span> <span class=\"vl\">{l}</span></button></li>",
+            n = esc(&v.name),
+            k = match v.kind {
+                Kind::Int => "int",
+                Kind::Float => "float",
+                Kind::String => "text",
+            },
+            l = esc(v.label.as_deref().unwrap_or("")),
+        );
+    }
+    h += "</ul>\n<section id=\"vinfo\" aria-live=\"polite\" aria-labelledby=\"vinfo-h\" hidden>\
+<h3 id=\"vinfo-h\">Variable</h3><div id=\"vinfo-body\"></div></section></aside>\n";
+    // The form.
+    let _ = write!(
+        h,
+        "<section class=\"query\" aria-labelledby=\"q-h\"><h2 id=\"q-h\">Query</h2>\n\
+<form id=\"form\" method=\"get\" action=\"/analysis/{u}\">\n\
+<fieldset class=\"kind\"><legend>Analysis</legend>\
+<label><input type=\"radio\" name=\"kind\" value=\"table\"{}> Frequencies or crosstab</label>\
+<label><input type=\"radio\" name=\"kind\" value=\"means\"{}> Means</label></fieldset>\n\
+<div class=\"fields\">\n\
+<div class=\"means-only\"><label for=\"f-dep\">Dependent variable (means)</label>\
+<input id=\"f-dep\" name=\"dep\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
+<div><label for=\"f-row\">Row</label><input id=\"f-row\" name=\"row\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" aria-describedby=\"recode-help\"></div>\n\
+<div><label for=\"f-col\">Column <span class=\"opt\">(optional)</span></label><input id=\"f-col\" name=\"col\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" aria-describedby=\"recode-help\"></div>\n\
+<div><label for=\"f-control\">Control <span class=\"opt\">(optional: one table per category)</span></label><input id=\"f-control\" name=\"control\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
+<p id=\"recode-help\" class=\"hint wide\">A variable may be recoded for this table: <code>AGE(r: 0-17 \"Child\"; 18-64; 65-*)</code>, or limited to some values: <code>EDUC(6-11)</code>.</p>\n\
+<div class=\"wide\"><label for=\"f-filter\">Selection filter <span class=\"opt\">(optional)</span></label><input id=\"f-filter\" name=\"filter\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" placeholder=\"AGE(25-64) SEX(2)\" aria-describedby=\"filter-help\">\
+<p id=\"filter-help\" class=\"hint\">SDA's syntax: <code>AGE(25-64), RACE(1,2)</code>; comparisons too: <code>INCTOT &lt; 9999999</code>.</p></div>\n",
+        checked(!means),
+        checked(means),
+        val("dep"),
+        val("row"),
+        val("col"),
+        val("control"),
+        val("filter"),
+        u = esc(&encode_path(&name)),
+    );
+    // Weight: numeric variables.
+    h += "<div><label for=\"f-weight\">Weight</label><select id=\"f-weight\" name=\"weight\">";
+    let _ = write!(
+        h,
+        "<option value=\"\"{}>{}</option>",
+        sel("weight", "", true),
+        if let Some(d) = &m.design {
+            format!("the design's ({})", esc(&d.weight))
+        } else {
+            "none (unweighted)".into()
+        }
+    );
+    for v in m.variables.iter().filter(|v| v.kind != Kind::String) {
+        let _ = write!(
+            h,
+            "<option value=\"{n}\"{}>{n}</option>",
+            sel("weight", &v.name, false),
+            n = esc(&v.name)
+        );
+    }
+    h += "</select></div>\n";
+    let _ = writeln!(
+        h,
+        "<div><label for=\"f-pct\">Percentages</label><select id=\"f-pct\" name=\"pct\">\
+<option value=\"col\"{}>of each column</option><option value=\"row\"{}>of each row</option>\
+<option value=\"total\"{}>of the table</option><option value=\"none\"{}>none</option></select></div>",
+        sel("pct", "col", true),
+        sel("pct", "row", false),
+        sel("pct", "total", false),
+        sel("pct", "none", false),
+    );
+    let _ = writeln!(
+        h,
+        "<div><label for=\"f-level\">Confidence level</label><select id=\"f-level\" name=\"level\">\
+<option value=\"0.9\"{}>90%</option><option value=\"0.95\"{}>95%</option><option value=\"0.99\"{}>99%</option>{}</select></div>",
+        sel("level", "0.9", false),
+        sel("level", "0.95", true),
+        sel("level", "0.99", false),
+        // Another level (an SDA URL's cflevel=80) as its own choice.
+        match first(&p, "level") {
+            Some(l) if !["0.9", "0.95", "0.99"].contains(&l) => format!(
+                "<option value=\"{v}\" selected>{v}</option>",
+                v = esc(l)
+            ),
+            _ => String::new(),
+        }
+    );
+    if m.design.is_some() {
+        let _ = writeln!(
+            h,
+            "<div><label for=\"f-design\">Standard errors</label><select id=\"f-design\" name=\"design\">\
+<option value=\"on\"{}>from the survey design</option><option value=\"off\"{}>none (ignore the design)</option></select></div>",
+            sel("design", "on", true),
+            sel("design", "off", false),
+        );
+    }
+    h += "</div>\n";
+    let _ = write!(
+        h,
+        "<fieldset class=\"checks\"><legend>Options</legend>\
+<label><input type=\"checkbox\" name=\"stats\" value=\"on\"{}> Test of independence and association measures</label>\
+<label><input type=\"checkbox\" name=\"include_missing\" value=\"on\"{}> Show missing values as categories</label></fieldset>\n\
+<fieldset class=\"checks\"><legend>Show</legend>\
+<label><input type=\"checkbox\" name=\"show\" value=\"se\"{}> Standard errors</label>\
+<label><input type=\"checkbox\" name=\"show\" value=\"ci\"{}> Confidence intervals</label>\
+<label><input type=\"checkbox\" name=\"show\" value=\"w\"{}> Weighted N</label>\
+<label><input type=\"checkbox\" name=\"show\" value=\"n\"{}> Unweighted N</label>\
+<label><input type=\"checkbox\" name=\"show\" value=\"colour\"{}> Colour cells by z</label>\
+<label><input type=\"checkbox\" name=\"show\" value=\"z\"{}> z values</label></fieldset>\n",
+        checked(first(&p, "stats").is_some()),
+        checked(first(&p, "include_missing").is_some()),
+        checked(show("se")),
+        checked(show("ci")),
+        checked(show("w")),
+        checked(show("n")),
+        checked(show("colour")),
+        checked(show("z")),
+    );
+    let _ = write!(
+        h,
+        "<div class=\"actions\"><label for=\"f-chart\">Chart</label><select id=\"f-chart\" name=\"chart\">\
+<option value=\"stacked\"{}>stacked bars</option><option value=\"bar\"{}>bars</option><option value=\"none\"{}>none</option></select>\
+<button type=\"submit\" id=\"run\">Run the table</button> <button type=\"reset\" id=\"clear\">Clear</button></div>\n</form>\n",
+        sel("chart", "stacked", true),
+        sel("chart", "bar", false),
+        sel("chart", "none", false),
+    );
+    let api = api_url(&name, &p);
+    h += "<noscript><p>Tables are drawn by JavaScript. ";
+    if let Some(u) = &api {
+        let _ = write!(
+            h,
+            "The answer to this query as JSON: <a href=\"{}\">{}</a>.",
+            esc(u),
+            esc(u)
+        );
+    }
+    h += "</p></noscript></section>\n<section class=\"out\" aria-labelledby=\"out-h\">\
+<h2 id=\"out-h\" class=\"sr\">Result</h2><div id=\"status\" role=\"status\" aria-live=\"polite\"></div>\
+<div id=\"error\" role=\"alert\"></div><div id=\"result\"></div></section>\n</main>\n";
+    let meta = serde_json::json!({
+        "name": name,
+        "rows": m.rows,
+        "design": m.design.is_some(),
+    });
+    let _ = write!(
+        h,
+        "<script type=\"application/json\" id=\"mt-meta\">{}</script>\n</body></html>\n",
+        meta.to_string().replace('<', "\\u003c")
+    );
+    Ok(Html(h).into_response())
+}
+
+/// `GET /analysis/{name}/codebook`: every variable's label, type,
+/// missing codes and value labels; frequencies on request (`app.js`
+/// fetches them when an entry is opened).
+pub async fn codebook(
+    State(app): State<Arc<App>>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let ds = open(&app.path(&name)?, &name)?;
+    let m = ds.manifest();
+    let mut h = head(&format!("{name} codebook — microtab"));
+    let _ = write!(
+        h,
+        "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p>\
+<nav aria-label=\"Dataset\"><a href=\"/analysis/{u}\">Analysis</a></nav></header>\n\
+<main id=\"main\" class=\"codebook\"><h1>{n}: codebook</h1><p>{} records · {} variables · survey design: {}</p>\n\
+<label for=\"cbsearch\">Search names and labels</label><input id=\"cbsearch\" type=\"search\" autocomplete=\"off\">\n",
+        group(m.rows),
+        m.variables.len(),
+        esc(&design_text(m.design.as_ref())),
+        u = esc(&encode_path(&name)),
+        n = esc(&name),
+    );
+    for v in &m.variables {
+        let j = crate::variable_json(&ds, v);
+        let missing: Vec<String> = j["missing_codes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| x.as_str().map_or(x.to_string(), str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let _ = write!(
+            h,
+            "<details class=\"entry\" id=\"var-{n}\" data-name=\"{n}\"><summary><span class=\"vn\">{n}</span> <span class=\"vl\">{l}</span></summary>\n<dl>\
+<dt>Type</dt><dd>{}{}</dd><dt>Empty values</dt><dd>{}</dd><dt>Missing codes</dt><dd>{}</dd>{}</dl>\n",
+            match v.kind {
+                Kind::Int => "integer",
+                Kind::Float => "decimal (floating point)",
+                Kind::String => "text",
+            },
+            if v.decimals > 0 {
+                format!(", {} implied decimals", v.decimals)
+            } else {
+                String::new()
+            },
+            group(v.nulls),
+            if missing.is_empty() {
+                "none".to_string()
+            } else {
+                esc(&missing.join(", "))
+            },
+            v.description
+                .as_deref()
+                .map(|d| format!("<dt>Description</dt><dd>{}</dd>", esc(d)))
+                .unwrap_or_default(),
+            n = esc(&v.name),
+            l = esc(v.label.as_deref().unwrap_or("")),
+        );
+        if !v.value_labels.is_empty() {
+            let _ = write!(
+                h,
+                "<table class=\"labels\"><caption>Value labels of {}</caption><thead><tr><th scope=\"col\">Value</th><th scope=\"col\">Label</th></tr></thead><tbody>",
+                esc(&v.name)
+            );
+            for (k, l) in &v.value_labels {
+                let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(l));
+            }
+            h += "</tbody></table>\n";
+        }
+        h += "<div class=\"freq\"></div></details>\n";
+    }
+    h += "</main>\n";
+    let _ = write!(
+        h,
+        "<script type=\"application/json\" id=\"mt-meta\">{}</script>\n</body></html>\n",
+        serde_json::json!({ "name": name, "codebook": true })
+            .to_string()
+            .replace('<', "\\u003c")
+    );
+    Ok(Html(h).into_response())
+}

@@ -1,0 +1,661 @@
+// microtab's analysis page: runs the query of the page's URL against the
+// JSON API (/api/v1/datasets/NAME/{freq,tab,means}) and draws the tables,
+// the chart and the downloads. No build step, no dependencies.
+
+const meta = JSON.parse(document.getElementById("mt-meta")?.textContent || "{}");
+const $ = (id) => document.getElementById(id);
+const enc = encodeURIComponent;
+
+function el(tag, attrs = {}, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) {
+    if (k === null || k === undefined) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+const fmtN = (x, d = 0) =>
+  x === null || x === undefined || Number.isNaN(x)
+    ? ""
+    : Number(x).toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+const fmtPct = (x) => (x === null || x === undefined ? "" : x.toFixed(1));
+// Significant digits for weighted counts and means.
+function fmtSig(x, s = 6) {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "";
+  if (x === 0) return "0";
+  const d = Math.min(6, Math.max(0, s - 1 - Math.floor(Math.log10(Math.abs(x)))));
+  return Number(x).toLocaleString("en-US", { maximumFractionDigits: d });
+}
+const catText = (c) => {
+  if (!c) return "";
+  const v = c.value === null ? "(empty)" : String(c.value);
+  return c.label ? `${v} ${c.label}` : v;
+};
+
+// The normal quantile (Acklam's rational approximation, |error| < 1.2e-9).
+function qnorm(p) {
+  const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
+  const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+  const c = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const d = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+  const lo = 0.02425;
+  if (p < lo) {
+    const q = Math.sqrt(-2 * Math.log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  if (p > 1 - lo) return -qnorm(1 - p);
+  const q = p - 0.5, r = q * q;
+  return ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q) / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+// ------------------------------------------------------------ the query
+
+const API_OF_PAGE = ["filter", "weight", "level"];
+
+// The API URL of the page's parameters (the server's api_url does the same).
+export function apiUrl(p) {
+  const row = (p.get("row") || "").trim();
+  if (!row) return null;
+  const q = [];
+  let kind;
+  const put = (k, v) => q.push(`${k}=${enc(v)}`);
+  if (p.get("kind") === "means") {
+    const dep = (p.get("dep") || "").trim();
+    if (!dep) return null;
+    put("var", dep);
+    put("by", ["row", "col", "control"].map((k) => (p.get(k) || "").trim()).filter((x) => x).join(","));
+    kind = "means";
+  } else if ((p.get("col") || "").trim()) {
+    put("row", row);
+    put("col", p.get("col").trim());
+    if ((p.get("control") || "").trim()) put("control", p.get("control").trim());
+    const pct = p.get("pct") || "col";
+    if (pct !== "none") put("pct", pct);
+    if (p.get("stats")) put("stats", "true");
+    put("z", "true");
+    kind = "tab";
+  } else {
+    put("var", row);
+    kind = "freq";
+  }
+  for (const k of API_OF_PAGE) {
+    const v = (p.get(k) || "").trim();
+    if (v) put(k, v);
+  }
+  if (p.get("design") === "off") put("design", "false");
+  if (p.get("include_missing") && kind !== "means") put("include_missing", "true");
+  return `/api/v1/datasets/${enc(meta.name)}/${kind}?${q.join("&")}`;
+}
+
+function pageParams(form) {
+  const p = new URLSearchParams();
+  for (const [k, v] of new FormData(form)) {
+    if (typeof v === "string" && v.trim() !== "") p.append(k, v.trim());
+  }
+  if (p.get("kind") === "table") p.delete("kind");
+  if (p.get("pct") === "col") p.delete("pct");
+  if (p.get("chart") === "stacked") p.delete("chart");
+  if (p.get("level") === "0.95") p.delete("level");
+  if (p.get("design") === "on") p.delete("design");
+  return p;
+}
+
+function fillForm(form, p) {
+  const fresh = !p.get("row");
+  for (const e of form.elements) {
+    if (!e.name) continue;
+    if (e.type === "radio") e.checked = (p.get("kind") || "table") === e.value;
+    else if (e.type === "checkbox") {
+      if (e.name === "show") e.checked = fresh ? ["se", "w", "colour"].includes(e.value) : p.getAll("show").includes(e.value);
+      else e.checked = !!p.get(e.name);
+    } else if (e.tagName === "SELECT") {
+      const v = p.get(e.name);
+      if (v !== null && ![...e.options].some((o) => o.value === v)) e.append(el("option", { value: v }, v));
+      e.value = v ?? e.querySelector("option[selected]")?.value ?? e.options[0].value;
+      if (v === null) {
+        const dflt = { pct: "col", chart: "stacked", level: "0.95", design: "on", weight: "" }[e.name];
+        if (dflt !== undefined) e.value = dflt;
+      }
+    } else if (e.tagName === "INPUT") e.value = p.get(e.name) || "";
+  }
+  syncKind(form);
+}
+
+function syncKind(form) {
+  const means = form.querySelector('input[name="kind"][value="means"]')?.checked;
+  document.body.classList.toggle("means", !!means);
+  const dep = $("f-dep");
+  if (dep) dep.required = !!means;
+}
+
+// ------------------------------------------------------------ rendering
+
+const state = { answer: null, api: null, show: new Set(), chart: "stacked" };
+
+function uncertainty(u, f, show) {
+  const out = [];
+  if (!u) return out;
+  if (show.has("se")) out.push(el("span", { class: "se" }, `(${f(u.se)})`));
+  if (show.has("ci") && u.lo !== null && u.hi !== null) out.push(el("span", { class: "ci" }, `[${f(u.lo)}, ${f(u.hi)}]`));
+  return out;
+}
+
+const BANDS = [
+  [3.29, "zp3", "zn3"],
+  [1.96, "zp2", "zn2"],
+  [1.0, "zp1", "zn1"],
+];
+
+function zClass(z) {
+  if (z === null || z === undefined) return "";
+  for (const [t, p, n] of BANDS) {
+    if (z >= t) return p;
+    if (z <= -t) return n;
+  }
+  return "";
+}
+
+function flagged(u) {
+  return u && u.unreliable ? el("span", { class: "flag", title: "unreliable: few records or a large coefficient of variation" }, "‡") : null;
+}
+
+function renderTab(j, show) {
+  const out = [];
+  const design = !!j.design;
+  const weighted = j.weight !== null;
+  const along = j.z_along || "col";
+  const colour = show.has("colour");
+  let cells = 0;
+  let anyFlag = false;
+  for (const t of j.tables) {
+    cells += t.rows.length * t.cols.length;
+  }
+  const bonf = cells > 0 ? qnorm(1 - 0.05 / (2 * cells)) : Infinity;
+  for (const [ti, t] of j.tables.entries()) {
+    const sec = el("section", { class: "xtab" });
+    let title = `${j.row_var} by ${j.col_var}`;
+    if (j.control_var && t.control) title += `, ${j.control_var} = ${catText(t.control)}`;
+    const what = [];
+    if (j.pct) what.push({ col: "column percentages", row: "row percentages", total: "percentages of the table" }[j.pct]);
+    if (design && show.has("se")) what.push("standard errors in parentheses");
+    if (design && show.has("ci")) what.push(`${Math.round(j.design.level * 100)}% confidence intervals in brackets`);
+    if (weighted && show.has("w")) what.push("weighted N");
+    if (show.has("n")) what.push("unweighted N");
+    const tbl = el("table", { class: "xt", "aria-describedby": "legend" });
+    tbl.append(el("caption", { id: `t${ti}` }, el("span", { class: "title" }, title), el("span", { class: "what" }, `Cells: ${what.join("; ") || "counts"}.`)));
+    const thead = el("tr", {}, el("th", { scope: "col" }, `${j.row_var} \\ ${j.col_var}`));
+    for (const c of t.cols) thead.append(el("th", { scope: "col" }, catText(c)));
+    thead.append(el("th", { scope: "col", class: "total" }, "Total"));
+    tbl.append(el("thead", {}, thead));
+    const tb = el("tbody");
+    const meas = t.weighted || t.counts;
+    const total = t.total.weighted ?? t.total.count;
+    const rowW = t.row_totals.weighted || t.row_totals.counts;
+    const colW = t.col_totals.weighted || t.col_totals.counts;
+    const lines = (pct, w, n, u, uw) => {
+      const parts = [];
+      if (pct !== null && pct !== undefined) parts.push(el("span", { class: "pct" }, fmtPct(pct)));
+      if (j.pct && u) parts.push(...uncertainty(u, (x) => x.toFixed(1), show));
+      if ((!j.pct || show.has("w")) && w !== null && w !== undefined) parts.push(el("span", { class: "w" }, weighted ? fmtSig(w) : fmtN(w)));
+      if (!j.pct && uw) parts.push(...uncertainty(uw, (x) => fmtSig(x, 4), show));
+      if (show.has("n") && n !== null && n !== undefined && (weighted || j.pct)) parts.push(el("span", { class: "n" }, `N=${fmtN(n)}`));
+      return parts;
+    };
+    t.rows.forEach((r, i) => {
+      const tr = el("tr", {}, el("th", { scope: "row" }, catText(r)));
+      t.cols.forEach((c, k) => {
+        const z = t.z ? t.z[i][k] : null;
+        const u = t.pct_se ? t.pct_se[i][k] : null;
+        const uw = t.weighted_se ? t.weighted_se[i][k] : null;
+        const f = flagged(j.pct ? u : uw);
+        if (f) anyFlag = true;
+        const td = el("td", { class: `num ${colour ? zClass(z) : ""}`.trim() }, lines(t.pct ? t.pct[i][k] : null, meas[i][k], t.counts[i][k], u, uw), f);
+        if (z !== null && z !== undefined) {
+          td.dataset.z = z.toFixed(4);
+          td.title = `z = ${z.toFixed(2)}`;
+          if (show.has("z")) td.append(el("span", { class: "zv" }, `z=${z.toFixed(2)}`));
+          if (Math.abs(z) >= bonf) td.append(el("span", { class: "bonf", title: "beyond the Bonferroni bound for all the cells" }, "†"));
+          if (colour && Math.abs(z) >= 1) td.append(el("span", { class: "sr" }, z > 0 ? ` higher than the total, z ${z.toFixed(1)}` : ` lower than the total, z ${z.toFixed(1)}`));
+        }
+        tr.append(td);
+      });
+      const rp = along === "col" && j.pct ? (100 * rowW[i]) / total : j.pct === "row" ? 100 : j.pct === "total" ? (100 * rowW[i]) / total : null;
+      tr.append(el("td", { class: "num total" }, lines(rp, rowW[i], t.row_totals.counts[i], null, null)));
+      tb.append(tr);
+    });
+    const tr = el("tr", { class: "total" }, el("th", { scope: "row" }, "Total"));
+    t.cols.forEach((c, k) => {
+      const cp = j.pct === "col" ? 100 : j.pct ? (100 * colW[k]) / total : null;
+      tr.append(el("td", { class: "num" }, lines(cp, colW[k], t.col_totals.counts[k], null, null)));
+    });
+    tr.append(el("td", { class: "num" }, lines(j.pct ? 100 : null, total, t.total.count, null, null)));
+    tb.append(tr);
+    tbl.append(tb);
+    sec.append(el("div", { class: "scroll", tabindex: "0", role: "region", "aria-labelledby": `t${ti}` }, tbl));
+    sec.append(tests(j, t));
+    out.push(sec);
+  }
+  out.push(legend(j, show, cells, bonf, anyFlag));
+  return out;
+}
+
+function tests(j, t) {
+  const p = el("div", { class: "tests" });
+  if (t.rao_scott) {
+    const r = t.rao_scott;
+    p.append(el("p", {}, `Rao–Scott test of independence (design-based): F = ${r.f.toFixed(3)} on ${r.ndf.toFixed(2)} and ${r.ddf.toFixed(1)} df, p = ${r.p.toPrecision(3)}.`));
+  } else if (t.stats) {
+    const s = t.stats;
+    p.append(el("p", {}, `Chi-square = ${s.chi2.toFixed(2)}, df = ${s.df}, p = ${s.p.toPrecision(3)}; Cramér's V = ${s.cramers_v.toFixed(3)}.`));
+    if (t.association) {
+      const a = t.association;
+      const f = (x) => (x === null || x === undefined ? "–" : x.toFixed(3));
+      p.append(el("p", {}, `Gamma ${f(a.gamma)}, tau-b ${f(a.tau_b)}, tau-c ${f(a.tau_c)}, Somers' d (row dependent) ${f(a.somers_d_row)}, lambda ${f(a.lambda)}, Pearson's r ${f(a.pearson_r)}, eta ${f(a.eta_row)}.`));
+    }
+  }
+  return p;
+}
+
+function legend(j, show, cells, bonf, anyFlag) {
+  const box = el("div", { id: "legend", class: "legend" });
+  const along = j.z_along === "row" ? "row" : "column";
+  const other = along === "row" ? "column" : "row";
+  if (show.has("colour") && j.z_method) {
+    const how = {
+      design: `its design-based standard error (${j.design?.method === "taylor" ? "linearization" : "replicate weights"})`,
+      srs: "its standard error under simple random sampling (no survey design)",
+      "srs-weighted": "its standard error as if the weighted sample were a simple random sample: no survey design is set, so the weights' own variance is not accounted for",
+    }[j.z_method];
+    box.append(el("p", {}, `Colours compare each cell's ${along} percentage with the Total ${along}'s (all records in that ${other}): z is the difference over ${how}.`));
+    const ul = el("ul", { class: "swatches", "aria-label": "Colour legend" });
+    const items = [
+      ["zn3", "z ≤ −3.29 (p < 0.001), lower"],
+      ["zn2", "z ≤ −1.96 (p < 0.05), lower"],
+      ["zn1", "−1.96 < z ≤ −1"],
+      ["", "|z| < 1"],
+      ["zp1", "1 ≤ z < 1.96"],
+      ["zp2", "z ≥ 1.96 (p < 0.05), higher"],
+      ["zp3", "z ≥ 3.29 (p < 0.001), higher"],
+    ];
+    for (const [c, t] of items) ul.append(el("li", {}, el("span", { class: `sw ${c}`, "aria-hidden": "true" }), t));
+    box.append(ul);
+    box.append(el("p", {}, `Each cell is tested alone: among ${cells} cells about ${Math.max(1, Math.round(cells / 20))} would pass |z| ≥ 1.96 by chance. Cells marked † pass |z| ≥ ${bonf.toFixed(2)}, the Bonferroni bound for ${cells} cells at 5%.`));
+  }
+  if (anyFlag) box.append(el("p", {}, `‡ Unreliable: fewer than ${j.design?.min_n ?? 30} records, or a coefficient of variation above ${Math.round((j.design?.max_cv ?? 0.3) * 100)}%.`));
+  if (j.design) {
+    const d = j.design;
+    box.append(el("p", {}, `Standard errors from the survey design: ${d.method === "taylor" ? "Taylor linearization" : `${d.replicates} replicate weights (${d.type})`}, weight ${d.weight}; intervals at ${Math.round(d.level * 100)}% with ${fmtN(d.df)} degrees of freedom.`));
+  }
+  if (j.weight_cases && (j.weight_cases.missing || j.weight_cases.zero || j.weight_cases.negative)) {
+    box.append(el("p", {}, `Weight ${j.weight}: ${fmtN(j.weight_cases.missing)} records with a missing weight left out, ${fmtN(j.weight_cases.zero)} with weight 0.`));
+  }
+  return box;
+}
+
+function renderFreq(j, show) {
+  const design = !!j.design;
+  const weighted = j.weight !== null;
+  const tbl = el("table", { class: "xt freq" });
+  tbl.append(el("caption", {}, `${j.variable}${j.label ? ` (${j.label})` : ""}: frequencies`));
+  const h = el("tr", {}, el("th", { scope: "col" }, j.variable), el("th", { scope: "col" }, "N"));
+  if (weighted) h.append(el("th", { scope: "col" }, "Weighted N"));
+  h.append(el("th", { scope: "col" }, "Percent"));
+  if (design && show.has("se")) h.append(el("th", { scope: "col" }, "SE (%)"));
+  if (design && show.has("ci")) h.append(el("th", { scope: "col" }, `${Math.round(j.design.level * 100)}% CI (%)`));
+  tbl.append(el("thead", {}, h));
+  const tb = el("tbody");
+  let anyFlag = false;
+  for (const r of j.rows) {
+    const tr = el("tr", { class: r.missing ? "missing" : null }, el("th", { scope: "row" }, catText(r), r.missing ? " (missing)" : ""));
+    tr.append(el("td", { class: "num" }, fmtN(r.count)));
+    if (weighted) tr.append(el("td", { class: "num" }, fmtSig(r.weighted)));
+    const f = flagged(r.percent_se);
+    if (f) anyFlag = true;
+    tr.append(el("td", { class: "num" }, fmtPct(r.percent), f));
+    if (design && show.has("se")) tr.append(el("td", { class: "num" }, r.percent_se ? r.percent_se.se.toFixed(2) : ""));
+    if (design && show.has("ci")) tr.append(el("td", { class: "num" }, r.percent_se && r.percent_se.lo !== null ? `${r.percent_se.lo.toFixed(1)} – ${r.percent_se.hi.toFixed(1)}` : ""));
+    tb.append(tr);
+  }
+  const tr = el("tr", { class: "total" }, el("th", { scope: "row" }, "Total"), el("td", { class: "num" }, fmtN(j.total.count)));
+  if (weighted) tr.append(el("td", { class: "num" }, fmtSig(j.total.weighted)));
+  tr.append(el("td", { class: "num" }, "100.0"));
+  if (design && show.has("se")) tr.append(el("td"));
+  if (design && show.has("ci")) tr.append(el("td"));
+  tb.append(tr);
+  tbl.append(tb);
+  return [el("section", { class: "xtab" }, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Frequencies" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
+}
+
+function renderMeans(j, show) {
+  const design = !!j.design;
+  const tbl = el("table", { class: "xt means" });
+  tbl.append(el("caption", {}, `Mean of ${j.variable}${j.label ? ` (${j.label})` : ""} by ${j.by.join(", ")}`));
+  const h = el("tr", {}, ...j.by.map((b) => el("th", { scope: "col" }, b)), el("th", { scope: "col" }, "Mean"));
+  if (design && show.has("se")) h.append(el("th", { scope: "col" }, "SE"));
+  if (design && show.has("ci")) h.append(el("th", { scope: "col" }, `${Math.round(j.design.level * 100)}% CI`));
+  h.append(el("th", { scope: "col" }, "SD"), el("th", { scope: "col" }, "N"));
+  if (j.weight) h.append(el("th", { scope: "col" }, "Weighted N"));
+  tbl.append(el("thead", {}, h));
+  const tb = el("tbody");
+  let anyFlag = false;
+  const row = (cats, s, u, cls) => {
+    const tr = el("tr", { class: cls }, ...cats);
+    const f = flagged(u);
+    if (f) anyFlag = true;
+    tr.append(el("td", { class: "num" }, fmtSig(s.mean), f));
+    if (design && show.has("se")) tr.append(el("td", { class: "num" }, u ? fmtSig(u.se, 4) : ""));
+    if (design && show.has("ci")) tr.append(el("td", { class: "num" }, u && u.lo !== null ? `${fmtSig(u.lo, 5)} – ${fmtSig(u.hi, 5)}` : ""));
+    tr.append(el("td", { class: "num" }, fmtSig(s.sd, 4)), el("td", { class: "num" }, fmtN(s.n)));
+    if (j.weight) tr.append(el("td", { class: "num" }, fmtSig(s.sum_weights)));
+    return tr;
+  };
+  for (const g of j.groups) tb.append(row(g.by.map((c, i) => el(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, catText(c))), g, g.mean_se, null));
+  tb.append(row([el("th", { scope: "row", colspan: String(j.by.length) }, "All")], j.total, j.total_se, "total"));
+  tbl.append(tb);
+  return [el("section", { class: "xtab" }, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Means" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
+}
+
+// ------------------------------------------------------------ the chart
+
+// Okabe–Ito: told apart with every common colour-vision deficiency.
+const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+const SVGNS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+const short = (s, n = 18) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+// Bars: one group per category on the axis, one bar per series.
+function chart(title, cats, series, yLabel, stacked, whiskers) {
+  const W = 560, H = 320, L = 56, R = 12, T = 28, B = 44;
+  const legendH = series.length > 1 ? 24 * Math.ceil(series.length / 2) + 8 : 0;
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H + legendH}`, role: "img", "aria-label": title, class: "chart" });
+  s.append(svg("title", {}, title));
+  let max = 0;
+  cats.forEach((_, i) => {
+    if (stacked) max = Math.max(max, series.reduce((a, x) => a + (x.values[i] || 0), 0));
+    else series.forEach((x) => (max = Math.max(max, (whiskers && x.hi ? x.hi[i] : null) ?? x.values[i] ?? 0, x.values[i] || 0)));
+  });
+  if (!(max > 0)) max = 1;
+  const step = Math.pow(10, Math.floor(Math.log10(max)));
+  const nice = [1, 2, 2.5, 5, 10].map((m) => m * step).find((x) => max / x <= 6) || step * 10;
+  const top = Math.ceil(max / nice) * nice;
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  for (let v = 0; v <= top + 1e-9; v += nice) {
+    s.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" }));
+    s.append(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", class: "tick" }, fmtSig(v, 3)));
+  }
+  s.append(svg("text", { x: 12, y: T - 12, class: "axis" }, yLabel));
+  const gw = (W - L - R) / Math.max(1, cats.length);
+  const bw = stacked ? gw * 0.7 : (gw * 0.8) / Math.max(1, series.length);
+  cats.forEach((c, i) => {
+    let acc = 0;
+    series.forEach((x, k) => {
+      const v = x.values[i];
+      if (v === null || v === undefined) return;
+      const x0 = L + i * gw + (stacked ? gw * 0.15 : gw * 0.1 + k * bw);
+      const y0 = stacked ? y(acc + v) : y(v);
+      const h = stacked ? y(acc) - y(acc + v) : y(0) - y(v);
+      const r = svg("rect", { x: x0, y: y0, width: Math.max(1, bw - 1), height: Math.max(0, h), fill: PALETTE[k % PALETTE.length] });
+      r.append(svg("title", {}, `${c}${series.length > 1 ? `, ${x.name}` : ""}: ${fmtSig(v, 4)}`));
+      s.append(r);
+      if (whiskers && x.lo && x.lo[i] !== null && x.hi[i] !== null && !stacked) {
+        const cx = x0 + (bw - 1) / 2;
+        s.append(svg("line", { x1: cx, x2: cx, y1: y(x.lo[i]), y2: y(x.hi[i]), class: "whisker" }));
+      }
+      acc += v;
+    });
+    const tx = L + i * gw + gw / 2;
+    s.append(svg("text", { x: tx, y: H - B + 20, "text-anchor": "middle", class: "tick" }, short(c, Math.max(4, Math.floor(gw / 9)))));
+  });
+  if (series.length > 1) {
+    series.forEach((x, k) => {
+      const lx = 12 + (k % 2) * 270, ly = H + 4 + 24 * Math.floor(k / 2);
+      s.append(svg("rect", { x: lx, y: ly, width: 14, height: 14, fill: PALETTE[k % PALETTE.length] }));
+      s.append(svg("text", { x: lx + 20, y: ly + 12, class: "tick" }, short(x.name, 30)));
+    });
+  }
+  return s;
+}
+
+function chartOf(j, kind, how) {
+  if (how === "none") return null;
+  const stacked = how === "stacked";
+  if (kind === "tab") {
+    const t = j.tables[0];
+    if (!t || !t.rows.length) return null;
+    const along = j.pct === "row" ? "row" : "col";
+    const vals = t.pct || t.weighted || t.counts;
+    const unit = t.pct ? "%" : t.weighted ? "weighted N" : "N";
+    const title = `${j.row_var} by ${j.col_var}${j.tables.length > 1 ? ` (first table: ${catText(t.control)})` : ""}`;
+    if (along === "row") {
+      // Bars are the rows; segments the columns.
+      const series = t.cols.map((c, k) => ({ name: catText(c), values: t.rows.map((_, i) => vals[i][k]) }));
+      return chart(title, t.rows.map(catText), series, unit, stacked, false);
+    }
+    const series = t.rows.map((r, i) => ({ name: catText(r), values: t.cols.map((_, k) => vals[i][k]) }));
+    return chart(title, t.cols.map(catText), series, unit, stacked, false);
+  }
+  if (kind === "freq") {
+    const rows = j.rows.filter((r) => !r.missing);
+    const withCi = rows.some((r) => r.percent_se);
+    return chart(`${j.variable}: percent`, rows.map(catText), [{ name: j.variable, values: rows.map((r) => r.percent), lo: withCi ? rows.map((r) => r.percent_se?.lo ?? null) : null, hi: withCi ? rows.map((r) => r.percent_se?.hi ?? null) : null }], "%", false, withCi);
+  }
+  const gs = j.groups;
+  const withCi = gs.some((g) => g.mean_se);
+  return chart(`Mean of ${j.variable}`, gs.map((g) => g.by.map(catText).join(" · ")), [{ name: j.variable, values: gs.map((g) => g.mean), lo: withCi ? gs.map((g) => g.mean_se?.lo ?? null) : null, hi: withCi ? gs.map((g) => g.mean_se?.hi ?? null) : null }], `mean of ${j.variable}`, false, withCi);
+}
+
+// ------------------------------------------------------------ downloads
+
+function csvField(x) {
+  const s = x === null || x === undefined ? "" : String(x);
+  return /[",\n\r]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+}
+
+export function toCsv(j, kind) {
+  const lines = [];
+  const push = (a) => lines.push(a.map(csvField).join(","));
+  const se = (u) => (u ? [u.se, u.lo, u.hi, u.cv, u.deff, u.unreliable] : ["", "", "", "", "", ""]);
+  const seHead = (p) => [`${p}_se`, `${p}_lo`, `${p}_hi`, `${p}_cv`, `${p}_deff`, `${p}_unreliable`];
+  if (kind === "tab") {
+    const design = !!j.design;
+    push(["control", "control_label", "row", "row_label", "col", "col_label", "count", "weighted", "pct", ...(design ? [...seHead("weighted"), ...seHead("pct")] : []), "z"]);
+    for (const t of j.tables) {
+      t.rows.forEach((r, i) => t.cols.forEach((c, k) => push([t.control?.value ?? "", t.control?.label ?? "", r.value, r.label ?? "", c.value, c.label ?? "", t.counts[i][k], t.weighted ? t.weighted[i][k] : "", t.pct ? t.pct[i][k] : "", ...(design ? [...se(t.weighted_se?.[i][k]), ...se(t.pct_se?.[i][k])] : []), t.z ? t.z[i][k] : ""])));
+    }
+  } else if (kind === "freq") {
+    const design = !!j.design;
+    push(["value", "label", "missing", "count", "weighted", "percent", ...(design ? [...seHead("weighted"), ...seHead("percent")] : [])]);
+    for (const r of j.rows) push([r.value, r.label ?? "", r.missing, r.count, r.weighted ?? "", r.percent ?? "", ...(design ? [...se(r.weighted_se), ...se(r.percent_se)] : [])]);
+  } else {
+    const design = !!j.design;
+    push([...j.by.flatMap((b) => [b, `${b}_label`]), "mean", "sd", "n", "sum_weights", ...(design ? seHead("mean") : [])]);
+    for (const g of j.groups) push([...g.by.flatMap((c) => [c.value, c.label ?? ""]), g.mean, g.sd, g.n, g.sum_weights, ...(design ? se(g.mean_se) : [])]);
+  }
+  return lines.join("\r\n") + "\r\n";
+}
+
+function downloads(j, kind, api) {
+  const base = `${meta.name}-${kind}`;
+  const csv = new Blob([toCsv(j, kind)], { type: "text/csv" });
+  const a1 = el("a", { href: URL.createObjectURL(csv), download: `${base}.csv`, id: "dl-csv" }, "Download CSV");
+  const a2 = el("a", { href: api, download: `${base}.json`, id: "dl-json" }, "Download JSON");
+  const copy = el("button", { type: "button", id: "copy-link" }, "Copy link to this table");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(location.href);
+      copy.textContent = "Link copied";
+    } catch {
+      copy.textContent = "Copy the address bar to share this table";
+    }
+  });
+  return el("p", { class: "downloads" }, a1, " · ", a2, " · ", el("a", { href: api, id: "api-link" }, "the API URL"), " · ", copy);
+}
+
+// ------------------------------------------------------------ running
+
+async function run(p) {
+  const api = apiUrl(p);
+  const result = $("result");
+  $("error").textContent = "";
+  if (!api) {
+    result.replaceChildren();
+    $("status").textContent = p.get("kind") === "means" && p.get("row") ? "Name the dependent variable." : "";
+    return;
+  }
+  $("status").textContent = "Running…";
+  result.setAttribute("aria-busy", "true");
+  const t0 = performance.now();
+  let j;
+  try {
+    const r = await fetch(api, { headers: { accept: "application/json" } });
+    j = await r.json();
+    if (!r.ok) throw new Error(j.error || `HTTP ${r.status}`);
+  } catch (e) {
+    result.removeAttribute("aria-busy");
+    result.replaceChildren();
+    $("status").textContent = "";
+    $("error").textContent = `The query was not answered: ${e.message}`;
+    return;
+  }
+  const kind = api.split("?")[0].split("/").pop();
+  const show = new Set(p.getAll("show"));
+  if (!p.get("row")) ["se", "w", "colour"].forEach((x) => show.add(x));
+  state.answer = j;
+  const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : renderMeans(j, show);
+  const c = chartOf(j, kind, p.get("chart") || "stacked");
+  const fig = c ? el("figure", { class: "fig" }, c, el("figcaption", {}, "Hover a bar for its value; the table holds every number.")) : null;
+  const head = el("div", { class: "meta" }, el("p", {}, `${meta.name}: ${fmtN(kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : j.total.n)} records counted${j.filter ? `, filter ${j.filter}` : ""}${j.weight ? `, weight ${j.weight}` : ", unweighted"}.`), downloads(j, kind, api));
+  result.replaceChildren(head, el("div", { class: "answer" }, el("div", { class: "tables" }, parts), fig));
+  result.removeAttribute("aria-busy");
+  $("status").textContent = `Answered in ${Math.round(performance.now() - t0)} ms.`;
+}
+
+// ------------------------------------------------------------ variables
+
+async function showVariable(name) {
+  const box = $("vinfo");
+  const body = $("vinfo-body");
+  box.hidden = false;
+  $("vinfo-h").textContent = name;
+  body.replaceChildren(el("p", {}, "Loading…"));
+  let j;
+  try {
+    const r = await fetch(`/api/v1/datasets/${enc(meta.name)}/variables/${enc(name)}`);
+    j = await r.json();
+    if (!r.ok) throw new Error(j.error);
+  } catch (e) {
+    body.replaceChildren(el("p", { role: "alert" }, `Not available: ${e.message}`));
+    return;
+  }
+  const v = j.variable;
+  const use = el("div", { class: "use", role: "group", "aria-label": `Put ${name} in the form` });
+  for (const [field, label] of [["row", "Row"], ["col", "Column"], ["control", "Control"], ["dep", "Dependent"], ["filter", "Filter"]]) {
+    const b = el("button", { type: "button", "data-field": field }, label);
+    b.addEventListener("click", () => {
+      const input = $(`f-${field}`);
+      if (field === "filter") input.value = `${input.value ? `${input.value} ` : ""}${name}()`;
+      else input.value = name;
+      if (field === "dep") {
+        document.querySelector('input[name="kind"][value="means"]').checked = true;
+        syncKind($("form"));
+      }
+      input.focus();
+    });
+    use.append(b);
+  }
+  const parts = [el("p", {}, v.label || "(no label)"), use];
+  parts.push(el("p", { class: "hint" }, `${v.kind}${v.decimals ? `, ${v.decimals} decimals` : ""}${v.missing_codes.length ? `; missing codes ${v.missing_codes.join(", ")}` : ""}`));
+  if (j.frequencies) parts.push(freqMini(j.frequencies));
+  else if (j.note) parts.push(el("p", { class: "hint" }, j.note));
+  body.replaceChildren(...parts);
+}
+
+function freqMini(f) {
+  const t = el("table", { class: "mini" }, el("caption", {}, `Frequencies${f.weight ? ` (weighted by ${f.weight})` : ""}`));
+  t.append(el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Value"), el("th", { scope: "col" }, "N"), el("th", { scope: "col" }, "%"))));
+  const tb = el("tbody");
+  const rows = f.rows.slice(0, 60);
+  for (const r of rows) tb.append(el("tr", { class: r.missing ? "missing" : null }, el("th", { scope: "row" }, catText(r), r.missing ? " (missing)" : ""), el("td", { class: "num" }, f.weight ? fmtSig(r.weighted) : fmtN(r.count)), el("td", { class: "num" }, fmtPct(r.percent))));
+  if (f.rows.length > rows.length) tb.append(el("tr", {}, el("td", { colspan: "3" }, `… ${f.rows.length - rows.length} more values`)));
+  t.append(tb);
+  return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Frequencies" }, t);
+}
+
+function searchable(input, items, text) {
+  input.addEventListener("input", () => {
+    const q = input.value.trim().toLowerCase();
+    for (const it of items) it.hidden = q !== "" && !text(it).toLowerCase().includes(q);
+  });
+}
+
+// ------------------------------------------------------------ start
+
+function analysisPage() {
+  const form = $("form");
+  const p = new URLSearchParams(location.search);
+  fillForm(form, p);
+  form.addEventListener("change", (e) => {
+    if (e.target.name === "kind") syncKind(form);
+  });
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = pageParams(form);
+    history.pushState(null, "", `${location.pathname}?${q}`);
+    run(q);
+  });
+  form.addEventListener("reset", (e) => {
+    e.preventDefault();
+    history.pushState(null, "", location.pathname);
+    fillForm(form, new URLSearchParams());
+    run(new URLSearchParams());
+  });
+  addEventListener("popstate", () => {
+    const q = new URLSearchParams(location.search);
+    fillForm(form, q);
+    run(q);
+  });
+  const items = [...document.querySelectorAll("#vlist li")];
+  searchable($("vsearch"), items, (li) => li.textContent);
+  for (const b of document.querySelectorAll("#vlist button.var")) b.addEventListener("click", () => showVariable(b.dataset.name));
+  run(p);
+}
+
+function codebookPage() {
+  const entries = [...document.querySelectorAll("details.entry")];
+  searchable($("cbsearch"), entries, (d) => d.querySelector("summary").textContent);
+  for (const d of entries) {
+    d.addEventListener("toggle", async () => {
+      const box = d.querySelector(".freq");
+      if (!d.open || box.dataset.done) return;
+      box.dataset.done = "1";
+      box.textContent = "Loading frequencies…";
+      try {
+        const r = await fetch(`/api/v1/datasets/${enc(meta.name)}/variables/${enc(d.dataset.name)}`);
+        const j = await r.json();
+        if (!r.ok) throw new Error(j.error);
+        box.replaceChildren(j.frequencies ? freqMini(j.frequencies) : el("p", { class: "hint" }, j.note || ""));
+      } catch (e) {
+        box.textContent = `Frequencies not available: ${e.message}`;
+      }
+    });
+  }
+  if (location.hash) {
+    const d = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (d && d.tagName === "DETAILS") d.open = true;
+  }
+}
+
+if (meta.codebook) codebookPage();
+else if (meta.name) analysisPage();

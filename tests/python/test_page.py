@@ -1,0 +1,359 @@
+"""The analysis page of `microtab serve` in a real browser: Debian's
+chromium, headless, driven by Selenium through chromium-driver (both
+installed by scripts/test.sh). The test fills the form, runs tables,
+follows shared and SDA-style URLs, browses variables and the codebook,
+downloads the CSV, and checks every number on the page against DuckDB over
+the source CSV (and the z-statistics against the API). Screenshots are
+kept under target/test-artifacts/page/."""
+
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import BIN
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    if os.environ.get("MICROTAB_REQUIRE_BROWSER"):
+        raise RuntimeError("chromium and chromedriver are needed (apt-get install chromium chromium-driver)")
+    pytest.skip("no chromium / chromedriver here (scripts/test.sh installs them)", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+ART = Path(__file__).resolve().parents[2] / "target" / "test-artifacts" / "page"
+
+
+def cli(*args):
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    d = tmp_path_factory.mktemp("page")
+    csv = d / "c.csv"
+    cli("gen", "census", "--rows", "30000", "--seed", "3", "--repweights", "4", "--out", csv)
+    root = d / "data"
+    root.mkdir()
+    ds = root / "census.mtab"
+    cli("import", csv, ds, "--missing", "INCTOT=9999999")
+    cli("label", ds, "SEX", "1=Male", "2=Female")
+    cli("label", ds, "SEX", "--var-label", "Sex of the person")
+    cli("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
+    plain = root / "plain.mtab"
+    cli("import", csv, plain, "--missing", "INCTOT=9999999")
+    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("listening on http://127.0.0.1:"), line
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, "
+                f"types={{'PERWT': 'DECIMAL(18,2)'}})")
+    yield line.split()[2], con
+    p.terminate()
+    p.wait(timeout=10)
+
+
+def make_driver(mobile=False):
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1280,1600"]:
+        o.add_argument(a)
+    if mobile:
+        o.add_experimental_option("mobileEmulation", {
+            "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 3.0}, "userAgent": "phone"})
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(DRIVER), options=o)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    d = make_driver()
+    yield d
+    d.quit()
+
+
+def shot(d, name):
+    ART.mkdir(parents=True, exist_ok=True)
+    # The whole page: as tall as its content.
+    h = d.execute_script("return document.documentElement.scrollHeight")
+    w = d.execute_script("return window.innerWidth")
+    d.set_window_size(max(w, 390), min(max(h + 120, 800), 6000))
+    d.save_screenshot(str(ART / f"{name}.png"))
+
+
+def wait_answer(d):
+    WebDriverWait(d, 30).until(
+        lambda d: d.find_element(By.ID, "status").text.startswith("Answered")
+        or d.find_element(By.ID, "error").text)
+    err = d.find_element(By.ID, "error").text
+    return err
+
+
+def page_cells(d, table=0):
+    """The cells of one crosstab on the page: {(row, col): {pct, w, z, cls}}
+    keyed by the categories' values as shown (first word of the header)."""
+    return d.execute_script("""
+      const t = document.querySelectorAll('table.xt')[arguments[0]];
+      const cols = [...t.querySelectorAll('thead th')].slice(1, -1).map(th => th.textContent.split(' ')[0]);
+      const out = {};
+      for (const tr of t.querySelectorAll('tbody tr:not(.total)')) {
+        const r = tr.querySelector('th').textContent.split(' ')[0];
+        [...tr.querySelectorAll('td')].slice(0, -1).forEach((td, k) => {
+          const g = (c) => td.querySelector(c)?.textContent ?? null;
+          out[r + '|' + cols[k]] = {pct: g('.pct'), w: g('.w'), z: td.dataset.z ?? null, cls: td.className};
+        });
+      }
+      return out;""", table)
+
+
+def num(s):
+    return float(s.replace(",", ""))
+
+
+def duck_cells(con, row, col, where="TRUE", weight="PERWT", along="col"):
+    rows = con.execute(f"SELECT {row}, {col}, sum({weight})::DOUBLE FROM c WHERE {where} GROUP BY ALL").fetchall()
+    tot = {}
+    for r, c, w in rows:
+        k = c if along == "col" else r
+        tot[k] = tot.get(k, 0) + w
+    return {f"{r}|{c}": (w, 100 * w / tot[c if along == "col" else r]) for r, c, w in rows}
+
+
+def check_against_duckdb(cells, want, sig=6):
+    assert set(cells) == set(want), (sorted(cells), sorted(want))
+    for k, (w, pct) in want.items():
+        got = cells[k]
+        assert num(got["pct"]) == pytest.approx(pct, abs=0.05 + 1e-9), (k, got, pct)
+        # Weighted N shown to 6 significant digits.
+        assert num(got["w"]) == pytest.approx(w, rel=10 ** (1 - sig)), (k, got, w)
+
+
+def api(base, path):
+    with urllib.request.urlopen(base + path, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_index_lists_datasets_and_links_to_the_page(server, browser):
+    base, _ = server
+    browser.get(base + "/")
+    links = {a.text: a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "table.list th a")}
+    assert set(links) == {"census", "plain"}
+    browser.get(links["census"])
+    assert browser.find_element(By.TAG_NAME, "h1").text == "census"
+    assert "4 replicate weights" in browser.find_element(By.CSS_SELECTOR, ".intro p").text
+
+
+def test_fill_the_form_run_and_share_the_url(server, browser):
+    base, con = server
+    browser.get(base + "/analysis/census")
+    browser.find_element(By.ID, "f-row").send_keys("EDUC")
+    browser.find_element(By.ID, "f-col").send_keys("SEX")
+    browser.find_element(By.ID, "f-filter").send_keys("AGE(25-64)")
+    Select(browser.find_element(By.ID, "f-pct")).select_by_value("col")
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    cells = page_cells(browser)
+    want = duck_cells(con, "EDUC", "SEX", "AGE BETWEEN 25 AND 64")
+    # Columns are shown as "1 Male": keys by value.
+    check_against_duckdb(cells, want)
+    # The z of every cell is the API's, and its colour its band.
+    url = browser.current_url
+    assert "row=EDUC" in url and "col=SEX" in url and "filter=AGE" in url
+    j = api(base, "/api/v1/datasets/census/tab?" + urllib.parse.urlencode(
+        {"row": "EDUC", "col": "SEX", "filter": "AGE(25-64)", "pct": "col", "z": "true"}))
+    t = j["tables"][0]
+    assert j["z_method"] == "design"
+    for i, r in enumerate(t["rows"]):
+        for k, c in enumerate(t["cols"]):
+            got = cells[f"{r['value']}|{c['value']}"]
+            z = t["z"][i][k]
+            assert float(got["z"]) == pytest.approx(z, abs=1e-4)
+            band = next((b for b, lim in (("3", 3.29), ("2", 1.96), ("1", 1.0)) if abs(z) >= lim), None)
+            want_cls = f"z{'p' if z > 0 else 'n'}{band}" if band else None
+            assert (want_cls in got["cls"].split()) if want_cls else not any(
+                x.startswith("zp") or x.startswith("zn") for x in got["cls"].split()), (got, z)
+    legend = browser.find_element(By.ID, "legend").text
+    assert "design-based standard error" in legend and "Bonferroni" in legend
+    shot(browser, "crosstab-design")
+    # The shared URL, opened afresh, gives the same table.
+    other = make_driver()
+    try:
+        other.get(url)
+        assert wait_answer(other) == ""
+        assert page_cells(other) == cells
+        assert other.find_element(By.ID, "f-filter").get_attribute("value") == "AGE(25-64)"
+    finally:
+        other.quit()
+    # Back in history returns to the empty form.
+    browser.back()
+    WebDriverWait(browser, 10).until(lambda d: "row=" not in d.current_url)
+
+
+def test_keyboard_only_recode_and_control(server, browser):
+    base, con = server
+    browser.get(base + "/analysis/census")
+    row = browser.find_element(By.ID, "f-row")
+    row.send_keys('AGE(r: 0-17 "Child"; 18-64 "Adult"; 65-*)')
+    row.send_keys(Keys.TAB, "SEX", Keys.TAB, "RACE(1,2)")
+    assert browser.switch_to.active_element.get_attribute("id") == "f-control"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)  # submits the form
+    assert wait_answer(browser) == ""
+    tables = browser.find_elements(By.CSS_SELECTOR, "table.xt")
+    assert len(tables) == 2  # one per RACE category kept
+    for i, race in enumerate([1, 2]):
+        cells = page_cells(browser, i)
+        rows = con.execute(f"""SELECT CASE WHEN AGE <= 17 THEN 1 WHEN AGE <= 64 THEN 2 ELSE 3 END g, SEX,
+               sum(PERWT)::DOUBLE FROM c WHERE RACE = {race} GROUP BY ALL""").fetchall()
+        tot = {}
+        for g, s, w in rows:
+            tot[s] = tot.get(s, 0) + w
+        want = {f"{g}|{s}": (w, 100 * w / tot[s]) for g, s, w in rows}
+        check_against_duckdb(cells, want)
+    caption = tables[0].find_element(By.TAG_NAME, "caption").text
+    assert "RACE = 1" in caption
+
+
+def test_sda_url_opens_the_page(server, browser):
+    base, con = server
+    sda = base + "/sdaweb/analysis/exec?" + urllib.parse.urlencode({
+        "formid": "tbf", "sdaprog": "tables", "dataset": "census", "row": "SEX", "column": "MARST",
+        "filters": "age(25-64), race(1)", "rowpct": "on", "weightlist": "PERWT", "cflevel": "90",
+        "color": "on", "weightedn": "on", "ch_type": "stackedbar"})
+    browser.get(sda)
+    assert wait_answer(browser) == ""
+    assert "/analysis/census?" in browser.current_url
+    assert Select(browser.find_element(By.ID, "f-pct")).first_selected_option.get_attribute("value") == "row"
+    cells = page_cells(browser)
+    check_against_duckdb(cells, duck_cells(con, "SEX", "MARST", "AGE BETWEEN 25 AND 64 AND RACE = 1", along="row"))
+    assert "90% confidence" in browser.find_element(By.CSS_SELECTOR, "table.xt caption").text or \
+        "90%" in browser.find_element(By.ID, "legend").text
+    shot(browser, "sda-url")
+
+
+def test_frequencies_means_chart_and_csv(server, browser):
+    base, con = server
+    browser.get(base + "/analysis/census?row=EDUC&show=se&show=ci")
+    assert wait_answer(browser) == ""
+    rows = browser.execute_script("""return [...document.querySelectorAll('table.freq tbody tr:not(.total)')]
+        .map(tr => [tr.querySelector('th').textContent, ...[...tr.querySelectorAll('td')].map(td => td.textContent)])""")
+    want = dict(con.execute("SELECT EDUC, count(*) FROM c GROUP BY ALL").fetchall())
+    assert {int(r[0].split()[0]): int(num(r[1])) for r in rows} == want
+    bars = browser.find_elements(By.CSS_SELECTOR, "svg.chart rect")
+    assert len(bars) == len(want)
+    assert browser.find_element(By.CSS_SELECTOR, "svg.chart").get_attribute("role") == "img"
+    # The CSV download is the answer, cell by cell.
+    text = browser.execute_async_script("""const done = arguments[0];
+        fetch(document.getElementById('dl-csv').href).then(r => r.text()).then(done)""")
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("value,label,missing,count,weighted,percent,weighted_se")
+    got = {int(x.split(",")[0]): int(x.split(",")[3]) for x in lines[1:]}
+    assert got == want
+    # Means by group, with CIs, and the chart's whiskers.
+    browser.get(base + "/analysis/census?kind=means&dep=INCTOT&row=SEX&show=se&show=ci")
+    assert wait_answer(browser) == ""
+    means = browser.execute_script("""return [...document.querySelectorAll('table.means tbody tr:not(.total)')]
+        .map(tr => [tr.querySelector('th').textContent, tr.querySelector('td').textContent])""")
+    want = dict(con.execute("SELECT SEX, sum(INCTOT * PERWT) / sum(PERWT) FROM c "
+                            "WHERE INCTOT <> 9999999 GROUP BY ALL").fetchall())
+    assert {int(s.split()[0]): num(m.replace("‡", "")) for s, m in means} == pytest.approx(
+        {k: float(v) for k, v in want.items()}, rel=1e-5)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart line.whisker")) == 2
+    shot(browser, "means")
+
+
+def test_variables_search_codebook_entry_and_use(server, browser):
+    base, con = server
+    browser.get(base + "/analysis/census")
+    browser.find_element(By.ID, "vsearch").send_keys("sex of")
+    visible = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#vlist li") if li.is_displayed()]
+    assert visible == ["SEX Sex of the person"]
+    browser.find_element(By.CSS_SELECTOR, '#vlist button[data-name="SEX"]').click()
+    WebDriverWait(browser, 10).until(EC.presence_of_element_located((By.CSS_SELECTOR, "#vinfo table.mini")))
+    rows = browser.execute_script("""return [...document.querySelectorAll('#vinfo table.mini tbody tr')]
+        .map(tr => [tr.querySelector('th').textContent, tr.querySelector('td').textContent])""")
+    want = dict(con.execute("SELECT SEX, sum(PERWT)::DOUBLE FROM c GROUP BY ALL").fetchall())
+    assert {int(a.split()[0]): num(b) for a, b in rows} == pytest.approx(want, rel=1e-5)
+    assert "Male" in rows[0][0]
+    browser.find_element(By.CSS_SELECTOR, '#vinfo button[data-field="col"]').click()
+    assert browser.find_element(By.ID, "f-col").get_attribute("value") == "SEX"
+    assert browser.switch_to.active_element.get_attribute("id") == "f-col"
+    # The codebook page: entries, and frequencies when one is opened.
+    browser.get(base + "/analysis/census/codebook")
+    entry = browser.find_element(By.ID, "var-EDUC")
+    entry.find_element(By.TAG_NAME, "summary").click()
+    WebDriverWait(browser, 10).until(lambda d: entry.find_elements(By.CSS_SELECTOR, "table.mini"))
+    n = len(entry.find_elements(By.CSS_SELECTOR, "table.mini tbody tr"))
+    assert n == con.execute("SELECT count(DISTINCT EDUC) FROM c").fetchone()[0]
+    inc = browser.find_element(By.ID, "var-INCTOT")
+    inc.find_element(By.TAG_NAME, "summary").click()
+    assert "9999999" in inc.text
+    shot(browser, "codebook")
+
+
+def test_unweighted_dataset_and_errors(server, browser):
+    base, con = server
+    browser.get(base + "/analysis/plain?row=EDUC&col=SEX&pct=row&show=colour&show=n")
+    assert wait_answer(browser) == ""
+    legend = browser.find_element(By.ID, "legend").text
+    assert "simple random sampling (no survey design)" in legend
+    cells = page_cells(browser)
+    want = duck_cells(con, "EDUC", "SEX", weight="1", along="row")
+    for k, (w, pct) in want.items():
+        assert num(cells[k]["pct"]) == pytest.approx(pct, abs=0.05 + 1e-9)
+    # A bad filter: the API's message, shown as an alert; no table.
+    browser.get(base + "/analysis/plain?row=EDUC&filter=AGE(")
+    assert "filter" in wait_answer(browser).lower()
+    assert not browser.find_elements(By.CSS_SELECTOR, "table.xt")
+    # An unknown variable.
+    browser.get(base + "/analysis/plain?row=NOPE")
+    assert "NOPE" in wait_answer(browser)
+    # Hostile page parameters get JSON errors; no script is echoed.
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(base + "/analysis/plain?fliter=x", timeout=10)
+    assert e.value.code == 400
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(base + "/analysis/..%2Fsecret", timeout=10)
+    assert e.value.code == 404
+    browser.get(base + "/analysis/plain?row=" + urllib.parse.quote('"><script>window.pwned=1</script>'))
+    wait_answer(browser)
+    assert browser.execute_script("return window.pwned === undefined")
+    logs = [x for x in browser.get_log("browser") if x["level"] == "SEVERE" and "favicon" not in x["message"]
+            and "status of 400" not in x["message"]]
+    assert logs == [], logs
+
+
+def test_phone_layout(server):
+    base, _ = server
+    d = make_driver(mobile=True)
+    try:
+        d.get(base + "/analysis/census?row=EDUC&col=RACE&control=SEX&show=se&show=ci&show=w&show=colour")
+        assert wait_answer(d) == ""
+        # Nothing wider than the screen but the tables' own scrolling boxes.
+        assert d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1")
+        boxes = d.find_elements(By.CSS_SELECTOR, ".scroll")
+        assert boxes and all(b.get_attribute("tabindex") == "0" for b in boxes)
+        # The form comes before the variables list on a phone.
+        y = d.execute_script("""return [document.querySelector('.query').getBoundingClientRect().top,
+                                        document.querySelector('.vars').getBoundingClientRect().top]""")
+        assert y[0] < y[1]
+        ART.mkdir(parents=True, exist_ok=True)
+        d.save_screenshot(str(ART / "phone.png"))
+    finally:
+        d.quit()
