@@ -243,3 +243,54 @@ def test_text_missing_codes_are_shown_as_text(tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def test_slow_and_idle_clients_are_cut_off(server):
+    """Slowloris: clients that open connections and send headers slowly or
+    never are closed after --header-timeout, and --max-connections bounds
+    how many are open; a real request still gets its answer."""
+    import socket
+    import time
+    _, ds, _, _ = server
+    root = ds.parent
+    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0", "--header-timeout", "1",
+                          "--max-connections", "50"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        base = p.stdout.readline().split()[2]
+        host, port = base.removeprefix("http://").split(":")
+        # A client that sends part of its headers and stops.
+        slow = socket.create_connection((host, int(port)))
+        slow.sendall(b"GET /api/v1/datasets HTTP/1.1\r\nHost: x\r\n")
+        t = time.monotonic()
+        slow.settimeout(10)
+        while slow.recv(1024):  # closed by the server (after any error reply)
+            pass
+        waited = time.monotonic() - t
+        assert 0.5 < waited < 5, waited
+        # 50 idle connections fill every slot; a request waits for them to
+        # time out (about 1 s), then is answered.
+        idle = [socket.create_connection((host, int(port))) for _ in range(50)]
+        time.sleep(0.2)
+        t = time.monotonic()
+        st, body = get(base, "/api/v1/datasets")
+        assert st == 200 and body["datasets"][0]["name"] == "census"
+        assert 0.5 < time.monotonic() - t < 8
+        for s in idle + [slow]:
+            s.close()
+        # Kept-alive connections that stay idle are closed too.
+        s = socket.create_connection((host, int(port)))
+        s.sendall(b"GET /api/v1/datasets HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.settimeout(10)
+        data = b""
+        t = time.monotonic()
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and time.monotonic() - t < 5
+        s.close()
+    finally:
+        p.terminate()
+        p.wait(timeout=10)

@@ -58,6 +58,13 @@ struct Args {
     /// Most cells a table may have.
     #[arg(long, default_value_t = 100_000)]
     max_cells: usize,
+    /// Seconds a client has to send a request's headers (also how long an
+    /// idle kept-alive connection stays open): slow clients are cut off.
+    #[arg(long, default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Most connections open at once; more wait to be accepted.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
 }
 
 /// Longest parameter value accepted (a filter, a recode).
@@ -725,11 +732,56 @@ fn main() -> Result<()> {
         );
         use std::io::Write;
         std::io::stdout().flush()?;
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
-        Ok(())
+        accept_loop(
+            listener,
+            router,
+            Duration::from_secs_f64(a.header_timeout.max(0.001)),
+            a.max_connections.max(1),
+        )
+        .await
     })
+}
+
+/// Serves connections until Ctrl-C: at most `max` at once (the next
+/// waits in the listen queue), each closed when a request's headers take
+/// longer than `header_timeout` to arrive (a slow or idle client holds no
+/// connection for long).
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    header_timeout: Duration,
+    max: usize,
+) -> Result<()> {
+    let slots = Arc::new(Semaphore::new(max));
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut stop => return Ok(()),
+            p = slots.clone().acquire_owned() => p?,
+        };
+        let stream = tokio::select! {
+            _ = &mut stop => return Ok(()),
+            s = listener.accept() => match s {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, go on.
+                    eprintln!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            // A client that went away or timed out: nothing to answer.
+            let _ = conn.await;
+        });
+    }
 }
