@@ -8,9 +8,15 @@
 * load: --clients concurrent clients (asyncio, one connection each, each
   sending --requests requests of Q3 on a --load-rows-record dataset):
   errors, latency P50/P99/max, throughput, and the server's peak resident
-  memory (VmHWM).
+  memory (VmHWM); with --idle N, N more sockets that connect and send
+  half a request (slow clients) during the load;
+* the page: Q3 opened as a shared URL of the analysis page in headless
+  chromium (Selenium), from navigation to the drawn table, against the
+  server's time for the same query (--page-runs; needs chromium and
+  chromium-driver).
 
     python3 bench/serve.py [--runs 30] [--clients 1000] [--requests 3] [--load-rows 1000000]
+                           [--idle 1000] [--page-runs 15]
 
 Needs bench/data/census.mtab (`python3 bench/run.py`). Results:
 docs/BENCHMARKS.md."""
@@ -112,7 +118,20 @@ async def client(host, port, path, n, lat, errors):
         writer.close()
 
 
-def load(clients, requests, rows):
+async def slow_client(host, port, hold, cut):
+    """Connects, sends half a request, waits; counts being cut off."""
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(b"GET /api/v1/datasets HTTP/1.1\r\nHost: x\r\n")
+        await writer.drain()
+        if await asyncio.wait_for(reader.read(), hold) is not None:
+            cut.append(1)
+        writer.close()
+    except (OSError, asyncio.TimeoutError):
+        pass
+
+
+def load(clients, requests, rows, idle=0):
     raise_fd_limit()
     root = Path(tempfile.mkdtemp(dir=DATA))
     try:
@@ -121,13 +140,14 @@ def load(clients, requests, rows):
                        check=True, capture_output=True)
         subprocess.run([str(BIN), "import", str(csv), str(root / "load.mtab")], check=True, capture_output=True)
         csv.unlink()
-        p, host, port = start(root, "--timeout", "120")
+        p, host, port = start(root, "--timeout", "120", "--header-timeout", "5")
         try:
             path = Q3.format(name="load")
-            lat, errors = [], []
+            lat, errors, cut = [], [], []
 
             async def main():
-                await asyncio.gather(*(client(host, port, path, requests, lat, errors) for _ in range(clients)))
+                slow = [slow_client(host, port, 60, cut) for _ in range(idle)]
+                await asyncio.gather(*(client(host, port, path, requests, lat, errors) for _ in range(clients)), *slow)
 
             t = time.perf_counter()
             asyncio.run(main())
@@ -137,11 +157,53 @@ def load(clients, requests, rows):
             print(f"load: {clients} concurrent clients × {requests} requests of Q3 on {rows:,} records: "
                   f"{len(lat)} answers, {len(errors)} errors{' (' + errors[0] + ')' if errors else ''}; "
                   f"latency P50 {q(0.5):.0f} ms, P99 {q(0.99):.0f} ms, max {lat[-1] * 1e3:.0f} ms; "
-                  f"{len(lat) / wall:.0f} requests/s over {wall:.1f} s; server peak RSS {vmhwm(p.pid) / 1e6:.0f} MB")
+                  f"{len(lat) / wall:.0f} requests/s over {wall:.1f} s; server peak RSS {vmhwm(p.pid) / 1e6:.0f} MB"
+                  + (f"; {idle} slow clients, {len(cut)} cut off by the header timeout" if idle else ""))
         finally:
             p.terminate()
             p.wait()
     finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def page(runs):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    root = Path(tempfile.mkdtemp())
+    (root / "census.mtab").symlink_to(DATA / "census.mtab")
+    p, host, port = start(root)
+    o = webdriver.ChromeOptions()
+    o.binary_location = shutil.which("chromium")
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]:
+        o.add_argument(a)
+    d = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=o)
+    try:
+        url = f"http://{host}:{port}/analysis/census?row=RACE&col=EMPSTAT&weight=PERWT&filter=AGE(25-64)&pct=none"
+        c = http.client.HTTPConnection(host, port)
+        total, answered, server = [], [], []
+        for i in range(runs + 2):
+            d.get("about:blank")
+            t = time.perf_counter()
+            d.get(url)
+            WebDriverWait(d, 60).until(lambda d: d.find_element(By.ID, "status").text.startswith("Answered"))
+            dt = time.perf_counter() - t
+            ms = float(re.search(r"([\d.]+) ms", d.find_element(By.ID, "status").text).group(1))
+            c.request("GET", Q3.format(name="census") + "&z=true")
+            r = c.getresponse()
+            r.read()
+            if i >= 2:
+                total.append(dt * 1e3)
+                answered.append(ms)
+                server.append(float(r.getheader("x-microtab-ms")))
+        f = lambda xs: f"{statistics.median(xs):.0f} ms ({min(xs):.0f}–{max(xs):.0f})"  # noqa: E731
+        print(f"the page, Q3 from a shared URL in headless chromium: navigation to drawn table {f(total)}; "
+              f"query + drawing inside the page {f(answered)}; the server's scan {f(server)}")
+    finally:
+        d.quit()
+        p.terminate()
+        p.wait()
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -151,9 +213,13 @@ def main():
     ap.add_argument("--clients", type=int, default=1000)
     ap.add_argument("--requests", type=int, default=3)
     ap.add_argument("--load-rows", type=int, default=1_000_000)
+    ap.add_argument("--idle", type=int, default=1000)
+    ap.add_argument("--page-runs", type=int, default=15)
     a = ap.parse_args()
     overhead(a.runs)
-    load(a.clients, a.requests, a.load_rows)
+    load(a.clients, a.requests, a.load_rows, a.idle)
+    if a.page_runs:
+        page(a.page_runs)
 
 
 if __name__ == "__main__":

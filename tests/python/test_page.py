@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -357,3 +358,61 @@ def test_phone_layout(server):
         d.save_screenshot(str(ART / "phone.png"))
     finally:
         d.quit()
+
+
+def test_review_findings(server, browser):
+    """What a hostile review found: an older answer drawn over a newer one,
+    the weight lost with the design, means over recodes, an empty result
+    shown as 100%, missing categories unmarked, the chart's axis."""
+    base, con = server
+    # 1. Only the latest query is drawn: the first answer is held back.
+    browser.get(base + "/analysis/census")
+    browser.execute_script("""
+      const f = window.fetch; let first = true;
+      window.fetch = (...a) => { const d = first; first = false;
+        return new Promise(r => setTimeout(r, d ? 1500 : 0)).then(() => f(...a)); };""")
+    row, col = browser.find_element(By.ID, "f-row"), browser.find_element(By.ID, "f-col")
+    row.send_keys("RACE")
+    col.send_keys("SEX")
+    browser.find_element(By.ID, "run").click()
+    row.clear()
+    row.send_keys("EDUC")
+    browser.find_element(By.ID, "run").click()
+    time.sleep(2.5)
+    assert wait_answer(browser) == ""
+    captions = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "table.xt caption .title")]
+    assert captions == ["EDUC by SEX"], captions
+    # 2. Standard errors off: still weighted by the design's weight.
+    browser.get(base + "/analysis/census?row=EDUC&col=SEX&design=off&show=w")
+    assert wait_answer(browser) == ""
+    check_against_duckdb(page_cells(browser), duck_cells(con, "EDUC", "SEX"))
+    assert not browser.find_elements(By.CSS_SELECTOR, "span.se")
+    # 3. Means grouped by a recode written with spaces.
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode(
+        {"kind": "means", "dep": "INCTOT", "row": "SEX", "col": "AGE(r: 0-17; 18-64; 65-*)"}))
+    assert wait_answer(browser) == ""
+    got = browser.execute_script("""return [...document.querySelectorAll('table.means tbody tr:not(.total)')]
+        .map(tr => [...tr.querySelectorAll('th, td')].slice(0, 3).map(x => x.textContent))""")
+    want = {(s, g): float(m) for s, g, m in con.execute(
+        "SELECT SEX, CASE WHEN AGE <= 17 THEN 1 WHEN AGE <= 64 THEN 2 ELSE 3 END, "
+        "sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 GROUP BY ALL").fetchall()}
+    assert {(int(s.split()[0]), int(g.split()[0])): num(m.replace("‡", "")) for s, g, m in got} == \
+        pytest.approx(want, rel=1e-5)
+    # 4. A filter that matches nothing says so.
+    browser.get(base + "/analysis/census?row=SEX&col=EDUC&filter=AGE(200-300)")
+    assert wait_answer(browser) == ""
+    assert "No records are counted" in browser.find_element(By.CSS_SELECTOR, "#result .empty").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "table.xt")
+    # 5. Missing categories of a crosstab are marked and said to be in the base.
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode(
+        {"row": "INCTOT(r: *-9999; 10000-*)", "col": "SEX", "include_missing": "on"}))
+    assert wait_answer(browser) == ""
+    assert "(missing)" in browser.find_element(By.CSS_SELECTOR, "table.xt tbody tr.missing th").text
+    assert "included in the totals and percentages" in browser.find_element(By.CSS_SELECTOR, "table.xt caption").text
+    # 6. Stacked column percentages: the axis ends at 100.
+    ticks = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "svg.chart text.tick")]
+    assert "100" in ticks and "200" not in ticks
+    # 7. A page error is a page for a browser.
+    browser.get(base + "/analysis/nosuch")
+    assert "404" in browser.find_element(By.TAG_NAME, "h1").text
+    assert "nosuch" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text

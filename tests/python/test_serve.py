@@ -199,6 +199,17 @@ def test_sda_urls_are_translated(server):
         params = urllib.parse.parse_qs(urllib.parse.urlparse(r.url).query)
     assert params["kind"] == ["means"] and params["dep"] == ["INCTOT"]
     assert params["row"] == ["SEX"] and params["col"] == ["RACE"]
+    # SDA's "SRS" keeps the weight and drops the design's SEs.
+    st, body = get(base, "/sda?sdaprog=tables&dataset=census&row=SEX&column=EDUC&colpct=on&design=srs")
+    assert st == 200 and body["weight"] == "PERWT" and "design" not in body
+    # A means URL grouped by a value list keeps it whole.
+    req = urllib.request.Request(base + "/sda?sdaprog=means&dataset=census&dep=INCTOT&row=RACE(1,3)&column=SEX",
+                                 headers={"Accept": "text/html"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        params = urllib.parse.parse_qs(urllib.parse.urlparse(r.url).query)
+    assert params["row"] == ["RACE(1,3)"] and params["col"] == ["SEX"] and "control" not in params
+    st, body = get(base, "/api/v1/datasets/census/means" + q(var="INCTOT", by="RACE(1,3), SEX"))
+    assert st == 200 and body["by"] == ["RACE", "SEX"]
     for bad_url, needle in [("/sda?dataset=nope&row=SEX", "no dataset"),
                             ("/sda?dataset=census&row=SEX&column=EDUC&rowpct=on&colpct=on", "one per table"),
                             ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate")]:

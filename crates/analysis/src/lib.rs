@@ -49,7 +49,7 @@ mod taylor;
 
 pub use design::{build_design, replicate_names, DesignSpec};
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
-pub use params::{request_from_params, PARAMS};
+pub use params::{request_from_params, split_list, PARAMS};
 pub use quantile::Quantile;
 pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{

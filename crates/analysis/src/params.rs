@@ -49,11 +49,41 @@ fn number<T: std::str::FromStr>(
     .transpose()
 }
 
+/// Splits a list of grouping arguments at commas (and, with `spaces`,
+/// whitespace) outside parentheses and double quotes, so that recodes
+/// (`AGE(r: 0-17; 18-64; 65-*)`), value lists (`RACE(1,3)`) and quoted
+/// names stay whole.
+pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
+    for c in s.chars() {
+        match c {
+            '"' => quote = !quote,
+            '(' if !quote => depth += 1,
+            ')' if !quote => depth -= 1,
+            _ => {}
+        }
+        if !quote && depth == 0 && (c == ',' || (spaces && c.is_whitespace())) {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out.iter_mut().for_each(|x| *x = x.trim().to_string());
+    out.retain(|x| !x.is_empty());
+    out
+}
+
 /// A [`Request`] for `analysis` (`freq`, `tab` or `means`) from named
 /// parameters (`get(name)` gives a parameter's text, `None` when absent):
 /// `var` (freq, means), `row`, `col`, `control`, `pct` (`row`, `col`,
 /// `total`), `stats` (tab), `by` (means: names separated by commas or
-/// spaces), `weight`, `filter`, `include_missing`, `design` (`false`
+/// spaces outside parentheses: [`split_list`]), `weight`, `filter`, `include_missing`, `design` (`false`
 /// ignores the stored design), `level` (0.95), `quantiles` (means:
 /// probabilities, comma-separated), `max_cells`, `pct_ci` (`logit`,
 /// `korn-graubard`), `min_n`, `max_cv` (a fraction). Errors name the
@@ -84,11 +114,7 @@ pub fn request_from_params(
             stats: flag("stats", get("stats"))?.unwrap_or(false),
         },
         "means" => {
-            let by: Vec<String> = need("by")?
-                .split([',', ' '])
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
+            let by = split_list(&need("by")?, true);
             Analysis::Means {
                 var: need("var")?,
                 by,
@@ -160,6 +186,30 @@ mod tests {
                 .map(|(_, v)| v.to_string())
         };
         request_from_params(analysis, &get)
+    }
+
+    #[test]
+    fn grouping_lists_keep_recodes_whole() {
+        let r = ask(
+            "means",
+            &[
+                ("var", "INCTOT"),
+                ("by", "AGE(r: 0-17; 18-64; 65-*), RACE(1,3) SEX \"my var\""),
+            ],
+        )
+        .unwrap();
+        let Analysis::Means { by, .. } = r.analysis else {
+            panic!("means")
+        };
+        assert_eq!(
+            by,
+            [
+                "AGE(r: 0-17; 18-64; 65-*)",
+                "RACE(1,3)",
+                "SEX",
+                "\"my var\""
+            ]
+        );
     }
 
     #[test]

@@ -397,27 +397,5 @@ pub fn split_specs(s: &str) -> Vec<String> {
 /// Splits `s` at commas (and, with `spaces`, whitespace) outside
 /// parentheses and quotes.
 pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
-    for c in s.chars() {
-        match c {
-            '"' => quote = !quote,
-            '(' if !quote => depth += 1,
-            ')' if !quote => depth -= 1,
-            _ => {}
-        }
-        if !quote && depth == 0 && (c == ',' || (spaces && c.is_whitespace())) {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        } else {
-            cur.push(c);
-        }
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out.iter_mut().for_each(|x| *x = x.trim().to_string());
-    out.retain(|x| !x.is_empty());
-    out
+    microtab_analysis::split_list(s, spaces)
 }

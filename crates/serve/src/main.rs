@@ -492,6 +492,11 @@ async fn sda(
     let row = take(&mut p, "row");
     let col = take(&mut p, "column").or_else(|| take(&mut p, "col"));
     let control = take(&mut p, "control");
+    // The boxes as SDA's form had them (the page has the same ones).
+    let boxes: Vec<(&str, String)> = [("row", &row), ("col", &col), ("control", &control)]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
+        .collect();
     let kind = if prog == "means" || form == "mnf" {
         let dep = take(&mut p, "dep")
             .ok_or_else(|| bad("an SDA means URL names its dependent variable (dep=)"))?;
@@ -542,20 +547,31 @@ async fn sda(
     if let Some(f) = take(&mut p, "filters") {
         out.push(("filter", f));
     }
-    if let Some(w) = take(&mut p, "weightlist").or_else(|| take(&mut p, "weight")) {
+    let srs = match take(&mut p, "design")
+        .map(|d| d.to_ascii_lowercase())
+        .as_deref()
+    {
+        None | Some("complex") => false,
+        Some("srs") => true,
+        Some(d) => return Err(bad(format!("design={d:?}: expected complex or srs"))),
+    };
+    let weight = take(&mut p, "weightlist").or_else(|| take(&mut p, "weight"));
+    if let Some(w) = weight {
         // SDA's weight lists name one weight per choice; the first is used.
         out.push((
             "weight",
             w.split(',').next().unwrap_or("").trim().to_string(),
         ));
+    } else if srs {
+        // SDA's "SRS" keeps the weight, only the standard errors change:
+        // the design's weight, named.
+        let path = app.path(&dataset)?;
+        if let Some(d) = open(&path, &dataset)?.manifest().design.as_ref() {
+            out.push(("weight", d.weight.clone()));
+        }
     }
-    match take(&mut p, "design")
-        .map(|d| d.to_ascii_lowercase())
-        .as_deref()
-    {
-        None | Some("complex") => {}
-        Some("srs") => out.push(("design", "false".into())),
-        Some(d) => return Err(bad(format!("design={d:?}: expected complex or srs"))),
+    if srs {
+        out.push(("design", "false".into()));
     }
     if let Some(l) = take(&mut p, "cflevel") {
         let v: f64 = l
@@ -585,11 +601,7 @@ async fn sda(
         for (k, v) in &out {
             match (kind, *k) {
                 ("means", "var") => q.push(("dep", v.clone())),
-                ("means", "by") => {
-                    for (name, var) in ["row", "col", "control"].iter().zip(v.split(',')) {
-                        q.push((name, var.to_string()));
-                    }
-                }
+                ("means", "by") => q.extend(boxes.iter().cloned()),
                 ("freq", "var") => q.push(("row", v.clone())),
                 (_, "stats") => q.push(("stats", "on".into())),
                 (_, "design") => q.push(("design", "off".into())),
@@ -609,21 +621,22 @@ async fn sda(
                 )
             })
         };
-        let shows: Vec<&str> = [
+        let display = [
             ("se", "se"),
             ("weightedn", "w"),
             ("unweightedn", "n"),
             ("color", "colour"),
-            ("deczstats", "z"),
-        ]
-        .into_iter()
-        .filter(|(k, _)| is_on(k))
-        .map(|(_, v)| v)
-        .collect();
-        if shows.is_empty() {
-            q.extend(["se", "w", "colour"].map(|v| ("show", v.to_string())));
-        } else {
-            q.extend(shows.into_iter().map(|v| ("show", v.to_string())));
+            ("zstats", "z"),
+        ];
+        if display.iter().any(|(k, _)| p.contains_key(*k)) {
+            // SDA's own choices, on or off; `shown` says they were made.
+            q.extend(
+                display
+                    .iter()
+                    .filter(|(k, _)| is_on(k))
+                    .map(|(_, v)| ("show", v.to_string())),
+            );
+            q.push(("shown", "1".into()));
         }
         match p.get("ch_type").map(|v| v.to_ascii_lowercase()).as_deref() {
             Some("bar") => q.push(("chart", "bar".into())),

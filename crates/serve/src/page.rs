@@ -35,6 +35,7 @@ pub const PAGE_PARAMS: &[&str] = &[
     "level",
     "include_missing",
     "show",
+    "shown",
     "chart",
 ];
 
@@ -168,7 +169,7 @@ fn first<'a>(p: &'a Params, k: &str) -> Option<&'a str> {
 
 /// The API URL of the page's query (as `app.js` builds it), or `None`
 /// when it has no row variable yet.
-pub fn api_url(name: &str, p: &Params) -> Option<String> {
+pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<String> {
     let row = first(p, "row")?;
     let mut q: Vec<(&str, String)> = Vec::new();
     let kind = if first(p, "kind") == Some("means") {
@@ -203,6 +204,11 @@ pub fn api_url(name: &str, p: &Params) -> Option<String> {
         }
     }
     if first(p, "design") == Some("off") {
+        // Without the design's standard errors, still its weight (SDA's
+        // "SRS"), unless another is chosen.
+        if let (None, Some(w)) = (first(p, "weight"), design_weight) {
+            q.push(("weight", w.into()));
+        }
         q.push(("design", "false".into()));
     }
     if first(p, "include_missing").is_some() && kind != "means" {
@@ -241,9 +247,36 @@ fn check_params(p: &Params) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// An error as a page (a browser asked for a page, not JSON).
+fn html_error(e: ApiError) -> Response {
+    let ApiError(status, message) = e;
+    let mut h = head("microtab — error");
+    let _ = write!(
+        h,
+        "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p></header>\n\
+<main id=\"main\"><h1>{} {}</h1><p role=\"alert\">{}</p>\
+<p><a href=\"/\">The datasets served here</a></p></main></body></html>\n",
+        status.as_u16(),
+        esc(status.canonical_reason().unwrap_or("")),
+        esc(&message)
+    );
+    (status, Html(h)).into_response()
+}
+
 /// `GET /analysis/{name}`: the query form, filled from the URL, and the
-/// variables; `app.js` runs the query and shows the answer.
+/// variables; `app.js` runs the query and shows the answer. Errors are
+/// pages too.
 pub async fn analysis(
+    state: State<Arc<App>>,
+    name: Path<String>,
+    query: Query<Params>,
+) -> Response {
+    analysis_page(state, name, query)
+        .await
+        .unwrap_or_else(html_error)
+}
+
+async fn analysis_page(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
     Query(p): Query<Params>,
@@ -253,12 +286,14 @@ pub async fn analysis(
     let m = ds.manifest();
     let val = |k: &str| esc(first(&p, k).unwrap_or(""));
     let means = first(&p, "kind") == Some("means");
-    let fresh = first(&p, "row").is_none();
+    // Display choices made (`show=…`, or the form's `shown` when none is
+    // ticked), or the defaults.
     let shown: Vec<&str> = p
         .iter()
         .filter(|(k, _)| k == "show")
         .map(|(_, v)| v.as_str())
         .collect();
+    let fresh = shown.is_empty() && first(&p, "shown").is_none();
     let show = |x: &str| {
         if fresh {
             matches!(x, "se" | "w" | "colour")
@@ -391,7 +426,7 @@ pub async fn analysis(
         let _ = writeln!(
             h,
             "<div><label for=\"f-design\">Standard errors</label><select id=\"f-design\" name=\"design\">\
-<option value=\"on\"{}>from the survey design</option><option value=\"off\"{}>none (ignore the design)</option></select></div>",
+<option value=\"on\"{}>from the survey design</option><option value=\"off\"{}>none: as a simple random sample (still weighted)</option></select></div>",
             sel("design", "on", true),
             sel("design", "off", false),
         );
@@ -420,14 +455,15 @@ pub async fn analysis(
     );
     let _ = write!(
         h,
-        "<div class=\"actions\"><label for=\"f-chart\">Chart</label><select id=\"f-chart\" name=\"chart\">\
+        "<input type=\"hidden\" name=\"shown\" value=\"1\">\
+<div class=\"actions\"><label for=\"f-chart\">Chart</label><select id=\"f-chart\" name=\"chart\">\
 <option value=\"stacked\"{}>stacked bars</option><option value=\"bar\"{}>bars</option><option value=\"none\"{}>none</option></select>\
 <button type=\"submit\" id=\"run\">Run the table</button> <button type=\"reset\" id=\"clear\">Clear</button></div>\n</form>\n",
         sel("chart", "stacked", true),
         sel("chart", "bar", false),
         sel("chart", "none", false),
     );
-    let api = api_url(&name, &p);
+    let api = api_url(&name, &p, m.design.as_ref().map(|d| d.weight.as_str()));
     h += "<noscript><p>Tables are drawn by JavaScript. ";
     if let Some(u) = &api {
         let _ = write!(
@@ -444,6 +480,7 @@ pub async fn analysis(
         "name": name,
         "rows": m.rows,
         "design": m.design.is_some(),
+        "design_weight": m.design.as_ref().map(|d| d.weight.clone()),
     });
     let _ = write!(
         h,
@@ -456,7 +493,11 @@ pub async fn analysis(
 /// `GET /analysis/{name}/codebook`: every variable's label, type,
 /// missing codes and value labels; frequencies on request (`app.js`
 /// fetches them when an entry is opened).
-pub async fn codebook(
+pub async fn codebook(state: State<Arc<App>>, name: Path<String>) -> Response {
+    codebook_page(state, name).await.unwrap_or_else(html_error)
+}
+
+async fn codebook_page(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {

@@ -89,7 +89,12 @@ export function apiUrl(p) {
     const v = (p.get(k) || "").trim();
     if (v) put(k, v);
   }
-  if (p.get("design") === "off") put("design", "false");
+  if (p.get("design") === "off") {
+    // Without the design's standard errors, still its weight (SDA's
+    // "SRS"), unless another is chosen.
+    if (!(p.get("weight") || "").trim() && meta.design_weight) put("weight", meta.design_weight);
+    put("design", "false");
+  }
   if (p.get("include_missing") && kind !== "means") put("include_missing", "true");
   return `/api/v1/datasets/${enc(meta.name)}/${kind}?${q.join("&")}`;
 }
@@ -99,7 +104,10 @@ function pageParams(form) {
   for (const [k, v] of new FormData(form)) {
     if (typeof v === "string" && v.trim() !== "") p.append(k, v.trim());
   }
-  if (p.get("kind") === "table") p.delete("kind");
+  if (p.get("kind") === "table") {
+    p.delete("kind");
+    p.delete("dep");
+  }
   if (p.get("pct") === "col") p.delete("pct");
   if (p.get("chart") === "stacked") p.delete("chart");
   if (p.get("level") === "0.95") p.delete("level");
@@ -108,7 +116,7 @@ function pageParams(form) {
 }
 
 function fillForm(form, p) {
-  const fresh = !p.get("row");
+  const fresh = !p.get("shown") && !p.getAll("show").length;
   for (const e of form.elements) {
     if (!e.name) continue;
     if (e.type === "radio") e.checked = (p.get("kind") || "table") === e.value;
@@ -187,11 +195,13 @@ function renderTab(j, show) {
     if (design && show.has("se")) what.push("standard errors in parentheses");
     if (design && show.has("ci")) what.push(`${Math.round(j.design.level * 100)}% confidence intervals in brackets`);
     if (weighted && show.has("w")) what.push("weighted N");
-    if (show.has("n")) what.push("unweighted N");
+    if (show.has("n") && (weighted || j.pct)) what.push("unweighted N");
+    if (!j.pct) what.unshift(weighted ? "weighted counts" : "counts");
+    if (t.rows.some((r) => r.missing) || t.cols.some((c) => c.missing)) what.push("missing values shown as categories and included in the totals and percentages");
     const tbl = el("table", { class: "xt", "aria-describedby": "legend" });
-    tbl.append(el("caption", { id: `t${ti}` }, el("span", { class: "title" }, title), el("span", { class: "what" }, `Cells: ${what.join("; ") || "counts"}.`)));
+    tbl.append(el("caption", { id: `t${ti}` }, el("span", { class: "title" }, title), el("span", { class: "what" }, `Cells: ${what.join("; ")}.`)));
     const thead = el("tr", {}, el("th", { scope: "col" }, `${j.row_var} \\ ${j.col_var}`));
-    for (const c of t.cols) thead.append(el("th", { scope: "col" }, catText(c)));
+    for (const c of t.cols) thead.append(el("th", { scope: "col", class: c.missing ? "missing" : null }, catText(c), c.missing ? " (missing)" : ""));
     thead.append(el("th", { scope: "col", class: "total" }, "Total"));
     tbl.append(el("thead", {}, thead));
     const tb = el("tbody");
@@ -201,15 +211,20 @@ function renderTab(j, show) {
     const colW = t.col_totals.weighted || t.col_totals.counts;
     const lines = (pct, w, n, u, uw) => {
       const parts = [];
-      if (pct !== null && pct !== undefined) parts.push(el("span", { class: "pct" }, fmtPct(pct)));
-      if (j.pct && u) parts.push(...uncertainty(u, (x) => x.toFixed(1), show));
-      if ((!j.pct || show.has("w")) && w !== null && w !== undefined) parts.push(el("span", { class: "w" }, weighted ? fmtSig(w) : fmtN(w)));
-      if (!j.pct && uw) parts.push(...uncertainty(uw, (x) => fmtSig(x, 4), show));
+      if (j.pct) {
+        if (pct !== null && pct !== undefined) parts.push(el("span", { class: "pct" }, fmtPct(pct)));
+        if (u) parts.push(...uncertainty(u, (x) => x.toFixed(1), show));
+        if (show.has("w") && weighted && w !== null && w !== undefined) parts.push(el("span", { class: "w" }, fmtSig(w)));
+      } else {
+        if (w !== null && w !== undefined) parts.push(el("span", { class: "w" }, weighted ? fmtSig(w) : fmtN(w)));
+        if (uw) parts.push(...uncertainty(uw, (x) => fmtSig(x, 4), show));
+      }
       if (show.has("n") && n !== null && n !== undefined && (weighted || j.pct)) parts.push(el("span", { class: "n" }, `N=${fmtN(n)}`));
       return parts;
     };
+    const miss = (c) => (c.missing ? " (missing)" : "");
     t.rows.forEach((r, i) => {
-      const tr = el("tr", {}, el("th", { scope: "row" }, catText(r)));
+      const tr = el("tr", { class: r.missing ? "missing" : null }, el("th", { scope: "row" }, catText(r), miss(r)));
       t.cols.forEach((c, k) => {
         const z = t.z ? t.z[i][k] : null;
         const u = t.pct_se ? t.pct_se[i][k] : null;
@@ -365,7 +380,18 @@ function renderMeans(j, show) {
 // ------------------------------------------------------------ the chart
 
 // Okabe–Ito: told apart with every common colour-vision deficiency.
-const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+// Okabe–Ito, then Paul Tol's muted set: 16 colours before any repeats.
+const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+  "#332288", "#88CCEE", "#117733", "#999933", "#882255", "#AA4499", "#DDCC77", "#44AA99"];
+const MAX_BARS = 80;
+// Axis numbers: 200k, 1.5M.
+function compact(v) {
+  const a = Math.abs(v);
+  if (a >= 1e9) return `${+(v / 1e9).toPrecision(3)}G`;
+  if (a >= 1e6) return `${+(v / 1e6).toPrecision(3)}M`;
+  if (a >= 1e4) return `${+(v / 1e3).toPrecision(3)}k`;
+  return fmtSig(v, 3);
+}
 const SVGNS = "http://www.w3.org/2000/svg";
 function svg(tag, attrs = {}, text) {
   const e = document.createElementNS(SVGNS, tag);
@@ -377,7 +403,7 @@ const short = (s, n = 18) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 // Bars: one group per category on the axis, one bar per series.
 function chart(title, cats, series, yLabel, stacked, whiskers) {
-  const W = 560, H = 320, L = 56, R = 12, T = 28, B = 44;
+  const W = 560, H = 320, L = 64, R = 12, T = 28, B = 44;
   const legendH = series.length > 1 ? 24 * Math.ceil(series.length / 2) + 8 : 0;
   const s = svg("svg", { viewBox: `0 0 ${W} ${H + legendH}`, role: "img", "aria-label": title, class: "chart" });
   s.append(svg("title", {}, title));
@@ -387,13 +413,15 @@ function chart(title, cats, series, yLabel, stacked, whiskers) {
     else series.forEach((x) => (max = Math.max(max, (whiskers && x.hi ? x.hi[i] : null) ?? x.values[i] ?? 0, x.values[i] || 0)));
   });
   if (!(max > 0)) max = 1;
-  const step = Math.pow(10, Math.floor(Math.log10(max)));
-  const nice = [1, 2, 2.5, 5, 10].map((m) => m * step).find((x) => max / x <= 6) || step * 10;
+  // Percentages summing to 100.00000000000001 are 100.
+  max *= 1 - 1e-9;
+  const step = Math.pow(10, Math.floor(Math.log10(max)) - 1);
+  const nice = [1, 2, 2.5, 5, 10, 20, 25, 50, 100].map((m) => m * step).find((x) => max / x <= 6) || step * 100;
   const top = Math.ceil(max / nice) * nice;
   const y = (v) => T + (H - T - B) * (1 - v / top);
   for (let v = 0; v <= top + 1e-9; v += nice) {
     s.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" }));
-    s.append(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", class: "tick" }, fmtSig(v, 3)));
+    s.append(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", class: "tick" }, compact(v)));
   }
   s.append(svg("text", { x: 12, y: T - 12, class: "axis" }, yLabel));
   const gw = (W - L - R) / Math.max(1, cats.length);
@@ -430,6 +458,8 @@ function chart(title, cats, series, yLabel, stacked, whiskers) {
 
 function chartOf(j, kind, how) {
   if (how === "none") return null;
+  const n = kind === "tab" ? (j.tables[0]?.cols.length ?? 0) * (how === "bar" ? j.tables[0]?.rows.length ?? 0 : 1) : kind === "freq" ? j.rows.length : j.groups.length;
+  if (n > MAX_BARS) return el("p", { class: "hint" }, `No chart: ${n} bars would be too many to read; the table holds every number.`);
   const stacked = how === "stacked";
   if (kind === "tab") {
     const t = j.tables[0];
@@ -505,7 +535,22 @@ function downloads(j, kind, api) {
 
 // ------------------------------------------------------------ running
 
+// The API's messages name CLI options; say what to do on this page.
+function hint(m) {
+  if (/--no-design/.test(m)) return `${m}. On this page: set "Standard errors" to "none" to weight by another variable.`;
+  if (/--max-cells/.test(m)) return `${m}. On this page: recode a variable into fewer groups (AGE(r: 0-17; 18-64; 65-*)) or add a filter; the server's limit cannot be raised from here.`;
+  return m;
+}
+
+let latest = 0;
+let inflight = null;
+
 async function run(p) {
+  // Only the latest query is drawn: an older, slower answer is dropped.
+  const mine = ++latest;
+  inflight?.abort();
+  inflight = new AbortController();
+  const signal = inflight.signal;
   const api = apiUrl(p);
   const result = $("result");
   $("error").textContent = "";
@@ -519,24 +564,33 @@ async function run(p) {
   const t0 = performance.now();
   let j;
   try {
-    const r = await fetch(api, { headers: { accept: "application/json" } });
+    const r = await fetch(api, { headers: { accept: "application/json" }, signal });
     j = await r.json();
-    if (!r.ok) throw new Error(j.error || `HTTP ${r.status}`);
+    if (!r.ok) throw new Error(hint(j.error || `HTTP ${r.status}`));
   } catch (e) {
+    if (mine !== latest) return;
     result.removeAttribute("aria-busy");
     result.replaceChildren();
     $("status").textContent = "";
     $("error").textContent = `The query was not answered: ${e.message}`;
     return;
   }
+  if (mine !== latest) return;
   const kind = api.split("?")[0].split("/").pop();
+  const counted = kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : j.total.n;
+  if (counted === 0) {
+    result.removeAttribute("aria-busy");
+    result.replaceChildren(el("p", { class: "empty" }, `No records are counted${j.filter ? `: the filter ${j.filter} matches none` : ""}${p.get("include_missing") ? "" : " (or every value is missing)"}.`));
+    $("status").textContent = `Answered in ${Math.round(performance.now() - t0)} ms.`;
+    return;
+  }
   const show = new Set(p.getAll("show"));
-  if (!p.get("row")) ["se", "w", "colour"].forEach((x) => show.add(x));
+  if (!p.get("shown") && !show.size) ["se", "w", "colour"].forEach((x) => show.add(x));
   state.answer = j;
   const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : renderMeans(j, show);
   const c = chartOf(j, kind, p.get("chart") || "stacked");
-  const fig = c ? el("figure", { class: "fig" }, c, el("figcaption", {}, "Hover a bar for its value; the table holds every number.")) : null;
-  const head = el("div", { class: "meta" }, el("p", {}, `${meta.name}: ${fmtN(kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : j.total.n)} records counted${j.filter ? `, filter ${j.filter}` : ""}${j.weight ? `, weight ${j.weight}` : ", unweighted"}.`), downloads(j, kind, api));
+  const fig = c && c.tagName.toLowerCase() === "svg" ? el("figure", { class: "fig" }, c, el("figcaption", {}, "Hover a bar for its value; the table holds every number.")) : c;
+  const head = el("div", { class: "meta" }, el("p", {}, `${meta.name}: ${fmtN(counted)} records counted${j.filter ? `, filter ${j.filter}` : ""}${j.weight ? `, weight ${j.weight}` : ", unweighted"}.`), downloads(j, kind, api));
   result.replaceChildren(head, el("div", { class: "answer" }, el("div", { class: "tables" }, parts), fig));
   result.removeAttribute("aria-busy");
   $("status").textContent = `Answered in ${Math.round(performance.now() - t0)} ms.`;
@@ -565,8 +619,11 @@ async function showVariable(name) {
     const b = el("button", { type: "button", "data-field": field }, label);
     b.addEventListener("click", () => {
       const input = $(`f-${field}`);
-      if (field === "filter") input.value = `${input.value ? `${input.value} ` : ""}${name}()`;
-      else input.value = name;
+      // Names that are not plain identifiers are quoted for the grammar.
+      const ref = /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : `"${name}"`;
+      if (field === "filter") input.value = `${input.value ? `${input.value} ` : ""}${ref}()`;
+      else if (ref !== name) input.value = ref;
+      else if (ref === name) input.value = name;
       if (field === "dep") {
         document.querySelector('input[name="kind"][value="means"]').checked = true;
         syncKind($("form"));
