@@ -416,3 +416,19 @@ def test_review_findings(server, browser):
     browser.get(base + "/analysis/nosuch")
     assert "404" in browser.find_element(By.TAG_NAME, "h1").text
     assert "nosuch" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+
+
+def test_long_frequency_lists_are_cut_with_a_note(server, browser):
+    base, con = server
+    browser.get(base + "/analysis/plain?row=INCTOT&include_missing=on")
+    assert wait_answer(browser) == ""
+    distinct = con.execute("SELECT count(DISTINCT INCTOT) FROM c").fetchone()[0]
+    assert distinct > 2000
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.freq tbody tr:not(.total)")
+    assert len(rows) == 2000
+    assert f"of {distinct:,} values" in browser.find_element(By.ID, "cut").text
+    assert "too many" in browser.find_element(By.CSS_SELECTOR, "#result p.hint:not(#cut)").text
+    # The CSV download holds every value.
+    text = browser.execute_async_script("""const done = arguments[0];
+        fetch(document.getElementById('dl-csv').href).then(r => r.text()).then(done)""")
+    assert len(text.strip().splitlines()) == distinct + 1

@@ -327,7 +327,9 @@ function renderFreq(j, show) {
   tbl.append(el("thead", {}, h));
   const tb = el("tbody");
   let anyFlag = false;
-  for (const r of j.rows) {
+  // A long list is cut on the page (the downloads hold every row).
+  const rows = j.rows.slice(0, MAX_FREQ_ROWS);
+  for (const r of rows) {
     const tr = el("tr", { class: r.missing ? "missing" : null }, el("th", { scope: "row" }, catText(r), r.missing ? " (missing)" : ""));
     tr.append(el("td", { class: "num" }, fmtN(r.count)));
     if (weighted) tr.append(el("td", { class: "num" }, fmtSig(r.weighted)));
@@ -345,7 +347,8 @@ function renderFreq(j, show) {
   if (design && show.has("ci")) tr.append(el("td"));
   tb.append(tr);
   tbl.append(tb);
-  return [el("section", { class: "xtab" }, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Frequencies" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
+  const cut = j.rows.length > rows.length ? el("p", { class: "hint", id: "cut" }, `The first ${fmtN(rows.length)} of ${fmtN(j.rows.length)} values are shown; Download CSV or JSON for all of them, or recode the variable into groups.`) : null;
+  return [el("section", { class: "xtab" }, cut, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Frequencies" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
 }
 
 function renderMeans(j, show) {
@@ -384,6 +387,7 @@ function renderMeans(j, show) {
 const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
   "#332288", "#88CCEE", "#117733", "#999933", "#882255", "#AA4499", "#DDCC77", "#44AA99"];
 const MAX_BARS = 80;
+const MAX_FREQ_ROWS = 2000;
 // Axis numbers: 200k, 1.5M.
 function compact(v) {
   const a = Math.abs(v);
