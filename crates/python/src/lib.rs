@@ -177,6 +177,77 @@ fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<Strin
     })
 }
 
+/// A request's partial result over the dataset at `path` (only records
+/// `start..end` when given): the analysis layer's exact `Partial`,
+/// serialized (JSON; every f64 written so it reads back bit for bit), to
+/// be merged with others and finished where the parts meet (Dask).
+#[pyfunction]
+#[pyo3(signature = (path, spec, start=None, end=None))]
+fn _partial<'py>(
+    py: Python<'py>,
+    path: &str,
+    spec: &str,
+    start: Option<u64>,
+    end: Option<u64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let mut req = request(&spec)?;
+    let path = path.to_string();
+    let bytes = py.detach(move || -> PyResult<Vec<u8>> {
+        let ds = open(&path)?;
+        if start.is_some() || end.is_some() {
+            let rows = ds.manifest().rows;
+            let (a, b) = (start.unwrap_or(0), end.unwrap_or(rows));
+            if a > b || b > rows {
+                return Err(QueryError::new_err(format!(
+                    "records {a}..{b} are not within the dataset's {rows}"
+                )));
+            }
+            req.rows = Some(a..b);
+        }
+        let p = microtab_analysis::partial(&ds, &req, &ScanOptions::from_env())
+            .map_err(analysis_error)?;
+        serde_json::to_vec(&p).map_err(|e| MicrotabError::new_err(e.to_string()))
+    })?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+fn read_partial(b: &[u8]) -> PyResult<microtab_analysis::Partial> {
+    serde_json::from_slice(b)
+        .map_err(|e| MicrotabError::new_err(format!("not a microtab partial result: {e}")))
+}
+
+/// Merges partial results of one request (exact; in any order).
+#[pyfunction]
+fn _merge<'py>(py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = py.detach(move || -> PyResult<Vec<u8>> {
+        let mut acc: Option<microtab_analysis::Partial> = None;
+        for b in &parts {
+            let p = read_partial(b)?;
+            acc = Some(match acc {
+                Some(a) => a.merge(p).map_err(analysis_error)?,
+                None => p,
+            });
+        }
+        let p = acc.ok_or_else(|| QueryError::new_err("no partial results to merge"))?;
+        serde_json::to_vec(&p).map_err(|e| MicrotabError::new_err(e.to_string()))
+    })?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The answer to a request (JSON object) from its merged partial result,
+/// as the analysis layer's JSON.
+#[pyfunction]
+fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<String> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let req = request(&spec)?;
+    py.detach(move || -> PyResult<String> {
+        let p = read_partial(&part)?;
+        let a = p.finish(&req).map_err(analysis_error)?;
+        serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
+    })
+}
+
 /// A column's stored values decoded (bit-packed columns unpacked), every
 /// stripe checked: (bytes, numpy dtype name).
 #[pyfunction]
@@ -815,6 +886,9 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_dictionary, m)?)?;
     m.add_function(wrap_pyfunction!(_query, m)?)?;
     m.add_function(wrap_pyfunction!(_query_many, m)?)?;
+    m.add_function(wrap_pyfunction!(_partial, m)?)?;
+    m.add_function(wrap_pyfunction!(_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(_finish, m)?)?;
     m.add_function(wrap_pyfunction!(_column, m)?)?;
     m.add_function(wrap_pyfunction!(_select, m)?)?;
     m.add_function(wrap_pyfunction!(_values, m)?)?;

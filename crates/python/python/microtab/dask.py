@@ -1,0 +1,107 @@
+"""microtab's tables on a Dask cluster: each part of the data (a dataset,
+or a range of records of one) is counted where it is, as the analysis
+layer's exact partial result; the parts are merged in a tree on the
+workers and the merged part is finished into the same result object as a
+local query — replicate-weight standard errors included (replicate totals
+merge exactly).
+
+    from dask.distributed import Client
+    import microtab.dask as mtd
+    client = Client("scheduler:8786")
+    parts = mtd.parts(["acs2019.mtab", "acs2020.mtab"])        # or mtd.split("big.mtab", 8)
+    t = mtd.on(client, parts).tab("SEX", "EDUC", pct="col")     # a microtab.Crosstab
+
+Without a client (``client=None``) the same parts are answered here, one
+after another: the reference a cluster's answer must equal.
+
+Taylor linearization designs are answered over one whole dataset only
+(their strata and PSUs describe the whole sample); their parts are
+refused with a clear error (docs/DISTRIBUTED.md)."""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import os
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from . import QueryError, _Queries
+from ._microtab import _finish, _info, _merge, _partial
+
+__all__ = ["Part", "parts", "split", "on", "partial", "merge", "finish"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the data: a dataset directory (a path every worker can
+    read: a shared file system), and optionally records ``start..end``."""
+
+    path: str
+    start: int | None = None
+    end: int | None = None
+
+
+def parts(paths: str | Sequence[str]) -> list[Part]:
+    """Parts from dataset paths or one glob pattern (``"years/*.mtab"``),
+    sorted; absolute paths, so workers elsewhere find them."""
+    if isinstance(paths, str):
+        found = sorted(_glob.glob(paths)) if any(c in paths for c in "*?[") else [paths]
+    else:
+        found = list(paths)
+    if not found:
+        raise QueryError(f"no dataset matches {paths!r}")
+    return [Part(os.path.abspath(p)) for p in found]
+
+
+def split(path: str, n: int) -> list[Part]:
+    """``n`` parts of one dataset: contiguous ranges of records of about
+    equal size."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    rows = json.loads(_info(os.fspath(path)))["rows"]
+    path = os.path.abspath(path)
+    edges = [rows * i // n for i in range(n + 1)]
+    return [Part(path, a, b) for a, b in zip(edges, edges[1:]) if b > a] or [Part(path, 0, 0)]
+
+
+def partial(part: Part, spec: str) -> bytes:
+    """The exact partial result of a request (``spec``: JSON) over one part."""
+    return _partial(part.path, spec, part.start, part.end)
+
+
+def merge(*ps: bytes) -> bytes:
+    """Merges partial results (exact, in any order)."""
+    return _merge(list(ps))
+
+
+def finish(p: bytes, spec: str) -> dict:
+    """The answer (the analysis layer's JSON, as a dict) from a merged
+    partial result."""
+    return json.loads(_finish(p, spec))
+
+
+class on(_Queries):
+    """``freq``/``tab``/``means`` over ``parts`` on a Dask ``client`` (or,
+    with ``client=None``, here). ``fan_in`` parts are merged per task of the
+    tree; ``retries`` lets Dask recompute a part whose worker died."""
+
+    def __init__(self, client, parts: Iterable[Part], *, fan_in: int = 8, retries: int = 3):
+        self.client = client
+        self.parts = list(parts)
+        if not self.parts:
+            raise QueryError("no parts to answer over")
+        self.fan_in = max(2, fan_in)
+        self.retries = retries
+
+    def _ask(self, spec: dict) -> dict:
+        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        if self.client is None:
+            return finish(merge(*(partial(p, spec) for p in self.parts)), spec)
+        futures = [self.client.submit(partial, p, spec, pure=False, retries=self.retries)
+                   for p in self.parts]
+        while len(futures) > 1:
+            futures = [self.client.submit(merge, *futures[i:i + self.fan_in], retries=self.retries)
+                       if len(futures[i:i + self.fan_in]) > 1 else futures[i]
+                       for i in range(0, len(futures), self.fan_in)]
+        return finish(futures[0].result(), spec)
