@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -38,7 +37,7 @@ import microtab as mt
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from run import drop_caches  # noqa: E402
+from run import drop_caches, timed  # noqa: E402
 
 DATA = REPO / "bench" / "data"
 BIN = REPO / "target" / "release" / "microtab"
@@ -52,19 +51,6 @@ def fmt(xs):
 
 def ratio(theirs, ours):
     return f"{statistics.median(theirs) / statistics.median(ours):.2f}×"
-
-
-def timed(f, runs, cold=False, before=None):
-    out = []
-    for _ in range(runs):
-        if before:
-            before()
-        if cold:
-            drop_caches()
-        t = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def main():

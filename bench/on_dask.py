@@ -18,28 +18,16 @@ Results: docs/BENCHMARKS.md."""
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import drop_caches  # noqa: E402
+from run import timed  # noqa: E402
 
 
 def med(xs):
     return f"{statistics.median(xs) * 1e3:.0f} ms ({min(xs) * 1e3:.0f}–{max(xs) * 1e3:.0f})"
-
-
-def timed(f, runs, cold=False, client=None):
-    out = []
-    for _ in range(runs):
-        if cold:
-            drop_caches()
-        t = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def main():

@@ -162,6 +162,21 @@ def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def timed(f, runs, cold=False, before=None):
+    """Seconds of each of `runs` calls of `f` (after `before()`, and with
+    the page cache dropped first when `cold`)."""
+    out = []
+    for _ in range(runs):
+        if before:
+            before()
+        if cold:
+            drop_caches()
+        t = time.perf_counter()
+        f()
+        out.append(time.perf_counter() - t)
+    return out
+
+
 def drop_caches() -> tuple[bool, str]:
     try:
         os.sync()

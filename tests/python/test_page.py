@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import BIN
+from conftest import BIN, run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -38,26 +38,20 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 ART = Path(__file__).resolve().parents[2] / "target" / "test-artifacts" / "page"
 
 
-def cli(*args):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return p
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("page")
     csv = d / "c.csv"
-    cli("gen", "census", "--rows", "30000", "--seed", "3", "--repweights", "4", "--out", csv)
+    run("gen", "census", "--rows", "30000", "--seed", "3", "--repweights", "4", "--out", csv)
     root = d / "data"
     root.mkdir()
     ds = root / "census.mtab"
-    cli("import", csv, ds, "--missing", "INCTOT=9999999")
-    cli("label", ds, "SEX", "1=Male", "2=Female")
-    cli("label", ds, "SEX", "--var-label", "Sex of the person")
-    cli("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
+    run("import", csv, ds, "--missing", "INCTOT=9999999")
+    run("label", ds, "SEX", "1=Male", "2=Female")
+    run("label", ds, "SEX", "--var-label", "Sex of the person")
+    run("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
     plain = root / "plain.mtab"
-    cli("import", csv, plain, "--missing", "INCTOT=9999999")
+    run("import", csv, plain, "--missing", "INCTOT=9999999")
     p = subprocess.Popen([str(BIN), "serve", root, "--port", "0"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = p.stdout.readline()

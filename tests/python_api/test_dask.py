@@ -7,7 +7,6 @@ a worker killed during a query is replaced and the answer is still exact."""
 import json
 import os
 import signal
-import subprocess
 import time
 
 import duckdb
@@ -17,14 +16,7 @@ import microtab as mt
 
 distributed = pytest.importorskip("distributed")
 import microtab.dask as mtd  # noqa: E402
-
-BIN = os.environ.get("MICROTAB_BIN", "microtab")
-
-
-def cli(*args):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return p
+from test_api import cli  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 mod design;
+mod html;
 mod params;
 mod quantile;
 mod request;
@@ -48,6 +49,7 @@ pub mod survey;
 mod taylor;
 
 pub use design::{build_design, replicate_names, DesignSpec};
+pub use html::html_escape;
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use params::{request_from_params, split_list, PARAMS};
 pub use quantile::Quantile;

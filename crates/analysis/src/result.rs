@@ -509,11 +509,16 @@ impl Serialize for Table {
     }
 }
 
-fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
+/// A table's row sums, column sums and total.
+fn margins(m: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>, f64) {
     let rs: Vec<f64> = m.iter().map(|r| r.iter().sum()).collect();
-    let nc = m.first().map_or(0, |r| r.len());
-    let cs: Vec<f64> = (0..nc).map(|j| m.iter().map(|r| r[j]).sum()).collect();
-    let tot: f64 = rs.iter().sum();
+    let cs = col_sums(m, m.first().map_or(0, |r| r.len()));
+    let tot = rs.iter().sum();
+    (rs, cs, tot)
+}
+
+fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
+    let (rs, cs, tot) = margins(m);
     m.iter()
         .enumerate()
         .map(|(i, r)| {
@@ -551,10 +556,7 @@ fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
 /// [`Pct::Row`]) and its row's (column's) share of the table: the
 /// estimate whose z-statistic colours the cell. `None` where a base is 0.
 fn z_diffs(m: &[Vec<f64>], along: Pct) -> Vec<Vec<Option<f64>>> {
-    let nc = m.first().map_or(0, |r| r.len());
-    let rs: Vec<f64> = m.iter().map(|r| r.iter().sum()).collect();
-    let cs = col_sums(m, nc);
-    let n: f64 = rs.iter().sum();
+    let (rs, cs, n) = margins(m);
     m.iter()
         .enumerate()
         .map(|(i, r)| {
@@ -583,11 +585,12 @@ fn z_of(d: f64, var: f64) -> Option<f64> {
 /// rows and columns) of the table `m` scaled to its `n` records (weights
 /// normalized to the sample size; unweighted, the counts themselves).
 fn srs_z(m: &[Vec<f64>], n: u64) -> Vec<Vec<Option<f64>>> {
-    let nc = m.first().map_or(0, |r| r.len());
-    let total: f64 = m.iter().flatten().sum();
+    let (rs, cs, total) = margins(m);
     let k = if total > 0.0 { n as f64 / total } else { 0.0 };
-    let rs: Vec<f64> = m.iter().map(|r| k * r.iter().sum::<f64>()).collect();
-    let cs: Vec<f64> = col_sums(m, nc).iter().map(|c| k * c).collect();
+    let (rs, cs): (Vec<f64>, Vec<f64>) = (
+        rs.iter().map(|r| k * r).collect(),
+        cs.iter().map(|c| k * c).collect(),
+    );
     let n = n as f64;
     m.iter()
         .enumerate()
@@ -623,9 +626,7 @@ fn taylor_z(
             .collect();
     }
     let (nr, nc) = (m.len(), m.first().map_or(0, |r| r.len()));
-    let rs: Vec<f64> = m.iter().map(|r| r.iter().sum()).collect();
-    let cs = col_sums(m, nc);
-    let n: f64 = rs.iter().sum();
+    let (rs, cs, n) = margins(m);
     // rowcov[a][b][a2] = Σ_b2 Σ[(a,b),(a2,b2)]; both[a][a2] = Σ_b of it.
     let rowcov: Vec<Vec<Vec<f64>>> = (0..nr)
         .map(|a| {

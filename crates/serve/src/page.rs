@@ -13,6 +13,7 @@ use crate::{open, scan, ApiError, App};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
+use microtab_analysis::html_escape as esc;
 use microtab_store::{Dataset, Kind};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -38,22 +39,6 @@ pub const PAGE_PARAMS: &[&str] = &[
     "shown",
     "chart",
 ];
-
-/// HTML-escapes text for element content and quoted attributes.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
 
 fn head(title: &str) -> String {
     format!(
@@ -105,7 +90,7 @@ pub async fn index(State(app): State<Arc<App>>) -> Html<String> {
                 group(m.rows),
                 m.variables.len(),
                 esc(&design_text(m.design.as_ref())),
-                u = esc(&encode_path(name)),
+                u = esc(&crate::encode(name)),
                 n = esc(name),
             );
         }
@@ -151,11 +136,6 @@ fn design_text(d: Option<&microtab_store::Design>) -> String {
             (None, None) => format!("weight {}", d.weight),
         },
     }
-}
-
-/// Percent-encodes a path segment.
-fn encode_path(s: &str) -> String {
-    crate::encode(s)
 }
 
 type Params = Vec<(String, String)>;
@@ -324,7 +304,7 @@ async fn analysis_page(
         group(m.rows),
         m.variables.len(),
         esc(&design_text(m.design.as_ref())),
-        u = esc(&encode_path(&name)),
+        u = esc(&crate::encode(&name)),
         n = esc(&name),
     );
     // The variables.
@@ -373,7 +353,7 @@ async fn analysis_page(
         val("col"),
         val("control"),
         val("filter"),
-        u = esc(&encode_path(&name)),
+        u = esc(&crate::encode(&name)),
     );
     // Weight: numeric variables.
     h += "<div><label for=\"f-weight\">Weight</label><select id=\"f-weight\" name=\"weight\">";
@@ -513,7 +493,7 @@ async fn codebook_page(
         group(m.rows),
         m.variables.len(),
         esc(&design_text(m.design.as_ref())),
-        u = esc(&encode_path(&name)),
+        u = esc(&crate::encode(&name)),
         n = esc(&name),
     );
     for v in &m.variables {

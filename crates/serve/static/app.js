@@ -145,8 +145,6 @@ function syncKind(form) {
 
 // ------------------------------------------------------------ rendering
 
-const state = { answer: null, api: null, show: new Set(), chart: "stacked" };
-
 function uncertainty(u, f, show) {
   const out = [];
   if (!u) return out;
@@ -590,7 +588,6 @@ async function run(p) {
   }
   const show = new Set(p.getAll("show"));
   if (!p.get("shown") && !show.size) ["se", "w", "colour"].forEach((x) => show.add(x));
-  state.answer = j;
   const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : renderMeans(j, show);
   const c = chartOf(j, kind, p.get("chart") || "stacked");
   const fig = c && c.tagName.toLowerCase() === "svg" ? el("figure", { class: "fig" }, c, el("figcaption", {}, "Hover a bar for its value; the table holds every number.")) : c;

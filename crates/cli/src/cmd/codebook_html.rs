@@ -8,27 +8,12 @@
 use crate::cmd::info::{plain, var_json};
 use crate::render::{group_digits, group_float};
 use anyhow::{Context, Result};
+use microtab_analysis::html_escape as esc;
 use microtab_engine::{value_counts, value_key, Category, Value};
 use microtab_store::{codec, Dataset, Kind, Variable};
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::path::Path;
-
-/// Escapes text for HTML.
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// An HTML id for a variable's section.
 fn anchor(name: &str) -> String {
