@@ -2,7 +2,9 @@
 processes on 127.0.0.1, no dashboard, started here): tables over parts of
 one dataset and over several datasets equal the single-machine answer bit
 for bit (standard errors, z and Rao–Scott included) and DuckDB's counts;
-a worker killed during a query is replaced and the answer is still exact."""
+a worker killed during a query is replaced and the answer is still exact.
+Taylor designs over ranges and over datasets whose strata lie within one
+dataset equal the single-machine answer (to 1e-9) and R survey's."""
 
 import json
 import os
@@ -108,18 +110,132 @@ def test_a_worker_killed_mid_query_still_gives_the_exact_answer(data, client):
     client.wait_for_workers(2, timeout=60)
 
 
-def test_taylor_parts_are_refused_clearly(data, tmp_path):
-    d, ds, _ = data
-    csv = tmp_path / "t.csv"
-    cli("gen", "census", "--rows", "20000", "--seed", "2", "--strata", "--out", csv)
-    t = tmp_path / "t.mtab"
-    cli("import", csv, t)
-    cli("design", t, "--weight", "PERWT", "--strata", "STRATA", "--cluster", "SERIAL", "--lonely-psu", "adjust")
-    with pytest.raises(mt.MicrotabError, match="(?i)taylor|whole dataset"):
-        mtd.on(None, mtd.split(t, 2)).tab("SEX", "EDUC")
+TAYLOR = ["--weight", "PERWT", "--strata", "STRATA", "--cluster", "SERIAL", "--lonely-psu", "adjust"]
+
+
+@pytest.fixture(scope="module")
+def taylor(tmp_path_factory):
+    """A stratified cluster design (about 2,350 strata within states,
+    households as PSUs, records of a PSU together); the same records
+    shuffled (no PSU is one run of rows); three state datasets, each with
+    the design set on its own records (strata lie within states)."""
+    d = tmp_path_factory.mktemp("dask_taylor")
+    csv = d / "t.csv"
+    cli("gen", "census", "--rows", "60000", "--seed", "2", "--strata", "--out", csv)
+    t = d / "t.mtab"
+    cli("import", csv, t, "--missing", "INCTOT=9999999")
+    cli("design", t, *TAYLOR)
+    shuffled = d / "s.csv"
+    duckdb.sql(f"COPY (SELECT * FROM read_csv('{csv}') ORDER BY hash(SERIAL * 7919 + PERNUM)) "
+               f"TO '{shuffled}' (HEADER)")
+    s = d / "s.mtab"
+    cli("import", shuffled, s, "--missing", "INCTOT=9999999")
+    cli("design", s, *TAYLOR)
+    for i, f in enumerate(["STATEFIP(1-20)", "STATEFIP(21-40)", "STATEFIP(41-56)"]):
+        cli("subset", t, d / f"st{i}.mtab", "--filter", f)
+        cli("design", d / f"st{i}.mtab", *TAYLOR)
+    return d, csv, t, s
+
+
+def close(a, b, path=""):
+    """Equal structure; numbers to 1e-9 relative (Rao–Scott p-values,
+    whose incomplete beta moves at 1e-9 between runs on one machine, to
+    1e-6): Taylor sums are rounded per part, unlike replicate ones."""
+    if isinstance(a, dict):
+        assert set(a) - {"dataset"} == set(b) - {"dataset"}, path
+        for k in set(a) - {"dataset"}:
+            close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        rel = 1e-6 if path.endswith(".p") else 1e-9
+        assert a == pytest.approx(b, rel=rel, abs=1e-12, nan_ok=True), path
+    else:
+        assert a == b, path
+
+
+TAYLOR_QUERIES = [
+    ("tab", ("SEX", "EDUC"), dict(pct="col", z=True, stats=True)),
+    ("tab", ("RACE", "AGE(r: 0-17; 18-64; 65-*)"), dict(control="SEX", filter="INCTOT<9999999", pct="row")),
+    ("freq", ("EDUC",), {}),
+    ("means", ("INCTOT",), dict(by=["SEX", "MARST"])),
+]
+
+
+@pytest.mark.parametrize("kind,args,kw", TAYLOR_QUERIES, ids=[q[0] + str(i) for i, q in enumerate(TAYLOR_QUERIES)])
+def test_taylor_parts_equal_the_whole(taylor, client, kind, args, kw):
+    """Ranges of records (a PSU cut by a range's edge is merged by key
+    before it is squared), the shuffled records' ranges (every PSU kept by
+    key), and state datasets (strata within one dataset): the whole
+    dataset's answer, SEs, z and Rao–Scott included."""
+    d, _, t, s = taylor
+    whole = getattr(mt.open(t), kind)(*args, **kw).to_dict()
+    for parts, c in [(mtd.split(t, 1), None), (mtd.split(t, 7), None), (mtd.split(t, 40), client),
+                     (mtd.split(s, 5), client), (mtd.parts(str(d / "st*.mtab")), client)]:
+        got = getattr(mtd.on(c, parts, fan_in=3), kind)(*args, **kw).to_dict()
+        assert got["design"]["method"] == "taylor"
+        close(got, whole)
+
+
+R_TAYLOR = r"""
+suppressMessages(library(survey))
+options(survey.lonely.psu = "adjust")
+a <- commandArgs(TRUE)
+d <- read.csv(a[1])
+d$INCTOT[d$INCTOT == 9999999] <- NA
+des <- svydesign(ids = ~SERIAL, strata = ~STRATA, weights = ~PERWT, data = d, nest = TRUE)
+t <- svytotal(~factor(EDUC), des)
+m <- svyby(~INCTOT, ~SEX, subset(des, !is.na(INCTOT)), svymean)
+out <- rbind(data.frame(what = "total", key = sub("factor(EDUC)", "", names(coef(t)), fixed = TRUE),
+                        est = coef(t), se = SE(t)),
+             data.frame(what = "mean", key = m$SEX, est = m$INCTOT, se = m$se))
+write.csv(out, a[2], row.names = FALSE)
+"""
+
+
+def test_taylor_parts_match_r_survey(taylor, client, tmp_path):
+    """Weighted counts and domain means with their SEs over 9 ranges
+    against R survey's svytotal and svyby(svymean) on the same CSV."""
+    import csv
+    import shutil
+    import subprocess
+    if not shutil.which("Rscript"):
+        pytest.skip("R is installed by scripts/test.sh")
+    _, src, t, _ = taylor
+    script = tmp_path / "t.R"
+    script.write_text(R_TAYLOR)
+    out = tmp_path / "r.csv"
+    p = subprocess.run(["Rscript", str(script), str(src), str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = {(r["what"], r["key"]): (float(r["est"]), float(r["se"])) for r in csv.DictReader(open(out))}
+    q = mtd.on(client, mtd.split(t, 9))
+    f = q.freq("EDUC").to_dict()
+    for r in f["rows"]:
+        est, se = want[("total", str(r["value"]))]
+        assert r["weighted"] == pytest.approx(est, rel=1e-9)
+        assert r["weighted_se"]["se"] == pytest.approx(se, rel=1e-6)
+    m = q.means("INCTOT", by=["SEX"]).to_dict()
+    for g in m["groups"]:
+        est, se = want[("mean", str(g["by"][0]["value"]))]
+        assert g["mean"] == pytest.approx(est, rel=1e-9)
+        assert g["mean_se"]["se"] == pytest.approx(se, rel=1e-6)
+
+
+def test_taylor_strata_across_datasets_are_refused(taylor, tmp_path):
+    """Two datasets holding parts of the same strata (split by sex, each
+    with the design set on its own records): their PSU counts are each
+    dataset's, so the merge says so instead of answering."""
+    _, _, t, _ = taylor
+    for i, f in enumerate(["SEX(1)", "SEX(2)"]):
+        cli("subset", t, tmp_path / f"x{i}.mtab", "--filter", f)
+        cli("design", tmp_path / f"x{i}.mtab", *TAYLOR)
+    with pytest.raises(mt.QueryError, match="stratum .* is in two datasets"):
+        mtd.on(None, mtd.parts(str(tmp_path / "x*.mtab"))).tab("SEX", "EDUC")
     # The partial result is JSON any worker can read.
-    p = mtd.partial(mtd.Part(str(ds)), json.dumps({"analysis": "freq", "var": "SEX"}))
-    assert json.loads(p)["cube"]
+    p = mtd.partial(mtd.Part(str(t), 0, 1000), json.dumps({"analysis": "freq", "var": "SEX"}))
+    assert json.loads(p)["cube"]["taylor"]["strata"]
 
 
 def test_parts_missing_categories_merge_exactly(data):

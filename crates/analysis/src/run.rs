@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// request says not to. Its weight is the request's unless the request
 /// names another, which replicate weights made for the design's weight
 /// would not fit: an error then.
-fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, Survey)>> {
+fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Design, Survey)>> {
     let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
         return Ok(None);
     };
@@ -37,7 +37,7 @@ fn design_of(ds: &Dataset, req: &Request) -> Result<Option<(Design, Survey)>> {
                 ds.rows()
             )));
         }
-        if req.rows.is_some() {
+        if req.rows.is_some() && !partial {
             return Err(Error::Design(
                 "a Taylor linearization design is answered over the whole dataset: not over a range of rows (answer with --no-design, or use replicate weights)".into(),
             ));
@@ -167,11 +167,11 @@ fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
 fn scan<C>(
     ds: &Dataset,
     req: &Request,
-    opts: &ScanOptions,
+    (opts, partial): (&ScanOptions, bool),
     engine: impl FnOnce(&Dataset, &Query, &ScanOptions) -> microtab_engine::Result<C>,
     counts: impl Fn(&C) -> &[u64],
 ) -> Result<Scanned<C>> {
-    let design = design_of(ds, req)?;
+    let design = design_of(ds, req, partial)?;
     let q = query(req, design.as_ref().map(|(d, _)| d))?;
     verify(ds, req, &q)?;
     let cube = engine(ds, &q, opts)?;
@@ -204,7 +204,10 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
 /// allow them); negative weights are [`Error::NegativeWeights`] unless
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
-    let (q, cube, weights, design) = scan(ds, req, opts, microtab_engine::run_with, |c| &c.counts)?;
+    let (q, cube, weights, design) =
+        scan(ds, req, (opts, false), microtab_engine::run_with, |c| {
+            &c.counts
+        })?;
     if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
         return Err(Error::Design(format!(
             "{} records are in strata the survey design does not know: the dataset changed since the design was set; set it again with `microtab design`",
@@ -311,9 +314,12 @@ pub struct Partial {
     /// The engine's exact partial cube.
     pub cube: microtab_engine::Partial,
     /// The survey design the parts were computed under (the same for
-    /// every part).
+    /// every part; a Taylor design's PSU structure is in `taylor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<microtab_store::Design>,
+    /// A Taylor design's PSU structure in each dataset, by dataset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taylor: Vec<(String, microtab_store::Taylor)>,
 }
 
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
@@ -325,12 +331,22 @@ pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partia
         ));
     }
     let (_, cube, weight_cases, design) =
-        scan(ds, req, opts, microtab_engine::run_partial, |c| &c.counts)?;
+        scan(ds, req, (opts, true), microtab_engine::run_partial, |c| {
+            &c.counts
+        })?;
+    let name = ds.dir().display().to_string();
+    let design = design.map(|(d, _)| d);
+    let taylor = design
+        .as_ref()
+        .and_then(|d| d.taylor.clone())
+        .map(|t| vec![(name.clone(), t)])
+        .unwrap_or_default();
     Ok(Partial {
-        datasets: vec![ds.dir().display().to_string()],
+        datasets: vec![name],
         weight_cases,
         cube,
-        design: design.map(|(d, _)| d),
+        design,
+        taylor,
     })
 }
 
@@ -359,6 +375,20 @@ impl Partial {
                         .iter_mut()
                         .for_each(|w| *w = w.to_ascii_lowercase());
                 }
+                // A Taylor design's formula; its PSU structure is each
+                // dataset's own.
+                if let Some(t) = d.taylor.as_mut() {
+                    let low = |s: &mut Option<String>| {
+                        if let Some(s) = s.as_mut() {
+                            *s = s.to_ascii_lowercase();
+                        }
+                    };
+                    low(&mut t.strata);
+                    low(&mut t.cluster);
+                    low(&mut t.fpc);
+                    (t.strata_keys, t.psus, t.population) = (Vec::new(), Vec::new(), None);
+                    (t.contiguous, t.weighted_psus, t.weighted_strata, t.rows) = (false, 0, 0, 0);
+                }
                 d
             };
             a.as_ref().map(key) == b.as_ref().map(key)
@@ -368,11 +398,25 @@ impl Partial {
                 "the parts' survey designs differ (weights, replicate weights or their formula): their standard errors cannot be combined; give them one design with `microtab design`, or answer with --no-design".into(),
             ));
         }
+        let mut taylor = self.taylor;
+        for (name, t) in o.taylor {
+            match taylor.iter().find(|(n, _)| *n == name) {
+                Some((_, u)) if *u != t => {
+                    return Err(Error::Design(format!(
+                        "the parts of {name} were computed under different Taylor designs: compute them again"
+                    )))
+                }
+                Some(_) => {}
+                None => taylor.push((name, t)),
+            }
+        }
+        taylor.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Partial {
             datasets,
             weight_cases,
             cube: self.cube.merge(o.cube)?,
             design: self.design,
+            taylor,
         })
     }
 
@@ -381,13 +425,32 @@ impl Partial {
     pub fn finish(&self, req: &Request) -> Result<Answer> {
         let weight = self.cube.weight.as_ref().map(|w| w.name.as_str());
         check_weights(req, &self.weight_cases, weight)?;
+        let limits = (req.min_n, req.max_cv);
         let survey = self.design.as_ref().and_then(|d| {
-            d.replicates.as_ref().map(|r| {
-                let mut v = Survey::new(&d.weight, r, req.level, (req.min_n, req.max_cv));
-                v.info.pct_interval = req.pct_interval;
-                v
-            })
+            let mut v = match (&d.replicates, &d.taylor) {
+                (Some(r), _) => Survey::new(&d.weight, r, req.level, limits),
+                (None, Some(_)) => {
+                    let mut v =
+                        Survey::taylor(&d.weight, &self.combined_taylor()?, req.level, limits);
+                    // As over one dataset: records of weight 0 are out of
+                    // R's SRS size, so design effects are withheld.
+                    if self.weight_cases.is_some_and(|w| w.zero > 0) {
+                        v.srs_ok = false;
+                    }
+                    v
+                }
+                (None, None) => return None,
+            };
+            v.info.pct_interval = req.pct_interval;
+            Some(v)
         });
+        let cube = self.cube.finish();
+        if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
+            return Err(Error::Design(format!(
+                "{} records are in strata the survey design does not know: a dataset changed since its design was set; set it again with `microtab design`",
+                t.unknown_strata
+            )));
+        }
         let context = Context {
             dataset: self.datasets.join(", "),
             weight: req.weight.clone().or_else(|| {
@@ -405,14 +468,42 @@ impl Partial {
             .measure
             .as_ref()
             .map(|m| (m.name.clone(), m.label.clone()));
-        Ok(answer(
-            req,
-            context,
-            self.cube.finish(),
-            measure,
-            survey,
-            None,
-        ))
+        Ok(answer(req, context, cube, measure, survey, None))
+    }
+
+    /// One Taylor design's PSU structure over every dataset of the parts
+    /// (their strata are disjoint: the engine's merge checks it).
+    fn combined_taylor(&self) -> Option<microtab_store::Taylor> {
+        let mut it = self.taylor.iter().map(|(_, t)| t);
+        let mut out = it.next()?.clone();
+        for t in it {
+            let mut strata: Vec<(i64, u64, Option<f64>)> = out
+                .strata_keys
+                .iter()
+                .zip(&out.psus)
+                .enumerate()
+                .map(|(i, (&k, &n))| (k, n, out.population.as_ref().map(|p| p[i])))
+                .chain(
+                    t.strata_keys
+                        .iter()
+                        .zip(&t.psus)
+                        .enumerate()
+                        .map(|(i, (&k, &n))| (k, n, t.population.as_ref().map(|p| p[i]))),
+                )
+                .collect();
+            strata.sort_by_key(|s| s.0);
+            out.strata_keys = strata.iter().map(|s| s.0).collect();
+            out.psus = strata.iter().map(|s| s.1).collect();
+            out.population = out
+                .population
+                .is_some()
+                .then(|| strata.iter().map(|s| s.2.unwrap_or(f64::NAN)).collect());
+            out.contiguous &= t.contiguous;
+            out.weighted_psus += t.weighted_psus;
+            out.weighted_strata += t.weighted_strata;
+            out.rows += t.rows;
+        }
+        Some(out)
     }
 }
 

@@ -75,19 +75,57 @@ fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<Vec<Fate
 /// [`Partial`] result: exact sums, to be merged with other parts and
 /// finished ([`Partial::finish`]).
 pub fn run_partial(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Partial> {
-    if q.taylor.is_some() {
-        return Err(Error::Invalid(
-            "a Taylor linearization design is answered over one whole dataset: partial results (several datasets or row ranges at once) are not supported for it".into(),
-        ));
-    }
     let rows = ds.rows();
     let covered = q
         .rows
         .as_ref()
         .map_or(rows, |r| r.end.min(rows).saturating_sub(r.start.min(rows)));
+    let edges = taylor_edges(ds, q)?;
     execute(ds, q, opts, true, |plans, acc, plan, w, x| {
-        partial::from_acc(plans, acc, plan, w, x, covered)
+        partial::from_acc(plans, acc, plan, w, x, (covered, &edges))
     })
+}
+
+/// The PSUs of a range of rows that may continue beyond it: those of its
+/// first and last record when the design's PSUs are contiguous, every one
+/// when they are not; none for the whole dataset (a PSU lies within one
+/// dataset).
+fn taylor_edges(ds: &Dataset, q: &Query) -> Result<partial::TaylorEdges> {
+    let mut e = partial::TaylorEdges {
+        source: ds.dir().display().to_string(),
+        ..Default::default()
+    };
+    let (Some(t), Some(r)) = (&q.taylor, &q.rows) else {
+        return Ok(e);
+    };
+    let Some(cluster) = &t.cluster else {
+        // Every record its own PSU: none continues.
+        return Ok(e);
+    };
+    if !t.contiguous {
+        e.all_open = true;
+        return Ok(e);
+    }
+    let rows = ds.rows();
+    let (start, end) = (r.start.min(rows), r.end.min(rows));
+    if start >= end {
+        return Ok(e);
+    }
+    let key = |name: Option<&String>, row: u64| -> Result<i64> {
+        let Some(name) = name else { return Ok(0) };
+        let col = ds.column(name)?;
+        let mut buf = Vec::new();
+        // Whole checksummed stripes are read.
+        let stripe = microtab_store::STRIPE_ROWS;
+        let at = row as usize / stripe * stripe;
+        let n = stripe.min(col.rows() - at);
+        Ok(col.rows_view(at, n, &mut buf)?.get_i64(row as usize - at))
+    };
+    for row in [start, end - 1] {
+        e.keys
+            .push((key(t.strata.as_ref(), row)?, key(Some(cluster), row)?));
+    }
+    Ok(e)
 }
 
 /// Plans and scans `q`; `partial` sums exactly ([`Plan::exact_floats`]
@@ -161,7 +199,8 @@ fn execute<R>(
     };
     let (strata_col, cluster_col) = match &q.taylor {
         Some(t) => {
-            if weight_col.is_none() || !rep_cols.is_empty() || q.rows.is_some() {
+            // A range of rows is a part of a whole (see `run_partial`).
+            if weight_col.is_none() || !rep_cols.is_empty() || (q.rows.is_some() && !partial) {
                 return Err(Error::Invalid(
                     "a Taylor design needs the weight, and neither replicate weights nor a range of rows".into(),
                 ));

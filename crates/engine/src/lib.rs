@@ -64,7 +64,9 @@ pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::{Distribution, Split};
 pub use recode::{parse_dim, parse_dim_in, DimSpec, Group};
 pub use scan::ScanOptions;
-pub use taylor::{Margin, MarginCov, TaylorCells, TaylorQuery, MAX_FULL};
+pub use taylor::{
+    Margin, MarginCov, PartEntries, PartStratum, TaylorCells, TaylorPartial, TaylorQuery, MAX_FULL,
+};
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
 pub use weights::{weight_cases, WeightCases};

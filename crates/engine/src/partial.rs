@@ -21,6 +21,7 @@ use crate::cube::{Cube, Dim, Layout, Moments, RepCells};
 use crate::exact::{div_pow10, exact_moments, ExactSum};
 use crate::physical::Plan;
 use crate::plan::DimPlan;
+use crate::taylor::TaylorPartial;
 use crate::value::{Category, Value};
 use crate::{Error, Result};
 use microtab_store::{Column, Kind, PhysType, Variable};
@@ -98,6 +99,9 @@ pub struct Partial {
     /// Replicate-weight sums per cell (with `Query::replicates`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicates: Option<RepPartial>,
+    /// Taylor linearization sums (with `Query::taylor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taylor: Option<TaylorPartial>,
 }
 
 /// The sums of each replicate weight per cell, mergeable like the rest of
@@ -623,6 +627,15 @@ impl Partial {
                 }
             }
         }
+        let taylor = match (&a.taylor, &b.taylor) {
+            (None, None) => None,
+            (Some(x), Some(y)) => Some(TaylorPartial::merge(x, y, [&maps_a, &maps_b], &shape)?),
+            _ => {
+                return Err(mismatch(
+                    "one has Taylor linearization sums, the other not".to_string(),
+                ))
+            }
+        };
         let summed = |x: &Option<Summed>, y: &Option<Summed>, d: u32| {
             x.as_ref().zip(y.as_ref()).map(|(x, y)| Summed {
                 name: pick_name(&x.name, &y.name),
@@ -638,6 +651,7 @@ impl Partial {
             sums,
             rows: a.rows + b.rows,
             replicates,
+            taylor,
         })
     }
 
@@ -703,7 +717,10 @@ impl Partial {
             weighted,
             moments,
             replicates,
-            taylor: None,
+            taylor: self
+                .taylor
+                .as_ref()
+                .map(|t| t.finish(&self.dims, &self.counts)),
             distribution: None,
         }
     }
@@ -801,11 +818,11 @@ pub(crate) fn sum_decimals(c: Option<&Column>) -> u32 {
 /// The partial result of a scan (see [`Plan::exact_floats`]).
 pub(crate) fn from_acc(
     plans: Vec<DimPlan>,
-    acc: Acc,
+    mut acc: Acc,
     plan: &Plan,
     weight: Option<&Column>,
     measure: Option<&Column>,
-    rows: u64,
+    (rows, edges): (u64, &TaylorEdges),
 ) -> Partial {
     let layout = Layout::new(&plans, plan.cells, |c| acc.count(plan, c));
     let total = layout.total;
@@ -878,6 +895,23 @@ pub(crate) fn from_acc(
         })
         .collect();
     let replicates = rep_partial(&acc, plan, &layout, measure);
+    let taylor = match (acc.taylor.take(), &plan.taylor) {
+        (Some(t), Some(tp)) => {
+            let scales = (
+                weight.map_or(1.0, |c| c.var().scale()),
+                measure.map_or(1.0, |c| c.var().scale()),
+            );
+            Some(t.into_partial(
+                tp,
+                &layout,
+                |c| acc.count(plan, c) > 0,
+                scales,
+                |k| edges.all_open || edges.keys.contains(k),
+                &edges.source,
+            ))
+        }
+        _ => None,
+    };
     Partial {
         dims,
         weight: summed(weight),
@@ -886,5 +920,18 @@ pub(crate) fn from_acc(
         sums,
         rows,
         replicates,
+        taylor,
     }
+}
+
+/// Which PSUs of a part may continue in another part (kept open in its
+/// [`TaylorPartial`]), and the dataset whose design it is.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TaylorEdges {
+    /// The PSUs of the range's first and last record.
+    pub(crate) keys: Vec<(i64, i64)>,
+    /// Every PSU (a range of a design whose PSUs are not contiguous).
+    pub(crate) all_open: bool,
+    /// The dataset.
+    pub(crate) source: String,
 }

@@ -16,6 +16,7 @@
 use crate::cube::Layout;
 use crate::plan::DimPlan;
 use microtab_store::{Column, ColumnData};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -188,6 +189,17 @@ impl<'a> TaylorPlan<'a> {
         cluster: Option<&'a Column>,
         measure: Option<&microtab_store::Variable>,
     ) -> Arc<Self> {
+        Arc::new(Self::build(q, plans, cells, strata, cluster, measure))
+    }
+
+    fn build(
+        q: &TaylorQuery,
+        plans: &[DimPlan],
+        cells: usize,
+        strata: Option<&'a Column>,
+        cluster: Option<&'a Column>,
+        measure: Option<&microtab_store::Variable>,
+    ) -> Self {
         let shift = measure
             .and_then(|v| {
                 let (lo, hi) = (v.min?.as_f64(), v.max?.as_f64());
@@ -219,7 +231,7 @@ impl<'a> TaylorPlan<'a> {
             (tables.saturating_mul(size).saturating_mul(size) <= MAX_FULL)
                 .then_some((table, pos, size, tables))
         });
-        Arc::new(TaylorPlan {
+        TaylorPlan {
             strata,
             cluster,
             // MICROTAB_TAYLOR_SPARSE=1 takes the hash map path whatever
@@ -238,7 +250,7 @@ impl<'a> TaylorPlan<'a> {
             full_margin: q.full.unwrap_or(0),
             average: q.average.clone(),
             full,
-        })
+        }
     }
 
     /// The stratum of key `k`.
@@ -792,5 +804,559 @@ impl Average {
         } else {
             1.0
         }
+    }
+}
+
+/// A stratum of a [`TaylorPartial`]: its key, its variance coefficients
+/// (`c_h`, `d_h`: they rest on the stratum's PSU count in the whole
+/// dataset), and the dataset whose design gave them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartStratum {
+    /// The stratum's stored value.
+    pub key: i64,
+    /// `c_h`.
+    pub c: f64,
+    /// `d_h`.
+    pub d: f64,
+    /// A lonely PSU's stratum whose variance is `average`d.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lonely: bool,
+    /// The dataset the design belongs to.
+    pub source: String,
+}
+
+/// One PSU's (or fragment's) totals per cell: `(cell, Σ w, Σ w·y,
+/// records)`, displayed units.
+pub type PartEntries = Vec<(u32, f64, f64, f64)>;
+
+/// The Taylor linearization sums of a part of the rows, in the partial
+/// result's cells (categories with rows, in value order) and displayed
+/// units, ready to merge with other parts' (see [`crate::Partial`]).
+///
+/// Whole PSUs are folded into the sums of products (`cell`, `groups`,
+/// `cross`, `full`) and their strata's totals; a PSU that may continue in
+/// another part (a range's first and last, or every PSU of a design whose
+/// PSUs are not stored contiguously) is kept `open` by key, added to the
+/// same PSU's fragments from other parts, and closed when the merged parts
+/// are finished. Each PSU's total is thus whole before it is squared, so
+/// the variance of merged parts is the whole data's when every PSU of a
+/// dataset is either within one part or kept open, and each stratum is in
+/// one dataset (the merge refuses a stratum of two datasets: its PSU
+/// count, in `c_h` and `d_h`, is each dataset's own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaylorPartial {
+    /// The design's strata, by key.
+    pub strata: Vec<PartStratum>,
+    /// Lonely PSUs are `average`d ([`TaylorQuery::average`]).
+    pub average: bool,
+    /// The query's margins: dimensions kept, missing categories left out.
+    pub margins: Vec<(Vec<bool>, bool)>,
+    /// The margin of the full tables ([`TaylorQuery::full`]).
+    pub full: Option<usize>,
+    /// `y` is `w · (x − shift)`.
+    pub shift: f64,
+    /// Per cell: Σ_h c_h Σ_j of `[w², w·y, y²]` over closed PSUs.
+    pub cell: Vec<[f64; 3]>,
+    /// Per margin and group: the same of the groups' totals.
+    pub groups: Vec<Vec<[f64; 3]>>,
+    /// Per margin and cell: Σ c_h w_cell · w_group.
+    pub cross: Vec<Vec<f64>>,
+    /// The full tables' products, `[table][a][b]` flattened (`None`: not
+    /// asked for, or too large).
+    pub full_cov: Option<Vec<f64>>,
+    /// Closed PSUs' totals per stratum key and cell: `[Σ w, Σ w·y,
+    /// records]`.
+    pub totals: Vec<(i64, u32, [f64; 3])>,
+    /// Open PSUs by (stratum key, cluster key).
+    pub open: Vec<((i64, i64), PartEntries)>,
+    /// Records (or open PSUs) in strata the design does not know.
+    pub unknown: u64,
+}
+
+/// Index over the dimensions `keep` selects of each flat index of `shape`.
+fn sub_index(shape: &[usize], keep: &[bool]) -> Vec<usize> {
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|c| {
+            let (mut r, mut g, mut mult) = (c, 0, 1);
+            for d in (0..shape.len()).rev() {
+                let i = r % shape[d];
+                r /= shape[d];
+                if keep[d] {
+                    g += i * mult;
+                    mult *= shape[d];
+                }
+            }
+            g
+        })
+        .collect()
+}
+
+/// Size of the index over the dimensions `keep` selects.
+fn sub_size(shape: &[usize], keep: &[bool]) -> usize {
+    shape
+        .iter()
+        .zip(keep)
+        .filter(|(_, &k)| k)
+        .map(|(&s, _)| s)
+        .product()
+}
+
+/// Where each index over the kept dimensions of the old shape (per
+/// dimension, `maps[d]`: old category → new) goes in the new shape.
+fn sub_map(maps: &[Vec<usize>], new_shape: &[usize], keep: &[bool]) -> Vec<usize> {
+    let old: Vec<usize> = maps.iter().map(Vec::len).collect();
+    let n = sub_size(&old, keep);
+    let dims: Vec<usize> = (0..maps.len()).filter(|&d| keep[d]).collect();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..n {
+        let mut dst = 0;
+        for (j, &d) in dims.iter().enumerate() {
+            dst = dst * new_shape[d] + maps[d][idx[j]];
+        }
+        out.push(dst);
+        for j in (0..idx.len()).rev() {
+            idx[j] += 1;
+            if idx[j] < maps[dims[j]].len() {
+                break;
+            }
+            idx[j] = 0;
+        }
+    }
+    out
+}
+
+impl TaylorAcc {
+    /// The part's sums as a [`TaylorPartial`] in the compacted cells of
+    /// `layout`: PSUs kept by key are closed unless `open` says they may
+    /// continue in another part.
+    pub(crate) fn into_partial(
+        mut self,
+        p: &TaylorPlan<'_>,
+        layout: &Layout,
+        counted: impl Fn(usize) -> bool,
+        (ws, xs): (f64, f64),
+        open: impl Fn(&(i64, i64)) -> bool,
+        source: &str,
+    ) -> TaylorPartial {
+        let frags = std::mem::take(&mut self.frags);
+        let mut frags: Vec<((i64, i64), Entries)> = frags.into_iter().collect();
+        frags.sort_unstable_by_key(|(k, _)| *k);
+        let mut kept = Vec::new();
+        for (key, mut z) in frags {
+            combine(&mut z);
+            if open(&key) {
+                kept.push((key, z));
+                continue;
+            }
+            match p.stratum(key.0) {
+                Some(h) => self.close(p, h, &z),
+                None => self.unknown += 1,
+            }
+        }
+        let unit = [ws * ws, ws * ws * xs, ws * ws * xs * xs];
+        let scale3 = |v: [f64; 3]| [v[0] / unit[0], v[1] / unit[1], v[2] / unit[2]];
+        let shape: Vec<usize> = layout.new_shape().to_vec();
+        let total = layout.total;
+        let dst: Vec<Option<usize>> = (0..p.cells)
+            .map(|c| counted(c).then(|| layout.dst(c)))
+            .collect();
+        let mut cell = vec![[0.0; 3]; total];
+        let mut groups: Vec<Vec<[f64; 3]>> = Vec::new();
+        let mut cross: Vec<Vec<f64>> = Vec::new();
+        for (m, (map, _)) in p.groups.iter().enumerate() {
+            let keep = &p.keeps[m];
+            let gx = sub_index(&shape, keep);
+            let mut g = vec![[0.0; 3]; sub_size(&shape, keep)];
+            let mut x = vec![0.0; total];
+            for (c, d) in dst.iter().enumerate() {
+                let Some(d) = *d else { continue };
+                if map[c] != NONE {
+                    g[gx[d]] = scale3(self.groups[m][map[c] as usize]);
+                    x[d] = self.cross[m][c] / unit[0];
+                }
+            }
+            groups.push(g);
+            cross.push(x);
+        }
+        for (c, d) in dst.iter().enumerate() {
+            if let Some(d) = *d {
+                cell[d] = scale3(self.cell[c]);
+            }
+        }
+        let full_cov = p.full.as_ref().map(|(table, pos, size, _)| {
+            let keep = &p.keeps[p.full_margin];
+            let inverse: Vec<bool> = keep.iter().map(|k| !k).collect();
+            let (tx, px) = (sub_index(&shape, keep), sub_index(&shape, &inverse));
+            let k = sub_size(&shape, &inverse);
+            let mut out = vec![0.0; sub_size(&shape, keep) * k * k];
+            for (a, da) in dst.iter().enumerate() {
+                let Some(da) = *da else { continue };
+                for (b, db) in dst.iter().enumerate() {
+                    let Some(db) = *db else { continue };
+                    if table[a] != table[b] {
+                        continue;
+                    }
+                    out[tx[da] * k * k + px[da] * k + px[db]] =
+                        self.full[table[a] as usize * size * size
+                            + pos[a] as usize * size
+                            + pos[b] as usize]
+                            / unit[0];
+                }
+            }
+            out
+        });
+        let n = p.cells + 1;
+        let tot = |h: usize, c: usize, e: &[f64; 3]| -> Option<(i64, u32, [f64; 3])> {
+            let d = dst.get(c).copied().flatten()?;
+            Some((p.keys[h], d as u32, [e[0] / ws, e[1] / (ws * xs), e[2]]))
+        };
+        let mut totals: Vec<(i64, u32, [f64; 3])> = match &self.strata {
+            StrataSums::Dense(v) => v
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e[2] != 0.0)
+                .filter_map(|(i, e)| tot(i / n, i % n, e))
+                .collect(),
+            StrataSums::Sparse(m) => m
+                .iter()
+                .filter_map(|(&i, e)| tot(i as usize / n, i as usize % n, e))
+                .collect(),
+        };
+        totals.sort_unstable_by_key(|e| (e.0, e.1));
+        let open = kept
+            .into_iter()
+            .map(|(key, z)| {
+                let z = z
+                    .into_iter()
+                    .filter_map(|(c, w, y, k)| {
+                        dst[c as usize].map(|d| (d as u32, w / ws, y / (ws * xs), k))
+                    })
+                    .collect();
+                (key, z)
+            })
+            .collect();
+        TaylorPartial {
+            strata: p
+                .keys
+                .iter()
+                .enumerate()
+                .map(|(h, &key)| PartStratum {
+                    key,
+                    c: p.coef[h][0],
+                    d: p.coef[h][1],
+                    lonely: p.average.get(h).copied().unwrap_or(false),
+                    source: source.to_string(),
+                })
+                .collect(),
+            average: !p.average.is_empty(),
+            margins: p
+                .keeps
+                .iter()
+                .cloned()
+                .zip(p.skips.iter().copied())
+                .collect(),
+            full: p.full.as_ref().map(|_| p.full_margin),
+            shift: p.shift / xs,
+            cell,
+            groups,
+            cross,
+            full_cov,
+            totals,
+            open,
+            unknown: self.unknown,
+        }
+    }
+}
+
+impl TaylorPartial {
+    /// The same sums with `y` centred at `shift` instead: `y' = y + δ·w`
+    /// with `δ = self.shift − shift`, so products of `y` gain `δ` times
+    /// those of `w` (exact algebra; one rounding per sum).
+    fn recentre(&mut self, shift: f64) {
+        let d = self.shift - shift;
+        if d == 0.0 {
+            return;
+        }
+        let re = |e: &mut [f64; 3]| {
+            let (a, b, c) = (e[0], e[1], e[2]);
+            e[1] = b + d * a;
+            e[2] = c + 2.0 * d * b + d * d * a;
+        };
+        self.cell.iter_mut().for_each(re);
+        self.groups.iter_mut().flatten().for_each(re);
+        for t in &mut self.totals {
+            t.2[1] += d * t.2[0];
+        }
+        for (_, z) in &mut self.open {
+            for e in z.iter_mut() {
+                e.2 += d * e.1;
+            }
+        }
+        self.shift = shift;
+    }
+
+    /// The sums moved into a merged result's cells: `maps[d]` takes
+    /// this part's categories of dimension `d` to the merged ones, of
+    /// which there are `shape[d]`.
+    fn remap(&self, maps: &[Vec<usize>], shape: &[usize]) -> TaylorPartial {
+        let all = vec![true; shape.len()];
+        let cm = sub_map(maps, shape, &all);
+        let total = sub_size(shape, &all);
+        let mut cell = vec![[0.0; 3]; total];
+        for (i, e) in self.cell.iter().enumerate() {
+            cell[cm[i]] = *e;
+        }
+        let mut groups = Vec::new();
+        let mut cross = Vec::new();
+        for (m, (keep, _)) in self.margins.iter().enumerate() {
+            let gm = sub_map(maps, shape, keep);
+            let mut g = vec![[0.0; 3]; sub_size(shape, keep)];
+            for (i, e) in self.groups[m].iter().enumerate() {
+                g[gm[i]] = *e;
+            }
+            let mut x = vec![0.0; total];
+            for (i, e) in self.cross[m].iter().enumerate() {
+                x[cm[i]] = *e;
+            }
+            groups.push(g);
+            cross.push(x);
+        }
+        let full_cov = match (&self.full_cov, self.full) {
+            (Some(f), Some(fm)) => {
+                let keep = &self.margins[fm].0;
+                let inverse: Vec<bool> = keep.iter().map(|k| !k).collect();
+                let (tm, pm) = (sub_map(maps, shape, keep), sub_map(maps, shape, &inverse));
+                let (tables, k) = (sub_size(shape, keep), sub_size(shape, &inverse));
+                let ko = pm.len();
+                (tables.saturating_mul(k).saturating_mul(k) <= MAX_FULL).then(|| {
+                    let mut out = vec![0.0; tables * k * k];
+                    for (t, &nt) in tm.iter().enumerate() {
+                        for (a, &na) in pm.iter().enumerate() {
+                            for (b, &nb) in pm.iter().enumerate() {
+                                out[nt * k * k + na * k + nb] = f[t * ko * ko + a * ko + b];
+                            }
+                        }
+                    }
+                    out
+                })
+            }
+            _ => None,
+        };
+        let totals = self
+            .totals
+            .iter()
+            .map(|&(h, c, e)| (h, cm[c as usize] as u32, e))
+            .collect();
+        let open = self
+            .open
+            .iter()
+            .map(|(key, z)| {
+                (
+                    *key,
+                    z.iter()
+                        .map(|&(c, w, y, k)| (cm[c as usize] as u32, w, y, k))
+                        .collect(),
+                )
+            })
+            .collect();
+        TaylorPartial {
+            strata: self.strata.clone(),
+            average: self.average,
+            margins: self.margins.clone(),
+            full: self.full,
+            shift: self.shift,
+            cell,
+            groups,
+            cross,
+            full_cov,
+            totals,
+            open,
+            unknown: self.unknown,
+        }
+    }
+
+    /// Unites two parts' sums, each part's categories going where `maps`
+    /// say into `shape`.
+    pub(crate) fn merge(
+        a: &TaylorPartial,
+        b: &TaylorPartial,
+        maps: [&[Vec<usize>]; 2],
+        shape: &[usize],
+    ) -> crate::Result<TaylorPartial> {
+        let err = |m: String| crate::Error::Invalid(format!("cannot merge partial results: {m}"));
+        if a.margins != b.margins || a.full != b.full || a.average != b.average {
+            return Err(err(
+                "their Taylor sums are of different queries or designs".into()
+            ));
+        }
+        let mut x = a.remap(maps[0], shape);
+        let mut y = b.remap(maps[1], shape);
+        // One centre for both, whatever the order of merging.
+        let shift = x.shift.min(y.shift);
+        x.recentre(shift);
+        y.recentre(shift);
+        // The strata: each from one dataset.
+        let mut strata = Vec::with_capacity(x.strata.len() + y.strata.len());
+        let (mut i, mut j) = (0, 0);
+        while i < x.strata.len() || j < y.strata.len() {
+            match (x.strata.get(i), y.strata.get(j)) {
+                (Some(s), Some(t)) if s.key == t.key => {
+                    if s.source != t.source {
+                        return Err(crate::Error::Invalid(format!(
+                            "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them (import the data as one dataset and split it by records, or use replicate weights)",
+                            s.key, s.source, t.source
+                        )));
+                    }
+                    strata.push(s.clone());
+                    i += 1;
+                    j += 1;
+                }
+                (Some(s), Some(t)) if s.key < t.key => {
+                    strata.push(s.clone());
+                    i += 1;
+                }
+                (Some(s), None) => {
+                    strata.push(s.clone());
+                    i += 1;
+                }
+                (_, Some(t)) => {
+                    strata.push(t.clone());
+                    j += 1;
+                }
+                (None, None) => unreachable!(),
+            }
+        }
+        let add3 = |a: &mut [[f64; 3]], b: &[[f64; 3]]| {
+            for (p, q) in a.iter_mut().zip(b) {
+                for k in 0..3 {
+                    p[k] += q[k];
+                }
+            }
+        };
+        add3(&mut x.cell, &y.cell);
+        for (g, h) in x.groups.iter_mut().zip(&y.groups) {
+            add3(g, h);
+        }
+        for (g, h) in x.cross.iter_mut().zip(&y.cross) {
+            g.iter_mut().zip(h).for_each(|(p, q)| *p += q);
+        }
+        x.full_cov = match (x.full_cov.take(), y.full_cov) {
+            (Some(mut f), Some(g)) => {
+                f.iter_mut().zip(&g).for_each(|(p, q)| *p += q);
+                Some(f)
+            }
+            _ => None,
+        };
+        // Totals and open PSUs by key: sorted, equal keys added.
+        let mut totals = std::mem::take(&mut x.totals);
+        totals.extend(y.totals);
+        totals.sort_unstable_by_key(|e| (e.0, e.1));
+        totals.dedup_by(|q, p| {
+            let same = (p.0, p.1) == (q.0, q.1);
+            if same {
+                for k in 0..3 {
+                    p.2[k] += q.2[k];
+                }
+            }
+            same
+        });
+        let mut open = std::mem::take(&mut x.open);
+        open.extend(y.open);
+        open.sort_by_key(|e| e.0);
+        open.dedup_by(|q, p| {
+            let same = p.0 == q.0;
+            if same {
+                p.1.append(&mut q.1);
+                combine(&mut p.1);
+            }
+            same
+        });
+        Ok(TaylorPartial {
+            strata,
+            totals,
+            open,
+            unknown: x.unknown + y.unknown,
+            ..x
+        })
+    }
+
+    /// The covariances of the merged parts' totals: open PSUs closed, the
+    /// strata's centring subtracted (`dims`, `counts`: the merged
+    /// partial's categories and counts).
+    pub(crate) fn finish(&self, dims: &[crate::PartialDim], counts: &[u64]) -> TaylorCells {
+        let plans: Vec<DimPlan> = dims
+            .iter()
+            .map(|d| DimPlan {
+                var: microtab_store::Variable::new(&d.name, d.kind, microtab_store::PhysType::I64),
+                categories: d.categories.clone(),
+                keys: vec![None; d.categories.len()],
+                map: crate::plan::DimMap::Hash,
+                recode: None,
+                recode_keys: None,
+            })
+            .collect();
+        let cells = counts.len();
+        let q = TaylorQuery {
+            strata: None,
+            cluster: None,
+            strata_keys: self.strata.iter().map(|s| s.key).collect(),
+            coef: self.strata.iter().map(|s| [s.c, s.d]).collect(),
+            contiguous: true,
+            margins: self
+                .margins
+                .iter()
+                .map(|(keep, skip)| Margin {
+                    keep: keep.clone(),
+                    skip_missing: *skip,
+                })
+                .collect(),
+            full: self.full,
+            average: if self.average {
+                self.strata.iter().map(|s| s.lonely).collect()
+            } else {
+                Vec::new()
+            },
+        };
+        let mut p = TaylorPlan::build(&q, &plans, cells, None, None, None);
+        p.shift = self.shift;
+        if self.full_cov.is_none() {
+            p.full = None;
+        }
+        let mut acc = TaylorAcc::new(&p);
+        let layout = Layout::new(&plans, cells, |c| counts[c]);
+        if cells == 0 || dims.iter().any(|d| d.categories.is_empty()) {
+            // No record counted in any part.
+            return acc.finish(&p, &layout, |_| false, (1.0, 1.0));
+        }
+        let n = cells + 1;
+        acc.cell[..cells].copy_from_slice(&self.cell);
+        for (m, g) in self.groups.iter().enumerate() {
+            acc.groups[m].copy_from_slice(g);
+            acc.cross[m][..cells].copy_from_slice(&self.cross[m]);
+        }
+        if let (Some(f), Some(_)) = (&self.full_cov, &p.full) {
+            acc.full.copy_from_slice(f);
+        }
+        for &(key, c, e) in &self.totals {
+            let Some(h) = p.stratum(key) else {
+                acc.unknown += e[2] as u64;
+                continue;
+            };
+            let i = h * n + c as usize;
+            let slot = match &mut acc.strata {
+                StrataSums::Dense(v) => &mut v[i],
+                StrataSums::Sparse(m) => m.entry(i as u64).or_insert([0.0; 3]),
+            };
+            for k in 0..3 {
+                slot[k] += e[k];
+            }
+        }
+        for (key, z) in &self.open {
+            acc.frags.insert(*key, z.clone());
+        }
+        acc.unknown += self.unknown;
+        acc.finish(&p, &layout, |c| counts[c] > 0, (1.0, 1.0))
     }
 }
