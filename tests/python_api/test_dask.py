@@ -248,3 +248,91 @@ def test_parts_missing_categories_merge_exactly(data):
         whole = getattr(mt.open(ds), kind)(*args, **kw).to_dict()
         parts = getattr(mtd.on(None, mtd.split(ds, 50)), kind)(*args, **kw).to_dict()
         assert strip(parts) == strip(whole), kind
+
+
+def cli_fails(*args):
+    import subprocess
+    from test_api import BIN
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
+    assert p.returncode != 0, p.stdout
+    return p.stderr
+
+
+def test_import_parts_is_a_catalog_answered_as_the_whole(data, client, tmp_path):
+    """`microtab import … --parts 5`: a catalog of five datasets in record
+    order; the CLI, open_many and a cluster answer over the catalog's one
+    path exactly as over the whole dataset (replicate SEs included) and as
+    DuckDB counts; the parts carry the design."""
+    d, ds, con = data
+    cat = tmp_path / "c.parts"
+    cli("import", d / "c.csv", cat, "--missing", "INCTOT=9999999", "--parts", "5")
+    c = json.loads((cat / "catalog.json").read_text())
+    assert [p["rows"] for p in c["parts"]] == [80000] * 5
+    assert [p["first_record"] for p in c["parts"]] == [1, 80001, 160001, 240001, 320001]
+    assert not list(tmp_path.glob(".*"))  # no staging left behind
+    # Not yet a design: set it on each part, as on one dataset.
+    for p in sorted(cat.glob("part-*.mtab")):
+        cli("design", p, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP8")
+    whole = strip(mt.open(ds).tab("SEX", "EDUC", pct="col", z=True).to_dict())
+    assert strip(mtd.on(client, mtd.parts(str(cat))).tab("SEX", "EDUC", pct="col", z=True).to_dict()) == whole
+    assert strip(mt.open_many(cat).tab("SEX", "EDUC", pct="col", z=True).to_dict()) == whole
+    got = json.loads(cli("freq", cat, "EDUC", "--format", "json").stdout)
+    want = dict(con.execute("SELECT EDUC, count(*) FROM c GROUP BY ALL").fetchall())
+    assert {r["value"]: r["count"] for r in got["rows"]} == want
+    # A split of the dataset carries its replicate design to every part.
+    cat2 = tmp_path / "s.parts"
+    cli("split", ds, cat2, "--parts", "3")
+    assert "carried to every part" in json.loads((cat2 / "catalog.json").read_text())["design"]
+    assert strip(mtd.on(client, mtd.parts(str(cat2))).tab("SEX", "EDUC", pct="col", z=True).to_dict()) == whole
+
+
+def test_split_keeps_a_taylor_design_when_strata_are_runs(taylor, client, tmp_path):
+    """Records sorted by stratum: the cuts move to changes of stratum, each
+    part gets the design set on its own (whole) strata, and the catalog
+    answers as the whole dataset; records not in stratum runs: the parts
+    carry no Taylor design, and the catalog says why."""
+    _, src, t, _ = taylor
+    srt = tmp_path / "sorted.csv"
+    duckdb.sql(f"COPY (SELECT * FROM read_csv('{src}') ORDER BY STRATA, SERIAL, PERNUM) TO '{srt}' (HEADER)")
+    ds = tmp_path / "sorted.mtab"
+    cli("import", srt, ds, "--missing", "INCTOT=9999999")
+    cli("design", ds, *TAYLOR)
+    cat = tmp_path / "sorted.parts"
+    c = mt.split(ds, cat, 6)
+    assert "set on each part" in c["design"]
+    keys = [json.loads(cli("info", cat / p["path"], "--format", "json").stdout)["design"]["taylor"]["strata_keys"]
+            for p in c["parts"]]
+    flat = [k for ks in keys for k in ks]
+    assert len(flat) == len(set(flat))  # every stratum in one part
+    for kind, args, kw in TAYLOR_QUERIES:
+        whole = getattr(mt.open(ds), kind)(*args, **kw).to_dict()
+        close(getattr(mtd.on(client, mtd.parts(str(cat))), kind)(*args, **kw).to_dict(), whole)
+    # The generator's order: strata are not runs of records.
+    c = mt.split(t, tmp_path / "t.parts", 4)
+    assert "not carried" in c["design"] and "not runs of records" in c["design"]
+    info = json.loads(cli("info", tmp_path / "t.parts" / c["parts"][0]["path"], "--format", "json").stdout)
+    assert info.get("design") is None
+
+
+def test_split_and_catalog_errors(data, tmp_path):
+    """An existing catalog is kept unless --force; a part missing from a
+    catalog is an error that names it (an answer without its records
+    would be short); zero parts are refused."""
+    _, ds, _ = data
+    cat = tmp_path / "c.parts"
+    cli("split", ds, cat, "--parts", "4")
+    before = (cat / "catalog.json").read_text()
+    assert "exists (give --force" in cli_fails("split", ds, cat, "--parts", "2")
+    assert (cat / "catalog.json").read_text() == before
+    cli("split", ds, cat, "--parts", "2", "--force")
+    assert len(json.loads((cat / "catalog.json").read_text())["parts"]) == 2
+    assert not list(tmp_path.glob(".*"))
+    assert "at least 1" in cli_fails("split", ds, tmp_path / "z", "--parts", "0")
+    import shutil
+    shutil.rmtree(cat / "part-002.mtab")
+    err = cli_fails("freq", cat, "SEX")
+    assert "part-002.mtab (records 200001–400000) is missing" in err, err
+    with pytest.raises(mt.MicrotabError, match="part-002.mtab .* is missing"):
+        mtd.parts(str(cat))
+    with pytest.raises(mt.MicrotabError, match="is missing"):
+        mt.open_many(cat)

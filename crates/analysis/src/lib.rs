@@ -45,6 +45,7 @@ mod quantile;
 mod request;
 mod result;
 mod run;
+mod split;
 pub mod survey;
 mod taylor;
 
@@ -58,6 +59,7 @@ pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
 pub use run::{partial, run, run_many, Partial};
+pub use split::{catalog, catalog_parts, split, Catalog, CatalogPart, SplitReport, CATALOG};
 pub use taylor::taylor_structure;
 
 /// Why a request could not be answered.
@@ -83,6 +85,19 @@ pub enum Error {
     /// The request does not fit the dataset's survey design.
     #[error("{0}")]
     Design(String),
+    /// A file of a catalog of parts could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A catalog of parts ([`split()`]) is not what it should be, or a
+    /// split cannot be made as asked.
+    #[error("{0}")]
+    Catalog(String),
     /// One dataset of several answered as one ([`run_many`]) failed, or
     /// could not be merged with the others.
     #[error("{dataset}: {error}")]

@@ -36,7 +36,7 @@ fn stripes(
 
 /// A whole column's stored values as `i64` (strata and clusters: integer
 /// or text codes, never empty).
-fn keys(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<i64>> {
+pub(crate) fn keys(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<i64>> {
     if v.kind == Kind::Float {
         return Err(Error::Design(format!(
             "the {role} variable {} is stored as floating point: {role} must be integer or text codes (import it with --type {}=int, or =string)",

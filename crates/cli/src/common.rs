@@ -136,11 +136,16 @@ pub fn open(path: &Path) -> Result<Dataset> {
     Ok(ds)
 }
 
-/// Opens the datasets an analysis command names: one directory, or a
-/// pattern (`'years/*.mtab'`, quoted so the shell leaves it alone) naming
-/// several datasets with the same variables, answered as one.
+/// Opens the datasets an analysis command names: one directory, a
+/// catalog of parts (`microtab split`), or a pattern (`'years/*.mtab'`,
+/// quoted so the shell leaves it alone) naming several datasets with the
+/// same variables, answered as one.
 pub fn open_all(path: &Path) -> Result<Vec<Dataset>> {
     let text = path.to_string_lossy();
+    // A catalog of parts (`microtab split`): all its parts.
+    if let Some(parts) = microtab_analysis::catalog_parts(path)? {
+        return parts.iter().map(|p| open(p)).collect();
+    }
     if path.exists() || !text.contains(['*', '?', '[']) {
         return Ok(vec![open(path)?]);
     }

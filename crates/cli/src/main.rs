@@ -47,6 +47,8 @@ enum Command {
     List(cmd::list::Args),
     /// Write chosen records and variables as a new dataset, or a CSV with Stata/SPSS/SAS/R setup files.
     Subset(cmd::subset::Args),
+    /// Cut a dataset into parts by records, under a catalog directory queries name as one.
+    Split(cmd::split::Args),
     /// Add a variable computed from an expression (`compute DS NEW = AGE >= 18`).
     Compute(cmd::derive::ComputeArgs),
     /// Add a variable recoded from one to six others by rules (`recode DS AGE3 --from AGE '0-17; 18-64; 65-*'`).
@@ -80,6 +82,7 @@ fn main() {
         Command::Design(a) => cmd::design::run(a),
         Command::List(a) => cmd::list::run(a),
         Command::Subset(a) => cmd::subset::run(a),
+        Command::Split(a) => cmd::split::run(a),
         Command::Compute(a) => cmd::derive::compute(a),
         Command::Recode(a) => cmd::derive::recode(a),
         Command::Rename(a) => cmd::vars::rename(a),

@@ -90,6 +90,14 @@ macro_rules! gather {
 
 /// Copies the selected rows of one column into `w`, remapping text codes
 /// through `remap` (old code → new code), and returns (min, max, nulls).
+/// No row of `start..start + n` is picked (a morsel left out whole is not
+/// read: a split reads each part's records only).
+fn none_picked(bits: &[u64], start: usize, n: usize) -> bool {
+    bits[start / 64..(start + n).div_ceil(64)]
+        .iter()
+        .all(|&w| w == 0)
+}
+
 fn copy_column(
     col: &Column,
     var: &Variable,
@@ -104,6 +112,9 @@ fn copy_column(
         (i64::MAX, i64::MIN, f64::INFINITY, f64::NEG_INFINITY, 0u64);
     for start in (0..rows).step_by(MORSEL) {
         let n = MORSEL.min(rows - start);
+        if none_picked(bits, start, n) {
+            continue;
+        }
         let view = col.rows_view(start, n, &mut buf)?;
         macro_rules! ints {
             ($v:expr) => {{
@@ -206,8 +217,7 @@ pub fn subset(
         ));
     }
     let (bits, kept) = selection(ds, filter)?;
-    let mut w = DatasetWriter::create(out, force)?;
-    w.set_source(&format!(
+    let source = format!(
         "subset of {}{}",
         ds.dir().display(),
         if filter.is_empty() {
@@ -222,8 +232,49 @@ pub fn subset(
                     .join(" ")
             )
         }
-    ));
-    for var in &chosen {
+    );
+    write_selected(ds, out, &chosen, (&bits, kept), &source, force)
+}
+
+/// Records `range` (0-based, end exclusive) of every variable as a new
+/// dataset at `out`, with the design [`carried_design`] allows: a part of
+/// a dataset cut by records ([`crate::subset`]'s sibling for splitting).
+pub fn subset_rows(
+    ds: &Dataset,
+    out: &Path,
+    range: std::ops::Range<u64>,
+    force: bool,
+) -> Result<SubsetReport> {
+    let rows = ds.rows();
+    let (a, b) = (range.start.min(rows), range.end.min(rows));
+    let mut bits = vec![0u64; (rows as usize).div_ceil(64)];
+    for r in a..b {
+        bits[(r / 64) as usize] |= 1 << (r % 64);
+    }
+    let source = format!("records {}–{} of {}", a + 1, b, ds.dir().display());
+    let chosen = ds.manifest().variables.clone();
+    write_selected(
+        ds,
+        out,
+        &chosen,
+        (&bits, b.saturating_sub(a)),
+        &source,
+        force,
+    )
+}
+
+/// Writes the selected records of `chosen` as a new dataset.
+fn write_selected(
+    ds: &Dataset,
+    out: &Path,
+    chosen: &[Variable],
+    (bits, kept): (&[u64], u64),
+    source: &str,
+    force: bool,
+) -> Result<SubsetReport> {
+    let mut w = DatasetWriter::create(out, force)?;
+    w.set_source(source);
+    for var in chosen {
         let col = ds.column(&var.name)?;
         let mut nv = var.clone();
         let mut remap = None;
@@ -235,9 +286,12 @@ pub fn subset(
             let mut buf = Vec::new();
             for start in (0..col.rows()).step_by(MORSEL) {
                 let n = MORSEL.min(col.rows() - start);
+                if none_picked(bits, start, n) {
+                    continue;
+                }
                 let view = col.rows_view(start, n, &mut buf)?;
                 for i in 0..n {
-                    if picked(&bits, start + i) {
+                    if picked(bits, start + i) {
                         let c = view.get_i64(i);
                         if Some(c) != null {
                             if let Some(u) = used.get_mut(c as usize) {
@@ -261,7 +315,7 @@ pub fn subset(
             remap = Some(m);
         }
         let mut cw = w.column_writer(&var.name, var.ty)?;
-        let (lo, hi, nulls) = copy_column(&col, var, &bits, remap.as_deref(), &mut cw)?;
+        let (lo, hi, nulls) = copy_column(&col, var, bits, remap.as_deref(), &mut cw)?;
         nv.min = lo;
         nv.max = hi;
         nv.nulls = nulls;

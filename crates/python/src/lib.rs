@@ -96,6 +96,8 @@ fn analysis_error(e: microtab_analysis::Error) -> PyErr {
                 }
             })
         }
+        e @ E::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+        e @ E::Catalog(_) => MicrotabError::new_err(e.to_string()),
         e => QueryError::new_err(e.to_string()),
     }
 }
@@ -110,6 +112,26 @@ fn open(path: &str) -> PyResult<Dataset> {
 fn _info(path: &str) -> PyResult<String> {
     let ds = open(path)?;
     serde_json::to_string(ds.manifest()).map_err(|e| MicrotabError::new_err(e.to_string()))
+}
+
+/// The parts' directories of the catalog of parts at `path`, in record
+/// order (`None`: `path` is not a catalog).
+#[pyfunction]
+fn _catalog_parts(path: &str) -> PyResult<Option<Vec<String>>> {
+    microtab_analysis::catalog_parts(std::path::Path::new(path))
+        .map(|o| o.map(|v| v.iter().map(|p| p.display().to_string()).collect()))
+        .map_err(analysis_error)
+}
+
+/// Cuts the dataset at `path` into `parts` under the catalog directory
+/// `out`; the catalog as JSON.
+#[pyfunction]
+fn _split(py: Python<'_>, path: &str, out: &str, parts: usize, force: bool) -> PyResult<String> {
+    let ds = open(path)?;
+    let r = py
+        .detach(|| microtab_analysis::split(&ds, std::path::Path::new(out), parts, force))
+        .map_err(analysis_error)?;
+    serde_json::to_string(&r.catalog).map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
 /// A text variable's dictionary (code `i` is entry `i`).
@@ -883,6 +905,8 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(_info, m)?)?;
+    m.add_function(wrap_pyfunction!(_catalog_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(_split, m)?)?;
     m.add_function(wrap_pyfunction!(_dictionary, m)?)?;
     m.add_function(wrap_pyfunction!(_query, m)?)?;
     m.add_function(wrap_pyfunction!(_query_many, m)?)?;

@@ -59,6 +59,11 @@ pub struct Args {
     /// takes more disk and makes cold queries slower.
     #[arg(long)]
     plain: bool,
+    /// Cut the imported records into N parts: OUTPUT becomes a catalog
+    /// directory of N datasets (as `microtab split` writes) that queries
+    /// name as one.
+    #[arg(long, value_name = "N")]
+    parts: Option<usize>,
 }
 
 fn delimiter(s: &str) -> Result<u8> {
@@ -143,7 +148,10 @@ fn csv_reading(a: &Args, opts: &mut CsvOptions) -> Result<()> {
 }
 
 /// Runs the import, with a progress bar when stderr is a terminal.
-pub fn run(a: Args) -> Result<()> {
+pub fn run(mut a: Args) -> Result<()> {
+    if let Some(n) = a.parts.take() {
+        return run_parts(a, n);
+    }
     if a.output
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("parquet") || e.eq_ignore_ascii_case("csv"))
@@ -192,6 +200,42 @@ pub fn run(a: Args) -> Result<()> {
     }
     report(&a, &r?, t);
     Ok(())
+}
+
+/// Imports into a dataset beside OUTPUT, splits it into `n` parts at
+/// OUTPUT, and removes it: a failed or killed import or split leaves an
+/// existing OUTPUT untouched.
+fn run_parts(mut a: Args, n: usize) -> Result<()> {
+    let out = a.output.clone();
+    if n == 0 {
+        bail!("--parts must be at least 1");
+    }
+    if out.exists() && !a.force {
+        bail!("{} exists (give --force to replace it)", out.display());
+    }
+    let name = out
+        .file_name()
+        .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
+        .to_string_lossy()
+        .to_string();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let whole = parent.join(format!(".{name}.import-{}", std::process::id()));
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = Remove(whole.clone());
+    let force = a.force;
+    a.output = whole.clone();
+    a.force = true;
+    run(a)?;
+    let ds = crate::common::open(&whole)?;
+    crate::cmd::split::split_into(&ds, &out, n, force)
 }
 
 /// A Parquet file: imported by `microtab-arrow`.

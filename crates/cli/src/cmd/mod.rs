@@ -14,6 +14,7 @@ pub mod label;
 pub mod list;
 pub mod means;
 pub mod missing;
+pub mod split;
 pub mod subset;
 pub mod tab;
 pub mod tune;

@@ -33,6 +33,7 @@ from ._microtab import (
     MicrotabError,
     QueryError,
     TooLargeError,
+    _catalog_parts,
     _column,
     _dictionary,
     _import_csv,
@@ -42,6 +43,7 @@ from ._microtab import (
     _query_many,
     _select,
     _set_design,
+    _split,
     _values,
     _arrow_stream,
     _to_parquet,
@@ -51,6 +53,7 @@ from ._microtab import (
 __all__ = [
     "open",
     "open_many",
+    "split",
     "Dataset",
     "Datasets",
     "Variable",
@@ -561,15 +564,21 @@ class Dataset(_Queries):
 
 def open_many(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> "Datasets":
     """Several datasets with the same variables (one per year or state,
-    parts of one file), answered as one: a pattern (``"years/*.mtab"``)
-    or a list of paths. Each query computes an exact partial result per
-    dataset and merges them, so the answer — survey SEs included — is the
-    one a single dataset of all their records would give."""
+    parts of one file), answered as one: a pattern (``"years/*.mtab"``),
+    a catalog of parts (:func:`split`, ``microtab split``) or a list of
+    paths. Each query computes an exact partial result per dataset and
+    merges them, so the answer — survey SEs included — is the one a
+    single dataset of all their records would give."""
     import glob
     if isinstance(paths, (str, os.PathLike)):
         text = os.fspath(paths)
-        found = sorted(p for p in glob.glob(text) if os.path.isdir(p)) if any(c in text for c in "*?[") \
-            else [text]
+        catalog = _catalog_parts(text)
+        if catalog is not None:
+            found = catalog
+        elif any(c in text for c in "*?["):
+            found = sorted(p for p in glob.glob(text) if os.path.isdir(p))
+        else:
+            found = [text]
     else:
         found = [os.fspath(p) for p in paths]
     if not found:
@@ -581,6 +590,19 @@ def open_many(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> "Datase
             raise QueryError(f"{p} and {seen[real]} are the same dataset; its rows would be counted twice")
         seen[real] = p
     return Datasets([Dataset(p) for p in found])
+
+
+def split(path: str | os.PathLike, out: str | os.PathLike, parts: int, force: bool = False) -> dict:
+    """Cuts the dataset at ``path`` into ``parts`` datasets of consecutive
+    records under the catalog directory ``out`` (as ``microtab split``):
+    :func:`open_many` and ``microtab.dask.parts`` take ``out`` for all of
+    them. A replicate design goes to every part; a Taylor design is set
+    on each part's own records when its strata are runs of records (the
+    cuts move to the next change of stratum), and left off otherwise (the
+    catalog's ``design`` says which). Written beside ``out`` and renamed
+    into place; an existing ``out`` is replaced only with ``force``.
+    Returns the catalog (its parts, their first record and size)."""
+    return json.loads(_split(os.fspath(path), os.fspath(out), int(parts), bool(force)))
 
 
 class Datasets(_Queries):

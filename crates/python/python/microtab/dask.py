@@ -14,9 +14,11 @@ merge exactly).
 Without a client (``client=None``) the same parts are answered here, one
 after another: the reference a cluster's answer must equal.
 
-Taylor linearization designs are answered over one whole dataset only
-(their strata and PSUs describe the whole sample); their parts are
-refused with a clear error (docs/DISTRIBUTED.md)."""
+Taylor linearization designs are answered over parts too: over ranges of
+one dataset (a PSU cut by a range's edge is merged by key before its total
+is squared), and over datasets whose strata each lie within one of them;
+a stratum in two datasets is refused with a clear error
+(docs/DISTRIBUTED.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from . import QueryError, _Queries
-from ._microtab import _finish, _info, _merge, _partial
+from ._microtab import _catalog_parts, _finish, _info, _merge, _partial
 
 __all__ = ["Part", "parts", "split", "on", "partial", "merge", "finish"]
 
@@ -43,10 +45,18 @@ class Part:
 
 
 def parts(paths: str | Sequence[str]) -> list[Part]:
-    """Parts from dataset paths or one glob pattern (``"years/*.mtab"``),
-    sorted; absolute paths, so workers elsewhere find them."""
+    """Parts from dataset paths, one glob pattern (``"years/*.mtab"``,
+    sorted) or a catalog of parts (``microtab split``, ``microtab import
+    --parts``: its parts in record order); absolute paths, so workers
+    elsewhere find them."""
+    if isinstance(paths, os.PathLike):
+        paths = os.fspath(paths)
     if isinstance(paths, str):
-        found = sorted(_glob.glob(paths)) if any(c in paths for c in "*?[") else [paths]
+        catalog = _catalog_parts(paths)
+        if catalog is not None:
+            found = catalog
+        else:
+            found = sorted(_glob.glob(paths)) if any(c in paths for c in "*?[") else [paths]
     else:
         found = list(paths)
     if not found:
