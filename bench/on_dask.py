@@ -18,8 +18,9 @@ Needs bench/data/census.mtab and census.parquet (`python3 bench/run.py`).
 
 is the scaling run (issue 16's target): each worker scans with one thread
 (RAYON_NUM_THREADS=1 in the workers: a worker stands for a node), one
-worker against two, Q3 and a mean of INCTOT by EDUC cold (page cache
-dropped before each run) and warm, the bytes the workers read from disk
+worker against two (both clusters up, runs alternated between them), Q3
+and a mean of INCTOT by EDUC cold (page cache dropped before each run)
+and warm, the bytes the workers read from disk
 per cold run (/proc/PID/io), and the per-part costs the projection in
 docs/DISTRIBUTED.md rests on (a part's scan in a worker; the merge and
 finish). The dataset comes from `python3 bench/scale.py --sizes 150000000`.
@@ -45,6 +46,7 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--parts", type=int, default=16)
     ap.add_argument("--scale", help="a large census dataset: the 1-vs-2-worker scaling run only")
+    ap.add_argument("--read-path", help="MICROTAB_READ_PATH in the workers (auto|mmap|pread|inline)")
     a = ap.parse_args()
     if a.scale:
         return scale(a)
@@ -94,13 +96,57 @@ def main():
             cluster.close()
 
 
+def disk_floor(ds, names, runs):
+    """What this machine's disk gives for Q3's column files, cold: read
+    whole in 1 MiB preads by 1, 2 and 4 threads (each its share of every
+    file): the floor under any cold Q3, however many workers."""
+    import os
+    import threading
+    import time
+    from run import drop_caches
+
+    files = [os.path.join(ds, "vars", f) for f in os.listdir(os.path.join(ds, "vars"))
+             if f.split(".")[0] in names and f.endswith(".col")]
+    total = sum(os.path.getsize(f) for f in files)
+
+    def read(k):
+        drop_caches()
+
+        def share(i):
+            for f in files:
+                size = os.path.getsize(f)
+                fd = os.open(f, os.O_RDONLY)
+                o, end = size * i // k, size * (i + 1) // k
+                while o < end:
+                    n = len(os.pread(fd, min(1 << 20, end - o), o))
+                    if not n:
+                        break
+                    o += n
+                os.close(fd)
+        t = time.perf_counter()
+        th = [threading.Thread(target=share, args=(i,)) for i in range(k)]
+        [x.start() for x in th]
+        [x.join() for x in th]
+        return time.perf_counter() - t
+
+    out = []
+    for k in (1, 2, 4):
+        xs = [read(k) for _ in range(max(3, runs // 2))]
+        out.append(f"{k} reader{'s' if k > 1 else ''} {med(xs)} ({total / statistics.median(xs) / 1e9:.2f} GB/s)")
+    print(f"the disk, cold, Q3's {len(files)} column files ({total / 1e6:.0f} MB): " + ", ".join(out), flush=True)
+
+
 def scale(a):
+    """1 worker against 2, both clusters up at once and the runs
+    alternated between them (this machine is shared: pairs of runs see
+    the same conditions), cold and warm."""
     import json
     import os
     import time
     import microtab as mt
     import microtab.dask as mtd
     from distributed import Client, LocalCluster
+    from run import drop_caches
 
     ds = os.path.abspath(a.scale)
     rows = mt.open(ds).rows
@@ -108,59 +154,75 @@ def scale(a):
         "Q3 tab RACE × EMPSTAT, AGE 25–64": ("tab", ("RACE", "EMPSTAT"), dict(weight="PERWT", filter="AGE(25-64)")),
         "Q4 means INCTOT by EDUC": ("means", ("INCTOT",), dict(by=["EDUC"], weight="PERWT")),
     }
-    print(f"{rows:,} records, {a.parts} parts, {a.runs} runs each; each worker scans with one thread")
-    res = {}
-    for workers in (1, 2):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=40, env={"RAYON_NUM_THREADS": "1"})
-        client = Client(cluster)
-        try:
-            assert set(client.run(lambda: os.environ.get("RAYON_NUM_THREADS")).values()) == {"1"}
+    print(f"{rows:,} records, {a.parts} parts, {a.runs} alternated runs each; each worker scans with one thread")
+    disk_floor(ds, ["RACE", "EMPSTAT", "PERWT", "AGE"], a.runs)
+    env = {"RAYON_NUM_THREADS": "1"}
+    if a.read_path:
+        env["MICROTAB_READ_PATH"] = a.read_path
+        print(f"read path in the workers: {a.read_path}")
+    clients = {}
+    clusters = []
+    try:
+        for workers in (1, 2):
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None, silence_logs=40, env=env)
+            clusters.append(cluster)
+            clients[workers] = Client(cluster)
+            assert set(clients[workers].run(lambda: os.environ.get("RAYON_NUM_THREADS")).values()) == {"1"}
 
-            def read_bytes():
-                def io():
-                    with open(f"/proc/{os.getpid()}/io") as f:
-                        return int(next(ln for ln in f if ln.startswith("read_bytes")).split()[1])
-                return sum(client.run(io).values())
+        def read_bytes(c):
+            def io():
+                with open(f"/proc/{os.getpid()}/io") as f:
+                    return int(next(ln for ln in f if ln.startswith("read_bytes")).split()[1])
+            return sum(c.run(io).values())
 
-            on = mtd.on(client, mtd.split(ds, a.parts))
-            for name, (kind, args, kw) in queries.items():
-                q = lambda: getattr(on, kind)(*args, **kw)  # noqa: E731
-                q()
-                warm = timed(q, a.runs)
-                reads = []
-
-                def before():
-                    reads.append(read_bytes())
-                cold = timed(q, a.runs, cold=True, before=before)
-                reads.append(read_bytes())
-                per_run = [b - a_ for a_, b in zip(reads, reads[1:])][: a.runs]
-                res[(workers, name)] = (cold, warm)
-                print(f"{workers} worker(s), {name}: cold {med(cold)}, read {statistics.median(per_run) / 1e6:.0f} MB "
-                      f"from disk per run; warm {med(warm)}", flush=True)
-            if workers == 1:
-                # Per-part costs: one part's partial in a worker, and the
-                # merge + finish of all parts here.
-                kind, args, kw = queries["Q3 tab RACE × EMPSTAT, AGE 25–64"]
-                spec = json.dumps({"analysis": "tab", "row": "RACE", "col": "EMPSTAT",
-                                   "weight": "PERWT", "filter": "AGE(25-64)"})
-                part = mtd.split(ds, a.parts)[0]
-                t_part = []
-                for _ in range(a.runs):
+        want = None
+        for name, (kind, args, kw) in queries.items():
+            res = {(w, t): [] for w in (1, 2) for t in ("cold", "warm")}
+            reads = {1: [], 2: []}
+            for w, c in clients.items():
+                got = getattr(mtd.on(c, mtd.split(ds, a.parts)), kind)(*args, **kw).to_dict()
+                got.pop("dataset")
+                if want is None or want[0] != name:
+                    want = (name, got)
+                assert got == want[1], "1 and 2 workers differ"
+            for _ in range(a.runs):
+                for w, c in clients.items():
+                    on = mtd.on(c, mtd.split(ds, a.parts))
+                    drop_caches()
+                    before = read_bytes(c)
                     t0 = time.perf_counter()
-                    b = client.submit(mtd.partial, part, spec, pure=False).result()
-                    t_part.append(time.perf_counter() - t0)
-                parts = [mtd.partial(p, spec) for p in mtd.split(ds, a.parts)]
-                t_merge = timed(lambda: mtd.finish(mtd.merge(*parts), spec), a.runs)
-                print(f"per part ({rows // a.parts:,} records, warm): partial in a worker incl. the round trip "
-                      f"{med(t_part)}, {len(b):,} bytes of JSON; merge of {a.parts} parts + finish here {med(t_merge)}")
-        finally:
-            client.close()
-            cluster.close()
-    for name in queries:
-        for i, kind in enumerate(("cold", "warm")):
-            one, two = statistics.median(res[(1, name)][i]), statistics.median(res[(2, name)][i])
-            print(f"{name}, {kind}: 1 worker {one * 1e3:.0f} ms, 2 workers {two * 1e3:.0f} ms: {one / two:.2f}×")
+                    getattr(on, kind)(*args, **kw)
+                    res[(w, "cold")].append(time.perf_counter() - t0)
+                    reads[w].append(read_bytes(c) - before)
+                    t0 = time.perf_counter()
+                    getattr(on, kind)(*args, **kw)
+                    res[(w, "warm")].append(time.perf_counter() - t0)
+            for t in ("cold", "warm"):
+                one, two = res[(1, t)], res[(2, t)]
+                ratios = sorted(x / y for x, y in zip(one, two))
+                print(f"{name}, {t}: 1 worker {med(one)}, 2 workers {med(two)}: "
+                      f"{statistics.median(one) / statistics.median(two):.2f}× "
+                      f"(ratio of paired runs: median {statistics.median(ratios):.2f}×, "
+                      f"{ratios[0]:.2f}–{ratios[-1]:.2f})", flush=True)
+            print(f"{name}: read from disk per cold run: 1 worker {statistics.median(reads[1]) / 1e6:.0f} MB, "
+                  f"2 workers {statistics.median(reads[2]) / 1e6:.0f} MB", flush=True)
+        # Per-part costs: one part's partial in a worker (with the round
+        # trip), and the merge + finish of all parts here.
+        spec = json.dumps({"analysis": "tab", "row": "RACE", "col": "EMPSTAT",
+                           "weight": "PERWT", "filter": "AGE(25-64)"})
+        part = mtd.split(ds, a.parts)[0]
+        t_part = timed(lambda: clients[1].submit(mtd.partial, part, spec, pure=False).result(), a.runs)
+        parts = [mtd.partial(p, spec) for p in mtd.split(ds, a.parts)]
+        t_merge = timed(lambda: mtd.finish(mtd.merge(*parts), spec), a.runs)
+        print(f"per part ({rows // a.parts:,} records, warm): Q3's partial in a worker with the round trip "
+              f"{med(t_part)}, {len(parts[0]):,} bytes of JSON; merge of {a.parts} parts + finish here "
+              f"{statistics.median(t_merge) * 1e3:.2f} ms")
+    finally:
+        for c in clients.values():
+            c.close()
+        for cl in clusters:
+            cl.close()
 
 
 if __name__ == "__main__":
