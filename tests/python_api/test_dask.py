@@ -307,11 +307,91 @@ def test_split_keeps_a_taylor_design_when_strata_are_runs(taylor, client, tmp_pa
     for kind, args, kw in TAYLOR_QUERIES:
         whole = getattr(mt.open(ds), kind)(*args, **kw).to_dict()
         close(getattr(mtd.on(client, mtd.parts(str(cat))), kind)(*args, **kw).to_dict(), whole)
-    # The generator's order: strata are not runs of records.
-    c = mt.split(t, tmp_path / "t.parts", 4)
+    # The generator's order: strata are not runs of records. Refused
+    # (nothing written) unless the parts may go without the design.
+    with pytest.raises(mt.MicrotabError, match="not runs of records.*--no-design"):
+        mt.split(t, tmp_path / "t.parts", 4)
+    assert not (tmp_path / "t.parts").exists()
+    c = mt.split(t, tmp_path / "t.parts", 4, design=False)
     assert "not carried" in c["design"] and "not runs of records" in c["design"]
     info = json.loads(cli("info", tmp_path / "t.parts" / c["parts"][0]["path"], "--format", "json").stdout)
     assert info.get("design") is None
+
+
+def test_taylor_strata_are_compared_by_value(taylor, client, tmp_path):
+    """Text strata (codes differ between datasets) of state datasets merge
+    as the whole; the same strata written with decimals in one dataset
+    (101 and 101.000) are the same strata, so refused; a design without
+    strata over two datasets is refused."""
+    _, src, _, _ = taylor
+    d = tmp_path
+    q = lambda w: f"COPY (SELECT * REPLACE ({w}) FROM read_csv('{src}')"  # noqa: E731
+    duckdb.sql(q("'S' || STRATA AS STRATA") + f") TO '{d / 'txt.csv'}' (HEADER)")
+    cli("import", d / "txt.csv", d / "txt.mtab", "--missing", "INCTOT=9999999")
+    cli("design", d / "txt.mtab", *TAYLOR)
+    for i, f in enumerate(["STATEFIP(1-28)", "STATEFIP(29-56)"]):
+        cli("subset", d / "txt.mtab", d / f"p_tx{i}.mtab", "--filter", f)
+        cli("design", d / f"p_tx{i}.mtab", *TAYLOR)
+    whole = mt.open(d / "txt.mtab").tab("SEX", "EDUC", pct="col", stats=True).to_dict()
+    close(mtd.on(client, mtd.parts(str(d / "p_tx*.mtab"))).tab("SEX", "EDUC", pct="col", stats=True).to_dict(), whole)
+    # 101 in one dataset, 101.000 in the other: one stratum, two datasets.
+    duckdb.sql(q("STRATA::INTEGER AS STRATA") + f" WHERE SEX = 1) TO '{d / 'a.csv'}' (HEADER)")
+    duckdb.sql(q("printf('%.3f', STRATA::DOUBLE) AS STRATA") + f" WHERE SEX = 2) TO '{d / 'b.csv'}' (HEADER)")
+    for n in "ab":
+        cli("import", d / f"{n}.csv", d / f"dec{n}.mtab", "--missing", "INCTOT=9999999")
+        cli("design", d / f"dec{n}.mtab", *TAYLOR)
+    with pytest.raises(mt.QueryError, match=r"stratum \d+ is in two datasets"):
+        mtd.on(None, mtd.parts(str(d / "dec*.mtab"))).freq("SEX")
+    for n in "ab":
+        cli("design", d / f"dec{n}.mtab", "--weight", "PERWT", "--cluster", "SERIAL")
+    with pytest.raises(mt.QueryError, match="no strata"):
+        mtd.on(None, mtd.parts(str(d / "dec*.mtab"))).freq("SEX")
+
+
+def test_parts_counted_twice_are_refused(data, tmp_path):
+    """The same dataset twice, overlapping ranges, a catalog listing a part
+    twice or a part changed after the split: refused, not counted twice."""
+    _, ds, _ = data
+    with pytest.raises(mt.QueryError, match="overlap"):
+        mtd.on(None, mtd.parts([str(ds), str(ds)]))
+    with pytest.raises(mt.QueryError, match="overlap"):
+        mtd.on(None, [mtd.Part(str(ds), 0, 1000), mtd.Part(str(ds), 500, 2000)])
+    mtd.on(None, [mtd.Part(str(ds), 0, 1000), mtd.Part(str(ds), 1000, 2000)])  # adjacent: fine
+    cat = tmp_path / "c.parts"
+    cli("split", ds, cat, "--parts", "3")
+    c = json.loads((cat / "catalog.json").read_text())
+    c["parts"].insert(1, c["parts"][0])
+    (cat / "catalog.json").write_text(json.dumps(c))
+    assert "must cover the records once" in cli_fails("freq", cat, "SEX")
+    c["parts"].pop(1)
+    (cat / "catalog.json").write_text(json.dumps(c))
+    cli("subset", cat / "part-002.mtab", tmp_path / "x.mtab", "--filter", "AGE(18-*)")
+    import shutil
+    shutil.rmtree(cat / "part-002.mtab")
+    shutil.copytree(tmp_path / "x.mtab", cat / "part-002.mtab")
+    assert "it was changed after the split" in cli_fails("freq", cat, "SEX")
+    assert "at most" in cli_fails("split", tmp_path / "x.mtab", tmp_path / "many", "--parts", "10000000")
+    assert "is a catalog of parts" in cli_fails("info", cat)
+
+
+def test_import_parquet_parts(data, tmp_path):
+    """A Parquet file imported with --parts: a catalog, answered as DuckDB
+    counts the file; an existing catalog replaced only with --force."""
+    d, _, con = data
+    pq = tmp_path / "c.parquet"
+    con.execute(f"COPY (SELECT SEX, EDUC, AGE FROM c) TO '{pq}' (FORMAT parquet)")
+    cat = tmp_path / "pq.parts"
+    cli("import", pq, cat, "--parts", "3")
+    assert len(json.loads((cat / "catalog.json").read_text())["parts"]) == 3
+    got = json.loads(cli("tab", cat, "SEX", "EDUC", "--format", "json").stdout)["tables"][0]
+    want = {(a, b): n for a, b, n in con.execute("SELECT SEX, EDUC, count(*) FROM c GROUP BY ALL").fetchall()}
+    for i, r in enumerate(got["rows"]):
+        for j, col in enumerate(got["cols"]):
+            assert got["counts"][i][j] == want.get((r["value"], col["value"]), 0)
+    assert "exists (give --force" in cli_fails("import", pq, cat, "--parts", "2")
+    cli("import", pq, cat, "--parts", "2", "--force")
+    assert len(json.loads((cat / "catalog.json").read_text())["parts"]) == 2
+    assert not list(tmp_path.glob(".*"))
 
 
 def test_split_and_catalog_errors(data, tmp_path):

@@ -24,6 +24,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+/// Most parts a split writes.
+pub const MAX_PARTS: usize = 100_000;
+
 /// The catalog file in a directory of parts.
 pub const CATALOG: &str = "catalog.json";
 
@@ -99,7 +102,21 @@ pub fn catalog_parts(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
         return Ok(None);
     };
     let mut out = Vec::with_capacity(c.parts.len());
+    let file = dir.join(CATALOG);
+    let mut next = 1u64;
     for p in &c.parts {
+        // Parts in record order, each once, none missing: else records
+        // would be counted twice or not at all.
+        if p.first_record != next {
+            return Err(Error::Catalog(format!(
+                "{}: part {} starts at record {}, but the parts before it end at record {}: the catalog's parts must cover the records once, in order",
+                file.display(),
+                p.path,
+                p.first_record,
+                next - 1
+            )));
+        }
+        next = p.first_record + p.rows;
         let rel = Path::new(&p.path);
         if rel.is_absolute() || rel.components().count() != 1 {
             return Err(Error::Catalog(format!(
@@ -118,7 +135,24 @@ pub fn catalog_parts(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
                 p.first_record + p.rows.saturating_sub(1)
             )));
         }
+        let rows = Dataset::open(&path)?.rows();
+        if rows != p.rows {
+            return Err(Error::Catalog(format!(
+                "{}: part {} has {rows} records, the catalog says {}: it was changed after the split",
+                file.display(),
+                p.path,
+                p.rows
+            )));
+        }
         out.push(path);
+    }
+    if next - 1 != c.rows {
+        return Err(Error::Catalog(format!(
+            "{}: the parts hold {} records, the catalog says {}",
+            file.display(),
+            next - 1,
+            c.rows
+        )));
     }
     Ok(Some(out))
 }
@@ -147,11 +181,28 @@ fn cuts(rows: u64, parts: usize, keys: Option<&[i64]>) -> Vec<u64> {
 /// written into a directory beside `out` and renamed into place when all
 /// are complete, so a failed or killed split leaves no catalog at `out`
 /// and an existing one (replaced only with `force`) untouched.
-pub fn split(ds: &Dataset, out: &Path, parts: usize, force: bool) -> Result<SplitReport> {
+///
+/// A Taylor design that cannot go to the parts (strata not runs of
+/// records, or no strata) is an error unless `without_design`: parts
+/// without it answer unweighted unless a query names the weight.
+pub fn split(
+    ds: &Dataset,
+    out: &Path,
+    parts: usize,
+    force: bool,
+    without_design: bool,
+) -> Result<SplitReport> {
     if parts == 0 {
         return Err(Error::Catalog(
             "the number of parts must be at least 1".into(),
         ));
+    }
+    let rows = ds.rows();
+    if parts as u64 > rows.max(1) || parts > MAX_PARTS {
+        return Err(Error::Catalog(format!(
+            "{parts} parts of {rows} records: at most {} (one record or more a part, and at most {MAX_PARTS} parts)",
+            rows.clamp(1, MAX_PARTS as u64)
+        )));
     }
     if out.exists() {
         let ours = out.join(CATALOG).is_file() || out.join("manifest.json").is_file();
@@ -172,7 +223,6 @@ pub fn split(ds: &Dataset, out: &Path, parts: usize, force: bool) -> Result<Spli
             "a split cannot replace the dataset it cuts; write it elsewhere".into(),
         ));
     }
-    let rows = ds.rows();
     let design = ds.manifest().design.clone();
     // A Taylor design: cut at changes of stratum, so each part can hold
     // whole strata.
@@ -219,6 +269,11 @@ pub fn split(ds: &Dataset, out: &Path, parts: usize, force: bool) -> Result<Spli
             ok
         }
     };
+    if let (Some(n), true) = (&note, taylor.is_some() && !without_design) {
+        return Err(Error::Catalog(format!(
+            "{n}. Nothing was written; give --no-design to write the parts without the design (their queries are then unweighted unless they name --weight, and have no design-based standard errors)"
+        )));
+    }
     // Written beside `out`, renamed into place when complete.
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -286,25 +341,18 @@ pub fn split(ds: &Dataset, out: &Path, parts: usize, force: bool) -> Result<Spli
     let file = staging.join(CATALOG);
     let text = serde_json::to_string_pretty(&catalog).expect("a catalog serializes") + "\n";
     write_synced(&file, text.as_bytes())?;
-    // Into place: the old catalog (with --force) aside, the new one in,
-    // the old one removed.
-    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-    let had = out.exists();
-    if had {
-        std::fs::rename(out, &old).map_err(io(out))?;
-    }
-    if let Err(e) = std::fs::rename(&staging, out) {
-        if had {
-            let _ = std::fs::rename(&old, out);
+    // Into place: swapped with an existing catalog (with --force) in one
+    // step, whose old contents the staging guard then removes; renamed
+    // when there is none.
+    if out.exists() {
+        microtab_store::exchange(&staging, out)?;
+        drop(guard);
+    } else {
+        std::fs::rename(&staging, out).map_err(io(out))?;
+        std::mem::forget(guard);
+        if let Ok(d) = std::fs::File::open(&parent) {
+            let _ = d.sync_all();
         }
-        return Err(io(out)(e));
-    }
-    std::mem::forget(guard);
-    if had {
-        std::fs::remove_dir_all(&old).map_err(io(&old))?;
-    }
-    if let Ok(d) = std::fs::File::open(&parent) {
-        let _ = d.sync_all();
     }
     Ok(SplitReport { catalog })
 }

@@ -128,6 +128,13 @@ impl QueryArgs {
 /// turns off the checksum checks of the data queries read (only to measure
 /// what they cost: docs/RELIABILITY.md).
 pub fn open(path: &Path) -> Result<Dataset> {
+    if path.join(microtab_analysis::CATALOG).is_file() && !path.join("manifest.json").exists() {
+        anyhow::bail!(
+            "{} is a catalog of parts (microtab split): freq, tab and means answer over all of them; this command takes one dataset, such as one of its parts ({})",
+            path.display(),
+            path.join("part-001.mtab").display()
+        );
+    }
     let mut ds =
         Dataset::open(path).with_context(|| format!("cannot open dataset {}", path.display()))?;
     if std::env::var("MICROTAB_CHECKSUMS").is_ok_and(|v| v == "off") {

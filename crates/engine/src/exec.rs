@@ -86,6 +86,22 @@ pub fn run_partial(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Partia
     })
 }
 
+/// `k` with `decimals` implied decimals, exactly, without trailing zeros
+/// (`101000`, 3 → `101`; `1015`, 1 → `101.5`).
+fn decimal_text(k: i64, decimals: u32) -> String {
+    if decimals == 0 {
+        return k.to_string();
+    }
+    let p = 10i128.pow(decimals);
+    let (int, frac) = ((k as i128).abs() / p, (k as i128).abs() % p);
+    let sign = if k < 0 { "-" } else { "" };
+    if frac == 0 {
+        return format!("{sign}{int}");
+    }
+    let f = format!("{frac:0w$}", w = decimals as usize);
+    format!("{sign}{int}.{}", f.trim_end_matches('0'))
+}
+
 /// The PSUs of a range of rows that may continue beyond it: those of its
 /// first and last record when the design's PSUs are contiguous, every one
 /// when they are not; none for the whole dataset (a PSU lies within one
@@ -95,7 +111,27 @@ fn taylor_edges(ds: &Dataset, q: &Query) -> Result<partial::TaylorEdges> {
         source: ds.dir().display().to_string(),
         ..Default::default()
     };
-    let (Some(t), Some(r)) = (&q.taylor, &q.rows) else {
+    let Some(t) = &q.taylor else {
+        return Ok(e);
+    };
+    e.values = match &t.strata {
+        Some(name) => {
+            let var = ds.variable(name)?;
+            let dict = match var.kind {
+                microtab_store::Kind::String => Some(ds.dictionary(var)?),
+                _ => None,
+            };
+            t.strata_keys
+                .iter()
+                .map(|&k| match &dict {
+                    Some(d) => d.get(k as usize).cloned().unwrap_or_else(|| k.to_string()),
+                    None => decimal_text(k, var.decimals),
+                })
+                .collect()
+        }
+        None => vec![String::new(); t.strata_keys.len()],
+    };
+    let Some(r) = &q.rows else {
         return Ok(e);
     };
     let Some(cluster) = &t.cluster else {

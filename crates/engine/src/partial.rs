@@ -907,7 +907,7 @@ pub(crate) fn from_acc(
                 |c| acc.count(plan, c) > 0,
                 scales,
                 |k| edges.all_open || edges.keys.contains(k),
-                &edges.source,
+                (&edges.source, &edges.values),
             ))
         }
         _ => None,
@@ -934,4 +934,7 @@ pub(crate) struct TaylorEdges {
     pub(crate) all_open: bool,
     /// The dataset.
     pub(crate) source: String,
+    /// The design's strata as the data gives them (text, or numbers with
+    /// their decimals), in the order of its keys.
+    pub(crate) values: Vec<String>,
 }

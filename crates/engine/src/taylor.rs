@@ -814,6 +814,10 @@ impl Average {
 pub struct PartStratum {
     /// The stratum's stored value.
     pub key: i64,
+    /// Its value as the data gives it (text, or the number with its
+    /// implied decimals): strata of different datasets are compared by it.
+    #[serde(default)]
+    pub value: String,
     /// `c_h`.
     pub c: f64,
     /// `d_h`.
@@ -845,8 +849,12 @@ pub type PartEntries = Vec<(u32, f64, f64, f64)>;
 /// count, in `c_h` and `d_h`, is each dataset's own).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaylorPartial {
-    /// The design's strata, by key.
+    /// The design's strata: those of each dataset, by (dataset, key).
     pub strata: Vec<PartStratum>,
+    /// The design has a strata variable (without one, its single
+    /// stratum is the whole of each dataset).
+    #[serde(default = "yes")]
+    pub stratified: bool,
     /// Lonely PSUs are `average`d ([`TaylorQuery::average`]).
     pub average: bool,
     /// The query's margins: dimensions kept, missing categories left out.
@@ -864,13 +872,17 @@ pub struct TaylorPartial {
     /// The full tables' products, `[table][a][b]` flattened (`None`: not
     /// asked for, or too large).
     pub full_cov: Option<Vec<f64>>,
-    /// Closed PSUs' totals per stratum key and cell: `[Σ w, Σ w·y,
-    /// records]`.
-    pub totals: Vec<(i64, u32, [f64; 3])>,
-    /// Open PSUs by (stratum key, cluster key).
-    pub open: Vec<((i64, i64), PartEntries)>,
+    /// Closed PSUs' totals per stratum (its index in `strata`) and cell:
+    /// `[Σ w, Σ w·y, records]`.
+    pub totals: Vec<(u32, u32, [f64; 3])>,
+    /// Open PSUs by (stratum index in `strata`, cluster key).
+    pub open: Vec<((u32, i64), PartEntries)>,
     /// Records (or open PSUs) in strata the design does not know.
     pub unknown: u64,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Index over the dimensions `keep` selects of each flat index of `shape`.
@@ -938,7 +950,7 @@ impl TaylorAcc {
         counted: impl Fn(usize) -> bool,
         (ws, xs): (f64, f64),
         open: impl Fn(&(i64, i64)) -> bool,
-        source: &str,
+        (source, values): (&str, &[String]),
     ) -> TaylorPartial {
         let frags = std::mem::take(&mut self.frags);
         let mut frags: Vec<((i64, i64), Entries)> = frags.into_iter().collect();
@@ -946,11 +958,8 @@ impl TaylorAcc {
         let mut kept = Vec::new();
         for (key, mut z) in frags {
             combine(&mut z);
-            if open(&key) {
-                kept.push((key, z));
-                continue;
-            }
             match p.stratum(key.0) {
+                Some(h) if open(&key) => kept.push(((h as u32, key.1), z)),
                 Some(h) => self.close(p, h, &z),
                 None => self.unknown += 1,
             }
@@ -1008,11 +1017,11 @@ impl TaylorAcc {
             out
         });
         let n = p.cells + 1;
-        let tot = |h: usize, c: usize, e: &[f64; 3]| -> Option<(i64, u32, [f64; 3])> {
+        let tot = |h: usize, c: usize, e: &[f64; 3]| -> Option<(u32, u32, [f64; 3])> {
             let d = dst.get(c).copied().flatten()?;
-            Some((p.keys[h], d as u32, [e[0] / ws, e[1] / (ws * xs), e[2]]))
+            Some((h as u32, d as u32, [e[0] / ws, e[1] / (ws * xs), e[2]]))
         };
-        let mut totals: Vec<(i64, u32, [f64; 3])> = match &self.strata {
+        let mut totals: Vec<(u32, u32, [f64; 3])> = match &self.strata {
             StrataSums::Dense(v) => v
                 .iter()
                 .enumerate()
@@ -1044,12 +1053,14 @@ impl TaylorAcc {
                 .enumerate()
                 .map(|(h, &key)| PartStratum {
                     key,
+                    value: values.get(h).cloned().unwrap_or_else(|| key.to_string()),
                     c: p.coef[h][0],
                     d: p.coef[h][1],
                     lonely: p.average.get(h).copied().unwrap_or(false),
                     source: source.to_string(),
                 })
                 .collect(),
+            stratified: p.strata.is_some(),
             average: !p.average.is_empty(),
             margins: p
                 .keeps
@@ -1163,6 +1174,7 @@ impl TaylorPartial {
             .collect();
         TaylorPartial {
             strata: self.strata.clone(),
+            stratified: self.stratified,
             average: self.average,
             margins: self.margins.clone(),
             full: self.full,
@@ -1197,35 +1209,46 @@ impl TaylorPartial {
         let shift = x.shift.min(y.shift);
         x.recentre(shift);
         y.recentre(shift);
-        // The strata: each from one dataset.
-        let mut strata = Vec::with_capacity(x.strata.len() + y.strata.len());
-        let (mut i, mut j) = (0, 0);
-        while i < x.strata.len() || j < y.strata.len() {
-            match (x.strata.get(i), y.strata.get(j)) {
-                (Some(s), Some(t)) if s.key == t.key => {
-                    if s.source != t.source {
-                        return Err(crate::Error::Invalid(format!(
+        // The strata, each from one dataset: the same (dataset, key) is
+        // one stratum (ranges of a dataset); the same value in two
+        // datasets is refused.
+        let mut strata: Vec<PartStratum> = x.strata.iter().chain(&y.strata).cloned().collect();
+        strata.sort_by(|a, b| (&a.source, a.key).cmp(&(&b.source, b.key)));
+        strata.dedup_by(|q, p| (&p.source, p.key) == (&q.source, q.key));
+        let mut by_value: HashMap<&str, &PartStratum> = HashMap::new();
+        for st in &strata {
+            if let Some(other) = by_value.insert(&st.value, st) {
+                if other.source != st.source {
+                    return Err(crate::Error::Invalid(if x.stratified {
+                        format!(
                             "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them (import the data as one dataset and split it by records, or use replicate weights)",
-                            s.key, s.source, t.source
-                        )));
-                    }
-                    strata.push(s.clone());
-                    i += 1;
-                    j += 1;
+                            st.value, other.source, st.source
+                        )
+                    } else {
+                        format!(
+                            "the Taylor design has no strata, so its one stratum spans two datasets ({} and {}): its variance rests on the PSU count of the whole, which neither knows (set strata that lie within each dataset, answer the records as one dataset, or use replicate weights)",
+                            other.source, st.source
+                        )
+                    }));
                 }
-                (Some(s), Some(t)) if s.key < t.key => {
-                    strata.push(s.clone());
-                    i += 1;
-                }
-                (Some(s), None) => {
-                    strata.push(s.clone());
-                    i += 1;
-                }
-                (_, Some(t)) => {
-                    strata.push(t.clone());
-                    j += 1;
-                }
-                (None, None) => unreachable!(),
+            }
+        }
+        let index = |list: &[PartStratum]| -> Vec<u32> {
+            list.iter()
+                .map(|st| {
+                    strata
+                        .binary_search_by(|q| (&q.source, q.key).cmp(&(&st.source, st.key)))
+                        .expect("united") as u32
+                })
+                .collect()
+        };
+        let (ix, iy) = (index(&x.strata), index(&y.strata));
+        for (t, ix) in [(&mut x, &ix), (&mut y, &iy)] {
+            for e in &mut t.totals {
+                e.0 = ix[e.0 as usize];
+            }
+            for e in &mut t.open {
+                e.0 .0 = ix[e.0 .0 as usize];
             }
         }
         let add3 = |a: &mut [[f64; 3]], b: &[[f64; 3]]| {
@@ -1301,7 +1324,7 @@ impl TaylorPartial {
         let q = TaylorQuery {
             strata: None,
             cluster: None,
-            strata_keys: self.strata.iter().map(|s| s.key).collect(),
+            strata_keys: (0..self.strata.len() as i64).collect(),
             coef: self.strata.iter().map(|s| [s.c, s.d]).collect(),
             contiguous: true,
             margins: self
@@ -1340,7 +1363,7 @@ impl TaylorPartial {
             acc.full.copy_from_slice(f);
         }
         for &(key, c, e) in &self.totals {
-            let Some(h) = p.stratum(key) else {
+            let Some(h) = p.stratum(key as i64) else {
                 acc.unknown += e[2] as u64;
                 continue;
             };
@@ -1353,8 +1376,8 @@ impl TaylorPartial {
                 slot[k] += e[k];
             }
         }
-        for (key, z) in &self.open {
-            acc.frags.insert(*key, z.clone());
+        for (&(h, c), z) in self.open.iter().map(|(k, z)| (k, z)) {
+            acc.frags.insert((h as i64, c), z.clone());
         }
         acc.unknown += self.unknown;
         acc.finish(&p, &layout, |c| counts[c] > 0, (1.0, 1.0))

@@ -126,10 +126,19 @@ fn _catalog_parts(path: &str) -> PyResult<Option<Vec<String>>> {
 /// Cuts the dataset at `path` into `parts` under the catalog directory
 /// `out`; the catalog as JSON.
 #[pyfunction]
-fn _split(py: Python<'_>, path: &str, out: &str, parts: usize, force: bool) -> PyResult<String> {
+fn _split(
+    py: Python<'_>,
+    path: &str,
+    out: &str,
+    parts: usize,
+    force: bool,
+    without_design: bool,
+) -> PyResult<String> {
     let ds = open(path)?;
     let r = py
-        .detach(|| microtab_analysis::split(&ds, std::path::Path::new(out), parts, force))
+        .detach(|| {
+            microtab_analysis::split(&ds, std::path::Path::new(out), parts, force, without_design)
+        })
         .map_err(analysis_error)?;
     serde_json::to_string(&r.catalog).map_err(|e| MicrotabError::new_err(e.to_string()))
 }

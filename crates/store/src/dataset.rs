@@ -795,8 +795,10 @@ impl Drop for DatasetWriter {
     }
 }
 
-/// Swaps two directories atomically (`renameat2` with `RENAME_EXCHANGE`).
-fn exchange(a: &Path, b: &Path) -> Result<()> {
+/// Swaps two directories atomically (`renameat2` with `RENAME_EXCHANGE`)
+/// and flushes `b`'s parent directory: a reader sees one or the other,
+/// never neither, whenever the process stops.
+pub fn exchange(a: &Path, b: &Path) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in paths");
     let (ca, cb) = (c(a), c(b));

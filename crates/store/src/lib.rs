@@ -36,7 +36,7 @@ mod types;
 pub use column::{
     Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS, ZONE_BYTES,
 };
-pub use dataset::{Dataset, DatasetWriter};
+pub use dataset::{exchange, Dataset, DatasetWriter};
 pub use manifest::{
     Design, Kind, LonelyPsu, Manifest, Number, RepType, Replicates, Taylor, Variable,
     FORMAT_VERSION,

@@ -65,6 +65,24 @@ pub fn exec(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
     bail!("could not run {}: {e}", p.display())
 }
 
+/// Runs `name sub args…` and waits for it (when work follows it).
+pub fn run(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
+    let p = sibling(name)?;
+    let mut c = std::process::Command::new(&p);
+    if !sub.is_empty() {
+        c.arg(sub);
+    }
+    let status = c
+        .args(args)
+        .status()
+        .map_err(|e| anyhow::anyhow!("could not run {}: {e}", p.display()))?;
+    if !status.success() {
+        // It said why on stderr.
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(())
+}
+
 /// `microtab export …`.
 pub fn export(a: ExportArgs) -> Result<()> {
     exec("microtab-arrow", "export", a.args)

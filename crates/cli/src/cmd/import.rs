@@ -64,6 +64,9 @@ pub struct Args {
     /// name as one.
     #[arg(long, value_name = "N")]
     parts: Option<usize>,
+    /// Set by `--parts`: the import is followed by a split.
+    #[arg(skip)]
+    then_split: bool,
 }
 
 fn delimiter(s: &str) -> Result<u8> {
@@ -213,6 +216,15 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
     if out.exists() && !a.force {
         bail!("{} exists (give --force to replace it)", out.display());
     }
+    if out.exists()
+        && !out.join("manifest.json").is_file()
+        && !out.join(microtab_analysis::CATALOG).is_file()
+    {
+        bail!(
+            "{} exists and is not a dataset or catalog of parts: choose another name",
+            out.display()
+        );
+    }
     let name = out
         .file_name()
         .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
@@ -233,13 +245,16 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
     let force = a.force;
     a.output = whole.clone();
     a.force = true;
+    a.then_split = true;
     run(a)?;
     let ds = crate::common::open(&whole)?;
-    crate::cmd::split::split_into(&ds, &out, n, force)
+    crate::cmd::split::split_into(&ds, &out, n, (force, false))
 }
 
-/// A Parquet file: imported by `microtab-arrow`.
+/// A Parquet file: imported by `microtab-arrow` (in its place, unless
+/// parts follow).
 fn run_parquet(a: Args) -> Result<()> {
+    let then_split = a.then_split;
     if !a.types.is_empty()
         || a.delimiter.is_some()
         || !a.missing.is_empty()
@@ -248,7 +263,7 @@ fn run_parquet(a: Args) -> Result<()> {
         || a.encoding != "utf-8"
         || a.infer_rows != "50000"
     {
-        bail!("{}: a Parquet file's columns carry their types and nulls; of the import options only --ddi, --plain and --force apply (declare missing codes afterwards with `microtab missing`)", a.input.display());
+        bail!("{}: a Parquet file's columns carry their types and nulls; of the import options only --ddi, --plain, --force and --parts apply (declare missing codes afterwards with `microtab missing`)", a.input.display());
     }
     let mut args: Vec<std::ffi::OsString> = vec![a.input.into(), a.output.into()];
     if let Some(d) = a.ddi {
@@ -260,6 +275,9 @@ fn run_parquet(a: Args) -> Result<()> {
     }
     if a.force {
         args.push("--force".into());
+    }
+    if then_split {
+        return crate::cmd::external::run("microtab-arrow", "import", args);
     }
     crate::cmd::external::exec("microtab-arrow", "import", args)
 }

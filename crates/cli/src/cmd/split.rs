@@ -20,12 +20,17 @@ pub struct Args {
     /// Replace an existing catalog (or dataset) at OUT.
     #[arg(long)]
     force: bool,
+    /// Write the parts without a Taylor design that cannot go to them
+    /// (strata not runs of records): their queries are then unweighted
+    /// unless they name --weight.
+    #[arg(long)]
+    no_design: bool,
 }
 
 /// Splits the dataset.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
-    split_into(&ds, &a.out, a.parts, a.force)
+    split_into(&ds, &a.out, a.parts, (a.force, a.no_design))
 }
 
 /// Splits `ds` into `parts` under `out`, and says what was written.
@@ -33,14 +38,14 @@ pub fn split_into(
     ds: &microtab_store::Dataset,
     out: &Path,
     parts: usize,
-    force: bool,
+    (force, no_design): (bool, bool),
 ) -> Result<()> {
     let t = std::time::Instant::now();
-    let r = microtab_analysis::split(ds, out, parts, force)?;
+    let r = microtab_analysis::split(ds, out, parts, force, no_design)?;
     let c = &r.catalog;
     let sizes: Vec<u64> = c.parts.iter().map(|p| p.rows).collect();
     eprintln!(
-        "wrote {} parts of {}–{} records ({} in all) to {} in {:.2} s{}",
+        "wrote {} part(s) of {}–{} records ({} in all) to {} in {:.2} s{}",
         c.parts.len(),
         sizes.iter().min().unwrap_or(&0),
         sizes.iter().max().unwrap_or(&0),

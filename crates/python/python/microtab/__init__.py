@@ -592,17 +592,22 @@ def open_many(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> "Datase
     return Datasets([Dataset(p) for p in found])
 
 
-def split(path: str | os.PathLike, out: str | os.PathLike, parts: int, force: bool = False) -> dict:
+def split(path: str | os.PathLike, out: str | os.PathLike, parts: int, force: bool = False,
+          design: bool = True) -> dict:
     """Cuts the dataset at ``path`` into ``parts`` datasets of consecutive
     records under the catalog directory ``out`` (as ``microtab split``):
     :func:`open_many` and ``microtab.dask.parts`` take ``out`` for all of
     them. A replicate design goes to every part; a Taylor design is set
     on each part's own records when its strata are runs of records (the
-    cuts move to the next change of stratum), and left off otherwise (the
-    catalog's ``design`` says which). Written beside ``out`` and renamed
-    into place; an existing ``out`` is replaced only with ``force``.
-    Returns the catalog (its parts, their first record and size)."""
-    return json.loads(_split(os.fspath(path), os.fspath(out), int(parts), bool(force)))
+    cuts move to the next change of stratum); otherwise the split is
+    refused, unless ``design=False`` writes the parts without it (their
+    queries are then unweighted unless they name a weight). Written beside
+    ``out`` and renamed into place; an existing ``out`` is replaced only
+    with ``force=True``. Returns the catalog (its parts, their first record
+    and size)."""
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"parts must be a whole number of at least 1, not {parts!r}")
+    return json.loads(_split(os.fspath(path), os.fspath(out), parts, bool(force), not design))
 
 
 class Datasets(_Queries):

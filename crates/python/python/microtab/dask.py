@@ -91,6 +91,23 @@ def finish(p: bytes, spec: str) -> dict:
     return json.loads(_finish(p, spec))
 
 
+def _check_disjoint(parts: list[Part]) -> None:
+    """Refuses parts that name the same records twice (the same dataset,
+    or overlapping ranges of one): their records would be counted twice."""
+    by: dict[str, list[tuple[int, float, Part]]] = {}
+    for p in parts:
+        if (p.start is not None and p.start < 0) or (p.end is not None and p.end < 0):
+            raise ValueError(f"{p}: start and end are record numbers from 0")
+        real = os.path.realpath(p.path)
+        by.setdefault(real, []).append((p.start or 0, float("inf") if p.end is None else p.end, p))
+    for ranges in by.values():
+        ranges.sort(key=lambda r: (r[0], r[1]))
+        for (a0, a1, pa), (b0, b1, pb) in zip(ranges, ranges[1:]):
+            if b0 < a1 and b1 > b0 and a1 > a0:
+                raise QueryError(f"{pa} and {pb} overlap (the same records of {pa.path}): "
+                                 "their records would be counted twice")
+
+
 class on(_Queries):
     """``freq``/``tab``/``means`` over ``parts`` on a Dask ``client`` (or,
     with ``client=None``, here). ``fan_in`` parts are merged per task of the
@@ -101,6 +118,7 @@ class on(_Queries):
         self.parts = list(parts)
         if not self.parts:
             raise QueryError("no parts to answer over")
+        _check_disjoint(self.parts)
         self.fan_in = max(2, fan_in)
         self.retries = retries
 
