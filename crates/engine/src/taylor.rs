@@ -311,6 +311,39 @@ fn to_i64(d: ColumnData<'_>, r: std::ops::Range<usize>, out: &mut Vec<i64>) {
     crate::kernels::dispatch!(d, r, |v| out.extend(v.iter().map(|x| x.i())));
 }
 
+/// Adds `b` to `a`, element by element.
+fn add(a: &mut [f64], b: &[f64]) {
+    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+}
+
+/// Adds `b` to `a`, triple by triple.
+fn add3(a: &mut [[f64; 3]], b: &[[f64; 3]]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        for i in 0..3 {
+            x[i] += y[i];
+        }
+    }
+}
+
+/// `[w², w·y, y²]` (or `[Σ w, Σ w·y, records]`) sums.
+type Triple = [f64; 3];
+
+/// Adds one set of sums of products (per cell, per margin's group, per
+/// cell and group) to another: two workers' or two parts'.
+fn add_products(
+    (cell, ocell): (&mut [[f64; 3]], &[[f64; 3]]),
+    (groups, ogroups): (&mut [Vec<Triple>], &[Vec<Triple>]),
+    (cross, ocross): (&mut [Vec<f64>], &[Vec<f64>]),
+) {
+    add3(cell, ocell);
+    for (a, b) in groups.iter_mut().zip(ogroups) {
+        add3(a, b);
+    }
+    for (a, b) in cross.iter_mut().zip(ocross) {
+        add(a, b);
+    }
+}
+
 /// Sorts a PSU's entries by cell and adds those of one cell together.
 fn combine(z: &mut Entries) {
     if z.len() > 1 {
@@ -519,29 +552,14 @@ impl TaylorAcc {
 
     /// Unites two workers' sums.
     pub(crate) fn merge(&mut self, o: TaylorAcc) {
-        let add3 = |a: &mut [[f64; 3]], b: &[[f64; 3]]| {
-            for (x, y) in a.iter_mut().zip(b) {
-                for i in 0..3 {
-                    x[i] += y[i];
-                }
-            }
-        };
-        add3(&mut self.cell, &o.cell);
-        for (a, b) in self.groups.iter_mut().zip(&o.groups) {
-            add3(a, b);
-        }
-        for (a, b) in self.cross.iter_mut().zip(&o.cross) {
-            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-        }
-        self.full.iter_mut().zip(&o.full).for_each(|(x, y)| *x += y);
+        add_products(
+            (&mut self.cell, &o.cell),
+            (&mut self.groups, &o.groups),
+            (&mut self.cross, &o.cross),
+        );
+        add(&mut self.full, &o.full);
         match (&mut self.strata, o.strata) {
-            (StrataSums::Dense(a), StrataSums::Dense(b)) => {
-                a.iter_mut().zip(&b).for_each(|(x, y)| {
-                    x[0] += y[0];
-                    x[1] += y[1];
-                    x[2] += y[2];
-                })
-            }
+            (StrataSums::Dense(a), StrataSums::Dense(b)) => add3(a, &b),
             (StrataSums::Sparse(a), StrataSums::Sparse(b)) => {
                 for (k, v) in b {
                     let e = a.entry(k).or_insert([0.0; 3]);
@@ -1251,23 +1269,14 @@ impl TaylorPartial {
                 e.0 .0 = ix[e.0 .0 as usize];
             }
         }
-        let add3 = |a: &mut [[f64; 3]], b: &[[f64; 3]]| {
-            for (p, q) in a.iter_mut().zip(b) {
-                for k in 0..3 {
-                    p[k] += q[k];
-                }
-            }
-        };
-        add3(&mut x.cell, &y.cell);
-        for (g, h) in x.groups.iter_mut().zip(&y.groups) {
-            add3(g, h);
-        }
-        for (g, h) in x.cross.iter_mut().zip(&y.cross) {
-            g.iter_mut().zip(h).for_each(|(p, q)| *p += q);
-        }
+        add_products(
+            (&mut x.cell, &y.cell),
+            (&mut x.groups, &y.groups),
+            (&mut x.cross, &y.cross),
+        );
         x.full_cov = match (x.full_cov.take(), y.full_cov) {
             (Some(mut f), Some(g)) => {
-                f.iter_mut().zip(&g).for_each(|(p, q)| *p += q);
+                add(&mut f, &g);
                 Some(f)
             }
             _ => None,
@@ -1376,8 +1385,8 @@ impl TaylorPartial {
                 slot[k] += e[k];
             }
         }
-        for (&(h, c), z) in self.open.iter().map(|(k, z)| (k, z)) {
-            acc.frags.insert((h as i64, c), z.clone());
+        for ((h, c), z) in &self.open {
+            acc.frags.insert((*h as i64, *c), z.clone());
         }
         acc.unknown += self.unknown;
         acc.finish(&p, &layout, |c| counts[c] > 0, (1.0, 1.0))
