@@ -192,7 +192,7 @@ fn chunk(a: &ArrayRef, conv: Conv, cx: &Ctx) -> Result<Chunk> {
         // Expand a dictionary of numbers (text dictionaries are handled
         // below without expanding).
         if !matches!(conv, Conv::Text) {
-            let plain = arrow_select_take(a)?;
+            let plain = arrow_select_take(a, cx)?;
             return chunk(&plain, conv, cx);
         }
     }
@@ -263,45 +263,87 @@ fn chunk(a: &ArrayRef, conv: Conv, cx: &Ctx) -> Result<Chunk> {
             }
             Chunk::Int { vals, decimals: d }
         }
-        Conv::Text => text(a)?,
+        Conv::Text => text(a, cx)?,
     })
 }
 
-/// Expands a dictionary array into its values.
-fn arrow_select_take(a: &ArrayRef) -> Result<ArrayRef> {
+/// A dictionary array's keys as positions in its dictionary (`None`
+/// where null), each checked to fall inside it: arrow's own
+/// `normalized_keys` asserts a non-empty dictionary (a column of nulls only
+/// has an empty one) and clamps a damaged key to the last entry.
+fn dict_keys(a: &ArrayRef, cx: &Ctx) -> Result<Vec<Option<u32>>> {
     let d = a.as_any_dictionary();
-    let norm = d.normalized_keys();
-    let keys: Vec<Option<u32>> = (0..d.len())
-        .map(|i| (!a.is_null(i)).then(|| norm[i] as u32))
-        .collect();
-    let idx = arrow_array::UInt32Array::from(keys);
+    let keys = d.keys();
+    let nv = d.values().len() as u64;
+    fn each<T: ArrowPrimitiveType>(keys: &dyn Array) -> Vec<Option<i128>>
+    where
+        T::Native: Into<i128>,
+    {
+        keys.as_primitive::<T>()
+            .iter()
+            .map(|k| k.map(Into::into))
+            .collect()
+    }
+    let raw = match keys.data_type() {
+        DataType::Int8 => each::<Int8Type>(keys),
+        DataType::Int16 => each::<Int16Type>(keys),
+        DataType::Int32 => each::<Int32Type>(keys),
+        DataType::Int64 => each::<Int64Type>(keys),
+        DataType::UInt8 => each::<UInt8Type>(keys),
+        DataType::UInt16 => each::<UInt16Type>(keys),
+        DataType::UInt32 => each::<UInt32Type>(keys),
+        DataType::UInt64 => each::<UInt64Type>(keys),
+        other => {
+            return Err(cx.bad(
+                0,
+                format!("a dictionary with {other} keys, which Arrow does not define"),
+            ))
+        }
+    };
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, k)| match k {
+            None => Ok(None),
+            Some(k) if k >= 0 && (k as u64) < nv => Ok(Some(k as u32)),
+            Some(k) => Err(cx.bad(
+                i,
+                format!("dictionary key {k} is outside its dictionary of {nv} values (the file is damaged)"),
+            )),
+        })
+        .collect()
+}
+
+/// Expands a dictionary array into its values.
+fn arrow_select_take(a: &ArrayRef, cx: &Ctx) -> Result<ArrayRef> {
+    let d = a.as_any_dictionary();
+    let idx = arrow_array::UInt32Array::from(dict_keys(a, cx)?);
     Ok(arrow_select::take::take(d.values().as_ref(), &idx, None)?)
 }
 
-fn text(a: &ArrayRef) -> Result<Chunk> {
+fn text(a: &ArrayRef, cx: &Ctx) -> Result<Chunk> {
     use DataType as D;
-    let n = a.len();
     Ok(match a.data_type() {
         D::Dictionary(_, _) => {
             let d = a.as_any_dictionary();
             let values = d.values();
-            let dict: Vec<String> = match text(values)? {
+            let dict: Vec<String> = match text(values, cx)? {
                 Chunk::Text { codes, dict } => codes
                     .iter()
                     .map(|c| c.map(|c| dict[c as usize].clone()).unwrap_or_default())
                     .collect(),
                 _ => unreachable!("text values"),
             };
-            let keys = d.normalized_keys();
-            let codes = (0..n)
-                .map(|i| (!a.is_null(i) && !values.is_null(keys[i])).then(|| keys[i] as u32))
+            // A key to a null entry of the dictionary is missing too.
+            let codes = dict_keys(a, cx)?
+                .into_iter()
+                .map(|k| k.filter(|&k| !values.is_null(k as usize)))
                 .collect();
             Chunk::Text { codes, dict }
         }
         _ => {
             let mut map: HashMap<String, u32> = HashMap::new();
             let mut dict = Vec::new();
-            let mut codes = Vec::with_capacity(n);
+            let mut codes = Vec::with_capacity(a.len());
             let mut add = |s: Option<String>| {
                 codes.push(s.map(|s| {
                     *map.entry(s).or_insert_with_key(|k| {
