@@ -9,6 +9,11 @@ use microtab_arrow::{import_parquet, write_parquet, Compression, ExportOptions, 
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// A refused allocation ends the command with a message and exit status 1,
+/// not an abort (the large buffers are allocated fallibly before that).
+#[global_allocator]
+static ALLOC: microtab_engine::ExitOnOutOfMemory = microtab_engine::ExitOnOutOfMemory;
+
 #[derive(Parser)]
 #[command(
     name = "microtab-arrow",

@@ -9,6 +9,11 @@ mod settings;
 
 use clap::{Parser, Subcommand};
 
+/// A refused allocation ends the command with a message and exit status 1,
+/// not an abort (the large buffers are allocated fallibly before that).
+#[global_allocator]
+static ALLOC: microtab_engine::ExitOnOutOfMemory = microtab_engine::ExitOnOutOfMemory;
+
 /// Fast weighted tabulation of survey and census microdata.
 #[derive(Parser)]
 #[command(name = "microtab", version, about, propagate_version = true)]

@@ -7,6 +7,7 @@ use crate::exec::MORSEL;
 use crate::kernels::*;
 use crate::physical::{FusedTab, MeansFuse, Plan};
 use crate::plan::Mapper;
+use crate::Result;
 use microtab_store::{ColumnData, Kind};
 
 pub(crate) struct Acc {
@@ -61,20 +62,24 @@ pub(crate) enum RepSums {
 }
 
 impl RepSums {
-    fn new(p: &Plan) -> Self {
-        let n = (p.cells + 1) * p.replicates.len();
+    fn new(p: &Plan) -> crate::Result<Self> {
+        use crate::alloc::zeroed;
+        let n = (p.cells + 1).saturating_mul(p.replicates.len());
         let nx = if p.measure.is_some() { n } else { 0 };
-        match (p.replicates.is_empty(), p.replicates_exact) {
+        let (cells, reps) = (p.cells, p.replicates.len());
+        let what =
+            move || format!("the sums of {reps} replicate weights over a table of {cells} cells");
+        Ok(match (p.replicates.is_empty(), p.replicates_exact) {
             (true, _) => RepSums::None,
             (false, true) => RepSums::Int {
-                w: vec![0; n],
-                wx: vec![0; nx],
+                w: zeroed(n, what)?,
+                wx: zeroed(nx, what)?,
             },
             (false, false) => RepSums::Float {
-                w: vec![0.0; n],
-                wx: vec![0.0; nx],
+                w: zeroed(n, what)?,
+                wx: zeroed(nx, what)?,
             },
-        }
+        })
     }
 
     fn merge(&mut self, o: &RepSums) {
@@ -390,6 +395,9 @@ pub(crate) struct ExactCell {
     pub(crate) wxx: i128,
 }
 
+// SAFETY: integers only; all-zero bytes are the empty cell (`Default`).
+unsafe impl crate::alloc::Zeroable for ExactCell {}
+
 impl ExactCell {
     pub(crate) fn add(&mut self, o: &ExactCell) {
         self.n += o.n;
@@ -425,37 +433,46 @@ impl ExactCell {
 }
 
 impl Acc {
-    pub(crate) fn new(p: &Plan) -> Self {
+    /// A worker's empty accumulator for `p`: its per-cell buffers are
+    /// sized by the plan's cells, so they are allocated fallibly (a table
+    /// too large for the memory there is is refused, not an abort).
+    pub(crate) fn new(p: &Plan) -> Result<Self> {
+        use crate::alloc::{filled, zeroed};
         let n = p.cells + 1;
-        Acc {
-            counts: vec![0; n * LANES],
-            wsum: if p.weight.is_some() {
-                vec![0.0; n * LANES]
+        let cells = p.cells;
+        let what = |buf: &'static str| move || format!("the {buf} of a table of {cells} cells");
+        let per_lane = n.saturating_mul(LANES);
+        let weighted = p.weight.is_some();
+        let measured = p.measure.is_some();
+        Ok(Acc {
+            counts: zeroed(per_lane, what("counts"))?,
+            wsum: if weighted {
+                zeroed(per_lane, what("weight sums"))?
             } else {
                 Vec::new()
             },
-            wsum_int: if p.weight.is_some() {
-                vec![0; n * LANES]
+            wsum_int: if weighted {
+                zeroed(per_lane, what("weight sums"))?
             } else {
                 Vec::new()
             },
-            moments: if p.measure.is_some() {
-                vec![Moments::default(); n]
+            moments: if measured {
+                zeroed(n, what("moments"))?
             } else {
                 Vec::new()
             },
             idx: Vec::with_capacity(MORSEL),
             wbuf: Vec::with_capacity(MORSEL),
             xbuf: Vec::with_capacity(MORSEL),
-            local: if p.measure.is_some() && !p.exact {
-                vec![[0.0; 5]; n]
+            local: if measured && !p.exact {
+                zeroed(n, what("moment sums"))?
             } else {
                 Vec::new()
             },
             wint: Vec::new(),
             xint: Vec::new(),
             exact: if p.exact {
-                vec![ExactCell::default(); n * XLANES]
+                zeroed(n.saturating_mul(XLANES), what("exact sums"))?
             } else {
                 Vec::new()
             },
@@ -464,7 +481,7 @@ impl Acc {
             packed_w: Vec::new(),
             sel: Vec::new(),
             gather: Gather::default(),
-            reps: RepSums::new(p),
+            reps: RepSums::new(p)?,
             rorder: RowOrder::default(),
             rxi: Vec::new(),
             rxf: Vec::new(),
@@ -473,11 +490,11 @@ impl Acc {
                 .distribution
                 .then(|| crate::quantile::DistAcc::new(p.cells + 1)),
             sup: if p.exact_floats {
-                vec![SupCell::default(); n]
+                filled(n, SupCell::default(), what("exact sums"))?
             } else {
                 Vec::new()
             },
-        }
+        })
     }
 
     /// Counts rows `r` of `data` (one view per query column, in plan order:

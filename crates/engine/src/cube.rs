@@ -22,6 +22,9 @@ pub struct Moments {
     pub m2: f64,
 }
 
+// SAFETY: an integer and floats; all-zero bytes are `Moments::default()`.
+unsafe impl crate::alloc::Zeroable for Moments {}
+
 impl Moments {
     /// Combines two partial results (Chan et al.).
     pub fn merge(&mut self, o: &Moments) {
@@ -223,16 +226,18 @@ pub(crate) fn compact(
     plan: &Plan,
     weight: Option<&Column>,
     measure: Option<&Column>,
-) -> Cube {
+) -> crate::Result<Cube> {
+    use crate::alloc::zeroed;
     let n = plan.cells;
     let layout = Layout::new(&plans, n, |c| acc.count(plan, c));
     let total = layout.total;
     let wscale = weight.map(|c| c.var().scale()).unwrap_or(1.0);
     let xscale = measure.map(|c| c.var().scale()).unwrap_or(1.0);
     let (wdec, xdec) = (sum_decimals(weight), sum_decimals(measure));
-    let mut counts = vec![0u64; total];
-    let mut weighted = weight.map(|_| vec![0.0; total]);
-    let mut moments = measure.map(|_| vec![Moments::default(); total]);
+    let what = || format!("the result table of {total} cells");
+    let mut counts: Vec<u64> = zeroed(total, what)?;
+    let mut weighted: Option<Vec<f64>> = weight.map(|_| zeroed(total, what)).transpose()?;
+    let mut moments: Option<Vec<Moments>> = measure.map(|_| zeroed(total, what)).transpose()?;
     for c in 0..n {
         let count = acc.count(plan, c);
         if count == 0 {
@@ -285,7 +290,7 @@ pub(crate) fn compact(
         (Some(d), Some(x)) => Some(d.finish(&layout, |c| acc.count(plan, c) > 0, wscale, x.var())),
         _ => None,
     };
-    Cube {
+    Ok(Cube {
         dims: layout.dims(plans),
         counts,
         weighted,
@@ -293,5 +298,5 @@ pub(crate) fn compact(
         replicates,
         taylor,
         distribution,
-    }
+    })
 }

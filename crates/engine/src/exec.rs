@@ -38,7 +38,7 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
 
 /// Runs `q` over `ds` reading columns as `opts` says.
 pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
-    execute(ds, q, opts, false, compact)
+    execute(ds, q, opts, false, compact)?
 }
 
 /// Each morsel's fate under the filters, from their columns' zone maps
@@ -456,7 +456,7 @@ fn execute<R>(
     let morsels = Morsels::new(&plan, fates, distinct.len());
     let acc =
         if empty || range.is_empty() || fates.is_some_and(|f| f.iter().all(|&f| f == Fate::Skip)) {
-            Acc::new(&plan)
+            Acc::new(&plan)?
         } else if read_path == ReadPath::Inline
             || ((range != (0..rows) || skips) && read_path != ReadPath::Mmap)
         {

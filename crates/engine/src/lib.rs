@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod acc;
+mod alloc;
 mod cube;
 pub mod derive;
 mod exact;
@@ -55,6 +56,7 @@ mod weights;
 pub use cube::{Cube, Dim, Moments, RepCells};
 pub use derive::{check_name, compute, recode, DeriveOptions, Derived, RecodeOptions};
 pub use exact::ExactSum;
+pub use alloc::ExitOnOutOfMemory;
 pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use expr::Program;
 pub use filter::{parse_filter, Term};
@@ -133,6 +135,15 @@ pub enum Error {
     /// The result would be larger than the query allows.
     #[error("{0}")]
     TooLarge(String),
+    /// A buffer the query needs could not be allocated (a memory limit,
+    /// or not enough memory): the query is refused, the process goes on.
+    #[error("this needs {bytes} bytes ({:.1} MB) for {what}, which could not be allocated (a memory limit, or not enough memory)", *bytes as f64 / 1e6)]
+    OutOfMemory {
+        /// Size of the buffer.
+        bytes: u64,
+        /// What it was for.
+        what: String,
+    },
 }
 
 /// Result alias for this crate.

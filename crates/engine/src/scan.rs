@@ -26,7 +26,7 @@ pub(crate) fn scan_mapped(
     let next = AtomicUsize::new(range.start / MORSEL);
     let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
-        let mut acc = Acc::new(plan);
+        let mut acc = Acc::new(plan)?;
         let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
         'scan: loop {
             let first = next.fetch_add(STEP, Ordering::Relaxed);
@@ -70,7 +70,7 @@ pub(crate) fn scan_mapped(
                 c.release(first * MORSEL, STEP * MORSEL);
             }
         }
-        acc
+        Ok(acc)
     });
     finish_scan(accs, failed)
 }
@@ -139,12 +139,14 @@ pub(crate) fn fail(
 
 /// The merged accumulator of a scan's workers, or its first error.
 pub(crate) fn finish_scan(
-    accs: Vec<Acc>,
+    accs: Vec<Result<Acc>>,
     failed: std::sync::Mutex<Option<microtab_store::Error>>,
 ) -> Result<Acc> {
     if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e.into());
     }
+    // A worker whose accumulator could not be allocated counted nothing.
+    let accs = accs.into_iter().collect::<Result<Vec<Acc>>>()?;
     Ok(accs
         .into_iter()
         .reduce(Acc::merge)
@@ -174,7 +176,7 @@ pub(crate) fn scan_inline(
     let next = AtomicUsize::new(range.start / chunk);
     let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
-        let mut acc = Acc::new(plan);
+        let mut acc = Acc::new(plan)?;
         // u64 storage keeps every view aligned for its value type.
         let mut bufs: Vec<Vec<u64>> = readers
             .iter()
@@ -226,7 +228,7 @@ pub(crate) fn scan_inline(
                 }
             }
         }
-        acc
+        Ok(acc)
     });
     finish_scan(accs, failed)
 }
@@ -269,7 +271,7 @@ pub(crate) fn scan_streamed(
     .map_err(microtab_store::Error::from)?;
     let failed: std::sync::Mutex<Option<microtab_store::Error>> = std::sync::Mutex::new(None);
     let accs = rayon::broadcast(|_| {
-        let mut acc = Acc::new(plan);
+        let mut acc = Acc::new(plan)?;
         let mut unpacked: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
         'scan: while let Some(seg) = stream.next() {
             let seg = match seg {
@@ -311,7 +313,7 @@ pub(crate) fn scan_streamed(
             }
             stream.recycle(seg);
         }
-        acc
+        Ok(acc)
     });
     stream.finish();
     finish_scan(accs, failed)
