@@ -393,3 +393,48 @@ def test_dataset_display_and_missing_values(tmp_path):
     assert d.variable("T").missing_values == []
     page = d._repr_html_()
     assert "3 records" in page and "<td>W</td>" in page and "99.99" in page and "NA_" in page
+
+
+def test_float_arguments_are_checked_in_python(data, tmp_path):
+    """Issue 27: `level=nan` reached the native side as JSON it could not
+    parse. Every float argument is checked before: a ValueError naming
+    the argument (NaN, infinities, out of range, not a number)."""
+    ds, _, _ = data
+    d = mt.open(ds)
+    nan, inf = float("nan"), float("inf")
+    for bad in (nan, inf, -inf, 0, 0.0, -0.5, 1, 1.0, 95, 100, 250, "x", None, True):
+        with pytest.raises(ValueError, match="level"):
+            d.freq("SEX", level=bad)
+        with pytest.raises(ValueError, match="level"):
+            d.tab("SEX", "EDUC", level=bad)
+        with pytest.raises(ValueError, match="level"):
+            d.means("AGE", by="SEX", level=bad)
+        with pytest.raises(ValueError, match="level"):
+            mt.open_many([ds]).freq("SEX", level=bad)
+    with pytest.raises(ValueError, match=r"95%.*level=0\.95"):
+        d.freq("SEX", level=95)
+    for bad in (nan, inf, 0, 100, "x"):
+        with pytest.raises(ValueError, match="percentiles"):
+            d.means("AGE", by="SEX", percentiles=[10, bad])
+    for kw in ({"rho": nan}, {"rho": inf}, {"scale": nan}, {"scale": "x"}, {"rscales": [1.0, nan, 1.0, 1.0]}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            d.design("PERWT", repweights="REPWTP1-REPWTP4", type="fay" if "rho" in kw else "other", **kw)
+    with pytest.raises(ValueError, match="infer_rows"):
+        mt.import_csv(tmp_path / "x.csv", tmp_path / "x.mtab", infer_rows=nan)
+    # Nothing was changed by the refused calls, and a good level works:
+    # the normal quantile of level 0.9 against 0.95 (scipy as the oracle)
+    # scales the interval of the same SE.
+    assert d.design() is None
+    d.design("PERWT", repweights="REPWTP1-REPWTP4", type="jk1")
+    try:
+        m90 = d.means("AGE", by="SEX", level=0.9).to_pandas()
+        m95 = d.means("AGE", by="SEX").to_pandas()
+    finally:
+        d.design(clear=True)
+    assert m90["mean"].tolist() == m95["mean"].tolist()
+    assert m90["mean_se"].tolist() == m95["mean_se"].tolist()
+    r = (m90["mean"] - m90["mean_lo"]) / (m95["mean"] - m95["mean_lo"])
+    # The interval is the same SE times t quantiles of df = 3 (four JK1
+    # replicates of full rank; docs/SURVEY.md "Intervals").
+    from scipy.stats import t as student
+    assert np.allclose(r, student.ppf(0.95, 3) / student.ppf(0.975, 3), rtol=1e-9), r.tolist()

@@ -5,12 +5,14 @@
 //! released while a query scans or a column decodes.
 
 use microtab_analysis::{Request, ScanOptions};
-use microtab_store::{ColumnData, Dataset, NativeType};
+use microtab_store::Dataset;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::Value as Json;
+
+mod frame;
 
 create_exception!(
     _microtab,
@@ -44,6 +46,12 @@ create_exception!(
 );
 create_exception!(
     _microtab,
+    ChangedError,
+    MicrotabError,
+    "The dataset was replaced or changed by another process while it was read: nothing of two generations is ever mixed; run the call again."
+);
+create_exception!(
+    _microtab,
     LockedError,
     MicrotabError,
     "Another process is changing the dataset."
@@ -67,6 +75,7 @@ fn store_error(e: microtab_store::Error) -> PyErr {
         E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
         E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
         E::Locked { .. } => LockedError::new_err(e.to_string()),
+        E::Changed { .. } => ChangedError::new_err(e.to_string()),
         _ => MicrotabError::new_err(e.to_string()),
     }
 }
@@ -91,6 +100,8 @@ fn analysis_error(e: microtab_analysis::Error) -> PyErr {
                 let msg = format!("{dataset}: {}", inner.value(py));
                 if inner.is_instance_of::<QueryError>(py) {
                     QueryError::new_err(msg)
+                } else if inner.is_instance_of::<ChangedError>(py) {
+                    ChangedError::new_err(msg)
                 } else {
                     MicrotabError::new_err(msg)
                 }
@@ -141,14 +152,6 @@ fn _split(
         })
         .map_err(analysis_error)?;
     serde_json::to_string(&r.catalog).map_err(|e| MicrotabError::new_err(e.to_string()))
-}
-
-/// A text variable's dictionary (code `i` is entry `i`).
-#[pyfunction]
-fn _dictionary(path: &str, name: &str) -> PyResult<Vec<String>> {
-    let ds = open(path)?;
-    let var = ds.variable(name).map_err(store_error)?.clone();
-    ds.dictionary(&var).map_err(store_error)
 }
 
 fn string(spec: &Json, key: &str) -> Option<String> {
@@ -277,58 +280,6 @@ fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<String> {
         let a = p.finish(&req).map_err(analysis_error)?;
         serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
     })
-}
-
-/// A column's stored values decoded (bit-packed columns unpacked), every
-/// stripe checked: (bytes, numpy dtype name).
-#[pyfunction]
-fn _column<'py>(
-    py: Python<'py>,
-    path: &str,
-    name: &str,
-) -> PyResult<(Bound<'py, PyBytes>, String)> {
-    let path = path.to_string();
-    let name = name.to_string();
-    let (bytes, ty) = py.detach(move || -> PyResult<(Vec<u8>, String)> {
-        let ds = open(&path)?;
-        let col = ds.column(&name).map_err(store_error)?;
-        let ty = col.var().ty;
-        let rows = col.rows();
-        let w = ty.width();
-        let mut out = vec![0u8; rows * w];
-        // Stretches of stripes decoded (and checked) on every core, each
-        // into its own part of the output.
-        let step = microtab_store::STRIPE_ROWS * 16;
-        use rayon::prelude::*;
-        out.par_chunks_mut(step * w)
-            .enumerate()
-            .try_for_each(|(k, dst)| -> PyResult<()> {
-                let start = k * step;
-                let n = dst.len() / w;
-                let mut buf = Vec::new();
-                let view = col.rows_view(start, n, &mut buf).map_err(store_error)?;
-                let b = view.bytes();
-                dst.copy_from_slice(b);
-                Ok(())
-            })?;
-        Ok((out, ty.name().to_string()))
-    })?;
-    Ok((PyBytes::new(py, &bytes), ty))
-}
-
-/// The records that pass a filter: a bitmap (little-endian u64 words, bit
-/// `r % 64` of word `r / 64` for row `r`) and how many pass.
-#[pyfunction]
-fn _select<'py>(py: Python<'py>, path: &str, filter: &str) -> PyResult<(Bound<'py, PyBytes>, u64)> {
-    let path = path.to_string();
-    let filter = filter.to_string();
-    let (bits, n) = py.detach(move || -> PyResult<(Vec<u64>, u64)> {
-        let ds = open(&path)?;
-        let terms = microtab_engine::parse_filter(&filter).map_err(engine_error)?;
-        microtab_engine::subset::selection(&ds, &terms).map_err(engine_error)
-    })?;
-    let bytes: Vec<u8> = bits.iter().flat_map(|w| w.to_le_bytes()).collect();
-    Ok((PyBytes::new(py, &bytes), n))
 }
 
 fn ingest_error(e: microtab_ingest::Error) -> PyErr {
@@ -595,186 +546,6 @@ fn summary(s: &microtab_ingest::ImportSummary) -> String {
     .to_string()
 }
 
-/// Bytes made by Rust and handed to numpy through the buffer protocol
-/// (`np.frombuffer(buf, dtype)`) without a copy; writable, since nothing
-/// on the Rust side keeps using them.
-#[pyclass(frozen)]
-struct Buffer {
-    /// From `Box::into_raw`: owned here, freed on drop; Rust holds no
-    /// reference into it, so Python writing through the view is sound.
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the bytes are owned by the Buffer alone (a raw Box), never
-// aliased by Rust references; Python serialises access to the object.
-unsafe impl Send for Buffer {}
-// SAFETY: as above; the pointer and length never change.
-unsafe impl Sync for Buffer {}
-
-impl Buffer {
-    fn new(data: Vec<u8>) -> Buffer {
-        let b: Box<[u8]> = data.into_boxed_slice();
-        let len = b.len();
-        Buffer {
-            ptr: Box::into_raw(b) as *mut u8,
-            len,
-        }
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len come from Box::into_raw of a Box<[u8]> of that
-        // length, dropped once (numpy holds the object while it views it).
-        unsafe {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                self.ptr, self.len,
-            )));
-        }
-    }
-}
-
-#[pymethods]
-impl Buffer {
-    unsafe fn __getbuffer__(
-        slf: Bound<'_, Self>,
-        view: *mut pyo3::ffi::Py_buffer,
-        flags: std::ffi::c_int,
-    ) -> PyResult<()> {
-        use pyo3::ffi;
-        if view.is_null() {
-            return Err(pyo3::exceptions::PyBufferError::new_err("view is null"));
-        }
-        let (ptr, len) = (slf.get().ptr, slf.get().len);
-        // SAFETY: `view` is a valid Py_buffer to fill (checked non-null);
-        // the data lives as long as `obj`, which the view holds a
-        // reference to. Rust never reads or writes it after handing it
-        // over, so Python may write it (pandas frames stay writable).
-        unsafe {
-            (*view).buf = ptr as *mut std::ffi::c_void;
-            (*view).len = len as isize;
-            (*view).readonly = 0;
-            (*view).itemsize = 1;
-            (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
-                std::ffi::CString::new("B").expect("no NUL").into_raw()
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).ndim = 1;
-            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
-                &mut (*view).len
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
-                &mut (*view).itemsize
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).suboffsets = std::ptr::null_mut();
-            (*view).internal = std::ptr::null_mut();
-            (*view).obj = slf.into_any().into_ptr();
-        }
-        Ok(())
-    }
-
-    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
-        // SAFETY: `format` is null or the CString made in __getbuffer__.
-        unsafe {
-            if !(*view).format.is_null() {
-                drop(std::ffi::CString::from_raw((*view).format));
-            }
-        }
-    }
-}
-
-/// A variable's values as users see them, decoded on every core: the
-/// values (stored integers of the stored type when the variable has no
-/// implied decimals, else `f64` with the decimals applied; floats as
-/// stored; text as dictionary codes), their numpy dtype, and a mask (one
-/// byte per record, 1 = missing: a missing code, the null code or NaN).
-#[pyfunction]
-fn _values(py: Python<'_>, path: &str, name: &str) -> PyResult<(Py<Buffer>, String, Py<Buffer>)> {
-    let path = path.to_string();
-    let name = name.to_string();
-    let (vals, ty, mask) = py.detach(move || -> PyResult<(Vec<u8>, String, Vec<u8>)> {
-        use rayon::prelude::*;
-        let ds = open(&path)?;
-        let col = ds.column(&name).map_err(store_error)?;
-        let var = col.var().clone();
-        let rows = col.rows();
-        let float = var.kind == microtab_store::Kind::Float;
-        let scaled = var.kind == microtab_store::Kind::Int && var.decimals > 0;
-        let out_ty = if scaled {
-            microtab_store::PhysType::F64
-        } else {
-            var.ty
-        };
-        let w = out_ty.width();
-        let null = var.null_code.filter(|_| var.nulls > 0 && !float);
-        let miss_i: Vec<i64> = var.missing_codes.iter().map(|&c| c as i64).collect();
-        let miss_f = var.missing_codes.clone();
-        let scale = var.scale();
-        let mut vals = vec![0u8; rows * w];
-        let mut mask = vec![0u8; rows];
-        let step = microtab_store::STRIPE_ROWS * 16;
-        vals.par_chunks_mut(step * w)
-            .zip(mask.par_chunks_mut(step))
-            .enumerate()
-            .try_for_each(|(k, (dst, m))| -> PyResult<()> {
-                let start = k * step;
-                let n = m.len();
-                let mut buf = Vec::new();
-                let view = col.rows_view(start, n, &mut buf).map_err(store_error)?;
-                macro_rules! ints {
-                    ($v:expr) => {{
-                        let v = $v;
-                        for (mi, &x) in m.iter_mut().zip(v.iter()) {
-                            let xi = x as i64;
-                            *mi = (Some(xi) == null || miss_i.contains(&xi)) as u8;
-                        }
-                        if scaled {
-                            for (d, &x) in dst.chunks_exact_mut(8).zip(v.iter()) {
-                                d.copy_from_slice(&((x as i64) as f64 / scale).to_le_bytes());
-                            }
-                        } else {
-                            dst.copy_from_slice(NativeType::as_bytes(v));
-                        }
-                    }};
-                }
-                macro_rules! floats {
-                    ($v:expr) => {{
-                        let v = $v;
-                        for (mi, &x) in m.iter_mut().zip(v.iter()) {
-                            let f = x as f64;
-                            *mi = (f.is_nan() || miss_f.contains(&f)) as u8;
-                        }
-                        dst.copy_from_slice(NativeType::as_bytes(v));
-                    }};
-                }
-                match view {
-                    ColumnData::U8(v) => ints!(v),
-                    ColumnData::I8(v) => ints!(v),
-                    ColumnData::U16(v) => ints!(v),
-                    ColumnData::I16(v) => ints!(v),
-                    ColumnData::U32(v) => ints!(v),
-                    ColumnData::I32(v) => ints!(v),
-                    ColumnData::I64(v) => ints!(v),
-                    ColumnData::F32(v) => floats!(v),
-                    ColumnData::F64(v) => floats!(v),
-                }
-                Ok(())
-            })?;
-        Ok((vals, out_ty.name().to_string(), mask))
-    })?;
-    Ok((
-        Py::new(py, Buffer::new(vals))?,
-        ty,
-        Py::new(py, Buffer::new(mask))?,
-    ))
-}
-
 fn arrow_error(e: microtab_arrow::Error) -> PyErr {
     use microtab_arrow::Error as E;
     match e {
@@ -839,11 +610,27 @@ fn _arrow_stream<'py>(
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
     let opts = export_options(&spec)?;
     let path = path.to_string();
+    let stored = match string(&spec, "dtypes").as_deref() {
+        None | Some("wide") => false,
+        Some("stored") => true,
+        Some(d) => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "dtypes={d:?}: expected 'wide' or 'stored'"
+            )))
+        }
+    };
     let batches = py.detach(move || -> PyResult<microtab_arrow::Batches> {
         let ds = open(&path)?;
         microtab_arrow::batches(&ds, &opts).map_err(arrow_error)
     })?;
-    let stream = arrow_array::ffi_stream::FFI_ArrowArrayStream::new(Box::new(batches));
+    // The stored types go over as built (no copy); the wide ones are
+    // converted batch by batch as the consumer reads.
+    let reader: Box<dyn arrow_array::RecordBatchReader + Send> = if stored {
+        Box::new(batches)
+    } else {
+        Box::new(frame::Widened::new(batches))
+    };
+    let stream = arrow_array::ffi_stream::FFI_ArrowArrayStream::new(reader);
     // The capsule owns the stream (its pointer is the struct, as the
     // interface requires); a consumer moves it out and leaves `release`
     // null, so dropping the capsule releases only an unconsumed stream.
@@ -912,20 +699,17 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TooLargeError", py.get_type::<TooLargeError>())?;
     m.add("CorruptError", py.get_type::<CorruptError>())?;
     m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("ChangedError", py.get_type::<ChangedError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     m.add_function(wrap_pyfunction!(_info, m)?)?;
     m.add_function(wrap_pyfunction!(_catalog_parts, m)?)?;
     m.add_function(wrap_pyfunction!(_split, m)?)?;
-    m.add_function(wrap_pyfunction!(_dictionary, m)?)?;
     m.add_function(wrap_pyfunction!(_query, m)?)?;
     m.add_function(wrap_pyfunction!(_query_many, m)?)?;
     m.add_function(wrap_pyfunction!(_partial, m)?)?;
     m.add_function(wrap_pyfunction!(_merge, m)?)?;
     m.add_function(wrap_pyfunction!(_finish, m)?)?;
-    m.add_function(wrap_pyfunction!(_column, m)?)?;
-    m.add_function(wrap_pyfunction!(_select, m)?)?;
-    m.add_function(wrap_pyfunction!(_values, m)?)?;
-    m.add_class::<Buffer>()?;
+    frame::register(m)?;
     m.add_function(wrap_pyfunction!(_import_csv, m)?)?;
     m.add_function(wrap_pyfunction!(_import_fixed, m)?)?;
     m.add_function(wrap_pyfunction!(_set_design, m)?)?;

@@ -9,7 +9,7 @@ datasets, as pandas frames, and columns as numpy arrays.
     ds.freq("EDUC").to_pandas()
     ds.means("INCTOT", by="EDUC", median=True).to_pandas()
     ds.column("AGE")                  # numpy: the stored codes
-    ds.to_pandas(["AGE", "SEX"], labels=True)
+    ds.to_pandas(["AGE", "SEX"], labels=True)   # int64/float64 (Int64/Float64 with NAs)
 
 Every answer comes from the same analysis layer as the command line
 (`microtab tab …`), so the numbers are the CLI's to the last digit; the
@@ -27,24 +27,22 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ._microtab import (
+    ChangedError,
     CorruptError,
     InputError,
     LockedError,
     MicrotabError,
     QueryError,
+    Snapshot as _Snapshot,
     TooLargeError,
     _catalog_parts,
-    _column,
-    _dictionary,
     _import_csv,
     _import_fixed,
     _info,
     _query,
     _query_many,
-    _select,
     _set_design,
     _split,
-    _values,
     _arrow_stream,
     _to_parquet,
     _import_parquet,
@@ -65,6 +63,7 @@ __all__ = [
     "TooLargeError",
     "CorruptError",
     "LockedError",
+    "ChangedError",
     "InputError",
     "import_csv",
     "import_fixed",
@@ -78,6 +77,61 @@ _DTYPES = {
 }
 #: Bytes before a column file's values (FORMAT.md).
 _HEADER = 4096
+#: Attempts of a read that a writer's new generation interrupts before it
+#: has opened its files (each attempt reads one generation whole).
+_TRIES = 3
+
+
+def _retrying(read):
+    """``read()``, again (up to ``_TRIES`` times) when it raises
+    :class:`ChangedError` — a writer replaced the generation it had
+    opened before it held its files; nothing was mixed and nothing was
+    returned — then that error."""
+    for i in range(_TRIES):
+        try:
+            return read()
+        except ChangedError:
+            if i == _TRIES - 1:
+                raise
+
+
+def _wide(dtypes: str | None) -> bool:
+    """``dtypes``: ``"wide"`` (the default) or ``"stored"``."""
+    if dtypes is None or dtypes == "wide":
+        return True
+    if dtypes == "stored":
+        return False
+    raise ValueError(f"dtypes={dtypes!r}: expected 'wide' (int64/float64, the default) or 'stored' "
+                     "(the compact stored types: uint8, uint16 …, whose arithmetic wraps)")
+
+
+def _number(name: str, x: Any) -> float:
+    """``x`` as a finite float, or a ValueError naming the argument (a NaN
+    would reach the native side as JSON it cannot parse)."""
+    import math
+    if isinstance(x, bool):
+        raise ValueError(f"{name}={x!r}: expected a number")
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={x!r}: expected a number") from None
+    if not math.isfinite(f):
+        raise ValueError(f"{name}={x!r}: expected a finite number")
+    return f
+
+
+def _level(level: Any) -> float:
+    """A confidence level: a probability strictly between 0 and 1."""
+    import math
+    try:
+        f = float(level) if not isinstance(level, bool) else math.nan
+    except (TypeError, ValueError):
+        f = math.nan
+    if not (0 < f < 1):
+        hint = f"; for {f:g}% give level={f / 100:g}" if 1 <= f < 100 else ""
+        raise ValueError(f"level={level!r}: the confidence level is a probability strictly between "
+                         f"0 and 1, such as 0.95{hint}")
+    return f
 
 
 def _progress(progress, path) -> tuple[Any, Any]:
@@ -129,6 +183,9 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
     the file, line and field; a failed import leaves ``out`` as it was.
     ``progress``: a bar in a terminal or notebook (default), ``False`` for
     none, or a callable getting ``(bytes done, bytes total)``."""
+    if infer_rows is not None and (isinstance(infer_rows, bool) or not isinstance(infer_rows, int)
+                                   or infer_rows < 0):
+        raise ValueError(f"infer_rows={infer_rows!r}: expected a whole number of records (0 or more)")
     spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
                         for k, v in (missing or {}).items()},
             "types": {k: [v] for k, v in (types or {}).items()},
@@ -185,14 +242,25 @@ class ArrowStream:
     exact decimals), missing codes and empty values as nulls (or the codes
     kept), text as dictionary arrays, labels on request; the variables'
     metadata and the design are JSON under the schema's ``b"microtab"``
-    key. Each ``__arrow_c_stream__`` call starts a new pass."""
+    key. Integers come as ``int64`` and floats as ``float64`` (no
+    arithmetic wraps), or with ``dtypes="stored"`` in the compact stored
+    types (``uint8``, ``uint16`` …, handed over without a conversion).
+
+    Each ``__arrow_c_stream__`` call starts a new pass over the dataset as
+    it is then, and reads one generation of it whole: its columns, their
+    dictionaries and the filter's records are opened from one manifest
+    before the first batch, and a dataset replaced meanwhile (``import
+    --force``) is read again from its new generation, or
+    :class:`ChangedError` is raised — never a mix of the two."""
 
     def __init__(self, path: str, spec: dict):
         self._path = path
         self._spec = {k: v for k, v in spec.items() if v is not None}
+        _wide(self._spec.get("dtypes"))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        return _arrow_stream(self._path, json.dumps(self._spec))
+        spec = json.dumps(self._spec)
+        return _retrying(lambda: _arrow_stream(self._path, spec))
 
     def to_arrow(self):
         """A ``pyarrow.Table``."""
@@ -217,9 +285,13 @@ class _Queries:
     def freq(self, var: str, *, weight: str | None = None, filter: str | None = None,  # noqa: A002
              include_missing: bool = False, design: bool = True, level: float = 0.95) -> "Frequencies":
         """Frequencies of ``var`` (a name or a temporary recode), counts,
-        weighted counts and percentages; SEs and CIs under a design."""
+        weighted counts and percentages; SEs and CIs under a design
+        (``level``: the intervals' confidence, a probability strictly
+        between 0 and 1; NaN, infinities and percentages such as 95 raise
+        ``ValueError`` naming it)."""
         return Frequencies(self._ask({"analysis": "freq", "var": var, "weight": weight, "filter": filter,
-                                      "include_missing": include_missing, "design": design, "level": level}))
+                                      "include_missing": include_missing, "design": design,
+                                      "level": _level(level)}))
 
     def tab(self, row: str, col: str, *, control: str | None = None, weight: str | None = None,
             filter: str | None = None, pct: str | None = None, stats: bool = False,  # noqa: A002
@@ -230,21 +302,26 @@ class _Queries:
         ``stats`` adds chi-square (Rao–Scott under a design) and the
         association measures; ``z`` each cell's z-statistic (its column
         percentage, row percentage with ``pct="row"``, less the whole
-        table's, over the design-based SE of the difference)."""
+        table's, over the design-based SE of the difference); ``level`` as
+        for :meth:`freq`."""
         return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
-                                   "level": level, "pct_ci": pct_ci, "z": z}))
+                                   "level": _level(level), "pct_ci": pct_ci, "z": z}))
 
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
               filter: str | None = None, median: bool = False,  # noqa: A002
               percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95) -> "Means":
         """Weighted mean, SD, N and sum of weights of ``var`` per group of
-        ``by`` (one name or several), with medians/percentiles on request."""
+        ``by`` (one name or several), with medians/percentiles on request
+        (``percentiles`` in percent, 1 to 99; ``level`` as for
+        :meth:`freq`; a NaN or a non-number raises ``ValueError`` naming
+        the argument)."""
         by = [by] if isinstance(by, str) else list(by or ())
         if not by:
             raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
-        pct = [float(p) for p in percentiles]
+        level = _level(level)
+        pct = [_number("percentiles", p) for p in percentiles]
         if any(not (1 <= p < 100) for p in pct):
             raise ValueError(f"percentiles={pct}: give them in percent, from 1 to 99 (10 for the 10th); "
                              "median=True for the median")
@@ -260,11 +337,14 @@ class Variable:
     ``decimals`` (implied), ``missing_codes`` (as stored: integers times
     ``10**decimals``, dictionary positions for text), ``missing_values``
     (as users see them), ``value_labels`` (``{"1": "Male"}``),
-    ``min``/``max`` (stored units), ``nulls``."""
+    ``min``/``max`` (stored units), ``nulls``. All of the generation of
+    the dataset it was read from."""
 
-    def __init__(self, entry: dict, path: str | None = None):
+    def __init__(self, entry: dict, snapshot: Any = None):
         self._e = entry
-        self._path = path
+        # The generation this entry belongs to: its dictionary is read
+        # from it, never from a newer one whose codes differ.
+        self._snap = snapshot
         self.name: str = entry["name"]
         self.label: str | None = entry.get("label")
         self.kind: str = entry["kind"]
@@ -281,9 +361,9 @@ class Variable:
         """The user-missing codes as users see them: ``9999999``,
         ``99.99`` with two implied decimals, the text of a text code."""
         if self.kind == "string":
-            if not self.missing_codes or self._path is None:
+            if not self.missing_codes or self._snap is None:
                 return []
-            d = _dictionary(self._path, self.name)
+            d = self._snap.dictionary(self.name)
             return [d[int(c)] for c in self.missing_codes if 0 <= int(c) < len(d)]
         if self.kind == "int":
             if self.decimals:
@@ -296,6 +376,29 @@ class Variable:
         return f"Variable({self.name!r}, kind={self.kind!r}, type={self.type!r}, label={self.label!r})"
 
 
+class _State:
+    """One generation of a dataset as this process sees it: the native
+    snapshot (the manifest read once; every read through it is of that
+    generation or raises :class:`ChangedError`), the manifest as a dict,
+    and its variables."""
+
+    __slots__ = ("snap", "m", "vars", "by_name", "stamp")
+
+    def __init__(self, snap: Any, stamp: Any):
+        self.snap = snap
+        self.stamp = stamp
+        self.m = json.loads(snap.info())
+        self.vars = [Variable(v, snap) for v in self.m["variables"]]
+        self.by_name = {v.name.lower(): v for v in self.vars}
+
+    def variable(self, name: str, path: str = "") -> "Variable":
+        try:
+            return self.by_name[name.lower()]
+        except (KeyError, AttributeError):
+            known = ", ".join(v.name for v in self.vars)
+            raise QueryError(f"unknown variable {name!r} in {path or 'the dataset'} (variables: {known})") from None
+
+
 class Dataset(_Queries):
     """A microtab dataset. Queries return result objects with
     ``to_pandas()`` and ``to_dict()``; they release the GIL while they scan.
@@ -303,36 +406,58 @@ class Dataset(_Queries):
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
-        self._stamp = None
-        self._refresh()
+        self._state: _State | None = None
+        self._current()
 
-    def _refresh(self) -> None:
-        """Re-reads the manifest when the dataset has changed on disk (a
-        new import, labels, a computed variable), so that metadata and
-        data always come from the same generation."""
+    def _current(self, force: bool = False) -> "_State":
+        """The dataset's current generation: the state read before, or a
+        new one when the dataset has changed on disk (a new import, labels,
+        a computed variable) or ``force``. One call works from one state
+        (its metadata and its native snapshot, read together), so metadata
+        and data always come from the same generation."""
         try:
             st = os.stat(os.path.join(self.path, "manifest.json"))
             stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         except OSError:
             stamp = None
-        if stamp is not None and stamp == self._stamp:
-            return
-        self._m = json.loads(_info(self.path))
-        self._stamp = stamp
-        self._vars = [Variable(v, self.path) for v in self._m["variables"]]
-        self._by_name = {v.name.lower(): v for v in self._vars}
+        state = self._state
+        if force or state is None or stamp is None or stamp != state.stamp:
+            # One assignment, so that threads see one state or the other.
+            state = self._state = _State(_Snapshot(self.path), stamp)
+        return state
+
+    def _read(self, read):
+        """``read(state)`` on the current generation; when a writer
+        replaces it before ``read`` holds its files, on the new one."""
+        for i in range(_TRIES):
+            state = self._current(force=i > 0)
+            try:
+                return read(state)
+            except ChangedError:
+                if i == _TRIES - 1:
+                    raise
+
+    def _refresh(self) -> None:
+        self._current()
+
+    # The current generation's manifest and variables.
+    @property
+    def _m(self) -> dict:
+        return self._current().m
+
+    @property
+    def _vars(self) -> list["Variable"]:
+        return self._current().vars
 
     @property
     def rows(self) -> int:
         """Number of records."""
-        self._refresh()
-        return int(self._m["rows"])
+        return int(self._current().m["rows"])
 
     @property
     def variables(self) -> list[str]:
         """The variables' names, in order."""
-        self._refresh()
-        return [v.name for v in self._vars]
+        return [v.name for v in self._current().vars]
 
     def design(self, weight: str | None = None, *, repweights: str | Sequence[str] | None = None,
                type: str = "sdr", rho: float | None = None, scale: float | None = None,  # noqa: A002
@@ -361,10 +486,10 @@ class Dataset(_Queries):
                 raise QueryError("design(clear=True) takes no other argument")
             _set_design(self.path, "null")
         elif given:
-            import math
-            for k, x in (("rho", rho), ("scale", scale), *(("rscales", r) for r in (rscales or ()))):
-                if x is not None and not (isinstance(x, (int, float)) and math.isfinite(x)):
-                    raise QueryError(f"{k}: expected a finite number, found {x!r}")
+            rho = None if rho is None else _number("rho", rho)
+            scale = None if scale is None else _number("scale", scale)
+            if rscales is not None:
+                rscales = [_number("rscales", r) for r in rscales]
             if weight is None:
                 raise QueryError("a design needs its full-sample weight: design(\"PERWT\", ...)")
             spec = {"weight": weight, "repweights": repweights if repweights is None or isinstance(repweights, str)
@@ -383,42 +508,48 @@ class Dataset(_Queries):
 
     def variable(self, name: str) -> Variable:
         """A variable's metadata (names match case-insensitively)."""
-        self._refresh()
-        try:
-            return self._by_name[name.lower()]
-        except KeyError:
-            raise QueryError(f"unknown variable {name!r} in {self.path} (variables: {', '.join(self.variables)})") from None
+        return self._current().variable(name, self.path)
 
     def _ask(self, spec: dict) -> dict:
-        spec = {k: v for k, v in spec.items() if v is not None}
-        return json.loads(_query(self.path, json.dumps(spec)))
+        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        return json.loads(_retrying(lambda: _query(self.path, spec)))
 
     def __len__(self) -> int:
         return self.rows
 
     def _repr_html_(self) -> str:
         """In Jupyter: the dataset's size, design and variables."""
-        d = self.design()
+        st = self._current()
+        d = st.m.get("design")
         rows = "".join(
             f"<tr><td>{html.escape(v.name)}</td><td>{html.escape(v.label or '')}</td><td>{v.kind}</td>"
             f"<td>{v.type}</td><td>{v.decimals or ''}</td>"
             f"<td>{html.escape(', '.join(map(str, v.missing_values)))}</td>"
-            f"<td>{len(v.value_labels) or ''}</td></tr>" for v in self._vars)
+            f"<td>{len(v.value_labels) or ''}</td></tr>" for v in st.vars)
         design = html.escape(json.dumps({k: d[k] for k in ("weight",) if k in d})[1:-1] + (
             ", replicate weights" if d.get("replicates") else ", Taylor linearization")) if d else "none"
-        return (f"<p><b>{html.escape(self.path)}</b>: {self.rows:,} records, {len(self._vars)} variables; "
+        return (f"<p><b>{html.escape(self.path)}</b>: {int(st.m['rows']):,} records, {len(st.vars)} variables; "
                 f"survey design: {design}</p><table><thead><tr><th>variable</th><th>label</th><th>kind</th>"
                 f"<th>type</th><th>decimals</th><th>missing codes</th><th>value labels</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>")
 
     def __repr__(self) -> str:
-        return f"<microtab.Dataset {self.path!r}: {self.rows:,} records, {len(self._vars)} variables>"
+        st = self._current()
+        return f"<microtab.Dataset {self.path!r}: {int(st.m['rows']):,} records, {len(st.vars)} variables>"
 
     # ---------------------------------------------------------------- data
+    #
+    # Every read of records below is one generation of the dataset: one
+    # native call over one snapshot (the manifest read once) opens all its
+    # columns, reads their dictionaries and the filter's records before it
+    # decodes anything, so a frame is never of two versions of a dataset
+    # that `import --force` replaces meanwhile; a generation replaced
+    # before the call held its files is read again from the new one (or
+    # raises ChangedError).
 
     def arrow(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
               labels: bool = False, keep_missing_codes: bool = False,
-              exact_decimals: bool = False) -> ArrowStream:
+              exact_decimals: bool = False, dtypes: str = "wide") -> ArrowStream:
         """The variables (default all) of the records that pass ``filter``
         as an Arrow stream (:class:`ArrowStream`): hand it to pyarrow,
         Polars or DuckDB (``v = ds.arrow(["AGE", "INCTOT"]);
@@ -426,24 +557,35 @@ class Dataset(_Queries):
         labelled variables as their labels; ``keep_missing_codes`` keeps
         user-missing codes as values (they are nulls by default, so that
         no reader averages a 9999999); ``exact_decimals`` gives implied
-        decimals as ``decimal128`` instead of ``float64``."""
+        decimals as ``decimal128`` instead of ``float64``. ``dtypes``:
+        ``"wide"`` (default) gives integers as ``int64`` and floats as
+        ``float64``, as ``polars.read_csv`` and ``pyarrow.csv`` read the
+        same CSV, so no arithmetic wraps; ``"stored"`` the compact stored
+        types (``uint8``, ``uint16`` …: ``AGE**2`` wraps at 256 there),
+        handed over as built. Each pass reads one generation whole."""
         if isinstance(columns, str):
             columns = [columns]
+        _wide(dtypes)
         return ArrowStream(self.path, {"columns": None if columns is None else list(columns),
                                        "filter": filter, "labels": labels,
                                        "keep_missing_codes": keep_missing_codes,
-                                       "exact_decimals": exact_decimals})
+                                       "exact_decimals": exact_decimals, "dtypes": dtypes})
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every variable as an Arrow C stream (see :meth:`arrow`)."""
         return self.arrow().__arrow_c_stream__(requested_schema)
 
     def to_arrow(self, columns: Sequence[str] | None = None, **options):
-        """The variables as a ``pyarrow.Table`` (options as :meth:`arrow`)."""
+        """The variables as a ``pyarrow.Table`` (options as :meth:`arrow`:
+        ``int64``/``float64`` by default, ``dtypes="stored"`` for the
+        stored types), of one generation of the dataset."""
         return self.arrow(columns, **options).to_arrow()
 
     def to_polars(self, columns: Sequence[str] | None = None, **options):
-        """The variables as a ``polars.DataFrame`` (options as :meth:`arrow`)."""
+        """The variables as a ``polars.DataFrame`` (options as
+        :meth:`arrow`: ``Int64``/``Float64`` by default, as
+        ``polars.read_csv`` gives them; ``dtypes="stored"`` for the stored
+        types), of one generation of the dataset."""
         return self.arrow(columns, **options).to_polars()
 
     def to_parquet(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
@@ -452,39 +594,51 @@ class Dataset(_Queries):
                    compression: str = "snappy", force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
         ``filter`` as a Parquet file, as ``microtab export`` does (values
-        as :meth:`arrow` gives them; labels, missing codes, decimals and
-        the design in the file's metadata, so :func:`import_parquet` gets
-        them back); written beside ``path`` and renamed into place. Returns
-        what was written."""
+        as :meth:`arrow` gives them, in the stored types; labels, missing
+        codes, decimals and the design in the file's metadata, so
+        :func:`import_parquet` gets them back); written beside ``path`` and
+        renamed into place. Returns what was written."""
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
                 "labels": labels, "keep_missing_codes": keep_missing_codes,
                 "exact_decimals": exact_decimals, "compression": compression, "force": force}
-        spec = {k: v for k, v in spec.items() if v is not None}
-        return json.loads(_to_parquet(self.path, os.fspath(path), json.dumps(spec)))
+        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        return json.loads(_retrying(lambda: _to_parquet(self.path, os.fspath(path), spec)))
 
     def column(self, name: str) -> np.ndarray:
         """The stored values of a variable as a numpy array: a read-only
         memory map of the file for a plain column, the decoded values of a
-        bit-packed one. These are stored codes: implied decimals not
-        applied, missing codes and the null code as stored, text as
-        dictionary positions (``to_pandas`` gives values as users see
-        them)."""
-        v = self.variable(name)
-        dtype = _DTYPES[v.type]
-        e = v._e
-        if not e.get("packing") and e.get("bytes", 0) == self.rows * np.dtype(dtype).itemsize and self.rows:
-            return np.memmap(os.path.join(self.path, e["file"]), dtype=dtype, mode="r",
-                             offset=_HEADER, shape=(self.rows,))
-        data, ty = _column(self.path, v.name)
-        return np.frombuffer(data, dtype=_DTYPES[ty])
+        bit-packed one. These are stored codes in the stored type:
+        implied decimals not applied, missing codes and the null code as
+        stored, text as dictionary positions (``to_pandas`` gives values
+        as users see them, in types that do not wrap)."""
+        def read(st: _State) -> np.ndarray:
+            v = st.variable(name, self.path)
+            rows = int(st.m["rows"])
+            dtype = _DTYPES[v.type]
+            e = v._e
+            if not e.get("packing") and e.get("bytes", 0) == rows * np.dtype(dtype).itemsize and rows:
+                try:
+                    return np.memmap(os.path.join(self.path, e["file"]), dtype=dtype, mode="r",
+                                     offset=_HEADER, shape=(rows,))
+                except FileNotFoundError:
+                    # Files carry their generation in their names: gone
+                    # means replaced, never another generation's values.
+                    raise ChangedError(f"{self.path} was changed by another process while it was "
+                                       "read; run the call again") from None
+            data, ty = st.snap.column(v.name)
+            return np.frombuffer(data, dtype=_DTYPES[ty])
+        return self._read(read)
 
     def select(self, filter: str) -> np.ndarray:  # noqa: A002
         """The records that pass an SDA-style filter (``"AGE(25-64)
         SEX(2)"``), as a boolean mask over the records."""
-        bits, _ = _select(self.path, filter)
-        return np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")[: self.rows].astype(bool)
+        def read(st: _State) -> np.ndarray:
+            bits, _ = st.snap.select(filter)
+            rows = int(st.m["rows"])
+            return np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")[:rows].astype(bool)
+        return self._read(read)
 
     def codebook(self):
         """One row per variable: name, label, kind, type, decimals, range,
@@ -494,42 +648,68 @@ class Dataset(_Queries):
             "name": v.name, "label": v.label, "kind": v.kind, "type": v.type, "decimals": v.decimals,
             "min": v.min, "max": v.max, "nulls": v.nulls, "missing_codes": v.missing_codes,
             "value_labels": v.value_labels,
-        } for v in self._vars])
+        } for v in self._current().vars])
 
     def to_pandas(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
-                  labels: bool = False):
-        """The variables as a pandas DataFrame, values as users see them:
-        implied decimals applied, missing codes and empty values as NA
-        (nullable ``Int64``/``Float64``), text as strings; with ``labels``
-        value labels as categoricals (codes without a label keep their
-        value as text); with ``filter`` only the records that pass it."""
+                  labels: bool = False, dtypes: str = "wide"):
+        """The variables (default all) as a pandas DataFrame, values as
+        users see them: implied decimals applied, missing codes and empty
+        values as NA, text as strings (``string``); with ``labels`` value
+        labels as categoricals (codes without a label keep their value as
+        text); with ``filter`` only the records that pass it.
+
+        ``dtypes="wide"`` (the default) gives the types ``pandas.read_csv``
+        gives the same CSV, in which no arithmetic wraps: ``int64`` for
+        integers, ``float64`` for floats and implied decimals — and, for a
+        column that has missing values among the frame's records,
+        pandas' nullable ``Int64``/``Float64`` with ``<NA>`` (where
+        ``read_csv`` would turn integers into floats; these are the types
+        of ``read_csv(..., dtype_backend="numpy_nullable")``).
+        ``dtypes="stored"`` keeps the compact stored types as nullable
+        arrays (``UInt8``, ``UInt16``, ``Int32``, ``Float32`` …: a fifth
+        of the memory, handed over without a conversion, but
+        ``df.AGE ** 2`` wraps at 256 there).
+
+        The frame is one generation of the dataset: its columns, text
+        dictionaries and the filter's records are read from one snapshot
+        (a dataset replaced meanwhile by ``import --force`` is read again
+        from its new generation, or :class:`ChangedError` is raised), never
+        a mix. Values and masks are decoded by Rust on every core and
+        handed to pandas without a copy."""
         import pandas as pd
 
+        wide = _wide(dtypes)
         if isinstance(columns, str):
             columns = [columns]
-        mask = self.select(filter) if filter else None
-        cols = {}
-        for name in (columns if columns is not None else self.variables):
-            v = self.variable(name)
-            buf, ty, mbuf = _values(self.path, v.name)
-            raw = np.frombuffer(buf, dtype=_DTYPES[ty])
-            miss = np.frombuffer(mbuf, dtype=np.bool_)
-            if mask is not None:
-                raw, miss = raw[mask], miss[mask]
-            if v.kind == "string":
-                d = np.array(_dictionary(self.path, v.name) + [""], dtype=object)
-                idx = np.where(miss, len(d) - 1, raw.astype(np.int64))
-                s = pd.Series(d[idx], dtype="string")
-                s[miss] = pd.NA
-            elif raw.dtype.kind == "f":
-                # Values and mask owned by Rust, shared without a copy.
-                s = pd.Series(pd.arrays.FloatingArray(raw, miss), copy=False)
-            else:
-                s = pd.Series(pd.arrays.IntegerArray(raw, miss), copy=False)
-            if labels and v.value_labels:
-                s = self._labelled(v, s)
-            cols[v.name] = s
-        return pd.DataFrame(cols, copy=False)
+
+        def read(st: _State):
+            names = [st.variable(n, self.path).name for n in columns] if columns is not None else \
+                [v.name for v in st.vars]
+            got, n = st.snap.frame(names, filter, wide)
+            cols = {}
+            for name, buf, ty, mbuf, missing, dictionary in got:
+                v = st.by_name[name.lower()]
+                raw = np.frombuffer(buf, dtype=_DTYPES[ty])
+                miss = np.frombuffer(mbuf, dtype=np.bool_)
+                if v.kind == "string":
+                    d = np.array((dictionary or []) + [""], dtype=object)
+                    idx = np.where(miss, len(d) - 1, raw.astype(np.int64))
+                    s = pd.Series(d[idx], dtype="string")
+                    s[miss] = pd.NA
+                elif wide and missing == 0:
+                    # read_csv's int64/float64, owned by Rust, no copy.
+                    s = pd.Series(raw, copy=False)
+                elif raw.dtype.kind == "f":
+                    # Values and mask owned by Rust, shared without a copy.
+                    s = pd.Series(pd.arrays.FloatingArray(raw, miss), copy=False)
+                else:
+                    s = pd.Series(pd.arrays.IntegerArray(raw, miss), copy=False)
+                if labels and v.value_labels:
+                    s = self._labelled(v, s)
+                cols[v.name] = s
+            return pd.DataFrame(cols, index=pd.RangeIndex(n), copy=False)
+
+        return self._read(read)
 
     @staticmethod
     def _labelled(v: Variable, s):
@@ -589,7 +769,17 @@ def open_many(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> "Datase
         if real in seen:
             raise QueryError(f"{p} and {seen[real]} are the same dataset; its rows would be counted twice")
         seen[real] = p
-    return Datasets([Dataset(p) for p in found])
+    datasets = [Dataset(p) for p in found]
+    # A copied or hard-linked directory has another path but the same
+    # dataset id (docs/FORMAT.md): the same records twice.
+    ids = {}
+    for d in datasets:
+        i = d._m.get("id")
+        if i is not None and i in ids:
+            raise QueryError(f"{d.path} and {ids[i]} are the same dataset (id {i}: a copy of one "
+                             "directory); its rows would be counted twice")
+        ids.setdefault(i, d.path)
+    return Datasets(datasets)
 
 
 def split(path: str | os.PathLike, out: str | os.PathLike, parts: int, force: bool = False,
