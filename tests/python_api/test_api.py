@@ -402,6 +402,8 @@ def test_float_arguments_are_checked_in_python(data, tmp_path):
     ds, _, _ = data
     d = mt.open(ds)
     nan, inf = float("nan"), float("inf")
+    # A ValueError, and a QueryError as the native side's request errors.
+    assert issubclass(mt.ArgumentError, ValueError) and issubclass(mt.ArgumentError, mt.QueryError)
     for bad in (nan, inf, -inf, 0, 0.0, -0.5, 1, 1.0, 95, 100, 250, "x", None, True):
         with pytest.raises(ValueError, match="level"):
             d.freq("SEX", level=bad)

@@ -64,6 +64,7 @@ __all__ = [
     "CorruptError",
     "LockedError",
     "ChangedError",
+    "ArgumentError",
     "InputError",
     "import_csv",
     "import_fixed",
@@ -80,6 +81,14 @@ _HEADER = 4096
 #: Attempts of a read that a writer's new generation interrupts before it
 #: has opened its files (each attempt reads one generation whole).
 _TRIES = 3
+
+
+class ArgumentError(QueryError, ValueError):
+    """An argument's value that no call can take (a NaN or out-of-range
+    ``level``, a non-finite ``rho``, an unknown ``dtypes``): checked in
+    Python before anything is read, the message naming the argument. A
+    ``ValueError``, and a :class:`QueryError` like the request errors the
+    native side finds."""
 
 
 def _retrying(read):
@@ -101,7 +110,7 @@ def _wide(dtypes: str | None) -> bool:
         return True
     if dtypes == "stored":
         return False
-    raise ValueError(f"dtypes={dtypes!r}: expected 'wide' (int64/float64, the default) or 'stored' "
+    raise ArgumentError(f"dtypes={dtypes!r}: expected 'wide' (int64/float64, the default) or 'stored' "
                      "(the compact stored types: uint8, uint16 …, whose arithmetic wraps)")
 
 
@@ -110,13 +119,13 @@ def _number(name: str, x: Any) -> float:
     would reach the native side as JSON it cannot parse)."""
     import math
     if isinstance(x, bool):
-        raise ValueError(f"{name}={x!r}: expected a number")
+        raise ArgumentError(f"{name}={x!r}: expected a number")
     try:
         f = float(x)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}={x!r}: expected a number") from None
+        raise ArgumentError(f"{name}={x!r}: expected a number") from None
     if not math.isfinite(f):
-        raise ValueError(f"{name}={x!r}: expected a finite number")
+        raise ArgumentError(f"{name}={x!r}: expected a finite number")
     return f
 
 
@@ -129,7 +138,7 @@ def _level(level: Any) -> float:
         f = math.nan
     if not (0 < f < 1):
         hint = f"; for {f:g}% give level={f / 100:g}" if 1 <= f < 100 else ""
-        raise ValueError(f"level={level!r}: the confidence level is a probability strictly between "
+        raise ArgumentError(f"level={level!r}: the confidence level is a probability strictly between "
                          f"0 and 1, such as 0.95{hint}")
     return f
 
@@ -185,7 +194,7 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
     none, or a callable getting ``(bytes done, bytes total)``."""
     if infer_rows is not None and (isinstance(infer_rows, bool) or not isinstance(infer_rows, int)
                                    or infer_rows < 0):
-        raise ValueError(f"infer_rows={infer_rows!r}: expected a whole number of records (0 or more)")
+        raise ArgumentError(f"infer_rows={infer_rows!r}: expected a whole number of records (0 or more)")
     spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
                         for k, v in (missing or {}).items()},
             "types": {k: [v] for k, v in (types or {}).items()},
@@ -323,7 +332,7 @@ class _Queries:
         level = _level(level)
         pct = [_number("percentiles", p) for p in percentiles]
         if any(not (1 <= p < 100) for p in pct):
-            raise ValueError(f"percentiles={pct}: give them in percent, from 1 to 99 (10 for the 10th); "
+            raise ArgumentError(f"percentiles={pct}: give them in percent, from 1 to 99 (10 for the 10th); "
                              "median=True for the median")
         q = sorted({*(0.5 for _ in [0] if median), *(p / 100 for p in pct)})
         return Means(self._ask({"analysis": "means", "var": var, "by": by, "weight": weight,
