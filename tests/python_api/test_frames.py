@@ -152,6 +152,34 @@ def test_frames_hold_one_generation_while_import_force_replaces_it(tmp_path):
     print(f"frames: {seen}, ChangedError: {changed}, imports: {imports[0]}")
 
 
+def test_a_generation_replaced_before_it_is_held_is_a_clear_error(tmp_path):
+    """The native snapshot a call works from, its generation replaced
+    before the call opened its files: ChangedError (never the new files'
+    values under the old manifest); the Dataset's own calls then read the
+    new generation whole (oracle: pandas.read_csv of each source)."""
+    srcs = {w: tmp_path / f"src{w}.csv" for w in (1, 2)}
+    for w, p in srcs.items():
+        write_source(p, w)
+    ds = tmp_path / "d.mtab"
+    cli("import", srcs[1], ds)
+    d = mt.open(ds)
+    old = d._current()
+    assert canon_pandas(d.to_pandas()) == canon_pandas(pd.read_csv(srcs[1]))
+    cli("import", "--force", srcs[2], ds)
+    for read in (lambda: old.snap.frame(["ID", "T"], None, True),
+                 lambda: old.snap.frame(["ID"], "K(1)", False),
+                 lambda: old.snap.dictionary("T"),
+                 lambda: old.snap.column("AGE"),
+                 lambda: old.snap.select("K(1)")):
+        with pytest.raises(mt.ChangedError, match="changed by another process"):
+            read()
+    assert canon_pandas(d.to_pandas()) == canon_pandas(pd.read_csv(srcs[2]))
+    assert canon_table(d.to_arrow()) == canon_pandas(pd.read_csv(srcs[2]))
+    b = pd.read_csv(srcs[2])
+    assert d.column("ID").tolist() == b.ID.tolist()
+    assert d.select("K(1)").tolist() == (b.K == 1).tolist()
+
+
 def test_text_missing_values_come_from_the_variables_generation(tmp_path):
     """A Variable read before a replacement gives its own generation's
     text for its missing codes (or ChangedError), not the new
