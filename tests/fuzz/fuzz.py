@@ -13,6 +13,12 @@ insertions, deletions, truncation, duplicated and swapped lines):
 * ``filter`` — filter expressions from the SDA grammar and mutations of
   them, against a small dataset with missing values, decimals, floats and
   text.
+* ``compute`` — random ``compute`` expressions (every operator and
+  function, nested) over columns with missing values, zeros, negatives,
+  the extremes of narrow types, implied decimals and floats near the
+  ``f64`` limits; ``recode`` — random ``recode`` rules (values, ranges,
+  ``*``, filters over two inputs, codes, ``--other``, ``--missing``);
+  ``temprecode`` — temporary recodes ``V(r: …)`` in ``freq``.
 
 Every run must end in exit 0, or exit 1 with exactly one stderr line
 starting with ``error:`` (usage errors: exit 2) — never a crash, a panic or
@@ -24,11 +30,15 @@ a hang. Every successful run is checked against an independent oracle:
 * ``fixed``: the data sliced by the codebook's columns in Python (implied
   decimals applied) for unmutated data;
 * ``filter``: a reference evaluator of the filter grammar in Python
-  (docs/CLI.md) counts the rows that pass.
+  (docs/CLI.md) counts the rows that pass;
+* ``compute``, ``recode``, ``temprecode``: DuckDB evaluates the same
+  expression or rules in SQL over the same records (NULL for missing),
+  and every record (every group's count) must agree.
 
 Usage::
 
-    python3 tests/fuzz/fuzz.py [--seconds 60] [--seed N] [--target csv|fixed|filter|all]
+    python3 tests/fuzz/fuzz.py [--seconds 60 | --cases N] [--seed N]
+                               [--target csv|fixed|filter|compute|recode|temprecode|all]
                                [--bin target/release/microtab] [--keep DIR]
 
 Exit status 1 with the reproducer saved under ``--keep`` (default
@@ -57,6 +67,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_NA = ["NA", "N/A", "n/a", "NaN", "nan", "-nan", "<NA>", "#N/A", "NULL", "null", "."] + [
     f".{c}" for c in "abcdefghijklmnopqrstuvwxyz"]
+
+
+# The tokens text columns read as missing by default (crates/ingest
+# DEFAULT_TEXT_NA): R's, pandas' and spreadsheets', not Stata's `.`.
+DEFAULT_TEXT_NA = ["NA", "N/A", "n/a", "NaN", "nan", "<NA>", "#N/A", "NULL", "null"]
 
 
 # Unicode White_Space, what Rust's str::trim removes (Python's strip also
@@ -240,7 +255,10 @@ def csv_oracle(run, path: Path, ds: Path, err: str, na_opt):
         for r in body:
             f = r[j]
             if v["kind"] == "string":
-                want[None if f == "" or (na_opt is not None and f in na) else f] += 1
+                # Text columns read R's and pandas' missing tokens as
+                # missing too (issue 27, item 6), or those of --na.
+                tna = DEFAULT_TEXT_NA if na_opt is None else na
+                want[None if f == "" or f in tna else f] += 1
             else:
                 s = f.strip(" ")
                 want[None if s == "" or s in na else float(s)] += 1
@@ -482,9 +500,10 @@ def ref_value(var, s):
     return float(s)
 
 
-def ref_filter(text):
+def ref_filter(text, present=None):
     """Parses a filter as docs/CLI.md describes it; returns a predicate over
-    a row dict, or raises ValueError."""
+    a row dict, or raises ValueError — also for a text value no record has
+    (`present`: the text values the data holds)."""
     terms = []
     # Terms are separated by blanks, or (SDA) by a comma after a term's
     # closing parenthesis.
@@ -524,6 +543,9 @@ def ref_filter(text):
                 item = item.strip()
                 if not item:
                     raise ValueError(t)
+                if item == "*":  # every value
+                    spans.append((None, None))
+                    continue
                 # The range dash: not first, not after another dash or an
                 # exponent's e, not inside quotes (docs/CLI.md).
                 cut, inq = None, False
@@ -546,6 +568,8 @@ def ref_filter(text):
                     spans.append((lo, hi))
                 else:
                     v = ref_value(var, item)
+                    if var == "S" and present is not None and v not in present:
+                        raise ValueError("a text value no record has")
                     spans.append((v, v))
             terms.append((var, "in", spans))
         else:
@@ -555,7 +579,10 @@ def ref_filter(text):
             op = {"==": "=", "<>": "!="}.get(mm.group(1), mm.group(1))
             if var == "S" and op not in ("=", "!="):
                 raise ValueError("order on text")
-            terms.append((var, op, ref_value(var, mm.group(2))))
+            v = ref_value(var, mm.group(2))
+            if var == "S" and present is not None and v not in present:
+                raise ValueError("a text value no record has")
+            terms.append((var, op, v))
 
     def test(row):
         for var, op, arg in terms:
@@ -584,7 +611,7 @@ def fuzz_filter(run, rng, work: Path, state):
         f = " " + f
     rc, out, err = run("freq", ds, "K", "--filter", f, "--format", "json")
     try:
-        pred = ref_filter(f)
+        pred = ref_filter(f, {r["S"] for r in rows if r["S"] is not None})
         want = sum(1 for r in rows if pred(r))
     except (ValueError, TypeError, KeyError):
         pred = None
@@ -605,26 +632,540 @@ def fuzz_filter(run, rng, work: Path, state):
 
 
 # --------------------------------------------------------------------------
+# compute and recode (issue 27)
+# --------------------------------------------------------------------------
+#
+# Random expressions and recode rules over a dataset with missing values
+# (empty fields and a missing code), zeros, negatives, the extremes of
+# narrow stored types, implied decimals, floats near the f64 limits and a
+# text variable. DuckDB evaluates the same expression in SQL over the same
+# records (NULL for missing) and every record must agree:
+#
+# * exact (integer and implied-decimal) nodes are DECIMAL(38, d) in SQL,
+#   with DuckDB's own exact arithmetic, round/floor/ceil/trunc;
+# * floating-point nodes are DOUBLE, each wrapped in fin(): microtab's
+#   documented rule that NaN and ±inf (0/0, ln 0, overflow) are missing,
+#   after which DuckDB's NULL propagation applies — so pow(NULL, 0), the
+#   case IEEE and DuckDB's NaN would give 1, is NULL as it must be;
+# * microtab's typing decides which nodes are exact (its documented rules:
+#   both operands exact for + - * and comparisons, a literal exponent
+#   0..16 for ^; division, ln, exp, sqrt, non-integer powers in floats);
+#   an exact value becomes a float as its stored integer over 10^d.
+#
+# `min`/`max` are missing when any argument is (microtab's rule; SQL's
+# least/greatest skip NULLs, so the SQL adds the test), `if` with a missing
+# condition is missing, `and`/`or` are SQL's three-valued logic.
+
+COMPUTE_ROWS = 400
+
+
+def compute_dataset(run, rng, work: Path):
+    """CSV + microtab dataset + DuckDB table with the same records."""
+    import duckdb
+    rows = []
+    for i in range(1, COMPUTE_ROWS + 1):
+        pick = lambda *xs: rng.choice(xs)
+        rows.append(dict(
+            ID=i,
+            A=pick(None, 99, 0, 1, -1, 2, -5, 7, 39, 40, rng.randint(-5, 40)),
+            U=pick(None, 0, 1, 2, 127, 253, 254),
+            I=pick(None, 0, -1, 1, -32767, 32767, 300, -300),
+            L=pick(None, 0, 4000000000, -4000000000, 123456789, rng.randint(-10**6, 10**6)),
+            D=pick(None, 0, -1.5, 0.25, 2.5, -2.5, 59.99, -20.0, 0.01, round(rng.uniform(-20, 60), 2)),
+            E=pick(None, 0, 0.001, -0.125, 1.5, 2.0, -7.25, round(rng.uniform(-8, 8), 3)),
+            F=pick(None, 0.0, -0.0, 0.5, -1.25, 3.0, 1e-300, 250.75, -1e-3, 1e300, 2.0, -2.0, rng.uniform(-100, 100)),
+            G=pick(None, 0.0, 1.0, -1.0, 1e308, -1e308, 5e-324, 1e-3),
+            S=pick(None, "Ohio", "New York", "Utah", "3", "ohio"),
+        ))
+    def cell(c, v):
+        if v is None:
+            return ""
+        if c == "D":
+            return f"{v:.2f}"
+        if c == "E":
+            return f"{v:.3f}"
+        if c in "FG":
+            return repr(float(v))
+        if c == "S":
+            return f'"{v}"' if " " in v else v
+        return str(v)
+    cols = ["ID", "A", "U", "I", "L", "D", "E", "F", "G", "S", "Z"]
+    for r in rows:
+        r["Z"] = None
+    text = ",".join(cols) + "\n" + "".join(",".join(cell(c, r[c]) for c in cols) + "\n" for r in rows)
+    path = work / "compute.csv"
+    path.write_text(text)
+    ds = work / "compute.mtab"
+    shutil.rmtree(ds, ignore_errors=True)
+    rc, out, err = run("import", path, ds, "--missing", "A=99", "--type", "F=float", "--type", "G=float",
+                       "--type", "Z=float", "--type", "S=string")
+    if rc != 0:
+        raise Finding(f"compute dataset import failed: {err}")
+    info = json.loads(run("info", ds, "--format", "json")[1])
+    decs = {v["name"]: v.get("decimals", 0) for v in info["variables"]}
+    if decs.get("D") != 2 or decs.get("E") != 3:
+        raise Finding(f"compute dataset: D, E imported with decimals {decs.get('D')}, {decs.get('E')}")
+    con = duckdb.connect()
+    con.execute("CREATE MACRO fin(x) AS CASE WHEN isfinite(x) THEN x ELSE NULL END")
+    libm_macros(con, 0)
+    con.execute(
+        f"CREATE TABLE t AS SELECT ID, CAST(NULLIF(A, 99) AS DECIMAL(38,0)) AS A, CAST(U AS DECIMAL(38,0)) AS U, "
+        "CAST(I AS DECIMAL(38,0)) AS I, CAST(L AS DECIMAL(38,0)) AS L, CAST(D AS DECIMAL(38,2)) AS D, "
+        "CAST(E AS DECIMAL(38,3)) AS E, F, G, S, Z "
+        f"FROM read_csv('{path}', header=true, types={{'ID': 'BIGINT', 'A': 'BIGINT', 'U': 'BIGINT', "
+        "'I': 'BIGINT', 'L': 'BIGINT', 'D': 'DECIMAL(18,2)', 'E': 'DECIMAL(18,3)', 'F': 'DOUBLE', "
+        "'G': 'DOUBLE', 'S': 'VARCHAR', 'Z': 'DOUBLE'})")
+    return dict(ds=ds, con=con, rows=rows)
+
+
+def libm_macros(con, ulps):
+    """pow, exp, ln and log10 for the oracle's SQL, their results moved by
+    `ulps` units in the last place: the C library's and Rust's (which
+    computes a power with a whole exponent as powi) may differ in the last
+    bit, and a function that amplifies it (mod of a huge power, a
+    comparison at equality) would then differ by more. A record agrees
+    when it agrees under one of the shifts."""
+    f = repr(1 + ulps * 2.0 ** -52)
+    for name, body in [("fpow(x, y)", "pow(x, y)"), ("fexp(x)", "exp(x)"), ("fln(x)", "ln(x)"),
+                       ("flog10(x)", "log10(x)")]:
+        con.execute(f"CREATE OR REPLACE MACRO {name} AS {body} * {f}")
+
+
+NUM_VARS = {"A": 0, "U": 0, "I": 0, "L": 0, "D": 2, "E": 3}
+FLOAT_VARS = ["F", "G", "Z"]
+TEXT_VALUES = ["Ohio", "New York", "Utah", "3", "ohio"]
+ABSENT = "Iowa"
+
+
+class X:
+    """A generated expression: microtab text, SQL text, type ('i' exact
+    with `d` decimals, 'f' float), and whether it is a bare variable."""
+
+    def __init__(self, mt, sql, t, d=0, var=None):
+        self.mt, self.sql, self.t, self.d, self.var = mt, sql, t, d, var
+
+
+def _dec(sql, d):
+    return f"CAST(({sql}) AS DECIMAL(38,{d}))"
+
+
+def _tof(x):
+    """microtab's ToF: the stored integer over 10^d, in f64."""
+    if x.t == "f":
+        return x.sql
+    return f"(CAST(CAST(({x.sql}) * {10 ** x.d} AS HUGEINT) AS DOUBLE) / {float(10 ** x.d)!r})"
+
+
+def _truth(x):
+    """The SQL condition `x is true` (nonzero), NULL when x is."""
+    return f"(({x.sql}) <> 0)"
+
+
+def gen_leaf(rng):
+    k = rng.random()
+    if k < 0.45:
+        v = rng.choice(list(NUM_VARS))
+        name = rng.choice([v, v.lower()])
+        return X(name, v, "i", NUM_VARS[v], var=v)
+    if k < 0.7:
+        v = rng.choice(FLOAT_VARS)
+        return X(v, v, "f", var=v)
+    lit = rng.choice(["0", "1", "2", "3", "7", "10", "100", "255", "32767", "0.5", "2.25", "0.125", "1.0",
+                      "1e-3", "2.5e1", "1e300"])
+    if re.fullmatch(r"\d+(\.\d+)?", lit):
+        d = len(lit.split(".")[1]) if "." in lit else 0
+        return X(lit, f"CAST({lit} AS DECIMAL(38,{d}))", "i", d)
+    return X(lit, f"CAST({lit} AS DOUBLE)", "f")
+
+
+def _literal_int(mt):
+    """The value of a whole-number literal as microtab's typing sees it
+    (through parentheses and unary minus), else None."""
+    t = mt.replace("(", "").replace(")", "").replace(" ", "")
+    m = re.fullmatch(r"(-*)(\d+)", t)
+    if not m:
+        return None
+    return int(m.group(2)) * (-1) ** len(m.group(1))
+
+
+def _unify(a, b):
+    if a.t == "i" and b.t == "i":
+        d = max(a.d, b.d)
+        return "i", d, _dec(a.sql, d), _dec(b.sql, d)
+    return "f", 0, _tof(a), _tof(b)
+
+
+def _inset(rng, v):
+    """`V(items)` for variable v: (microtab text, SQL condition on v)."""
+    if v == "S":
+        vals = rng.sample(TEXT_VALUES, rng.randint(1, 2))
+        if rng.random() < 0.03:
+            vals.append(ABSENT)  # no record has it: an error, not 0
+        items = [f'"{x}"' if " " in x or rng.random() < 0.3 else x for x in vals]
+        conds = [f"S = '{x}'" for x in vals]
+        if rng.random() < 0.15:
+            items.append("*")
+            conds.append("TRUE")
+        return f"{v}({','.join(items)})", " OR ".join(conds)
+    d = NUM_VARS.get(v, None)
+
+    def num():
+        if v in FLOAT_VARS:
+            return rng.choice(["0", "0.5", "-1.25", "3", "1e-3", "100", "-100"])
+        if d:
+            return rng.choice(["0", "-1.5", "0.25", "2.5", "-2.5", "1", "59.99", "-20"])
+        return str(rng.choice([0, 1, -1, 2, 7, 39, 40, -5, 127, 254, 32767, -32767, 300]))
+
+    items, conds = [], []
+    for _ in range(rng.randint(1, 3)):
+        k = rng.random()
+        if k < 0.4:
+            x = num()
+            items.append(x)
+            conds.append(f"{v} = {x}")
+        elif k < 0.75:
+            a, b = sorted([num(), num()], key=float)
+            items.append(f"{a}-{b}")
+            conds.append(f"({v} >= {a} AND {v} <= {b})")
+        elif k < 0.9:
+            x = num()
+            if rng.random() < 0.5:
+                items.append(f"*-{x}")
+                conds.append(f"{v} <= {x}")
+            else:
+                items.append(f"{x}-*")
+                conds.append(f"{v} >= {x}")
+        else:
+            items.append("*")
+            conds.append("TRUE")
+    return f"{v}({','.join(items)})", " OR ".join(conds)
+
+
+def gen_expr(rng, depth=0):
+    if depth >= 4 or rng.random() < 0.25 + 0.15 * depth:
+        return gen_leaf(rng)
+    k = rng.random()
+    sub = lambda: gen_expr(rng, depth + 1)
+    if k < 0.35:
+        a, b = sub(), sub()
+        op = rng.choice(["+", "-", "*", "/", "^", "^", "**"])
+        if op in "+-":
+            t, d, x, y = _unify(a, b)
+            if t == "i":
+                return X(f"({a.mt} {op} {b.mt})", f"(({x}) {op} ({y}))", "i", d)
+            return X(f"({a.mt} {op} {b.mt})", f"fin(({x}) {op} ({y}))", "f")
+        if op == "*":
+            if a.t == "i" and b.t == "i":
+                return X(f"({a.mt} * {b.mt})", f"(({a.sql}) * ({b.sql}))", "i", a.d + b.d)
+            return X(f"({a.mt} * {b.mt})", f"fin(({_tof(a)}) * ({_tof(b)}))", "f")
+        if op == "/":
+            t, d, x, y = _unify(a, b)
+            if t == "i":
+                p = f"CAST(CAST(({x}) * {10 ** d} AS HUGEINT) AS DOUBLE)"
+                q = f"CAST(CAST(({y}) * {10 ** d} AS HUGEINT) AS DOUBLE)"
+                return X(f"({a.mt} / {b.mt})", f"fin({p} / {q})", "f")
+            return X(f"({a.mt} / {b.mt})", f"fin(({x}) / ({y}))", "f")
+        # powers: an exact base and a literal whole exponent 0..16 stay
+        # exact (parentheses and unary minus around the literal count).
+        if rng.random() < 0.4:
+            e = rng.choice(["0", "1", "2", "3", "0.5", "-1", "17"])
+            b = X(e, f"CAST({e} AS DECIMAL(38,{len(e.split('.')[1]) if '.' in e else 0}))", "i",
+                  len(e.split('.')[1]) if '.' in e else 0)
+        k = _literal_int(b.mt)
+        if a.t == "i" and k is not None and 0 <= k <= 16:
+            mt = f"({a.mt}) {op} ({b.mt})"
+            if k == 0:
+                return X(mt, f"CASE WHEN ({a.sql}) IS NULL THEN NULL ELSE CAST(1 AS DECIMAL(38,0)) END", "i", 0)
+            return X(mt, "(" + " * ".join([f"({a.sql})"] * k) + ")", "i", a.d * k)
+        return X(f"({a.mt}) {op} ({b.mt})", f"fin(fpow({_tof(a)}, {_tof(b)}))", "f")
+    if k < 0.47:
+        a, b = sub(), sub()
+        op = rng.choice(["<", "<=", ">", ">=", "=", "==", "!=", "<>"])
+        sop = {"==": "=", "!=": "<>"}.get(op, op)
+        t, d, x, y = _unify(a, b)
+        return X(f"({a.mt} {op} {b.mt})", f"CAST((({x}) {sop} ({y})) AS INTEGER)", "i", 0)
+    if k < 0.55:
+        a, b = sub(), sub()
+        op = rng.choice(["and", "or", "&", "|"])
+        sop = "AND" if op in ("and", "&") else "OR"
+        return X(f"({a.mt} {op} {b.mt})", f"CAST(({_truth(a)} {sop} {_truth(b)}) AS INTEGER)", "i", 0)
+    if k < 0.58:
+        a = sub()
+        return X(f"(not ({a.mt}))", f"CAST((NOT {_truth(a)}) AS INTEGER)", "i", 0)
+    if k < 0.62:
+        a = sub()
+        if a.t == "i":
+            return X(f"-({a.mt})", f"(-({a.sql}))", "i", a.d)
+        return X(f"-({a.mt})", f"(-({a.sql}))", "f")
+    if k < 0.68:
+        v = rng.choice(list(NUM_VARS) + FLOAT_VARS + ["S", "S"])
+        mt, cond = _inset(rng, v)
+        return X(mt, f"CASE WHEN {v} IS NULL THEN NULL ELSE CAST(({cond}) AS INTEGER) END", "i", 0)
+    if k < 0.71:
+        val = rng.choice(TEXT_VALUES)
+        op = rng.choice(["==", "!="])
+        sop = "=" if op == "==" else "<>"
+        return X(f'(S {op} "{val}")', f"CAST((S {sop} '{val}') AS INTEGER)", "i", 0)
+    f = rng.choice(["abs", "ln", "log10", "exp", "sqrt", "float", "round", "round2", "floor", "ceil", "trunc",
+                    "int", "min", "max", "mod", "if", "inrange", "missing"])
+    a = sub()
+    if f == "abs":
+        return X(f"abs({a.mt})", f"abs({a.sql})", a.t, a.d)
+    if f in ("ln", "log10", "exp", "sqrt"):
+        fn = f if f == "sqrt" else "f" + f
+        return X(f"{f}({a.mt})", f"fin({fn}({_tof(a)}))", "f")
+    if f == "float":
+        return X(f"float({a.mt})", _tof(a), "f")
+    if f in ("round", "round2"):
+        n = 0 if f == "round" else rng.choice([-2, -1, 0, 1, 2, 3])
+        mt = f"round({a.mt})" if f == "round" else f"round({a.mt}, {n})"
+        if a.t == "i":
+            if n >= a.d:
+                return X(mt, a.sql, "i", a.d)
+            return X(mt, f"round({a.sql}, {n})", "i", max(n, 0))
+        return X(mt, f"fin(round({a.sql}, {n}))", "f")
+    if f in ("floor", "ceil", "trunc", "int"):
+        sf = "trunc" if f == "int" else f
+        if a.t == "i":
+            return X(f"{f}({a.mt})", f"{sf}({a.sql})", "i", 0)
+        return X(f"{f}({a.mt})", f"{sf}({a.sql})", "f")
+    if f in ("min", "max"):
+        xs = [a] + [sub() for _ in range(rng.randint(1, 2))]
+        fn = "least" if f == "min" else "greatest"
+        nulls = " OR ".join(f"({x.sql}) IS NULL" for x in xs)
+        if all(x.t == "i" for x in xs):
+            d = max(x.d for x in xs)
+            args = ", ".join(_dec(x.sql, d) for x in xs)
+            return X(f"{f}({', '.join(x.mt for x in xs)})", f"CASE WHEN {nulls} THEN NULL ELSE {fn}({args}) END", "i", d)
+        args = ", ".join(_tof(x) for x in xs)
+        return X(f"{f}({', '.join(x.mt for x in xs)})", f"CASE WHEN {nulls} THEN NULL ELSE {fn}({args}) END", "f")
+    if f == "mod":
+        b = sub()
+        t, d, x, y = _unify(a, b)
+        mt = f"mod({a.mt}, {b.mt})"
+        if t == "i":
+            p = f"CAST(({x}) * {10 ** d} AS HUGEINT)"
+            q = f"CAST(({y}) * {10 ** d} AS HUGEINT)"
+            r = f"({p} % {q})"
+            fl = f"CASE WHEN {q} = 0 THEN NULL WHEN {r} <> 0 AND (({r} < 0) <> ({q} < 0)) THEN {r} + {q} ELSE {r} END"
+            return X(mt, f"(CAST(({fl}) AS DECIMAL(38,0)) * CAST({1 / 10 ** d if d else 1} AS DECIMAL(38,{d})))"
+                     if d else f"CAST(({fl}) AS DECIMAL(38,0))", "i", d)
+        r = f"fmod({x}, {y})"
+        return X(mt, f"CASE WHEN ({y}) = 0 THEN NULL WHEN {r} <> 0 AND (({r} < 0) <> (({y}) < 0)) THEN {r} + ({y}) ELSE {r} END", "f")
+    if f == "if":
+        b, c = sub(), sub()
+        t, d, x, y = _unify(b, c)
+        return X(f"if({a.mt}, {b.mt}, {c.mt})",
+                 f"CASE WHEN ({a.sql}) IS NULL THEN NULL WHEN {_truth(a)} THEN {x} ELSE {y} END", t, d)
+    if f == "inrange":
+        lo, hi = sub(), sub()
+        t1, d1, x1, y1 = _unify(a, lo)
+        t2, d2, x2, y2 = _unify(a, hi)
+        return X(f"inrange({a.mt}, {lo.mt}, {hi.mt})", f"CAST((({x1}) >= ({y1}) AND ({x2}) <= ({y2})) AS INTEGER)", "i", 0)
+    return X(f"missing({a.mt})", f"CAST((({a.sql}) IS NULL) AS INTEGER)", "i", 0)
+
+
+def _listed(run, ds, var):
+    rc, out, err = run("list", ds, "ID", var, "--all", "--format", "csv")
+    if rc != 0:
+        raise Finding(f"list {var} failed: {err}")
+    rows = list(csv.reader(io.StringIO(out)))
+    return {int(r[1]): (None if r[2] == "" else r[2]) for r in rows[1:]}
+
+
+def _same(got, want, exact):
+    """A microtab value (text) equals DuckDB's: exactly for exact results,
+    to 1e-12 relative (a last-bit difference in ln/exp/pow or a float
+    stored on its decimal grid) for floats."""
+    if got is None or want is None:
+        return got is None and want is None
+    import decimal
+    if isinstance(want, bool):
+        want = int(want)
+    if exact:
+        return decimal.Decimal(got) == decimal.Decimal(str(want))
+    g, w = float(got), float(want)
+    return g == w or abs(g - w) <= 1e-12 * max(abs(w), abs(g)) or abs(g - w) < 1e-300
+
+
+# A refusal microtab documents for an expression it cannot compute
+# exactly (overflow possible from the stored ranges, too many decimals).
+REFUSALS = ("could exceed the range of 64-bit integers", "limited to 18 decimals")
+
+
+def fuzz_compute(run, rng, work: Path, state):
+    if "compute" not in state:
+        state["compute"] = compute_dataset(run, rng, work)
+    st = state["compute"]
+    ds, con = st["ds"], st["con"]
+    x = gen_expr(rng)
+    if x.var is not None and rng.random() < 0.7:
+        x = gen_expr(rng, 1)
+        if x.var is not None:
+            return "leaf"
+    rc, out, err = run("compute", ds, f"NEW = {x.mt}", "--replace")
+    if ABSENT in x.mt:
+        if rc == 0 or f"S has no value '{ABSENT}'" not in err:
+            raise Finding(f"compute {x.mt!r} names a value no record has: {err or 'accepted'}")
+        return "absent"
+    if rc != 0:
+        if any(r in err for r in REFUSALS):
+            return "refused"
+        raise Finding(f"compute {x.mt!r} failed: {err}")
+    got = _listed(run, ds, "NEW")
+    try:
+        want = dict(con.execute(f"SELECT ID, {x.sql} FROM t").fetchall())
+    except Exception as e:  # noqa: BLE001 - the oracle's own failure is a finding to look at
+        raise Finding(f"DuckDB failed on the oracle SQL of {x.mt!r}: {e}\nSQL: {x.sql}")
+    bad = [(i, got.get(i), want[i]) for i in sorted(want) if not _same(got.get(i), want[i], x.t == "i")]
+    if bad and any(f in x.sql for f in ("fpow(", "fexp(", "fln(", "flog10(")):
+        # Last-bit differences of the elementary functions, amplified.
+        for ulps in (1, -1, 2, -2, 4, -4):
+            libm_macros(con, ulps)
+            alt = dict(con.execute(f"SELECT ID, {x.sql} FROM t").fetchall())
+            bad = [b for b in bad if not _same(b[1], alt[b[0]], x.t == "i")]
+        libm_macros(con, 0)
+    if bad:
+        raise Finding(f"compute {x.mt!r}: {len(bad)} of {len(want)} records differ from DuckDB, "
+                      f"e.g. (ID, microtab, DuckDB) {bad[:5]}\nSQL: {x.sql}")
+    return "ok"
+
+
+def gen_recode(rng):
+    """(microtab rules, --from vars, SQL conditions per rule, codes)."""
+    kind = rng.choice(["A", "D", "F", "S", "AS"])
+    rules, conds = [], []
+    for _ in range(rng.randint(1, 4)):
+        if kind == "AS":
+            k = rng.random()
+            if k < 0.15:
+                rules.append("*")
+                conds.append("TRUE")
+                continue
+            m1, c1 = _inset(rng, "A")
+            m2, c2 = _inset(rng, "S")
+            if k < 0.5:
+                rules.append(f"{m1} {m2}")
+                conds.append(f"({c1}) AND ({c2})")
+            elif k < 0.75:
+                op = rng.choice([">=", "<", "!=", "="])
+                val = rng.choice([0, 7, 20, -1])
+                rules.append(f"A {op} {val}")
+                conds.append(f"A {'<>' if op == '!=' else op} {val}")
+            else:
+                rules.append(m2)
+                conds.append(c2)
+            continue
+        if rng.random() < 0.15:
+            rules.append("*")
+            conds.append("TRUE")
+            continue
+        mt, cond = _inset(rng, kind)
+        rules.append(mt[len(kind) + 1:-1])
+        conds.append(cond)
+    froms = ["A", "S"] if kind == "AS" else [kind]
+    coded = rng.random() < 0.5
+    codes = [rng.choice([1, 2, 5, 9, 10, -1, 0]) if coded else i + 1 for i in range(len(rules))]
+    labels = [f' "L{i}"' if rng.random() < 0.3 else "" for i in range(len(rules))]
+    text = "; ".join((f"{c} = " if coded else "") + r + lab for r, c, lab in zip(rules, codes, labels))
+    return text, froms, conds, codes
+
+
+def fuzz_recode(run, rng, work: Path, state):
+    if "compute" not in state:
+        state["compute"] = compute_dataset(run, rng, work)
+    st = state["compute"]
+    ds, con = st["ds"], st["con"]
+    text, froms, conds, codes = gen_recode(rng)
+    other = rng.choice([None, None, "77", froms[0] if froms[0] in NUM_VARS and NUM_VARS[froms[0]] == 0 else None])
+    miss = rng.choice([None, None, "-9"])
+    args = ["recode", ds, "NEWR", "--from", ",".join(froms), text, "--replace"]
+    if other:
+        args += ["--other", other]
+    if miss:
+        args += ["--missing", miss]
+    rc, out, err = run(*args)
+    if ABSENT in text:
+        if rc == 0 or f"S has no value '{ABSENT}'" not in err:
+            raise Finding(f"recode {text!r} names a value no record has: {err or 'accepted'}")
+        return "absent"
+    if rc != 0:
+        if miss and "gives that code too" in err:
+            return "refused"
+        raise Finding(f"recode {text!r} --from {froms} failed: {err}")
+    got = _listed(run, ds, "NEWR")
+    nulls = " OR ".join(f"{v} IS NULL" for v in froms)
+    whens = " ".join(f"WHEN ({c}) THEN {code}" for c, code in zip(conds, codes))
+    other_sql = "NULL" if other is None else (other if other == "77" else other)
+    sql = f"CASE WHEN {nulls} THEN {miss or 'NULL'} {whens} ELSE {other_sql} END"
+    want = dict(con.execute(f"SELECT ID, {sql} FROM t").fetchall())
+    bad = [(i, got.get(i), want[i]) for i in sorted(want) if not _same(got.get(i), want[i], True)]
+    if bad:
+        raise Finding(f"recode {text!r} --from {froms} --other {other} --missing {miss}: {len(bad)} records "
+                      f"differ from DuckDB, e.g. (ID, microtab, DuckDB) {bad[:5]}\nSQL: {sql}")
+    return "ok"
+
+
+def fuzz_temp_recode(run, rng, work: Path, state):
+    """A temporary recode `V(r: …; …)` in freq against DuckDB's counts of
+    the first group each record matches."""
+    if "compute" not in state:
+        state["compute"] = compute_dataset(run, rng, work)
+    st = state["compute"]
+    ds, con = st["ds"], st["con"]
+    v = rng.choice(["A", "D", "F", "S", "U", "I"])
+    groups, conds = [], []
+    for _ in range(rng.randint(1, 4)):
+        if rng.random() < 0.15:
+            groups.append("*")
+            conds.append("TRUE")
+        else:
+            mt, cond = _inset(rng, v)
+            groups.append(mt[len(v) + 1:-1])
+            conds.append(cond)
+    spec = f"{v}(r: {'; '.join(groups)})"
+    rc, out, err = run("freq", ds, spec, "--format", "json")
+    if ABSENT in spec:
+        if rc == 0 or f"S has no value '{ABSENT}'" not in err:
+            raise Finding(f"freq {spec!r} names a value no record has: {err or 'accepted'}")
+        return "absent"
+    if rc != 0:
+        raise Finding(f"freq {spec!r} failed: {err}")
+    res = json.loads(out)
+    got = {r["value"]: r["count"] for r in res["rows"] if not r.get("missing") and r["value"] is not None}
+    whens = " ".join(f"WHEN ({c}) THEN {i + 1}" for i, c in enumerate(conds))
+    sql = f"SELECT g, count(*) FROM (SELECT CASE WHEN {v} IS NULL THEN NULL {whens} END AS g FROM t) WHERE g IS NOT NULL GROUP BY g"
+    want = dict(con.execute(sql).fetchall())
+    got = {k: n for k, n in got.items() if n}
+    if got != want:
+        raise Finding(f"freq {spec!r}: microtab {sorted(got.items())}, DuckDB {sorted(want.items())}")
+    return "ok"
+
+
+# --------------------------------------------------------------------------
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--target", choices=["csv", "fixed", "filter", "all"], default="all")
+    ap.add_argument("--target", choices=["csv", "fixed", "filter", "compute", "recode", "temprecode", "all"],
+                    default="all")
+    ap.add_argument("--cases", type=int, default=None,
+                    help="stop after this many cases (else after --seconds)")
     ap.add_argument("--bin", default=os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
     ap.add_argument("--keep", default=REPO / "fuzz-findings")
     a = ap.parse_args(argv)
     seed = a.seed if a.seed is not None else random.randrange(1 << 32)
     rng = random.Random(seed)
     run = Runner(Path(a.bin))
-    targets = ["csv", "fixed", "filter"] if a.target == "all" else [a.target]
+    targets = ["csv", "fixed", "filter", "compute", "recode", "temprecode"] if a.target == "all" else [a.target]
     stats = collections.Counter()
     state = {}
     end = time.monotonic() + a.seconds
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         n = 0
-        while time.monotonic() < end:
+        while (n < a.cases) if a.cases is not None else (time.monotonic() < end):
             t = targets[n % len(targets)]
             n += 1
             run.history = run.history[-20:]
@@ -633,6 +1174,12 @@ def main(argv=None):
                     outcome = fuzz_csv(run, rng, work)
                 elif t == "fixed":
                     outcome = fuzz_fixed(run, rng, work)
+                elif t == "compute":
+                    outcome = fuzz_compute(run, rng, work, state)
+                elif t == "recode":
+                    outcome = fuzz_recode(run, rng, work, state)
+                elif t == "temprecode":
+                    outcome = fuzz_temp_recode(run, rng, work, state)
                 else:
                     outcome = fuzz_filter(run, rng, work, state)
                 stats[f"{t}:{outcome}"] += 1

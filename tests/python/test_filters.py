@@ -157,3 +157,22 @@ def test_reversed_range_is_an_error(strds):
     # A range that holds no value is a typo, not an empty answer.
     p = run("freq", strds, "N", "--filter", "N(3-1)", ok=False)
     assert "reversed" in p.stderr and "write 1-3" in p.stderr
+
+
+def test_a_label_for_a_numeric_value_names_the_value(tmp_path):
+    """Issue 27, item 5: `SEX(male)` for a numeric SEX labeled 1=Male is an
+    error naming the value (never an empty result); a numeric value the
+    data does not reach is an empty answer, not an error (counted by hand:
+    no record has AGE 150)."""
+    src = tmp_path / "l.csv"
+    src.write_text("SEX,AGE\n1,20\n2,30\n1,40\n")
+    ds = tmp_path / "l.mtab"
+    run("import", src, ds)
+    run("label", ds, "SEX", "1=Male", "2=Female")
+    p = run("freq", ds, "AGE", "--filter", "SEX(male)", ok=False)
+    assert "expected a finite number for SEX, found 'male' ('male' is the label of 1: write 1)" in p.stderr
+    p = run("freq", ds, "SEX(r: Female; *)", ok=False)
+    assert "'Female' is the label of 2: write 2" in p.stderr
+    assert run_json("freq", ds, "SEX", "--filter", "AGE(150-200)")["total"]["count"] == 0
+    got = {r["label"]: r["count"] for r in run_json("freq", ds, "SEX(r: 2 \"f\"; *)")["rows"] if not r["missing"]}
+    assert got == {"f": 1, "*": 2}

@@ -1,8 +1,10 @@
 """The differential fuzzer (tests/fuzz/fuzz.py) for a bounded time: CSV,
-fixed-width + DDI and filter inputs, generated and mutated, each run
+fixed-width + DDI and filter inputs, generated and mutated, and random
+compute expressions, recode rules and temporary recodes, each run
 checked for crashes, hangs, malformed errors and — when it succeeds —
 against Python's csv module, Python slicing of the fixed-width records,
-and a reference evaluator of the filter grammar. Longer on demand:
+a reference evaluator of the filter grammar, and DuckDB record by record
+(compute, recode). Longer on demand:
 ``python3 tests/fuzz/fuzz.py --seconds 3600``; this test's budget is
 ``MICROTAB_FUZZ_SECONDS`` (default 45).
 """

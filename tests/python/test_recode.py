@@ -73,12 +73,15 @@ def test_restricted_range_is_missing_outside(census):
 def test_recodes_over_several_datasets_and_bad_specs(census, tmp_path):
     d, ds, _ = census
     (tmp_path / "m").mkdir()
+    # Two imports of one CSV: two datasets (a copied directory is the same
+    # dataset twice, and refused).
     for n in ("a", "b"):
-        shutil.copytree(ds, tmp_path / "m" / f"{n}.mtab")
+        run("import", d / "c.csv", tmp_path / "m" / f"{n}.mtab", "--missing", "INCTOT=9999999",
+            "--missing", "EDUC=11")
     one = run_json("tab", ds, AGE, "SEX")["tables"][0]["counts"]
     two = run_json("tab", f"{tmp_path}/m/*.mtab", AGE, "SEX")["tables"][0]["counts"]
     assert two == [[2 * x for x in row] for row in one]
-    for spec, needle in (("AGE(r: )", "at least one group"), ('AGE(r: "x")', "no values"),
+    for spec, needle in (("AGE(r: )", "at least one group"), ('AGE(r: "x")', "expected a finite number for AGE"),
                          ("AGE(r: 1-x)", "AGE")):
         p = run("freq", ds, spec, ok=False)
         assert needle in p.stderr, (spec, p.stderr)
@@ -151,3 +154,133 @@ def test_recodes_of_floats_and_wide_ranges(census, tmp_path):
         "SELECT count(*) FILTER (WHERE INCTOT * PERWT <= 100000), count(*) FILTER (WHERE INCTOT * PERWT > 100000 AND INCTOT <> 9999999), "
         "count(*) FILTER (WHERE INCTOT = 9999999) FROM c").fetchone()
     assert got == {"*-100000": lo, "100000.01-*": hi, "missing": na}
+
+
+# --------------------------------------------------------------------------
+# Text recodes and values that match nothing (issue 27, item 5): `*` is
+# "every other value" in temporary recodes as in `recode`, for text and
+# numbers; a text value no record has is an error naming the variable, the
+# value and its close spellings — never an empty group or `Total 0`.
+# Oracle: pandas on the same CSV.
+# --------------------------------------------------------------------------
+
+WRKSTAT = ["Full-Time", "Part-Time", "Temp Not Working", "Unemployed", "Retired", "School",
+           "Keeping House", "Other"]
+
+
+@pytest.fixture(scope="module")
+def gss(tmp_path_factory):
+    import random
+
+    import pandas as pd
+    d = tmp_path_factory.mktemp("gss")
+    rnd = random.Random(27)
+    lines = ["id,wrkstat,gender,age"]
+    for i in range(1, 3001):
+        w = "" if rnd.random() < 0.03 else rnd.choice(WRKSTAT)
+        g = "" if rnd.random() < 0.02 else rnd.choice(["Male", "Female"])
+        a = "" if rnd.random() < 0.02 else str(rnd.randint(18, 89))
+        lines.append(f"{i},{w},{g},{a}")
+    csv = d / "gss.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    ds = d / "gss.mtab"
+    run("import", csv, ds)
+    df = pd.read_csv(csv, keep_default_na=False, na_values=[""])
+    return d, csv, ds, df
+
+
+def _freq(ds, spec, *args):
+    r = run_json("freq", ds, spec, *args)
+    return {row["label"] or row["value"]: row["count"] for row in r["rows"] if not row["missing"]}, r
+
+
+def test_star_is_everything_else_in_a_text_recode(gss):
+    _, _, ds, df = gss
+    got, r = _freq(ds, 'wrkstat(r: "Full-Time","Part-Time" "working"; *)')
+    w = df.wrkstat.dropna()
+    working = int(w.isin(["Full-Time", "Part-Time"]).sum())
+    assert got == {"working": working, "*": len(w) - working}
+    assert r["total"]["count"] == len(w)  # every non-missing record, none dropped
+    # `*` first takes every record (first match wins, as in `recode`).
+    got, _ = _freq(ds, 'wrkstat(r: * "all"; Retired)')
+    assert got.get("all") == len(w) and got.get("Retired", 0) == 0
+    # The same rules as a permanent recode give the same groups.
+    run("recode", ds, "WORKING", "--from", "wrkstat", '1 = "Full-Time","Part-Time" "working"; 2 = * "other"')
+    perm, _ = _freq(ds, "WORKING")
+    assert perm == {"working": working, "other": len(w) - working}
+
+
+def test_star_is_everything_else_in_a_numeric_recode(gss):
+    _, _, ds, df = gss
+    got, _ = _freq(ds, 'age(r: 18-29 "young"; *)')
+    a = df.age.dropna()
+    young = int(((a >= 18) & (a <= 29)).sum())
+    assert got == {"young": young, "*": len(a) - young}
+    # As a filter list item too: `*` is every non-missing value.
+    t = run_json("freq", ds, "gender", "--filter", "wrkstat(*)")
+    assert t["total"]["count"] == int((df.gender.notna() & df.wrkstat.notna()).sum())
+
+
+@pytest.mark.parametrize("args,var,value,close", [
+    (["freq", "{ds}", "gender", "--filter", "gender(male)"], "gender", "male", "'Male'"),
+    (["freq", "{ds}", "gender", "--filter", "gender=female"], "gender", "female", "'Female'"),
+    (["freq", "{ds}", "gender", "--filter", 'gender(" Male")'], "gender", " Male", "'Male'"),
+    (["freq", "{ds}", "gender", "--filter", "gender!=Mal"], "gender", "Mal", "'Male'"),
+    (["freq", "{ds}", 'wrkstat(r: "Full time"; *)'], "wrkstat", "Full time", "'Full-Time'"),
+    (["tab", "{ds}", "gender", "wrkstat(Retire,School)"], "wrkstat", "Retire", "'Retired'"),
+    (["compute", "{ds}", 'X = gender == "male"'], "gender", "male", "'Male'"),
+    (["compute", "{ds}", "X = wrkstat(retired)"], "wrkstat", "retired", "'Retired'"),
+    (["recode", "{ds}", "X", "--from", "gender", "1 = male; 2 = Female"], "gender", "male", "'Male'"),
+    (["list", "{ds}", "id", "--filter", "wrkstat(School,Nowhere)"], "wrkstat", "Nowhere", None),
+])
+def test_a_text_value_no_record_has_is_an_error(gss, args, var, value, close):
+    _, _, ds, _ = gss
+    p = run(*[a.replace("{ds}", str(ds)) for a in args], ok=False)
+    assert p.returncode == 1 and p.stdout == ""
+    assert f"{var} has no value '{value}'" in p.stderr, p.stderr
+    if close:
+        assert f"did you mean {close}" in p.stderr, p.stderr
+    else:
+        assert "did you mean" not in p.stderr
+
+
+def test_numeric_values_absent_from_the_data_are_empty_not_errors(gss):
+    _, _, ds, df = gss
+    # An empty numeric range is a legitimate question: Total 0, no error.
+    r = run_json("freq", ds, "gender", "--filter", "age(150-200)")
+    assert r["total"]["count"] == 0
+    got, _ = _freq(ds, 'age(r: 18-29; 200-300 "none")')
+    assert got.get("none", 0) == 0
+    assert got["18-29"] == int(((df.age >= 18) & (df.age <= 29)).sum())
+
+
+def test_a_value_one_dataset_lacks_is_counted_from_the_others(gss, tmp_path):
+    d, csv, ds, df = gss
+    lines = csv.read_text().splitlines()
+    # A second "year" without any "Other" record.
+    b = tmp_path / "b.csv"
+    b.write_text("\n".join([lines[0]] + [l for l in lines[1:] if ",Other," not in l]) + "\n")
+    y = tmp_path / "years"
+    y.mkdir()
+    run("import", csv, y / "a.mtab")
+    run("import", b, y / "b.mtab")
+    r = run_json("freq", str(y / "*.mtab"), "gender", "--filter", "wrkstat(Other)")
+    assert r["total"]["count"] == int(((df.wrkstat == "Other") & df.gender.notna()).sum()) > 0
+    p = run("freq", str(y / "*.mtab"), "gender", "--filter", "wrkstat(other)", ok=False)
+    assert "wrkstat has no value 'other' (did you mean 'Other'?)" in p.stderr
+
+
+def test_the_error_reaches_python_as_an_exception(gss):
+    mt = pytest.importorskip("microtab")
+    _, _, ds, df = gss
+    d = mt.open(str(ds))
+    with pytest.raises(Exception) as e:
+        d.freq("gender", filter="gender(male)")
+    assert "gender has no value 'male' (did you mean 'Male'?)" in str(e.value)
+    with pytest.raises(Exception) as e:
+        d.tab("gender", 'wrkstat(r: "Full time"; *)')
+    assert "wrkstat has no value 'Full time' (did you mean 'Full-Time'?)" in str(e.value)
+    # And `*` means every other value there too.
+    f = d.freq('wrkstat(r: "Full-Time","Part-Time" "working"; *)').to_pandas()
+    w = df.wrkstat.dropna()
+    assert int(f["count"].sum()) == len(w)

@@ -129,6 +129,19 @@ fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
     })
 }
 
+/// A value of a text variable that the request's filter or recodes name
+/// and no record has (in any of `datasets`, answered together) is an
+/// error, not an empty group: checked once over all of them, since a part
+/// may lack a value the others have.
+fn check_values(datasets: &[&Dataset], req: &Request) -> Result<()> {
+    let filter = match &req.filter {
+        Some(f) => parse_filter(f)?,
+        None => Vec::new(),
+    };
+    microtab_engine::check_values(datasets, &filter, &req.group_by())?;
+    Ok(())
+}
+
 /// Checks the whole files (and dictionaries) of the variables named, so
 /// that damage anywhere in them is reported before an answer is given.
 fn verify_variables<'a>(ds: &Dataset, names: impl IntoIterator<Item = &'a String>) -> Result<()> {
@@ -204,6 +217,7 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
 /// allow them); negative weights are [`Error::NegativeWeights`] unless
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
+    check_values(&[ds], req)?;
     let (q, cube, weights, design) =
         scan(ds, req, (opts, false), microtab_engine::run_with, |c| {
             &c.counts
@@ -510,6 +524,7 @@ impl Partial {
 /// Answers `req` over several datasets with the same variables as if they
 /// were one: a partial result of each, merged exactly, finished.
 pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Result<Answer> {
+    check_values(&datasets.iter().collect::<Vec<_>>(), req)?;
     let mut acc: Option<Partial> = None;
     for ds in datasets {
         let name = ds.dir().display().to_string();

@@ -449,6 +449,19 @@ fn write_column(
         return Err(e);
     }
     let (cw, st) = result?;
+    if let Out::Int { ty, .. } = out {
+        // The type was chosen from the range derived before reading; a
+        // value beyond it would have been cast into a wrong one (or onto
+        // the null code). Never expected: refused rather than written.
+        let (tlo, thi) = ty.int_range();
+        let null = ty.null_code();
+        if st.lo <= st.hi && (st.lo < tlo || st.hi > thi || st.lo == null || st.hi == null) {
+            return Err(Error::Invalid(format!(
+                "internal error: {name}'s values reach {}..{}, outside the range derived for it from its inputs' stored ranges; nothing was written",
+                st.lo, st.hi
+            )));
+        }
+    }
     let (kind, dec) = match out {
         Out::Int { dec, .. } => (Kind::Int, dec),
         Out::Float => (Kind::Float, 0),
@@ -702,6 +715,7 @@ pub fn recode(
                         ),
                     ));
                 };
+                crate::filter::check_text_values(&t, &vars[i], &[&dicts[i]])?;
                 let p = resolve(&t, &vars[i], &dicts[i]).map_err(|e| bad(k, r, e.to_string()))?;
                 terms.push((i, p));
             }

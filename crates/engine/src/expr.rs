@@ -719,11 +719,24 @@ fn int(op: Op, dec: u32, lo: i128, hi: i128, na: bool) -> Node {
 }
 
 fn float(op: Op, lo: f64, hi: f64, grid: Option<u32>, na: bool) -> Node {
+    // Any float operation can end in NaN (overflow to infinity, 0 × ∞,
+    // a bound derived a rounding short): every float node but a constant
+    // may be missing, so that the integer operations over it (a
+    // comparison, `not`, `+ 1` of a truth value) check for missing values.
+    let na = na || !matches!(op, Op::ConstF(_));
     Node {
         op,
         ty: Ty::Float { lo, hi, grid },
         na,
     }
+}
+
+/// Bounds moved outward by a few units in the last place: a bound derived
+/// through an operation that rounds (`x · (1/y)` for `x / y`, `ln`,
+/// `exp`) may fall short of a value computed from the data by as much.
+fn widen(lo: f64, hi: f64) -> (f64, f64) {
+    let pad = |x: f64| x.abs() * 1e-12 + f64::MIN_POSITIVE;
+    (lo - pad(lo), hi + pad(hi))
 }
 
 fn boolean(op: Op, na: bool) -> Node {
@@ -915,7 +928,9 @@ impl Typer<'_> {
                 if terms.len() != 1 {
                     return self.bad(format!("'{name}({items})' is not one list of values"));
                 }
-                let pred = resolve(&terms.remove(0), &var, &dict)?;
+                let term = terms.remove(0);
+                crate::filter::check_text_values(&term, &var, &[&dict])?;
+                let pred = resolve(&term, &var, &dict)?;
                 let x = self.load(i);
                 let na = x.na;
                 Ok(boolean(Op::InSet(b(x), pred), na))
@@ -980,6 +995,13 @@ impl Typer<'_> {
                 };
                 let dict = self.ds.dictionary(&var)?;
                 let code = dict.binary_search_by(|e| e.as_str().cmp(s)).ok();
+                if code.is_none() {
+                    return Err(Error::NoSuchValue {
+                        variable: var.name.clone(),
+                        value: s.clone(),
+                        close: crate::filter::close_values(s, &[&dict]),
+                    });
+                }
                 let na = n.na;
                 return Ok(boolean(Op::TextEq(b(n), code.map(|c| c as i64), ne), na));
             }
@@ -1117,6 +1139,7 @@ impl Typer<'_> {
                 } else {
                     (f64::NEG_INFINITY, f64::INFINITY)
                 };
+                let (lo, hi) = widen(lo, hi);
                 let o = if matches!(l.ty, Ty::Int { .. }) {
                     Op::DivI(b(l), b(r))
                 } else {
@@ -1233,7 +1256,7 @@ impl Typer<'_> {
                 let (lo2, hi2) = if lo2.is_nan() || hi2.is_nan() || lo2 > hi2 {
                     (0.0, 0.0)
                 } else {
-                    (lo2, hi2)
+                    widen(lo2, hi2)
                 };
                 Ok(float(Op::MathF(m, b(x)), lo2, hi2, None, true))
             }
@@ -1531,6 +1554,7 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
         let i = t.input(&term.var)?;
         let var = t.inputs[i].var.clone();
         let dict = dict_of(ds, &var)?;
+        crate::filter::check_text_values(term, &var, &[&dict])?;
         let p = resolve(term, &var, &dict)?;
         let x = t.load(i);
         let na = x.na;
@@ -2019,7 +2043,15 @@ impl Node {
                 }
                 Vals::I(v)
             }
-            Op::PowF(a, b) => Vals::F(zip_f(ev(a).f(), rf(b), |x, y| fin(x.powf(y)))),
+            // IEEE's pow(NaN, 0) = pow(1, NaN) = 1 would turn a missing
+            // operand into 1: missing in, missing out.
+            Op::PowF(a, b) => Vals::F(zip_f(ev(a).f(), rf(b), |x, y| {
+                if x.is_nan() || y.is_nan() {
+                    f64::NAN
+                } else {
+                    fin(x.powf(y))
+                }
+            })),
             Op::CmpI(op, a, b) => {
                 let op = *op;
                 let c = a.na || b.na;

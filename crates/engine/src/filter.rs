@@ -214,21 +214,27 @@ pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
                 if raw.is_empty() {
                     return Err(err(&t, "empty value in list (expected e.g. RACE(1,3-5))"));
                 }
-                let item = match split_range(raw) {
-                    Some((a, b)) => {
-                        let end = |s: &str| {
-                            let s = s.trim();
-                            if s == "*" {
-                                Ok(None)
-                            } else if s.is_empty() {
-                                Err(err(&t, format!("incomplete range '{raw}'")))
-                            } else {
-                                Ok(Some(unquote(s)))
-                            }
-                        };
-                        Item::Range(end(a)?, end(b)?)
+                // `*` alone: every value (the variable's missing values
+                // aside, as in any term), as in a recode's `*` rule.
+                let item = if raw == "*" {
+                    Item::Range(None, None)
+                } else {
+                    match split_range(raw) {
+                        Some((a, b)) => {
+                            let end = |s: &str| {
+                                let s = s.trim();
+                                if s == "*" {
+                                    Ok(None)
+                                } else if s.is_empty() {
+                                    Err(err(&t, format!("incomplete range '{raw}'")))
+                                } else {
+                                    Ok(Some(unquote(s)))
+                                }
+                            };
+                            Item::Range(end(a)?, end(b)?)
+                        }
+                        None => Item::One(unquote(raw)),
                     }
-                    None => Item::One(unquote(raw)),
                 };
                 items.push(item);
             }
@@ -382,12 +388,119 @@ fn to_stored(term: &Term, var: &Variable, dict: &[String], s: &str) -> Result<St
         .ok()
         .filter(|x: &f64| x.is_finite() && t.bytes().any(|b| b.is_ascii_digit()))
         .ok_or_else(|| {
+            // A value label written for its value: name the value.
+            let codes: Vec<&String> = var
+                .value_labels
+                .iter()
+                .filter(|(_, l)| match_key(l) == match_key(s))
+                .map(|(c, _)| c)
+                .collect();
+            let hint = match codes.first() {
+                Some(c) => format!(" ('{s}' is the label of {c}: write {c})"),
+                None => String::new(),
+            };
             err(
                 &term.text,
-                format!("expected a finite number for {}, found '{s}'", var.name),
+                format!(
+                    "expected a finite number for {}, found '{s}'{hint}",
+                    var.name
+                ),
             )
         })?;
     Ok(Stored::Approx(x * var.scale()))
+}
+
+/// What two spellings of a value have in common when they differ only in
+/// case, spaces or punctuation (`Full-Time`, `full time`).
+fn match_key(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Edit distance of two short strings (insertions, deletions,
+/// substitutions).
+fn edits(a: &[char], b: &[char]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + (x != y) as usize)
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The values of `dicts` a mistyped `value` probably meant: those equal
+/// to it but for case, spaces and punctuation, else those a letter away
+/// from it (two for six letters or more; at most five, sorted).
+pub(crate) fn close_values(value: &str, dicts: &[&[String]]) -> Vec<String> {
+    let key = match_key(value);
+    let mut same: Vec<String> = Vec::new();
+    let mut near: Vec<(usize, String)> = Vec::new();
+    let kc: Vec<char> = key.chars().collect();
+    // A letter off in a short word, two in a longer one.
+    let most = if kc.len() >= 6 { 2 } else { 1 };
+    for d in dicts {
+        for e in d.iter() {
+            let k = match_key(e);
+            if k == key {
+                same.push(e.clone());
+            } else if kc.len() >= 3 && k.chars().count().abs_diff(kc.len()) <= most {
+                let n = edits(&kc, &k.chars().collect::<Vec<_>>());
+                if n <= most {
+                    near.push((n, e.clone()));
+                }
+            }
+        }
+    }
+    let mut out = if same.is_empty() {
+        near.sort();
+        near.into_iter().map(|(_, e)| e).collect()
+    } else {
+        same.sort();
+        same
+    };
+    out.dedup();
+    out.truncate(5);
+    out
+}
+
+/// Refuses a value of a text variable that none of its records has (in
+/// any of `dicts`, the variable's dictionaries in the datasets answered
+/// together): matching nothing, it would give an empty group, `Total 0` or
+/// (with `!=`) every record without a word. `*` (every value) is no value.
+pub(crate) fn check_text_values(term: &Term, var: &Variable, dicts: &[&[String]]) -> Result<()> {
+    if var.kind != Kind::String {
+        return Ok(());
+    }
+    let values: Vec<&String> = match &term.cond {
+        Cond::Set(items) => items
+            .iter()
+            .filter_map(|i| match i {
+                Item::One(s) => Some(s),
+                Item::Range(..) => None,
+            })
+            .collect(),
+        Cond::Cmp(_, s) => vec![s],
+    };
+    for v in values {
+        if !dicts
+            .iter()
+            .any(|d| d.binary_search_by(|e| e.as_str().cmp(v)).is_ok())
+        {
+            return Err(Error::NoSuchValue {
+                variable: var.name.clone(),
+                value: v.clone(),
+                close: close_values(v, dicts),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Refuses ranges and order comparisons on a text variable.
@@ -397,7 +510,10 @@ fn check_text_term(term: &Term, var: &Variable) -> Result<()> {
     }
     let ordered = match &term.cond {
         Cond::Cmp(op, _) => !matches!(op, CmpOp::Eq | CmpOp::Ne),
-        Cond::Set(items) => items.iter().any(|i| matches!(i, Item::Range(..))),
+        // `*` (every value) orders nothing.
+        Cond::Set(items) => items
+            .iter()
+            .any(|i| matches!(i, Item::Range(..)) && *i != Item::Range(None, None)),
     };
     if ordered {
         return Err(err(
@@ -527,6 +643,60 @@ mod tests {
             ])
         );
         assert_eq!(t[5].cond, Cond::Cmp(CmpOp::Eq, "New York".into()));
+    }
+
+    #[test]
+    fn star_is_every_value() {
+        let t = parse_filter("S(*) A(1,*) Q(\"*\")").unwrap();
+        assert_eq!(t[0].cond, Cond::Set(vec![Item::Range(None, None)]));
+        assert_eq!(
+            t[1].cond.clone(),
+            Cond::Set(vec![Item::One("1".into()), Item::Range(None, None)])
+        );
+        // Quoted, it is the text "*".
+        assert_eq!(t[2].cond, Cond::Set(vec![Item::One("*".into())]));
+        let s = Variable::new("S", Kind::String, microtab_store::PhysType::U8);
+        let dict = vec!["a".to_string(), "b".to_string()];
+        let p = resolve(&t[0], &s, &dict).unwrap();
+        assert!(p.test_int(0) && p.test_int(1));
+    }
+
+    #[test]
+    fn values_no_record_has_name_their_close_spellings() {
+        let s = Variable::new("gender", Kind::String, microtab_store::PhysType::U8);
+        let dict = vec!["Female".to_string(), "Male".to_string()];
+        let check = |f: &str| check_text_values(&parse_filter(f).unwrap()[0], &s, &[&dict]);
+        assert!(check("gender(Male,Female)").is_ok());
+        assert!(check("gender(*)").is_ok());
+        for (f, value, close) in [
+            ("gender(male)", "male", vec!["Male"]),
+            ("gender=\" Male \"", " Male ", vec!["Male"]),
+            ("gender!=FEMALE", "FEMALE", vec!["Female"]),
+            ("gender(Mal)", "Mal", vec!["Male"]),
+            ("gender(Femal)", "Femal", vec!["Female"]),
+            ("gender(other)", "other", vec![]),
+        ] {
+            match check(f) {
+                Err(Error::NoSuchValue {
+                    variable,
+                    value: v,
+                    close: c,
+                }) => {
+                    assert_eq!((variable.as_str(), v.as_str()), ("gender", value), "{f}");
+                    assert_eq!(c, close, "{f}");
+                }
+                r => panic!("{f}: {r:?}"),
+            }
+        }
+        let e = check("gender(male)").unwrap_err().to_string();
+        assert_eq!(e, "gender has no value 'male' (did you mean 'Male'?)");
+        // A value one of several datasets has is known.
+        let other = vec!["Other".to_string()];
+        let t = parse_filter("gender(Other)").unwrap();
+        assert!(check_text_values(&t[0], &s, &[&dict, &other]).is_ok());
+        // Numbers are not checked: an empty range is a question.
+        let a = Variable::new("AGE", Kind::Int, microtab_store::PhysType::U8);
+        assert!(check_text_values(&parse_filter("AGE(200)").unwrap()[0], &a, &[]).is_ok());
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub use list::{list_cases, list_vars, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::{Distribution, Split};
-pub use recode::{parse_dim, parse_dim_in, DimSpec, Group};
+pub use recode::{check_values, parse_dim, parse_dim_in, DimSpec, Group};
 pub use scan::ScanOptions;
 pub use taylor::{
     Margin, MarginCov, PartEntries, PartStratum, TaylorCells, TaylorPartial, TaylorQuery, MAX_FULL,
@@ -144,6 +144,34 @@ pub enum Error {
         /// What it was for.
         what: String,
     },
+    /// A filter, recode or expression names a value of a text variable
+    /// that none of its records has (values are matched exactly: case and
+    /// spaces count).
+    #[error("{variable} has no value '{value}'{}", did_you_mean(.close))]
+    NoSuchValue {
+        /// The variable.
+        variable: String,
+        /// The value as given.
+        value: String,
+        /// Its values that differ from it only in case, spaces or
+        /// punctuation, or by a letter or two.
+        close: Vec<String>,
+    },
+}
+
+/// ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
+fn did_you_mean(close: &[String]) -> String {
+    match close {
+        [] => String::new(),
+        [one] => format!(" (did you mean '{one}'?)"),
+        [init @ .., last] => format!(
+            " (did you mean {} or '{last}'?)",
+            init.iter()
+                .map(|c| format!("'{c}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Result alias for this crate.

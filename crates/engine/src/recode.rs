@@ -113,13 +113,18 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         if g.is_empty() {
             continue;
         }
-        // A trailing quoted label.
+        // A trailing quoted label — not a quoted value closing the list
+        // (`"New York"`, `Ohio,"New York"`), as in `recode`'s rules.
         let (items, label) = match g
             .strip_suffix('"')
             .and_then(|h| h.rfind('"').map(|q| (h, q)))
         {
-            Some((h, q)) => (h[..q].trim(), Some(h[q + 1..].to_string())),
-            None => (g, None),
+            Some((h, q))
+                if !h[..q].trim().is_empty() && !h[..q].trim_end().ends_with([',', '-']) =>
+            {
+                (h[..q].trim(), Some(h[q + 1..].to_string()))
+            }
+            _ => (g, None),
         };
         if items.is_empty() {
             return Err(bad(format!(
@@ -325,6 +330,44 @@ pub fn parse_dim_in(ds: &microtab_store::Dataset, spec: &str) -> Result<DimSpec>
     }
 }
 
+/// Refuses values of text variables that none of the records has, in the
+/// filter terms and in the grouping arguments' recodes and value lists,
+/// over the datasets answered together (a value is known when one of them
+/// has it: a part or a year without it counts none there). Call it once
+/// with every dataset of a request: each part's own scan does not judge.
+pub fn check_values(
+    datasets: &[&microtab_store::Dataset],
+    filter: &[Term],
+    group_by: &[String],
+) -> Result<()> {
+    let Some(first) = datasets.first() else {
+        return Ok(());
+    };
+    let mut terms: Vec<Term> = filter.to_vec();
+    for spec in group_by {
+        let d = parse_dim_in(first, spec)?;
+        terms.extend(d.recode.into_iter().flatten().map(|g| g.term));
+        terms.extend(d.valid);
+    }
+    for t in &terms {
+        let mut var = None;
+        let mut dicts = Vec::new();
+        for ds in datasets {
+            if let Ok(v) = ds.variable(&t.var) {
+                if v.kind == Kind::String {
+                    dicts.push(ds.dictionary(v)?);
+                    var.get_or_insert_with(|| v.clone());
+                }
+            }
+        }
+        if let Some(var) = var {
+            let refs: Vec<&[String]> = dicts.iter().map(Vec::as_slice).collect();
+            crate::filter::check_text_values(t, &var, &refs)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +390,24 @@ mod tests {
         let d = parse_dim(r#""Body Mass (g)"(r: 0-3000; 3001-*)"#).unwrap();
         assert_eq!(d.name, "Body Mass (g)");
         assert_eq!(d.recode.unwrap().len(), 2);
-        assert!(parse_dim("AGE(r: \"x\")").is_err());
+        // A quoted value closing a group is a value, not its label.
+        let d = parse_dim(r#"S(r: Ohio,"New York"; "Utah"; "A B" "lab")"#).unwrap();
+        let g = d.recode.unwrap();
+        assert_eq!(
+            (g[0].text.as_str(), g[0].label.as_deref()),
+            ("Ohio,\"New York\"", None)
+        );
+        assert_eq!(
+            (g[1].text.as_str(), g[1].label.as_deref()),
+            ("\"Utah\"", None)
+        );
+        assert_eq!(g[2].label.as_deref(), Some("lab"));
+        // `*` alone: every value, for numbers and text alike.
+        let d = parse_dim(r#"W(r: "Full-Time","Part-Time" "working"; *)"#).unwrap();
+        let g = d.recode.unwrap();
+        assert_eq!(
+            g[1].term.cond,
+            crate::filter::Cond::Set(vec![crate::filter::Item::Range(None, None)])
+        );
     }
 }
