@@ -61,10 +61,22 @@ def test_missing_tokens_beyond_the_sample(tmp_path):
 
 def test_na_option(tmp_path):
     text = "A,S\n1,NA\n-99,x\nNA,NA\n2,y\n"
-    # Default: NA missing in numeric A, a value in text S (with a note).
+    # Default: NA missing in numeric A and in text S (as R and pandas read
+    # it), with a note naming the column, the count and the first line.
     ds, err = imported(tmp_path, "d", text)
+    assert freq(ds, "S") == {"x": 1, "y": 1}
+    assert 'column S is text: 2 fields such as "NA" (first on line 2) read as missing' in err
+    # --na-text '': text columns keep the tokens as values (the earlier
+    # default); numeric columns still read them as missing.
+    ds, err = imported(tmp_path, "d0", text, "--na-text", "")
     assert freq(ds, "S") == {"NA": 2, "x": 1, "y": 1}
-    assert "keeps \"NA\"" in err
+    assert freq(ds, "A") == {-99: 1, 1: 1, 2: 1}
+    assert "read as missing" not in err
+    # "." is missing in numeric columns only: a text column keeps it, and
+    # says so.
+    ds, err = imported(tmp_path, "dot", "A,S\n1,.\n.,x\n")
+    assert freq(ds, "S") == {".": 1, "x": 1} and freq(ds, "A") == {1: 1}
+    assert 'column S is text and keeps "." (first on line 2) as a value' in err
     # --na replaces the list and applies to every column.
     ds, _ = imported(tmp_path, "e", text, "--na", "NA,-99")
     assert freq(ds, "A") == {1: 1, 2: 1}

@@ -109,20 +109,27 @@ def test_flights_filter_compares_numbers(files, tmp_path):
     assert cells_of(res) == {(o, m): n for o, m, n in want}
 
 
-def test_text_na_kept_unless_asked(files, tmp_path):
-    """`NA` in a text column stays a value by default (it is also a word:
-    Namibia's code), with a note saying so; `--na NA` reads it as missing
-    everywhere, as DuckDB's nullstr does."""
+def test_text_na_missing_as_r_and_pandas(files, tmp_path):
+    """`NA` in a text column is missing by default, as R's read.csv, readr
+    and pandas read it (issue 27, item 6), with a note naming the column;
+    the same table as DuckDB with nullstr='NA'. `--na-text ''` keeps it as a
+    value (DuckDB reading only empty fields as null)."""
     ds = tmp_path / "p.mtab"
     p = run("import", files["penguins"], ds)
-    assert 'column sex is text and keeps "NA"' in p.stderr
-    assert "NA" in [disp(r) for r in run_json("freq", ds, "sex")["rows"]]
-    ds2 = tmp_path / "p2.mtab"
-    run("import", files["penguins"], ds2, "--na", "NA")
+    assert 'column sex is text: 11 fields such as "NA"' in p.stderr
     con = duckdb.connect()
     want = con.execute("SELECT sex, count(*) FROM read_csv(?, nullstr='NA') WHERE sex IS NOT NULL "
                        "GROUP BY 1 ORDER BY 1", [str(files["penguins"])]).fetchall()
+    assert [(disp(r), r["count"]) for r in run_json("freq", ds, "sex")["rows"]] == want
+    ds2 = tmp_path / "p2.mtab"
+    run("import", files["penguins"], ds2, "--na", "NA")
     assert [(disp(r), r["count"]) for r in run_json("freq", ds2, "sex")["rows"]] == want
+    ds3 = tmp_path / "p3.mtab"
+    run("import", files["penguins"], ds3, "--na-text", "")
+    kept = con.execute("SELECT sex, count(*) FROM read_csv(?, nullstr='', types={'sex': 'VARCHAR'}) "
+                       "GROUP BY 1 ORDER BY 1", [str(files["penguins"])]).fetchall()
+    assert ("NA", 11) in kept
+    assert sorted((disp(r), r["count"]) for r in run_json("freq", ds3, "sex")["rows"]) == sorted(kept)
 
 
 def test_names_with_spaces_and_parentheses(files, tmp_path):

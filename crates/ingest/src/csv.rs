@@ -37,11 +37,19 @@ pub struct CsvOptions {
     /// User-missing codes by column name, as written in the data (`9999999`,
     /// `-0.5`, `Unknown`); each must be a value of the column's type.
     pub missing: Vec<(String, Vec<String>)>,
-    /// Field texts read as system-missing. `None`: the common missing
-    /// tokens ([`DEFAULT_NA`](crate::DEFAULT_NA): `NA`, `NaN`, `.`, `N/A`, …)
-    /// in columns that are otherwise numeric. `Some(list)`: exactly these,
-    /// in every column (`Some(vec![])`: only empty fields).
+    /// Field texts read as system-missing (empty fields always are).
+    /// `None`: the common missing tokens ([`DEFAULT_NA`](crate::DEFAULT_NA):
+    /// `NA`, `NaN`, `.`, `N/A`, …) in numeric columns, and in text columns
+    /// those of them that mean missing in any column
+    /// ([`DEFAULT_TEXT_NA`](crate::DEFAULT_TEXT_NA): `NA`, `N/A`, `NaN`,
+    /// `NULL`, … but not `.`), as R and pandas read them. `Some(list)`:
+    /// exactly these, in every column unless `na_text` is given
+    /// (`Some(vec![])`: only empty fields).
     pub na: Option<Vec<String>>,
+    /// Field texts read as system-missing in text columns, replacing what
+    /// `na` gives them (`Some(vec![])`: only empty fields, every other
+    /// text is a value).
+    pub na_text: Option<Vec<String>>,
     /// Text encoding of the file (default UTF-8).
     pub encoding: Encoding,
     /// Bytes of input per parse task.
@@ -74,6 +82,7 @@ impl Default for CsvOptions {
             types: Vec::new(),
             missing: Vec::new(),
             na: None,
+            na_text: None,
             encoding: Encoding::Utf8,
             chunk_size: 4 << 20,
             threads: std::thread::available_parallelism()
@@ -229,7 +238,7 @@ pub fn import_csv(
         }
     }
     let header_lines = count_lines(&buf[..header_end]);
-    let na = NaSet::new(opts.na.as_deref());
+    let na = NaSet::new(opts.na.as_deref(), opts.na_text.as_deref());
     // The type-inference sample: complete records after the header.
     let mut rest = buf.split_off(header_end);
     drop(buf);
@@ -308,10 +317,10 @@ pub fn import_csv(
         }
     }
     for (i, n) in sampled.na_in_text.iter().enumerate() {
-        if let (Some(n), Plan::Str) = (n, plans[i]) {
+        if let (Some(n), Plan::Str, None) = (n, plans[i], &opts.na_text) {
             notes.push(format!(
-                "column {} is text and keeps \"{}\" (first on line {}) as a value; --na \"{}\" reads it as missing",
-                names[i], n.example, n.line, n.example
+                "column {} is text and keeps \"{}\" (first on line {}) as a value, though it is missing in numeric columns; --na-text lists the texts read as missing in text columns",
+                names[i], n.example, n.line
             ));
         }
     }
@@ -370,6 +379,23 @@ pub fn import_csv(
                 n.line,
                 if n.count == 1 { "" } else { "s" },
                 names[i]
+            ));
+        }
+    }
+    for (i, n) in out.na_text.iter().enumerate() {
+        if let Some(n) = n {
+            notes.push(format!(
+                "column {} is text: {} field{} such as \"{}\" (first on line {}) read as missing{}; --na-text '' keeps them as values",
+                names[i],
+                n.count,
+                if n.count == 1 { "" } else { "s" },
+                n.example,
+                n.line,
+                if opts.na.is_none() && opts.na_text.is_none() {
+                    ", as R and pandas read them"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -435,6 +461,15 @@ pub(crate) fn add_missing_codes(
     for c in codes {
         let code = match microtab_store::codec::stored_code(var, dict, c) {
             Ok(Some(code)) => code,
+            Ok(None)
+                if var.kind == microtab_store::Kind::String && na.contains_text(c.as_bytes()) =>
+            {
+                notes.push(format!(
+                    "{}: \"{c}\" is read as system-missing already",
+                    var.name
+                ));
+                continue;
+            }
             Ok(None) => {
                 notes.push(format!(
                     "{}: missing code \"{c}\" does not occur in the data",

@@ -96,6 +96,27 @@ pub struct DdiVariable {
     /// 10,000 values), as written: the importer keeps the codes of each
     /// that lie within the values the data hold.
     pub invalid_ranges: Vec<(String, String)>,
+    /// Coding instructions (`<codInstr>`), where IPUMS lists codes such as
+    /// `99999999 = N.I.U. (Not in Universe).` that have no `<catgry>`.
+    pub coding: Option<String>,
+    /// Codes the codebook names "not in universe", missing, unknown or
+    /// blank without declaring them missing: in a value label, or in the
+    /// description or coding instructions. The importer makes them missing
+    /// codes ([`Codebook::keep_niu_codes`] keeps them as values).
+    pub niu: Vec<NiuCode>,
+}
+
+/// A code the codebook names not-in-universe or missing (see
+/// [`DdiVariable::niu`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NiuCode {
+    /// The code as the codebook writes it (`99999999`, `0`).
+    pub value: String,
+    /// Where the codebook says so: its value label, or the sentence of its
+    /// text (`99999998 = Missing`).
+    pub evidence: String,
+    /// Whether the evidence is a value label (else the variable's text).
+    pub from_label: bool,
 }
 
 impl DdiVariable {
@@ -139,6 +160,7 @@ struct VarBuilder {
     categories: Vec<DdiCategory>,
     invalid: Vec<String>,
     invalid_ranges: Vec<(String, String)>,
+    coding: Option<String>,
     line: u64,
 }
 
@@ -184,6 +206,15 @@ impl Codebook {
             .find(|v| v.name.eq_ignore_ascii_case(name))
     }
 
+    /// Keeps the codes the codebook names not-in-universe or missing only
+    /// in labels or text ([`DdiVariable::niu`]) as ordinary values; codes
+    /// it declares missing (`missing="Y"`, `<invalrng>`) stay missing.
+    pub fn keep_niu_codes(&mut self) {
+        for v in &mut self.variables {
+            v.niu.clear();
+        }
+    }
+
     /// The record-type variable of a hierarchical file (`RECTYPE`).
     pub fn record_id_variable(&self) -> Option<&DdiVariable> {
         let name = self
@@ -192,6 +223,35 @@ impl Codebook {
             .find_map(|g| g.recidvar.as_deref())
             .unwrap_or("RECTYPE");
         self.variable(name)
+    }
+
+    /// The person record type of a hierarchical file: `P` when the
+    /// codebook lists it, else the one whose label names persons (ATUS
+    /// numbers its types: `2`, "Person Record").
+    pub fn person_record_type(&self) -> Option<&str> {
+        let g = &self.record_groups;
+        g.iter()
+            .find(|r| r.rectype == "P")
+            .or_else(|| {
+                let mut people = g.iter().filter(|r| {
+                    r.label
+                        .as_deref()
+                        .is_some_and(|l| l.to_ascii_lowercase().contains("person"))
+                });
+                match (people.next(), people.next()) {
+                    (Some(p), None) => Some(p),
+                    _ => None,
+                }
+            })
+            .map(|r| r.rectype.as_str())
+    }
+
+    /// The label of record type `t`, if the codebook gives one.
+    pub fn record_type_label(&self, t: &str) -> Option<&str> {
+        self.record_groups
+            .iter()
+            .find(|r| r.rectype == t)
+            .and_then(|r| r.label.as_deref())
     }
 
     /// The top-level record type of a hierarchical file (the household):
@@ -207,6 +267,143 @@ impl Codebook {
             .or(g.first())
             .map(|r| r.rectype.as_str())
     }
+}
+
+/// Whether a value label says "not in universe" or missing: every part of
+/// it (split at brackets, commas, slashes and "or") is one of the phrases
+/// IPUMS and survey codebooks use — `NIU`, `N.I.U. (Not in Universe)`,
+/// `N/A`, `Missing`, `Unknown/missing`, `Blank`, `Don't know`, `Refused`
+/// — so that "Unknown cause" or "999 or more" are not.
+pub fn is_niu_label(label: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "niu",
+        "n.i.u",
+        "not in universe",
+        "n/a",
+        "not applicable",
+        "missing",
+        "missing data",
+        "unknown",
+        "blank",
+        "not reported",
+        "no response",
+        "don't know",
+        "dont know",
+        "refused",
+        "illegible",
+        "not ascertained",
+    ];
+    let l = label.to_lowercase().replace('\u{2019}', "'");
+    let phrase = |p: &str| {
+        let p = p.trim().trim_end_matches('.').trim();
+        PHRASES.contains(&p)
+    };
+    let mut parts = 0;
+    for part in l
+        .split(['(', ')', ',', ';', '[', ']'])
+        .flat_map(|p| p.split(" or "))
+    {
+        if part.trim().trim_end_matches('.').trim().is_empty() {
+            continue;
+        }
+        parts += 1;
+        if !(phrase(part) || part.split('/').all(|q| !q.trim().is_empty() && phrase(q))) {
+            return false;
+        }
+    }
+    parts > 0
+}
+
+/// The codes a variable's labels and text name not-in-universe or missing
+/// (not those already declared missing). Text is read for `CODE = LABEL`
+/// and `CODE: LABEL` (IPUMS's coding instructions), a code being at most
+/// `width` digits.
+fn niu_codes(v: &VarBuilder, width: usize) -> Vec<NiuCode> {
+    let mut out: Vec<NiuCode> = Vec::new();
+    let declared = |c: &str| {
+        v.invalid.iter().any(|x| x == c) || v.categories.iter().any(|k| k.missing && k.value == c)
+    };
+    for c in &v.categories {
+        if !c.missing && !declared(&c.value) {
+            if let Some(l) = c.label.as_deref().filter(|l| is_niu_label(l)) {
+                out.push(NiuCode {
+                    value: c.value.clone(),
+                    evidence: l.to_string(),
+                    from_label: true,
+                });
+            }
+        }
+    }
+    if v.text {
+        return out;
+    }
+    for text in [v.coding.as_deref(), v.description.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            // A code: digits (optionally signed) not inside a word or a
+            // longer number.
+            let starts = b[i].is_ascii_digit()
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'.'));
+            if !starts {
+                i += 1;
+                continue;
+            }
+            let neg = i > 0 && b[i - 1] == b'-' && (i == 1 || !b[i - 2].is_ascii_alphanumeric());
+            let mut j = i;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            let code = format!("{}{}", if neg { "-" } else { "" }, &text[i..j]);
+            i = j;
+            if code.len() > width {
+                continue;
+            }
+            let mut k = j;
+            while k < b.len() && b[k] == b' ' {
+                k += 1;
+            }
+            if !matches!(b.get(k), Some(b'=' | b':')) {
+                continue;
+            }
+            let rest = &text[k + 1..];
+            let end = rest.find(['\n', ';']).unwrap_or(rest.len());
+            let label = rest[..end].trim();
+            // "N.I.U. (Not in Universe). 99999998 = Missing." on one line:
+            // the label ends where the next code starts.
+            let label = match label.find(|c: char| c.is_ascii_digit()) {
+                Some(d) => label[..d].trim(),
+                None => label,
+            };
+            // And at the end of a sentence ("Missing. Values can be
+            // negative."), which abbreviations ("N.I.U. (Not …") make
+            // ambiguous: the longest stretch up to a full stop that is a
+            // label of the kind.
+            let label = label
+                .match_indices(". ")
+                .map(|(d, _)| &label[..d])
+                .chain([label])
+                .filter(|l| is_niu_label(l))
+                .last()
+                .unwrap_or("");
+            if is_niu_label(label)
+                && !declared(&code)
+                && !out
+                    .iter()
+                    .any(|n| n.value.trim_start_matches('0') == code.trim_start_matches('0'))
+            {
+                out.push(NiuCode {
+                    evidence: format!("{code} = {}", label.trim_end_matches('.')),
+                    value: code,
+                    from_label: false,
+                });
+            }
+        }
+    }
+    out
 }
 
 struct Parser<'a> {
@@ -702,6 +899,12 @@ impl<'a> Parser<'a> {
                     v.label = clean(&text);
                 }
             }
+            "codInstr" if parent == Some("var") && self.var.is_some() => {
+                let v = self.var.as_mut().unwrap();
+                if v.coding.is_none() {
+                    v.coding = clean(&text);
+                }
+            }
             "txt" if parent == Some("var") && self.var.is_some() => {
                 let v = self.var.as_mut().unwrap();
                 if v.description.is_none() {
@@ -759,7 +962,10 @@ impl<'a> Parser<'a> {
                 end + 1 - start
             )));
         }
+        let niu = niu_codes(&v, end + 1 - start);
         Ok(DdiVariable {
+            niu,
+            coding: v.coding,
             name: v.name,
             label: v.label,
             description: v.description,
@@ -984,5 +1190,81 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("described twice"));
+    }
+
+    #[test]
+    fn niu_labels() {
+        for l in [
+            "NIU",
+            "N.I.U. (Not in Universe)",
+            "Not in universe",
+            "N/A",
+            "N/A (not in universe)",
+            "Unknown/missing",
+            "Missing",
+            "Blank",
+            "Don\u{2019}t know",
+            "Missing or blank",
+            "NIU (not in universe)",
+        ] {
+            assert!(is_niu_label(l), "{l}");
+        }
+        for l in [
+            "Unknown cause",
+            "998 or more",
+            "At work",
+            "",
+            "Not in labor force",
+            "Missing a limb",
+            "None",
+        ] {
+            assert!(!is_niu_label(l), "{l}");
+        }
+    }
+
+    #[test]
+    fn niu_codes_from_text_and_labels() {
+        let cb = parse(
+            r#"<codeBook><dataDscr>
+<var name="INCTOT"><location StartPos="1" EndPos="8"/>
+<txt>Income in 2019 dollars; 12 = 12 months.</txt>
+<codInstr>99999999 = N.I.U. (Not in Universe).
+99999998 = Missing.
+Values can be negative.</codInstr></var>
+<var name="ONELINE"><location StartPos="9" EndPos="12"/>
+<codInstr>9999 = N.I.U. (Not in Universe). 9998 = Missing. 123456 = Missing.</codInstr></var>
+<var name="E"><location StartPos="13" EndPos="14"/>
+<catgry><catValu>00</catValu><labl>NIU</labl></catgry>
+<catgry><catValu>10</catValu><labl>At work</labl></catgry>
+<catgry missing="Y"><catValu>99</catValu><labl>Missing</labl></catgry></var>
+</dataDscr></codeBook>"#,
+        )
+        .unwrap();
+        let codes = |n: &str| -> Vec<(String, bool)> {
+            cb.variable(n)
+                .unwrap()
+                .niu
+                .iter()
+                .map(|c| (c.value.clone(), c.from_label))
+                .collect()
+        };
+        assert_eq!(
+            codes("INCTOT"),
+            [("99999999".into(), false), ("99999998".into(), false)]
+        );
+        assert_eq!(
+            cb.variable("INCTOT").unwrap().niu[0].evidence,
+            "99999999 = N.I.U. (Not in Universe)"
+        );
+        // One line, several codes; a code wider than the field is not one.
+        assert_eq!(
+            codes("ONELINE"),
+            [("9999".into(), false), ("9998".into(), false)]
+        );
+        // Declared missing already: not repeated.
+        assert_eq!(codes("E"), [("00".into(), true)]);
+        let mut cb = cb;
+        cb.keep_niu_codes();
+        assert!(cb.variables.iter().all(|v| v.niu.is_empty()));
     }
 }

@@ -116,6 +116,16 @@ pub enum Error {
         /// The parent record type.
         parent: String,
     },
+    /// A hierarchical file with records of several types, none of them the
+    /// person type, and no record type chosen to become the rows.
+    #[error("{path} holds records of several types and none of them are person records ({}): choose the record type that becomes a row", show_counts(.counts))]
+    RecordTypeChoice {
+        /// Data file.
+        path: PathBuf,
+        /// Each record type the codebook lists, its label and how many
+        /// records of it the file holds.
+        counts: Vec<(String, Option<String>, u64)>,
+    },
     /// Gzip input that is damaged or ends early.
     #[error("{path}: corrupt or truncated gzip data after line {after_line}: {reason}")]
     Decompress {
@@ -191,6 +201,18 @@ impl RowError {
             RowError::Syntax { line, reason } => Error::Syntax { path, line, reason },
         }
     }
+}
+
+/// `2 (Person Record): 24,336 records, 3 …`.
+fn show_counts(counts: &[(String, Option<String>, u64)]) -> String {
+    counts
+        .iter()
+        .map(|(t, l, n)| match l {
+            Some(l) => format!("type {t} ({l}): {n} records"),
+            None => format!("type {t}: {n} records"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Shortens and makes printable a field for an error message.

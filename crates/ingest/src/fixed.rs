@@ -53,8 +53,12 @@ pub struct FixedOptions {
     pub chunk_size: usize,
     /// Parser threads (default: all cores).
     pub threads: usize,
-    /// Hierarchical files: the record type that becomes a row (default `P`
-    /// when the codebook lists it, else the first non-top record type).
+    /// Hierarchical files: the record type that becomes a row. Default:
+    /// the person type (`P`, or the type labelled as person records) when
+    /// the file holds records of it; else the one type below the top that
+    /// has records, or the top type when only it has; several others with
+    /// records and none of them persons is an
+    /// [`Error::RecordTypeChoice`].
     pub record_type: Option<String>,
     /// Extra user-missing codes by variable name, as written in the data
     /// (added to those the codebook declares).
@@ -567,6 +571,7 @@ pub(crate) fn parse_fixed_chunk(
     Ok(Parsed {
         rows,
         leading_zeros: vec![None; cols.len()],
+        na_text: vec![None; cols.len()],
         cols: cols.into_iter().map(ColParser::into_buf).collect(),
     })
 }
@@ -593,7 +598,12 @@ pub fn import_fixed(
     force: bool,
     opts: &FixedOptions,
 ) -> Result<ImportSummary> {
-    let layout = Layout::new(cb, opts.record_type.as_deref())?;
+    let mut notes = Vec::new();
+    let chosen = match (&opts.record_type, cb.hierarchical) {
+        (None, true) => Some(default_record_type(data, cb, &mut notes)?),
+        _ => opts.record_type.clone(),
+    };
+    let layout = Layout::new(cb, chosen.as_deref())?;
     for (n, _) in &opts.missing {
         if !layout.slots.iter().any(|s| s.name.eq_ignore_ascii_case(n)) {
             return Err(Error::Input {
@@ -617,7 +627,6 @@ pub fn import_fixed(
     let mut ds =
         DatasetWriter::create_with(target, force, crate::csv::io_for_columns(&opts.io, ncols))?;
     ds.set_transient_files(ncols > crate::csv::TRANSIENT_COLUMNS);
-    let mut notes = Vec::new();
     let mut source_name = data
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -655,13 +664,19 @@ pub fn import_fixed(
     )?;
     let rows = out.rows;
     if rows == 0 {
-        notes.push(format!(
-            "{} holds no records: the dataset has 0 rows",
-            data.display()
-        ));
+        notes.push(match layout.row_type() {
+            Some(t) => format!(
+                "{} holds no records of type {t}: the dataset has 0 rows",
+                data.display()
+            ),
+            None => format!(
+                "{} holds no records: the dataset has 0 rows",
+                data.display()
+            ),
+        });
     }
     let mut bytes_out = 0;
-    let no_na = crate::parse::NaSet::new(Some(&[]));
+    let no_na = crate::parse::NaSet::new(Some(&[]), Some(&[]));
     for (slot, sink) in layout.slots.iter().zip(sinks) {
         let (mut var, dict) = sink.finish(&mut ds)?;
         describe(
@@ -693,6 +708,98 @@ pub fn import_fixed(
         sampled: None,
         notes,
     })
+}
+
+/// The record type of a hierarchical file that becomes a row when none is
+/// asked for (see [`FixedOptions::record_type`]). The file is read from the
+/// start until a person record turns up — the second line, usually — and
+/// to its end only when none does, to count the records of each type.
+fn default_record_type(data: &Path, cb: &Codebook, notes: &mut Vec<String>) -> Result<String> {
+    use std::io::BufRead;
+    let id = cb.record_id_variable().expect("checked when parsed");
+    let (a, b) = (id.start - 1, id.end);
+    let person = cb.person_record_type();
+    let top = cb.top_record_type().unwrap_or("H");
+    let types: Vec<&str> = cb
+        .record_groups
+        .iter()
+        .map(|g| g.rectype.as_str())
+        .collect();
+    let mut counts = vec![0u64; types.len()];
+    let mut src = source::open(data)?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, &mut src.reader);
+    let mut line = Vec::new();
+    let mut lines = 0u64;
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => lines += 1,
+            Err(e) => {
+                drop(r);
+                return Err(src.read_error(e, lines));
+            }
+        }
+        // Short records and unknown types are the import's to report.
+        let Some(rt) = line.get(a..b).map(trim) else {
+            continue;
+        };
+        if let Some(i) = types.iter().position(|t| t.as_bytes() == rt) {
+            counts[i] += 1;
+            if Some(types[i]) == person {
+                if types[i] != "P" {
+                    notes.push(format!(
+                        "the person records (type {}{}) become the rows, with the variables of the record of type {top} before each; --rectype chooses another type",
+                        types[i],
+                        cb.record_type_label(types[i]).map_or(String::new(), |l| format!(", {l}"))
+                    ));
+                }
+                return Ok(types[i].to_string());
+            }
+        }
+    }
+    let label = |t: &str| {
+        cb.record_type_label(t)
+            .map_or(String::new(), |l| format!(" ({l})"))
+    };
+    let with: Vec<usize> = (0..types.len()).filter(|&i| counts[i] > 0).collect();
+    let below: Vec<usize> = with.iter().copied().filter(|&i| types[i] != top).collect();
+    let pick = match (with.as_slice(), below.as_slice()) {
+        // An empty file: the type a file of this codebook would use.
+        ([], _) => person
+            .or_else(|| types.iter().copied().find(|t| *t != top))
+            .unwrap_or(top),
+        ([i], _) | (_, [i]) => types[*i],
+        _ => {
+            return Err(Error::RecordTypeChoice {
+                path: data.to_path_buf(),
+                counts: types
+                    .iter()
+                    .zip(&counts)
+                    .map(|(t, n)| {
+                        (
+                            t.to_string(),
+                            cb.record_type_label(t).map(str::to_string),
+                            *n,
+                        )
+                    })
+                    .collect(),
+            })
+        }
+    };
+    if !with.is_empty() {
+        let held: Vec<String> = with
+            .iter()
+            .map(|&i| format!("{} of type {}{}", counts[i], types[i], label(types[i])))
+            .collect();
+        notes.push(format!(
+            "{} holds no person records ({}): the records of type {pick}{} become the rows; --rectype chooses another type",
+            data.display(),
+            held.join(", "),
+            label(pick)
+        ));
+    }
+    Ok(pick.to_string())
 }
 
 /// A codebook code (`"01"`, `"99999998"`, `"0A"`) as the variable's stored
@@ -785,7 +892,70 @@ pub(crate) fn describe(
             var.missing_codes.push(m);
         }
     }
+    niu_missing(var, dv, dict, notes);
     Ok(())
+}
+
+/// Makes the codes the codebook names not-in-universe or missing in its
+/// labels or text ([`DdiVariable::niu`]) missing codes, with a note naming
+/// each and the evidence; and suggests (a note only) a run of 9s as wide as
+/// the field — or 9s ending in 8 — that the data hold as their largest
+/// value, which IPUMS uses for "not in universe" and "missing" when the
+/// codebook does not say so.
+fn niu_missing(var: &mut Variable, dv: &DdiVariable, dict: &[String], notes: &mut Vec<String>) {
+    let mut set = Vec::new();
+    for n in &dv.niu {
+        let Some((stored, text)) = code_value(var, dv, &n.value, dict) else {
+            continue;
+        };
+        if stored.is_nan() || var.missing_codes.contains(&stored) {
+            continue;
+        }
+        var.missing_codes.push(stored);
+        set.push(if n.from_label {
+            format!("{text} (value label \"{}\")", n.evidence)
+        } else {
+            format!("{text} (text: \"{}\")", n.evidence)
+        });
+    }
+    if !set.is_empty() {
+        notes.push(format!(
+            "variable {}: {} named not-in-universe or missing by the codebook {} missing; --keep-niu keeps {} as values",
+            var.name,
+            set.join(", "),
+            if set.len() == 1 { "is" } else { "are" },
+            if set.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    let width = dv.width();
+    if var.kind != Kind::Int || var.decimals != 0 || dv.decimals != 0 || width < 3 {
+        return;
+    }
+    let Some(max) = var.max.map(|m| m.as_f64()) else {
+        return;
+    };
+    let nines = "9".repeat(width);
+    let eight = format!("{}8", "9".repeat(width - 1));
+    for code in [nines, eight] {
+        let Ok(x) = code.parse::<i64>() else { continue };
+        // Explained by the codebook (and kept as a value on purpose, or a
+        // value it gives another meaning): no suggestion.
+        let explained = [dv.coding.as_deref(), dv.description.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|t| t.contains(&code));
+        let labelled = explained
+            || dv.categories.iter().any(|c| {
+                c.value.trim_start_matches('0') == code
+                    && !crate::ddi::is_niu_label(c.label.as_deref().unwrap_or(""))
+            });
+        if x as f64 == max && !var.missing_codes.contains(&(x as f64)) && !labelled {
+            notes.push(format!(
+                "variable {}: its largest value is {code}, a run of 9s as wide as the field, which IPUMS uses for \"not in universe\" or \"missing\"; if the codebook's documentation says so, `microtab missing DATASET {} {code}` makes it missing",
+                var.name, var.name
+            ));
+        }
+    }
 }
 
 /// Most codes a wide missing-value range may add to a variable.

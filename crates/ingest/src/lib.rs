@@ -56,7 +56,7 @@ pub use csv::{import_csv, CsvOptions, TypeHint};
 pub use ddi::Codebook;
 pub use error::Error;
 pub use fixed::{import_fixed, FixedOptions};
-pub use parse::{Encoding, DEFAULT_NA};
+pub use parse::{Encoding, DEFAULT_NA, DEFAULT_TEXT_NA};
 pub use pipeline::{ImportSummary, Progress};
 
 /// Result alias for this crate.

@@ -64,37 +64,57 @@ impl Encoding {
     }
 }
 
-/// Which field texts are system-missing.
+/// Missing-value tokens read as system-missing by default in text columns:
+/// those of [`DEFAULT_NA`] that R (`NA`), pandas (all of these) and
+/// spreadsheets (`#N/A`) write for a missing value of any type. Stata's and
+/// SAS's `.`, `.a`…`.z` are missing only in numeric columns (both write a
+/// missing text as an empty field, and `.` is a legitimate text value
+/// elsewhere), as is `-nan`. pandas' `None` is left out: it is an answer
+/// ("None of these") in many questionnaires.
+pub const DEFAULT_TEXT_NA: &[&str] = &[
+    "NA", "N/A", "n/a", "NaN", "nan", "<NA>", "#N/A", "NULL", "null",
+];
+
+/// Which field texts are system-missing, in numeric and in text columns.
+/// Empty fields are always missing.
 #[derive(Debug, Clone)]
 pub(crate) struct NaSet {
     tokens: Vec<Vec<u8>>,
-    /// Whether text columns read them as missing too (an explicit `--na`
-    /// list); the default tokens apply to numeric columns only, since `NA`
-    /// is also a word (Namibia, North America).
-    pub text: bool,
+    text_tokens: Vec<Vec<u8>>,
+}
+
+fn token_bytes(t: &[String]) -> Vec<Vec<u8>> {
+    t.iter()
+        .filter(|t| !t.is_empty())
+        .map(|t| t.as_bytes().to_vec())
+        .collect()
 }
 
 impl NaSet {
-    pub fn new(tokens: Option<&[String]>) -> Self {
-        match tokens {
-            None => NaSet {
-                tokens: DEFAULT_NA.iter().map(|t| t.as_bytes().to_vec()).collect(),
-                text: false,
-            },
-            Some(t) => NaSet {
-                tokens: t
-                    .iter()
-                    .filter(|t| !t.is_empty())
-                    .map(|t| t.as_bytes().to_vec())
-                    .collect(),
-                text: true,
+    /// `numeric`: the tokens for numeric columns (`None`: [`DEFAULT_NA`]);
+    /// `text`: those for text columns (`None`: the numeric list when one is
+    /// given, else [`DEFAULT_TEXT_NA`]).
+    pub fn new(numeric: Option<&[String]>, text: Option<&[String]>) -> Self {
+        let defaults = |d: &[&str]| d.iter().map(|t| t.as_bytes().to_vec()).collect();
+        NaSet {
+            tokens: numeric.map_or_else(|| defaults(DEFAULT_NA), token_bytes),
+            text_tokens: match (text, numeric) {
+                (Some(t), _) | (None, Some(t)) => token_bytes(t),
+                (None, None) => defaults(DEFAULT_TEXT_NA),
             },
         }
     }
 
+    /// Whether `s` is missing in a numeric column.
     #[inline]
     pub fn contains(&self, s: &[u8]) -> bool {
         !self.tokens.is_empty() && self.tokens.iter().any(|t| t == s)
+    }
+
+    /// Whether `s` is missing in a text column.
+    #[inline]
+    pub fn contains_text(&self, s: &[u8]) -> bool {
+        !self.text_tokens.is_empty() && self.text_tokens.iter().any(|t| t == s)
     }
 
     /// Whether a token looks like a number (`--na -99`): then numbers read
@@ -280,7 +300,8 @@ pub(crate) struct Sampled {
     pub rows: u64,
     /// Per column: why it is text (`None`: numeric).
     pub text: Vec<Option<TextWhy>>,
-    /// Per column: default missing tokens seen (kept as text in text columns).
+    /// Per column: missing tokens of numeric columns seen that text
+    /// columns keep as values (`.`).
     pub na_in_text: Vec<Option<Note>>,
 }
 
@@ -346,7 +367,9 @@ pub(crate) fn infer(
                 continue;
             }
             if na.contains(s) {
-                Note::add(&mut na_seen[c], l, s);
+                if !na.contains_text(s) {
+                    Note::add(&mut na_seen[c], l, s);
+                }
                 continue;
             }
             if out.text[c].is_some() {
@@ -392,6 +415,8 @@ pub(crate) struct ColParser {
     last: u32,
     /// Numbers written with leading zeros after the type was chosen.
     pub(crate) leading_zeros: Option<Note>,
+    /// Missing tokens read as missing in a text column.
+    pub(crate) na_text: Option<Note>,
 }
 
 impl ColParser {
@@ -422,6 +447,7 @@ impl ColParser {
             map: HashMap::new(),
             last: u32::MAX,
             leading_zeros: None,
+            na_text: None,
         }
     }
 
@@ -578,7 +604,12 @@ impl ColParser {
                 ))
             }
             ColBuf::Str { .. } => {
-                if raw.is_empty() || (o.na.text && o.na.contains(raw)) {
+                if raw.is_empty() {
+                    self.push_null();
+                    return Ok(());
+                }
+                if o.na.contains_text(raw) {
+                    Note::add(&mut self.na_text, line, raw);
                     self.push_null();
                     return Ok(());
                 }
@@ -674,6 +705,8 @@ pub(crate) struct Parsed {
     pub cols: Vec<ColBuf>,
     /// Per column: numbers written with leading zeros (numeric columns).
     pub leading_zeros: Vec<Option<Note>>,
+    /// Per column: missing tokens read as missing (text columns).
+    pub na_text: Vec<Option<Note>>,
 }
 
 /// `FastField::decimals` of an empty (system-missing) numeric field.
@@ -856,10 +889,12 @@ pub(crate) fn parse_chunk(
         rows += 1;
     }
     let leading_zeros = cols.iter_mut().map(|c| c.leading_zeros.take()).collect();
+    let na_text = cols.iter_mut().map(|c| c.na_text.take()).collect();
     Ok(Parsed {
         rows,
         cols: cols.into_iter().map(ColParser::into_buf).collect(),
         leading_zeros,
+        na_text,
     })
 }
 
@@ -869,7 +904,7 @@ mod tests {
 
     fn opts() -> ParseOpts {
         ParseOpts {
-            na: NaSet::new(None),
+            na: NaSet::new(None, None),
             encoding: Encoding::Utf8,
             sampled: 0,
         }

@@ -54,6 +54,8 @@ pub(crate) struct RunOut {
     pub text: u64,
     /// Per column: numbers written with leading zeros.
     pub leading_zeros: Vec<Option<Note>>,
+    /// Per column: missing tokens read as missing in a text column.
+    pub na_text: Vec<Option<Note>>,
 }
 
 /// Where the reader stage starts: the opened input and any bytes already
@@ -291,6 +293,7 @@ fn write_in_order(
     let mut next = 0u64;
     let (mut rows, mut text) = (0u64, 0u64);
     let mut leading_zeros: Vec<Option<Note>> = vec![None; sinks.len()];
+    let mut na_text: Vec<Option<Note>> = vec![None; sinks.len()];
     for done in rx.iter() {
         pending.insert(done.seq, done);
         while let Some(done) = pending.remove(&next) {
@@ -299,6 +302,9 @@ fn write_in_order(
                 sink.append(ds, col)?;
             }
             for (a, b) in leading_zeros.iter_mut().zip(parsed.leading_zeros) {
+                Note::merge(a, b);
+            }
+            for (a, b) in na_text.iter_mut().zip(parsed.na_text) {
                 Note::merge(a, b);
             }
             rows += parsed.rows;
@@ -321,5 +327,6 @@ fn write_in_order(
         rows,
         text,
         leading_zeros,
+        na_text,
     })
 }

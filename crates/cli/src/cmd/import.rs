@@ -33,10 +33,17 @@ pub struct Args {
     #[arg(long, value_name = "VAR=CODES")]
     missing: Vec<String>,
     /// Field texts read as system-missing, comma-separated, in every
-    /// column ("" for empty fields only). Default: NA, N/A, NaN, ., NULL
-    /// and the like, in columns that are otherwise numeric.
+    /// column unless --na-text is given ("" for empty fields only).
+    /// Default: NA, N/A, NaN, NULL, ., .a-.z and the like in numeric
+    /// columns; in text columns the same without the dot codes (empty
+    /// fields are always missing).
     #[arg(long, value_name = "LIST")]
     na: Option<String>,
+    /// Field texts read as system-missing in text columns, comma-separated
+    /// ("" keeps every non-empty text as a value, as earlier versions of
+    /// microtab did; numeric columns still follow --na or its default).
+    #[arg(long, value_name = "LIST")]
+    na_text: Option<String>,
     /// Text encoding: utf-8 (default), latin1 (ISO-8859-1) or
     /// windows-1252.
     #[arg(long, value_name = "NAME", default_value = "utf-8")]
@@ -51,9 +58,15 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     ddi: Option<PathBuf>,
     /// Hierarchical fixed-width files: the record type that becomes a row
-    /// (default P; H imports the household records).
+    /// (default: the person records, P; H imports the household records).
     #[arg(long, value_name = "TYPE", requires = "ddi")]
     rectype: Option<String>,
+    /// Keep the codes the codebook names "not in universe", missing,
+    /// unknown or blank only in value labels or text (INCTOT's 99999999
+    /// and 99999998) as ordinary values; by default they become missing
+    /// codes, and a note names each.
+    #[arg(long, requires = "ddi")]
+    keep_niu: bool,
     /// Store every variable as a plain little-endian array (no
     /// bit-packing), so that numpy.memmap reads each column file directly;
     /// takes more disk and makes cold queries slower.
@@ -142,9 +155,12 @@ fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Opt
 /// The options of how CSV text is read.
 fn csv_reading(a: &Args, opts: &mut CsvOptions) -> Result<()> {
     opts.chunk_size = chunk_size(opts.chunk_size);
-    opts.na =
-        a.na.as_ref()
-            .map(|l| l.split(',').map(|t| t.to_string()).collect());
+    let list = |l: &Option<String>| {
+        l.as_ref()
+            .map(|l| l.split(',').map(|t| t.to_string()).collect())
+    };
+    opts.na = list(&a.na);
+    opts.na_text = list(&a.na_text);
     opts.encoding = encoding(&a.encoding)?;
     opts.sample_rows = infer_rows(&a.infer_rows)?;
     Ok(())
@@ -213,6 +229,9 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
     if n == 0 {
         bail!("--parts must be at least 1");
     }
+    // Leftovers of killed imports with parts and splits into OUT (each
+    // as large as the data), before this one writes another.
+    microtab_analysis::remove_stale_staging(&out);
     if out.exists() && !a.force {
         bail!("{} exists (give --force to replace it)", out.display());
     }
@@ -259,7 +278,9 @@ fn run_parquet(a: Args) -> Result<()> {
         || a.delimiter.is_some()
         || !a.missing.is_empty()
         || a.na.is_some()
+        || a.na_text.is_some()
         || a.rectype.is_some()
+        || a.keep_niu
         || a.encoding != "utf-8"
         || a.infer_rows != "50000"
     {
@@ -288,7 +309,10 @@ fn run_fixed(a: Args) -> Result<()> {
         bail!("--type and --delimiter are for CSV input; with --ddi the codebook gives every variable's columns and type");
     }
     let ddi = a.ddi.as_ref().expect("checked by caller");
-    let cb = Codebook::read(ddi)?;
+    let mut cb = Codebook::read(ddi)?;
+    if a.keep_niu {
+        cb.keep_niu_codes();
+    }
     for w in &cb.warnings {
         eprintln!("warning: {}: {w}", ddi.display());
     }
@@ -333,7 +357,11 @@ fn run_fixed(a: Args) -> Result<()> {
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    report(&a, &r?, t);
+    let r = r.map_err(|e| match e {
+        e @ microtab_ingest::Error::RecordTypeChoice { .. } => anyhow!("{e} with --rectype TYPE"),
+        e => e.into(),
+    })?;
+    report(&a, &r, t);
     set_ipums_design(&a.output)
 }
 
