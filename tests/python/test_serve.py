@@ -134,6 +134,9 @@ def test_answers_equal_the_cli_and_duckdb(server):
     ("/api/v1/datasets/census/plot?x=1", 404, "freq"),
     ("/etc/passwd", 404, "api"),
     ("/api/v1/datasets/census/freq?var=" + "A" * 5000, 400, "at most"),
+    # Not UTF-8: a JSON error like the others, not axum's plain text.
+    ("/api/v1/datasets/%FF%FE/tab?row=SEX&col=EDUC", 400, "UTF-8"),
+    ("/api/v1/datasets/census%C3/freq?var=SEX", 400, "UTF-8"),
 ])
 def test_hostile_requests_get_json_errors(server, path, status, needle):
     base, ds, _, _ = server
@@ -302,6 +305,88 @@ def test_slow_and_idle_clients_are_cut_off(server):
             data += chunk
         assert data.startswith(b"HTTP/1.1 200") and time.monotonic() - t < 5
         s.close()
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+
+
+def vm_hwm(pid: int) -> int:
+    """The process's peak resident memory (bytes), from /proc."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_memory_budget_bounds_concurrent_large_requests(tmp_path):
+    """Eight concurrent requests for 90,000-cell tables against a server
+    whose memory budget holds one of them: each gets either the right
+    table (DuckDB's counts) or 503 with Retry-After and a clear JSON
+    error; the server stays up and its peak memory stays within its
+    baseline plus the budget. No timing is assumed: how many are refused
+    depends on how the requests interleave."""
+    import random
+    rng = random.Random(8)
+    csv = tmp_path / "w.csv"
+    with open(csv, "w") as f:
+        f.write("A,B\n")
+        for _ in range(100_000):
+            f.write(f"{rng.randint(0, 299)},{rng.randint(0, 299)}\n")
+    root = tmp_path / "data"
+    root.mkdir()
+    run("import", csv, root / "w.mtab")
+    budget = 60 << 20
+    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0", "--max-cells", "200000",
+                          "--max-memory", "60M"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = p.stdout.readline().split()[2]
+        # Warm: the datasets list, a small answer.
+        assert get(base, "/api/v1/datasets")[0] == 200
+        assert get(base, "/api/v1/datasets/w/freq" + q(var="A"))[0] == 200
+        baseline = vm_hwm(p.pid)
+        con = duckdb.connect()
+        want = {(a, b): n for a, b, n in con.execute(
+            f"SELECT A, B, count(*) FROM read_csv('{csv}') GROUP BY ALL").fetchall()}
+        results = []
+
+        def client():
+            url = base + "/api/v1/datasets/w/tab" + q(row="A", col="B")
+            try:
+                with urllib.request.urlopen(url, timeout=120) as r:
+                    results.append((r.status, None, json.loads(r.read())))
+            except urllib.error.HTTPError as e:
+                results.append((e.code, e.headers.get("Retry-After"), json.loads(e.read())))
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(results) == 8
+        ok = 0
+        for status, retry, body in results:
+            if status == 200:
+                t = body["tables"][0]
+                rows = [r["value"] for r in t["rows"]]
+                cols = [c["value"] for c in t["cols"]]
+                got = {(int(rows[i]), int(cols[j])): n for i, line in enumerate(t["counts"])
+                       for j, n in enumerate(line) if n}
+                assert got == want
+                ok += 1
+            else:
+                assert status == 503 and retry == "1", (status, body)
+                assert body["status"] == 503 and "memory" in body["error"] and "try again" in body["error"]
+        assert ok >= 1
+        # Still up, and answering.
+        assert get(base, "/api/v1/datasets/w/freq" + q(var="B"))[0] == 200
+        peak = vm_hwm(p.pid)
+        print(f"baseline {baseline >> 20} MiB, peak {peak >> 20} MiB, {ok} of 8 answered")
+        assert peak <= baseline + budget, (baseline, peak)
+        # One request larger than the whole budget: refused, whatever runs.
+        st, body = get(base, "/api/v1/datasets/w/tab" + q(row="A", col="B", control="A"))
+        assert st == 400 and "budget" in body["error"], body
+        assert p.poll() is None
     finally:
         p.terminate()
         p.wait(timeout=10)

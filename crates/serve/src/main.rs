@@ -35,6 +35,11 @@ use tokio::sync::Semaphore;
 
 mod page;
 
+/// A refused allocation ends the command with a message and exit status 1,
+/// not an abort (the large buffers are allocated fallibly before that).
+#[global_allocator]
+static ALLOC: microtab_engine::ExitOnOutOfMemory = microtab_engine::ExitOnOutOfMemory;
+
 /// Serve every microtab dataset under a directory over HTTP, read-only.
 #[derive(Parser, Debug)]
 #[command(name = "microtab-serve", version)]
@@ -65,6 +70,196 @@ struct Args {
     /// Most connections open at once; more wait to be accepted.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
+    /// Memory the answers being computed may take together (bytes, or
+    /// with K, M or G: 2G). Each request reserves its estimated size (its
+    /// table's cells × the bytes a cell takes while counted and answered)
+    /// before it runs; one that does not fit in what is left is answered
+    /// 503 with Retry-After. Default: half the machine's memory.
+    #[arg(long, value_parser = parse_bytes)]
+    max_memory: Option<u64>,
+}
+
+/// `2G`, `512M`, `64k`, `1.5G` or a number of bytes.
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        None => (t, 1u64),
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_lowercase();
+            let m = match unit.trim_end_matches("ib").trim_end_matches('b') {
+                "" => 1,
+                "k" => 1 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                "t" => 1 << 40,
+                _ => {
+                    return Err(format!(
+                        "{s:?}: expected bytes, or a number with K, M, G or T"
+                    ))
+                }
+            };
+            (t[..i].trim(), m)
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: expected bytes, or a number with K, M, G or T"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("{s:?}: expected a positive size"));
+    }
+    Ok((v * mult as f64) as u64)
+}
+
+/// Half the machine's memory (`MemTotal` in /proc/meminfo), or 1 GiB when
+/// it cannot be read.
+fn default_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(1 << 30, |kb| kb * 1024 / 2)
+}
+
+/// The memory all answers in progress may take together: each request
+/// reserves its estimate before it runs and gives it back when its answer
+/// has been sent, so the server does not grow with concurrent large
+/// requests (the per-request cell limit alone bounds one request, not
+/// many).
+struct Budget {
+    total: u64,
+    used: std::sync::Mutex<u64>,
+}
+
+/// A request's share of the [`Budget`], given back when dropped.
+struct Reservation {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut u = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
+        *u = u.saturating_sub(self.bytes);
+    }
+}
+
+fn mb(b: u64) -> String {
+    format!("{:.0} MB", (b as f64 / 1e6).ceil())
+}
+
+impl Budget {
+    /// Reserves `bytes` for an answer of `cells` cells, or the error the
+    /// client gets: 503 (with Retry-After) while other answers hold the
+    /// memory, 400 when the request alone needs more than the whole budget.
+    fn reserve(
+        self: &Arc<Self>,
+        bytes: u64,
+        cells: u64,
+    ) -> Result<Reservation, (StatusCode, String)> {
+        if bytes > self.total {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the answer would need about {} of memory ({cells} cells), more than the server's budget of {} for all answers together; group by fewer or narrower variables, or filter",
+                    mb(bytes),
+                    mb(self.total)
+                ),
+            ));
+        }
+        let mut u = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        if *u + bytes > self.total {
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the server is busy: this answer needs about {} of memory ({cells} cells) and other answers hold {} of its {} budget; try again shortly",
+                    mb(bytes),
+                    mb(*u),
+                    mb(self.total)
+                ),
+            ));
+        }
+        *u += bytes;
+        Ok(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+}
+
+/// An upper bound of the categories of a grouping argument (a variable,
+/// or a recode or restriction of one): its recode's groups, else the
+/// values between its minimum and maximum (a text variable's codes), at
+/// most one per record, plus its missing codes and system-missing.
+fn categories(ds: &Dataset, spec: &str) -> u64 {
+    use microtab_store::Number;
+    let Ok(d) = microtab_engine::parse_dim_in(ds, spec) else {
+        return 1;
+    };
+    let Ok(v) = ds.variable(&d.name) else {
+        return 1;
+    };
+    if let Some(g) = &d.recode {
+        return g.len() as u64 + 1;
+    }
+    let rows = ds.rows().max(1);
+    let span = match (&v.min, &v.max) {
+        (Some(Number::Int(a)), Some(Number::Int(b))) => b.abs_diff(*a).saturating_add(1),
+        _ => rows,
+    };
+    span.min(rows) + 1 + v.missing_codes.len() as u64
+}
+
+/// The estimated memory of answering `req` over `ds`: its table's cells
+/// (an upper bound from the variables' ranges, at most the request's
+/// cell limit) × what a cell takes in each worker's accumulator and in
+/// the answer (the typed result, its JSON tree and its text).
+fn estimate(ds: &Dataset, req: &microtab_analysis::Request) -> (u64, u64) {
+    use microtab_analysis::Analysis as A;
+    let dims: Vec<&str> = match &req.analysis {
+        A::Freq { var } => vec![var],
+        A::Tab {
+            row, col, control, ..
+        } => [Some(row), Some(col), control.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect(),
+        A::Means { by, .. } => by.iter().map(String::as_str).collect(),
+    };
+    let mut cells: u64 = 1;
+    for d in dims {
+        cells = cells.saturating_mul(categories(ds, d));
+    }
+    let cells = cells.min(req.max_cells as u64).max(1);
+    let design = ds.manifest().design.as_ref().filter(|_| req.use_design);
+    let weighted = req.weight.is_some() || design.is_some();
+    let measured = matches!(req.analysis, A::Means { .. });
+    let reps = design
+        .and_then(|d| d.replicates.as_ref())
+        .map_or(0, |r| r.weights.len() as u64);
+    // Per worker: counts in 4 lanes, weight sums in 4 lanes (f64 and
+    // integer), exact moments, replicate sums (microtab_engine's
+    // accumulator); the workers' accumulators and the merged one.
+    let mut acc = 40;
+    if weighted {
+        acc += 72;
+    }
+    if measured {
+        acc += 224;
+    }
+    acc += reps * 8 * (1 + measured as u64);
+    if design.is_some_and(|d| d.taylor.is_some()) {
+        acc += 64;
+    }
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+    // The answer: each cell's numbers in the typed result, as JSON values
+    // and as text (measured: 120–250 bytes a cell), twice over while the
+    // text is written.
+    let answer = 400 + reps * 8;
+    (cells, cells.saturating_mul(acc * (workers + 1) + answer))
 }
 
 /// Longest parameter value accepted (a filter, a recode).
@@ -79,6 +274,7 @@ struct App {
     timeout: Duration,
     max_cells: usize,
     scan: ScanOptions,
+    budget: Arc<Budget>,
 }
 
 /// An error as the client sees it.
@@ -87,7 +283,15 @@ struct ApiError(StatusCode, String);
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": self.1, "status": self.0.as_u16()});
-        (self.0, Json(body)).into_response()
+        let mut r = (self.0, Json(body)).into_response();
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            // Busy (scan slots or memory), not broken: come back.
+            r.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                HeaderValue::from_static("1"),
+            );
+        }
+        r
     }
 }
 
@@ -270,9 +474,11 @@ async fn analyse(
     let get = |k: &str| map.get(k).map(|s| s.to_string());
     let req = microtab_analysis::request_from_params(&kind, &get).map_err(bad)?;
     let start = Instant::now();
-    let body = answer(&app, &name, req).await?;
+    let (body, reservation) = answer(&app, &name, req).await?;
     let body = serde_json::to_vec(&body)
         .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    // The text keeps its share of the budget until it has been sent.
+    let body = axum::body::Bytes::from_owner(Reserved(body, reservation));
     let mut resp = (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         body,
@@ -282,6 +488,15 @@ async fn analyse(
         resp.headers_mut().insert("x-microtab-ms", v);
     }
     Ok(resp)
+}
+
+/// An answer's text and its share of the memory budget.
+struct Reserved(Vec<u8>, #[allow(dead_code)] Reservation);
+
+impl AsRef<[u8]> for Reserved {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 /// One variable for a codebook page: its metadata and its frequencies
@@ -310,7 +525,7 @@ async fn variable(
     req.include_missing = true;
     req.max_cells = 1000;
     let (freq, note) = match answer(&app, &name, req).await {
-        Ok(f) => (f, None),
+        Ok((f, _)) => (f, None),
         Err(ApiError(StatusCode::BAD_REQUEST, m)) => (Value::Null, Some(m)),
         Err(e) => return Err(e),
     };
@@ -326,7 +541,7 @@ async fn answer(
     app: &Arc<App>,
     name: &str,
     mut req: microtab_analysis::Request,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, Reservation), ApiError> {
     req.max_cells = req.max_cells.min(app.max_cells);
     let path = app.path(name)?;
     let name = name.to_string();
@@ -342,6 +557,7 @@ async fn answer(
         .map_err(|_| ApiError(StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()))?;
     let left = app.timeout.saturating_sub(start.elapsed());
     let scan = app.scan.clone();
+    let budget = app.budget.clone();
     let served = name.clone();
     let task = tokio::task::spawn_blocking(move || {
         // The permit is held until the scan ends, even after a timeout
@@ -351,6 +567,9 @@ async fn answer(
         let hide = |m: String| m.replace(&path.display().to_string(), &served);
         let ds = Dataset::open(&path)
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, hide(e.to_string())))?;
+        // Memory first: a request that does not fit waits for none of it.
+        let (cells, bytes) = estimate(&ds, &req);
+        let reservation = budget.reserve(bytes, cells)?;
         let a = microtab_analysis::run(&ds, &req, &scan)
             .map_err(|e| (analysis_status(&e), hide(e.to_string())))?;
         // The served name, not the server's path, names the dataset.
@@ -359,7 +578,7 @@ async fn answer(
         if let Some(o) = v.as_object_mut() {
             o.insert("dataset".into(), Value::String(served));
         }
-        Ok(v)
+        Ok((v, reservation))
     });
     let out = tokio::time::timeout(left, task).await;
     let body = match out {
@@ -689,6 +908,27 @@ async fn log(req: Request, next: Next) -> Response {
     resp
 }
 
+/// Errors that axum's extractors answer as plain text (a path that is not
+/// UTF-8, a malformed query string) become JSON errors like every other
+/// error of the API.
+async fn json_errors(req: Request, next: Next) -> Response {
+    let api = req.uri().path().starts_with("/api/");
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !api || json || !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let body = axum::body::to_bytes(resp.into_body(), 64 << 10)
+        .await
+        .unwrap_or_default();
+    ApiError(status, String::from_utf8_lossy(&body).trim().to_string()).into_response()
+}
+
 async fn not_found() -> ApiError {
     ApiError(
         StatusCode::NOT_FOUND,
@@ -713,6 +953,10 @@ fn main() -> Result<()> {
         timeout: Duration::from_secs_f64(a.timeout.max(0.001)),
         max_cells: a.max_cells,
         scan: ScanOptions::from_env(),
+        budget: Arc::new(Budget {
+            total: a.max_memory.unwrap_or_else(default_memory),
+            used: std::sync::Mutex::new(0),
+        }),
     });
     let router = Router::new()
         .route("/api/v1/datasets", get(datasets))
@@ -727,6 +971,7 @@ fn main() -> Result<()> {
         .route("/static/{file}", get(page::asset))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn(json_errors))
         .layer(axum::middleware::from_fn(log))
         .with_state(app.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
