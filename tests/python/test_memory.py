@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -136,3 +137,81 @@ def test_many_tables_stream(big):
     for fmt in ("table", "csv"):
         p, _ = limited("tab", ds, "SEX", "SEX", "--control", "PUMA", "--format", fmt)
         assert p.returncode == 0, p.stderr
+
+
+# --- Allocation failure is an error, not an abort (issue 27, item 8) ---
+
+WIDE_ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """Two variables of 30,001 values each: their table has 9e8 cells."""
+    d = tmp_path_factory.mktemp("wide")
+    rng = np.random.default_rng(27)
+    a, b = rng.integers(0, 30001, WIDE_ROWS), rng.integers(0, 30001, WIDE_ROWS)
+    csv = d / "w.csv"
+    with open(csv, "w") as f:
+        f.write("A,B,C,D\n")
+        f.writelines(f"{x},{y},{x % 1000},{y % 1000}\n" for x, y in zip(a, b))
+    ds = d / "w.mtab"
+    run("import", csv, ds)
+    return ds, a, b
+
+
+def limited(limit):
+    import resource
+
+    def pre():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return pre
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_a_table_beyond_the_memory_limit_is_an_error_not_an_abort(wide, fmt):
+    ds, a, b = wide
+    p = subprocess.run([str(BIN), "tab", ds, "A", "B", "--max-cells", "2000000000", "--format", fmt],
+                       capture_output=True, text=True, preexec_fn=limited(2 << 30))
+    assert p.returncode == 1, (p.returncode, p.stderr[-500:])
+    assert "could not be allocated" in p.stderr and "cells" in p.stderr, p.stderr
+    assert "panicked" not in p.stderr and "backtrace" not in p.stderr
+    # The same limit, a table that fits: the right counts (numpy).
+    p = subprocess.run([str(BIN), "freq", ds, "A(r: 0-9999; 10000-19999; 20000-*)", "--format", "json"],
+                       capture_output=True, text=True, preexec_fn=limited(2 << 30))
+    assert p.returncode == 0, p.stderr
+    got = [r["count"] for r in json.loads(p.stdout)["rows"] if r.get("count") is not None][:3]
+    assert got == [int((a < 10000).sum()), int(((a >= 10000) & (a < 20000)).sum()), int((a >= 20000).sum())]
+
+
+def test_python_raises_instead_of_dying(wide, tmp_path):
+    """In a Python interpreter under RLIMIT_AS, a crosstab whose
+    accumulators cannot be allocated raises; the interpreter lives on and
+    answers the next query (checked against numpy)."""
+    ds, a, _ = wide
+    script = tmp_path / "child.py"
+    script.write_text(f"""
+import json, resource, sys
+import microtab as mt
+ds = mt.open({str(ds)!r})
+ds.freq("A(r: 0-9999; 10000-*)")  # the worker threads exist before the limit
+vm = int([l for l in open('/proc/self/status') if l.startswith('VmSize:')][0].split()[1]) * 1024
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (vm + (16 << 20), hard))
+try:
+    # 1,000 × 1,000 cells: 32 MB of counts per worker.
+    ds.tab("C", "D")
+    print("NO ERROR")
+except Exception as e:
+    print("RAISED", type(e).__name__, str(e)[:300])
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+f = ds.freq("A(r: 0-9999; 10000-*)")
+print(json.dumps([r["count"] for r in f.rows if r.get("count") is not None]))
+""")
+    # One malloc arena: worker threads do not reserve arenas of their own
+    # (64 MB of address space each) near the limit.
+    env = dict(os.environ, MALLOC_ARENA_MAX="1")
+    p = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, (p.returncode, p.stderr[-1000:])
+    out = p.stdout.splitlines()
+    assert out[0].startswith("RAISED") and "could not be allocated" in out[0], p.stdout
+    assert json.loads(out[1])[:2] == [int((a < 10000).sum()), int((a >= 10000).sum())]
