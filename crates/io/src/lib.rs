@@ -526,9 +526,18 @@ pub fn write_file_atomic(path: &Path, data: &[u8]) -> Result<()> {
         name.unwrap_or_default(),
         std::process::id()
     ));
-    let mut w = BlockWriter::create(&tmp, &IoConfig::default())?;
-    w.write_all(data)?;
-    w.finish()?;
+    // Errors name the file being written, not the temporary one (an
+    // internal name the user never asked for); a failed write removes it.
+    let written = (|| -> Result<()> {
+        let mut w = BlockWriter::create(&tmp, &IoConfig::default())?;
+        w.write_all(data)?;
+        w.finish()?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::new(path, e.error));
+    }
     std::fs::rename(&tmp, path).map_err(|e| Error::new(path, e))?;
     sync_dir(dir)
 }
@@ -553,6 +562,15 @@ mod tests {
         let back = std::fs::read(&path).unwrap();
         assert_eq!(back.len(), 400_000);
         assert_eq!(&back[4 * 77_777..4 * 77_778], &77_777u32.to_le_bytes());
+    }
+
+    #[test]
+    fn atomic_write_errors_name_the_file_not_its_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-dir").join("manifest.json");
+        let e = write_file_atomic(&path, b"{}").unwrap_err();
+        assert_eq!(e.path, path);
+        assert!(!e.to_string().contains(".tmp-"), "{e}");
     }
 
     #[test]
