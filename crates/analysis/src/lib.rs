@@ -59,7 +59,10 @@ pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
 pub use run::{partial, run, run_many, Partial};
-pub use split::{catalog, catalog_parts, split, Catalog, CatalogPart, SplitReport, CATALOG};
+pub use split::{
+    catalog, catalog_parts, remove_stale_staging, split, Catalog, CatalogError, CatalogPart,
+    SplitReport, CATALOG, CATALOG_VERSION,
+};
 pub use taylor::taylor_structure;
 
 /// Why a request could not be answered.
@@ -96,8 +99,8 @@ pub enum Error {
     },
     /// A catalog of parts ([`split()`]) is not what it should be, or a
     /// split cannot be made as asked.
-    #[error("{0}")]
-    Catalog(String),
+    #[error(transparent)]
+    Catalog(#[from] Box<CatalogError>),
     /// One dataset of several answered as one ([`run_many`]) failed, or
     /// could not be merged with the others.
     #[error("{dataset}: {error}")]

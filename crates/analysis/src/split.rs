@@ -4,9 +4,21 @@
 //!
 //! A catalog is a directory holding the parts (`part-001.mtab` …) and
 //! [`CATALOG`] (`catalog.json`), which lists them in record order with
-//! their first record and size. Every reader that takes several datasets
-//! (`microtab tab CATALOG …`, Python's `open_many` and `microtab.dask.parts`)
-//! takes the catalog's directory for all of its parts.
+//! their first record, size and dataset id. Every reader that takes
+//! several datasets (`microtab tab CATALOG …`, Python's `open_many` and
+//! `microtab.dask.parts`) takes the catalog's directory for all of its
+//! parts.
+//!
+//! Parts are known by what their manifests say, not by their paths or
+//! sizes: each part's manifest holds its dataset id (drawn when its
+//! records were written; a copy has the same) and which records of which
+//! dataset it holds ([`microtab_store::PartOf`]), and the catalog records
+//! each part's id. [`catalog_parts`] refuses a catalog in which two
+//! entries are one dataset (a link, a `..` path, a copied directory, an
+//! entry listed twice), or a part's manifest disagrees with its entry (a
+//! part replaced by another dataset or another split's part of the same
+//! size, a part imported again after the split, parts reordered): the
+//! answer would count records twice or answer for other records.
 //!
 //! Survey designs: a replicate design is carried to every part (replicate
 //! totals add up). A Taylor design's variance rests on each stratum's PSU
@@ -19,9 +31,9 @@
 //! `microtab.dask.split`).
 
 use crate::{DesignSpec, Error, Result};
-use microtab_store::{Dataset, Design};
+use microtab_store::{Dataset, Design, PartOf};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Most parts a split writes.
@@ -30,13 +42,20 @@ pub const MAX_PARTS: usize = 100_000;
 /// The catalog file in a directory of parts.
 pub const CATALOG: &str = "catalog.json";
 
+/// The catalog format written and read: version 2 records each part's
+/// dataset id (version 1 did not, and is refused: see [`CatalogError::Old`]).
+pub const CATALOG_VERSION: u32 = 2;
+
 /// A catalog of parts (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
-    /// The catalog format's version (1).
+    /// The catalog format's version ([`CATALOG_VERSION`]).
     pub microtab_parts: u32,
     /// The dataset the parts were cut from.
     pub source: String,
+    /// That dataset's id (`None`: it had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
     /// Records over all parts.
     pub rows: u64,
     /// The parts, in record order.
@@ -55,6 +74,108 @@ pub struct CatalogPart {
     pub first_record: u64,
     /// Its records.
     pub rows: u64,
+    /// Its dataset id ([`microtab_store::Manifest::id`]) when it was
+    /// written (absent in version 1 catalogs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// Why a catalog of parts is refused, or a split cannot be made as asked.
+/// Each names the catalog file (and the part) and what disagrees.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// The file is not a catalog of parts.
+    #[error("{file}: not a catalog of parts ({reason}): expected what a split writes")]
+    Unreadable {
+        /// The catalog file.
+        file: String,
+        /// What the JSON reader said.
+        reason: String,
+    },
+    /// A catalog version this build does not read.
+    #[error("{file}: catalog version {version} (this microtab reads version {CATALOG_VERSION})")]
+    Version {
+        /// The catalog file.
+        file: String,
+        /// The version found.
+        version: u32,
+    },
+    /// A version 1 catalog: its parts carry no identity, so a part listed
+    /// twice or replaced cannot be told.
+    #[error("{file}: a catalog of version 1, written before parts carried their identity: a part listed twice or replaced could not be detected, so it is not answered. Write it again: split the source dataset again, or import the file again with parts, into this directory")]
+    Old {
+        /// The catalog file.
+        file: String,
+    },
+    /// An entry of the catalog is not what the catalog's own listing
+    /// needs (order, coverage, a path outside the catalog, no id).
+    #[error("{file}: part {part}: {what}")]
+    Listing {
+        /// The catalog file.
+        file: String,
+        /// The part's path as listed.
+        part: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A listed part is not there.
+    #[error("{file}: part {part} (records {first}–{last}) is missing: the catalog's answers would lack its records")]
+    Missing {
+        /// The catalog file.
+        file: String,
+        /// The part's path as listed.
+        part: String,
+        /// Its first record.
+        first: u64,
+        /// Its last record.
+        last: u64,
+    },
+    /// Two entries are the same dataset.
+    #[error("{file}: parts {first} and {second} are the same dataset ({how}): its records would be counted twice")]
+    Duplicate {
+        /// The catalog file.
+        file: String,
+        /// The entry listed first.
+        first: String,
+        /// The entry listed second.
+        second: String,
+        /// How they are the same (one directory, or one dataset id).
+        how: String,
+    },
+    /// A part's manifest disagrees with its entry in the catalog.
+    #[error("{file}: part {part} is not the part the split wrote: its manifest gives {what} {found}, the catalog {expected} ({why}); split the source dataset again to write a catalog of the parts as they are")]
+    Mismatch {
+        /// The catalog file.
+        file: String,
+        /// The part's path as listed.
+        part: String,
+        /// The field that disagrees.
+        what: &'static str,
+        /// Its value in the part's manifest.
+        found: String,
+        /// Its value in the catalog.
+        expected: String,
+        /// What that means.
+        why: &'static str,
+    },
+    /// The parts' records do not add up to the catalog's total.
+    #[error("{file}: the parts hold {parts} records, the catalog says {rows}")]
+    Total {
+        /// The catalog file.
+        file: String,
+        /// Records over the listed parts.
+        parts: u64,
+        /// The catalog's total.
+        rows: u64,
+    },
+    /// A split that cannot be made as asked.
+    #[error("{0}")]
+    Split(String),
+}
+
+fn catalog_err(e: CatalogError) -> Error {
+    Error::Catalog(Box::new(e))
 }
 
 /// What [`split()`] wrote.
@@ -77,84 +198,246 @@ pub fn catalog(dir: &Path) -> Result<Option<Catalog>> {
     if !file.is_file() {
         return Ok(None);
     }
+    let name = file.display().to_string();
     let text = std::fs::read_to_string(&file).map_err(io(&file))?;
-    let c: Catalog = serde_json::from_str(&text).map_err(|e| {
-        Error::Catalog(format!(
-            "{}: not a catalog of parts ({e}): expected what `microtab split` writes",
-            file.display()
-        ))
-    })?;
-    if c.microtab_parts != 1 {
-        return Err(Error::Catalog(format!(
-            "{}: catalog version {} (this microtab reads version 1)",
-            file.display(),
-            c.microtab_parts
-        )));
+    // The version first, so that a catalog of another version is named
+    // as such rather than as a file with unexpected fields.
+    #[derive(Deserialize)]
+    struct Version {
+        microtab_parts: u32,
     }
-    Ok(Some(c))
+    let unreadable = |e: serde_json::Error| {
+        catalog_err(CatalogError::Unreadable {
+            file: name.clone(),
+            reason: e.to_string(),
+        })
+    };
+    let v: Version = serde_json::from_str(&text).map_err(unreadable)?;
+    match v.microtab_parts {
+        CATALOG_VERSION => {}
+        1 => return Err(catalog_err(CatalogError::Old { file: name })),
+        version => {
+            return Err(catalog_err(CatalogError::Version {
+                file: name,
+                version,
+            }))
+        }
+    }
+    Ok(Some(serde_json::from_str(&text).map_err(unreadable)?))
 }
 
 /// The parts' directories of the catalog in `dir`, in record order
-/// (`None`: `dir` is not a catalog). A part named in the catalog that is
-/// not there is an error: an answer without it would be silently short.
+/// (`None`: `dir` is not a catalog), each checked against what its
+/// manifest says: its dataset id is the one the catalog recorded and no
+/// other entry's, and it holds the records the catalog lists of the
+/// catalog's source. A part that is not there is an error: an answer
+/// without it would be silently short; one listed twice or not the part
+/// the split wrote is an error too (see the module documentation).
 pub fn catalog_parts(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
     let Some(c) = catalog(dir)? else {
         return Ok(None);
     };
+    let file = dir.join(CATALOG).display().to_string();
+    let listing = |part: &str, what: String| {
+        catalog_err(CatalogError::Listing {
+            file: file.clone(),
+            part: part.to_string(),
+            what,
+        })
+    };
+    let mismatch = |part: &str, what, found: String, expected: String, why| {
+        catalog_err(CatalogError::Mismatch {
+            file: file.clone(),
+            part: part.to_string(),
+            what,
+            found,
+            expected,
+            why,
+        })
+    };
+    let shown = |id: &Option<String>| id.clone().unwrap_or_else(|| "none".into());
     let mut out = Vec::with_capacity(c.parts.len());
-    let file = dir.join(CATALOG);
+    let mut by_dir: HashMap<PathBuf, &str> = HashMap::new();
+    let mut by_id: HashMap<String, &str> = HashMap::new();
     let mut next = 1u64;
     for p in &c.parts {
         // Parts in record order, each once, none missing: else records
         // would be counted twice or not at all.
         if p.first_record != next {
-            return Err(Error::Catalog(format!(
-                "{}: part {} starts at record {}, but the parts before it end at record {}: the catalog's parts must cover the records once, in order",
-                file.display(),
-                p.path,
-                p.first_record,
-                next - 1
-            )));
+            return Err(listing(
+                &p.path,
+                format!(
+                    "starts at record {}, but the parts before it end at record {}: the catalog's parts must cover the records once, in order",
+                    p.first_record,
+                    next - 1
+                ),
+            ));
         }
         next = p.first_record + p.rows;
         let rel = Path::new(&p.path);
-        if rel.is_absolute() || rel.components().count() != 1 {
-            return Err(Error::Catalog(format!(
-                "{}: part {} is not a directory inside the catalog",
-                dir.join(CATALOG).display(),
-                p.path
-            )));
+        if rel.is_absolute()
+            || rel.components().count() != 1
+            || !matches!(
+                rel.components().next(),
+                Some(std::path::Component::Normal(_))
+            )
+        {
+            return Err(listing(
+                &p.path,
+                "is not the name of a directory inside the catalog".into(),
+            ));
         }
+        let Some(want) = &p.id else {
+            return Err(listing(
+                &p.path,
+                "has no dataset id in the catalog: the split records each part's".into(),
+            ));
+        };
         let path = dir.join(rel);
         if !path.join("manifest.json").is_file() {
-            return Err(Error::Catalog(format!(
-                "{}: part {} (records {}–{}) is missing: the catalog's answers would lack its records",
-                dir.join(CATALOG).display(),
-                p.path,
-                p.first_record,
-                p.first_record + p.rows.saturating_sub(1)
-            )));
+            return Err(catalog_err(CatalogError::Missing {
+                file: file.clone(),
+                part: p.path.clone(),
+                first: p.first_record,
+                last: p.first_record + p.rows.saturating_sub(1),
+            }));
         }
-        let rows = Dataset::open(&path)?.rows();
-        if rows != p.rows {
-            return Err(Error::Catalog(format!(
-                "{}: part {} has {rows} records, the catalog says {}: it was changed after the split",
-                file.display(),
-                p.path,
-                p.rows
-            )));
+        // One directory (a symbolic link, a link's target) listed twice.
+        let real = std::fs::canonicalize(&path).map_err(io(&path))?;
+        if let Some(first) = by_dir.insert(real.clone(), &p.path) {
+            return Err(catalog_err(CatalogError::Duplicate {
+                file: file.clone(),
+                first: first.to_string(),
+                second: p.path.clone(),
+                how: format!("both are {}", real.display()),
+            }));
+        }
+        let ds = Dataset::open(&path).map_err(|e| Error::InDataset {
+            dataset: format!("{file}: part {}", p.path),
+            error: Box::new(e.into()),
+        })?;
+        let m = ds.manifest();
+        // One dataset under two names (a copied or hard-linked directory).
+        if let Some(id) = &m.id {
+            if let Some(first) = by_id.insert(id.clone(), &p.path) {
+                return Err(catalog_err(CatalogError::Duplicate {
+                    file: file.clone(),
+                    first: first.to_string(),
+                    second: p.path.clone(),
+                    how: format!("dataset id {id}: a copy of the one directory"),
+                }));
+            }
+        }
+        if m.id.as_ref() != Some(want) {
+            return Err(mismatch(
+                &p.path,
+                "dataset id",
+                shown(&m.id),
+                want.clone(),
+                "another dataset is in its place: replaced, copied over or imported again after the split",
+            ));
+        }
+        let Some(of) = &m.part_of else {
+            return Err(mismatch(
+                &p.path,
+                "the records it holds as",
+                "none".into(),
+                format!("records {}–{}", p.first_record, next - 1),
+                "it does not say it is a part of a split",
+            ));
+        };
+        if of.dataset != c.source_id {
+            return Err(mismatch(
+                &p.path,
+                "source dataset id",
+                shown(&of.dataset),
+                shown(&c.source_id),
+                "it was cut from another dataset",
+            ));
+        }
+        if (of.first_record, of.rows) != (p.first_record, p.rows) {
+            return Err(mismatch(
+                &p.path,
+                "records",
+                format!(
+                    "{}–{}",
+                    of.first_record,
+                    (of.first_record + of.rows).saturating_sub(1)
+                ),
+                format!("{}–{}", p.first_record, next - 1),
+                "it holds other records of the source: the parts were moved or reordered",
+            ));
+        }
+        if ds.rows() != p.rows {
+            return Err(mismatch(
+                &p.path,
+                "a record count of",
+                ds.rows().to_string(),
+                p.rows.to_string(),
+                "it was changed after the split",
+            ));
         }
         out.push(path);
     }
     if next - 1 != c.rows {
-        return Err(Error::Catalog(format!(
-            "{}: the parts hold {} records, the catalog says {}",
-            file.display(),
-            next - 1,
-            c.rows
-        )));
+        return Err(catalog_err(CatalogError::Total {
+            file,
+            parts: next - 1,
+            rows: c.rows,
+        }));
     }
     Ok(Some(out))
+}
+
+/// Removes what killed splits and imports with parts into `out` left
+/// beside it (a split's staging directory of parts, an import's whole
+/// dataset and its own staging), when the process that wrote it is gone:
+/// each is as large as the data. Called by the next writer to `out`.
+pub fn remove_stale_staging(out: &Path) {
+    let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(rd) = std::fs::read_dir(&parent) else {
+        return;
+    };
+    let gone = |pid: &str| {
+        pid.parse::<u32>().is_ok_and(|pid| {
+            pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+        })
+    };
+    let entries: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let split = format!(".{name}.split-");
+    let import = format!(".{name}.import-");
+    // The import's own staging (`.<its name>.importing-<pid>`, written by
+    // the importing process or by a child it ran).
+    let inner = format!("..{name}.import-");
+    for f in &entries {
+        let stale = if let Some(pid) = f.strip_prefix(&split) {
+            gone(pid)
+        } else if let Some(rest) = f.strip_prefix(&inner) {
+            rest.split_once(".importing-")
+                .is_some_and(|(pid, child)| gone(pid) && gone(child))
+        } else if let Some(pid) = f.strip_prefix(&import) {
+            // Not while a child that outlived it still writes into it.
+            let busy = entries.iter().any(|g| {
+                g.strip_prefix(&format!("..{name}.import-{pid}.importing-"))
+                    .is_some_and(|child| !gone(child))
+            });
+            gone(pid) && !busy
+        } else {
+            false
+        };
+        if stale {
+            let _ = std::fs::remove_dir_all(parent.join(f));
+        }
+    }
 }
 
 /// Where to cut `rows` records into `parts` of about equal size: the
@@ -192,22 +475,25 @@ pub fn split(
     force: bool,
     without_design: bool,
 ) -> Result<SplitReport> {
+    // What killed splits and imports into `out` left: each as large as
+    // the data.
+    remove_stale_staging(out);
     if parts == 0 {
-        return Err(Error::Catalog(
+        return Err(catalog_err(CatalogError::Split(
             "the number of parts must be at least 1".into(),
-        ));
+        )));
     }
     let rows = ds.rows();
     if parts as u64 > rows.max(1) || parts > MAX_PARTS {
-        return Err(Error::Catalog(format!(
+        return Err(catalog_err(CatalogError::Split(format!(
             "{parts} parts of {rows} records: at most {} (one record or more a part, and at most {MAX_PARTS} parts)",
             rows.clamp(1, MAX_PARTS as u64)
-        )));
+        ))));
     }
     if out.exists() {
         let ours = out.join(CATALOG).is_file() || out.join("manifest.json").is_file();
         if !force || !ours {
-            return Err(Error::Catalog(format!(
+            return Err(catalog_err(CatalogError::Split(format!(
                 "{} exists{}",
                 out.display(),
                 if ours {
@@ -215,13 +501,13 @@ pub fn split(
                 } else {
                     " and is not a dataset or catalog of parts: choose another name"
                 }
-            )));
+            ))));
         }
     }
     if std::fs::canonicalize(out).ok() == std::fs::canonicalize(ds.dir()).ok() && out.exists() {
-        return Err(Error::Catalog(
+        return Err(catalog_err(CatalogError::Split(
             "a split cannot replace the dataset it cuts; write it elsewhere".into(),
-        ));
+        )));
     }
     let design = ds.manifest().design.clone();
     // A Taylor design: cut at changes of stratum, so each part can hold
@@ -270,9 +556,9 @@ pub fn split(
         }
     };
     if let (Some(n), true) = (&note, taylor.is_some() && !without_design) {
-        return Err(Error::Catalog(format!(
+        return Err(catalog_err(CatalogError::Split(format!(
             "{n}. Nothing was written; give --no-design to write the parts without the design (their queries are then unweighted unless they name --weight, and have no design-based standard errors)"
-        )));
+        ))));
     }
     // Written beside `out`, renamed into place when complete.
     let parent = match out.parent() {
@@ -281,7 +567,12 @@ pub fn split(
     };
     let name = out
         .file_name()
-        .ok_or_else(|| Error::Catalog(format!("{} is not a directory name", out.display())))?
+        .ok_or_else(|| {
+            catalog_err(CatalogError::Split(format!(
+                "{} is not a directory name",
+                out.display()
+            )))
+        })?
         .to_string_lossy()
         .to_string();
     let staging = parent.join(format!(".{name}.split-{}", std::process::id()));
@@ -291,11 +582,14 @@ pub fn split(
     std::fs::create_dir_all(&staging).map_err(io(&staging))?;
     let guard = Staging(staging.clone());
     let width = ranges.len().to_string().len().max(3);
+    let source_id = ds.manifest().id.clone();
     let mut listed = Vec::with_capacity(ranges.len());
     for (i, &(a, b)) in ranges.iter().enumerate() {
         let part = format!("part-{:0width$}.mtab", i + 1);
         let dir = staging.join(&part);
         let r = microtab_engine::subset::subset_rows(ds, &dir, a..b, false)?;
+        let mut pds = Dataset::open(&dir)?;
+        let mut part_design = None;
         if per_part_taylor {
             let d = design.as_ref().expect("a Taylor design");
             let t = d.taylor.as_ref().expect("a Taylor design");
@@ -304,19 +598,32 @@ pub fn split(
             spec.cluster = t.cluster.clone();
             spec.fpc = t.fpc.clone();
             spec.lonely_psu = t.lonely_psu;
-            let mut pds = Dataset::open(&dir)?;
             let built: Design = crate::build_design(&pds, &spec).map_err(|e| Error::InDataset {
                 dataset: format!("part {} (records {}–{})", i + 1, a + 1, b),
                 error: Box::new(e),
             })?;
-            pds.update_manifest(|m| m.design = Some(built))?;
+            part_design = Some(built);
         } else if i == 0 && note.is_none() {
             note = r.design_note.clone();
         }
+        // What the part is, in its own manifest: which records of which
+        // dataset (checked against the catalog by every reader).
+        let of = PartOf {
+            dataset: source_id.clone(),
+            first_record: a + 1,
+            rows: b - a,
+        };
+        pds.update_manifest(|m| {
+            m.part_of = Some(of);
+            if part_design.is_some() {
+                m.design = part_design;
+            }
+        })?;
         listed.push(CatalogPart {
             path: part,
             first_record: a + 1,
             rows: b - a,
+            id: pds.manifest().id.clone(),
         });
     }
     let design_text = match (&design, per_part_taylor, &note) {
@@ -332,8 +639,9 @@ pub fn split(
         (None, _, _) => None,
     };
     let catalog = Catalog {
-        microtab_parts: 1,
+        microtab_parts: CATALOG_VERSION,
         source: ds.dir().display().to_string(),
+        source_id,
         rows,
         parts: listed,
         design: design_text,
@@ -377,7 +685,102 @@ impl Drop for Staging {
 
 #[cfg(test)]
 mod tests {
-    use super::cuts;
+    use super::*;
+    use microtab_store::{DatasetWriter, Kind, PhysType, Variable};
+
+    /// A dataset of `n` records of one variable X = 0, 1, ….
+    fn dataset(path: &Path, n: u16) -> Dataset {
+        let mut w = DatasetWriter::create(path, false).unwrap();
+        let mut c = w.column_writer("X", PhysType::U16).unwrap();
+        c.append(&(0..n).collect::<Vec<u16>>()).unwrap();
+        w.add_variable(
+            c.finish(Variable::new("X", Kind::Int, PhysType::U16))
+                .unwrap(),
+        );
+        w.commit(n as u64).unwrap();
+        Dataset::open(path).unwrap()
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let t = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &t);
+            } else {
+                std::fs::copy(e.path(), t).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn parts_are_known_by_their_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dataset(&dir.path().join("d.mtab"), 40);
+        let cat = dir.path().join("d.parts");
+        let c = split(&ds, &cat, 4, false, false).unwrap().catalog;
+        assert_eq!(c.microtab_parts, CATALOG_VERSION);
+        assert_eq!(c.source_id, ds.manifest().id);
+        assert_eq!(catalog_parts(&cat).unwrap().unwrap().len(), 4);
+        let p2 = Dataset::open(&cat.join("part-002.mtab")).unwrap();
+        let m = p2.manifest();
+        assert_eq!(m.id, c.parts[1].id);
+        assert_eq!(
+            m.part_of,
+            Some(PartOf {
+                dataset: ds.manifest().id.clone(),
+                first_record: 11,
+                rows: 10
+            })
+        );
+        // A copy of part 1 in part 2's place: one dataset twice.
+        std::fs::remove_dir_all(cat.join("part-002.mtab")).unwrap();
+        copy_dir(&cat.join("part-001.mtab"), &cat.join("part-002.mtab"));
+        match catalog_parts(&cat) {
+            Err(Error::Catalog(e)) => match *e {
+                CatalogError::Duplicate { first, second, .. } => assert_eq!(
+                    (first.as_str(), second.as_str()),
+                    ("part-001.mtab", "part-002.mtab")
+                ),
+                e => panic!("expected a duplicate, got {e}"),
+            },
+            other => panic!("expected a duplicate, got {other:?}"),
+        }
+        // Another split's part 3 (the same size) in part 2's place.
+        let other = dir.path().join("o.parts");
+        split(&ds, &other, 4, false, false).unwrap();
+        std::fs::remove_dir_all(cat.join("part-002.mtab")).unwrap();
+        copy_dir(&other.join("part-003.mtab"), &cat.join("part-002.mtab"));
+        assert!(matches!(
+            catalog_parts(&cat),
+            Err(Error::Catalog(e)) if matches!(*e, CatalogError::Mismatch { what: "dataset id", .. })
+        ));
+    }
+
+    #[test]
+    fn stale_staging_of_dead_writers_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("c.parts");
+        // A pid that is not running: the largest one Linux can give, plus one.
+        let dead = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .map_or(4_194_304, |s| s.trim().parse::<u32>().unwrap_or(4_194_304));
+        let me = std::process::id();
+        let names = [
+            (format!(".c.parts.split-{dead}"), false),
+            (format!(".c.parts.import-{dead}"), false),
+            (format!("..c.parts.import-{dead}.importing-{dead}"), false),
+            (format!(".c.parts.split-{me}"), true),
+            (".c.parts.split-x".to_string(), true),
+            (format!(".other.split-{dead}"), true),
+        ];
+        for (n, _) in &names {
+            std::fs::create_dir_all(dir.path().join(n).join("part-001.mtab")).unwrap();
+        }
+        remove_stale_staging(&out);
+        for (n, kept) in &names {
+            assert_eq!(dir.path().join(n).exists(), *kept, "{n}");
+        }
+    }
 
     #[test]
     fn cuts_are_even_and_move_to_stratum_changes() {

@@ -165,7 +165,8 @@ pub fn open_all(path: &Path) -> Result<Vec<Dataset>> {
     if paths.is_empty() {
         anyhow::bail!("no dataset matches {text}");
     }
-    // The same dataset twice (through a link) would count its rows twice.
+    // The same dataset twice (through a link, or a copy of its directory)
+    // would count its rows twice.
     let mut seen = std::collections::HashMap::new();
     for p in &paths {
         let real =
@@ -179,7 +180,27 @@ pub fn open_all(path: &Path) -> Result<Vec<Dataset>> {
             );
         }
     }
-    paths.iter().map(|p| open(p)).collect()
+    let ds: Vec<Dataset> = paths.iter().map(|p| open(p)).collect::<Result<_>>()?;
+    distinct(&ds, &text)?;
+    Ok(ds)
+}
+
+/// Refuses datasets of which two are one dataset by its id (a copied or
+/// hard-linked directory; docs/FORMAT.md): its rows would be counted twice.
+fn distinct(ds: &[Dataset], text: &str) -> Result<()> {
+    let mut ids = std::collections::HashMap::new();
+    for d in ds {
+        if let Some(id) = &d.manifest().id {
+            if let Some(first) = ids.insert(id.clone(), d.dir()) {
+                anyhow::bail!(
+                    "{text} names the same dataset twice ({} and {} are one dataset, id {id}: a copy of one directory); its rows would be counted twice",
+                    first.display(),
+                    d.dir().display()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Answers `req` `repeat` times (the whole analysis: planning, scan,

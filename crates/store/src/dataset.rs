@@ -708,13 +708,21 @@ impl DatasetWriter {
             Mode::Extend { old } => old.version,
             _ => FORMAT_VERSION,
         };
+        // New records, a new identity; new variables over the same
+        // records keep it (and keep which records of a split they are).
+        let (id, part_of) = match &self.mode {
+            Mode::Extend { old } => (old.id.clone(), old.part_of.clone()),
+            _ => (Some(crate::new_dataset_id()), None),
+        };
         let manifest = Manifest {
             format: "microtab".into(),
             version,
             checksum: None,
             generation: self.generation,
+            id,
             rows,
             source: self.source.clone(),
+            part_of,
             variables: std::mem::take(&mut self.variables),
             design: self.design.clone(),
         };

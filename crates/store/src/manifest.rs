@@ -149,16 +149,71 @@ pub struct Manifest {
     pub checksum: Option<String>,
     /// Incremented on every change; column files carry it in their names.
     pub generation: u64,
+    /// The dataset's identity: 32 random hex digits drawn when its records
+    /// are written (an import, a subset, a part of a split, and again by
+    /// an import that replaces it), kept by changes that leave the records
+    /// as they are (labels, missing codes, a design, derived variables).
+    /// A copy of the directory has the same id, so readers that take
+    /// several datasets tell the same records twice by it, whatever their
+    /// paths. `None`: written before datasets carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// Number of records.
     pub rows: u64,
     /// Where the data came from (input file name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// For a part of a split: which records of which dataset it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_of: Option<PartOf>,
     /// Variables in input order.
     pub variables: Vec<Variable>,
     /// The survey design every query uses unless told not to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<Design>,
+}
+
+/// The records of another dataset that a part of a split holds (the
+/// catalog of parts checks every part against it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartOf {
+    /// The [`Manifest::id`] of the dataset the records were cut from
+    /// (`None`: it had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// The first record's number in that dataset (from 1).
+    pub first_record: u64,
+    /// The records, consecutive from `first_record`.
+    pub rows: u64,
+}
+
+/// A new dataset id ([`Manifest::id`]): 128 random bits as 32 hex digits,
+/// from the system's random source (`/dev/urandom`), else from a hash of
+/// the time, the process and a counter seeded by the standard library's
+/// per-process random keys.
+pub fn new_dataset_id() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_ok();
+    if !from_os {
+        use std::hash::{BuildHasher, Hasher};
+        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for (i, chunk) in b.chunks_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(now);
+            h.write_u32(std::process::id());
+            h.write_u64(n);
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// A dataset's survey design: the full-sample weight and how the standard
@@ -347,4 +402,22 @@ pub struct Replicates {
     /// Fay's coefficient (type `fay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rho: Option<f64>,
+    /// The rank of the replicate weights (records × replicates) of the
+    /// records the design was set on, found then: the design's degrees of
+    /// freedom are rank − 1 (R's `degf()`). `None`: set before it was
+    /// stored (found again when needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dataset_ids_are_128_random_bits() {
+        let a = super::new_dataset_id();
+        let b = super::new_dataset_id();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
 }

@@ -95,16 +95,22 @@ def _check_disjoint(parts: list[Part]) -> None:
     """Refuses parts that name the same records twice (the same dataset,
     or overlapping ranges of one): their records would be counted twice."""
     by: dict[str, list[tuple[int, float, Part]]] = {}
+    idents: dict[str, str] = {}
     for p in parts:
         if (p.start is not None and p.start < 0) or (p.end is not None and p.end < 0):
             raise ValueError(f"{p}: start and end are record numbers from 0")
-        real = os.path.realpath(p.path)
-        by.setdefault(real, []).append((p.start or 0, float("inf") if p.end is None else p.end, p))
+        # By the dataset's id when it has one: a copied or hard-linked
+        # directory is the same records under another path.
+        if p.path not in idents:
+            idents[p.path] = json.loads(_info(p.path)).get("id") or os.path.realpath(p.path)
+        ident = idents[p.path]
+        by.setdefault(ident, []).append((p.start or 0, float("inf") if p.end is None else p.end, p))
     for ranges in by.values():
         ranges.sort(key=lambda r: (r[0], r[1]))
         for (a0, a1, pa), (b0, b1, pb) in zip(ranges, ranges[1:]):
             if b0 < a1 and b1 > b0 and a1 > a0:
-                raise QueryError(f"{pa} and {pb} overlap (the same records of {pa.path}): "
+                raise QueryError(f"{pa} and {pb} overlap (the same records of {pa.path}"
+                                 f"{'' if pa.path == pb.path else ', one dataset under two paths'}): "
                                  "their records would be counted twice")
 
 
