@@ -49,35 +49,7 @@ fn number<T: std::str::FromStr>(
     .transpose()
 }
 
-/// Splits a list of grouping arguments at commas (and, with `spaces`,
-/// whitespace) outside parentheses and double quotes, so that recodes
-/// (`AGE(r: 0-17; 18-64; 65-*)`), value lists (`RACE(1,3)`) and quoted
-/// names stay whole.
-pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
-    for c in s.chars() {
-        match c {
-            '"' => quote = !quote,
-            '(' if !quote => depth += 1,
-            ')' if !quote => depth -= 1,
-            _ => {}
-        }
-        if !quote && depth == 0 && (c == ',' || (spaces && c.is_whitespace())) {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        } else {
-            cur.push(c);
-        }
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out.iter_mut().for_each(|x| *x = x.trim().to_string());
-    out.retain(|x| !x.is_empty());
-    out
-}
+pub use microtab_engine::split_list;
 
 /// A [`Request`] for `analysis` (`freq`, `tab` or `means`) from named
 /// parameters (`get(name)` gives a parameter's text, `None` when absent):

@@ -41,8 +41,9 @@ struct ExportArgs {
     dataset: PathBuf,
     /// The Parquet file to write (replaced only with --force).
     output: PathBuf,
-    /// Variables to export, comma-separated or repeated (default: all).
-    #[arg(long = "vars", value_delimiter = ',', num_args = 1..)]
+    /// Variables to export, separated by commas or spaces, or repeated
+    /// (default: all); a name with spaces or commas as one argument.
+    #[arg(long = "vars", num_args = 1..)]
     vars: Vec<String>,
     /// Only the records that pass this filter (e.g. 'AGE(25-64) SEX(2)').
     #[arg(long)]
@@ -95,7 +96,7 @@ fn export(a: ExportArgs) -> Result<()> {
         bail!("--row-group-rows must be at least 1");
     }
     let opts = ExportOptions {
-        columns: (!a.vars.is_empty()).then(|| a.vars.clone()),
+        columns: (!a.vars.is_empty()).then(|| microtab_engine::var_names(&ds, &a.vars)),
         filter: a.filter.clone(),
         labels: a.labels,
         keep_missing_codes: a.keep_missing_codes,

@@ -478,6 +478,8 @@ pub(crate) fn check_text_values(term: &Term, var: &Variable, dicts: &[&[String]]
     if var.kind != Kind::String {
         return Ok(());
     }
+    // A range or order comparison is refused with its own reason first.
+    check_text_term(term, var)?;
     let values: Vec<&String> = match &term.cond {
         Cond::Set(items) => items
             .iter()

@@ -30,6 +30,60 @@ pub fn list_vars(ds: &Dataset, q: &ListQuery) -> Result<Vec<Variable>> {
     q.vars.iter().map(|n| Ok(ds.variable(n)?.clone())).collect()
 }
 
+/// Splits a list of grouping arguments at commas (and, with `spaces`,
+/// whitespace) outside parentheses and double quotes, so that recodes
+/// (`AGE(r: 0-17; 18-64; 65-*)`), value lists (`RACE(1,3)`) and quoted
+/// names stay whole.
+pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
+    for c in s.chars() {
+        match c {
+            '"' => quote = !quote,
+            '(' if !quote => depth += 1,
+            ')' if !quote => depth -= 1,
+            _ => {}
+        }
+        if !quote && depth == 0 && (c == ',' || (spaces && c.is_whitespace())) {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out.iter_mut().for_each(|x| *x = x.trim().to_string());
+    out.retain(|x| !x.is_empty());
+    out
+}
+
+/// Variable names from command-line arguments. An argument that names a
+/// variable of `ds` as it stands is kept whole, so names with spaces or
+/// commas (`Body Mass (g)`, from CSV headers) can be given as one argument;
+/// any other argument is split at commas and spaces outside double quotes
+/// ([`split_list`]), and a quoted name (`"Flipper Length, mm"`) loses its
+/// quotes.
+pub fn var_names(ds: &Dataset, args: &[String]) -> Vec<String> {
+    args.iter()
+        .flat_map(|a| {
+            if ds.variable(a.trim()).is_ok() {
+                vec![a.trim().to_string()]
+            } else {
+                split_list(a, true)
+                    .into_iter()
+                    .map(|t| match t.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+                        Some(inner) if !inner.is_empty() => inner.to_string(),
+                        _ => t,
+                    })
+                    .collect()
+            }
+        })
+        .collect()
+}
+
 /// A value of a view as a key (the stored integer, or a float's bits).
 fn key_at(d: &ColumnData<'_>, i: usize) -> Option<i64> {
     match d {

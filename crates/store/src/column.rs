@@ -716,6 +716,15 @@ impl ColumnWriter {
         // Made durable with the dataset's other files when it is committed.
         self.w.finish_deferred()?;
         std::fs::rename(&tmp, &self.final_path).map_err(|e| io_err(&self.final_path, e))?;
+        if let (Some(z), None, None) = (&zones, var.min, var.max) {
+            // A writer that did not say the range gets the true one, so the
+            // manifest agrees with the zone map its queries are checked by.
+            let z: Vec<Zone> = z.chunks_exact(ZONE_BYTES).filter_map(Zone::decode).collect();
+            if let (Some((lo, hi)), _) = zone_union(&z, self.ty, var.null_code.is_some()) {
+                var.min = Some(crate::Number::Int(lo));
+                var.max = Some(crate::Number::Int(hi));
+            }
+        }
         var.ty = self.ty;
         var.file = self.rel;
         var.bytes = match packing {
@@ -839,6 +848,91 @@ impl<'a> ColumnData<'a> {
     }
 }
 
+fn num_text(n: crate::Number) -> String {
+    match n {
+        crate::Number::Int(i) => i.to_string(),
+        crate::Number::Float(f) => f.to_string(),
+    }
+}
+
+/// The range of the non-null values and whether there are nulls, from a
+/// zone map. A column without a null code (`has_null_code` false: it has no
+/// nulls) holds its type's null code, which the zone map flags, as an
+/// ordinary value.
+fn zone_union(zones: &[Zone], ty: PhysType, has_null_code: bool) -> (Option<(i64, i64)>, bool) {
+    let (mut lo, mut hi, mut nulls) = (i64::MAX, i64::MIN, false);
+    for z in zones {
+        nulls |= z.nulls;
+        if z.lo <= z.hi {
+            lo = lo.min(z.lo);
+            hi = hi.max(z.hi);
+        }
+    }
+    if nulls && !has_null_code {
+        let c = ty.null_code();
+        (lo, hi, nulls) = (lo.min(c), hi.max(c), false);
+    }
+    ((lo <= hi).then_some((lo, hi)), nulls)
+}
+
+/// Checks the manifest's range and nulls of `var` against the column's
+/// zone map, which is written from the values and covered by the file's
+/// own checksums: exact sums, recode tables, null handling and weight
+/// checks are chosen from those claims. The range must hold the zone map's
+/// and not reach the null code (`verify`, `strict`: be the zone map's, for
+/// numbers); queries (`strict` false) refuse a claim of no nulls where
+/// there are some, `verify` also a claim of nulls where there are none.
+fn check_range(path: &Path, var: &Variable, zones: &[Zone], strict: bool) -> Result<()> {
+    let (range, nulls) = zone_union(zones, var.ty, var.null_code.is_some());
+    let said = match (var.min, var.max) {
+        (Some(crate::Number::Int(a)), Some(crate::Number::Int(b))) => Some((a, b)),
+        (None, None) => None,
+        _ => {
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "the manifest gives variable {} a range that is not of whole numbers, as its values are",
+                    var.name
+                ),
+            })
+        }
+    };
+    // A narrower claim would put values outside the tables sized by it; a
+    // claimed range that reaches the null code would make the nulls values.
+    // A wider one is safe and is what text columns may state (a dictionary
+    // can hold values no record has: Parquet dictionaries); `verify` wants
+    // the exact range of numbers.
+    let within = match (range, said) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some((l, h)), Some((a, b))) => a <= l && h <= b,
+    };
+    let reaches_null = matches!((said, var.null_code), (Some((a, b)), Some(c)) if a <= c && c <= b);
+    let covered = within
+        && !reaches_null
+        && (!strict || var.kind == crate::Kind::String || range == said);
+    let nulls_ok = if strict {
+        nulls == (var.nulls > 0)
+    } else {
+        !nulls || var.nulls > 0
+    };
+    if covered && nulls_ok {
+        return Ok(());
+    }
+    let shown = |r: Option<(i64, i64)>| r.map_or("none".into(), |(a, b)| format!("{a} to {b}"));
+    Err(Error::Corrupt {
+        path: path.to_path_buf(),
+        reason: format!(
+            "the manifest says variable {} has stored values {} and {} nulls; its zone map shows {}{} (the manifest was edited or the file belongs to another dataset)",
+            var.name,
+            shown(said),
+            var.nulls,
+            shown(range),
+            if nulls { " and nulls" } else { " and no nulls" },
+        ),
+    })
+}
+
 /// A memory-mapped column of a published dataset.
 pub struct Column {
     map: MappedFile,
@@ -930,6 +1024,9 @@ impl Column {
                     .ok_or_else(bad)?,
             );
         }
+        if let Some(z) = &zones {
+            check_range(path, var, z, false)?;
+        }
         Ok(Column {
             map,
             header,
@@ -940,6 +1037,67 @@ impl Column {
             unpacked: std::sync::OnceLock::new(),
             whole_ok: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The smallest and largest non-null stored value and the number of
+    /// nulls, counted from the values themselves (every stripe checked).
+    fn true_range(&self) -> Result<(Option<(crate::Number, crate::Number)>, u64)> {
+        let (mut nulls, mut flo, mut fhi) = (0u64, f64::INFINITY, f64::NEG_INFINITY);
+        let (mut ilo, mut ihi) = (i64::MAX, i64::MIN);
+        // Without a null code (a column without nulls) every stored value
+        // is a value.
+        let null = self.var.null_code.unwrap_or(i64::MIN);
+        let has_null = self.var.null_code.is_some();
+        let mut buf = Vec::new();
+        let rows = self.rows();
+        let mut s = 0;
+        while s < rows {
+            let n = STRIPE_ROWS.min(rows - s);
+            macro_rules! ints {
+                ($v:expr, $t:ty) => {{
+                    let nc = null as $t;
+                    for &x in $v {
+                        if has_null && x == nc {
+                            nulls += 1;
+                        } else {
+                            ilo = ilo.min(x as i64);
+                            ihi = ihi.max(x as i64);
+                        }
+                    }
+                }};
+            }
+            macro_rules! floats {
+                ($v:expr) => {{
+                    for &x in $v {
+                        let x = x as f64;
+                        if x.is_nan() {
+                            nulls += 1;
+                        } else {
+                            flo = flo.min(x);
+                            fhi = fhi.max(x);
+                        }
+                    }
+                }};
+            }
+            match self.rows_view(s, n, &mut buf)? {
+                ColumnData::U8(v) => ints!(v, u8),
+                ColumnData::I8(v) => ints!(v, i8),
+                ColumnData::U16(v) => ints!(v, u16),
+                ColumnData::I16(v) => ints!(v, i16),
+                ColumnData::U32(v) => ints!(v, u32),
+                ColumnData::I32(v) => ints!(v, i32),
+                ColumnData::I64(v) => ints!(v, i64),
+                ColumnData::F32(v) => floats!(v),
+                ColumnData::F64(v) => floats!(v),
+            }
+            s += n;
+        }
+        let range = if self.header.ty.is_float() {
+            (flo <= fhi).then_some((crate::Number::Float(flo), crate::Number::Float(fhi)))
+        } else {
+            (ilo <= ihi).then_some((crate::Number::Int(ilo), crate::Number::Int(ihi)))
+        };
+        Ok((range, nulls))
     }
 
     /// The zone map: one [`Zone`] per stripe of [`STRIPE_ROWS`] rows
@@ -1175,6 +1333,50 @@ impl Column {
                 reason: format!(
                     "checksum mismatch: the payload hashes to xxh3:{got:016x}, the manifest says {} (the file is damaged)",
                     self.var.checksum
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks what the manifest says of the values (their range and their
+    /// nulls) against the values themselves, read whole: queries choose
+    /// exact sums, recode tables and weight checks from it. Called by
+    /// `verify` after [`verify`](Self::verify) found the file intact.
+    pub fn verify_claims(&self) -> Result<()> {
+        if let Some(z) = &self.zones {
+            check_range(&self.path(), &self.var, z, true)?;
+        }
+        let (range, nulls) = self.true_range()?;
+        let said = self.var.min.zip(self.var.max);
+        // A float read back from the manifest's JSON text may differ from
+        // the value written in its last bits (serde_json's fast parse).
+        let near = |a: crate::Number, b: crate::Number| match (a, b) {
+            (crate::Number::Float(x), crate::Number::Float(y)) => {
+                x == y || (x - y).abs() <= 1e-14 * x.abs().max(y.abs())
+            }
+            _ => a == b,
+        };
+        let same = match (range, said) {
+            // Text codes: checked against the zone map above (a dictionary
+            // may hold values no record has).
+            _ if self.var.kind == crate::Kind::String => true,
+            (Some((a, b)), Some((c, d))) => near(a, c) && near(b, d),
+            (r, s) => r == s,
+        };
+        if nulls != self.var.nulls || !same {
+            let shown = |r: Option<(crate::Number, crate::Number)>| match r {
+                Some((a, b)) => format!("{} to {}", num_text(a), num_text(b)),
+                None => "none".to_string(),
+            };
+            return Err(Error::Corrupt {
+                path: self.path(),
+                reason: format!(
+                    "the manifest says variable {} has values {} and {} nulls; its values are {} with {nulls} nulls (the manifest was edited)",
+                    self.var.name,
+                    shown(said),
+                    self.var.nulls,
+                    shown(range),
                 ),
             });
         }

@@ -1,7 +1,7 @@
 //! Opening, building and atomically publishing datasets.
 
 use crate::column::ColumnWriter;
-use crate::{Column, Error, Manifest, Result, Variable, FORMAT_VERSION};
+use crate::{Column, Error, Kind, Manifest, Result, Variable, FORMAT_VERSION};
 use microtab_io::{sync_dir, write_file_atomic, FileLock, IoConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 const MANIFEST: &str = "manifest.json";
 /// The writers' lock file inside a dataset directory.
 const LOCK: &str = ".lock";
+/// Most implied decimals an integer variable may have (its scale, 10^18,
+/// still fits in an `i64`).
+const MAX_DECIMALS: u32 = 18;
 /// How the manifest's own checksum starts in its text: a top-level key
 /// (indented by two spaces; the variables' checksums are deeper).
 const SUM_KEY: &[u8] = b"\n  \"checksum\": \"xxh3:";
@@ -139,7 +142,7 @@ impl Dataset {
         let mut problems = Vec::new();
         for v in &self.manifest.variables {
             let r = Column::open(&self.dir.join(&v.file), v, self.manifest.rows, true)
-                .and_then(|c| c.verify());
+                .and_then(|c| c.verify().and_then(|()| c.verify_claims()));
             if let Err(e) = r {
                 problems.push(e);
             }
@@ -216,6 +219,42 @@ fn check_consistent(path: &Path, m: &Manifest) -> Result<()> {
                     v.name
                 )));
             }
+        }
+        // What a variable's kind says must agree with how it is stored: a
+        // manifest edited (and resealed) to call floats integers, or to
+        // give text columns decimals, would have its values misread.
+        let stored_as = match (v.kind, v.ty.is_float(), v.dictionary.is_some()) {
+            (Kind::Float, true, false) | (Kind::Int, false, false) | (Kind::String, false, true) => {
+                None
+            }
+            (Kind::String, false, false) => Some("has no dictionary".to_string()),
+            (_, _, true) => Some("has a dictionary".to_string()),
+            (_, f, _) => Some(format!("is stored as {}", if f { "floats" } else { "integers" })),
+        };
+        if let Some(why) = stored_as {
+            return Err(corrupt(format!(
+                "variable {} is of kind {:?} but {why}",
+                v.name, v.kind
+            )));
+        }
+        if v.decimals > 0 && (v.kind != Kind::Int || v.decimals > MAX_DECIMALS) {
+            return Err(corrupt(format!(
+                "variable {} of kind {:?} has {} implied decimals (integers may have 0 to {MAX_DECIMALS})",
+                v.name, v.kind, v.decimals
+            )));
+        }
+        if v.null_code.is_some_and(|c| v.ty.is_float() || c != v.ty.null_code()) {
+            return Err(corrupt(format!(
+                "variable {} names null code {:?}, but {} columns mark nulls {}",
+                v.name,
+                v.null_code,
+                v.ty.name(),
+                if v.ty.is_float() {
+                    "as NaN".to_string()
+                } else {
+                    format!("with {}", v.ty.null_code())
+                }
+            )));
         }
         if v.nulls > m.rows {
             return Err(corrupt(format!(

@@ -1,7 +1,7 @@
 //! `microtab list`: the values of chosen variables for individual records
 //! (SDA's LISTCASES), filtered, capped at `--limit` records.
 
-use crate::common::{open, split_list, Format};
+use crate::common::{open, var_names, Format};
 use crate::render::{category_text, csv_line, exact_value, stdout, text_table, value_json, Align};
 use anyhow::Result;
 use microtab_engine::{list_cases, list_vars, parse_filter, ListQuery};
@@ -36,7 +36,7 @@ pub struct Args {
 /// Lists the records.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
-    let vars: Vec<String> = a.vars.iter().flat_map(|v| split_list(v, true)).collect();
+    let vars = var_names(&ds, &a.vars);
     let q = ListQuery {
         vars,
         filter: match &a.filter {

@@ -4,7 +4,7 @@
 //! read it into Stata (`.do`), SPSS/PSPP (`.sps`), SAS (`.sas`) and R
 //! (`.R`) with its labels and missing codes, as SDA's SUBSET writes them.
 
-use crate::common::{open, split_list};
+use crate::common::{open, var_names};
 use crate::render::{csv_line, exact_value};
 use anyhow::{bail, Context, Result};
 use microtab_engine::{list_cases, parse_filter, ListQuery};
@@ -36,7 +36,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let t = std::time::Instant::now();
     let ds = open(&a.dataset)?;
-    let vars: Vec<String> = a.vars.iter().flat_map(|v| split_list(v, true)).collect();
+    let vars = var_names(&ds, &a.vars);
     let filter = match &a.filter {
         Some(f) => parse_filter(f)?,
         None => Vec::new(),
