@@ -202,6 +202,7 @@ pub fn build_design(ds: &Dataset, a: &DesignSpec) -> Result<Design> {
         }
         None => vec![1.0; n],
     };
+    let rank = replicate_rank(ds, &weights)?;
     Ok(Design {
         weight: wvar.name.clone(),
         replicates: Some(Replicates {
@@ -211,7 +212,182 @@ pub fn build_design(ds: &Dataset, a: &DesignSpec) -> Result<Design> {
             rscales,
             mse: a.mse,
             rho: a.rho,
+            rank: Some(rank),
         }),
         taylor: None,
     })
+}
+
+/// The numerical rank of the replicate weights of every record of `ds`
+/// (the records × replicates matrix), as R's `degf()` of a replicate
+/// design finds it: `qr(weights(design, "analysis"), tol = 1e-5)$rank`.
+///
+/// R's QR (LINPACK `dqrdc2`) takes the columns in order and sets one
+/// aside when the norm of its part orthogonal to the columns kept falls
+/// below 10⁻⁵ of its own norm. The same test on the Gram matrix `WᵀW`
+/// (R × R, accumulated in one pass over the records, `R(R + 1)/2`
+/// products per record): a Cholesky factorization in column order whose
+/// pivot `d_j` (the squared orthogonal norm) is set aside below `10⁻¹⁰
+/// G_jj`. Computed once, when the design is set, and stored with it.
+pub fn replicate_rank(ds: &Dataset, names: &[String]) -> Result<usize> {
+    let cols: Vec<microtab_store::Column> = names
+        .iter()
+        .map(|n| ds.column(n))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(microtab_engine::Error::from)?;
+    let r = cols.len();
+    let rows = ds.rows() as usize;
+    // A stripe of every column (the unit the store checks) decoded to
+    // f64, then its products summed in sub-chunks that stay in cache.
+    const CHUNK: usize = 512;
+    let stripe = microtab_store::STRIPE_ROWS;
+    let mut gram = vec![0.0f64; r * r];
+    let mut x = vec![0.0f64; r * stripe];
+    let mut buf = Vec::new();
+    let mut start = 0;
+    while start < rows {
+        let n = stripe.min(rows - start);
+        for (c, col) in cols.iter().enumerate() {
+            let d = col
+                .rows_view(start, n, &mut buf)
+                .map_err(microtab_engine::Error::from)?;
+            for (i, o) in x[c * stripe..c * stripe + n].iter_mut().enumerate() {
+                *o = d.get_f64(i);
+            }
+        }
+        let mut at = 0;
+        while at < n {
+            let k = CHUNK.min(n - at);
+            let col = |c: usize| &x[c * stripe + at..c * stripe + at + k];
+            for a in 0..r {
+                let xa = col(a);
+                // Four products per read of column a.
+                let mut b = 0;
+                while b + 4 <= a + 1 {
+                    let d = dot4(xa, [col(b), col(b + 1), col(b + 2), col(b + 3)]);
+                    for (i, v) in d.iter().enumerate() {
+                        gram[a * r + b + i] += v;
+                    }
+                    b += 4;
+                }
+                for b in b..=a {
+                    gram[a * r + b] += dot(xa, col(b));
+                }
+            }
+            at += k;
+        }
+        start += n;
+    }
+    Ok(gram_rank(&gram, r, 1e-5))
+}
+
+/// `Σ a_i b_k,i` for four columns `b`, in four lanes each (vectorized).
+fn dot4(a: &[f64], b: [&[f64]; 4]) -> [f64; 4] {
+    let mut acc = [[0.0f64; 4]; 4];
+    let n = a.len() / 4 * 4;
+    for i in (0..n).step_by(4) {
+        let x = &a[i..i + 4];
+        for (k, bk) in b.iter().enumerate() {
+            let y = &bk[i..i + 4];
+            for l in 0..4 {
+                acc[k][l] += x[l] * y[l];
+            }
+        }
+    }
+    let mut out = [0.0; 4];
+    for (k, bk) in b.iter().enumerate() {
+        out[k] = acc[k].iter().sum::<f64>()
+            + a[n..].iter().zip(&bk[n..]).map(|(x, y)| x * y).sum::<f64>();
+    }
+    out
+}
+
+/// `Σ a_i b_i`, in eight lanes (vectorized).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
+/// The rank of a matrix `W` of `r` columns from its Gram matrix `g =
+/// WᵀW` (lower triangle, row-major `r × r`), with R's QR rule: columns
+/// in order, one set aside when its norm orthogonal to those kept is
+/// below `tol` times its norm.
+pub(crate) fn gram_rank(g: &[f64], r: usize, tol: f64) -> usize {
+    let at = |a: usize, b: usize| if a >= b { g[a * r + b] } else { g[b * r + a] };
+    // Kept columns and their rows of the Cholesky factor L (WᵀW = LLᵀ
+    // over the kept columns).
+    let mut kept: Vec<usize> = Vec::new();
+    let mut l: Vec<Vec<f64>> = Vec::new();
+    for j in 0..r {
+        let gjj = at(j, j);
+        if gjj <= 0.0 || !gjj.is_finite() {
+            continue;
+        }
+        let mut lj = Vec::with_capacity(kept.len() + 1);
+        for (k, &a) in kept.iter().enumerate() {
+            let s: f64 = (0..k).map(|m| lj[m] * l[k][m]).sum();
+            lj.push((at(j, a) - s) / l[k][k]);
+        }
+        let d = gjj - lj.iter().map(|x| x * x).sum::<f64>();
+        if d > tol * tol * gjj {
+            lj.push(d.sqrt());
+            kept.push(j);
+            l.push(lj);
+        }
+    }
+    kept.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gram_rank;
+
+    /// The Gram matrix of `cols` (lower triangle, row-major).
+    fn gram(cols: &[Vec<f64>]) -> Vec<f64> {
+        let r = cols.len();
+        let mut g = vec![0.0; r * r];
+        for a in 0..r {
+            for b in 0..=a {
+                g[a * r + b] = cols[a].iter().zip(&cols[b]).map(|(x, y)| x * y).sum();
+            }
+        }
+        g
+    }
+
+    /// Ranks by hand: independent columns; a repeated column; a sum of
+    /// two others; a zero column; a column off a combination by a part in
+    /// 10⁶ of its norm (below R's 10⁻⁵: dependent) and by a part in 10³
+    /// (independent), as R's `qr(…, tol = 1e-5)$rank` finds them.
+    #[test]
+    fn ranks_by_hand() {
+        let a = vec![1.0, 2.0, 0.0, 1.0];
+        let b = vec![0.0, 1.0, 3.0, 1.0];
+        let c = vec![2.0, 0.0, 1.0, 5.0];
+        let sum: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        let off = |e: f64| -> Vec<f64> {
+            sum.iter()
+                .zip([1.0, -1.0, 1.0, -1.0])
+                .map(|(x, s)| x + s * e)
+                .collect()
+        };
+        let rank = |cols: Vec<Vec<f64>>| gram_rank(&gram(&cols), cols.len(), 1e-5);
+        assert_eq!(rank(vec![a.clone(), b.clone(), c.clone()]), 3);
+        assert_eq!(rank(vec![a.clone(), b.clone(), a.clone()]), 2);
+        assert_eq!(rank(vec![a.clone(), b.clone(), sum.clone(), c.clone()]), 3);
+        assert_eq!(rank(vec![a.clone(), vec![0.0; 4], b.clone()]), 2);
+        assert_eq!(rank(vec![a.clone(), b.clone(), off(4e-6)]), 2);
+        assert_eq!(rank(vec![a.clone(), b.clone(), off(4e-3)]), 3);
+    }
 }

@@ -10,7 +10,7 @@
 //! read back through the distribution, are the quantile's interval, and
 //! SE = (U − L) / (2t).
 
-use crate::survey::{ratio_variance, Survey, Uncertainty};
+use crate::survey::{ratio_variance, Survey, Uncertainty, Var};
 use crate::{Error, Result};
 use microtab_engine::{Cube, Distribution, Margin, Query, ScanOptions, Split};
 use microtab_store::Dataset;
@@ -163,7 +163,7 @@ fn categories(cube: &Cube, c: usize) -> Vec<String> {
 
 /// Per group (by its categories' displayed values), the share of its
 /// weight at or below its threshold and that share's variance.
-type Shares = HashMap<Vec<String>, Option<(f64, f64)>>;
+type Shares = HashMap<Vec<String>, Option<(f64, Var)>>;
 
 /// The share of each group's weight at or below its threshold, with its
 /// variance under the design: `(m̂, v(m̂))` by the group's categories
@@ -243,7 +243,7 @@ fn overall_share(
     below: Option<usize>,
     above: Option<usize>,
     v: &Survey,
-) -> Option<(f64, f64)> {
+) -> Option<(f64, Var)> {
     let ns = cube.dims.last()?.categories.len();
     let sum = |x: &[f64], k: Option<usize>| -> f64 {
         k.map_or(0.0, |k| (0..groups).map(|g| x[g * ns + k]).sum())
@@ -273,7 +273,7 @@ fn share(
     below: Option<usize>,
     above: Option<usize>,
     v: &Survey,
-) -> Option<(f64, f64)> {
+) -> Option<(f64, Var)> {
     let at = |k: Option<usize>| k.map(|k| g0 + k);
     let cell = |x: &[f64], k: Option<usize>| at(k).map_or(0.0, |c| x[c]);
     split_share(
@@ -306,7 +306,7 @@ fn split_share(
     halves: impl Fn(&[f64]) -> (f64, f64),
     v: &Survey,
     taylor: impl FnOnce(&microtab_engine::TaylorCells, f64, f64) -> Option<f64>,
-) -> Option<(f64, f64)> {
+) -> Option<(f64, Var)> {
     let (wb, wa) = halves(w);
     let base = wb + wa;
     if base == 0.0 {
@@ -324,7 +324,7 @@ fn split_share(
             .collect();
         v.variance(m, &rm)
     } else {
-        taylor(cube.taylor.as_ref()?, wb, base)?
+        taylor(cube.taylor.as_ref()?, wb, base)?.into()
     };
     Some((m, var))
 }
@@ -336,16 +336,21 @@ fn woodruff(
     v: &Survey,
     d: &Distribution,
     q: f64,
-    (m, var): (f64, f64),
+    (m, var): (f64, Var),
     n: u64,
 ) -> Option<Uncertainty> {
     let t = v.t();
-    let se_m = var.max(0.0).sqrt();
+    // An undefined variance (every replicate without the group) gives no
+    // interval, never one of width 0.
+    if !(var.v.is_finite() && t.is_finite()) {
+        return None;
+    }
+    let se_m = var.v.max(0.0).sqrt();
     let (lo, hi) = (m - t * se_m, m + t * se_m);
     if !(lo >= 0.0 && hi <= 1.0) {
         return None;
     }
     let (l, u) = (qrule_math(d, lo)?, qrule_math(d, hi)?);
     let se = (u - l) / (2.0 * t);
-    Some(v.interval(q, se, l, u, n))
+    Some(v.interval(q, se, (l, u), n, var.dropped))
 }

@@ -296,6 +296,19 @@ impl Frequencies {
             .filter(|(c, _)| !c.missing)
             .map(|(_, &n)| n)
             .sum();
+        // The design effects' SRS size: without records of weight 0
+        // under a Taylor design (R's).
+        let srs_n = base_n
+            - self
+                .survey
+                .as_ref()
+                .and_then(|(v, _)| v.zeros.as_ref())
+                .map_or(0, |z| {
+                    (0..cats.len())
+                        .filter(|&i| !cats[i].missing)
+                        .map(|i| z[i])
+                        .sum()
+                });
         cats.iter().enumerate().map(move |(i, c)| {
             let weighted = self.cube.weighted.as_ref().map(|w| w[i]);
             let m = weighted.unwrap_or(self.cube.counts[i] as f64);
@@ -330,7 +343,7 @@ impl Frequencies {
                 _ => {}
             }
             if self.survey.as_ref().is_some_and(|(v, _)| v.srs_ok) && !c.missing {
-                let n = base_n;
+                let n = srs_n;
                 let s2 = share_variance(m / self.base, n);
                 weighted_se = weighted_se.map(|u| u.srs(s2, n, self.base, self.base * self.base));
                 percent_se = percent_se.map(|u| u.srs(s2, n, self.base, 1e4));
@@ -856,7 +869,7 @@ impl Crosstab {
                                 let x = x?;
                                 let reps: Vec<f64> =
                                     rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
-                                z_of(x, v.variance(x, &reps))
+                                z_of(x, v.variance(x, &reps).v)
                             })
                             .collect()
                     })
@@ -900,19 +913,34 @@ impl Crosstab {
                 );
             }
         }
-        if self.survey.as_ref().is_some_and(|v| v.srs_ok) {
-            self.design_effects(&mut t);
+        if let Some(v) = self.survey.as_ref().filter(|v| v.srs_ok) {
+            // Records of weight 0 per kept cell (Taylor designs: out of
+            // the SRS sizes).
+            let zeros: Vec<Vec<u64>> = keep_r
+                .iter()
+                .map(|&i| {
+                    keep_c
+                        .iter()
+                        .map(|&j| v.zeros.as_ref().map_or(0, |z| z[at(i, j)]))
+                        .collect()
+                })
+                .collect();
+            self.design_effects(&mut t, &zeros);
         }
         Some(t)
     }
 
     /// The design effects of table `t`'s counts (its domain: the table)
-    /// and percentages (their base's).
-    fn design_effects(&self, t: &mut Table) {
+    /// and percentages (their base's); `zeros`: the records of weight 0
+    /// per cell, left out of the SRS sizes.
+    fn design_effects(&self, t: &mut Table, zeros: &[Vec<u64>]) {
         let Some(m) = t.weighted.clone() else {
             return;
         };
-        let (n, w) = (t.total.count, t.total.weighted.unwrap_or(0.0));
+        let zr: Vec<u64> = zeros.iter().map(|r| r.iter().sum()).collect();
+        let zc: Vec<u64> = col_sums(zeros, zeros.first().map_or(0, |r| r.len()));
+        let zt: u64 = zr.iter().sum();
+        let (n, w) = (t.total.count - zt, t.total.weighted.unwrap_or(0.0));
         if let Some(se) = t.weighted_se.as_mut() {
             for (i, row) in se.iter_mut().enumerate() {
                 for (j, u) in row.iter_mut().enumerate() {
@@ -927,8 +955,8 @@ impl Crosstab {
                 for (j, u) in row.iter_mut().enumerate() {
                     let (n, w) = match kind {
                         Pct::Total => (n, w),
-                        Pct::Row => (t.row_totals.counts[i], rw[i]),
-                        Pct::Col => (t.col_totals.counts[j], cw[j]),
+                        Pct::Row => (t.row_totals.counts[i] - zr[i], rw[i]),
+                        Pct::Col => (t.col_totals.counts[j] - zc[j], cw[j]),
                     };
                     *u = u.map(|u| u.srs(share_variance(m[i][j] / w, n), n, w, 1e4));
                 }
@@ -1234,8 +1262,15 @@ impl Means {
                 },
             ),
         };
-        let n = m.n as f64;
-        Some(u.srs(n / (n - 1.0) * m.m2 / m.w, m.n, m.w, 1.0))
+        // Under a Taylor design, R's SRS size leaves out records of
+        // weight 0.
+        let zero: u64 = v.zeros.as_ref().map_or(0, |z| match c {
+            Some(c) => z[c],
+            None => z.iter().sum(),
+        });
+        let k = m.n - zero;
+        let n = k as f64;
+        Some(u.srs(n / (n - 1.0) * m.m2 / m.w, k, m.w, 1.0))
     }
 
     /// [`mean_se`](Self::mean_se) without the design effects.

@@ -27,6 +27,12 @@ fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Desig
         }
     }
     let limits = (req.min_n, req.max_cv);
+    let mut d = d.clone();
+    if let Some(r) = d.replicates.as_mut().filter(|r| r.rank.is_none()) {
+        // A design set before its rank was stored: found now (one pass
+        // over the replicate weights; `microtab design` stores it).
+        r.rank = Some(crate::design::replicate_rank(ds, &r.weights)?);
+    }
     let mut v = if let Some(r) = &d.replicates {
         Survey::new(&weight, r, req.level, limits)
     } else if let Some(t) = &d.taylor {
@@ -48,10 +54,7 @@ fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Desig
     };
     v.info.pct_interval = req.pct_interval;
     Ok(Some((
-        Design {
-            weight,
-            ..d.clone()
-        },
+        Design { weight, ..d },
         v,
     )))
 }
@@ -230,14 +233,19 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     }
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
-    let survey = design.map(|(_, mut v)| {
-        // R counts records of weight 0 out of a Taylor design's SRS size:
-        // design effects are withheld rather than differ.
-        if v.info.method == "taylor" && weights.as_ref().is_some_and(|w| w.zero > 0) {
-            v.srs_ok = false;
+    let survey = match design {
+        Some((_, mut v)) => {
+            // R counts records of weight 0 out of a Taylor design's SRS
+            // size: each domain's are counted (one more scan).
+            if v.info.method == "taylor" && weights.as_ref().is_some_and(|w| w.zero > 0) {
+                v.zeros = microtab_engine::zero_weight_cells(ds, &q, opts)?
+                    .map(|z| zero_counts(&cube, &z));
+                v.srs_ok = v.zeros.is_some();
+            }
+            Some(v)
         }
-        v
-    });
+        None => None,
+    };
     let context = Context {
         dataset: ds.dir().display().to_string(),
         weight: q.weight.clone(),
@@ -265,6 +273,50 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         None
     };
     Ok(answer(req, context, cube, measure, survey, quantiles))
+}
+
+/// Per cell of `cube`, its rows of weight 0 as `zero` (the query's rows
+/// of weight 0, by their cells) counts them: the rows with a value of the
+/// analysis variable (means), else all. Cells are matched by their
+/// categories' displayed values.
+fn zero_counts(cube: &Cube, zero: &Cube) -> Vec<u64> {
+    let mut out = vec![0; cube.counts.len()];
+    let index: Vec<std::collections::HashMap<&str, usize>> = cube
+        .dims
+        .iter()
+        .map(|d| {
+            d.categories
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.display.as_str(), i))
+                .collect()
+        })
+        .collect();
+    let shape = zero.shape();
+    for c in 0..zero.counts.len() {
+        let n = match &zero.moments {
+            Some(m) => m[c].n,
+            None => zero.counts[c],
+        };
+        if n == 0 {
+            continue;
+        }
+        let mut r = c;
+        let mut idx = vec![0; shape.len()];
+        for d in (0..shape.len()).rev() {
+            idx[d] = r % shape[d];
+            r /= shape[d];
+        }
+        let found: Option<Vec<usize>> = idx
+            .iter()
+            .enumerate()
+            .map(|(d, &i)| index[d].get(zero.dims[d].categories[i].display.as_str()).copied())
+            .collect();
+        if let Some(at) = found {
+            out[cube.cell(&at)] += n;
+        }
+    }
+    out
 }
 
 /// The typed result of `req` from its cube; `measure` is the analysis
@@ -388,6 +440,8 @@ impl Partial {
                     r.weights
                         .iter_mut()
                         .for_each(|w| *w = w.to_ascii_lowercase());
+                    // Each dataset's own: combined below.
+                    r.rank = None;
                 }
                 // A Taylor design's formula; its PSU structure is each
                 // dataset's own.
@@ -412,6 +466,16 @@ impl Partial {
                 "the parts' survey designs differ (weights, replicate weights or their formula): their standard errors cannot be combined; give them one design with `microtab design`, or answer with --no-design".into(),
             ));
         }
+        // The rank of the stacked replicate weights is at least each
+        // part's: the largest (every part's when they are one dataset's
+        // rows, or parts of one split, which carry its rank).
+        let mut design = self.design;
+        if let (Some(a), Some(b)) = (
+            design.as_mut().and_then(|d| d.replicates.as_mut()),
+            o.design.as_ref().and_then(|d| d.replicates.as_ref()),
+        ) {
+            a.rank = a.rank.max(b.rank);
+        }
         let mut taylor = self.taylor;
         for (name, t) in o.taylor {
             match taylor.iter().find(|(n, _)| *n == name) {
@@ -429,7 +493,7 @@ impl Partial {
             datasets,
             weight_cases,
             cube: self.cube.merge(o.cube)?,
-            design: self.design,
+            design,
             taylor,
         })
     }

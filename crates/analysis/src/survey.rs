@@ -52,8 +52,14 @@ pub struct DesignInfo {
     /// Strata with a record of non-zero weight (Taylor designs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strata_count: Option<u64>,
-    /// Degrees of freedom of the t intervals: replicates − 1, or PSUs −
-    /// strata (of the whole sample, also for domains).
+    /// The rank of the replicate weights over the design's records
+    /// (replicate designs; R's `qr(…)$rank`): fewer than the replicates
+    /// when some are linear combinations of others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
+    /// Degrees of freedom of the t intervals: the rank of the replicate
+    /// weights − 1 (R's `degf()`), or PSUs − strata (of the whole sample,
+    /// also for domains).
     pub df: f64,
     /// How percentages' intervals are formed.
     pub pct_interval: crate::PctInterval,
@@ -92,6 +98,39 @@ pub struct Uncertainty {
     /// [`DesignInfo::max_cv`] (an estimate of 0 has no CV: only its `n`
     /// counts).
     pub unreliable: bool,
+    /// Replicates in which the estimate is undefined (its domain has no
+    /// weight in them: 0/0), left out of its variance as R does (with a
+    /// warning there); 0 when every replicate gave it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replicates_dropped: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A variance, and how many replicate estimates were undefined and left
+/// out of it (replicate designs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Var {
+    /// The variance (`NaN`: undefined, e.g. no replicate defined it).
+    pub(crate) v: f64,
+    /// Replicates left out.
+    pub(crate) dropped: u32,
+}
+
+impl From<f64> for Var {
+    fn from(v: f64) -> Var {
+        Var { v, dropped: 0 }
+    }
+}
+
+impl Var {
+    /// The standard error: `None` when the variance is undefined (a
+    /// negative variance is rounding around 0 and gives 0).
+    fn se(self) -> Option<f64> {
+        (self.v.is_finite()).then(|| self.v.max(0.0).sqrt())
+    }
 }
 
 impl Uncertainty {
@@ -129,6 +168,10 @@ pub(crate) struct Survey {
     /// R's SRS size under a replicate design, not under a Taylor one
     /// (where this is false when the counted records have any).
     pub(crate) srs_ok: bool,
+    /// Per cell of the result's cube, its records of weight 0 (Taylor
+    /// designs with any): R leaves them out of the SRS size `n` of a
+    /// design effect, so each domain's are subtracted.
+    pub(crate) zeros: Option<Vec<u64>>,
     pub(crate) info: DesignInfo,
     /// Each replicate's coefficient (empty for Taylor designs).
     rscales: Vec<f64>,
@@ -146,6 +189,7 @@ impl Survey {
         let df = t.weighted_psus as f64 - t.weighted_strata as f64;
         Survey {
             srs_ok: true,
+            zeros: None,
             info: DesignInfo {
                 method: "taylor",
                 kind: "linearization",
@@ -159,6 +203,7 @@ impl Survey {
                 lonely_psu: Some(t.lonely_psu.name()),
                 psus: Some(t.weighted_psus),
                 strata_count: Some(t.weighted_strata),
+                rank: None,
                 df,
                 pct_interval: crate::PctInterval::Logit,
                 level,
@@ -170,7 +215,9 @@ impl Survey {
         }
     }
 
-    /// A replicate design's.
+    /// A replicate design's: its degrees of freedom are the rank of its
+    /// replicate weights − 1 (R's `degf()`; the number of replicates − 1
+    /// when the rank is not known).
     pub(crate) fn new(
         weight: &str,
         r: &Replicates,
@@ -178,9 +225,10 @@ impl Survey {
         (min_n, max_cv): (u64, f64),
     ) -> Self {
         let n = r.weights.len();
-        let df = n as f64 - 1.0;
+        let df = r.rank.unwrap_or(n) as f64 - 1.0;
         Survey {
             srs_ok: true,
+            zeros: None,
             info: DesignInfo {
                 method: "replicate",
                 kind: r.kind.name(),
@@ -194,6 +242,7 @@ impl Survey {
                 lonely_psu: None,
                 psus: None,
                 strata_count: None,
+                rank: r.rank,
                 df,
                 pct_interval: crate::PctInterval::Logit,
                 level,
@@ -206,27 +255,40 @@ impl Survey {
     }
 
     /// The variance of an estimate `est` whose replicate estimates are
-    /// `reps` (one per replicate weight). `NaN` if any replicate estimate
-    /// is undefined.
-    pub(crate) fn variance(&self, est: f64, reps: &[f64]) -> f64 {
+    /// `reps` (one per replicate weight). A replicate whose estimate is
+    /// undefined (not finite: its domain has no weight in it) is left out
+    /// with its coefficient and counted, as R's `svrVar` does (the scale
+    /// is kept); `NaN` when every replicate is.
+    pub(crate) fn variance(&self, est: f64, reps: &[f64]) -> Var {
         let scale = self.info.scale.unwrap_or(f64::NAN);
+        let kept = || {
+            reps.iter()
+                .zip(&self.rscales)
+                .filter(|(x, _)| x.is_finite())
+        };
+        let dropped = reps.len() - kept().count();
+        if dropped == reps.len() {
+            return Var {
+                v: f64::NAN,
+                dropped: dropped as u32,
+            };
+        }
         let centre = if self.info.mse == Some(true) {
             est
         } else {
             // R `svrVar`: the mean over the replicates with rscales > 0.
-            let (s, k) = reps
-                .iter()
-                .zip(&self.rscales)
+            let (s, k) = kept()
                 .filter(|(_, &c)| c > 0.0)
                 .fold((0.0, 0usize), |(s, k), (&x, _)| (s + x, k + 1));
             s / k as f64
         };
-        scale
-            * reps
-                .iter()
-                .zip(&self.rscales)
-                .map(|(&x, &c)| c * (x - centre) * (x - centre))
-                .sum::<f64>()
+        Var {
+            v: scale
+                * kept()
+                    .map(|(&x, &c)| c * (x - centre) * (x - centre))
+                    .sum::<f64>(),
+            dropped: dropped as u32,
+        }
     }
 
     /// Whether an estimate on `n` records with coefficient of variation
@@ -241,8 +303,16 @@ impl Survey {
     }
 
     /// An estimate `est` on `n` records with standard error `se` and the
-    /// interval `[lo, hi]` found otherwise (quantiles).
-    pub(crate) fn interval(&self, est: f64, se: f64, lo: f64, hi: f64, n: u64) -> Uncertainty {
+    /// interval `[lo, hi]` found otherwise (quantiles), `dropped`
+    /// replicates left out.
+    pub(crate) fn interval(
+        &self,
+        est: f64,
+        se: f64,
+        (lo, hi): (f64, f64),
+        n: u64,
+        dropped: u32,
+    ) -> Uncertainty {
         let cv = (est != 0.0).then(|| se / est.abs());
         Uncertainty {
             se,
@@ -253,23 +323,28 @@ impl Survey {
             unreliable: self.unreliable(n, cv),
             deff: None,
             deft: None,
+            replicates_dropped: dropped,
         }
     }
 
     /// SE, t interval and CV of a total or a mean on `n` records whose
-    /// variance is `var`.
-    pub(crate) fn wald(&self, est: f64, var: f64, n: u64) -> Option<Uncertainty> {
-        let se = var.max(0.0).sqrt();
+    /// variance is `var` (`None` when it is undefined; no interval when
+    /// the t quantile is not: fewer than 1 df).
+    pub(crate) fn wald(&self, est: f64, var: impl Into<Var>, n: u64) -> Option<Uncertainty> {
+        let var = var.into();
+        let se = var.se()?;
         let cv = (est != 0.0).then(|| se / est.abs());
-        se.is_finite().then(|| Uncertainty {
+        let t = self.t.is_finite().then_some(self.t);
+        Some(Uncertainty {
             se,
-            lo: Some(est - self.t * se),
-            hi: Some(est + self.t * se),
+            lo: t.map(|t| est - t * se),
+            hi: t.map(|t| est + t * se),
             cv,
             n,
             unreliable: self.unreliable(n, cv),
             deff: None,
             deft: None,
+            replicates_dropped: var.dropped,
         })
     }
 
@@ -280,11 +355,15 @@ impl Survey {
     /// 100%), or Korn–Graubard's (R `method = "beta"`): with the
     /// effective size `n* = p(1 − p)/v(p) · (t_{domain−1}/t_df)²`,
     /// `[B⁻¹(α/2; n*p, n*(1 − p) + 1), B⁻¹(1 − α/2; n*p + 1, n*(1 − p))]`.
-    pub(crate) fn percent(&self, pct: f64, var: f64, n: u64, domain: u64) -> Option<Uncertainty> {
-        let se = var.max(0.0).sqrt();
-        if !se.is_finite() {
-            return None;
-        }
+    pub(crate) fn percent(
+        &self,
+        pct: f64,
+        var: impl Into<Var>,
+        n: u64,
+        domain: u64,
+    ) -> Option<Uncertainty> {
+        let Var { v: var, dropped } = var.into();
+        let se = Var::from(var).se()?;
         let p = pct / 100.0;
         let (lo, hi) = if self.info.pct_interval == crate::PctInterval::KornGraubard {
             let v = var / 1e4;
@@ -310,7 +389,7 @@ impl Survey {
             } else {
                 (None, None)
             }
-        } else if p > 0.0 && p < 1.0 {
+        } else if p > 0.0 && p < 1.0 && self.t.is_finite() {
             let l = (p / (1.0 - p)).ln();
             let h = self.t * (se / 100.0) / (p * (1.0 - p));
             let expit = |x: f64| 100.0 / (1.0 + (-x).exp());
@@ -328,6 +407,7 @@ impl Survey {
             unreliable: self.unreliable(n, cv),
             deff: None,
             deft: None,
+            replicates_dropped: dropped,
         })
     }
 }
@@ -353,28 +433,33 @@ pub struct RaoScott {
     /// First-order p-value: P(χ²((r−1)(c−1)) > X² / δ̄), δ̄ = tr(Δ) /
     /// ((r−1)(c−1)).
     pub p_first_order: f64,
+    /// Replicates whose table had no weight (its proportions 0/0), left
+    /// out of the covariance as R does.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replicates_dropped: u32,
 }
 
 impl Survey {
     /// The covariance of a vector estimate `est` from its replicate
-    /// estimates `reps` (one vector per replicate).
-    fn covariance(&self, est: &[f64], reps: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    /// estimates `reps` (one vector per replicate; `None` where it is
+    /// undefined, left out with its coefficient as in [`Self::variance`]).
+    fn covariance(&self, est: &[f64], reps: &[Option<Vec<f64>>]) -> Vec<Vec<f64>> {
         let k = est.len();
+        let kept = || {
+            reps.iter()
+                .zip(&self.rscales)
+                .filter_map(|(r, c)| Some((r.as_ref()?, c)))
+        };
         let centre: Vec<f64> = if self.info.mse == Some(true) {
             est.to_vec()
         } else {
-            let used: Vec<&Vec<f64>> = reps
-                .iter()
-                .zip(&self.rscales)
-                .filter(|(_, &c)| c > 0.0)
-                .map(|(r, _)| r)
-                .collect();
+            let used: Vec<&Vec<f64>> = kept().filter(|(_, &c)| c > 0.0).map(|(r, _)| r).collect();
             (0..k)
                 .map(|i| used.iter().map(|r| r[i]).sum::<f64>() / used.len() as f64)
                 .collect()
         };
         let mut v = vec![vec![0.0; k]; k];
-        for (r, &c) in reps.iter().zip(&self.rscales) {
+        for (r, &c) in kept() {
             let d: Vec<f64> = r.iter().zip(&centre).map(|(a, b)| a - b).collect();
             for i in 0..k {
                 for j in 0..k {
@@ -396,9 +481,19 @@ impl Survey {
         n: f64,
     ) -> Option<RaoScott> {
         let p = proportions(m)?;
-        let reps: Vec<Vec<f64>> = rm.iter().map(|t| proportions(t)).collect::<Option<_>>()?;
+        let reps: Vec<Option<Vec<f64>>> = rm
+            .iter()
+            .map(|t| proportions(t).filter(|p| p.iter().all(|x| x.is_finite())))
+            .collect();
+        let dropped = reps.iter().filter(|r| r.is_none()).count();
+        if dropped == reps.len() {
+            return None;
+        }
         let v = self.covariance(&p, &reps);
-        self.rao_scott_cov(m, &v, n)
+        self.rao_scott_cov(m, &v, n).map(|r| RaoScott {
+            replicates_dropped: dropped as u32,
+            ..r
+        })
     }
 
     /// The Rao–Scott test of the `r × c` weighted table `m` whose cell
@@ -499,6 +594,7 @@ impl Survey {
                 df1 / 2.0,
                 chi2 / (tr / df1) / 2.0,
             ),
+            replicates_dropped: 0,
         })
     }
 }
@@ -654,6 +750,8 @@ pub fn ipums_design(ds: &microtab_store::Dataset) -> Option<microtab_store::Desi
             return None;
         }
         let r = reps.len();
+        // Unreadable columns leave the rank to be found when needed.
+        let rank = crate::design::replicate_rank(ds, &reps).ok();
         return Some(microtab_store::Design {
             taylor: None,
             weight,
@@ -664,6 +762,7 @@ pub fn ipums_design(ds: &microtab_store::Dataset) -> Option<microtab_store::Desi
                 rscales: vec![1.0; r],
                 mse: true,
                 rho: None,
+                rank,
             }),
         });
     }
@@ -684,6 +783,7 @@ mod tests {
                 rscales,
                 mse,
                 rho: None,
+                rank: None,
             },
             0.95,
             (30, 0.3),
@@ -698,10 +798,26 @@ mod tests {
     #[test]
     fn replicate_variance_by_hand() {
         let reps = [9.0, 12.0, 10.0, 11.0];
-        assert_eq!(design(true, vec![1.0; 4]).variance(10.0, &reps), 3.0);
-        assert_eq!(design(false, vec![1.0; 4]).variance(10.0, &reps), 2.5);
-        let v = design(false, vec![1.0, 1.0, 0.0, 2.0]).variance(10.0, &reps);
+        assert_eq!(design(true, vec![1.0; 4]).variance(10.0, &reps).v, 3.0);
+        assert_eq!(design(false, vec![1.0; 4]).variance(10.0, &reps).v, 2.5);
+        let v = design(false, vec![1.0, 1.0, 0.0, 2.0])
+            .variance(10.0, &reps)
+            .v;
         assert!((v - 0.5 * 43.0 / 9.0).abs() < 1e-12, "{v}");
+        // An undefined replicate (0/0) is left out with its coefficient,
+        // the scale kept (R's svrVar): MSE 0.5 · (1 + 4 + 1); the mean of
+        // the others, 32/3, with rscales (1, 1, ·, 2) as above.
+        let with_nan = [9.0, 12.0, f64::NAN, 11.0];
+        let v = design(true, vec![1.0; 4]).variance(10.0, &with_nan);
+        assert_eq!((v.v, v.dropped), (3.0, 1));
+        let v = design(false, vec![1.0, 1.0, 0.0, 2.0]).variance(10.0, &with_nan);
+        assert!(
+            (v.v - 0.5 * 43.0 / 9.0).abs() < 1e-12 && v.dropped == 1,
+            "{v:?}"
+        );
+        let none = design(true, vec![1.0; 2]).variance(1.0, &[f64::NAN, f64::NAN]);
+        assert!(none.v.is_nan() && none.dropped == 2);
+        assert!(design(true, vec![1.0; 2]).wald(1.0, none, 10).is_none());
     }
 
     /// [[2, 1], [1, 3]]⁻¹ · [[1], [2]] = [[0.2], [0.6]] (by hand); a

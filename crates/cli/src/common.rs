@@ -319,9 +319,15 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
         return String::new();
     };
     let intervals = format!(
-        "{}% intervals, t with {} df{}",
+        "{}% intervals, t with {} df{}{}",
         crate::render::fmt_sig(100.0 * d.level, 4),
         d.df,
+        match (d.rank, d.replicates) {
+            (Some(k), Some(r)) if k < r => {
+                format!(" (the replicate weights' rank {k} − 1: some replicates are combinations of others)")
+            }
+            _ => String::new(),
+        },
         match (percentages, d.pct_interval) {
             (false, _) => "",
             (true, microtab_analysis::PctInterval::Logit) => ", logit intervals for percentages",
@@ -373,14 +379,24 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
 
 /// The CSV column names of an estimate's uncertainty ([`csv_se`]).
 pub fn csv_se_head(estimate: &str) -> Vec<String> {
-    ["se", "lo", "hi", "cv", "deff", "deft", "unreliable"]
-        .map(|s| format!("{estimate}_{s}"))
-        .to_vec()
+    [
+        "se",
+        "lo",
+        "hi",
+        "cv",
+        "deff",
+        "deft",
+        "unreliable",
+        "replicates_dropped",
+    ]
+    .map(|s| format!("{estimate}_{s}"))
+    .to_vec()
 }
 
 /// The CSV fields of an estimate's standard error, interval, CV, design
-/// effects and unreliable flag (empty fields without them).
-pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 7] {
+/// effects, unreliable flag and the replicates left out of its variance
+/// (empty fields without them).
+pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 8] {
     use crate::render::csv_num;
     [
         csv_num(u.map(|u| u.se)),
@@ -390,19 +406,74 @@ pub fn csv_se(u: &Option<microtab_analysis::survey::Uncertainty>) -> [String; 7]
         csv_num(u.and_then(|u| u.deff)),
         csv_num(u.and_then(|u| u.deft)),
         u.map_or(String::new(), |u| u.unreliable.to_string()),
+        u.map_or(String::new(), |u| u.replicates_dropped.to_string()),
     ]
 }
 
-/// A standard error as text, marked `*` when the estimate is unreliable.
+/// The CSV columns saying where a result's standard errors come from
+/// ([`csv_design`]): the method (`replicate:sdr`, `taylor`…), the
+/// intervals' degrees of freedom, and the centring of replicate
+/// deviations (`full-sample` or `replicate-mean`).
+pub fn csv_design_head() -> Vec<String> {
+    ["se_method", "df", "centring"].map(String::from).to_vec()
+}
+
+/// The fields of [`csv_design_head`].
+pub fn csv_design(d: &microtab_analysis::survey::DesignInfo) -> [String; 3] {
+    [
+        match d.method {
+            "replicate" => format!("replicate:{}", d.kind),
+            m => m.to_string(),
+        },
+        crate::render::csv_num(Some(d.df)),
+        match d.mse {
+            Some(true) => "full-sample".into(),
+            Some(false) => "replicate-mean".into(),
+            None => String::new(),
+        },
+    ]
+}
+
+/// A standard error as text, marked `*` when the estimate is unreliable
+/// and `†` when replicates were left out of its variance
+/// ([`dropped_note`]).
 pub fn se_text(
     u: &Option<microtab_analysis::survey::Uncertainty>,
     f: impl Fn(f64) -> String,
 ) -> String {
     match u {
-        Some(u) if u.unreliable => format!("{}*", f(u.se)),
-        Some(u) => f(u.se),
+        Some(u) => format!(
+            "{}{}{}",
+            f(u.se),
+            if u.unreliable { "*" } else { "" },
+            if u.replicates_dropped > 0 { "†" } else { "" }
+        ),
         None => "-".into(),
     }
+}
+
+/// The most replicates left out of any of `us`' variances.
+pub fn most_dropped<'a>(
+    us: impl IntoIterator<Item = &'a Option<microtab_analysis::survey::Uncertainty>>,
+) -> u32 {
+    us.into_iter()
+        .flatten()
+        .map(|u| u.replicates_dropped)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The line under a text table some of whose standard errors (marked
+/// `†`) left out replicates (`most`: the most for one estimate; empty
+/// when none did).
+pub fn dropped_note(most: u32, d: &Option<microtab_analysis::survey::DesignInfo>) -> String {
+    if most == 0 {
+        return String::new();
+    }
+    format!(
+        "(† the estimate's domain has no weight in some replicates (up to {most} of {}): its value there is 0/0, and its variance comes from the other replicates, as R's survey package computes it (with a warning); the SE is less reliable)\n",
+        d.as_ref().and_then(|d| d.replicates).unwrap_or(0)
+    )
 }
 
 /// An interval as text, `[lo, hi]` with `digits` decimals (`-` without one).

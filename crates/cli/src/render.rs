@@ -93,9 +93,12 @@ pub fn group_float(x: f64, dec: usize) -> String {
     format!("{sign}{}{frac}", group_digits(int))
 }
 
-/// Optional float for CSV (empty when absent).
+/// Optional float for CSV (empty when absent or not a number: an
+/// undefined statistic is never written as one).
 pub fn csv_num(x: Option<f64>) -> String {
-    x.map(|v| format!("{v}")).unwrap_or_default()
+    x.filter(|v| v.is_finite())
+        .map(|v| format!("{v}"))
+        .unwrap_or_default()
 }
 
 /// Quotes a CSV field when needed.

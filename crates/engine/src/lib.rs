@@ -71,7 +71,7 @@ pub use taylor::{
 };
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
-pub use weights::{weight_cases, WeightCases};
+pub use weights::{weight_cases, zero_weight_cells, WeightCases};
 
 /// What to compute.
 #[derive(Debug, Clone, Default)]

@@ -7,7 +7,7 @@
 //! answer is exact and follows the same rules as the table).
 
 use crate::filter::{CmpOp, Cond, Term};
-use crate::{run_with, Query, Result, ScanOptions};
+use crate::{run_with, Cube, Query, Result, ScanOptions};
 use microtab_store::{Dataset, Number};
 
 /// Rows a weighted query selected (filter passed, grouping values not
@@ -80,4 +80,30 @@ pub fn weight_cases(
         out.missing = total(ds, &unweighted, opts)?.saturating_sub(counted);
     }
     Ok(Some(out))
+}
+
+/// The rows of the weighted query `q` whose weight is 0, counted by its
+/// cells (with the analysis variable's moments: their `n` is the rows
+/// with a value): R leaves them out of a Taylor design's simple random
+/// sample size, so a design effect needs each domain's count. `None` for
+/// an unweighted query.
+pub fn zero_weight_cells(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Option<Cube>> {
+    let Some(name) = &q.weight else {
+        return Ok(None);
+    };
+    let var = ds.variable(name)?.clone();
+    let mut z = Query {
+        weight: None,
+        replicates: Vec::new(),
+        taylor: None,
+        distribution: false,
+        split: None,
+        ..q.clone()
+    };
+    z.filter.push(Term {
+        var: var.name.clone(),
+        cond: Cond::Cmp(CmpOp::Eq, "0".into()),
+        text: format!("{}=0", var.name),
+    });
+    Ok(Some(run_with(ds, &z, opts)?))
 }

@@ -118,7 +118,7 @@ pub fn describe(d: &Design) -> String {
     match &d.replicates {
         None => format!("weight {}", d.weight),
         Some(r) => format!(
-            "weight {}, {} replicate weights {}…{} ({}{}, scale {}, {}), variance = scale × Σ c_r (replicate − {})², t intervals with {} df",
+            "weight {}, {} replicate weights {}…{} ({}{}, scale {}, {}), variance = scale × Σ c_r (replicate − {})², t intervals with {}",
             d.weight,
             r.weights.len(),
             r.weights[0],
@@ -132,7 +132,15 @@ pub fn describe(d: &Design) -> String {
                 "c_r per replicate".to_string()
             },
             if r.mse { "full-sample estimate" } else { "mean of the replicates" },
-            r.weights.len() - 1
+            match r.rank {
+                // R's degf(): the replicate weights' rank − 1.
+                Some(k) if k < r.weights.len() => format!(
+                    "{} df (the replicate weights' rank {k} − 1: some replicates are linear combinations of others)",
+                    k as i64 - 1
+                ),
+                Some(k) => format!("{} df", k as i64 - 1),
+                None => format!("{} df (if the replicate weights are of full rank)", r.weights.len() - 1),
+            }
         ),
     }
 }

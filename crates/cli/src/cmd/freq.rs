@@ -1,8 +1,8 @@
 //! `microtab freq`: frequency table of one variable.
 
 use crate::common::{
-    answer, ci_text, csv_se, csv_se_head, design_note, se_text, weight_note, write_json, Format,
-    QueryArgs, ShowArgs,
+    answer, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, design_note, dropped_note,
+    most_dropped, se_text, weight_note, write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -45,6 +45,7 @@ pub fn run(a: Args) -> Result<()> {
             if se {
                 head.extend(csv_se_head("weighted"));
                 head.extend(csv_se_head("percent"));
+                head.extend(csv_design_head());
             }
             out.write_all(csv_line(&head).as_bytes())?;
             for r in f.rows() {
@@ -56,9 +57,10 @@ pub fn run(a: Args) -> Result<()> {
                     csv_num(r.weighted),
                     csv_num(r.percent),
                 ];
-                if se {
+                if let Some(d) = &f.context.design {
                     line.extend(csv_se(&r.weighted_se));
                     line.extend(csv_se(&r.percent_se));
+                    line.extend(csv_design(d));
                 }
                 out.write_all(csv_line(&line).as_bytes())?;
             }
@@ -134,6 +136,12 @@ pub fn run(a: Args) -> Result<()> {
                 weight_note(&f.context.weight_cases, f.context.weight.as_deref()).as_bytes(),
             )?;
             out.write_all(design_note(&f.context.design, true).as_bytes())?;
+            let most = f
+                .rows()
+                .map(|r| most_dropped([&r.weighted_se, &r.percent_se]))
+                .max()
+                .unwrap_or(0);
+            out.write_all(dropped_note(most, &f.context.design).as_bytes())?;
         }
     }
     out.flush()?;

@@ -1,8 +1,8 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
 use crate::common::{
-    answer_with, ci_text, csv_se, csv_se_head, design_note, se_text, split_specs, weight_note,
-    write_json, Format, QueryArgs,
+    answer_with, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, design_note,
+    dropped_note, most_dropped, se_text, split_specs, weight_note, write_json, Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -82,12 +82,16 @@ pub fn run(a: Args) -> Result<()> {
             head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
             if se {
                 head.extend(csv_se_head("mean"));
+                head.extend(csv_design_head());
             }
             for &p in &ps {
                 let name = quantile_name(p);
                 head.push(name.clone());
                 if se {
-                    head.extend(["se", "lo", "hi", "unreliable"].map(|s| format!("{name}_{s}")));
+                    head.extend(
+                        ["se", "lo", "hi", "unreliable", "replicates_dropped"]
+                            .map(|s| format!("{name}_{s}")),
+                    );
                 }
             }
             out.write_all(csv_line(&head).as_bytes())?;
@@ -99,14 +103,15 @@ pub fn run(a: Args) -> Result<()> {
                     s.n.to_string(),
                     format!("{}", s.sum_weights),
                 ]);
-                if se {
+                if let Some(d) = &m.context.design {
                     f.extend(csv_se(u));
+                    f.extend(csv_design(d));
                 }
                 for q in qs {
                     f.push(csv_num(q.value));
                     if se {
-                        let [s, lo, hi, _, _, _, unreliable] = csv_se(&q.se);
-                        f.extend([s, lo, hi, unreliable]);
+                        let [s, lo, hi, _, _, _, unreliable, dropped] = csv_se(&q.se);
+                        f.extend([s, lo, hi, unreliable, dropped]);
                     }
                 }
                 csv_line(&f)
@@ -190,6 +195,19 @@ pub fn run(a: Args) -> Result<()> {
                 weight_note(&m.context.weight_cases, m.context.weight.as_deref()).as_bytes(),
             )?;
             out.write_all(design_note(&m.context.design, false).as_bytes())?;
+            let most = m
+                .groups()
+                .map(|g| {
+                    most_dropped(
+                        std::iter::once(&g.mean_se).chain(g.quantiles.iter().map(|q| &q.se)),
+                    )
+                })
+                .chain([most_dropped(
+                    std::iter::once(&m.total_se).chain(m.total_quantiles.iter().map(|q| &q.se)),
+                )])
+                .max()
+                .unwrap_or(0);
+            out.write_all(dropped_note(most, &m.context.design).as_bytes())?;
             if se.is_some() && !ps.is_empty() {
                 out.write_all(
                     b"(quantiles: weighted, the smallest value reaching the share; Woodruff intervals, SE = interval width / 2t)\n",

@@ -1,8 +1,8 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
 use crate::common::{
-    answer_with, csv_se, csv_se_head, design_note, se_text, split_list, weight_note, write_json,
-    Format, QueryArgs, ShowArgs,
+    answer_with, csv_design, csv_design_head, csv_se, csv_se_head, design_note, dropped_note,
+    most_dropped, se_text, split_list, weight_note, write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -126,9 +126,14 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
             if se {
                 head.extend(csv_se_head("weighted"));
                 head.extend(csv_se_head("pct"));
+                head.extend(csv_design_head());
             }
             if a.z {
                 head.push("z".into());
+            }
+            // The table's test, repeated on each of its cells' lines.
+            if x.stats {
+                head.extend(csv_stats_head(se));
             }
             out.write_all(csv_line(&head).as_bytes())?;
             for t in x.tables() {
@@ -149,12 +154,16 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                             csv_num(t.weighted.as_ref().map(|w| w[i][j])),
                             csv_num(t.pct.as_ref().and_then(|p| p[i][j])),
                         ];
-                        if se {
+                        if let Some(d) = &x.context.design {
                             line.extend(csv_se(&t.weighted_se.as_ref().and_then(|s| s[i][j])));
                             line.extend(csv_se(&t.pct_se.as_ref().and_then(|s| s[i][j])));
+                            line.extend(csv_design(d));
                         }
                         if a.z {
                             line.push(csv_num(t.z.as_ref().and_then(|z| z[i][j])));
+                        }
+                        if x.stats {
+                            line.extend(csv_stats(&t, se));
                         }
                         out.write_all(csv_line(&line).as_bytes())?;
                     }
@@ -257,17 +266,31 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                         }
                     );
                 }
+                let most = t
+                    .weighted_se
+                    .iter()
+                    .chain(&t.pct_se)
+                    .flatten()
+                    .map(most_dropped)
+                    .max()
+                    .unwrap_or(0);
+                text += &dropped_note(most, &x.context.design);
                 if x.stats && x.context.design.is_some() {
                     text += &match t.rao_scott {
                         Some(r) => format!(
-                            "Rao–Scott F = {}, df = {}, {}, p = {:.4e} (design-based, second order; first-order p = {:.4e}; Pearson X² = {} on the table scaled to N = {})\n",
+                            "Rao–Scott F = {}, df = {}, {}, p = {:.4e} (design-based, second order; first-order p = {:.4e}; Pearson X² = {} on the table scaled to N = {}){}\n",
                             fmt_sig(r.f, 6),
                             fmt_sig(r.ndf, 4),
                             fmt_sig(r.ddf, 4),
                             r.p,
                             r.p_first_order,
                             fmt_sig(r.chi2, 6),
-                            group_digits(r.n as u64)
+                            group_digits(r.n as u64),
+                            if r.replicates_dropped > 0 {
+                                format!("; {} replicates without weight in the table left out, as R does", r.replicates_dropped)
+                            } else {
+                                String::new()
+                            }
                         ),
                         None => "Rao–Scott test: not defined (fewer than two rows or columns, a degenerate design covariance, or, under a Taylor design, tables of more than 2,048 planned cells)\n".into(),
                     };
@@ -314,4 +337,97 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The CSV columns of a table's test: under a design the Rao–Scott test
+/// (`test` = `rao-scott`), else Pearson's chi-square (`pearson`) and the
+/// measures of association.
+fn csv_stats_head(design: bool) -> Vec<String> {
+    let names: &[&str] = if design {
+        &[
+            "test",
+            "chi2",
+            "chi2_n",
+            "f",
+            "ndf",
+            "ddf",
+            "p",
+            "p_first_order",
+            "test_replicates_dropped",
+        ]
+    } else {
+        &[
+            "test",
+            "chi2",
+            "df",
+            "p",
+            "cramers_v",
+            "chi2_n",
+            "lr_chi2",
+            "lr_p",
+            "gamma",
+            "tau_b",
+            "tau_c",
+            "somers_d_col",
+            "somers_d_row",
+            "lambda_col",
+            "lambda_row",
+            "lambda",
+            "pearson_r",
+            "spearman_rho",
+            "eta_col",
+            "eta_row",
+        ]
+    };
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// The fields of [`csv_stats_head`] for table `t` (empty where a
+/// statistic is not defined).
+fn csv_stats(t: &microtab_analysis::Table, design: bool) -> Vec<String> {
+    if design {
+        let r = t.rao_scott;
+        let mut f = vec![if r.is_some() { "rao-scott" } else { "" }.to_string()];
+        f.extend(
+            [
+                r.map(|r| r.chi2),
+                r.map(|r| r.n),
+                r.map(|r| r.f),
+                r.map(|r| r.ndf),
+                r.map(|r| r.ddf),
+                r.map(|r| r.p),
+                r.map(|r| r.p_first_order),
+                r.map(|r| r.replicates_dropped as f64),
+            ]
+            .map(csv_num),
+        );
+        return f;
+    }
+    let (s, a) = (t.stats, t.association);
+    let mut f = vec![if s.is_some() { "pearson" } else { "" }.to_string()];
+    f.extend(
+        [
+            s.map(|s| s.chi2),
+            s.map(|s| s.df as f64),
+            s.map(|s| s.p),
+            s.map(|s| s.cramers_v),
+            s.map(|s| s.n),
+            a.map(|a| a.lr_chi2),
+            a.map(|a| a.lr_p),
+            a.and_then(|a| a.gamma),
+            a.and_then(|a| a.tau_b),
+            a.and_then(|a| a.tau_c),
+            a.and_then(|a| a.somers_d_col),
+            a.and_then(|a| a.somers_d_row),
+            a.and_then(|a| a.lambda_col),
+            a.and_then(|a| a.lambda_row),
+            a.and_then(|a| a.lambda),
+            a.and_then(|a| a.pearson_r),
+            a.and_then(|a| a.spearman_rho),
+            a.and_then(|a| a.eta_col),
+            a.and_then(|a| a.eta_row),
+        ]
+        .map(csv_num),
+    );
+    f
 }
