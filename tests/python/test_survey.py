@@ -9,7 +9,6 @@ relative. R's numbers come from an R script run here on the same CSV."""
 import csv
 import json
 import random
-import shutil
 import subprocess
 
 import pytest
@@ -358,10 +357,13 @@ def test_design_is_shown_used_and_refused_where_it_does_not_fit(rep_data, tmp_pa
     t = run_json("tab", ds, "EDUC", "SEX", "--stats")["tables"][0]
     assert t["stats"] is None and t["rao_scott"]["ndf"] > 0
     assert "Rao–Scott F = " in run("tab", ds, "EDUC", "SEX", "--stats").stdout
-    # Several datasets as one, with their (equal) design: two copies
-    # double every count and its SE, and leave percentages and theirs.
+    # Several datasets as one, with their (equal) design: two imports of
+    # the same records (copies of one dataset are refused as the same
+    # dataset twice) double every count and its SE, and leave percentages
+    # and theirs.
     for name in ("a", "b"):
-        shutil.copytree(ds, tmp_path / f"{name}.mtab")
+        run("import", csv_path, tmp_path / f"{name}.mtab", "--missing", "INC=99999")
+        run("design", tmp_path / f"{name}.mtab", "--weight", "W", "--repweights", f"RW1-RW{R}", "--type", "sdr")
     one, two = run_json("freq", ds, "EDUC"), run_json("freq", f"{tmp_path}/*.mtab", "EDUC")
     assert two["design"] == one["design"]
     for x, y in zip(one["rows"], two["rows"]):

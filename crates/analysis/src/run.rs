@@ -27,12 +27,10 @@ fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Desig
         }
     }
     let limits = (req.min_n, req.max_cv);
-    let mut d = d.clone();
-    if let Some(r) = d.replicates.as_mut().filter(|r| r.rank.is_none()) {
-        // A design set before its rank was stored: found now (one pass
-        // over the replicate weights; `microtab design` stores it).
-        r.rank = Some(crate::design::replicate_rank(ds, &r.weights)?);
-    }
+    // A design set before its rank was stored keeps replicates − 1 df (a
+    // pass over every replicate weight per query would cost seconds at
+    // census size); `microtab design` stores the rank.
+    let d = d.clone();
     let mut v = if let Some(r) = &d.replicates {
         Survey::new(&weight, r, req.level, limits)
     } else if let Some(t) = &d.taylor {
@@ -53,10 +51,7 @@ fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Desig
         return Ok(None);
     };
     v.info.pct_interval = req.pct_interval;
-    Ok(Some((
-        Design { weight, ..d },
-        v,
-    )))
+    Ok(Some((Design { weight, ..d }, v)))
 }
 
 /// The Taylor part of the engine query of `req` under design `t`: the
@@ -310,7 +305,11 @@ fn zero_counts(cube: &Cube, zero: &Cube) -> Vec<u64> {
         let found: Option<Vec<usize>> = idx
             .iter()
             .enumerate()
-            .map(|(d, &i)| index[d].get(zero.dims[d].categories[i].display.as_str()).copied())
+            .map(|(d, &i)| {
+                index[d]
+                    .get(zero.dims[d].categories[i].display.as_str())
+                    .copied()
+            })
             .collect();
         if let Some(at) = found {
             out[cube.cell(&at)] += n;

@@ -503,3 +503,9 @@ pub fn split_specs(s: &str) -> Vec<String> {
 pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
     microtab_analysis::split_list(s, spaces)
 }
+
+/// Variable names from command-line arguments (names with spaces or
+/// commas whole: [`microtab_engine::var_names`]).
+pub fn var_names(ds: &Dataset, args: &[String]) -> Vec<String> {
+    microtab_engine::var_names(ds, args)
+}

@@ -53,14 +53,14 @@ mod top;
 mod value;
 mod weights;
 
+pub use alloc::ExitOnOutOfMemory;
 pub use cube::{Cube, Dim, Moments, RepCells};
 pub use derive::{check_name, compute, recode, DeriveOptions, Derived, RecodeOptions};
 pub use exact::ExactSum;
-pub use alloc::ExitOnOutOfMemory;
 pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use expr::Program;
 pub use filter::{parse_filter, Term};
-pub use list::{list_cases, list_vars, ListQuery};
+pub use list::{list_cases, list_vars, split_list, var_names, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::{Distribution, Split};

@@ -74,10 +74,12 @@ pub fn var_names(ds: &Dataset, args: &[String]) -> Vec<String> {
             } else {
                 split_list(a, true)
                     .into_iter()
-                    .map(|t| match t.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-                        Some(inner) if !inner.is_empty() => inner.to_string(),
-                        _ => t,
-                    })
+                    .map(
+                        |t| match t.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+                            Some(inner) if !inner.is_empty() => inner.to_string(),
+                            _ => t,
+                        },
+                    )
                     .collect()
             }
         })

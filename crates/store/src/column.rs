@@ -719,7 +719,10 @@ impl ColumnWriter {
         if let (Some(z), None, None) = (&zones, var.min, var.max) {
             // A writer that did not say the range gets the true one, so the
             // manifest agrees with the zone map its queries are checked by.
-            let z: Vec<Zone> = z.chunks_exact(ZONE_BYTES).filter_map(Zone::decode).collect();
+            let z: Vec<Zone> = z
+                .chunks_exact(ZONE_BYTES)
+                .filter_map(Zone::decode)
+                .collect();
             if let (Some((lo, hi)), _) = zone_union(&z, self.ty, var.null_code.is_some()) {
                 var.min = Some(crate::Number::Int(lo));
                 var.max = Some(crate::Number::Int(hi));
@@ -908,9 +911,8 @@ fn check_range(path: &Path, var: &Variable, zones: &[Zone], strict: bool) -> Res
         (Some((l, h)), Some((a, b))) => a <= l && h <= b,
     };
     let reaches_null = matches!((said, var.null_code), (Some((a, b)), Some(c)) if a <= c && c <= b);
-    let covered = within
-        && !reaches_null
-        && (!strict || var.kind == crate::Kind::String || range == said);
+    let covered =
+        within && !reaches_null && (!strict || var.kind == crate::Kind::String || range == said);
     let nulls_ok = if strict {
         nulls == (var.nulls > 0)
     } else {

@@ -224,12 +224,15 @@ fn check_consistent(path: &Path, m: &Manifest) -> Result<()> {
         // manifest edited (and resealed) to call floats integers, or to
         // give text columns decimals, would have its values misread.
         let stored_as = match (v.kind, v.ty.is_float(), v.dictionary.is_some()) {
-            (Kind::Float, true, false) | (Kind::Int, false, false) | (Kind::String, false, true) => {
-                None
-            }
+            (Kind::Float, true, false)
+            | (Kind::Int, false, false)
+            | (Kind::String, false, true) => None,
             (Kind::String, false, false) => Some("has no dictionary".to_string()),
             (_, _, true) => Some("has a dictionary".to_string()),
-            (_, f, _) => Some(format!("is stored as {}", if f { "floats" } else { "integers" })),
+            (_, f, _) => Some(format!(
+                "is stored as {}",
+                if f { "floats" } else { "integers" }
+            )),
         };
         if let Some(why) = stored_as {
             return Err(corrupt(format!(
@@ -243,7 +246,9 @@ fn check_consistent(path: &Path, m: &Manifest) -> Result<()> {
                 v.name, v.kind, v.decimals
             )));
         }
-        if v.null_code.is_some_and(|c| v.ty.is_float() || c != v.ty.null_code()) {
+        if v.null_code
+            .is_some_and(|c| v.ty.is_float() || c != v.ty.null_code())
+        {
             return Err(corrupt(format!(
                 "variable {} names null code {:?}, but {} columns mark nulls {}",
                 v.name,

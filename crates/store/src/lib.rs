@@ -38,8 +38,8 @@ pub use column::{
 };
 pub use dataset::{exchange, Dataset, DatasetWriter};
 pub use manifest::{
-    new_dataset_id, Design, Kind, LonelyPsu, Manifest, Number, PartOf, RepType, Replicates,
-    Taylor, Variable, FORMAT_VERSION,
+    new_dataset_id, Design, Kind, LonelyPsu, Manifest, Number, PartOf, RepType, Replicates, Taylor,
+    Variable, FORMAT_VERSION,
 };
 pub use pack::Packing;
 pub use types::{NativeType, PhysType};
