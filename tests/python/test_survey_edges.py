@@ -113,7 +113,8 @@ def brr_duplicate_data(seed=7):
     return lines, 9
 
 
-R_REP = r"""
+# A replicate design from the CSV, its degf(), and add() collecting rows.
+R_PREAMBLE = r"""
 suppressMessages(library(survey))
 args <- commandArgs(trailingOnly=TRUE)
 d <- read.csv(args[1]); out <- args[2]; type <- args[3]; R <- as.integer(args[4])
@@ -123,6 +124,10 @@ df <- degf(des)
 rows <- list()
 add <- function(what, key, est, se=NA, lo=NA, hi=NA, extra=NA)
   rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi, extra=extra)
+"""
+
+
+R_REP = R_PREAMBLE + r"""
 q <- qr(as.matrix(d[, paste0("R", 1:R)]), tol=1e-5)$rank
 add("degf", "all", df, q)
 nadrop <- function(x) { a <- attr(attr(x, "var"), "na.replicates"); if (is.null(a)) 0 else length(a) }
@@ -293,16 +298,7 @@ def test_six_record_brr_case_gives_rs_se_not_zero(tmp_path):
     assert g["mean_se"]["deff"] > 0 and g["mean_se"]["cv"] > 0
 
 
-R_DF = r"""
-suppressMessages(library(survey))
-args <- commandArgs(trailingOnly=TRUE)
-d <- read.csv(args[1]); out <- args[2]; type <- args[3]; R <- as.integer(args[4])
-des <- svrepdesign(data=d, weights=~W, repweights=d[, paste0("R", 1:R)], type=type,
-                   combined.weights=TRUE, mse=TRUE)
-df <- degf(des)
-rows <- list()
-add <- function(what, key, est, se=NA, lo=NA, hi=NA, extra=NA)
-  rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi, extra=extra)
+R_DF = R_PREAMBLE + r"""
 add("degf", "all", df, qr(as.matrix(d[, paste0("R", 1:R)]), tol=1e-5)$rank)
 x <- svymean(~Y, des); ci <- confint(x, df=df)
 add("mean", "Total", coef(x)[[1]], SE(x)[[1]], ci[1], ci[2], 0)

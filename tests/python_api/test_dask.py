@@ -425,3 +425,24 @@ def test_split_and_catalog_errors(data, tmp_path):
         mtd.parts(str(cat))
     with pytest.raises(mt.MicrotabError, match="is missing"):
         mt.open_many(cat)
+
+
+def test_a_text_value_no_part_has_is_an_error_over_parts(tmp_path):
+    """Each part alone cannot judge a text value (it may lack one the
+    others have): the parts' answer judges it once over all of them, as
+    one machine does, instead of answering zeros."""
+    rows = [(i % 7, "Female" if i % 3 == 0 and i < 300 else "Male") for i in range(600)]
+    csv = tmp_path / "g.csv"
+    csv.write_text("S,G\n" + "".join(f"{s},{g}\n" for s, g in rows))
+    whole = tmp_path / "g.mtab"
+    cli("import", csv, whole)
+    # Parts 3 and 4 (records 300–599) have no "Female": fine, since others do.
+    parts = mtd.on(None, mtd.split(whole, 4))
+    got = parts.freq("S", filter="G(Female)").to_dict()
+    want = dict(duckdb.connect().execute(
+        f"SELECT S, count(*) FROM read_csv('{csv}') WHERE G = 'Female' GROUP BY 1").fetchall())
+    assert {r["value"]: r["count"] for r in got["rows"]} == want
+    with pytest.raises(mt.QueryError, match=r"G has no value 'female' \(did you mean 'Female'\?\)"):
+        parts.freq("S", filter="G(female)")
+    with pytest.raises(mt.QueryError, match="did you mean 'Male'"):
+        parts.tab("S", 'G(r: "male"; *)')

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -29,14 +28,7 @@ import pytest
 
 import microtab as mt
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
-
-
-def cli(*args):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return p
+from test_api import BIN, cli  # noqa: E402
 
 
 # ------------------------------------------------------------ one generation

@@ -58,7 +58,7 @@ pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
-pub use run::{partial, run, run_many, Partial};
+pub use run::{check_values, partial, run, run_many, Partial};
 pub use split::{
     catalog, catalog_parts, remove_stale_staging, split, Catalog, CatalogError, CatalogPart,
     SplitReport, CATALOG, CATALOG_VERSION,

@@ -130,8 +130,10 @@ fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
 /// A value of a text variable that the request's filter or recodes name
 /// and no record has (in any of `datasets`, answered together) is an
 /// error, not an empty group: checked once over all of them, since a part
-/// may lack a value the others have.
-fn check_values(datasets: &[&Dataset], req: &Request) -> Result<()> {
+/// may lack a value the others have. [`run`] and [`run_many`] check it
+/// themselves; whoever merges [`partial`] results checks it once over all
+/// the parts.
+pub fn check_values(datasets: &[&Dataset], req: &Request) -> Result<()> {
     let filter = match &req.filter {
         Some(f) => parse_filter(f)?,
         None => Vec::new(),

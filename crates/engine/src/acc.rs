@@ -485,10 +485,15 @@ impl Acc {
             rorder: RowOrder::default(),
             rxi: Vec::new(),
             rxf: Vec::new(),
-            taylor: p.taylor.as_deref().map(crate::taylor::TaylorAcc::new),
+            taylor: p
+                .taylor
+                .as_deref()
+                .map(crate::taylor::TaylorAcc::new)
+                .transpose()?,
             dist: p
                 .distribution
-                .then(|| crate::quantile::DistAcc::new(p.cells + 1)),
+                .then(|| crate::quantile::DistAcc::new(p.cells + 1))
+                .transpose()?,
             sup: if p.exact_floats {
                 filled(n, SupCell::default(), what("exact sums"))?
             } else {

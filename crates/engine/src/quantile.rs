@@ -136,10 +136,13 @@ pub(crate) struct DistAcc {
 }
 
 impl DistAcc {
-    pub(crate) fn new(cells: usize) -> Self {
-        DistAcc {
-            maps: vec![IntMap::default(); cells],
-        }
+    /// One map per cell, allocated fallibly ([`crate::Error::OutOfMemory`]).
+    pub(crate) fn new(cells: usize) -> crate::Result<Self> {
+        Ok(DistAcc {
+            maps: crate::alloc::filled(cells, IntMap::default(), || {
+                format!("the distributions of a table of {cells} cells")
+            })?,
+        })
     }
 
     /// Adds rows `r`: `idx` their cells (`trash` and beyond not counted),

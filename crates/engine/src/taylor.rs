@@ -364,17 +364,41 @@ fn combine(z: &mut Entries) {
 }
 
 impl TaylorAcc {
-    pub(crate) fn new(p: &TaylorPlan<'_>) -> Self {
+    /// A worker's Taylor sums, sized by the plan's cells; allocated
+    /// fallibly ([`crate::Error::OutOfMemory`]), as the cube is.
+    pub(crate) fn new(p: &TaylorPlan<'_>) -> crate::Result<Self> {
+        use crate::alloc::filled;
         let n = p.cells + 1;
-        TaylorAcc {
-            cell: vec![[0.0; 3]; n],
-            groups: p.groups.iter().map(|(_, g)| vec![[0.0; 3]; *g]).collect(),
-            cross: p.groups.iter().map(|_| vec![0.0; n]).collect(),
-            full: p.full.as_ref().map_or(Vec::new(), |(_, _, size, tables)| {
-                vec![0.0; size * size * tables]
-            }),
+        let what = |s: &str| {
+            let s = s.to_string();
+            move || format!("the Taylor {s} of a table of {} cells", p.cells)
+        };
+        Ok(TaylorAcc {
+            cell: filled(n, [0.0; 3], what("sums"))?,
+            groups: p
+                .groups
+                .iter()
+                .map(|(_, g)| filled(*g, [0.0; 3], what("margin sums")))
+                .collect::<crate::Result<_>>()?,
+            cross: p
+                .groups
+                .iter()
+                .map(|_| filled(n, 0.0, what("cross sums")))
+                .collect::<crate::Result<_>>()?,
+            full: match &p.full {
+                Some((_, _, size, tables)) => filled(
+                    size.saturating_mul(*size).saturating_mul(*tables),
+                    0.0,
+                    what("covariance sums"),
+                )?,
+                None => Vec::new(),
+            },
             strata: if p.dense {
-                StrataSums::Dense(vec![[0.0; 3]; p.keys.len() * n])
+                StrataSums::Dense(filled(
+                    p.keys.len().saturating_mul(n),
+                    [0.0; 3],
+                    what("sums by stratum"),
+                )?)
             } else {
                 StrataSums::Sparse(HashMap::new())
             },
@@ -386,7 +410,7 @@ impl TaylorAcc {
             y: Vec::new(),
             s: Vec::new(),
             c: Vec::new(),
-        }
+        })
     }
 
     /// Adds the rows `r` of a morsel: `idx` their cells (`trash` and
@@ -1356,7 +1380,8 @@ impl TaylorPartial {
         if self.full_cov.is_none() {
             p.full = None;
         }
-        let mut acc = TaylorAcc::new(&p);
+        // Sized as the finished table that the merged parts already hold.
+        let mut acc = TaylorAcc::new(&p).expect("the Taylor sums of a merged table");
         let layout = Layout::new(&plans, cells, |c| counts[c]);
         if cells == 0 || dims.iter().any(|d| d.categories.is_empty()) {
             // No record counted in any part.

@@ -51,15 +51,7 @@ pub fn weight_cases(
     let mut out = WeightCases::default();
     let min = var.min.map(Number::as_f64);
     let missing_possible = var.nulls > 0 || !var.missing_codes.is_empty();
-    // Counts only: no replicate or Taylor sums, distributions or splits.
-    let unweighted = Query {
-        weight: None,
-        replicates: Vec::new(),
-        taylor: None,
-        distribution: false,
-        split: None,
-        ..q.clone()
-    };
+    let unweighted = counts_only(q);
     let with_term = |op: CmpOp| {
         let mut t = unweighted.clone();
         t.filter.push(Term {
@@ -82,6 +74,19 @@ pub fn weight_cases(
     Ok(Some(out))
 }
 
+/// `q` counting records only: no weight, replicate or Taylor sums,
+/// distributions or splits.
+fn counts_only(q: &Query) -> Query {
+    Query {
+        weight: None,
+        replicates: Vec::new(),
+        taylor: None,
+        distribution: false,
+        split: None,
+        ..q.clone()
+    }
+}
+
 /// The rows of the weighted query `q` whose weight is 0, counted by its
 /// cells (with the analysis variable's moments: their `n` is the rows
 /// with a value): R leaves them out of a Taylor design's simple random
@@ -92,14 +97,7 @@ pub fn zero_weight_cells(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<
         return Ok(None);
     };
     let var = ds.variable(name)?.clone();
-    let mut z = Query {
-        weight: None,
-        replicates: Vec::new(),
-        taylor: None,
-        distribution: false,
-        split: None,
-        ..q.clone()
-    };
+    let mut z = counts_only(q);
     z.filter.push(Term {
         var: var.name.clone(),
         cond: Cond::Cmp(CmpOp::Eq, "0".into()),

@@ -246,6 +246,24 @@ fn _partial<'py>(
     Ok(PyBytes::new(py, &bytes))
 }
 
+/// Refuses a text value that the request `spec` names and none of the
+/// datasets at `paths` has (each part's `_partial` cannot judge that: a
+/// part may lack a value the others have). Called once where the parts'
+/// results are merged.
+#[pyfunction]
+fn _check_values(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<()> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let req = request(&spec)?;
+    py.detach(move || -> PyResult<()> {
+        let sets = paths
+            .iter()
+            .map(|p| open(p))
+            .collect::<PyResult<Vec<_>>>()?;
+        let refs: Vec<&Dataset> = sets.iter().collect();
+        microtab_analysis::check_values(&refs, &req).map_err(analysis_error)
+    })
+}
+
 fn read_partial(b: &[u8]) -> PyResult<microtab_analysis::Partial> {
     serde_json::from_slice(b)
         .map_err(|e| MicrotabError::new_err(format!("not a microtab partial result: {e}")))
@@ -707,6 +725,7 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_query, m)?)?;
     m.add_function(wrap_pyfunction!(_query_many, m)?)?;
     m.add_function(wrap_pyfunction!(_partial, m)?)?;
+    m.add_function(wrap_pyfunction!(_check_values, m)?)?;
     m.add_function(wrap_pyfunction!(_merge, m)?)?;
     m.add_function(wrap_pyfunction!(_finish, m)?)?;
     frame::register(m)?;

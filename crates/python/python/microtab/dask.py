@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from . import QueryError, _Queries
-from ._microtab import _catalog_parts, _finish, _info, _merge, _partial
+from ._microtab import _catalog_parts, _check_values, _finish, _info, _merge, _partial
 
 __all__ = ["Part", "parts", "split", "on", "partial", "merge", "finish"]
 
@@ -130,6 +130,9 @@ class on(_Queries):
 
     def _ask(self, spec: dict) -> dict:
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        # A text value no part has is an error, judged here over all the
+        # parts at once (each part alone may lack a value others have).
+        _check_values(sorted({p.path for p in self.parts}), spec)
         if self.client is None:
             return finish(merge(*(partial(p, spec) for p in self.parts)), spec)
         futures = [self.client.submit(partial, p, spec, pure=False, retries=self.retries)
