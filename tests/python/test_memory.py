@@ -159,7 +159,7 @@ def wide(tmp_path_factory):
     return ds, a, b
 
 
-def limited(limit):
+def rlimit_as(limit):
     import resource
 
     def pre():
@@ -171,13 +171,13 @@ def limited(limit):
 def test_a_table_beyond_the_memory_limit_is_an_error_not_an_abort(wide, fmt):
     ds, a, b = wide
     p = subprocess.run([str(BIN), "tab", ds, "A", "B", "--max-cells", "2000000000", "--format", fmt],
-                       capture_output=True, text=True, preexec_fn=limited(2 << 30))
+                       capture_output=True, text=True, preexec_fn=rlimit_as(2 << 30))
     assert p.returncode == 1, (p.returncode, p.stderr[-500:])
     assert "could not be allocated" in p.stderr and "cells" in p.stderr, p.stderr
     assert "panicked" not in p.stderr and "backtrace" not in p.stderr
     # The same limit, a table that fits: the right counts (numpy).
     p = subprocess.run([str(BIN), "freq", ds, "A(r: 0-9999; 10000-19999; 20000-*)", "--format", "json"],
-                       capture_output=True, text=True, preexec_fn=limited(2 << 30))
+                       capture_output=True, text=True, preexec_fn=rlimit_as(2 << 30))
     assert p.returncode == 0, p.stderr
     got = [r["count"] for r in json.loads(p.stdout)["rows"] if r.get("count") is not None][:3]
     assert got == [int((a < 10000).sum()), int(((a >= 10000) & (a < 20000)).sum()), int((a >= 20000).sum())]

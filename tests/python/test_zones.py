@@ -8,7 +8,6 @@ and over a pattern of parts."""
 
 import os
 import random
-import shutil
 
 import duckdb
 import pytest
@@ -77,7 +76,8 @@ def random_filter(rng):
         v = rng.randint(-2, 6000)
         return f"X<{v}", f"X < {v} AND X <> -1"
     if k == 5:
-        n = rng.choice(["Alaska", "Ohio", "Utah", "Nowhere"])
+        # (A name no record has is an error, not an empty answer: test_recode.py.)
+        n = rng.choice(["Alaska", "Ohio", "Utah"])
         op = rng.choice(["=", "!="])
         return f"NAME{op}{n}", f"NAME {'=' if op == '=' else '<>'} '{n}'"
     a = rng.randint(1, 50)
@@ -154,10 +154,12 @@ def test_edges_by_hand(sorted_ds):
 
 
 def test_parts_of_sorted_dataset(sorted_ds, tmp_path):
-    """Two copies as parts: counts and weighted sums exactly doubled."""
+    """Two copies as parts: counts and weighted sums exactly doubled.
+    (Whole-dataset subsets: a copied directory is the same dataset, id and
+    all, and is refused as counted twice.)"""
     ds, _ = sorted_ds
     for name in ("a", "b"):
-        shutil.copytree(ds, tmp_path / f"{name}.mtab", copy_function=os.link)
+        run("subset", ds, tmp_path / f"{name}.mtab")
     for kind, dims, fs, weighted in queries(10, 9):
         one = answer(run_json(*args_of(ds, kind, dims, fs, weighted)), kind)
         two = answer(run_json(*args_of(f"{tmp_path}/*.mtab", kind, dims, fs, weighted)), kind)
