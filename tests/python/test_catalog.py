@@ -14,7 +14,6 @@ DuckDB does."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 
@@ -22,6 +21,7 @@ import duckdb
 import pytest
 
 from conftest import BIN, INCTOT_NA, run, run_json
+from test_atomic import _kill
 
 PARTS = 4  # 200,000 records: four parts of 50,000, all the same size
 
@@ -337,13 +337,7 @@ def _run_killed(cmd, at, full_seconds, parent):
             time.sleep(0.002)
     else:
         time.sleep(max(0.0, at * full_seconds - (time.monotonic() - t0)))
-    if proc.poll() is not None:
-        _, err = proc.communicate()
-        assert proc.returncode == 0, err
-        return False
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    return True
+    return _kill(proc)
 
 
 @pytest.fixture(scope="module")
