@@ -31,6 +31,7 @@ mod column;
 mod dataset;
 mod manifest;
 pub mod pack;
+mod remedy;
 mod types;
 
 pub use column::{
@@ -42,6 +43,7 @@ pub use manifest::{
     Variable, FORMAT_VERSION,
 };
 pub use pack::Packing;
+pub use remedy::{ColumnKind, Remedied, Remedy};
 pub use types::{NativeType, PhysType};
 
 use std::path::PathBuf;
