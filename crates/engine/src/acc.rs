@@ -1,11 +1,10 @@
 //! A worker's accumulator: per-cell, per-lane counts and sums, and the
 //! dispatch of each morsel to the kernel the physical plan chose.
 
-use crate::cube::Moments;
+use crate::core::{ExactCell, Moments, MorselCell, LANES, MORSEL, PACK_SHIFT, XLANES};
 use crate::exact::SupCell;
-use crate::exec::MORSEL;
 use crate::kernels::*;
-use crate::physical::{FusedTab, MeansFuse, Plan};
+use crate::physical::{MeansFuse, Plan};
 use crate::plan::Mapper;
 use crate::Result;
 use microtab_store::{ColumnData, Kind};
@@ -63,7 +62,7 @@ pub(crate) enum RepSums {
 
 impl RepSums {
     fn new(p: &Plan) -> crate::Result<Self> {
-        use crate::alloc::zeroed;
+        use crate::core::alloc::zeroed;
         let n = (p.cells + 1).saturating_mul(p.replicates.len());
         let nx = if p.measure.is_some() { n } else { 0 };
         let (cells, reps) = (p.cells, p.replicates.len());
@@ -375,69 +374,12 @@ pub(crate) fn fill_selection(
     true
 }
 
-/// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct MorselCell {
-    pub(crate) n: u64,
-    pub(crate) w: i64,
-    pub(crate) wx: i64,
-    pub(crate) wxx: i128,
-}
-
-/// Exact sums for integer (and implied-decimal) analysis variables and
-/// weights: the result does not depend on how rows were split among
-/// workers, so it is identical from run to run.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ExactCell {
-    pub(crate) n: u64,
-    pub(crate) w: i64,
-    pub(crate) wx: i128,
-    pub(crate) wxx: i128,
-}
-
-// SAFETY: integers only; all-zero bytes are the empty cell (`Default`).
-unsafe impl crate::alloc::Zeroable for ExactCell {}
-
-impl ExactCell {
-    pub(crate) fn add(&mut self, o: &ExactCell) {
-        self.n += o.n;
-        self.w = self.w.wrapping_add(o.w);
-        self.wx = self.wx.wrapping_add(o.wx);
-        self.wxx = self.wxx.wrapping_add(o.wxx);
-    }
-
-    /// Moments in stored units.
-    pub(crate) fn moments(&self) -> Moments {
-        if self.w == 0 {
-            return Moments {
-                n: self.n,
-                ..Moments::default()
-            };
-        }
-        let w = self.w as f64;
-        // m2 = Σw(x−m)² = (W·Σwx² − (Σwx)²) / W, exact up to the division.
-        let m2 = match (self.w as i128)
-            .checked_mul(self.wxx)
-            .and_then(|a| self.wx.checked_mul(self.wx).and_then(|b| a.checked_sub(b)))
-        {
-            Some(num) => num as f64 / w,
-            None => self.wxx as f64 - (self.wx as f64) * (self.wx as f64) / w,
-        };
-        Moments {
-            n: self.n,
-            w,
-            mean: self.wx as f64 / w,
-            m2,
-        }
-    }
-}
-
 impl Acc {
     /// A worker's empty accumulator for `p`: its per-cell buffers are
     /// sized by the plan's cells, so they are allocated fallibly (a table
     /// too large for the memory there is is refused, not an abort).
     pub(crate) fn new(p: &Plan) -> Result<Self> {
-        use crate::alloc::{filled, zeroed};
+        use crate::core::alloc::{filled, zeroed};
         let n = p.cells + 1;
         let cells = p.cells;
         let what = |buf: &'static str| move || format!("the {buf} of a table of {cells} cells");

@@ -2,8 +2,10 @@
 //! build the physical plan, scan, and reshape the result.
 
 use crate::acc::Acc;
-use crate::cube::{compact, Cube};
+use crate::core::{Error, Result, ScanOptions, DEFAULT_MAX_CELLS};
+use crate::cube::Cube;
 use crate::filter::{resolve, Predicate};
+use crate::finish::compact;
 use crate::kernels::{fused_table, FUSED_TRASH};
 use crate::partial::{self, Partial};
 use crate::physical::*;
@@ -11,24 +13,12 @@ use crate::plan::{
     dim_categories, dim_mapper, filter_mapper, passes_all_valid, passing_ranges, specialize,
     zone_fates, DimPlan, Exclusion, Fate,
 };
-use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, Morsels, ScanOptions};
-use crate::{Error, Query, Result};
+use crate::query::Query;
+use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, Morsels};
+// The scan's sizes, where the grammar modules (`derive`, `list`, `subset`) look for them.
+pub(crate) use crate::core::{AHEAD, MORSEL, STEP};
 use microtab_io::ReadPath;
 use microtab_store::{Column, Dataset};
-
-/// Rows per morsel: small enough that a morsel's cell indexes and values
-/// stay in L2, large enough to amortize the per-morsel work.
-pub(crate) const MORSEL: usize = 32 * 1024;
-// Every morsel is a whole number of checksummed stripes, checked as it is read.
-const _: () = assert!(MORSEL.is_multiple_of(microtab_store::STRIPE_ROWS));
-/// Morsels between read-ahead hints.
-pub(crate) const STEP: usize = 16;
-/// How far ahead of the scan (in morsels) the read-ahead window runs.
-pub(crate) const AHEAD: usize = 64;
-/// Largest cube (cells) a query builds unless [`Query::max_cells`] says
-/// otherwise: with the per-worker accumulators this bounds a query's
-/// memory (about 1 M cells × at most 300 bytes × (workers + 1)).
-pub const DEFAULT_MAX_CELLS: usize = 1_000_000;
 
 /// Runs `q` over `ds` with the settings from the environment
 /// ([`ScanOptions::from_env`]).
@@ -344,18 +334,20 @@ fn execute<R>(
     if cells > max_cells {
         let shape = plans
             .iter()
-            .map(|p| format!("{} {}", p.var.name, p.categories.len()))
-            .collect::<Vec<_>>()
-            .join(" × ");
+            .map(|p| (p.var.name.clone(), p.categories.len()))
+            .collect();
         let per_cell = cell_bytes(
             weight_col.is_some(),
             measure_col.is_some(),
             exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
         ) * (rayon::current_num_threads() + 1);
-        return Err(Error::TooLarge(format!(
-            "the table would have {cells} cells ({shape} categories), more than the limit of {max_cells}; it would need about {} MB of memory. Group by fewer or narrower variables, filter, or raise the limit with --max-cells {cells}",
-            (cells as u128 * per_cell as u128).div_ceil(1 << 20)
-        )));
+        return Err(Error::TooManyCells {
+            cells: Some(cells as u64),
+            limit: max_cells as u64,
+            bytes: (cells as u64).saturating_mul(per_cell as u64),
+            variable: None,
+            shape,
+        });
     }
     let mut strides = vec![1u32; plans.len()];
     for i in (0..plans.len().saturating_sub(1)).rev() {

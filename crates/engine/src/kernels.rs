@@ -6,7 +6,7 @@
 //! `tests/kernels.rs` (random data, nulls, every packed width, filters,
 //! weights).
 
-use crate::physical::FusedTab;
+use crate::core::{LANES, PACK_SHIFT};
 use crate::plan::{Exclusion, Mapper, TRASH};
 use microtab_store::ColumnData;
 
@@ -369,10 +369,6 @@ pub(crate) fn fused_kernel<const N: usize, L: Lead, T: Val, const INT: bool>(
     }
 }
 
-/// Bit where a packed morsel cell keeps its record count: the low 40 bits
-/// hold Σw.
-pub(crate) const PACK_SHIFT: u32 = 40;
-
 /// The fused kernel for integer weights ≥ 0 whose morsel sum stays below
 /// 2^40: the record count and Σw of a cell lane share one word in
 /// `packed`, so a row costs one read-modify-write instead of two; the
@@ -473,13 +469,6 @@ pub(crate) fn fused_means<const N: usize, L: Lead, W: Val, X: Val>(
     }
 }
 
-/// Sub-histograms per cell: consecutive rows that hit the same cell update
-/// different lanes, so an add does not wait for the previous row's store
-/// to the same address (measured: the store-to-load chain was 40% of Q3).
-pub(crate) const LANES: usize = 4;
-/// Lanes for exact moment cells (16 measured no better than 4).
-pub(crate) const XLANES: usize = 4;
-
 #[inline]
 pub(crate) fn accumulate_counts(idx: &[u32], trash: u32, counts: &mut [u64]) {
     let mut chunks = idx.chunks_exact(LANES);
@@ -533,6 +522,17 @@ pub(crate) fn accumulate_weighted<T: Val, S: WeightSum>(
         counts[c] += 1;
         wsum[c] += S::of(w);
     }
+}
+
+/// A column's table in the fused kernels.
+#[derive(Clone)]
+pub(crate) enum FusedTab {
+    /// A `u8` code column's.
+    Byte(Box<[u32; 256]>),
+    /// A `u16` code column's.
+    Word(Box<[u32; 65536]>),
+    /// Not a code column: the fused kernels do not apply.
+    None,
 }
 
 /// The table of the selection column: 0 passes, anything else is trash.

@@ -27,23 +27,48 @@
 //! assert_eq!(cube.counts, vec![1, 2]);
 //! assert_eq!(cube.dims[0].categories[1].display, "2");
 //! ```
+//!
+//! # Layers
+//!
+//! Each module imports only modules on its own line or above it (checked
+//! by the absence of import cycles; see docs/ARCHITECTURE.md):
+//!
+//! 1. `core` (constants of the scan, [`Error`], [`Moments`] and the exact
+//!    cells, [`ScanOptions`], fallible allocation), `hash`, `value`, `exact`: leaves.
+//! 2. `query` ([`Query`] and its parts), `plan` (each grouping variable's
+//!    categories and the mappers from codes to cells), `layout` (the
+//!    categories a result keeps), `cube` (the result types).
+//! 3. `kernels`: the counting loops, each a function of slices.
+//! 4. `taylor`, `quantile`: the per-cell sums beyond counts and moments
+//!    (their plans, their accumulators, their finishing).
+//! 5. `physical`: the plan of a query, the `Kernel` counting it
+//!    chosen once, and the named slots of its columns.
+//! 6. `acc`: a worker's accumulator, one state per kernel and per extra
+//!    sum; `scan`: the morsel drivers; `partial`, `finish`: the
+//!    accumulator into a [`Partial`] or a [`Cube`].
+//! 7. `exec`: a [`Query`] planned, scanned and finished ([`run`]); the
+//!    grammar modules (`filter`, `recode`, `expr`, `derive`, `list`,
+//!    `subset`) and the analyses over a cube (`stats`, `top`, `weights`).
 #![deny(missing_docs)]
 
 mod acc;
-mod alloc;
+mod core;
 mod cube;
 pub mod derive;
 mod exact;
 mod exec;
 pub mod expr;
 pub mod filter;
+mod finish;
 mod hash;
 mod kernels;
+mod layout;
 pub mod list;
 mod partial;
 mod physical;
 mod plan;
 mod quantile;
+mod query;
 mod recode;
 mod scan;
 pub mod stats;
@@ -53,126 +78,21 @@ mod top;
 mod value;
 mod weights;
 
-pub use alloc::ExitOnOutOfMemory;
-pub use cube::{Cube, Dim, Moments, RepCells};
+pub use crate::core::{Error, ExitOnOutOfMemory, Moments, Result, ScanOptions, DEFAULT_MAX_CELLS};
+pub use cube::{Cube, RepCells};
 pub use derive::{check_name, compute, recode, DeriveOptions, Derived, RecodeOptions};
 pub use exact::ExactSum;
-pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
+pub use exec::{run, run_partial, run_with};
 pub use expr::Program;
 pub use filter::{parse_filter, Term};
+pub use layout::Dim;
 pub use list::{list_cases, list_vars, split_list, var_names, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
-pub use quantile::{Distribution, Split};
+pub use quantile::Distribution;
+pub use query::{Margin, Query, Split, TaylorQuery};
 pub use recode::{check_values, parse_dim, parse_dim_in, DimSpec, Group};
-pub use scan::ScanOptions;
-pub use taylor::{
-    Margin, MarginCov, PartEntries, PartStratum, TaylorCells, TaylorPartial, TaylorQuery, MAX_FULL,
-};
+pub use taylor::{MarginCov, PartEntries, PartStratum, TaylorCells, TaylorPartial, MAX_FULL};
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
 pub use weights::{weight_cases, zero_weight_cells, WeightCases};
-
-/// What to compute.
-#[derive(Debug, Clone, Default)]
-pub struct Query {
-    /// Filter terms, all of which must hold.
-    pub filter: Vec<Term>,
-    /// Grouping variables, outermost first (row, column, control …).
-    pub group_by: Vec<String>,
-    /// Weight variable.
-    pub weight: Option<String>,
-    /// Analysis variable for means.
-    pub measure: Option<String>,
-    /// Replicate weight variables: each cell also sums each of them (and,
-    /// with a measure, each times the measure) over the rows the weight
-    /// counts, into [`Cube::replicates`].
-    pub replicates: Vec<String>,
-    /// A stratified cluster design: the design covariances of the cells'
-    /// totals are accumulated PSU by PSU into [`Cube::taylor`] (needs
-    /// `weight`; not with `replicates` or `rows`).
-    pub taylor: Option<TaylorQuery>,
-    /// Also give each cell's weighted distribution of the analysis
-    /// variable ([`Cube::distribution`]; needs `measure`).
-    pub distribution: bool,
-    /// Split each cell's records at a threshold of its own: one more,
-    /// last, dimension with the categories `≤` and `>`.
-    pub split: Option<Split>,
-    /// Show missing codes and system-missing as categories instead of
-    /// excluding them (grouping variables only).
-    pub include_missing: bool,
-    /// Most cells the result may have (`None`: [`DEFAULT_MAX_CELLS`]); a
-    /// larger table is refused with [`Error::TooLarge`] before any memory
-    /// is taken for it.
-    pub max_cells: Option<usize>,
-    /// Count only the records in this range of row numbers (`None`: all);
-    /// the part of a dataset a partial result covers. Categories are still
-    /// those of the whole dataset (a grouping's domain does not depend on
-    /// the range); the stripes the range touches are read and checked
-    /// whole.
-    pub rows: Option<std::ops::Range<u64>>,
-}
-
-/// Query errors. "Expected" errors are the caller's (bad names, bad
-/// filters); `Store` wraps dataset problems.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// Dataset access failed (includes unknown variables).
-    #[error(transparent)]
-    Store(#[from] microtab_store::Error),
-    /// The filter text could not be parsed.
-    #[error("bad filter '{text}': {reason}")]
-    Filter {
-        /// The offending term or text.
-        text: String,
-        /// What was expected.
-        reason: String,
-    },
-    /// The query is not meaningful for these variables.
-    #[error("{0}")]
-    Invalid(String),
-    /// The result would be larger than the query allows.
-    #[error("{0}")]
-    TooLarge(String),
-    /// A buffer the query needs could not be allocated (a memory limit,
-    /// or not enough memory): the query is refused, the process goes on.
-    #[error("this needs {bytes} bytes ({:.1} MB) for {what}, which could not be allocated (a memory limit, or not enough memory)", *bytes as f64 / 1e6)]
-    OutOfMemory {
-        /// Size of the buffer.
-        bytes: u64,
-        /// What it was for.
-        what: String,
-    },
-    /// A filter, recode or expression names a value of a text variable
-    /// that none of its records has (values are matched exactly: case and
-    /// spaces count).
-    #[error("{variable} has no value '{value}'{}", did_you_mean(.close))]
-    NoSuchValue {
-        /// The variable.
-        variable: String,
-        /// The value as given.
-        value: String,
-        /// Its values that differ from it only in case, spaces or
-        /// punctuation, or by a letter or two.
-        close: Vec<String>,
-    },
-}
-
-/// ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
-fn did_you_mean(close: &[String]) -> String {
-    match close {
-        [] => String::new(),
-        [one] => format!(" (did you mean '{one}'?)"),
-        [init @ .., last] => format!(
-            " (did you mean {} or '{last}'?)",
-            init.iter()
-                .map(|c| format!("'{c}'"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// Result alias for this crate.
-pub type Result<T> = std::result::Result<T, Error>;

@@ -16,14 +16,15 @@
 //!
 //! [`merge`]: Partial::merge
 
-use crate::acc::{Acc, ExactCell, RepSums};
-use crate::cube::{Cube, Dim, Layout, Moments, RepCells};
+use crate::acc::{Acc, RepSums};
+use crate::core::{Error, ExactCell, Moments, Result, LANES};
+use crate::cube::{Cube, RepCells};
 use crate::exact::{div_pow10, exact_moments, ExactSum};
+use crate::layout::{Dim, Layout};
 use crate::physical::Plan;
 use crate::plan::DimPlan;
 use crate::taylor::TaylorPartial;
 use crate::value::{Category, Value};
-use crate::{Error, Result};
 use microtab_store::{Column, Kind, PhysType, Variable};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -655,6 +656,22 @@ impl Partial {
         })
     }
 
+    /// The dimensions as the plans the Taylor finishing lays its margins
+    /// out by (their categories; no mapping: nothing is scanned).
+    fn dim_plans(&self) -> Vec<DimPlan> {
+        self.dims
+            .iter()
+            .map(|d| DimPlan {
+                var: Variable::new(&d.name, d.kind, PhysType::I64),
+                categories: d.categories.clone(),
+                keys: vec![None; d.categories.len()],
+                map: crate::plan::DimMap::Hash,
+                recode: None,
+                recode_keys: None,
+            })
+            .collect()
+    }
+
     /// The result: sums rounded once and scaled to displayed units.
     pub fn finish(&self) -> Cube {
         let n = self.counts.len();
@@ -720,7 +737,7 @@ impl Partial {
             taylor: self
                 .taylor
                 .as_ref()
-                .map(|t| t.finish(&self.dims, &self.counts)),
+                .map(|t| t.finish(&self.dim_plans(), &self.counts)),
             distribution: None,
         }
     }
@@ -870,7 +887,7 @@ pub(crate) fn from_acc(
                 } else {
                     // Integer weights: integer lanes, and f64 lanes that
                     // hold integers below 2^53 (`needs_exact_floats`).
-                    let l = c * crate::kernels::LANES..(c + 1) * crate::kernels::LANES;
+                    let l = c * LANES..(c + 1) * LANES;
                     w[dst] = acc.wsum[l.clone()].iter().map(|&f| f as i128).sum::<i128>()
                         + acc.wsum_int[l].iter().map(|&i| i as i128).sum::<i128>();
                 }

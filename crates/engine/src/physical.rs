@@ -2,12 +2,9 @@
 //! kernel counts them — chosen once per query from the columns' types,
 //! ranges and missing codes.
 
-use crate::acc::ExactCell;
-use crate::cube::Moments;
-use crate::exec::MORSEL;
-use crate::kernels::{LANES, PACK_SHIFT, XLANES};
+use crate::core::{Error, ExactCell, Moments, Result, LANES, MORSEL, PACK_SHIFT, XLANES};
+use crate::kernels::FusedTab;
 use crate::plan::{Exclusion, Mapper};
-use crate::{Error, Result};
 use microtab_store::{Column, ColumnData, Dataset, Kind, Variable};
 
 /// How a means query over byte code columns runs as one fused pass
@@ -93,17 +90,6 @@ pub(crate) fn replicates_exact(
             None => true,
             Some(x) => exact && x.var().kind == Kind::Int && w * mag(x) < 2f64.powi(62),
         }
-}
-
-/// A column's table in the fused kernels.
-#[derive(Clone)]
-pub(crate) enum FusedTab {
-    /// A `u8` code column's.
-    Byte(Box<[u32; 256]>),
-    /// A `u16` code column's.
-    Word(Box<[u32; 65536]>),
-    /// Not a code column: the fused kernels do not apply.
-    None,
 }
 
 /// Whether a partial result needs [`Plan::exact_floats`]: a float weight

@@ -275,7 +275,7 @@ pub(crate) fn dim_categories(
     dict: Vec<String>,
     include_missing: bool,
     max_cells: usize,
-) -> crate::Result<DimPlan> {
+) -> crate::core::Result<DimPlan> {
     let var = col.var().clone();
     let mut categories = Vec::new();
     let mut keys = Vec::new();
@@ -287,11 +287,12 @@ pub(crate) fn dim_categories(
         cats.push(key_category(&var, &dict, key));
         keys.push(Some(key));
     };
-    let too_many = || {
-        crate::Error::TooLarge(format!(
-            "{} has more than {max_cells} distinct values, the most cells a result may have; group by a narrower variable, or raise the limit with --max-cells (memory grows with it)",
-            var.name
-        ))
+    let too_many = || crate::core::Error::TooManyCells {
+        cells: None,
+        limit: max_cells as u64,
+        bytes: 0,
+        variable: Some(var.name.clone()),
+        shape: Vec::new(),
     };
     let map = match (table_range(&var), int_range(&var, MAX_RANK)) {
         (Some((lo, hi)), _) => {

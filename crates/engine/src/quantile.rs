@@ -3,27 +3,13 @@
 //! split of each cell's records at a threshold of its own
 //! ([`Query::split`](crate::Query)) for the variance of the share below it.
 
-use crate::cube::Layout;
 use crate::hash::IntMap;
 use crate::kernels::{dispatch, Val};
+use crate::layout::Layout;
 use crate::plan::{DimMap, DimPlan, Exclusion, TRASH};
+pub use crate::query::Split;
 use crate::value::Category;
 use microtab_store::{ColumnData, Kind, Variable};
-
-/// Each cell's records split at a threshold of the cell's own: those
-/// whose `var` is at most it, and the others — a last dimension of the
-/// cube with the categories `≤` and `>`. Records whose `var` is missing
-/// are left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Split {
-    /// The variable compared.
-    pub var: String,
-    /// Per cell of the grouping variables, given by its categories'
-    /// displayed values (outermost first), the threshold in displayed
-    /// units; an empty list of values: every cell's. Cells not listed have
-    /// none: all their records are `>`.
-    pub thresholds: Vec<(Vec<String>, f64)>,
-}
 
 /// A cell's weighted distribution: `(value, Σ w)` by ascending value, in
 /// displayed units (records of weight 0 included, with 0).
@@ -137,9 +123,9 @@ pub(crate) struct DistAcc {
 
 impl DistAcc {
     /// One map per cell, allocated fallibly ([`crate::Error::OutOfMemory`]).
-    pub(crate) fn new(cells: usize) -> crate::Result<Self> {
+    pub(crate) fn new(cells: usize) -> crate::core::Result<Self> {
         Ok(DistAcc {
-            maps: crate::alloc::filled(cells, IntMap::default(), || {
+            maps: crate::core::alloc::filled(cells, IntMap::default(), || {
                 format!("the distributions of a table of {cells} cells")
             })?,
         })

@@ -13,52 +13,13 @@
 //! times the products of its totals, and keeps each stratum's totals for
 //! the `d_h` terms, subtracted once at the end.
 
-use crate::cube::Layout;
+use crate::layout::Layout;
 use crate::plan::DimPlan;
+pub use crate::query::{Margin, TaylorQuery};
 use microtab_store::{Column, ColumnData};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A stratified cluster design's part of a [`Query`](crate::Query).
-#[derive(Debug, Clone, Default)]
-pub struct TaylorQuery {
-    /// The strata variable (`None`: one stratum).
-    pub strata: Option<String>,
-    /// The PSU variable (`None`: every record its own PSU).
-    pub cluster: Option<String>,
-    /// The strata's stored values, ascending (`[0]` without strata).
-    pub strata_keys: Vec<i64>,
-    /// Per stratum, `(c_h, d_h)`: its variance contribution is `c_h Σ_j
-    /// z_hj² − d_h (Σ_j z_hj)²`.
-    pub coef: Vec<[f64; 2]>,
-    /// Each PSU's records are one run of rows.
-    pub contiguous: bool,
-    /// Margins whose totals' covariances are wanted (percentage bases,
-    /// overall means).
-    pub margins: Vec<Margin>,
-    /// The margin whose groups are separate tables, within each of which
-    /// the covariance of every pair of cells' weighted counts is wanted
-    /// (the Rao–Scott test).
-    pub full: Option<usize>,
-    /// Lonely PSUs `average`d (R's `survey.lonely.psu = "average"`): per
-    /// stratum, whether it is one whose variance is missing. A domain's
-    /// variance is then scaled by its strata over its strata with a
-    /// variance (both counted among the strata with records in the
-    /// domain), into [`TaylorCells::cell_scale`], [`MarginCov::scale`] and
-    /// [`TaylorCells::all_scale`]. Empty otherwise.
-    pub average: Vec<bool>,
-}
-
-/// A margin of the cube: the cells summed over the dimensions not kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Margin {
-    /// Per dimension, whether the margin keeps it.
-    pub keep: Vec<bool>,
-    /// Leave out cells with a missing category in a dimension summed over
-    /// (a frequency table's percentage base).
-    pub skip_missing: bool,
-}
 
 /// The design covariances of a cube's totals, in displayed units.
 #[derive(Debug, Clone, PartialEq)]
@@ -365,9 +326,9 @@ fn combine(z: &mut Entries) {
 
 impl TaylorAcc {
     /// A worker's Taylor sums, sized by the plan's cells; allocated
-    /// fallibly ([`crate::Error::OutOfMemory`]), as the cube is.
-    pub(crate) fn new(p: &TaylorPlan<'_>) -> crate::Result<Self> {
-        use crate::alloc::filled;
+    /// fallibly ([`crate::core::Error::OutOfMemory`]), as the cube is.
+    pub(crate) fn new(p: &TaylorPlan<'_>) -> crate::core::Result<Self> {
+        use crate::core::alloc::filled;
         let n = p.cells + 1;
         let what = |s: &str| {
             let s = s.to_string();
@@ -379,12 +340,12 @@ impl TaylorAcc {
                 .groups
                 .iter()
                 .map(|(_, g)| filled(*g, [0.0; 3], what("margin sums")))
-                .collect::<crate::Result<_>>()?,
+                .collect::<crate::core::Result<_>>()?,
             cross: p
                 .groups
                 .iter()
                 .map(|_| filled(n, 0.0, what("cross sums")))
-                .collect::<crate::Result<_>>()?,
+                .collect::<crate::core::Result<_>>()?,
             full: match &p.full {
                 Some((_, _, size, tables)) => filled(
                     size.saturating_mul(*size).saturating_mul(*tables),
@@ -1238,8 +1199,9 @@ impl TaylorPartial {
         b: &TaylorPartial,
         maps: [&[Vec<usize>]; 2],
         shape: &[usize],
-    ) -> crate::Result<TaylorPartial> {
-        let err = |m: String| crate::Error::Invalid(format!("cannot merge partial results: {m}"));
+    ) -> crate::core::Result<TaylorPartial> {
+        let err =
+            |m: String| crate::core::Error::Invalid(format!("cannot merge partial results: {m}"));
         if a.margins != b.margins || a.full != b.full || a.average != b.average {
             return Err(err(
                 "their Taylor sums are of different queries or designs".into()
@@ -1261,7 +1223,7 @@ impl TaylorPartial {
         for st in &strata {
             if let Some(other) = by_value.insert(&st.value, st) {
                 if other.source != st.source {
-                    return Err(crate::Error::Invalid(if x.stratified {
+                    return Err(crate::core::Error::Invalid(if x.stratified {
                         format!(
                             "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them (import the data as one dataset and split it by records, or use replicate weights)",
                             st.value, other.source, st.source
@@ -1339,20 +1301,9 @@ impl TaylorPartial {
     }
 
     /// The covariances of the merged parts' totals: open PSUs closed, the
-    /// strata's centring subtracted (`dims`, `counts`: the merged
-    /// partial's categories and counts).
-    pub(crate) fn finish(&self, dims: &[crate::PartialDim], counts: &[u64]) -> TaylorCells {
-        let plans: Vec<DimPlan> = dims
-            .iter()
-            .map(|d| DimPlan {
-                var: microtab_store::Variable::new(&d.name, d.kind, microtab_store::PhysType::I64),
-                categories: d.categories.clone(),
-                keys: vec![None; d.categories.len()],
-                map: crate::plan::DimMap::Hash,
-                recode: None,
-                recode_keys: None,
-            })
-            .collect();
+    /// strata's centring subtracted (`plans`, `counts`: the merged
+    /// partial's dimensions, as plans, and counts).
+    pub(crate) fn finish(&self, plans: &[DimPlan], counts: &[u64]) -> TaylorCells {
         let cells = counts.len();
         let q = TaylorQuery {
             strata: None,
@@ -1375,7 +1326,7 @@ impl TaylorPartial {
                 Vec::new()
             },
         };
-        let mut p = TaylorPlan::build(&q, &plans, cells, None, None, None);
+        let mut p = TaylorPlan::build(&q, plans, cells, None, None, None);
         p.shift = self.shift;
         if self.full_cov.is_none() {
             p.full = None;
@@ -1383,7 +1334,7 @@ impl TaylorPartial {
         // Sized as the finished table that the merged parts already hold.
         let mut acc = TaylorAcc::new(&p).expect("the Taylor sums of a merged table");
         let layout = Layout::new(&plans, cells, |c| counts[c]);
-        if cells == 0 || dims.iter().any(|d| d.categories.is_empty()) {
+        if cells == 0 || plans.iter().any(|d| d.categories.is_empty()) {
             // No record counted in any part.
             return acc.finish(&p, &layout, |_| false, (1.0, 1.0));
         }

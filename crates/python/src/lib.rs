@@ -85,6 +85,7 @@ fn engine_error(e: microtab_engine::Error) -> PyErr {
     match e {
         E::Store(s) => store_error(s),
         E::TooLarge(m) => TooLargeError::new_err(m),
+        e @ E::TooManyCells { .. } => TooLargeError::new_err(e.to_string()),
         e => QueryError::new_err(e.to_string()),
     }
 }

@@ -4,7 +4,7 @@
 //! interpreter or Jupyter kernel with it. These return
 //! [`Error::OutOfMemory`] instead, naming what the buffer was for.
 
-use crate::{Error, Result};
+use super::error::{Error, Result};
 
 /// Types whose all-zero bytes are a valid value, their zero: a buffer of
 /// them is allocated zeroed (untouched pages, as `vec![0; n]` does)
