@@ -1,17 +1,16 @@
 //! Running a query: open the columns it names, choose how to read them,
 //! build the physical plan, scan, and reshape the result.
 
-use crate::acc::Acc;
+use crate::acc::{Acc, Scanned};
 use crate::core::{Error, Result, ScanOptions, DEFAULT_MAX_CELLS};
 use crate::cube::Cube;
 use crate::filter::{resolve, Predicate};
 use crate::finish::compact;
-use crate::kernels::{fused_table, FUSED_TRASH};
 use crate::partial::{self, Partial};
 use crate::physical::*;
 use crate::plan::{
     dim_categories, dim_mapper, filter_mapper, passes_all_valid, passing_ranges, specialize,
-    zone_fates, DimPlan, Exclusion, Fate,
+    zone_fates, DimPlan, Exclusion, Fate, Mapper,
 };
 use crate::query::Query;
 use crate::scan::{cold_path, scan_inline, scan_mapped, scan_streamed, Morsels};
@@ -29,6 +28,25 @@ pub fn run(ds: &Dataset, q: &Query) -> Result<Cube> {
 /// Runs `q` over `ds` reading columns as `opts` says.
 pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     execute(ds, q, opts, false, compact)?
+}
+
+/// [`run_with`] (or, with `partial`, [`run_partial`] finished), and the
+/// name of the kernel the planner chose for the query: for tests that must
+/// cover every kernel. Not a stable interface.
+#[doc(hidden)]
+pub fn run_traced(
+    ds: &Dataset,
+    q: &Query,
+    opts: &ScanOptions,
+    partial: bool,
+) -> Result<(Cube, &'static str)> {
+    if !partial {
+        return execute(ds, q, opts, false, |s| {
+            let kernel = s.plan.kernel.name();
+            Ok((compact(s)?, kernel))
+        })?;
+    }
+    partial_with(ds, q, opts, |p, plan| (p.finish(), plan.kernel.name()))
 }
 
 /// Each morsel's fate under the filters, from their columns' zone maps
@@ -65,14 +83,25 @@ fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<Vec<Fate
 /// [`Partial`] result: exact sums, to be merged with other parts and
 /// finished ([`Partial::finish`]).
 pub fn run_partial(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Partial> {
+    partial_with(ds, q, opts, |p, _| p)
+}
+
+/// The [`Partial`] of `q`, then `then` of it and the plan.
+fn partial_with<R>(
+    ds: &Dataset,
+    q: &Query,
+    opts: &ScanOptions,
+    then: impl FnOnce(Partial, &Plan<'_>) -> R,
+) -> Result<R> {
     let rows = ds.rows();
     let covered = q
         .rows
         .as_ref()
         .map_or(rows, |r| r.end.min(rows).saturating_sub(r.start.min(rows)));
     let edges = taylor_edges(ds, q)?;
-    execute(ds, q, opts, true, |plans, acc, plan, w, x| {
-        partial::from_acc(plans, acc, plan, w, x, (covered, &edges))
+    execute(ds, q, opts, true, |s| {
+        let plan = s.plan;
+        then(partial::from_acc(s, (covered, &edges)), plan)
     })
 }
 
@@ -154,64 +183,74 @@ fn taylor_edges(ds: &Dataset, q: &Query) -> Result<partial::TaylorEdges> {
     Ok(e)
 }
 
-/// Plans and scans `q`; `partial` sums exactly ([`Plan::exact_floats`]
-/// where the other paths would not).
-fn execute<R>(
+/// The columns a query names, opened and checked, and its filters
+/// resolved.
+struct Columns {
+    /// The grouping arguments (a variable, and its recode or restriction).
+    specs: Vec<crate::recode::DimSpec>,
+    dims: Vec<Column>,
+    /// The filters that can reject a row the query would count.
+    filters: Vec<(Column, Predicate)>,
+    weight: Option<Column>,
+    measure: Option<Column>,
+    replicates: Vec<Column>,
+    strata: Option<Column>,
+    cluster: Option<Column>,
+    split: Option<Column>,
+}
+
+impl Columns {
+    /// Every column, role by role (a column may be in two roles).
+    fn all(&self) -> Vec<&Column> {
+        self.dims
+            .iter()
+            .chain(self.filters.iter().map(|(c, _)| c))
+            .chain(self.weight.iter())
+            .chain(self.measure.iter())
+            .chain(self.replicates.iter())
+            .chain(self.strata.iter())
+            .chain(self.cluster.iter())
+            .chain(self.split.iter())
+            .collect()
+    }
+}
+
+/// A replicate weight must be numeric and present for every record.
+fn check_replicate(c: &Column) -> Result<()> {
+    numeric(c.var(), "a replicate weight")?;
+    let v = c.var();
+    if v.nulls > 0 || !v.missing_codes.is_empty() {
+        return Err(Error::Invalid(format!(
+            "replicate weight {} has {} (a replicate weight must be present for every record: a missing one would change every standard error)",
+            v.name,
+            if v.nulls > 0 {
+                format!("{} empty values", v.nulls)
+            } else {
+                "missing codes".to_string()
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// The strata and cluster columns of a Taylor design (integer codes).
+fn taylor_columns(
     ds: &Dataset,
     q: &Query,
-    opts: &ScanOptions,
+    c: &Columns,
     partial: bool,
-    finish: impl FnOnce(Vec<DimPlan>, Acc, &Plan<'_>, Option<&Column>, Option<&Column>) -> R,
-) -> Result<R> {
-    let rows = ds.rows() as usize;
-    // Grouping arguments may recode (`AGE(r: 0-17; 18-*)`) or restrict
-    // (`AGE(18-65)`: a filter on the variable) their variable.
-    let specs: Vec<crate::recode::DimSpec> = q
-        .group_by
-        .iter()
-        .map(|s| crate::recode::parse_dim_in(ds, s))
-        .collect::<Result<_>>()?;
-    let filter_terms: Vec<crate::Term> = q
-        .filter
-        .iter()
-        .cloned()
-        .chain(specs.iter().filter_map(|s| s.valid.clone()))
-        .collect();
-    // Open every column first so a bad name fails before any work.
-    let dim_cols: Vec<Column> = specs
-        .iter()
-        .map(|s| ds.column(&s.name))
-        .collect::<std::result::Result<_, _>>()?;
-    let filter_cols: Vec<Column> = filter_terms
-        .iter()
-        .map(|t| ds.column(&t.var))
-        .collect::<std::result::Result<_, _>>()?;
-    let weight_col = q.weight.as_deref().map(|n| ds.column(n)).transpose()?;
-    let measure_col = q.measure.as_deref().map(|n| ds.column(n)).transpose()?;
-    let rep_cols: Vec<Column> = q
-        .replicates
-        .iter()
-        .map(|n| ds.column(n))
-        .collect::<std::result::Result<_, _>>()?;
-    for c in &rep_cols {
-        numeric(c.var(), "a replicate weight")?;
-        let v = c.var();
-        if v.nulls > 0 || !v.missing_codes.is_empty() {
-            return Err(Error::Invalid(format!(
-                "replicate weight {} has {} (a replicate weight must be present for every record: a missing one would change every standard error)",
-                v.name,
-                if v.nulls > 0 {
-                    format!("{} empty values", v.nulls)
-                } else {
-                    "missing codes".to_string()
-                }
-            )));
-        }
+) -> Result<(Option<Column>, Option<Column>)> {
+    let Some(t) = &q.taylor else {
+        return Ok((None, None));
+    };
+    // A range of rows is a part of a whole (see `run_partial`).
+    if c.weight.is_none() || !c.replicates.is_empty() || (q.rows.is_some() && !partial) {
+        return Err(Error::Invalid(
+            "a Taylor design needs the weight, and neither replicate weights nor a range of rows"
+                .into(),
+        ));
     }
-    if let Some(c) = &weight_col {
-        numeric(c.var(), "a weight")?;
-    }
-    let taylor_col = |n: &Option<String>, role: &str| -> Result<Option<Column>> {
+    let open = |n: &Option<String>, role: &str| -> Result<Option<Column>> {
         let Some(c) = n.as_deref().map(|n| ds.column(n)).transpose()? else {
             return Ok(None);
         };
@@ -223,249 +262,315 @@ fn execute<R>(
         }
         Ok(Some(c))
     };
-    let (strata_col, cluster_col) = match &q.taylor {
-        Some(t) => {
-            // A range of rows is a part of a whole (see `run_partial`).
-            if weight_col.is_none() || !rep_cols.is_empty() || (q.rows.is_some() && !partial) {
-                return Err(Error::Invalid(
-                    "a Taylor design needs the weight, and neither replicate weights nor a range of rows".into(),
-                ));
-            }
-            (
-                taylor_col(&t.strata, "strata")?,
-                taylor_col(&t.cluster, "cluster")?,
-            )
-        }
-        None => (None, None),
+    Ok((open(&t.strata, "strata")?, open(&t.cluster, "cluster")?))
+}
+
+/// Opens every column `q` names (so a bad name fails before any work) and
+/// checks each is fit for its role.
+fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
+    // Grouping arguments may recode (`AGE(r: 0-17; 18-*)`) or restrict
+    // (`AGE(18-65)`: a filter on the variable) their variable.
+    let specs: Vec<crate::recode::DimSpec> = q
+        .group_by
+        .iter()
+        .map(|s| crate::recode::parse_dim_in(ds, s))
+        .collect::<Result<_>>()?;
+    let open_all = |names: &mut dyn Iterator<Item = &str>| -> Result<Vec<Column>> {
+        Ok(names
+            .map(|n| ds.column(n))
+            .collect::<std::result::Result<_, _>>()?)
     };
-    let split_col = match &q.split {
-        Some(s) => {
-            let c = ds.column(&s.var)?;
-            numeric(c.var(), "a split variable")?;
-            Some(c)
-        }
-        None => None,
+    let dims = open_all(&mut specs.iter().map(|s| s.name.as_str()))?;
+    let terms: Vec<crate::Term> = q
+        .filter
+        .iter()
+        .cloned()
+        .chain(specs.iter().filter_map(|s| s.valid.clone()))
+        .collect();
+    let filter_cols = open_all(&mut terms.iter().map(|t| t.var.as_str()))?;
+    let mut c = Columns {
+        weight: q.weight.as_deref().map(|n| ds.column(n)).transpose()?,
+        measure: q.measure.as_deref().map(|n| ds.column(n)).transpose()?,
+        replicates: open_all(&mut q.replicates.iter().map(|n| n.as_str()))?,
+        specs,
+        dims,
+        filters: Vec::new(),
+        strata: None,
+        cluster: None,
+        split: None,
     };
-    if q.distribution && measure_col.is_none() {
+    for r in &c.replicates {
+        check_replicate(r)?;
+    }
+    if let Some(w) = &c.weight {
+        numeric(w.var(), "a weight")?;
+    }
+    (c.strata, c.cluster) = taylor_columns(ds, q, &c, partial)?;
+    if let Some(s) = &q.split {
+        let col = ds.column(&s.var)?;
+        numeric(col.var(), "a split variable")?;
+        c.split = Some(col);
+    }
+    if q.distribution && c.measure.is_none() {
         return Err(Error::Invalid(
             "a distribution needs an analysis variable".into(),
         ));
     }
-    if let Some(c) = &measure_col {
-        numeric(c.var(), "an analysis variable")?;
+    if let Some(m) = &c.measure {
+        numeric(m.var(), "an analysis variable")?;
     }
-    // Resolve the filters; drop those that pass every value their
-    // variable can have in the rows counted anyway (`INCTOT<9999999` in a
-    // mean of INCTOT, whose missing code is excluded already).
+    c.filters = resolve_filters(ds, q, &c, terms, filter_cols)?;
+    Ok(c)
+}
+
+/// Resolves the filters; drops those that pass every value their variable
+/// can have in the rows counted anyway (`INCTOT<9999999` in a mean of
+/// INCTOT, whose missing code is excluded already).
+fn resolve_filters(
+    ds: &Dataset,
+    q: &Query,
+    c: &Columns,
+    terms: Vec<crate::Term>,
+    cols: Vec<Column>,
+) -> Result<Vec<(Column, Predicate)>> {
     let excluded_anyway = |v: &microtab_store::Variable| {
         let is = |c: &Option<Column>| c.as_ref().is_some_and(|c| c.var().name == v.name);
-        is(&measure_col)
-            || is(&weight_col)
-            || (!q.include_missing && dim_cols.iter().any(|c| c.var().name == v.name))
+        is(&c.measure)
+            || is(&c.weight)
+            || (!q.include_missing && c.dims.iter().any(|c| c.var().name == v.name))
     };
-    let mut filters_kept: Vec<(Column, Predicate)> = Vec::new();
-    for (t, c) in filter_terms.iter().zip(filter_cols) {
-        let dict = dict_of(ds, c.var())?;
-        let pred = resolve(t, c.var(), &dict)?;
-        if !(excluded_anyway(c.var()) && passes_all_valid(c.var(), &pred)) {
-            filters_kept.push((c, pred));
+    let mut kept = Vec::new();
+    for (t, col) in terms.iter().zip(cols) {
+        let dict = dict_of(ds, col.var())?;
+        let pred = resolve(t, col.var(), &dict)?;
+        if !(excluded_anyway(col.var()) && passes_all_valid(col.var(), &pred)) {
+            kept.push((col, pred));
         }
     }
-    let fates = morsel_fates(&filters_kept, rows);
-    let (filter_cols, preds): (Vec<Column>, Vec<Predicate>) = filters_kept.into_iter().unzip();
-    let all_cols: Vec<&Column> = dim_cols
-        .iter()
-        .chain(&filter_cols)
-        .chain(weight_col.iter())
-        .chain(measure_col.iter())
-        .chain(rep_cols.iter())
-        .chain(strata_col.iter())
-        .chain(cluster_col.iter())
-        .chain(split_col.iter())
-        .collect();
-    let read_path = match opts.read_path {
-        ReadPath::Auto => {
-            // Cached columns are fastest copied morsel by morsel into each
-            // worker's cache (no page faults; 3–7% faster than mapped on
-            // Q1–Q5); cold ones stream fastest through large preads with
-            // read-ahead (measured: docs/IO.md).
-            if all_cols.iter().all(|c| c.resident_fraction() >= 0.9) {
-                ReadPath::Inline
-            } else {
-                cold_path(&all_cols)
-            }
-        }
+    Ok(kept)
+}
+
+/// How the scan reads the columns.
+fn read_path(opts: &ScanOptions, all: &[&Column]) -> ReadPath {
+    let path = match opts.read_path {
+        // Cached columns are fastest copied morsel by morsel into each
+        // worker's cache (no page faults; 3–7% faster than mapped on
+        // Q1–Q5); cold ones stream fastest through large preads with
+        // read-ahead (measured: docs/IO.md).
+        ReadPath::Auto if all.iter().all(|c| c.resident_fraction() >= 0.9) => ReadPath::Inline,
+        ReadPath::Auto => cold_path(all),
         p => p,
     };
-    if read_path == ReadPath::Mmap {
+    if path == ReadPath::Mmap {
         // Start the kernel reading the first stretch of every column now, so
         // the reads overlap planning; the scan keeps the window moving.
-        for c in &all_cols {
+        for c in all {
             c.prefetch(0, (opts.readahead + STEP) * MORSEL);
         }
     }
+    path
+}
 
+/// Each grouping variable's categories (and the split's last dimension).
+fn dim_plans(
+    ds: &Dataset,
+    q: &Query,
+    c: &Columns,
+) -> Result<(
+    Vec<DimPlan>,
+    Option<std::sync::Arc<crate::quantile::SplitPlan>>,
+)> {
     let mut plans: Vec<DimPlan> = Vec::new();
-    for (c, s) in dim_cols.iter().zip(&specs) {
-        let dict = dict_of(ds, c.var())?;
+    for (col, s) in c.dims.iter().zip(&c.specs) {
+        let dict = dict_of(ds, col.var())?;
         plans.push(match &s.recode {
-            Some(groups) => crate::recode::recode_plan(c, &dict, groups, q.include_missing)?,
+            Some(groups) => crate::recode::recode_plan(col, &dict, groups, q.include_missing)?,
             None => dim_categories(
-                c,
+                col,
                 dict,
                 q.include_missing,
                 q.max_cells.unwrap_or(DEFAULT_MAX_CELLS),
             )?,
         });
     }
-    let split = match (&q.split, &split_col) {
-        (Some(s), Some(c)) => {
-            let sp = crate::quantile::SplitPlan::new(s, c.var(), &plans);
-            plans.push(crate::quantile::split_dim(c.var()));
+    let split = match (&q.split, &c.split) {
+        (Some(s), Some(col)) => {
+            let sp = crate::quantile::SplitPlan::new(s, col.var(), &plans);
+            plans.push(crate::quantile::split_dim(col.var()));
             Some(std::sync::Arc::new(sp))
         }
         _ => None,
     };
+    Ok((plans, split))
+}
+
+/// The cells of the table, refused when more than the query allows
+/// (before any memory is taken for them).
+fn table_cells(q: &Query, plans: &[DimPlan], c: &Columns, rows: usize) -> Result<usize> {
     let mut cells = 1usize;
-    for p in &plans {
+    for p in plans {
         cells = cells.saturating_mul(p.categories.len().max(1));
     }
     let max_cells = q.max_cells.unwrap_or(DEFAULT_MAX_CELLS);
-    if cells > max_cells {
-        let shape = plans
+    if cells <= max_cells {
+        return Ok(cells);
+    }
+    let (w, x) = (c.weight.as_ref(), c.measure.as_ref());
+    let per_cell = cell_bytes(w.is_some(), x.is_some(), exact_ok(x, w, rows))
+        * (rayon::current_num_threads() + 1);
+    Err(Error::TooManyCells {
+        cells: Some(cells as u64),
+        limit: max_cells as u64,
+        bytes: (cells as u64).saturating_mul(per_cell as u64),
+        variable: None,
+        shape: plans
             .iter()
             .map(|p| (p.var.name.clone(), p.categories.len()))
-            .collect();
-        let per_cell = cell_bytes(
-            weight_col.is_some(),
-            measure_col.is_some(),
-            exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
-        ) * (rayon::current_num_threads() + 1);
-        return Err(Error::TooManyCells {
-            cells: Some(cells as u64),
-            limit: max_cells as u64,
-            bytes: (cells as u64).saturating_mul(per_cell as u64),
-            variable: None,
-            shape,
-        });
-    }
+            .collect(),
+    })
+}
+
+/// The physical plan of `q`, and the distinct columns it reads.
+fn physical_plan<'a>(
+    q: &Query,
+    c: &'a Columns,
+    plans: &[DimPlan],
+    (cells, rows, partial): (usize, usize, bool),
+    split: Option<std::sync::Arc<crate::quantile::SplitPlan>>,
+) -> Result<(Plan<'a>, Vec<&'a Column>)> {
     let mut strides = vec![1u32; plans.len()];
     for i in (0..plans.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1] * plans[i + 1].categories.len().max(1) as u32;
     }
-    let mut filters = Vec::new();
-    for (pred, c) in preds.into_iter().zip(&filter_cols) {
-        filters.push((c, specialize(filter_mapper(c.var(), pred), c.var().ty)));
-    }
-    let plan = Plan {
-        cells,
-        dims: dim_cols
-            .iter()
-            .zip(&plans)
-            .zip(&strides)
-            .map(|((c, p), &s)| (c, specialize(dim_mapper(p, s), c.var().ty)))
-            .collect(),
-        filters,
-        weight: weight_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
-        measure: measure_col.as_ref().map(|c| (c, Exclusion::of(c.var()))),
-        exact: exact_ok(measure_col.as_ref(), weight_col.as_ref(), rows),
-        morsel_sums: cells <= MAX_MORSEL_SUM_CELLS
-            && morsel_sums_ok(measure_col.as_ref(), weight_col.as_ref()),
-        means_fuse: None,
-        selection: None,
-        slots: Vec::new(),
-        exact_floats: (partial
-            && needs_exact_floats(measure_col.as_ref(), weight_col.as_ref(), rows)?)
-            || extreme_floats(measure_col.as_ref(), weight_col.as_ref()),
-        pack_weights: cells <= MAX_PACKED_CELLS
-            && weight_col
-                .as_ref()
-                .is_some_and(|c| packable_weight(c.var())),
-        fused_tabs: Vec::new(),
-        replicates: rep_cols.iter().collect(),
-        replicates_exact: false,
-        taylor: q.taylor.as_ref().map(|t| {
-            crate::taylor::TaylorPlan::new(
-                t,
-                &plans,
-                cells,
-                strata_col.as_ref(),
-                cluster_col.as_ref(),
-                measure_col.as_ref().map(|c| c.var()),
-            )
-        }),
-        distribution: q.distribution,
-        split,
-        fused: measure_col.is_none()
-            && weight_col
-                .as_ref()
-                .is_none_or(|c| Exclusion::of(c.var()).is_empty()),
-    };
-    let mut plan = plan;
-    plan.fused_tabs = plan
+    let mut d = Distinct::default();
+    let dims: Vec<(&Column, Mapper)> = c
         .dims
         .iter()
-        .chain(&plan.filters)
-        .map(|(_, m)| fused_table(m))
+        .zip(plans)
+        .zip(&strides)
+        .map(|((col, p), &s)| (col, specialize(dim_mapper(p, s), col.var().ty)))
         .collect();
-    if plan.exact_floats {
-        // Row by row into exact sums: none of the fast paths.
-        (plan.exact, plan.fused, plan.morsel_sums, plan.pack_weights) =
-            (false, false, false, false);
+    let filters: Vec<(&Column, Mapper)> = c
+        .filters
+        .iter()
+        .map(|(col, pred)| {
+            (
+                col,
+                specialize(filter_mapper(col.var(), pred.clone()), col.var().ty),
+            )
+        })
+        .collect();
+    let slots = Slots {
+        dims: c.dims.iter().map(|col| d.slot(col)).collect(),
+        filters: c.filters.iter().map(|(col, _)| d.slot(col)).collect(),
+        weight: c.weight.as_ref().map(|col| d.slot(col)),
+        measure: c.measure.as_ref().map(|col| d.slot(col)),
+        replicates: c.replicates.iter().map(|col| d.slot(col)).collect(),
+        strata: c.strata.as_ref().map(|col| d.slot(col)),
+        cluster: c.cluster.as_ref().map(|col| d.slot(col)),
+        split: c.split.as_ref().map(|col| d.slot(col)),
+    };
+    let (w, x) = (c.weight.as_ref(), c.measure.as_ref());
+    let per_row =
+        q.taylor.is_some() || split.is_some() || q.distribution || !c.replicates.is_empty();
+    let kernel = Kernel::choose(&KernelInputs {
+        cells,
+        dims: &dims,
+        filters: &filters,
+        weight: w,
+        measure: x,
+        rows,
+        partial,
+        per_row,
+    })?;
+    let replicates: Vec<&Column> = c.replicates.iter().collect();
+    let replicates_exact = !replicates.is_empty()
+        && replicates_exact(&replicates, x, kernel.sums() == SumsKind::Exact, rows);
+    let taylor = q.taylor.as_ref().map(|t| {
+        crate::taylor::TaylorPlan::new(t, plans, cells, c.strata.as_ref(), x.map(|c| c.var()))
+    });
+    let plan = Plan {
+        cells,
+        dims,
+        filters,
+        weight: w.map(|c| (c, Exclusion::of(c.var()))),
+        measure: x.map(|c| (c, Exclusion::of(c.var()))),
+        kernel,
+        slots,
+        replicates,
+        replicates_exact,
+        taylor,
+        distribution: q.distribution,
+        split,
+    };
+    Ok((plan, d.cols))
+}
+
+/// Counts the rows of `range` (the morsels the zone maps leave) into the
+/// workers' accumulators, merged.
+fn scan(
+    plan: &Plan<'_>,
+    distinct: &[&Column],
+    fates: Option<&[Fate]>,
+    (read_path, opts): (ReadPath, &ScanOptions),
+    range: std::ops::Range<usize>,
+    rows: usize,
+) -> Result<Acc> {
+    let skips = fates.is_some_and(|f| f.contains(&Fate::Skip));
+    let morsels = Morsels::new(plan, fates, distinct.len());
+    if range.is_empty() || fates.is_some_and(|f| f.iter().all(|&f| f == Fate::Skip)) {
+        Acc::new(plan)
+    } else if read_path == ReadPath::Inline
+        || ((range != (0..rows) || skips) && read_path != ReadPath::Mmap)
+    {
+        // Streamed segments start at row 0 and hold every morsel: a part
+        // of the rows, or the morsels the zone maps leave, are read
+        // inline (each worker's morsels with one pread per column).
+        scan_inline(&morsels, distinct, rows, range)
+    } else if read_path == ReadPath::Mmap {
+        scan_mapped(&morsels, distinct, rows, range, opts)
+    } else {
+        scan_streamed(&morsels, distinct, rows, read_path, opts)
     }
-    if plan.exact && plan.morsel_sums {
-        plan.means_fuse = means_fuse(measure_col.as_ref(), weight_col.as_ref());
-    }
-    if plan.taylor.is_some() || plan.split.is_some() || plan.distribution {
-        // Taylor sums, splits and distributions follow each row's cell
-        // index, which the fused kernels do not build.
-        (plan.fused, plan.means_fuse) = (false, None);
-    }
-    if !plan.replicates.is_empty() {
-        // Replicate sums follow each row's cell index, which the fused
-        // kernels do not build.
-        (plan.fused, plan.means_fuse) = (false, None);
-        plan.replicates_exact =
-            replicates_exact(&plan.replicates, measure_col.as_ref(), plan.exact, rows);
-    }
-    // The fused kernels' tables mark rejected codes with FUSED_TRASH.
-    if cells >= FUSED_TRASH as usize {
-        (plan.fused, plan.means_fuse) = (false, None);
-    }
-    if plan.fused || plan.means_fuse.is_some() {
-        plan.selection = selection(&plan.filters);
-    }
-    let (distinct, slots) = distinct_columns(&all_cols);
-    plan.slots = slots;
-    // If any dimension has no categories the cube is empty.
-    let empty = plans.iter().any(|p| p.categories.is_empty());
+}
+
+/// Plans and scans `q`; `partial` sums exactly (the `ExactFloats` kernel
+/// where the others would not).
+fn execute<R>(
+    ds: &Dataset,
+    q: &Query,
+    opts: &ScanOptions,
+    partial: bool,
+    finish: impl FnOnce(Scanned<'_, '_>) -> R,
+) -> Result<R> {
+    let rows = ds.rows() as usize;
+    let c = open_columns(ds, q, partial)?;
+    let fates = morsel_fates(&c.filters, rows);
+    let read_path = read_path(opts, &c.all());
+    let (plans, split) = dim_plans(ds, q, &c)?;
+    let cells = table_cells(q, &plans, &c, rows)?;
+    let (plan, distinct) = physical_plan(q, &c, &plans, (cells, rows, partial), split)?;
     let range = match &q.rows {
         Some(r) => (r.start.min(rows as u64) as usize)..(r.end.min(rows as u64) as usize),
         None => 0..rows,
     };
-    let fates = fates.as_deref();
-    let skips = fates.is_some_and(|f| f.contains(&Fate::Skip));
-    let morsels = Morsels::new(&plan, fates, distinct.len());
-    let acc =
-        if empty || range.is_empty() || fates.is_some_and(|f| f.iter().all(|&f| f == Fate::Skip)) {
-            Acc::new(&plan)?
-        } else if read_path == ReadPath::Inline
-            || ((range != (0..rows) || skips) && read_path != ReadPath::Mmap)
-        {
-            // Streamed segments start at row 0 and hold every morsel: a part
-            // of the rows, or the morsels the zone maps leave, are read
-            // inline (each worker's morsels with one pread per column).
-            scan_inline(&morsels, &distinct, rows, range)?
-        } else if read_path == ReadPath::Mmap {
-            scan_mapped(&morsels, &distinct, rows, range, opts)?
-        } else {
-            scan_streamed(&morsels, &distinct, rows, read_path, opts)?
-        };
-    Ok(finish(
+    // If any dimension has no categories the cube is empty.
+    let acc = match plans.iter().any(|p| p.categories.is_empty()) {
+        true => Acc::new(&plan)?,
+        false => scan(
+            &plan,
+            &distinct,
+            fates.as_deref(),
+            (read_path, opts),
+            range,
+            rows,
+        )?,
+    };
+    Ok(finish(Scanned {
         plans,
         acc,
-        &plan,
-        weight_col.as_ref(),
-        measure_col.as_ref(),
-    ))
+        plan: &plan,
+        weight: c.weight.as_ref(),
+        measure: c.measure.as_ref(),
+    }))
 }

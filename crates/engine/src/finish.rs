@@ -2,27 +2,25 @@
 //! [`Cube`] (categories no counted row has dropped, sums scaled to
 //! displayed units).
 
-use crate::acc::Acc;
+use crate::acc::{Acc, CellSums, Scanned};
 use crate::core::Moments;
 use crate::cube::Cube;
 use crate::exact::exact_moments;
 use crate::layout::Layout;
 use crate::partial::{rep_partial, sum_decimals};
-use crate::physical::Plan;
-use crate::plan::DimPlan;
-use microtab_store::Column;
 
 /// Drops categories that no counted row has and scales sums to displayed units.
-pub(crate) fn compact(
-    plans: Vec<DimPlan>,
-    mut acc: Acc,
-    plan: &Plan,
-    weight: Option<&Column>,
-    measure: Option<&Column>,
-) -> crate::Result<Cube> {
+pub(crate) fn compact(s: Scanned<'_, '_>) -> crate::Result<Cube> {
+    let Scanned {
+        plans,
+        mut acc,
+        plan,
+        weight,
+        measure,
+    } = s;
     use crate::core::alloc::zeroed;
     let n = plan.cells;
-    let layout = Layout::new(&plans, n, |c| acc.count(plan, c));
+    let layout = Layout::new(&plans, n, |c| acc.count(c));
     let total = layout.total;
     let wscale = weight.map(|c| c.var().scale()).unwrap_or(1.0);
     let xscale = measure.map(|c| c.var().scale()).unwrap_or(1.0);
@@ -32,55 +30,34 @@ pub(crate) fn compact(
     let mut weighted: Option<Vec<f64>> = weight.map(|_| zeroed(total, what)).transpose()?;
     let mut moments: Option<Vec<Moments>> = measure.map(|_| zeroed(total, what)).transpose()?;
     for c in 0..n {
-        let count = acc.count(plan, c);
+        let count = acc.count(c);
         if count == 0 {
             continue;
         }
         let dst = layout.dst(c);
         counts[dst] = count;
-        if plan.exact_floats {
-            // Exact sums (extreme float magnitudes): rounded once.
-            let s = &acc.sup[c];
-            let (w, mean, m2) = exact_moments(&s.w, &s.wx, &s.wxx, wdec, xdec);
-            if let Some(ws) = weighted.as_mut() {
-                ws[dst] = w;
-            }
-            if let Some(m) = moments.as_mut() {
-                m[dst] = Moments {
-                    n: count,
-                    w,
-                    mean,
-                    m2,
-                };
-            }
-            continue;
+        let (w, m) = cell_sums(
+            &acc,
+            c,
+            count,
+            (weight.is_some(), measure.is_some()),
+            (wscale, xscale),
+            (wdec, xdec),
+        );
+        if let (Some(ws), Some(w)) = (weighted.as_mut(), w) {
+            ws[dst] = w;
         }
-        if let Some(w) = weighted.as_mut() {
-            // Exact means keep Σw in their exact cells only.
-            w[dst] = if plan.exact {
-                acc.exact_cell(c).w as f64
-            } else {
-                acc.wsum(c)
-            } / wscale;
-        }
-        if let Some(m) = moments.as_mut() {
-            let a = if plan.exact {
-                acc.exact_cell(c).moments()
-            } else {
-                acc.moments[c]
-            };
-            m[dst] = a.scaled(wscale, xscale);
+        if let (Some(ms), Some(m)) = (moments.as_mut(), m) {
+            ms[dst] = m;
         }
     }
     let replicates = rep_partial(&acc, plan, &layout, measure).map(|r| r.cells(measure.is_some()));
     let taylor = match (acc.taylor.take(), &plan.taylor) {
-        (Some(t), Some(tp)) => {
-            Some(t.finish(tp, &layout, |c| acc.count(plan, c) > 0, (wscale, xscale)))
-        }
+        (Some(t), Some(tp)) => Some(t.finish(tp, &layout, |c| acc.count(c) > 0, (wscale, xscale))),
         _ => None,
     };
     let distribution = match (acc.dist.take(), measure) {
-        (Some(d), Some(x)) => Some(d.finish(&layout, |c| acc.count(plan, c) > 0, wscale, x.var())),
+        (Some(d), Some(x)) => Some(d.finish(&layout, |c| acc.count(c) > 0, wscale, x.var())),
         _ => None,
     };
     Ok(Cube {
@@ -92,4 +69,43 @@ pub(crate) fn compact(
         taylor,
         distribution,
     })
+}
+
+/// Cell `c`'s weight sum and moments (as `(weighted, measured)` asks) in
+/// displayed units, from the kernel's sums.
+fn cell_sums(
+    acc: &Acc,
+    c: usize,
+    count: u64,
+    (weighted, measured): (bool, bool),
+    (wscale, xscale): (f64, f64),
+    (wdec, xdec): (u32, u32),
+) -> (Option<f64>, Option<Moments>) {
+    match &acc.sums {
+        CellSums::ExactFloats(_, s) => {
+            // Exact sums (extreme float magnitudes): rounded once.
+            let s = &s.sup[c];
+            let (w, mean, m2) = exact_moments(&s.w, &s.wx, &s.wxx, wdec, xdec);
+            let m = Moments {
+                n: count,
+                w,
+                mean,
+                m2,
+            };
+            (weighted.then_some(w), measured.then_some(m))
+        }
+        CellSums::Exact(e) => {
+            // Exact means keep Σw in their exact cells only.
+            let e = e.cell(c);
+            (
+                weighted.then(|| e.w as f64 / wscale),
+                measured.then(|| e.moments().scaled(wscale, xscale)),
+            )
+        }
+        CellSums::Moments(t, m) => (
+            weighted.then(|| t.wsum(c) / wscale),
+            measured.then(|| m.moments[c].scaled(wscale, xscale)),
+        ),
+        CellSums::Tally(t) => (weighted.then(|| t.wsum(c) / wscale), None),
+    }
 }

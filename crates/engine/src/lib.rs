@@ -82,7 +82,7 @@ pub use crate::core::{Error, ExitOnOutOfMemory, Moments, Result, ScanOptions, DE
 pub use cube::{Cube, RepCells};
 pub use derive::{check_name, compute, recode, DeriveOptions, Derived, RecodeOptions};
 pub use exact::ExactSum;
-pub use exec::{run, run_partial, run_with};
+pub use exec::{run, run_partial, run_traced, run_with};
 pub use expr::Program;
 pub use filter::{parse_filter, Term};
 pub use layout::Dim;

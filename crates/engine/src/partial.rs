@@ -16,7 +16,7 @@
 //!
 //! [`merge`]: Partial::merge
 
-use crate::acc::{Acc, RepSums};
+use crate::acc::{Acc, CellSums, RepSums, Scanned};
 use crate::core::{Error, ExactCell, Moments, Result, LANES};
 use crate::cube::{Cube, RepCells};
 use crate::exact::{div_pow10, exact_moments, ExactSum};
@@ -470,6 +470,96 @@ impl Sums {
     }
 }
 
+/// Errors unless two partial results are of the same query: the same
+/// grouping variables (of one kind each), weight and analysis variable.
+fn check_same_query(a: &Partial, b: &Partial) -> Result<()> {
+    let mismatch = |what: String| Error::Invalid(format!("cannot merge partial results: {what}"));
+    if a.dims.len() != b.dims.len() {
+        return Err(mismatch(format!(
+            "one groups by {} variables, the other by {}",
+            a.dims.len(),
+            b.dims.len()
+        )));
+    }
+    for (x, y) in a.dims.iter().zip(&b.dims) {
+        if !x.name.eq_ignore_ascii_case(&y.name) {
+            return Err(mismatch(format!(
+                "one groups by {}, the other by {}",
+                x.name, y.name
+            )));
+        }
+        // A part with no categories here (no rows, or only empty
+        // values, which import as numbers) merges with either kind.
+        let empty = x.categories.is_empty() || y.categories.is_empty();
+        if !empty && (x.kind == Kind::String) != (y.kind == Kind::String) {
+            return Err(mismatch(format!(
+                "{} is text in one part and numbers in the other",
+                x.name
+            )));
+        }
+    }
+    let same = |x: &Option<Summed>, y: &Option<Summed>, role: &str| -> Result<()> {
+        match (x, y) {
+            (None, None) => Ok(()),
+            (Some(x), Some(y)) if x.name.eq_ignore_ascii_case(&y.name) => Ok(()),
+            _ => Err(mismatch(format!(
+                "the {role} differs ({} and {})",
+                x.as_ref().map_or("none", |s| &s.name),
+                y.as_ref().map_or("none", |s| &s.name)
+            ))),
+        }
+    };
+    same(&a.weight, &b.weight, "weight")?;
+    same(&a.measure, &b.measure, "analysis variable")
+}
+
+/// The categories of two parts' dimension united by value, and where
+/// each part's go among them.
+fn unite_dim(x: &PartialDim, y: &PartialDim) -> (PartialDim, Vec<usize>, Vec<usize>) {
+    let (mut i, mut j) = (0, 0);
+    let mut cats = Vec::new();
+    let (mut ma, mut mb) = (Vec::new(), Vec::new());
+    while i < x.categories.len() || j < y.categories.len() {
+        let o = match (x.categories.get(i), y.categories.get(j)) {
+            // A value missing in one part and valid in another
+            // stays two categories: each part's codebook decides.
+            (Some(p), Some(q)) => cmp_value(&p.value, &q.value).then(p.missing.cmp(&q.missing)),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        match o {
+            Ordering::Less => {
+                cats.push(x.categories[i].clone());
+                ma.push(cats.len() - 1);
+                i += 1;
+            }
+            Ordering::Greater => {
+                cats.push(y.categories[j].clone());
+                mb.push(cats.len() - 1);
+                j += 1;
+            }
+            Ordering::Equal => {
+                cats.push(pick_category(&x.categories[i], &y.categories[j]));
+                ma.push(cats.len() - 1);
+                mb.push(cats.len() - 1);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let d = PartialDim {
+        name: pick_name(&x.name, &y.name),
+        label: pick_label(&x.label, &y.label),
+        kind: if x.kind == y.kind {
+            x.kind
+        } else {
+            Kind::Float
+        },
+        categories: cats,
+    };
+    (d, ma, mb)
+}
+
 impl Partial {
     /// Merges two partial results of the same query (over different rows
     /// or datasets). Exact, associative and commutative: any grouping and
@@ -480,45 +570,7 @@ impl Partial {
     /// queries or a variable is text in one part and numbers in another.
     pub fn merge(self, o: Partial) -> Result<Partial> {
         let (mut a, mut b) = (self, o);
-        let mismatch =
-            |what: String| Error::Invalid(format!("cannot merge partial results: {what}"));
-        if a.dims.len() != b.dims.len() {
-            return Err(mismatch(format!(
-                "one groups by {} variables, the other by {}",
-                a.dims.len(),
-                b.dims.len()
-            )));
-        }
-        for (x, y) in a.dims.iter().zip(&b.dims) {
-            if !x.name.eq_ignore_ascii_case(&y.name) {
-                return Err(mismatch(format!(
-                    "one groups by {}, the other by {}",
-                    x.name, y.name
-                )));
-            }
-            // A part with no categories here (no rows, or only empty
-            // values, which import as numbers) merges with either kind.
-            let empty = x.categories.is_empty() || y.categories.is_empty();
-            if !empty && (x.kind == Kind::String) != (y.kind == Kind::String) {
-                return Err(mismatch(format!(
-                    "{} is text in one part and numbers in the other",
-                    x.name
-                )));
-            }
-        }
-        let same = |x: &Option<Summed>, y: &Option<Summed>, role: &str| -> Result<()> {
-            match (x, y) {
-                (None, None) => Ok(()),
-                (Some(x), Some(y)) if x.name.eq_ignore_ascii_case(&y.name) => Ok(()),
-                _ => Err(mismatch(format!(
-                    "the {role} differs ({} and {})",
-                    x.as_ref().map_or("none", |s| &s.name),
-                    y.as_ref().map_or("none", |s| &s.name)
-                ))),
-            }
-        };
-        same(&a.weight, &b.weight, "weight")?;
-        same(&a.measure, &b.measure, "analysis variable")?;
+        check_same_query(&a, &b)?;
         // One set of stored units: the larger number of decimals.
         let dec = |s: &Option<Summed>| s.as_ref().map_or(0, |s| s.decimals);
         let (wd, xd) = (
@@ -542,49 +594,8 @@ impl Partial {
         let mut maps_a = Vec::new();
         let mut maps_b = Vec::new();
         for (x, y) in a.dims.iter().zip(&b.dims) {
-            let (mut i, mut j) = (0, 0);
-            let mut cats = Vec::new();
-            let (mut ma, mut mb) = (Vec::new(), Vec::new());
-            while i < x.categories.len() || j < y.categories.len() {
-                let o = match (x.categories.get(i), y.categories.get(j)) {
-                    // A value missing in one part and valid in another
-                    // stays two categories: each part's codebook decides.
-                    (Some(p), Some(q)) => {
-                        cmp_value(&p.value, &q.value).then(p.missing.cmp(&q.missing))
-                    }
-                    (Some(_), None) => Ordering::Less,
-                    _ => Ordering::Greater,
-                };
-                match o {
-                    Ordering::Less => {
-                        cats.push(x.categories[i].clone());
-                        ma.push(cats.len() - 1);
-                        i += 1;
-                    }
-                    Ordering::Greater => {
-                        cats.push(y.categories[j].clone());
-                        mb.push(cats.len() - 1);
-                        j += 1;
-                    }
-                    Ordering::Equal => {
-                        cats.push(pick_category(&x.categories[i], &y.categories[j]));
-                        ma.push(cats.len() - 1);
-                        mb.push(cats.len() - 1);
-                        i += 1;
-                        j += 1;
-                    }
-                }
-            }
-            dims.push(PartialDim {
-                name: pick_name(&x.name, &y.name),
-                label: pick_label(&x.label, &y.label),
-                kind: if x.kind == y.kind {
-                    x.kind
-                } else {
-                    Kind::Float
-                },
-                categories: cats,
-            });
+            let (d, ma, mb) = unite_dim(x, y);
+            dims.push(d);
             maps_a.push(ma);
             maps_b.push(mb);
         }
@@ -608,6 +619,8 @@ impl Partial {
                 }
             })
             .collect();
+        let mismatch =
+            |what: String| Error::Invalid(format!("cannot merge partial results: {what}"));
         let replicates = match (&a.replicates, &b.replicates) {
             (None, None) => None,
             (Some(x), Some(y)) => Some(RepPartial::merge(x, y, [&cell_maps[0], &cell_maps[1]], n)?),
@@ -765,7 +778,7 @@ pub(crate) fn rep_partial(
     let n = plan.cells + 1;
     // The cells some row was counted in, and where they go.
     let kept: Vec<(usize, usize)> = (0..plan.cells)
-        .filter(|&c| acc.count(plan, c) > 0)
+        .filter(|&c| acc.count(c) > 0)
         .map(|c| (c, layout.dst(c)))
         .collect();
     let (total, measured) = (layout.total, measure.is_some());
@@ -791,8 +804,7 @@ pub(crate) fn rep_partial(
             })
             .collect()
     }
-    let sums = match &acc.reps {
-        RepSums::None => return None,
+    let sums = match &acc.reps.as_ref()?.sums {
         RepSums::Int { w, wx } => RepCellSums::Int {
             w: spread(w, reps, n, total, &kept, |_, v| v as i128),
             wx: spread(wx, xr, n, total, &kept, |_, v| v),
@@ -832,27 +844,28 @@ pub(crate) fn sum_decimals(c: Option<&Column>) -> u32 {
         .map_or(0, |c| c.var().decimals)
 }
 
-/// The partial result of a scan (see [`Plan::exact_floats`]).
-pub(crate) fn from_acc(
-    plans: Vec<DimPlan>,
-    mut acc: Acc,
-    plan: &Plan,
-    weight: Option<&Column>,
-    measure: Option<&Column>,
-    (rows, edges): (u64, &TaylorEdges),
-) -> Partial {
-    let layout = Layout::new(&plans, plan.cells, |c| acc.count(plan, c));
+/// The partial result of a scan (see `Kernel::ExactFloats`).
+pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -> Partial {
+    let Scanned {
+        plans,
+        mut acc,
+        plan,
+        weight,
+        measure,
+    } = s;
+    let layout = Layout::new(&plans, plan.cells, |c| acc.count(c));
     let total = layout.total;
     let mut counts = vec![0u64; total];
     let measured = measure.is_some();
     let m = if measured { total } else { 0 };
-    let mut sums = if plan.exact_floats {
+    let exact = matches!(acc.sums, CellSums::Exact(_));
+    let mut sums = if matches!(acc.sums, CellSums::ExactFloats(..)) {
         Sums::Exact {
             w: vec![ExactSum::default(); total],
             wx: vec![ExactSum::default(); m],
             wxx: vec![ExactSum::default(); m],
         }
-    } else if plan.exact || weight.is_some() {
+    } else if exact || weight.is_some() {
         Sums::Int {
             w: vec![0; total],
             wx: vec![0; m],
@@ -862,36 +875,36 @@ pub(crate) fn from_acc(
         Sums::None
     };
     for c in 0..plan.cells {
-        let count = acc.count(plan, c);
+        let count = acc.count(c);
         if count == 0 {
             continue;
         }
         let dst = layout.dst(c);
         counts[dst] = count;
-        match &mut sums {
-            Sums::None => {}
-            Sums::Exact { w, wx, wxx } => {
-                let s = &acc.sup[c];
+        match (&mut sums, &acc.sums) {
+            (Sums::None, _) => {}
+            (Sums::Exact { w, wx, wxx }, CellSums::ExactFloats(_, s)) => {
+                let s = &s.sup[c];
                 w[dst] = s.w.clone();
                 if measured {
                     wx[dst] = s.wx.clone();
                     wxx[dst] = s.wxx.clone();
                 }
             }
-            Sums::Int { w, wx, wxx } => {
-                if plan.exact {
-                    let e = acc.exact_cell(c);
-                    w[dst] = e.w as i128;
-                    wx[dst] = e.wx;
-                    wxx[dst] = e.wxx;
-                } else {
-                    // Integer weights: integer lanes, and f64 lanes that
-                    // hold integers below 2^53 (`needs_exact_floats`).
-                    let l = c * LANES..(c + 1) * LANES;
-                    w[dst] = acc.wsum[l.clone()].iter().map(|&f| f as i128).sum::<i128>()
-                        + acc.wsum_int[l].iter().map(|&i| i as i128).sum::<i128>();
-                }
+            (Sums::Int { w, wx, wxx }, CellSums::Exact(e)) => {
+                let e = e.cell(c);
+                w[dst] = e.w as i128;
+                wx[dst] = e.wx;
+                wxx[dst] = e.wxx;
             }
+            (Sums::Int { w, .. }, CellSums::Tally(t) | CellSums::Moments(t, _)) => {
+                // Integer weights: integer lanes, and f64 lanes that
+                // hold integers below 2^53 (`needs_exact_floats`).
+                let l = c * LANES..(c + 1) * LANES;
+                w[dst] = t.wsum[l.clone()].iter().map(|&f| f as i128).sum::<i128>()
+                    + t.wsum_int[l].iter().map(|&i| i as i128).sum::<i128>();
+            }
+            _ => unreachable!("the sums are made for the kernel's"),
         }
     }
     let summed = |c: Option<&Column>| {
@@ -921,7 +934,7 @@ pub(crate) fn from_acc(
             Some(t.into_partial(
                 tp,
                 &layout,
-                |c| acc.count(plan, c) > 0,
+                |c| acc.count(c) > 0,
                 scales,
                 |k| edges.all_open || edges.keys.contains(k),
                 (&edges.source, &edges.values),

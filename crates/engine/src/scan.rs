@@ -58,7 +58,7 @@ pub(crate) fn scan_mapped(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => acc.morsel(p, &p.roles(&views), counted(s, e, &range)),
+                    Ok(views) => acc.morsel(p, &views, counted(s, e, &range)),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -221,7 +221,7 @@ pub(crate) fn scan_inline(
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => acc.morsel(p, &p.roles(&data), counted(s, s + n, &range)),
+                Ok(data) => acc.morsel(p, &data, counted(s, s + n, &range)),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;
@@ -302,7 +302,7 @@ pub(crate) fn scan_streamed(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match data {
-                    Ok(data) => acc.morsel(p, &p.roles(&data), 0..e - s),
+                    Ok(data) => acc.morsel(p, &data, 0..e - s),
                     Err(err) => {
                         fail(&failed, err);
                         stream.recycle(seg);

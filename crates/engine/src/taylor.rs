@@ -75,7 +75,6 @@ const NONE: u32 = u32::MAX;
 /// The planned form of a [`TaylorQuery`]: the lookups the scan needs.
 pub(crate) struct TaylorPlan<'a> {
     pub(crate) strata: Option<&'a Column>,
-    pub(crate) cluster: Option<&'a Column>,
     keys: Vec<i64>,
     /// A direct table from `key − min` to the stratum (small key ranges).
     table: Option<(i64, Vec<u32>)>,
@@ -147,10 +146,9 @@ impl<'a> TaylorPlan<'a> {
         plans: &[DimPlan],
         cells: usize,
         strata: Option<&'a Column>,
-        cluster: Option<&'a Column>,
         measure: Option<&microtab_store::Variable>,
     ) -> Arc<Self> {
-        Arc::new(Self::build(q, plans, cells, strata, cluster, measure))
+        Arc::new(Self::build(q, plans, cells, strata, measure))
     }
 
     fn build(
@@ -158,7 +156,6 @@ impl<'a> TaylorPlan<'a> {
         plans: &[DimPlan],
         cells: usize,
         strata: Option<&'a Column>,
-        cluster: Option<&'a Column>,
         measure: Option<&microtab_store::Variable>,
     ) -> Self {
         let shift = measure
@@ -194,7 +191,6 @@ impl<'a> TaylorPlan<'a> {
         });
         TaylorPlan {
             strata,
-            cluster,
             // MICROTAB_TAYLOR_SPARSE=1 takes the hash map path whatever
             // the size (tests check it against R on small data).
             dense: keys.len().saturating_mul(cells + 1) <= MAX_DENSE_STRATA
@@ -570,8 +566,16 @@ impl TaylorAcc {
         p: &TaylorPlan<'_>,
         layout: &Layout,
         counted: impl Fn(usize) -> bool,
-        (ws, xs): (f64, f64),
+        scales: (f64, f64),
     ) -> TaylorCells {
+        self.close_kept(p);
+        let avg = self.subtract_strata(p);
+        self.into_cells(p, layout, counted, scales, &avg)
+    }
+
+    /// Closes the PSUs kept by key (those cut by a morsel's edges, or
+    /// every one when PSUs are not contiguous).
+    fn close_kept(&mut self, p: &TaylorPlan<'_>) {
         let frags = std::mem::take(&mut self.frags);
         // In key order, so the sums do not depend on the hash map's.
         let mut frags: Vec<((i64, i64), Entries)> = frags.into_iter().collect();
@@ -583,6 +587,11 @@ impl TaylorAcc {
                 None => self.unknown += 1,
             }
         }
+    }
+
+    /// Subtracts each stratum's `d_h` terms (its totals enter as a PSU's
+    /// would, times −d_h); the lonely-PSU scales of its strata.
+    fn subtract_strata(&mut self, p: &TaylorPlan<'_>) -> Average {
         let n = p.cells + 1;
         // Each stratum's non-zero totals, stratum by stratum.
         let mut by_stratum: Vec<(usize, u32, f64, f64)> = match &self.strata {
@@ -612,6 +621,20 @@ impl TaylorAcc {
             // The stratum's totals enter as a PSU's would, times −d_h.
             self.products(p, -p.coef[h][1], &part);
         }
+        avg
+    }
+
+    /// The covariances moved into the compacted cube's cells, scaled to
+    /// displayed units (`ws`, `xs`: the weight's and the analysis
+    /// variable's `10^decimals`).
+    fn into_cells(
+        self,
+        p: &TaylorPlan<'_>,
+        layout: &Layout,
+        counted: impl Fn(usize) -> bool,
+        (ws, xs): (f64, f64),
+        avg: &Average,
+    ) -> TaylorCells {
         // To displayed units and the compacted cube.
         let unit = [ws * ws, ws * ws * xs, ws * ws * xs * xs];
         let scale3 = |v: [f64; 3]| [v[0] / unit[0], v[1] / unit[1], v[2] / unit[2]];
@@ -1326,7 +1349,7 @@ impl TaylorPartial {
                 Vec::new()
             },
         };
-        let mut p = TaylorPlan::build(&q, plans, cells, None, None, None);
+        let mut p = TaylorPlan::build(&q, plans, cells, None, None);
         p.shift = self.shift;
         if self.full_cov.is_none() {
             p.full = None;

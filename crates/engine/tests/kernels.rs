@@ -5,7 +5,7 @@
 //! column, u16 tables, hashed wide and float groupings, evaluated filters,
 //! exact and float means), each recomputed here row by row.
 
-use microtab_engine::{parse_filter, run_with, Cube, Query, ScanOptions, Value};
+use microtab_engine::{parse_filter, run_traced, Cube, Query, ScanOptions, TaylorQuery, Value};
 use microtab_ingest::{import_csv, CsvOptions};
 use microtab_io::ReadPath;
 use microtab_store::{Dataset, PhysType};
@@ -37,6 +37,9 @@ struct Rec {
     wf: f64,         // float weight
     x: Option<i64>,  // i32 measure, 9999 = missing code
     r: Option<i64>,  // 0..30 M: too wide for a table, rank-mapped; 777 = missing code
+    wn: i64,         // weight −100..=100: negative, zero and positive
+    h: i64,          // stratum 1..=4
+    p: i64,          // PSU 0..300 within its stratum, not contiguous
 }
 
 fn records() -> Vec<Rec> {
@@ -49,7 +52,7 @@ fn records() -> Vec<Rec> {
     };
     (0..ROWS)
         .map(|_| {
-            let r = [next(), next(), next()];
+            let r = [next(), next(), next(), next()];
             Rec {
                 a: (r[0] % 31 != 0).then_some(1 + (r[0] >> 5) as i64 % 5),
                 b: (r[0] % 37 != 1).then_some((r[0] >> 9) as i64 % 251),
@@ -68,6 +71,9 @@ fn records() -> Vec<Rec> {
                         (r[1] >> 20) as i64 % 30_000_000
                     }
                 }),
+                wn: (r[3] % 201) as i64 - 100,
+                h: 1 + (r[3] >> 16) as i64 % 4,
+                p: (r[3] >> 24) as i64 % 300,
                 x: (r[2] % 19 != 0).then(|| {
                     if r[2] % 7 == 0 {
                         9999
@@ -82,12 +88,12 @@ fn records() -> Vec<Rec> {
 
 fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
     let dir = tempfile::tempdir().unwrap();
-    let mut t = String::from("A,B,C,D,E,G,S,W,WD,WF,X,R\n");
+    let mut t = String::from("A,B,C,D,E,G,S,W,WD,WF,X,R,WN,H,P\n");
     let o = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     for r in recs {
         writeln!(
             t,
-            "{},{},{},{},{},{},{},{},{}.{:02},{:e},{},{}",
+            "{},{},{},{},{},{},{},{},{}.{:02},{:e},{},{},{},{},{}",
             o(r.a),
             o(r.b),
             r.c,
@@ -100,7 +106,10 @@ fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
             r.wd % 100,
             r.wf,
             o(r.x),
-            o(r.r)
+            o(r.r),
+            r.wn,
+            r.h,
+            r.p
         )
         .unwrap();
     }
@@ -177,6 +186,8 @@ fn weight(r: &Rec, w: Option<&str>) -> Option<f64> {
         Some("W") => r.w.map(|w| w as f64),
         Some("WD") => Some(r.wd as f64 / 100.0),
         Some("WF") => Some(r.wf),
+        Some("WN") => Some(r.wn as f64),
+        Some("D") => Some(r.d as f64),
         _ => unreachable!(),
     }
 }
@@ -354,61 +365,116 @@ fn check_with(
     all: bool,
     rows: Option<std::ops::Range<usize>>,
 ) {
-    let (ftext, pred) = FILTERS[f];
-    let part = rows
-        .clone()
-        .map_or(recs, |r| &recs[r.start..r.end.min(recs.len())]);
-    let want = reference(part, dims, pred, w, m, all);
-    let q = Query {
-        filter: if ftext.is_empty() {
-            vec![]
-        } else {
-            parse_filter(ftext).unwrap()
-        },
-        group_by: dims.iter().map(|s| s.to_string()).collect(),
-        weight: w.map(String::from),
-        measure: m.map(String::from),
-        include_missing: all,
-        rows: rows.map(|r| r.start as u64..r.end as u64),
-        ..Query::default()
+    let c = Case {
+        dims,
+        f,
+        w,
+        m,
+        all,
+        rows,
+        partial: false,
     };
-    let what = format!("dims {dims:?} filter {ftext:?} weight {w:?} measure {m:?}");
+    run_case(ds, recs, &c);
+}
+
+/// A query to check: its groupings, filter (`FILTERS[f]`), weight,
+/// measure, missing values shown, range of rows, and whether it runs as a
+/// partial result (then finished).
+#[derive(Clone, Default)]
+struct Case<'a> {
+    dims: &'a [&'a str],
+    f: usize,
+    w: Option<&'a str>,
+    m: Option<&'a str>,
+    all: bool,
+    rows: Option<std::ops::Range<usize>>,
+    partial: bool,
+}
+
+impl Case<'_> {
+    fn query(&self) -> Query {
+        let ftext = FILTERS[self.f].0;
+        Query {
+            filter: if ftext.is_empty() {
+                vec![]
+            } else {
+                parse_filter(ftext).unwrap()
+            },
+            group_by: self.dims.iter().map(|s| s.to_string()).collect(),
+            weight: self.w.map(String::from),
+            measure: self.m.map(String::from),
+            include_missing: self.all,
+            rows: self.rows.clone().map(|r| r.start as u64..r.end as u64),
+            ..Query::default()
+        }
+    }
+
+    /// The records of the case's range.
+    fn part<'r>(&self, recs: &'r [Rec]) -> &'r [Rec] {
+        self.rows.clone().map_or(recs, |r| {
+            &recs[r.start.min(recs.len())..r.end.min(recs.len())]
+        })
+    }
+}
+
+/// Runs `c` over every read path and checks each cube against the
+/// reference; the kernel that counted it (the same on every path).
+fn run_case(ds: &Dataset, recs: &[Rec], c: &Case) -> &'static str {
+    let want = reference(c.part(recs), c.dims, FILTERS[c.f].1, c.w, c.m, c.all);
+    let q = c.query();
+    let what = format!(
+        "dims {:?} filter {:?} weight {:?} measure {:?} rows {:?} partial {}",
+        c.dims, FILTERS[c.f].0, c.w, c.m, c.rows, c.partial
+    );
+    let mut kernels = Vec::new();
     for path in [ReadPath::Inline, ReadPath::Mmap, ReadPath::Pread] {
         let opts = ScanOptions {
             read_path: path,
             ..ScanOptions::default()
         };
-        let cube = run_with(ds, &q, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let got = cube_cells(&cube);
-        assert_eq!(
-            got.keys().collect::<Vec<_>>(),
-            want.keys().collect::<Vec<_>>(),
-            "{what} ({path:?}): cells"
-        );
-        for (k, c) in &want {
-            let (n, gw, gm) = got[k];
-            assert_eq!(n, c.n, "{what}: count of {k:?}");
-            if w.is_some() {
+        let (cube, kernel) =
+            run_traced(ds, &q, &opts, c.partial).unwrap_or_else(|e| panic!("{what}: {e}"));
+        compare(&want, &cube, &format!("{what} ({path:?})"), c.w.is_some());
+        kernels.push(kernel);
+    }
+    assert!(
+        kernels.iter().all(|k| *k == kernels[0]),
+        "{what}: {kernels:?}"
+    );
+    kernels[0]
+}
+
+/// Checks a cube's cells against the reference's.
+fn compare(want: &BTreeMap<Vec<K>, Cell>, cube: &Cube, what: &str, weighted: bool) {
+    let got = cube_cells(cube);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "{what}: cells"
+    );
+    for (k, c) in want {
+        let (n, gw, gm) = got[k];
+        assert_eq!(n, c.n, "{what}: count of {k:?}");
+        if weighted {
+            assert!(
+                close(gw.unwrap(), c.w, 1e-12),
+                "{what}: Σw of {k:?}: {gw:?} vs {}",
+                c.w
+            );
+        }
+        if let Some((sw, mean, m2)) = gm {
+            assert!(close(sw, c.w, 1e-12), "{what}: Σw of {k:?}");
+            if c.w != 0.0 {
+                let want_mean = c.wx / c.w;
                 assert!(
-                    close(gw.unwrap(), c.w, 1e-12),
-                    "{what}: Σw of {k:?}: {gw:?} vs {}",
-                    c.w
+                    close(mean, want_mean, 1e-9),
+                    "{what}: mean of {k:?}: {mean} vs {want_mean}"
                 );
-            }
-            if let Some((sw, mean, m2)) = gm {
-                assert!(close(sw, c.w, 1e-12), "{what}: Σw of {k:?}");
-                if c.w != 0.0 {
-                    let want_mean = c.wx / c.w;
-                    assert!(
-                        close(mean, want_mean, 1e-9),
-                        "{what}: mean of {k:?}: {mean} vs {want_mean}"
-                    );
-                    let want_m2 = c.wxx - c.wx * c.wx / c.w;
-                    assert!(
-                        (m2 - want_m2).abs() <= 1e-6 * c.wxx.abs().max(1.0),
-                        "{what}: m2 of {k:?}: {m2} vs {want_m2}"
-                    );
-                }
+                let want_m2 = c.wxx - c.wx * c.wx / c.w;
+                assert!(
+                    (m2 - want_m2).abs() <= 1e-6 * c.wxx.abs().max(1.0),
+                    "{what}: m2 of {k:?}: {m2} vs {want_m2}"
+                );
             }
         }
     }
@@ -491,4 +557,274 @@ fn every_kernel_matches_the_scalar_reference() {
         tried += 2;
     }
     assert!(tried > 80, "{tried}");
+}
+
+/// Every kernel of the physical plan, each on queries chosen to reach it
+/// (with the filters' forms it takes, zero and negative weights, missing
+/// values, ranges of rows and partial results), against the reference;
+/// the kernel each query ran on is the one its columns call for.
+#[test]
+fn every_kernel_variant_is_reached_and_matches_the_reference() {
+    let recs = records();
+    let (_d, ds) = dataset(&recs);
+    let c = |dims, f, w, m| Case {
+        dims,
+        f,
+        w,
+        m,
+        ..Case::default()
+    };
+    let cases: Vec<(Case, &str)> = vec![
+        // No measure: byte codes (and one u16) and a weight that is never
+        // missing run fused, filters as columns, a selection, gathered.
+        (c(&["A", "B"], 0, None, None), "Fused"),
+        (c(&["A", "B"], 1, Some("WD"), None), "Fused"),
+        (c(&["A", "B"], 2, Some("WD"), None), "Fused"),
+        (c(&["C", "A"], 7, None, None), "Fused"),
+        (c(&["A", "B", "S"], 3, Some("WF"), None), "Fused"),
+        (c(&["A"], 9, Some("D"), None), "Counts"),
+        // A weight that may be missing, a grouping that is not a code.
+        (c(&["A", "B"], 1, Some("W"), None), "Counts"),
+        (c(&["E"], 0, Some("WD"), None), "Counts"),
+        (c(&["A"], 2, Some("WN"), None), "Counts"),
+        // Float measures.
+        (c(&["A"], 0, Some("WF"), Some("G")), "Moments"),
+        (c(&["S", "B"], 4, None, Some("G")), "Moments"),
+        // Integer measures: many cells, few cells, byte codes fused.
+        (c(&["C", "A"], 0, Some("WD"), Some("X")), "Exact"),
+        (c(&["C", "B"], 1, Some("WN"), Some("D")), "Exact"),
+        (c(&["D"], 0, Some("WD"), Some("X")), "ExactMorsel"),
+        (c(&["A"], 2, Some("WN"), Some("X")), "ExactMorsel"),
+        (c(&["A", "B"], 0, Some("W"), Some("X")), "ExactMorsel"),
+        (c(&["A"], 0, None, Some("X")), "FusedMeans"),
+        (c(&["A", "B"], 1, Some("WD"), Some("X")), "FusedMeans"),
+        (c(&["A"], 3, Some("WD"), Some("D")), "FusedMeans"),
+        (c(&["B"], 7, None, Some("X")), "FusedMeans"),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for (case, want) in &cases {
+        let got = run_case(&ds, &recs, case);
+        assert_eq!(
+            got, *want,
+            "{:?} {:?} {:?} {}",
+            case.dims, case.w, case.m, case.f
+        );
+        seen.insert(got);
+        // The same over a range of rows, and as a partial result.
+        let ranged = Case {
+            rows: Some(30_000..70_001),
+            ..case.clone()
+        };
+        run_case(&ds, &recs, &ranged);
+        let partial = Case {
+            partial: true,
+            ..case.clone()
+        };
+        seen.insert(run_case(&ds, &recs, &partial));
+    }
+    // Partial results with float sums are summed exactly.
+    for (d, w, m) in [
+        (&["A"][..], Some("WD"), Some("G")),
+        (&["B", "A"], Some("WF"), None),
+    ] {
+        let case = Case {
+            partial: true,
+            ..c(d, 1, w, m)
+        };
+        assert_eq!(run_case(&ds, &recs, &case), "ExactFloats");
+        seen.insert("ExactFloats");
+    }
+    let all = [
+        "Counts",
+        "Fused",
+        "Moments",
+        "Exact",
+        "ExactMorsel",
+        "FusedMeans",
+        "ExactFloats",
+    ];
+    assert_eq!(seen, all.into_iter().collect());
+}
+
+/// Replicate weights' sums per cell (`Σ w_r`, `Σ w_r·x` over the rows the
+/// weight counts, in displayed units), integer and float, with and
+/// without a measure, against sums over the records.
+#[test]
+fn replicate_sums_match_the_reference() {
+    let recs = records();
+    let (_d, ds) = dataset(&recs);
+    let reps_int = ["WN", "D", "WN", "D", "WD"];
+    let reps_float = ["WF", "WN", "WD"];
+    for (reps, m, f) in [
+        (&reps_int[..], Some("X"), 1),
+        (&reps_int[..], None, 2),
+        (&reps_float[..], Some("X"), 0),
+        (&reps_float[..], None, 4),
+    ] {
+        let case = Case {
+            dims: &["A", "B"],
+            f,
+            w: Some("WD"),
+            m,
+            ..Case::default()
+        };
+        let q = Query {
+            replicates: reps.iter().map(|s| s.to_string()).collect(),
+            ..case.query()
+        };
+        let (cube, kernel) = run_traced(&ds, &q, &ScanOptions::default(), false).unwrap();
+        assert!(!kernel.starts_with("Fused"), "{kernel}");
+        let got = cube.replicates.as_ref().expect("replicate sums");
+        let cells = cube_cells(&cube);
+        let index: BTreeMap<&Vec<K>, usize> = cells.keys().zip(cell_numbers(&cube)).collect();
+        let pred = FILTERS[f].1;
+        for (k, rep) in reps.iter().enumerate() {
+            let mut want: BTreeMap<Vec<K>, (f64, f64)> = BTreeMap::new();
+            for r in recs.iter().filter(|r| pred(r)) {
+                let Some(key) = ["A", "B"]
+                    .iter()
+                    .map(|d| key(r, d))
+                    .collect::<Option<Vec<K>>>()
+                else {
+                    continue;
+                };
+                let x = match m {
+                    Some(m) => match measure(r, m) {
+                        Some(x) => x,
+                        None => continue,
+                    },
+                    None => 0.0,
+                };
+                let wr = weight(r, Some(rep)).unwrap();
+                let e = want.entry(key).or_default();
+                e.0 += wr;
+                e.1 += wr * x;
+            }
+            for (key, (w, wx)) in &want {
+                let c = index[key];
+                assert!(
+                    close(got.w[k][c], *w, 1e-12),
+                    "{rep} {key:?}: {} vs {w}",
+                    got.w[k][c]
+                );
+                if m.is_some() {
+                    let gx = got.wx.as_ref().unwrap()[k][c];
+                    assert!(close(gx, *wx, 1e-12), "{rep} {key:?}: {gx} vs {wx}");
+                }
+            }
+        }
+    }
+}
+
+/// The cube's cell numbers in the order of [`cube_cells`]'s keys.
+fn cell_numbers(cube: &Cube) -> Vec<usize> {
+    let mut keyed: Vec<(Vec<K>, usize)> = Vec::new();
+    let shape = cube.shape();
+    for c in 0..cube.counts.len() {
+        if cube.counts[c] == 0 {
+            continue;
+        }
+        let mut r = c;
+        let mut k = vec![K::Null; shape.len()];
+        for d in (0..shape.len()).rev() {
+            k[d] = match &cube.dims[d].categories[r % shape[d]].value {
+                Value::Int(v) => K::I(*v),
+                Value::Num(v) => K::N(*v),
+                Value::Str(s) => K::S(s.clone()),
+                Value::Null => K::Null,
+            };
+            r /= shape[d];
+        }
+        keyed.push((k, c));
+    }
+    keyed.sort();
+    keyed.into_iter().map(|(_, c)| c).collect()
+}
+
+/// Taylor linearization sums: per cell `[Var(W), Cov(W, Y), Var(Y)]` with
+/// `Var(A) = Σ_h c_h Σ_j A_hj² − d_h A_h²` over strata `h` and PSUs `j`
+/// (PSUs not stored contiguously), `Y = Σ w·(x − shift)`; as a whole query
+/// and as a partial result, with and without a measure.
+#[test]
+fn taylor_sums_match_the_reference() {
+    let recs = records();
+    let (_d, ds) = dataset(&recs);
+    let coef = vec![[1.5, 0.25], [2.0, 0.5], [1.25, 0.125], [3.0, 1.0]];
+    for (m, f, partial) in [
+        (Some("X"), 0, false),
+        (Some("X"), 1, true),
+        (None, 2, false),
+        (Some("D"), 4, true),
+    ] {
+        let case = Case {
+            dims: &["A"],
+            f,
+            w: Some("WD"),
+            m,
+            partial,
+            ..Case::default()
+        };
+        let q = Query {
+            taylor: Some(TaylorQuery {
+                strata: Some("H".into()),
+                cluster: Some("P".into()),
+                strata_keys: vec![1, 2, 3, 4],
+                coef: coef.clone(),
+                contiguous: false,
+                ..TaylorQuery::default()
+            }),
+            ..case.query()
+        };
+        let (cube, _) = run_traced(&ds, &q, &ScanOptions::default(), partial).unwrap();
+        let t = cube.taylor.as_ref().expect("Taylor sums");
+        let cells = cube_cells(&cube);
+        let index: BTreeMap<&Vec<K>, usize> = cells.keys().zip(cell_numbers(&cube)).collect();
+        // Per cell, stratum and PSU: (Σw, Σw(x − shift)).
+        let mut z: BTreeMap<(Vec<K>, i64, i64), (f64, f64)> = BTreeMap::new();
+        for r in recs.iter().filter(|r| FILTERS[f].1(r)) {
+            let Some(a) = key(r, "A") else { continue };
+            let x = match m {
+                Some(m) => match measure(r, m) {
+                    Some(x) => x - t.shift,
+                    None => continue,
+                },
+                None => 0.0,
+            };
+            let w = weight(r, Some("WD")).unwrap();
+            let e = z.entry((vec![a], r.h, r.p)).or_default();
+            e.0 += w;
+            e.1 += w * x;
+        }
+        let mut want: BTreeMap<Vec<K>, [f64; 3]> = BTreeMap::new();
+        let mut strata: BTreeMap<(Vec<K>, i64), (f64, f64)> = BTreeMap::new();
+        for ((k, h, _), (w, y)) in &z {
+            let [c, _] = coef[*h as usize - 1];
+            let v = want.entry(k.clone()).or_default();
+            v[0] += c * w * w;
+            v[1] += c * w * y;
+            v[2] += c * y * y;
+            let s = strata.entry((k.clone(), *h)).or_default();
+            s.0 += w;
+            s.1 += y;
+        }
+        for ((k, h), (w, y)) in &strata {
+            let [_, d] = coef[*h as usize - 1];
+            let v = want.get_mut(k).unwrap();
+            v[0] -= d * w * w;
+            v[1] -= d * w * y;
+            v[2] -= d * y * y;
+        }
+        for (k, v) in &want {
+            let got = t.cell[index[k]];
+            for i in 0..3 {
+                let scale = want.values().map(|v| v[i].abs()).fold(1.0, f64::max);
+                assert!(
+                    (got[i] - v[i]).abs() <= 1e-9 * scale,
+                    "{m:?} {k:?} [{i}]: {} vs {}",
+                    got[i],
+                    v[i]
+                );
+            }
+        }
+    }
 }

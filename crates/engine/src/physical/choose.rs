@@ -1,73 +1,12 @@
-//! The physical plan of a query: which columns, which mappers, and which
-//! kernel counts them — chosen once per query from the columns' types,
-//! ranges and missing codes.
+//! What decides a query's kernel: the bounds under which each sum stays
+//! exact or fits its lanes, read from the columns' types, ranges and
+//! missing codes.
 
+use super::{fused_fits, Form, Fused, Kernel, MeansFuse};
 use crate::core::{Error, ExactCell, Moments, Result, LANES, MORSEL, PACK_SHIFT, XLANES};
-use crate::kernels::FusedTab;
+use crate::kernels::{fused_table, FUSED_TRASH};
 use crate::plan::{Exclusion, Mapper};
-use microtab_store::{Column, ColumnData, Dataset, Kind, Variable};
-
-/// How a means query over byte code columns runs as one fused pass
-/// (chosen by [`means_fuse`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct MeansFuse {
-    /// Excluded analysis-variable codes that occur in the column (padded
-    /// with a value no ≤32-bit column can hold).
-    pub(crate) xcodes: [i64; 2],
-}
-
-pub(crate) struct Plan<'a> {
-    pub(crate) cells: usize,
-    pub(crate) dims: Vec<(&'a Column, Mapper)>,
-    pub(crate) filters: Vec<(&'a Column, Mapper)>,
-    pub(crate) weight: Option<(&'a Column, Exclusion)>,
-    pub(crate) measure: Option<(&'a Column, Exclusion)>,
-    /// Sum moments exactly in integers (int-kind measure and weight whose
-    /// ranges cannot overflow i128).
-    pub(crate) exact: bool,
-    /// Try the fused byte-column kernel (no measure, weight never missing).
-    pub(crate) fused: bool,
-    /// Exact path with few cells and |w·x| small enough that a morsel's
-    /// Σw·x fits in an i64: sum each morsel in 64-bit cells first.
-    pub(crate) morsel_sums: bool,
-    /// Try the fused means kernel (exact morsel sums over byte codes).
-    pub(crate) means_fuse: Option<MeansFuse>,
-    /// The fused kernel packs count and Σw in one word per cell lane
-    /// (integer weights ≥ 0, a morsel's Σw < 2^40, a small table).
-    pub(crate) pack_weights: bool,
-    /// The filters are evaluated first, per morsel, into a selection byte
-    /// column (0: the row passes) that the fused kernels read as one more
-    /// code column: two or more filters, or any filter on a column that is
-    /// not a byte code (u16 tables, integer ranges). Per filter, the byte
-    /// code range it passes `(lo, hi − lo)` when it is one, else `None`
-    /// (its mapper is looked up).
-    pub(crate) selection: Option<Vec<Option<(u8, u8)>>>,
-    /// For each column in role order (dimensions, filters, weight,
-    /// measure), its index among the distinct columns the scan reads: a
-    /// variable used in two roles (a filter on a grouping or analysis
-    /// variable) is read, checked and unpacked once.
-    pub(crate) slots: Vec<usize>,
-    /// Sum weights and moments in [`ExactSum`](crate::exact::ExactSum)s,
-    /// row by row (partial results whose weight or analysis variable is
-    /// not summed exactly in integers by the other paths).
-    pub(crate) exact_floats: bool,
-    /// The fused kernels' tables of the dimensions and filters, in that
-    /// order ([`fused_table`](crate::kernels::fused_table)).
-    pub(crate) fused_tabs: Vec<FusedTab>,
-    /// Replicate weights, summed per cell after the weight and measure
-    /// (role order: dimensions, filters, weight, measure, replicates).
-    pub(crate) replicates: Vec<&'a Column>,
-    /// The replicate sums are exact integers (see [`replicates_exact`]).
-    pub(crate) replicates_exact: bool,
-    /// Taylor linearization sums (role order: after the replicates, the
-    /// strata then the cluster column).
-    pub(crate) taylor: Option<std::sync::Arc<crate::taylor::TaylorPlan<'a>>>,
-    /// Distributions of the measure per cell ([`crate::Query::distribution`]).
-    pub(crate) distribution: bool,
-    /// The split at per-cell thresholds (its column: after the Taylor
-    /// columns in role order).
-    pub(crate) split: Option<std::sync::Arc<crate::quantile::SplitPlan>>,
-}
+use microtab_store::{Column, Dataset, Kind, Variable};
 
 /// Whether replicate sums can be kept exactly in integers: integer
 /// replicate weights, and an integer analysis variable summed exactly
@@ -294,76 +233,6 @@ pub(crate) fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
     b
 }
 
-impl<'a> Plan<'a> {
-    /// The views of a morsel in role order, from the views of the distinct
-    /// columns.
-    #[inline]
-    pub(crate) fn roles<'d>(&self, distinct: &[ColumnData<'d>]) -> Vec<ColumnData<'d>> {
-        self.slots.iter().map(|&i| distinct[i]).collect()
-    }
-
-    /// The same query without its filters: the plan of morsels whose every
-    /// row passes them (by the filter columns' zone maps). It counts into
-    /// the same accumulators (they depend on the cells, weight and measure
-    /// only) and reads none of the columns used only as filters.
-    pub(crate) fn without_filters(&self) -> Plan<'a> {
-        let (nd, nf) = (self.dims.len(), self.filters.len());
-        Plan {
-            cells: self.cells,
-            dims: self.dims.clone(),
-            filters: Vec::new(),
-            weight: self.weight.as_ref().map(|(c, e)| (*c, e.clone())),
-            measure: self.measure.as_ref().map(|(c, e)| (*c, e.clone())),
-            exact: self.exact,
-            fused: self.fused,
-            morsel_sums: self.morsel_sums,
-            means_fuse: self.means_fuse,
-            pack_weights: self.pack_weights,
-            selection: None,
-            slots: self.slots[..nd]
-                .iter()
-                .chain(&self.slots[nd + nf..])
-                .copied()
-                .collect(),
-            exact_floats: self.exact_floats,
-            fused_tabs: self.fused_tabs[..nd].to_vec(),
-            replicates: self.replicates.clone(),
-            replicates_exact: self.replicates_exact,
-            taylor: self.taylor.clone(),
-            distribution: self.distribution,
-            split: self.split.clone(),
-        }
-    }
-
-    /// Which of the `n` distinct columns this plan reads.
-    pub(crate) fn reads(&self, n: usize) -> Vec<bool> {
-        let mut r = vec![false; n];
-        for &s in &self.slots {
-            r[s] = true;
-        }
-        r
-    }
-}
-
-/// The distinct columns among `cols` (role order, matched by variable
-/// name) and, for each of `cols`, its index among them.
-pub(crate) fn distinct_columns<'a>(cols: &[&'a Column]) -> (Vec<&'a Column>, Vec<usize>) {
-    let mut distinct: Vec<&Column> = Vec::new();
-    let slots = cols
-        .iter()
-        .map(
-            |c| match distinct.iter().position(|d| d.var().name == c.var().name) {
-                Some(i) => i,
-                None => {
-                    distinct.push(c);
-                    distinct.len() - 1
-                }
-            },
-        )
-        .collect();
-    (distinct, slots)
-}
-
 /// Whether (and how) the filters go through the selection column
 /// ([`Plan::selection`]).
 pub(crate) fn selection(filters: &[(&Column, Mapper)]) -> Option<Vec<Option<(u8, u8)>>> {
@@ -386,4 +255,91 @@ pub(crate) fn selection(filters: &[(&Column, Mapper)]) -> Option<Vec<Option<(u8,
             })
             .collect(),
     )
+}
+
+/// What [`Kernel::choose`] reads: the planned cells and columns.
+pub(crate) struct KernelInputs<'c, 'a> {
+    /// Cells of the table.
+    pub(crate) cells: usize,
+    /// The dimensions and their mappers.
+    pub(crate) dims: &'c [(&'a Column, Mapper)],
+    /// The filters' mappers.
+    pub(crate) filters: &'c [(&'a Column, Mapper)],
+    /// The weight.
+    pub(crate) weight: Option<&'a Column>,
+    /// The analysis variable.
+    pub(crate) measure: Option<&'a Column>,
+    /// Rows of the dataset.
+    pub(crate) rows: usize,
+    /// The scan makes a partial result (sums kept exact).
+    pub(crate) partial: bool,
+    /// Sums that follow each row's cell index (replicate weights, Taylor
+    /// sums, distributions, a split), which the fused kernels do not build.
+    pub(crate) per_row: bool,
+}
+
+impl Kernel {
+    /// The kernel counting a query's morsels, from its columns' types,
+    /// ranges and missing codes.
+    pub(crate) fn choose(k: &KernelInputs<'_, '_>) -> Result<Kernel> {
+        let (x, w) = (k.measure, k.weight);
+        let exact_floats = (k.partial && needs_exact_floats(x, w, k.rows)?) || extreme_floats(x, w);
+        if exact_floats {
+            // Row by row into exact sums: none of the fast paths.
+            return Ok(Kernel::ExactFloats);
+        }
+        // The fused kernels' tables mark rejected codes with FUSED_TRASH.
+        let fusable = !k.per_row && k.cells < FUSED_TRASH as usize;
+        let fused = |x: Option<&Column>, pack: bool| -> Option<Fused> {
+            let mut f = Fused {
+                tabs: k
+                    .dims
+                    .iter()
+                    .chain(k.filters)
+                    .map(|(_, m)| fused_table(m))
+                    .collect(),
+                selection: selection(k.filters),
+                pack,
+                fits: [false; 3],
+            };
+            f.fits = fused_fits(&f, k.dims.len(), w, x);
+            let forms = match f.selection {
+                Some(_) => [Form::Selection, Form::Gathered],
+                None => [Form::Columns, Form::Columns],
+            };
+            // Morsels every row of which passes the filters (by the zone
+            // maps) are counted without them: the dimensions alone.
+            let unfiltered = || {
+                let dims = Fused {
+                    tabs: f.tabs[..k.dims.len()].to_vec(),
+                    selection: None,
+                    ..f.clone()
+                };
+                fused_fits(&dims, k.dims.len(), w, x)[Form::Columns as usize]
+            };
+            // A kernel that takes none of the forms the morsels can have
+            // would leave every morsel to the index kernel.
+            (forms.iter().any(|&form| f.takes(form)) || unfiltered()).then_some(f)
+        };
+        let Some(xc) = x else {
+            let never_missing = w.is_none_or(|c| Exclusion::of(c.var()).is_empty());
+            let pack = k.cells <= MAX_PACKED_CELLS && w.is_some_and(|c| packable_weight(c.var()));
+            return Ok(match fusable && never_missing {
+                true => fused(None, pack).map_or(Kernel::Counts, Kernel::Fused),
+                false => Kernel::Counts,
+            });
+        };
+        if !exact_ok(x, w, k.rows) {
+            return Ok(Kernel::Moments);
+        }
+        if !(k.cells <= MAX_MORSEL_SUM_CELLS && morsel_sums_ok(x, w)) {
+            return Ok(Kernel::Exact);
+        }
+        Ok(match means_fuse(x, w).filter(|_| fusable) {
+            Some(m) => {
+                fused(Some(xc), false).map_or(Kernel::ExactMorsel, |f| Kernel::FusedMeans(f, m))
+            }
+            None => Kernel::ExactMorsel,
+        })
+    }
 }

@@ -1,0 +1,115 @@
+//! A morsel's cell index per row (the dimensions and filters through
+//! their mappers, and the split), and the weight and analysis values
+//! loaded beside it with their exclusions marked in the index: what the
+//! index kernels sum, and what the extra sums (replicates, Taylor,
+//! distributions) read after them.
+
+use super::Morsel;
+use crate::core::MORSEL;
+use crate::kernels::{apply_col, dispatch, load_ints, load_values};
+use microtab_store::ColumnData;
+
+/// A morsel's rows as the index kernels see them (buffers reused from
+/// morsel to morsel).
+pub(crate) struct Rows {
+    /// Each row's cell (`≥ cells`: not counted).
+    pub(crate) idx: Vec<u32>,
+    /// Weights as `f64` ([`load_f64`](Self::load_f64)).
+    pub(crate) wbuf: Vec<f64>,
+    /// Analysis values as `f64`.
+    pub(crate) xbuf: Vec<f64>,
+    /// Weights as integers ([`load_int`](Self::load_int)).
+    pub(crate) wint: Vec<i64>,
+    /// Analysis values as integers.
+    pub(crate) xint: Vec<i64>,
+}
+
+impl Default for Rows {
+    fn default() -> Self {
+        Rows {
+            idx: Vec::with_capacity(MORSEL),
+            wbuf: Vec::with_capacity(MORSEL),
+            xbuf: Vec::with_capacity(MORSEL),
+            wint: Vec::new(),
+            xint: Vec::new(),
+        }
+    }
+}
+
+/// Loads a role's values (`$role`: its column and exclusion, `$slot`) into
+/// `$out` with `$load`, marking excluded rows in `$idx`.
+macro_rules! load {
+    ($role:expr, $slot:expr, $data:expr, $r:expr, $load:ident, $idx:expr, $out:expr) => {
+        if let (Some((_, ex)), Some(k)) = ($role, $slot) {
+            dispatch!($data[k], $r.clone(), |v| $load(v, ex, $idx, $out));
+        }
+    };
+}
+
+impl Rows {
+    /// The cells of rows `r`: the dimensions and filters through their
+    /// mappers, then the split.
+    pub(crate) fn index(&mut self, m: &Morsel<'_, '_>) -> &mut Self {
+        let (p, data, r) = (m.p, m.data, m.r.clone());
+        self.idx.clear();
+        self.idx.resize(r.len(), 0);
+        let s = &p.slots;
+        let dims = p.dims.iter().zip(&s.dims);
+        for ((_, mapper), &k) in dims.chain(p.filters.iter().zip(&s.filters)) {
+            apply_col(data[k], r.clone(), mapper, &mut self.idx);
+        }
+        if let (Some(sp), Some(k)) = (&p.split, s.split) {
+            sp.apply(data[k], r, &mut self.idx, p.cells as u32);
+        }
+        self
+    }
+
+    /// Loads the weight (when `weight`) and the analysis variable as
+    /// `f64` into [`wbuf`](Self::wbuf) and [`xbuf`](Self::xbuf).
+    pub(crate) fn load_f64(&mut self, m: &Morsel<'_, '_>, weight: bool) {
+        let (p, data, r) = (m.p, m.data, &m.r);
+        let wrole = p.weight.as_ref().filter(|_| weight);
+        load!(
+            wrole,
+            p.slots.weight,
+            data,
+            r,
+            load_values,
+            &mut self.idx,
+            &mut self.wbuf
+        );
+        load!(
+            p.measure.as_ref(),
+            p.slots.measure,
+            data,
+            r,
+            load_values,
+            &mut self.idx,
+            &mut self.xbuf
+        );
+    }
+
+    /// Loads the weight and the analysis variable as integers into
+    /// [`wint`](Self::wint) and [`xint`](Self::xint).
+    pub(crate) fn load_int(&mut self, m: &Morsel<'_, '_>) {
+        let (p, data, r) = (m.p, m.data, &m.r);
+        load!(
+            p.weight.as_ref(),
+            p.slots.weight,
+            data,
+            r,
+            load_ints,
+            &mut self.idx,
+            &mut self.wint
+        );
+        load!(
+            p.measure.as_ref(),
+            p.slots.measure,
+            data,
+            r,
+            load_ints,
+            &mut self.idx,
+            &mut self.xint
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! A worker's accumulator: the state of the query's kernel
+//! ([`physical::Kernel`](crate::physical::Kernel)) and of each extra
+//! per-cell sum, and the dispatch of each morsel to them.
+//!
+//! One module per kernel state: `tally` (counts and weight sums per cell
+//! lane: the index and fused counts kernels), `moments` (the `f64`
+//! moments kernel), `exact` (the exact kernels, fused means included),
+//! `sup` (exact float sums); `index` builds a morsel's cell indexes and
+//! loaded values, which the extra sums (`replicates`, and
+//! [`TaylorAcc`], [`DistAcc`]) read after the kernel. A new per-cell sum
+//! that follows the cell index (regression sums X'WX, say) is one more
+//! field of [`Acc`], added in [`Acc::new`], [`Acc::morsel`] and
+//! [`Acc::merge`], and finished in `finish` / `partial`.
+
+mod exact;
+mod fused;
+mod gather;
+mod index;
+mod moments;
+mod replicates;
+mod sup;
+mod tally;
+
+pub(crate) use exact::ExactSums;
+pub(crate) use index::Rows;
+pub(crate) use moments::FloatMoments;
+pub(crate) use replicates::{RepSums, Replicates};
+pub(crate) use sup::ExactFloatSums;
+pub(crate) use tally::Tally;
+
+use crate::core::Result;
+use crate::physical::{Kernel, Plan, SumsKind};
+use crate::quantile::DistAcc;
+use crate::taylor::TaylorAcc;
+use microtab_store::{ColumnData, Kind};
+
+/// One morsel as the kernels see it: the plan, the views of the distinct
+/// columns (each role's at its slot, [`Plan::slots`]) and the rows
+/// counted.
+pub(crate) struct Morsel<'m, 'd> {
+    pub(crate) p: &'m Plan<'m>,
+    pub(crate) data: &'m [ColumnData<'d>],
+    pub(crate) r: std::ops::Range<usize>,
+}
+
+/// What a scan leaves to be finished (into a cube or a partial result):
+/// the dimensions' plans, the workers' merged accumulator, the physical
+/// plan, and the weight and analysis columns.
+pub(crate) struct Scanned<'p, 'a> {
+    pub(crate) plans: Vec<crate::plan::DimPlan>,
+    pub(crate) acc: Acc,
+    pub(crate) plan: &'p Plan<'a>,
+    pub(crate) weight: Option<&'p microtab_store::Column>,
+    pub(crate) measure: Option<&'p microtab_store::Column>,
+}
+
+/// The per-cell sums of a query's kernel.
+pub(crate) enum CellSums {
+    /// Counts and weight sums per cell lane ([`Kernel::Counts`],
+    /// [`Kernel::Fused`]).
+    Tally(Tally),
+    /// Counts and weight sums, and the moments ([`Kernel::Moments`]).
+    Moments(Tally, FloatMoments),
+    /// Exact integer cells ([`Kernel::Exact`], [`Kernel::ExactMorsel`],
+    /// [`Kernel::FusedMeans`]).
+    Exact(ExactSums),
+    /// Counts and exact float sums ([`Kernel::ExactFloats`]).
+    ExactFloats(Tally, ExactFloatSums),
+}
+
+pub(crate) struct Acc {
+    /// The kernel's sums.
+    pub(crate) sums: CellSums,
+    /// The morsel's cell index per row and the values loaded beside it.
+    pub(crate) rows: Rows,
+    /// The fused kernels' per-morsel buffers.
+    pub(crate) fused: fused::Scratch,
+    /// Replicate sums ([`Plan::replicates`]).
+    pub(crate) reps: Option<Replicates>,
+    /// Taylor linearization sums ([`Plan::taylor`]).
+    pub(crate) taylor: Option<TaylorAcc>,
+    /// Distributions of the measure ([`Plan::distribution`]).
+    pub(crate) dist: Option<DistAcc>,
+}
+
+impl Acc {
+    /// A worker's empty accumulator for `p`: its per-cell buffers are
+    /// sized by the plan's cells, so they are allocated fallibly (a table
+    /// too large for the memory there is is refused, not an abort).
+    pub(crate) fn new(p: &Plan) -> Result<Self> {
+        let weighted = p.weight.is_some();
+        let sums = match p.kernel.sums() {
+            SumsKind::Tally => CellSums::Tally(Tally::new(p.cells, weighted)?),
+            SumsKind::Moments => {
+                CellSums::Moments(Tally::new(p.cells, weighted)?, FloatMoments::new(p.cells)?)
+            }
+            SumsKind::Exact => CellSums::Exact(ExactSums::new(p.cells)?),
+            SumsKind::ExactFloats => {
+                CellSums::ExactFloats(Tally::new(p.cells, false)?, ExactFloatSums::new(p.cells)?)
+            }
+        };
+        Ok(Acc {
+            sums,
+            rows: Rows::default(),
+            fused: fused::Scratch::default(),
+            reps: Replicates::new(p)?,
+            taylor: p.taylor.as_deref().map(TaylorAcc::new).transpose()?,
+            dist: p
+                .distribution
+                .then(|| DistAcc::new(p.cells + 1))
+                .transpose()?,
+        })
+    }
+
+    /// Counts rows `r` of `data` (the views of the distinct columns, each
+    /// role's at its slot, [`Plan::slots`]).
+    pub(crate) fn morsel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
+        self.kernel(p, data, r.clone());
+        let trash = p.cells as u32;
+        let s = &p.slots;
+        if let Some(reps) = self.reps.as_mut() {
+            reps.morsel(p, &self.rows, data, r.clone());
+        }
+        if let (Some(tp), Some(t)) = (p.taylor.as_deref(), self.taylor.as_mut()) {
+            let w = data[s.weight.expect("a Taylor design has a weight")];
+            let x = s.measure.map(|k| data[k]);
+            let (st, cl) = (s.strata.map(|k| data[k]), s.cluster.map(|k| data[k]));
+            t.morsel(tp, &self.rows.idx, trash, w, x, st, cl, r.clone());
+        }
+        if let (Some(d), Some((xc, _))) = (self.dist.as_mut(), p.measure.as_ref()) {
+            let w = s.weight.map(|k| data[k]);
+            let x = data[s.measure.expect("a distribution has a measure")];
+            let float = xc.var().kind == Kind::Float;
+            d.morsel(&self.rows.idx, trash, w, x, r, float);
+        }
+    }
+
+    /// Counts a morsel by the plan's kernel (the extra sums aside).
+    fn kernel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
+        let m = Morsel { p, data, r };
+        let rows = &mut self.rows;
+        match (&p.kernel, &mut self.sums) {
+            (Kernel::Fused(f), CellSums::Tally(t)) => {
+                if !fused::counts(&mut self.fused, t, &m, f) {
+                    t.morsel(&m, rows.index(&m));
+                }
+            }
+            (Kernel::Counts, CellSums::Tally(t)) => t.morsel(&m, rows.index(&m)),
+            (Kernel::Moments, CellSums::Moments(t, s)) => s.morsel(&m, t, rows.index(&m)),
+            (Kernel::FusedMeans(f, mf), CellSums::Exact(e)) => {
+                if !fused::means(&mut self.fused, e, &m, (f, *mf)) {
+                    e.morsel(&m, true, rows.index(&m));
+                }
+            }
+            (Kernel::Exact, CellSums::Exact(e)) => e.morsel(&m, false, rows.index(&m)),
+            (Kernel::ExactMorsel, CellSums::Exact(e)) => e.morsel(&m, true, rows.index(&m)),
+            (Kernel::ExactFloats, CellSums::ExactFloats(t, s)) => s.morsel(&m, t, rows.index(&m)),
+            _ => unreachable!("an accumulator is made for its plan's kernel"),
+        }
+    }
+
+    /// Records counted in cell `c`.
+    pub(crate) fn count(&self, c: usize) -> u64 {
+        match &self.sums {
+            CellSums::Tally(t) | CellSums::Moments(t, _) | CellSums::ExactFloats(t, _) => {
+                t.count(c)
+            }
+            CellSums::Exact(e) => e.cell(c).n,
+        }
+    }
+
+    pub(crate) fn merge(mut self, o: Acc) -> Acc {
+        match (&mut self.sums, o.sums) {
+            (CellSums::Tally(a), CellSums::Tally(b)) => a.merge(&b),
+            (CellSums::Moments(a, m), CellSums::Moments(b, n)) => {
+                a.merge(&b);
+                m.merge(&n);
+            }
+            (CellSums::Exact(a), CellSums::Exact(b)) => a.merge(&b),
+            (CellSums::ExactFloats(a, s), CellSums::ExactFloats(b, t)) => {
+                a.merge(&b);
+                s.merge(&t);
+            }
+            _ => unreachable!("accumulators of one plan"),
+        }
+        if let (Some(a), Some(b)) = (self.reps.as_mut(), o.reps) {
+            a.merge(&b);
+        }
+        if let (Some(a), Some(b)) = (self.taylor.as_mut(), o.taylor) {
+            a.merge(b);
+        }
+        if let (Some(a), Some(b)) = (self.dist.as_mut(), o.dist) {
+            a.merge(b);
+        }
+        self
+    }
+}
+
+/// What a per-cell buffer of a table of `cells` cells is, for the error
+/// when it cannot be allocated.
+fn what(buf: &'static str, cells: usize) -> impl FnOnce() -> String {
+    move || format!("the {buf} of a table of {cells} cells")
+}
