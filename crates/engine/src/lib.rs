@@ -39,6 +39,7 @@ pub mod expr;
 pub mod filter;
 mod hash;
 mod kernels;
+mod lex;
 pub mod list;
 mod partial;
 mod physical;
@@ -60,7 +61,7 @@ pub use exact::ExactSum;
 pub use exec::{run, run_partial, run_with, DEFAULT_MAX_CELLS};
 pub use expr::Program;
 pub use filter::{parse_filter, Term};
-pub use list::{list_cases, list_vars, split_list, var_names, ListQuery};
+pub use list::{arg_list, list_cases, list_vars, split_list, var_names, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::{Distribution, Split};
@@ -144,6 +145,24 @@ pub enum Error {
         /// What it was for.
         what: String,
     },
+    /// A filter, recode or expression gives a text variable a range or an
+    /// order comparison, which would compare text, not numbers (a column
+    /// of numbers imported as text).
+    #[error("bad filter '{text}': {variable} is a text variable: it takes values and lists of values ({variable}(a,b), {variable}=a, {variable}!=a), not ranges or < > comparisons, which would compare text rather than numbers")]
+    TextOrder {
+        /// The variable.
+        variable: String,
+        /// The term as given.
+        text: String,
+    },
+    /// A new variable would take the name of one the dataset has.
+    #[error("{} already has a variable {variable}", .dataset.display())]
+    Exists {
+        /// The dataset.
+        dataset: std::path::PathBuf,
+        /// The variable, as the dataset spells it.
+        variable: String,
+    },
     /// A filter, recode or expression names a value of a text variable
     /// that none of its records has (values are matched exactly: case and
     /// spaces count).
@@ -157,6 +176,12 @@ pub enum Error {
         /// punctuation, or by a letter or two.
         close: Vec<String>,
     },
+}
+
+impl microtab_store::Remedied for Error {
+    fn remedy(&self) -> Option<microtab_store::Remedy> {
+        expr::remedy_of_expr(self)
+    }
 }
 
 /// ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
