@@ -558,9 +558,12 @@ fn compact_ops(cond: &str) -> String {
     out
 }
 
+/// A code as written: its digits and decimals (`1.5`: (15, 1)).
+type Code = (i128, u32);
+
 /// One parsed rule.
 struct Rule {
-    code: Option<(i128, u32)>,
+    code: Option<Code>,
     terms: Vec<(usize, Predicate)>,
     label: Option<String>,
     text: String,
@@ -665,7 +668,7 @@ fn parse_rule(ds: &Dataset, ins: &Inputs, k: usize, raw: &str) -> Result<Rule> {
 
 /// The rules of a recode, and their codes as given (1, 2, 3 … when none
 /// is).
-fn parse_rules(ds: &Dataset, ins: &Inputs, rules: &str) -> Result<(Vec<Rule>, Vec<(i128, u32)>)> {
+fn parse_rules(ds: &Dataset, ins: &Inputs, rules: &str) -> Result<(Vec<Rule>, Vec<Code>)> {
     let parsed: Vec<Rule> = split(rules, false, |c| c == ';' || c == '\n')
         .into_iter()
         .filter(|r| !r.trim().is_empty())
@@ -701,15 +704,17 @@ struct Outputs {
     hi: i128,
 }
 
-/// The code for other cases: a number, or one of the inputs (by index)
-/// whose value they keep.
-fn other_cases(
-    ds: &Dataset,
-    ins: &Inputs,
-    other: &str,
-) -> Result<(Option<(i128, u32)>, Option<usize>)> {
+/// What other cases get: a code, or the value of an input (by index).
+enum OtherIs {
+    Code(Code),
+    Input(usize),
+}
+
+/// The code for other cases: a number, or one of the inputs whose value
+/// they keep.
+fn other_cases(ds: &Dataset, ins: &Inputs, other: &str) -> Result<OtherIs> {
     if let Some(c) = codec::parse_exact(other.trim()) {
-        return Ok((Some(c), None));
+        return Ok(OtherIs::Code(c));
     }
     let Some(i) = ins.position(ds, other.trim())? else {
         return Err(Error::Invalid(format!(
@@ -723,18 +728,21 @@ fn other_cases(
             ins.vars[i].name
         )));
     }
-    Ok((None, Some(i)))
+    Ok(OtherIs::Input(i))
 }
 
 fn outputs(
     ds: &Dataset,
     ins: &Inputs,
     parsed: &[Rule],
-    codes: &[(i128, u32)],
+    codes: &[Code],
     ropts: &RecodeOptions,
 ) -> Result<Outputs> {
-    let (other_code, other_var) = match &ropts.other {
-        Some(o) => other_cases(ds, ins, o)?,
+    let (other_code, other_var) = match ropts.other.as_deref() {
+        Some(o) => match other_cases(ds, ins, o)? {
+            OtherIs::Code(c) => (Some(c), None),
+            OtherIs::Input(i) => (None, Some(i)),
+        },
         None => (None, None),
     };
     let missing_code = (ropts.missing.as_ref())

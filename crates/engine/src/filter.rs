@@ -85,7 +85,7 @@ pub(crate) const CMP_SIGNS: [(&str, CmpOp); 8] = [
 fn split_terms(text: &str) -> Result<Vec<&str>> {
     let mut terms: Vec<&str> = Vec::new();
     let (mut w, mut depth, mut start) = (walk(text), Depth::default(), 0);
-    while let Some(ch) = w.next() {
+    for ch in w.by_ref() {
         let top = depth.top(ch);
         if depth.0 < 0 {
             return Err(err(text, "unbalanced ')'"));
