@@ -147,6 +147,8 @@ fn copy_column(
             }};
         }
         match view {
+            ColumnData::F32(v) => floats!(v),
+            ColumnData::F64(v) => floats!(v),
             ColumnData::U8(v) => ints!(v),
             ColumnData::I8(v) => ints!(v),
             ColumnData::U16(v) => ints!(v),
@@ -154,8 +156,6 @@ fn copy_column(
             ColumnData::U32(v) => ints!(v),
             ColumnData::I32(v) => ints!(v),
             ColumnData::I64(v) => ints!(v),
-            ColumnData::F32(v) => floats!(v),
-            ColumnData::F64(v) => floats!(v),
         }
     }
     Ok(if var.kind == Kind::Float {

@@ -183,18 +183,9 @@ fn zip_f(mut a: Vec<f64>, b: Rhs<f64>, f: impl Fn(f64, f64) -> f64) -> Vec<f64> 
     a
 }
 
-fn cmp_i(op: CmpOp, a: i64, b: i64) -> bool {
-    match op {
-        CmpOp::Lt => a < b,
-        CmpOp::Le => a <= b,
-        CmpOp::Gt => a > b,
-        CmpOp::Ge => a >= b,
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
-    }
-}
-
-fn cmp_f(op: CmpOp, a: f64, b: f64) -> bool {
+/// `a op b`, for integers and floats alike.
+#[inline]
+fn cmp<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
     match op {
         CmpOp::Lt => a < b,
         CmpOp::Le => a <= b,
@@ -395,7 +386,7 @@ impl Node {
                 let op = *op;
                 let c = a.na || b.na;
                 Vals::I(zip_i(cx.ev(a).i(), cx.ri(b), c, |x, y| {
-                    cmp_i(op, x, y) as i64
+                    cmp(op, x, y) as i64
                 }))
             }
             Op::CmpF(op, a, b) => {
@@ -408,7 +399,7 @@ impl Node {
                             if p.is_nan() || q.is_nan() {
                                 NA
                             } else {
-                                cmp_f(op, p, q) as i64
+                                cmp(op, p, q) as i64
                             }
                         })
                         .collect(),
