@@ -14,8 +14,11 @@
 //! as an import does.
 
 use crate::exec::{AHEAD, MORSEL, STEP};
-use crate::expr::{case_node, load_nodes, tabulate, Case, Node, Other, Program, Ty, Vals, NA};
+use crate::expr::{
+    case_node, load_nodes, slice, tabulate, Case, Node, Other, Program, Ty, Vals, NA, SUB,
+};
 use crate::filter::{parse_filter, resolve, Predicate};
+use crate::lex::{quote_name, split, trailing_label, walk};
 use crate::{Error, Result};
 use microtab_store::{
     codec, Column, ColumnData, ColumnWriter, Dataset, DatasetWriter, Kind, Number, PhysType,
@@ -89,11 +92,10 @@ fn check_target(ds: &Dataset, name: &str, replace: bool) -> Result<String> {
     check_name(name)?;
     if let Ok(v) = ds.variable(name) {
         if !replace {
-            return Err(Error::Invalid(format!(
-                "{} already has a variable {} (give --replace to overwrite it)",
-                ds.dir().display(),
-                v.name
-            )));
+            return Err(Error::Exists {
+                dataset: ds.dir().to_path_buf(),
+                variable: v.name.clone(),
+            });
         }
         if ds
             .manifest()
@@ -276,25 +278,6 @@ fn to_chunk(vals: Vals, out: Out, st: &mut Stats, dst: &mut Chunk) {
                 Chunk::F64(_) => unreachable!("integer output in a float chunk"),
             }
         }
-    }
-}
-
-/// Rows evaluated at a time: vectors that stay in the core's caches (and
-/// below the allocator's mapping threshold).
-const SUB: usize = 2048;
-
-/// Rows `a..b` of a view.
-pub(crate) fn slice<'a>(d: &ColumnData<'a>, a: usize, b: usize) -> ColumnData<'a> {
-    match *d {
-        ColumnData::U8(v) => ColumnData::U8(&v[a..b]),
-        ColumnData::I8(v) => ColumnData::I8(&v[a..b]),
-        ColumnData::U16(v) => ColumnData::U16(&v[a..b]),
-        ColumnData::I16(v) => ColumnData::I16(&v[a..b]),
-        ColumnData::U32(v) => ColumnData::U32(&v[a..b]),
-        ColumnData::I32(v) => ColumnData::I32(&v[a..b]),
-        ColumnData::I64(v) => ColumnData::I64(&v[a..b]),
-        ColumnData::F32(v) => ColumnData::F32(&v[a..b]),
-        ColumnData::F64(v) => ColumnData::F64(&v[a..b]),
     }
 }
 
@@ -552,66 +535,285 @@ pub fn compute(dir: &Path, name: &str, expr: &str, opts: &DeriveOptions) -> Resu
     publish(w, &ds, var, opts, input_bytes)
 }
 
-/// Splits `s` at `;` and newlines outside double quotes.
-fn split_rules(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut quote, mut start) = (false, 0);
-    for (i, c) in s.char_indices() {
-        if c == '"' {
-            quote = !quote;
-        } else if (c == ';' || c == '\n') && !quote {
-            out.push(&s[start..i]);
-            start = i + 1;
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
 /// Whether `cond` (quotes aside) holds parentheses or comparison signs: a
 /// filter over the inputs rather than a list of values of the one input.
 fn looks_like_filter(cond: &str) -> bool {
-    let mut quote = false;
-    for c in cond.chars() {
-        if c == '"' {
-            quote = !quote;
-        } else if !quote && matches!(c, '(' | '<' | '>' | '=' | '!' | '`') {
-            return true;
-        }
-    }
-    false
+    walk(cond).any(|ch| ch.out && matches!(ch.c, '(' | '<' | '>' | '=' | '!')) || cond.contains('`')
 }
 
 /// `cond` without the spaces around comparison signs (outside quotes), so
 /// that `AGE >= 65` reads as the filter term `AGE>=65`.
 fn compact_ops(cond: &str) -> String {
     let mut out = String::new();
-    let mut quote = false;
-    let chars: Vec<char> = cond.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if c == '"' {
-            quote = !quote;
-        }
-        if !quote && c.is_whitespace() {
-            let prev = out.trim_end().chars().last();
-            let next = chars[i..].iter().find(|c| !c.is_whitespace());
-            let op = |c: Option<&char>| matches!(c, Some('<' | '>' | '=' | '!'));
-            if op(prev.as_ref()) || op(next) {
+    let op = |c: Option<char>| matches!(c, Some('<' | '>' | '=' | '!'));
+    for ch in walk(cond) {
+        if ch.out && ch.c.is_whitespace() {
+            let next = cond[ch.at..].chars().find(|c| !c.is_whitespace());
+            if op(cond[..ch.at].trim_end().chars().last()) || op(next) {
                 continue;
             }
         }
-        out.push(c);
+        out.push_str(&cond[ch.at..ch.at + ch.len]);
     }
     out
 }
 
+/// A code as written: its digits and decimals (`1.5`: (15, 1)).
+type Code = (i128, u32);
+
 /// One parsed rule.
 struct Rule {
-    code: Option<(i128, u32)>,
+    code: Option<Code>,
     terms: Vec<(usize, Predicate)>,
     label: Option<String>,
     text: String,
     all: bool,
+}
+
+/// A recode's input variables and their dictionaries.
+struct Inputs {
+    vars: Vec<Variable>,
+    dicts: Vec<Vec<String>>,
+}
+
+impl Inputs {
+    fn new(ds: &Dataset, from: &[String]) -> Result<Inputs> {
+        // One list grammar: a whole name, or names split at commas and
+        // spaces outside quotes.
+        let from = crate::list::var_names(ds, from);
+        if from.is_empty() || from.len() > 6 {
+            return Err(Error::Invalid(format!(
+                "a recode takes one to six input variables, not {}",
+                from.len()
+            )));
+        }
+        let mut vars: Vec<Variable> = Vec::new();
+        for f in &from {
+            let v = ds.variable(f)?;
+            if !vars.iter().any(|x| x.name == v.name) {
+                vars.push(v.clone());
+            }
+        }
+        let dicts =
+            (vars.iter().map(|v| crate::physical::dict_of(ds, v))).collect::<Result<_>>()?;
+        Ok(Inputs { vars, dicts })
+    }
+
+    /// The input `name` is (by index), if it is one.
+    fn position(&self, ds: &Dataset, name: &str) -> Result<Option<usize>> {
+        let v = ds.variable(name)?;
+        Ok(self.vars.iter().position(|x| x.name == v.name))
+    }
+
+    /// Their names, for messages.
+    fn names(&self) -> String {
+        let names: Vec<&str> = self.vars.iter().map(|v| v.name.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+/// Rule `k` (from 1) of a recode: `[CODE =] CONDITION ["label"]`.
+fn parse_rule(ds: &Dataset, ins: &Inputs, k: usize, raw: &str) -> Result<Rule> {
+    let r = raw.trim();
+    let bad = |why: String| Error::Invalid(format!("bad recode rule {k} '{r}': {why}"));
+    let (body, label) = match trailing_label(r, &['(', ',', '=', '<', '>']) {
+        Some((body, label)) => (body, Some(label)),
+        None => (r, None),
+    };
+    // `CODE = condition`: a number before the first `=` (not `==`).
+    let mut code = None;
+    let mut cond = body;
+    if let Some(eq) = body.find('=') {
+        if !body[eq + 1..].starts_with('=') {
+            if let Some(c) = codec::parse_exact(body[..eq].trim()) {
+                code = Some(c);
+                cond = body[eq + 1..].trim();
+            }
+        }
+    }
+    if cond.is_empty() {
+        return Err(bad(
+            "expected a condition (values, ranges or a filter)".into()
+        ));
+    }
+    let mut terms = Vec::new();
+    let all = cond == "*";
+    if !all {
+        let filter = if ins.vars.len() == 1 && !looks_like_filter(cond) {
+            format!("{}({cond})", quote_name(&ins.vars[0].name))
+        } else {
+            compact_ops(cond)
+        };
+        for t in parse_filter(&filter).map_err(|e| bad(e.to_string()))? {
+            let Some(i) = ins.position(ds, &t.var).map_err(|e| bad(e.to_string()))? else {
+                return Err(bad(format!(
+                    "{} is not one of the recode's input variables ({})",
+                    ds.variable(&t.var)?.name,
+                    ins.names()
+                )));
+            };
+            let (var, dict) = (&ins.vars[i], &ins.dicts[i]);
+            crate::filter::check_text_values(&t, var, &[dict])?;
+            terms.push((i, resolve(&t, var, dict).map_err(|e| bad(e.to_string()))?));
+        }
+    }
+    Ok(Rule {
+        code,
+        terms,
+        label,
+        text: cond.to_string(),
+        all,
+    })
+}
+
+/// The rules of a recode, and their codes as given (1, 2, 3 … when none
+/// is).
+fn parse_rules(ds: &Dataset, ins: &Inputs, rules: &str) -> Result<(Vec<Rule>, Vec<Code>)> {
+    let parsed: Vec<Rule> = split(rules, false, |c| c == ';' || c == '\n')
+        .into_iter()
+        .filter(|r| !r.trim().is_empty())
+        .enumerate()
+        .map(|(k, raw)| parse_rule(ds, ins, k + 1, raw))
+        .collect::<Result<_>>()?;
+    if parsed.is_empty() {
+        return Err(Error::Invalid(
+            "a recode needs at least one rule, as in '0-17 \"Child\"; 18-64 \"Adult\"; 65-* \"Senior\"'"
+                .into(),
+        ));
+    }
+    let with_codes = parsed.iter().filter(|r| r.code.is_some()).count();
+    if with_codes != 0 && with_codes != parsed.len() {
+        return Err(Error::Invalid(
+            "give every recode rule its code (CODE = condition) or none (codes 1, 2, 3 …)".into(),
+        ));
+    }
+    let codes = (parsed.iter().enumerate())
+        .map(|(i, r)| r.code.unwrap_or((i as i128 + 1, 0)))
+        .collect();
+    Ok((parsed, codes))
+}
+
+/// What a recode gives: the rules' codes, other cases and records with a
+/// missing input, with the decimals they share and their range.
+struct Outputs {
+    dec: u32,
+    codes: Vec<i64>,
+    other: Other,
+    missing: Option<i64>,
+    lo: i128,
+    hi: i128,
+}
+
+/// What other cases get: a code, or the value of an input (by index).
+enum OtherIs {
+    Code(Code),
+    Input(usize),
+}
+
+/// The code for other cases: a number, or one of the inputs whose value
+/// they keep.
+fn other_cases(ds: &Dataset, ins: &Inputs, other: &str) -> Result<OtherIs> {
+    if let Some(c) = codec::parse_exact(other.trim()) {
+        return Ok(OtherIs::Code(c));
+    }
+    let Some(i) = ins.position(ds, other.trim())? else {
+        return Err(Error::Invalid(format!(
+            "'{other}' for other cases: expected a code or one of the input variables of the recode ({})",
+            ins.names()
+        )));
+    };
+    if ins.vars[i].kind != Kind::Int {
+        return Err(Error::Invalid(format!(
+            "other cases can keep the value of an integer or implied-decimal variable only, not of {}",
+            ins.vars[i].name
+        )));
+    }
+    Ok(OtherIs::Input(i))
+}
+
+fn outputs(
+    ds: &Dataset,
+    ins: &Inputs,
+    parsed: &[Rule],
+    codes: &[Code],
+    ropts: &RecodeOptions,
+) -> Result<Outputs> {
+    let (other_code, other_var) = match ropts.other.as_deref() {
+        Some(o) => match other_cases(ds, ins, o)? {
+            OtherIs::Code(c) => (Some(c), None),
+            OtherIs::Input(i) => (None, Some(i)),
+        },
+        None => (None, None),
+    };
+    let missing_code = (ropts.missing.as_ref())
+        .map(|m| {
+            codec::parse_exact(m.trim()).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "the code for records with a missing input must be a number, not '{m}'"
+                ))
+            })
+        })
+        .transpose()?;
+    let dec = (codes.iter().chain(&other_code).chain(&missing_code))
+        .map(|c| c.1)
+        .chain(other_var.map(|i| ins.vars[i].decimals))
+        .max()
+        .unwrap_or(0);
+    if dec > 9 {
+        return Err(Error::Invalid(
+            "recode codes have at most 9 decimals".into(),
+        ));
+    }
+    let scaled = |(m, d): (i128, u32)| -> Result<i64> {
+        codec::rescale_exact(m, d, dec)
+            .filter(|&v| v != NA)
+            .ok_or_else(|| Error::Invalid(format!("code {m}e-{d} is too large")))
+    };
+    let codes: Vec<i64> = codes.iter().map(|&c| scaled(c)).collect::<Result<_>>()?;
+    let missing = missing_code.map(scaled).transpose()?;
+    if let Some(k) = missing.and_then(|m| codes.iter().position(|&c| c == m)) {
+        return Err(Error::Invalid(format!(
+            "the code for records with a missing input, {}, is also the code of rule {} '{}', whose records would count as missing; choose another code",
+            ropts.missing.as_deref().unwrap_or_default().trim(),
+            k + 1,
+            parsed[k].text
+        )));
+    }
+    let other = match (other_code, other_var) {
+        (Some(c), _) => Other::Code(scaled(c)?),
+        (None, Some(i)) => Other::Input(i, 10i64.pow(dec - ins.vars[i].decimals)),
+        _ => Other::Missing,
+    };
+    let fixed = codes.iter().chain(&missing).chain(match &other {
+        Other::Code(c) => Some(c),
+        _ => None,
+    });
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    for &c in fixed {
+        (lo, hi) = (lo.min(c as i128), hi.max(c as i128));
+    }
+    if let Other::Input(i, f) = other {
+        let v = &ins.vars[i];
+        let (a, b) = (
+            v.min.map_or(0, Number::as_i64) as i128 * f as i128,
+            v.max.map_or(0, Number::as_i64) as i128 * f as i128,
+        );
+        if a.abs() > i64::MAX as i128 || b.abs() > i64::MAX as i128 {
+            return Err(Error::Invalid(format!(
+                "other cases keep the value of {}, which does not fit with {dec} decimals",
+                v.name
+            )));
+        }
+        (lo, hi) = (lo.min(a), hi.max(b));
+    }
+    Ok(Outputs {
+        dec,
+        codes,
+        other,
+        missing,
+        lo,
+        hi,
+    })
 }
 
 /// `microtab recode DS NAME --from VARS RULES`: SDA's RECODE. Rules are
@@ -634,245 +836,37 @@ pub fn recode(
     let mut w = DatasetWriter::extend(dir)?;
     let ds = w.snapshot().expect("an extending writer");
     let name = &check_target(&ds, name, opts.replace)?;
-    if from.is_empty() || from.len() > 6 {
-        return Err(Error::Invalid(format!(
-            "a recode takes one to six input variables (--from), not {}",
-            from.len()
-        )));
-    }
-    let mut vars: Vec<Variable> = Vec::new();
-    for f in from {
-        let v = ds.variable(f)?;
-        if !vars.iter().any(|x| x.name == v.name) {
-            vars.push(v.clone());
-        }
-    }
-    let dicts: Vec<Vec<String>> = vars
-        .iter()
-        .map(|v| crate::physical::dict_of(&ds, v))
-        .collect::<Result<_>>()?;
-    let bad = |k: usize, text: &str, why: String| {
-        Error::Invalid(format!("bad recode rule {k} '{}': {why}", text.trim()))
-    };
-    let mut parsed: Vec<Rule> = Vec::new();
-    for (k, raw) in split_rules(rules)
-        .into_iter()
-        .filter(|r| !r.trim().is_empty())
-        .enumerate()
-    {
-        let k = k + 1;
-        let r = raw.trim();
-        let (body, label) = match r
-            .strip_suffix('"')
-            .and_then(|h| h.rfind('"').map(|q| (h, q)))
-        {
-            Some((h, q))
-                if !h[..q].trim().is_empty()
-                    && !h[..q].trim_end().ends_with(['(', ',', '=', '<', '>']) =>
-            {
-                (h[..q].trim(), Some(h[q + 1..].to_string()))
-            }
-            _ => (r, None),
-        };
-        // `CODE = condition`: a number before the first `=` (not `==`).
-        let mut code = None;
-        let mut cond = body;
-        if let Some(eq) = body.find('=') {
-            let left = body[..eq].trim();
-            if !body[eq + 1..].starts_with('=') {
-                if let Some(c) = codec::parse_exact(left) {
-                    code = Some(c);
-                    cond = body[eq + 1..].trim();
-                }
-            }
-        }
-        if cond.is_empty() {
-            return Err(bad(
-                k,
-                r,
-                "expected a condition (values, ranges or a filter)".into(),
-            ));
-        }
-        let mut terms = Vec::new();
-        let all = cond == "*";
-        if !all {
-            let filter = if vars.len() == 1 && !looks_like_filter(cond) {
-                format!("`{}`({cond})", vars[0].name)
-            } else {
-                compact_ops(cond)
-            };
-            let parsed_terms = parse_filter(&filter).map_err(|e| bad(k, r, e.to_string()))?;
-            for t in parsed_terms {
-                let v = ds.variable(&t.var).map_err(|e| bad(k, r, e.to_string()))?;
-                let Some(i) = vars.iter().position(|x| x.name == v.name) else {
-                    return Err(bad(
-                        k,
-                        r,
-                        format!(
-                            "{} is not one of the recode's input variables (--from {})",
-                            v.name,
-                            from.join(",")
-                        ),
-                    ));
-                };
-                crate::filter::check_text_values(&t, &vars[i], &[&dicts[i]])?;
-                let p = resolve(&t, &vars[i], &dicts[i]).map_err(|e| bad(k, r, e.to_string()))?;
-                terms.push((i, p));
-            }
-        }
-        parsed.push(Rule {
-            code,
-            terms,
-            label,
-            text: cond.to_string(),
-            all,
-        });
-    }
-    if parsed.is_empty() {
-        return Err(Error::Invalid(
-            "a recode needs at least one rule, as in '0-17 \"Child\"; 18-64 \"Adult\"; 65-* \"Senior\"'"
-                .into(),
-        ));
-    }
-    let with_codes = parsed.iter().filter(|r| r.code.is_some()).count();
-    if with_codes != 0 && with_codes != parsed.len() {
-        return Err(Error::Invalid(
-            "give every recode rule its code (CODE = condition) or none (codes 1, 2, 3 …)".into(),
-        ));
-    }
-    let codes: Vec<(i128, u32)> = parsed
-        .iter()
-        .enumerate()
-        .map(|(i, r)| r.code.unwrap_or((i as i128 + 1, 0)))
-        .collect();
-    // Other cases and the missing code.
-    let mut other_var = None;
-    let mut other_code = None;
-    if let Some(o) = &ropts.other {
-        if let Some(c) = codec::parse_exact(o.trim()) {
-            other_code = Some(c);
-        } else {
-            let v = ds.variable(o.trim())?;
-            let Some(i) = vars.iter().position(|x| x.name == v.name) else {
-                return Err(Error::Invalid(format!(
-                    "--other {o}: expected a code or one of the input variables (--from {})",
-                    from.join(",")
-                )));
-            };
-            if vars[i].kind != Kind::Int {
-                return Err(Error::Invalid(format!(
-                    "--other {}: other cases can keep the value of an integer or implied-decimal variable only",
-                    vars[i].name
-                )));
-            }
-            other_var = Some(i);
-        }
-    }
-    let missing_code = match &ropts.missing {
-        None => None,
-        Some(m) => Some(codec::parse_exact(m.trim()).ok_or_else(|| {
-            Error::Invalid(format!(
-                "--missing {m}: expected a number (the code for records with a missing input)"
-            ))
-        })?),
-    };
-    let dec = codes
-        .iter()
-        .chain(other_code.iter())
-        .chain(missing_code.iter())
-        .map(|c| c.1)
-        .chain(other_var.map(|i| vars[i].decimals))
-        .max()
-        .unwrap_or(0);
-    if dec > 9 {
-        return Err(Error::Invalid(
-            "recode codes have at most 9 decimals".into(),
-        ));
-    }
-    let scaled = |(m, d): (i128, u32)| -> Result<i64> {
-        codec::rescale_exact(m, d, dec)
-            .filter(|&v| v != NA)
-            .ok_or_else(|| Error::Invalid(format!("code {m}e-{d} is too large")))
-    };
-    let out_codes: Vec<i64> = codes.iter().map(|&c| scaled(c)).collect::<Result<_>>()?;
-    let missing = missing_code.map(scaled).transpose()?;
-    if let Some(m) = missing {
-        if let Some(k) = out_codes.iter().position(|&c| c == m) {
-            return Err(Error::Invalid(format!(
-                "--missing {}: rule {} '{}' gives that code too, and its records would count as missing; choose another code",
-                ropts.missing.as_deref().unwrap_or_default(),
-                k + 1,
-                parsed[k].text
-            )));
-        }
-    }
-    let other = match (other_code, other_var) {
-        (Some(c), _) => Other::Code(scaled(c)?),
-        (None, Some(i)) => Other::Input(i, 10i64.pow(dec - vars[i].decimals)),
-        _ => Other::Missing,
-    };
-    // The range of the outputs.
-    let mut lo = i128::MAX;
-    let mut hi = i128::MIN;
-    for &c in out_codes.iter().chain(missing.iter()) {
-        lo = lo.min(c as i128);
-        hi = hi.max(c as i128);
-    }
-    if let Other::Code(c) = other {
-        lo = lo.min(c as i128);
-        hi = hi.max(c as i128);
-    }
-    if let Other::Input(i, f) = other {
-        let (a, b) = (
-            vars[i].min.map_or(0, Number::as_i64) as i128 * f as i128,
-            vars[i].max.map_or(0, Number::as_i64) as i128 * f as i128,
-        );
-        if a.abs() > i64::MAX as i128 || b.abs() > i64::MAX as i128 {
-            return Err(Error::Invalid(format!(
-                "--other {}: its values do not fit with {dec} decimals",
-                vars[i].name
-            )));
-        }
-        lo = lo.min(a);
-        hi = hi.max(b);
-    }
-    let (inputs, nodes) = load_nodes(&ds, &vars);
+    let ins = Inputs::new(&ds, from)?;
+    let (parsed, codes) = parse_rules(&ds, &ins, rules)?;
+    let o = outputs(&ds, &ins, &parsed, &codes, ropts)?;
+    let (inputs, nodes) = load_nodes(&ds, &ins.vars);
     let can_miss = inputs
         .iter()
         .any(|i| i.var.nulls > 0 || !i.var.missing_codes.is_empty());
     let catch_all = parsed.iter().any(|r| r.all);
-    let na = (missing.is_none() && can_miss) || (matches!(other, Other::Missing) && !catch_all);
+    let na = (o.missing.is_none() && can_miss) || (matches!(o.other, Other::Missing) && !catch_all);
     let case = Case {
         inputs: nodes,
-        arms: parsed
-            .iter()
-            .zip(&out_codes)
+        arms: (parsed.iter().zip(&o.codes))
             .map(|(r, &c)| (r.terms.clone(), c))
             .collect(),
-        other,
-        missing: missing.unwrap_or(NA),
+        other: o.other,
+        missing: o.missing.unwrap_or(NA),
     };
-    let mut node = case_node(
-        case,
-        Ty::Int {
-            dec,
-            lo: lo.min(hi),
-            hi: hi.max(lo),
-        },
-        na,
-    );
+    let (dec, lo, hi) = (o.dec, o.lo.min(o.hi), o.hi.max(o.lo));
+    let mut node = case_node(case, Ty::Int { dec, lo, hi }, na);
     tabulate(&mut node, &inputs);
     let out = out_plan(&node.ty, true);
     check_labels(out, opts)?;
-    let input_bytes = vars.iter().map(|v| v.bytes).sum();
+    let input_bytes = ins.vars.iter().map(|v| v.bytes).sum();
     let (mut var, _) = write_column(&mut w, &ds, name, &inputs, &node, out)?;
     // Labels: each rule's (or its condition), the first for a code.
-    for (r, &c) in parsed.iter().zip(&out_codes) {
+    for (r, &c) in parsed.iter().zip(&o.codes) {
         let key = codec::display_int(dec, c);
         let label = r.label.clone().unwrap_or_else(|| r.text.clone());
         var.value_labels.entry(key).or_insert(label);
     }
-    if let Some(m) = missing {
+    if let Some(m) = o.missing {
         var.missing_codes = vec![m as f64];
     }
     publish(w, &ds, var, opts, input_bytes)

@@ -15,6 +15,7 @@
 //! ("3" would fall between "25" and "64"). Numbers must be finite: `nan`
 //! and `inf` are refused.
 
+use crate::lex::{is_quote, quoted, split, unquote, walk, Depth};
 use crate::{Error, Result};
 use microtab_store::{Kind, Variable};
 
@@ -66,122 +67,122 @@ fn err(text: &str, reason: impl Into<String>) -> Error {
     }
 }
 
+/// The comparison signs of filters and expressions, longer first (so that
+/// `<=` is not read as `<`).
+pub(crate) const CMP_SIGNS: [(&str, CmpOp); 8] = [
+    ("<=", CmpOp::Le),
+    (">=", CmpOp::Ge),
+    ("!=", CmpOp::Ne),
+    ("<>", CmpOp::Ne),
+    ("==", CmpOp::Eq),
+    ("<", CmpOp::Lt),
+    (">", CmpOp::Gt),
+    ("=", CmpOp::Eq),
+];
+
 /// Splits filter text into terms: whitespace separates terms except inside
 /// parentheses or quotes.
-fn split_terms(text: &str) -> Result<Vec<String>> {
-    let mut terms = Vec::new();
-    let mut cur = String::new();
-    let mut depth = 0i32;
-    let mut quote = false;
-    let mut tick = false;
-    for c in text.chars() {
-        match c {
-            '`' if !quote => {
-                tick = !tick;
-                cur.push(c);
+fn split_terms(text: &str) -> Result<Vec<&str>> {
+    let mut terms: Vec<&str> = Vec::new();
+    let (mut w, mut depth, mut start) = (walk(text), Depth::default(), 0);
+    for ch in w.by_ref() {
+        let top = depth.top(ch);
+        if depth.0 < 0 {
+            return Err(err(text, "unbalanced ')'"));
+        }
+        let cur = &text[start..ch.at];
+        // SDA separates terms by commas too: `year(2017-2020, 2022),
+        // migrate1(5)` — a comma after a term's closing parenthesis.
+        let comma = ch.c == ','
+            && (cur.ends_with(')')
+                || (cur.is_empty() && terms.last().is_some_and(|t| t.ends_with(')'))));
+        if top && (ch.c.is_whitespace() || comma) {
+            if !cur.is_empty() {
+                terms.push(cur);
             }
-            _ if tick => cur.push(c),
-            '"' => {
-                quote = !quote;
-                cur.push(c);
-            }
-            '(' if !quote => {
-                depth += 1;
-                cur.push(c);
-            }
-            ')' if !quote => {
-                depth -= 1;
-                if depth < 0 {
-                    return Err(err(text, "unbalanced ')'"));
-                }
-                cur.push(c);
-            }
-            c if c.is_whitespace() && !quote && depth == 0 => {
-                if !cur.is_empty() {
-                    terms.push(std::mem::take(&mut cur));
-                }
-            }
-            // SDA separates terms by commas too: `year(2017-2020, 2022),
-            // migrate1(5)` — a comma after a term's closing parenthesis.
-            ',' if !quote
-                && depth == 0
-                && (cur.ends_with(')')
-                    || (cur.is_empty() && terms.last().is_some_and(|t| t.ends_with(')')))) =>
-            {
-                if !cur.is_empty() {
-                    terms.push(std::mem::take(&mut cur));
-                }
-            }
-            c => cur.push(c),
+            start = ch.at + ch.c.len_utf8();
         }
     }
-    if quote {
-        return Err(err(text, "unterminated '\"'"));
+    if let Some(q) = w.quote {
+        return Err(err(text, format!("unterminated '{q}'")));
     }
-    if tick {
-        return Err(err(text, "unterminated '`'"));
-    }
-    if depth != 0 {
+    if depth.0 != 0 {
         return Err(err(text, "missing ')'"));
     }
-    if !cur.is_empty() {
-        terms.push(cur);
+    if start < text.len() {
+        terms.push(&text[start..]);
     }
     Ok(terms)
-}
-
-fn unquote(s: &str) -> String {
-    let t = s.trim();
-    if t.len() >= 2 && t.starts_with('"') && t.ends_with('"') {
-        t[1..t.len() - 1].to_string()
-    } else {
-        t.to_string()
-    }
 }
 
 fn is_name_char(c: char) -> bool {
     !matches!(c, '(' | ')' | '<' | '>' | '=' | '!' | '"' | ',') && !c.is_whitespace()
 }
 
-/// Splits a list item on its range dash: a `-` that is not the first
-/// character and does not directly follow another `-` (so `-5--1` is the
-/// range −5…−1).
+/// Splits a list item on its range dash: a `-` outside quotes that is not
+/// the first character and does not directly follow another `-` or an
+/// exponent's `e` (so `-5--1` is the range −5…−1).
 fn split_range(item: &str) -> Option<(&str, &str)> {
     let b = item.as_bytes();
-    let mut quote = false;
-    for i in 0..b.len() {
-        if b[i] == b'"' {
-            quote = !quote;
-        }
-        if !quote
-            && b[i] == b'-'
-            && i > 0
-            && b[i - 1] != b'-'
-            && b[i - 1] != b'e'
-            && b[i - 1] != b'E'
-        {
-            return Some((&item[..i], &item[i + 1..]));
-        }
-    }
-    None
+    walk(item)
+        .find(|ch| {
+            ch.out && ch.c == '-' && ch.at > 0 && !matches!(b[ch.at - 1], b'-' | b'e' | b'E')
+        })
+        .map(|ch| (&item[..ch.at], &item[ch.at + 1..]))
 }
 
-fn split_items(list: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote = false;
-    for c in list.chars() {
-        if c == '"' {
-            quote = !quote;
-        }
-        if c == ',' && !quote {
-            out.push(std::mem::take(&mut cur));
-        } else {
-            cur.push(c);
-        }
+/// A list item: a value, a range or `*`.
+fn item(t: &str, raw: &str) -> Result<Item> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(err(t, "empty value in list (expected e.g. RACE(1,3-5))"));
     }
-    out.push(cur);
-    out
+    // `*` alone: every value (the variable's missing values aside, as in
+    // any term), as in a recode's `*` rule.
+    if raw == "*" {
+        return Ok(Item::Range(None, None));
+    }
+    let Some((a, b)) = split_range(raw) else {
+        return Ok(Item::One(unquote(raw)));
+    };
+    let end = |s: &str| {
+        let s = s.trim();
+        if s == "*" {
+            Ok(None)
+        } else if s.is_empty() {
+            Err(err(t, format!("incomplete range '{raw}'")))
+        } else {
+            Ok(Some(unquote(s)))
+        }
+    };
+    Ok(Item::Range(end(a)?, end(b)?))
+}
+
+/// A term's condition: `(list)` or a comparison with a value.
+fn condition(t: &str, rest: &str) -> Result<Cond> {
+    if let Some(inner) = rest.strip_prefix('(') {
+        let Some(inner) = inner.strip_suffix(')') else {
+            return Err(err(t, "expected ')' at the end of the term"));
+        };
+        let items = split(inner, false, |c| c == ',');
+        return Ok(Cond::Set(
+            items
+                .into_iter()
+                .map(|raw| item(t, raw))
+                .collect::<Result<_>>()?,
+        ));
+    }
+    let Some((sym, op)) = CMP_SIGNS.iter().find(|(s, _)| rest.starts_with(s)) else {
+        return Err(err(
+            t,
+            "expected '(' or a comparison (<, <=, >, >=, =, !=) after the variable name",
+        ));
+    };
+    let v = rest[sym.len()..].trim();
+    if v.is_empty() {
+        return Err(err(t, format!("expected a value after '{sym}'")));
+    }
+    Ok(Cond::Cmp(*op, unquote(v)))
 }
 
 /// Parses filter text into terms (names are resolved later, against a dataset).
@@ -189,9 +190,9 @@ pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
     let mut out = Vec::new();
     for t in split_terms(text)? {
         let (name, rest) = match t.chars().next() {
-            Some(q @ ('"' | '`')) => match t[1..].find(q) {
-                Some(e) => (t[1..1 + e].to_string(), &t[2 + e..]),
-                None => return Err(err(&t, format!("unterminated '{q}' in the variable name"))),
+            Some(q) if is_quote(q) => match quoted(t) {
+                Some(found) => found,
+                None => return Err(err(t, format!("unterminated '{q}' in the variable name"))),
             },
             _ => {
                 let name_end = t.find(|c: char| !is_name_char(c)).unwrap_or(t.len());
@@ -200,72 +201,14 @@ pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
         };
         if name.is_empty() {
             return Err(err(
-                &t,
-                "expected a variable name, as in AGE(25-64) or INCTOT<9999999 (quote names with spaces: \"Body Mass (g)\"(3000-4000))",
+                t,
+                "expected a variable name, as in AGE(25-64) or INCTOT<9999999 (quote names with spaces: `Body Mass (g)`(3000-4000))",
             ));
         }
-        let cond = if let Some(inner) = rest.strip_prefix('(') {
-            let Some(inner) = inner.strip_suffix(')') else {
-                return Err(err(&t, "expected ')' at the end of the term"));
-            };
-            let mut items = Vec::new();
-            for raw in split_items(inner) {
-                let raw = raw.trim();
-                if raw.is_empty() {
-                    return Err(err(&t, "empty value in list (expected e.g. RACE(1,3-5))"));
-                }
-                // `*` alone: every value (the variable's missing values
-                // aside, as in any term), as in a recode's `*` rule.
-                let item = if raw == "*" {
-                    Item::Range(None, None)
-                } else {
-                    match split_range(raw) {
-                        Some((a, b)) => {
-                            let end = |s: &str| {
-                                let s = s.trim();
-                                if s == "*" {
-                                    Ok(None)
-                                } else if s.is_empty() {
-                                    Err(err(&t, format!("incomplete range '{raw}'")))
-                                } else {
-                                    Ok(Some(unquote(s)))
-                                }
-                            };
-                            Item::Range(end(a)?, end(b)?)
-                        }
-                        None => Item::One(unquote(raw)),
-                    }
-                };
-                items.push(item);
-            }
-            Cond::Set(items)
-        } else {
-            let ops = [
-                ("<=", CmpOp::Le),
-                (">=", CmpOp::Ge),
-                ("!=", CmpOp::Ne),
-                ("<>", CmpOp::Ne),
-                ("==", CmpOp::Eq),
-                ("<", CmpOp::Lt),
-                (">", CmpOp::Gt),
-                ("=", CmpOp::Eq),
-            ];
-            let Some((sym, op)) = ops.iter().find(|(s, _)| rest.starts_with(s)) else {
-                return Err(err(
-                    &t,
-                    "expected '(' or a comparison (<, <=, >, >=, =, !=) after the variable name",
-                ));
-            };
-            let v = rest[sym.len()..].trim();
-            if v.is_empty() {
-                return Err(err(&t, format!("expected a value after '{sym}'")));
-            }
-            Cond::Cmp(*op, unquote(v))
-        };
         out.push(Term {
             var: name,
-            cond,
-            text: t.clone(),
+            cond: condition(t, rest)?,
+            text: t.to_string(),
         });
     }
     Ok(out)
@@ -518,13 +461,10 @@ fn check_text_term(term: &Term, var: &Variable) -> Result<()> {
             .any(|i| matches!(i, Item::Range(..)) && *i != Item::Range(None, None)),
     };
     if ordered {
-        return Err(err(
-            &term.text,
-            format!(
-                "{} is a text variable: it takes values and lists of values ({}(a,b), {}=a, {}!=a), not ranges or < > comparisons, which would compare text rather than numbers; if its values are numbers, import it again with --type {}=int",
-                var.name, var.name, var.name, var.name, var.name
-            ),
-        ));
+        return Err(Error::TextOrder {
+            variable: var.name.clone(),
+            text: term.text.clone(),
+        });
     }
     Ok(())
 }
@@ -699,6 +639,39 @@ mod tests {
         // Numbers are not checked: an empty range is a question.
         let a = Variable::new("AGE", Kind::Int, microtab_store::PhysType::U8);
         assert!(check_text_values(&parse_filter("AGE(200)").unwrap()[0], &a, &[]).is_ok());
+    }
+
+    #[test]
+    fn names_and_values_quoted_as_the_lexer_says() {
+        let names = [
+            "Body Mass (g)",
+            "Flipper Length, mm",
+            "say \"hi\"",
+            "tick`name",
+            "a<b=c",
+        ];
+        for name in names {
+            let q = crate::lex::quote_name(name);
+            let t = parse_filter(&format!("{q}(1-5),{q}>=3 {q}(\"x, (y)\")")).unwrap();
+            assert_eq!(t.len(), 3, "{name}");
+            assert!(t.iter().all(|t| t.var == name), "{name}: {t:?}");
+            assert_eq!(t[1].cond, Cond::Cmp(CmpOp::Ge, "3".into()));
+            assert_eq!(t[2].cond, Cond::Set(vec![Item::One("x, (y)".into())]));
+        }
+        // Double quotes name a variable too, a quote in it doubled.
+        let t = parse_filter(r#""say ""hi"""(2) S="a ""b"" c""#).unwrap();
+        assert_eq!(t[0].var, "say \"hi\"");
+        assert_eq!(t[1].cond, Cond::Cmp(CmpOp::Eq, "a \"b\" c".into()));
+        // A range dash inside quotes is text.
+        let t = parse_filter(r#"S("a-b","c"-"d")"#).unwrap();
+        assert_eq!(
+            t[0].cond,
+            Cond::Set(vec![
+                Item::One("a-b".into()),
+                Item::Range(Some("c".into()), Some("d".into()))
+            ])
+        );
+        assert!(parse_filter("`open(1)").is_err());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! them.
 
 use crate::exec::MORSEL;
-use crate::expr::{filter_program, Vals};
+use crate::expr::filter_program;
+use crate::lex::{quoted, split};
 use crate::plan::key_category;
 use crate::value::null_category;
 use crate::{Category, Result, Term};
@@ -22,68 +23,54 @@ pub struct ListQuery {
     pub rows: Option<std::ops::Range<u64>>,
 }
 
-/// Rows evaluated at a time by the filter.
-const SUB: usize = 2048;
-
 /// The variables `q` lists (case-insensitive names resolved).
 pub fn list_vars(ds: &Dataset, q: &ListQuery) -> Result<Vec<Variable>> {
     q.vars.iter().map(|n| Ok(ds.variable(n)?.clone())).collect()
 }
 
-/// Splits a list of grouping arguments at commas (and, with `spaces`,
-/// whitespace) outside parentheses and double quotes, so that recodes
-/// (`AGE(r: 0-17; 18-64; 65-*)`), value lists (`RACE(1,3)`) and quoted
-/// names stay whole.
+/// Splits a list of names or grouping arguments at commas (and, with
+/// `spaces`, whitespace) outside parentheses and quotes ([`crate::lex`]),
+/// so that recodes (`AGE(r: 0-17; 18-64; 65-*)`), value lists
+/// (`RACE(1,3)`) and quoted names (`` `Body Mass (g)` ``) stay whole.
+/// Elements are trimmed; empty ones are dropped.
 pub fn split_list(s: &str, spaces: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let (mut depth, mut quote, mut cur) = (0i32, false, String::new());
-    for c in s.chars() {
-        match c {
-            '"' => quote = !quote,
-            '(' if !quote => depth += 1,
-            ')' if !quote => depth -= 1,
-            _ => {}
-        }
-        if !quote && depth == 0 && (c == ',' || (spaces && c.is_whitespace())) {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        } else {
-            cur.push(c);
-        }
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out.iter_mut().for_each(|x| *x = x.trim().to_string());
-    out.retain(|x| !x.is_empty());
-    out
+    split(s, true, |c| c == ',' || (spaces && c.is_whitespace()))
+        .into_iter()
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// Variable names from command-line arguments. An argument that names a
 /// variable of `ds` as it stands is kept whole, so names with spaces or
 /// commas (`Body Mass (g)`, from CSV headers) can be given as one argument;
-/// any other argument is split at commas and spaces outside double quotes
-/// ([`split_list`]), and a quoted name (`"Flipper Length, mm"`) loses its
-/// quotes.
+/// any other argument is split at commas and spaces outside quotes
+/// ([`split_list`]), and a quoted name (`"Flipper Length, mm"`,
+/// `` `Body Mass (g)` ``) loses its quotes.
 pub fn var_names(ds: &Dataset, args: &[String]) -> Vec<String> {
+    let unquoted = |t: String| match quoted(&t) {
+        Some((name, "")) if !name.is_empty() => name,
+        _ => t,
+    };
     args.iter()
-        .flat_map(|a| {
-            if ds.variable(a.trim()).is_ok() {
-                vec![a.trim().to_string()]
-            } else {
-                split_list(a, true)
-                    .into_iter()
-                    .map(
-                        |t| match t.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-                            Some(inner) if !inner.is_empty() => inner.to_string(),
-                            _ => t,
-                        },
-                    )
-                    .collect()
-            }
+        .flat_map(|a| match ds.variable(a.trim()) {
+            Ok(_) => vec![a.trim().to_string()],
+            Err(_) => split_list(a, true).into_iter().map(unquoted).collect(),
         })
         .collect()
+}
+
+/// One argument as a list of names or grouping arguments: the argument
+/// whole when it names one of `ds`'s variables as it stands (`Body Mass
+/// (g)`, `Flipper Length, mm`), else [`split_list`] of it (quotes kept,
+/// for [`crate::parse_dim`] to read).
+pub fn arg_list(ds: &Dataset, arg: &str, spaces: bool) -> Vec<String> {
+    if ds.variable(arg.trim()).is_ok() {
+        vec![arg.trim().to_string()]
+    } else {
+        split_list(arg, spaces)
+    }
 }
 
 /// A value of a view as a key (the stored integer, or a float's bits).
@@ -159,18 +146,8 @@ pub fn list_cases(
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let mut pass = vec![true; n];
         if let Some(p) = &filter {
-            for a in (0..n).step_by(SUB) {
-                let e = (a + SUB).min(n);
-                let sub: Vec<ColumnData<'_>> = fviews
-                    .iter()
-                    .map(|v| crate::derive::slice(v, a, e))
-                    .collect();
-                if let Vals::I(v) = p.root.eval(&p.inputs, &sub, e - a) {
-                    for (k, x) in v.iter().enumerate() {
-                        pass[a + k] = *x == 1;
-                    }
-                }
-            }
+            pass.fill(false);
+            p.each_pass(&fviews, n, |r| pass[r] = true);
         }
         for (i, p) in pass.iter_mut().enumerate() {
             let r = start + i;
@@ -198,4 +175,33 @@ pub fn list_cases(
         }
     }
     Ok(called)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_split_outside_quotes_and_parentheses() {
+        assert_eq!(
+            split_list(
+                r#"AGE SEX,"Body Mass (g)" `a, b` AGE(r: 1-2; 3-*) RACE(1,3)"#,
+                true
+            ),
+            [
+                "AGE",
+                "SEX",
+                "\"Body Mass (g)\"",
+                "`a, b`",
+                "AGE(r: 1-2; 3-*)",
+                "RACE(1,3)"
+            ]
+        );
+        assert_eq!(split_list("a b, c", false), ["a b", "c"]);
+        assert_eq!(
+            split_list(r#""say ""hi"", x",y"#, false),
+            [r#""say ""hi"", x""#, "y"]
+        );
+        assert!(split_list(" , ", true).is_empty());
+    }
 }

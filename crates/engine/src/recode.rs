@@ -6,6 +6,7 @@
 //! built once per query: a recoded query scans as the raw one does.
 
 use crate::filter::{parse_filter, resolve, Predicate, Term};
+use crate::lex::{is_quote, quote_name, quoted, split, trailing_label};
 use crate::plan::{is_missing, DimMap, DimPlan, TRASH};
 use crate::value::Category;
 use crate::{Error, Result, Value};
@@ -33,25 +34,10 @@ pub struct Group {
     pub text: String,
 }
 
-/// Splits `s` at `sep` outside double quotes.
-fn split_outside_quotes(s: &str, sep: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut quote, mut start) = (false, 0);
-    for (i, c) in s.char_indices() {
-        if c == '"' {
-            quote = !quote;
-        } else if c == sep && !quote {
-            out.push(&s[start..i]);
-            start = i + c.len_utf8();
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
 /// Parses a grouping argument: `NAME`, `NAME(items)` or `NAME(r: items
-/// ["label"]; …)`; a name with spaces or parentheses is quoted
-/// (`"Body Mass (g)"(r: 0-3000; 3001-*)`). A caller holding the dataset
+/// ["label"]; …)`; a name with spaces or parentheses is quoted as
+/// [`crate::lex`] says (`` `Body Mass (g)`(r: 0-3000; 3001-*) `` or
+/// `"Body Mass (g)"(r: 0-3000; 3001-*)`). A caller holding the dataset
 /// takes an argument that is a variable's whole name as that variable
 /// first ([`parse_dim_in`]).
 pub fn parse_dim(spec: &str) -> Result<DimSpec> {
@@ -61,9 +47,9 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         recode: None,
         valid: None,
     };
-    let (name, rest) = match s.strip_prefix('"') {
-        Some(q) => match q.find('"') {
-            Some(e) => (q[..e].to_string(), q[e + 1..].trim()),
+    let (name, rest) = match s.chars().next().filter(|&c| is_quote(c)) {
+        Some(_) => match quoted(s) {
+            Some((name, rest)) => (name, rest.trim()),
             None => return Ok(plain(s)),
         },
         None => match s.find('(').filter(|_| s.ends_with(')')) {
@@ -78,13 +64,13 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         return Ok(plain(s));
     };
     let inner = inner.trim();
-    let quoted = format!("\"{name}\"");
+    let qname = quote_name(&name);
     let bad = |reason: String| Error::Invalid(format!("bad grouping argument '{spec}': {reason}"));
     if name.is_empty() {
         return Err(bad("expected a variable name before '('".into()));
     }
     let one_term = |items: &str| -> Result<Term> {
-        let mut terms = parse_filter(&format!("{quoted}({items})")).map_err(|e| match e {
+        let mut terms = parse_filter(&format!("{qname}({items})")).map_err(|e| match e {
             Error::Filter { reason, .. } => bad(format!("{reason} (in '{items}')")),
             e => e,
         })?;
@@ -108,23 +94,16 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         });
     };
     let mut groups = Vec::new();
-    for g in split_outside_quotes(rules, ';') {
+    for g in split(rules, false, |c| c == ';') {
         let g = g.trim();
         if g.is_empty() {
             continue;
         }
         // A trailing quoted label — not a quoted value closing the list
         // (`"New York"`, `Ohio,"New York"`), as in `recode`'s rules.
-        let (items, label) = match g
-            .strip_suffix('"')
-            .and_then(|h| h.rfind('"').map(|q| (h, q)))
-        {
-            Some((h, q))
-                if !h[..q].trim().is_empty() && !h[..q].trim_end().ends_with([',', '-']) =>
-            {
-                (h[..q].trim(), Some(h[q + 1..].to_string()))
-            }
-            _ => (g, None),
+        let (items, label) = match trailing_label(g, &[',', '-']) {
+            Some((items, label)) => (items, Some(label)),
+            None => (g, None),
         };
         if items.is_empty() {
             return Err(bad(format!(
@@ -402,6 +381,23 @@ mod tests {
             ("\"Utah\"", None)
         );
         assert_eq!(g[2].label.as_deref(), Some("lab"));
+        // A name quoted either way, with commas, parentheses and quotes.
+        for spec in [
+            "`Body Mass, (g) \"x\"`(r: 0-3000 \"light\"; 3001-*)",
+            r#""Body Mass, (g) ""x"""(r: 0-3000 "light"; 3001-*)"#,
+        ] {
+            let d = parse_dim(spec).unwrap();
+            assert_eq!(d.name, "Body Mass, (g) \"x\"", "{spec}");
+            let g = d.recode.unwrap();
+            assert_eq!(g[0].label.as_deref(), Some("light"));
+            assert_eq!(g[0].term.var, d.name);
+        }
+        let d = parse_dim("`a(b)`(1,3)").unwrap();
+        assert_eq!(
+            (d.name.as_str(), d.valid.unwrap().var.as_str()),
+            ("a(b)", "a(b)")
+        );
+        assert_eq!(parse_dim("`x y`").unwrap().name, "x y");
         // `*` alone: every value, for numbers and text alike.
         let d = parse_dim(r#"W(r: "Full-Time","Part-Time" "working"; *)"#).unwrap();
         let g = d.recode.unwrap();

@@ -4,11 +4,12 @@
 //! have), published atomically as an import is.
 
 use crate::exec::MORSEL;
-use crate::expr::{filter_program, Vals};
+use crate::expr::filter_program;
 use crate::{Error, Result, Term};
 use microtab_store::{
     Column, ColumnData, ColumnWriter, Dataset, DatasetWriter, Design, Kind, Number, Variable,
 };
+use microtab_store::{Remedied, Remedy};
 use std::path::Path;
 
 /// What was written.
@@ -18,13 +19,15 @@ pub struct SubsetReport {
     pub rows: u64,
     /// Variables written.
     pub vars: Vec<String>,
-    /// The design carried over, if any, and why one was not.
+    /// The design carried over, if any.
     pub design: Option<Design>,
-    /// Why the source's design was not carried over (if it had one).
+    /// Why the source's design was not carried over (if it had one), as
+    /// text.
     pub design_note: Option<String>,
+    /// Why the source's design was not carried over, as facts (with the
+    /// option that would help: [`Remedied`]).
+    pub design_dropped: Option<DesignDropped>,
 }
-
-const SUB: usize = 2048;
 
 /// The rows that pass `filter` (all rows for no terms): a bitmap, bit
 /// `r % 64` of word `r / 64` set for row `r`, and how many are set. A
@@ -53,22 +56,11 @@ pub fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
             .zip(bufs.iter_mut())
             .map(|(c, b)| c.rows_view(start, n, b))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        for a in (0..n).step_by(SUB) {
-            let e = (a + SUB).min(n);
-            let sub: Vec<ColumnData<'_>> = views
-                .iter()
-                .map(|v| crate::derive::slice(v, a, e))
-                .collect();
-            if let Vals::I(v) = p.root.eval(&p.inputs, &sub, e - a) {
-                for (k, x) in v.iter().enumerate() {
-                    if *x == 1 {
-                        let r = start + a + k;
-                        bits[r / 64] |= 1 << (r % 64);
-                        kept += 1;
-                    }
-                }
-            }
-        }
+        p.each_pass(&views, n, |k| {
+            let r = start + k;
+            bits[r / 64] |= 1 << (r % 64);
+            kept += 1;
+        });
     }
     Ok((bits, kept))
 }
@@ -139,29 +131,11 @@ fn copy_column(
                 w.append(&g)?;
             }};
         }
-        match view {
-            ColumnData::U8(v) => ints!(v),
-            ColumnData::I8(v) => ints!(v),
-            ColumnData::U16(v) => ints!(v),
-            ColumnData::I16(v) => ints!(v),
-            ColumnData::U32(v) => ints!(v),
-            ColumnData::I32(v) => ints!(v),
-            ColumnData::I64(v) => ints!(v),
-            ColumnData::F32(v) => {
-                let g = gather!(v, bits, start);
+        macro_rules! floats {
+            ($v:expr) => {{
+                let g = gather!($v, bits, start);
                 for &x in &g {
-                    if x.is_nan() {
-                        nulls += 1;
-                    } else {
-                        flo = flo.min(x as f64);
-                        fhi = fhi.max(x as f64);
-                    }
-                }
-                w.append(&g)?;
-            }
-            ColumnData::F64(v) => {
-                let g = gather!(v, bits, start);
-                for &x in &g {
+                    let x = x as f64;
                     if x.is_nan() {
                         nulls += 1;
                     } else {
@@ -170,7 +144,18 @@ fn copy_column(
                     }
                 }
                 w.append(&g)?;
-            }
+            }};
+        }
+        match view {
+            ColumnData::F32(v) => floats!(v),
+            ColumnData::F64(v) => floats!(v),
+            ColumnData::U8(v) => ints!(v),
+            ColumnData::I8(v) => ints!(v),
+            ColumnData::U16(v) => ints!(v),
+            ColumnData::I16(v) => ints!(v),
+            ColumnData::U32(v) => ints!(v),
+            ColumnData::I32(v) => ints!(v),
+            ColumnData::I64(v) => ints!(v),
         }
     }
     Ok(if var.kind == Kind::Float {
@@ -326,7 +311,10 @@ fn write_selected(
         w.add_variable(fin);
     }
     let names: Vec<String> = chosen.iter().map(|v| v.name.clone()).collect();
-    let (design, note) = carried_design(ds, &names, kept);
+    let (design, dropped) = match design_carried(ds, &names, kept) {
+        Ok(d) => (d, None),
+        Err(why) => (None, Some(why)),
+    };
     if let Some(d) = &design {
         w.set_design(d.clone());
     }
@@ -335,43 +323,84 @@ fn write_selected(
         rows: kept,
         vars: names,
         design,
-        design_note: note,
+        design_note: dropped.as_ref().map(ToString::to_string),
+        design_dropped: dropped,
     })
 }
 
+/// Why a source's survey design is not carried over to a copy of some of
+/// its records or variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DesignDropped {
+    /// The copy lacks these of the design's variables.
+    Lacks(Vec<String>),
+    /// A Taylor design, and the copy holds only some of the records: the
+    /// design's strata and PSUs describe the whole sample.
+    TaylorPart,
+}
+
+impl std::fmt::Display for DesignDropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DesignDropped::Lacks(names) => write!(
+                f,
+                "the survey design is not carried over: the subset lacks {}",
+                names.join(", ")
+            ),
+            DesignDropped::TaylorPart => f.write_str(
+                "the Taylor design is not carried over: its strata and PSUs describe the whole sample, and a subset's standard errors for a domain need them (a filter on the full dataset gives them)",
+            ),
+        }
+    }
+}
+
+impl Remedied for DesignDropped {
+    fn remedy(&self) -> Option<Remedy> {
+        match self {
+            DesignDropped::TaylorPart => Some(Remedy::Filter),
+            DesignDropped::Lacks(_) => None,
+        }
+    }
+}
+
 /// The source's survey design as it applies to a copy of `names` holding
-/// `kept` of its records, and why it does not when it does not: a
+/// `kept` of its records (`None`: it has none), or why it does not: a
 /// replicate design needs all its weights (it gives a domain's SEs like
 /// the full sample with a filter), a Taylor design also every record (its
 /// strata and PSUs describe the whole sample).
+pub fn design_carried(
+    ds: &Dataset,
+    names: &[String],
+    kept: u64,
+) -> std::result::Result<Option<Design>, DesignDropped> {
+    let Some(d) = &ds.manifest().design else {
+        return Ok(None);
+    };
+    let missing: Vec<String> = d
+        .variables()
+        .into_iter()
+        .filter(|n| !names.iter().any(|m| m.eq_ignore_ascii_case(n)))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        Err(DesignDropped::Lacks(missing))
+    } else if d.taylor.is_some() && kept != ds.rows() {
+        Err(DesignDropped::TaylorPart)
+    } else {
+        Ok(Some(d.clone()))
+    }
+}
+
+/// [`design_carried`], the reason as text: the design carried over, or
+/// why it is not.
 pub fn carried_design(
     ds: &Dataset,
     names: &[String],
     kept: u64,
 ) -> (Option<Design>, Option<String>) {
-    let Some(d) = &ds.manifest().design else {
-        return (None, None);
-    };
-    let missing: Vec<&str> = d
-        .variables()
-        .into_iter()
-        .filter(|n| !names.iter().any(|m| m.eq_ignore_ascii_case(n)))
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
-        (
-            None,
-            Some(format!(
-                "the survey design is not carried over: the subset lacks {}",
-                missing.join(", ")
-            )),
-        )
-    } else if d.taylor.is_some() && kept != ds.rows() {
-        (None, Some(
-            "the Taylor design is not carried over: its strata and PSUs describe the whole sample, and a subset's standard errors for a domain need them (query the full dataset with --filter instead)"
-                .into(),
-        ))
-    } else {
-        (Some(d.clone()), None)
+    match design_carried(ds, names, kept) {
+        Ok(d) => (d, None),
+        Err(why) => (None, Some(why.to_string())),
     }
 }

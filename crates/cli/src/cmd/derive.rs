@@ -29,8 +29,9 @@ pub struct RecodeArgs {
     dataset: PathBuf,
     /// Name of the new variable.
     name: String,
-    /// Input variables (one to six, comma-separated or repeated).
-    #[arg(long, required = true, value_delimiter = ',', value_name = "VAR")]
+    /// Input variables (one to six, comma-separated or repeated; a name
+    /// with commas whole, or quoted).
+    #[arg(long, required = true, value_name = "VAR")]
     from: Vec<String>,
     /// Rules, separated by `;` or newlines: `[CODE =] CONDITION ["label"]`,
     /// e.g. `0-17 "Child"; 18-64 "Adult"; 65-* "Senior"` or

@@ -52,6 +52,24 @@ pub enum Error {
         /// What it was for.
         what: String,
     },
+    /// A filter, recode or expression gives a text variable a range or an
+    /// order comparison, which would compare text, not numbers (a column
+    /// of numbers imported as text).
+    #[error("bad filter '{text}': {variable} is a text variable: it takes values and lists of values ({variable}(a,b), {variable}=a, {variable}!=a), not ranges or < > comparisons, which would compare text rather than numbers")]
+    TextOrder {
+        /// The variable.
+        variable: String,
+        /// The term as given.
+        text: String,
+    },
+    /// A new variable would take the name of one the dataset has.
+    #[error("{} already has a variable {variable}", .dataset.display())]
+    Exists {
+        /// The dataset.
+        dataset: std::path::PathBuf,
+        /// The variable, as the dataset spells it.
+        variable: String,
+    },
     /// A filter, recode or expression names a value of a text variable
     /// that none of its records has (values are matched exactly: case and
     /// spaces count).
@@ -116,6 +134,11 @@ impl Remedied for Error {
     fn remedy(&self) -> Option<Remedy> {
         match self {
             Error::TooManyCells { cells, .. } => Some(Remedy::MaxCells { cells: *cells }),
+            Error::TextOrder { variable, .. } => Some(Remedy::ColumnType {
+                variable: Some(variable.clone()),
+                kind: microtab_store::ColumnKind::Int,
+            }),
+            Error::Exists { .. } => Some(Remedy::Replace),
             _ => None,
         }
     }
