@@ -1,6 +1,10 @@
 //! Import errors: each names the file and, where it applies, the line or
-//! record, the column or variable, and what was expected.
+//! record, the column or variable, and what was expected; those that an
+//! option would avoid carry it as [`Hint`]s (facts only: each front end
+//! spells the option).
 
+use crate::note::Hint;
+use microtab_store::{Remedied, Remedy};
 use std::path::PathBuf;
 
 /// Why an import failed.
@@ -22,6 +26,8 @@ pub enum Error {
         expected: String,
         /// The offending text (shortened).
         found: String,
+        /// Options that would read it.
+        hints: Vec<Hint>,
     },
     /// A record with the wrong number of fields.
     #[error("{path}: line {line}: expected {expected} fields as in the header, found {found}")]
@@ -44,6 +50,8 @@ pub enum Error {
         line: u64,
         /// What is wrong.
         reason: String,
+        /// Options that would read it.
+        hints: Vec<Hint>,
     },
     /// A problem with the header line or the options.
     #[error("{path}: {reason}")]
@@ -152,54 +160,23 @@ pub enum Error {
     Store(#[from] microtab_store::Error),
 }
 
-/// An error found by a parser thread, before the file path is attached.
-#[derive(Debug)]
-pub(crate) enum RowError {
-    Value {
-        line: u64,
-        column: usize,
-        expected: String,
-        found: String,
-    },
-    Ragged {
-        line: u64,
-        found: usize,
-    },
-    Syntax {
-        line: u64,
-        reason: String,
-    },
+impl Error {
+    /// The options that would avoid the error (none for most).
+    pub fn hints(&self) -> Vec<Hint> {
+        match self {
+            Error::Value { hints, .. } | Error::Syntax { hints, .. } => hints.clone(),
+            Error::RecordTypeChoice { .. } => vec![Hint::new(
+                Remedy::RecordType,
+                "chooses the records that become rows",
+            )],
+            _ => Vec::new(),
+        }
+    }
 }
 
-impl RowError {
-    pub(crate) fn into_error(self, path: &std::path::Path, names: &[String]) -> Error {
-        let path = path.to_path_buf();
-        match self {
-            RowError::Value {
-                line,
-                column,
-                expected,
-                found,
-            } => {
-                let name = names.get(column).cloned().unwrap_or_default();
-                Error::Value {
-                    path,
-                    line,
-                    column: column + 1,
-                    // Remedies name the column.
-                    expected: expected.replace("--type NAME=", &format!("--type {name}=")),
-                    name,
-                    found,
-                }
-            }
-            RowError::Ragged { line, found } => Error::Ragged {
-                path,
-                line,
-                expected: names.len(),
-                found,
-            },
-            RowError::Syntax { line, reason } => Error::Syntax { path, line, reason },
-        }
+impl Remedied for Error {
+    fn remedy(&self) -> Option<Remedy> {
+        self.hints().into_iter().next().map(|h| h.remedy)
     }
 }
 

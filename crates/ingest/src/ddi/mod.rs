@@ -25,6 +25,10 @@
 //! vocabulary, whose element handlers share the parser's stack and
 //! positions for their error messages.
 
+mod describe;
+
+pub(crate) use describe::describe;
+
 use crate::{Error, Result};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
@@ -174,7 +178,7 @@ struct CatBuilder {
 impl Codebook {
     /// Reads and parses the codebook at `path`.
     pub fn read(path: &Path) -> Result<Codebook> {
-        let bytes = std::fs::read(path).map_err(|e| crate::source::io_err(path, e))?;
+        let bytes = std::fs::read(path).map_err(|e| crate::core::source::io_err(path, e))?;
         let text = match String::from_utf8(bytes) {
             Ok(t) => t,
             Err(e) => {

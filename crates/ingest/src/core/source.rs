@@ -276,3 +276,8 @@ mod tests {
         assert_eq!(out, b"\x1fabc");
     }
 }
+
+/// Counts newline bytes (physical lines) in `buf`.
+pub(crate) fn count_lines(buf: &[u8]) -> u64 {
+    buf.iter().filter(|&&b| b == b'\n').count() as u64
+}

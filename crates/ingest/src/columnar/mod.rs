@@ -7,8 +7,10 @@
 //! [`finish`](ColumnarImport::finish). Dropping it unfinished leaves the
 //! target as it was.
 
-use crate::parse::{ColBuf, NULL_I64};
-use crate::sink::Sink;
+use crate::core::column::{ColBuf, NULL_I64};
+use crate::core::dataset::create_dataset;
+use crate::core::sink::Sink;
+use crate::note::Note;
 use crate::{Error, ImportSummary, Result};
 use microtab_store::{DatasetWriter, Design, Variable};
 use std::path::{Path, PathBuf};
@@ -69,16 +71,14 @@ impl ColumnarImport {
                 });
             }
         }
-        let io = crate::csv::io_for_columns(&microtab_io::IoConfig::default(), names.len());
-        let mut ds = DatasetWriter::create_with(target, force, io)?;
-        ds.set_packing(!plain);
-        ds.set_transient_files(names.len() > crate::csv::TRANSIENT_COLUMNS);
-        ds.set_source(
-            &input
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        );
+        let ds = create_dataset(
+            input,
+            target,
+            force,
+            &microtab_io::IoConfig::default(),
+            names.len(),
+            plain,
+        )?;
         Ok(ColumnarImport {
             ds,
             sinks: names
@@ -228,14 +228,15 @@ impl ColumnarImport {
         codebook: Option<&crate::Codebook>,
         mut describe: impl FnMut(&mut Variable, &[String]) -> Result<()>,
         design: Option<Design>,
-        mut notes: Vec<String>,
+        notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
+        let mut notes: Vec<Note> = notes.into_iter().map(Into::into).collect();
         let mut bytes_out = 0;
         let nvars = self.sinks.len();
         for sink in std::mem::take(&mut self.sinks) {
             let (mut var, dict) = sink.finish(&mut self.ds)?;
             if let Some(dv) = codebook.and_then(|cb| cb.variable(&var.name)) {
-                crate::fixed::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
+                crate::ddi::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
             }
             describe(&mut var, &dict)?;
             bytes_out += var.bytes;
@@ -258,7 +259,7 @@ impl ColumnarImport {
             if weight_ok && reps_ok {
                 self.ds.set_design(d);
             } else {
-                notes.push("the survey design in the file does not fit its columns (a text weight, or replicate weights with missing values): not set".into());
+                notes.push(Note::from("the survey design in the file does not fit its columns (a text weight, or replicate weights with missing values): not set"));
             }
         }
         let path = self.ds.commit(self.rows)?;
