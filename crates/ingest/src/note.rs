@@ -2,7 +2,7 @@
 //! input was read, and the hints that errors and notes carry. Both state
 //! facts; the option that would change the outcome is a
 //! [`Remedy`](microtab_store::Remedy), which each front end spells itself
-//! (`--type ZIP=string` in the CLI, `types={"ZIP": "string"}` in Python).
+//! (a flag in the CLI, `types={"ZIP": "string"}` in Python).
 
 use microtab_store::{ColumnKind, Remedied, Remedy};
 
@@ -50,9 +50,8 @@ impl Hint {
         self
     }
 
-    /// The hints as one clause, each option spelled by `spell`:
-    /// `"--infer-rows all samples every record, or --type Q=string imports
-    /// the column as text"`.
+    /// The hints as one clause, each option spelled by `spell` and
+    /// followed by what it does, the alternatives joined by ", or ".
     pub fn join(hints: &[Hint], spell: impl Fn(&Remedy) -> String) -> String {
         hints
             .iter()
@@ -118,5 +117,54 @@ impl std::fmt::Display for Note {
 impl Remedied for Note {
     fn remedy(&self) -> Option<Remedy> {
         self.hint.as_ref().map(|h| h.remedy.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_ends_spell_the_option() {
+        let n = Note::hinted(
+            "column ZIP is read as text",
+            Remedy::ColumnType {
+                variable: Some("ZIP".into()),
+                kind: ColumnKind::Int,
+            },
+            "reads them as numbers",
+        );
+        assert_eq!(n.to_string(), "column ZIP is read as text");
+        let flag = |r: &Remedy| match r {
+            Remedy::ColumnType {
+                variable: Some(v),
+                kind,
+            } => format!("--type {v}={}", kind.word()),
+            _ => "?".into(),
+        };
+        assert_eq!(
+            n.word(flag),
+            "column ZIP is read as text; --type ZIP=int reads them as numbers"
+        );
+        let hints = [
+            Hint::new(Remedy::InferAllRows, "samples every record"),
+            Hint::column_type(ColumnKind::String, "imports the column as text").for_column("Q"),
+        ];
+        let kw = |r: &Remedy| match r {
+            Remedy::InferAllRows => "infer_rows=\"all\"".to_string(),
+            Remedy::ColumnType { variable, kind } => {
+                format!(
+                    "types={{\"{}\": \"{}\"}}",
+                    variable.as_deref().unwrap(),
+                    kind.word()
+                )
+            }
+            _ => "?".into(),
+        };
+        assert_eq!(
+            Hint::join(&hints, kw),
+            "infer_rows=\"all\" samples every record, or types={\"Q\": \"string\"} imports the column as text"
+        );
+        assert_eq!(n.remedy(), Some(n.hint.unwrap().remedy));
     }
 }

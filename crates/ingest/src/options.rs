@@ -1,8 +1,8 @@
 //! The import options: one type for every format and front end, and the
-//! words each option accepts. The CLI (`--encoding latin_1`) and Python
-//! (`encoding="latin_1"`) both parse a user's words with the [`FromStr`]
-//! implementations here, so they accept the same words (listed in
-//! docs/CLI.md).
+//! words each option accepts. The CLI's flags and Python's keywords both
+//! parse a user's words (`latin_1`, `integer`, `all` …) with the
+//! [`FromStr`] implementations here, so they accept the same words
+//! (listed in docs/CLI.md).
 
 use crate::core::pipeline::Progress;
 use crate::Codebook;
@@ -268,6 +268,14 @@ impl ImportOptions {
         Ok(())
     }
 
+    /// The user-missing codes given for column `name`.
+    pub(crate) fn missing_of(&self, name: &str) -> Option<&[String]> {
+        self.missing
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, c)| c.as_slice())
+    }
+
     /// The codebook with what [`keep_niu`](Self::keep_niu) asks of it.
     pub(crate) fn codebook_used<'a>(&self, cb: &'a Codebook) -> std::borrow::Cow<'a, Codebook> {
         if self.keep_niu {
@@ -277,5 +285,57 @@ impl ImportOptions {
         } else {
             std::borrow::Cow::Borrowed(cb)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_each_option_takes() {
+        for w in ["utf-8", "UTF8", "utf_8"] {
+            assert_eq!(w.parse::<Encoding>(), Ok(Encoding::Utf8), "{w}");
+        }
+        for w in ["latin1", "latin_1", "Latin-1", "ISO-8859-1", "iso8859_1"] {
+            assert_eq!(w.parse::<Encoding>(), Ok(Encoding::Latin1), "{w}");
+        }
+        for w in ["windows-1252", "cp1252", "WIN1252", "windows_1252"] {
+            assert_eq!(w.parse::<Encoding>(), Ok(Encoding::Windows1252), "{w}");
+        }
+        assert_eq!(
+            "ebcdic".parse::<Encoding>().unwrap_err().to_string(),
+            "expected utf-8, latin1 or windows-1252, got 'ebcdic'"
+        );
+        for (w, t) in [
+            ("int", TypeHint::Int),
+            ("Integer", TypeHint::Int),
+            ("float", TypeHint::Float),
+            ("DOUBLE", TypeHint::Float),
+            ("string", TypeHint::String),
+            ("str", TypeHint::String),
+            ("text", TypeHint::String),
+        ] {
+            assert_eq!(w.parse::<TypeHint>(), Ok(t), "{w}");
+        }
+        assert!("decimal".parse::<TypeHint>().is_err());
+        assert_eq!("all".parse::<InferRows>(), Ok(InferRows::ALL));
+        assert_eq!("ALL".parse::<InferRows>(), Ok(InferRows(u64::MAX)));
+        assert_eq!("1000".parse::<InferRows>(), Ok(InferRows(1000)));
+        for w in ["0", "-5", "many", ""] {
+            assert!(w.parse::<InferRows>().is_err(), "{w}");
+        }
+        assert_eq!("tab".parse::<Delimiter>(), Ok(Delimiter(b'\t')));
+        assert_eq!("\t".parse::<Delimiter>(), Ok(Delimiter(b'\t')));
+        assert_eq!(";".parse::<Delimiter>(), Ok(Delimiter(b';')));
+        for w in ["\"", "ab", "\n", "é"] {
+            assert!(w.parse::<Delimiter>().is_err(), "{w:?}");
+        }
+        let mut o = ImportOptions::default();
+        assert!(o.add_missing("X", Vec::new()).is_err());
+        o.add_missing("X", vec!["9".into()]).unwrap();
+        o.add_type("ZIP", "TEXT").unwrap();
+        assert_eq!(o.missing_of("x"), Some(&["9".to_string()][..]));
+        assert_eq!(o.types, vec![("ZIP".to_string(), TypeHint::String)]);
     }
 }

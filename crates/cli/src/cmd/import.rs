@@ -323,7 +323,7 @@ fn run_fixed(a: Args) -> Result<()> {
     let ddi = a.ddi.as_ref().expect("checked by caller");
     let cb = Codebook::read(ddi)?;
     for w in &cb.warnings {
-        eprintln!("warning: {}: {w}", ddi.display());
+        eprintln!("warning: {}: {}", ddi.display(), w.word(flag));
     }
     let mut opts = options(&a)?;
     opts.codebook = Some(cb);

@@ -243,7 +243,7 @@ impl ColumnarImport {
             self.ds.add_variable(var);
         }
         if let Some(d) = design {
-            // The checks `microtab design` makes: a numeric weight, and
+            // The checks the CLI's design command makes: a numeric weight, and
             // replicate weights present for every record.
             let var = |n: &str| self.ds.variables().find(|v| v.name.eq_ignore_ascii_case(n));
             let weight_ok = var(&d.weight).is_some_and(|v| v.kind != microtab_store::Kind::String);

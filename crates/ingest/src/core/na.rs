@@ -68,7 +68,7 @@ impl NaSet {
         !self.text_tokens.is_empty() && self.text_tokens.iter().any(|t| t == s)
     }
 
-    /// Whether a token looks like a number (`--na -99`): then numbers read
+    /// Whether a token looks like a number (`-99`): then numbers read
     /// by the one-pass parser are checked against the tokens too.
     pub fn has_numbers(&self) -> bool {
         self.tokens.iter().any(|t| parse_decimal(t).is_some())

@@ -421,11 +421,7 @@ pub fn import_csv(
         if let Some(dv) = codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
             crate::ddi::describe(&mut var, dv, &dict, &ds, rows, &mut notes)?;
         }
-        if let Some((_, codes)) = opts
-            .missing
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(&names[i]))
-        {
+        if let Some(codes) = opts.missing_of(&names[i]) {
             add_missing_codes(&mut var, &dict, codes, &na, input, &mut notes)?;
         }
         bytes_out += var.bytes;

@@ -155,11 +155,7 @@ pub fn import_fixed(
             rows,
             &mut notes,
         )?;
-        if let Some((_, codes)) = opts
-            .missing
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(&slot.name))
-        {
+        if let Some(codes) = opts.missing_of(&slot.name) {
             add_missing_codes(&mut var, &dict, codes, &no_na, data, &mut notes)?;
         }
         bytes_out += var.bytes;
