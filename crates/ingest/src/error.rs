@@ -7,6 +7,9 @@ use crate::note::Hint;
 use microtab_store::{Remedied, Remedy};
 use std::path::PathBuf;
 
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
 /// Why an import failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -66,7 +66,7 @@ pub use crate::core::pipeline::{ImportSummary, Progress};
 pub use columnar::{Chunk, ColumnarImport};
 pub use csv::import_csv;
 pub use ddi::Codebook;
-pub use error::Error;
+pub use error::{Error, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
@@ -77,9 +77,6 @@ pub type CsvOptions = ImportOptions;
 /// The options of a fixed-width import (the one options type of every
 /// format).
 pub type FixedOptions = ImportOptions;
-
-/// Result alias for this crate.
-pub type Result<T> = std::result::Result<T, Error>;
 
 /// The text formats this crate reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! (listed in docs/CLI.md).
 
 use crate::core::pipeline::Progress;
-use crate::Codebook;
+use crate::ddi::Codebook;
 use std::fmt;
 use std::str::FromStr;
 

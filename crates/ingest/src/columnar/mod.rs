@@ -9,9 +9,10 @@
 
 use crate::core::column::{ColBuf, NULL_I64};
 use crate::core::dataset::create_dataset;
+use crate::core::pipeline::ImportSummary;
 use crate::core::sink::Sink;
+use crate::error::{Error, Result};
 use crate::note::Note;
-use crate::{Error, ImportSummary, Result};
 use microtab_store::{DatasetWriter, Design, Variable};
 use std::path::{Path, PathBuf};
 
@@ -225,7 +226,7 @@ impl ColumnarImport {
     /// sorted dictionary), stores `design`, and publishes the dataset.
     pub fn finish(
         mut self,
-        codebook: Option<&crate::Codebook>,
+        codebook: Option<&crate::ddi::Codebook>,
         mut describe: impl FnMut(&mut Variable, &[String]) -> Result<()>,
         design: Option<Design>,
         notes: impl IntoIterator<Item = impl Into<Note>>,

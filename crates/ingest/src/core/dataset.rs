@@ -2,8 +2,8 @@
 //! steps every format takes the same way.
 
 use crate::core::na::NaSet;
+use crate::error::{Error, Result};
 use crate::note::Note;
-use crate::{Error, Result};
 use microtab_store::DatasetWriter;
 use std::path::Path;
 

@@ -10,8 +10,8 @@
 use crate::core::column::{FieldNote, Parsed};
 use crate::core::sink::Sink;
 use crate::core::source::{count_lines, fill, Input};
+use crate::error::Result;
 use crate::note::Note;
-use crate::Result;
 use microtab_store::DatasetWriter;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! type seen so far, re-encoding a column into a wider type when needed.
 
 use crate::core::column::{pow10, rescale, scaled_floats, ColBuf, NULL_I64};
-use crate::Result;
+use crate::error::Result;
 use microtab_store::{
     ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, Number, PhysType, Variable,
     HEADER_SIZE,

@@ -5,7 +5,7 @@
 //! the pipeline's reader stage, so decompression overlaps the cutting and
 //! parsing of the text it has already produced.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};

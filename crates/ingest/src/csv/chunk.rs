@@ -2,8 +2,8 @@
 //! threads): a one-pass reader for the common record, the tokenizer and
 //! the general field parser for the rest.
 
+use super::error::RowError;
 use super::tokenizer::{Field, Tokenizer};
-use super::RowError;
 use crate::core::column::{ColBuf, ColParser, FieldNote, Parsed, Plan, NULL_I64};
 use crate::core::na::NaSet;
 use crate::core::number::{

@@ -1,7 +1,7 @@
 //! Choosing each CSV column's type from a sample of its records.
 
+use super::error::RowError;
 use super::tokenizer::Tokenizer;
-use super::RowError;
 use crate::core::column::FieldNote;
 use crate::core::column::Plan;
 use crate::core::na::NaSet;

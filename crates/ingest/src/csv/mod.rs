@@ -2,6 +2,7 @@
 //! pipeline with a quote-aware chunk cutter and the CSV chunk parser.
 
 mod chunk;
+mod error;
 mod infer;
 mod tokenizer;
 
@@ -11,80 +12,15 @@ use crate::core::na::NaSet;
 use crate::core::pipeline::{self, Feed, ImportSummary, Stages};
 use crate::core::sink::Sink;
 use crate::core::source::{self, count_lines, fill};
+use crate::error::{Error, Result};
 use crate::note::{Hint, Note};
 use crate::options::{Encoding, ImportOptions, TypeHint};
-use crate::{Error, Result};
 use chunk::{parse_chunk, ParseOpts};
+use error::RowError;
 use infer::{infer, Sampled, TextWhy};
 use microtab_store::{ColumnKind, Remedy};
 use std::path::Path;
 use tokenizer::{last_record_end, Tokenizer};
-
-/// An error found by a parser thread, before the file path and the column
-/// names are attached.
-#[derive(Debug)]
-pub(crate) enum RowError {
-    Value {
-        line: u64,
-        column: usize,
-        expected: String,
-        found: String,
-        /// Options that would read the field (a column type for the
-        /// column at hand).
-        hints: Vec<Hint>,
-    },
-    Ragged {
-        line: u64,
-        found: usize,
-    },
-    Syntax {
-        line: u64,
-        reason: String,
-        hints: Vec<Hint>,
-    },
-}
-
-impl RowError {
-    pub(crate) fn into_error(self, path: &Path, names: &[String]) -> Error {
-        let path = path.to_path_buf();
-        match self {
-            RowError::Value {
-                line,
-                column,
-                expected,
-                found,
-                hints,
-            } => {
-                let name = names.get(column).cloned().unwrap_or_default();
-                Error::Value {
-                    path,
-                    line,
-                    column: column + 1,
-                    expected,
-                    found,
-                    hints: hints.into_iter().map(|h| h.for_column(&name)).collect(),
-                    name,
-                }
-            }
-            RowError::Ragged { line, found } => Error::Ragged {
-                path,
-                line,
-                expected: names.len(),
-                found,
-            },
-            RowError::Syntax {
-                line,
-                reason,
-                hints,
-            } => Error::Syntax {
-                path,
-                line,
-                reason,
-                hints,
-            },
-        }
-    }
-}
 
 /// Delimiters tried when detecting one, in order of preference.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b';', b'|'];

@@ -1,6 +1,6 @@
 //! Splitting a chunk of CSV into records and fields (RFC 4180).
 
-use super::RowError;
+use super::error::RowError;
 
 /// Where a field's bytes are: in the chunk itself, or (for quoted fields
 /// with doubled quotes) unescaped into the scratch buffer.

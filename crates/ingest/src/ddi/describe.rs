@@ -3,11 +3,11 @@
 //! named "not in universe" in labels or text), for whichever format the
 //! data came in.
 
-use super::DdiVariable;
+use super::codebook::{is_niu_label, DdiVariable};
 use crate::core::column::pow10;
 use crate::core::number::{parse_number, Num};
+use crate::error::Result;
 use crate::note::Note;
-use crate::Result;
 use microtab_store::codec::format_float as float_text;
 use microtab_store::{ColumnData, DatasetWriter, Kind, Remedy, Variable};
 
@@ -169,7 +169,7 @@ fn niu_missing(var: &mut Variable, dv: &DdiVariable, dict: &[String], notes: &mu
         let labelled = explained
             || dv.categories.iter().any(|c| {
                 c.value.trim_start_matches('0') == code
-                    && !super::is_niu_label(c.label.as_deref().unwrap_or(""))
+                    && !is_niu_label(c.label.as_deref().unwrap_or(""))
             });
         if x as f64 == max && !var.missing_codes.contains(&(x as f64)) && !labelled {
             notes.push(Note::hinted(

@@ -4,7 +4,7 @@
 
 use crate::core::number::{trim, MAX_FIXED_DECIMALS};
 use crate::ddi::{Charset, Codebook, DdiVariable};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use std::path::Path;
 
 /// One output variable's place in a record.
