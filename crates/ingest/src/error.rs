@@ -4,8 +4,56 @@
 //! spells the option).
 
 use crate::note::Hint;
-use microtab_store::{Remedied, Remedy};
+use microtab_store::{ColumnKind, Remedied, Remedy};
 use std::path::PathBuf;
+
+/// Which options would read a field that does not fit (an
+/// [`Error::Value`] or [`Error::Syntax`]); [`Error::hints`] says them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Fix {
+    /// None: the input is wrong.
+    #[default]
+    None,
+    /// Another text encoding.
+    Encoding,
+    /// The column as text, or as approximate numbers (an integer beyond
+    /// 64 bits).
+    TextOrFloat,
+    /// Types chosen from every record, or the column as text (a
+    /// non-number after the records sampled).
+    SampleAllOrText,
+}
+
+impl Fix {
+    /// The hints, for column `name` when the fix is about a column.
+    pub fn hints(self, name: Option<&str>) -> Vec<Hint> {
+        let column = |kind, effect: &str| {
+            Hint::new(
+                Remedy::ColumnType {
+                    variable: name.map(str::to_string),
+                    kind,
+                },
+                effect,
+            )
+        };
+        match self {
+            Fix::None => Vec::new(),
+            Fix::Encoding => vec![Hint::new(
+                Remedy::Encoding,
+                "reads a Latin-1 or Windows-1252 file",
+            )],
+            Fix::TextOrFloat => vec![
+                column(ColumnKind::String, "imports the column as text"),
+                column(ColumnKind::Float, "as approximate numbers"),
+            ],
+            Fix::SampleAllOrText => vec![
+                Hint::new(Remedy::InferAllRows, "samples every record"),
+                column(ColumnKind::String, "imports the column as text"),
+            ],
+        }
+    }
+}
 
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -30,7 +78,7 @@ pub enum Error {
         /// The offending text (shortened).
         found: String,
         /// Options that would read it.
-        hints: Vec<Hint>,
+        fix: Fix,
     },
     /// A record with the wrong number of fields.
     #[error("{path}: line {line}: expected {expected} fields as in the header, found {found}")]
@@ -54,7 +102,7 @@ pub enum Error {
         /// What is wrong.
         reason: String,
         /// Options that would read it.
-        hints: Vec<Hint>,
+        fix: Fix,
     },
     /// A problem with the header line or the options.
     #[error("{path}: {reason}")]
@@ -167,7 +215,8 @@ impl Error {
     /// The options that would avoid the error (none for most).
     pub fn hints(&self) -> Vec<Hint> {
         match self {
-            Error::Value { hints, .. } | Error::Syntax { hints, .. } => hints.clone(),
+            Error::Value { fix, name, .. } => fix.hints(Some(name)),
+            Error::Syntax { fix, .. } => fix.hints(None),
             Error::RecordTypeChoice { .. } => vec![Hint::new(
                 Remedy::RecordType,
                 "chooses the records that become rows",

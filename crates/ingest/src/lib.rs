@@ -66,7 +66,7 @@ pub use crate::core::pipeline::{ImportSummary, Progress};
 pub use columnar::{Chunk, ColumnarImport};
 pub use csv::import_csv;
 pub use ddi::Codebook;
-pub use error::{Error, Result};
+pub use error::{Error, Fix, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};

@@ -4,7 +4,7 @@
 //! [`Remedy`](microtab_store::Remedy), which each front end spells itself
 //! (a flag in the CLI, `types={"ZIP": "string"}` in Python).
 
-use microtab_store::{ColumnKind, Remedied, Remedy};
+use microtab_store::{Remedied, Remedy};
 
 /// An option that would change an outcome, and what it would do (in
 /// words that fit after the option's spelling: "imports the column as
@@ -24,30 +24,6 @@ impl Hint {
             remedy,
             effect: effect.into(),
         }
-    }
-
-    /// Importing the column at hand (named later) as `kind`.
-    pub(crate) fn column_type(kind: ColumnKind, effect: &str) -> Hint {
-        Hint::new(
-            Remedy::ColumnType {
-                variable: None,
-                kind,
-            },
-            effect,
-        )
-    }
-
-    /// Naming the file's encoding.
-    pub(crate) fn encoding() -> Hint {
-        Hint::new(Remedy::Encoding, "reads a Latin-1 or Windows-1252 file")
-    }
-
-    /// Fills in the column a [`Remedy::ColumnType`] is about.
-    pub(crate) fn for_column(mut self, name: &str) -> Hint {
-        if let Remedy::ColumnType { variable, .. } = &mut self.remedy {
-            variable.get_or_insert_with(|| name.to_string());
-        }
-        self
     }
 
     /// The hints as one clause, each option spelled by `spell` and
@@ -123,6 +99,7 @@ impl Remedied for Note {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use microtab_store::ColumnKind;
 
     #[test]
     fn front_ends_spell_the_option() {
@@ -148,7 +125,13 @@ mod tests {
         );
         let hints = [
             Hint::new(Remedy::InferAllRows, "samples every record"),
-            Hint::column_type(ColumnKind::String, "imports the column as text").for_column("Q"),
+            Hint::new(
+                Remedy::ColumnType {
+                    variable: Some("Q".into()),
+                    kind: ColumnKind::String,
+                },
+                "imports the column as text",
+            ),
         ];
         let kw = |r: &Remedy| match r {
             Remedy::InferAllRows => "infer_rows=\"all\"".to_string(),

@@ -13,8 +13,6 @@ pub const DEFAULT_NA: &[&str] = &[
     ".s", ".t", ".u", ".v", ".w", ".x", ".y", ".z",
 ];
 
-/// The text encoding of an input file.
-
 /// Missing-value tokens read as system-missing by default in text columns:
 /// those of [`DEFAULT_NA`] that R (`NA`), pandas (all of these) and
 /// spreadsheets (`#N/A`) write for a missing value of any type. Stata's and

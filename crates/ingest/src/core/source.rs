@@ -209,6 +209,11 @@ pub(crate) fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io:
     Ok(true)
 }
 
+/// Counts newline bytes (physical lines) in `buf`.
+pub(crate) fn count_lines(buf: &[u8]) -> u64 {
+    buf.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,9 +280,4 @@ mod tests {
         fill(&mut *inp.reader, &mut out, 100).unwrap();
         assert_eq!(out, b"\x1fabc");
     }
-}
-
-/// Counts newline bytes (physical lines) in `buf`.
-pub(crate) fn count_lines(buf: &[u8]) -> u64 {
-    buf.iter().filter(|&&b| b == b'\n').count() as u64
 }

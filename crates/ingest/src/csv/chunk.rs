@@ -10,9 +10,8 @@ use crate::core::number::{
     int_literal, leading_zeros, parse_decimal, parse_float, trim, MAX_DECIMALS,
 };
 use crate::error::show;
-use crate::note::Hint;
+use crate::error::Fix;
 use crate::options::Encoding;
-use microtab_store::{ColumnKind, Remedy};
 
 /// How chunks are parsed (shared by the parser threads).
 pub(crate) struct ParseOpts {
@@ -60,10 +59,7 @@ fn push_field(
                         i64::MIN + 1,
                         i64::MAX
                     ),
-                    vec![
-                        Hint::column_type(ColumnKind::String, "imports the column as text"),
-                        Hint::column_type(ColumnKind::Float, "as approximate numbers"),
-                    ],
+                    Fix::TextOrFloat,
                 ));
             }
             if col.plan != Plan::IntOnly {
@@ -72,21 +68,18 @@ fn push_field(
                     return Ok(());
                 }
             }
-            let (expected, hints) = match col.plan {
-                Plan::IntOnly => ("an integer or a decimal number".to_string(), vec![]),
-                Plan::Float => ("a number".to_string(), vec![]),
+            let (expected, fix) = match col.plan {
+                Plan::IntOnly => ("an integer or a decimal number".to_string(), Fix::None),
+                Plan::Float => ("a number".to_string(), Fix::None),
                 _ => (
                     format!(
                         "a number (the column looked numeric in the {} records sampled to choose types)",
                         o.sampled
                     ),
-                    vec![
-                        Hint::new(Remedy::InferAllRows, "samples every record"),
-                        Hint::column_type(ColumnKind::String, "imports the column as text"),
-                    ],
+                    Fix::SampleAllOrText,
                 ),
             };
-            Err(value_error(raw, line, column, expected, hints))
+            Err(value_error(raw, line, column, expected, fix))
         }
         ColBuf::Str { .. } => {
             if raw.is_empty() {
@@ -103,7 +96,7 @@ fn push_field(
                 column,
                 expected: "valid UTF-8 text".into(),
                 found: show(raw),
-                hints: vec![Hint::encoding()],
+                fix: Fix::Encoding,
             })?;
             col.push_text(&s);
             Ok(())
@@ -111,13 +104,7 @@ fn push_field(
     }
 }
 
-fn value_error(
-    raw: &[u8],
-    line: u64,
-    column: usize,
-    expected: String,
-    hints: Vec<Hint>,
-) -> RowError {
+fn value_error(raw: &[u8], line: u64, column: usize, expected: String, fix: Fix) -> RowError {
     let expected = if std::str::from_utf8(raw).is_err() {
         format!("{expected}; the field is not valid UTF-8")
     } else {
@@ -128,7 +115,7 @@ fn value_error(
         column,
         expected,
         found: show(raw),
-        hints,
+        fix,
     }
 }
 

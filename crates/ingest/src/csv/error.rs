@@ -2,7 +2,7 @@
 //! path and the column names are known.
 
 use crate::error::Error;
-use crate::note::Hint;
+use crate::error::Fix;
 use std::path::Path;
 
 /// An error found by a parser thread, before the file path and the column
@@ -14,9 +14,8 @@ pub(crate) enum RowError {
         column: usize,
         expected: String,
         found: String,
-        /// Options that would read the field (a column type for the
-        /// column at hand).
-        hints: Vec<Hint>,
+        /// Options that would read the field.
+        fix: Fix,
     },
     Ragged {
         line: u64,
@@ -25,7 +24,7 @@ pub(crate) enum RowError {
     Syntax {
         line: u64,
         reason: String,
-        hints: Vec<Hint>,
+        fix: Fix,
     },
 }
 
@@ -38,7 +37,7 @@ impl RowError {
                 column,
                 expected,
                 found,
-                hints,
+                fix,
             } => {
                 let name = names.get(column).cloned().unwrap_or_default();
                 Error::Value {
@@ -47,7 +46,7 @@ impl RowError {
                     column: column + 1,
                     expected,
                     found,
-                    hints: hints.into_iter().map(|h| h.for_column(&name)).collect(),
+                    fix,
                     name,
                 }
             }
@@ -57,15 +56,11 @@ impl RowError {
                 expected: names.len(),
                 found,
             },
-            RowError::Syntax {
-                line,
-                reason,
-                hints,
-            } => Error::Syntax {
+            RowError::Syntax { line, reason, fix } => Error::Syntax {
                 path,
                 line,
                 reason,
-                hints,
+                fix,
             },
         }
     }

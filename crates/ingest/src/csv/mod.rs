@@ -12,8 +12,8 @@ use crate::core::na::NaSet;
 use crate::core::pipeline::{self, Feed, ImportSummary, Stages};
 use crate::core::sink::Sink;
 use crate::core::source::{self, count_lines, fill};
-use crate::error::{Error, Result};
-use crate::note::{Hint, Note};
+use crate::error::{Error, Fix, Result};
+use crate::note::Note;
 use crate::options::{Encoding, ImportOptions, TypeHint};
 use chunk::{parse_chunk, ParseOpts};
 use error::RowError;
@@ -210,7 +210,7 @@ pub fn import_csv(
         )
         .map_err(|e| match e {
             SampleError::Row(e) => e.into_error(input, &names),
-            SampleError::Other(e) => e,
+            SampleError::Other(e) => *e,
         })?;
         sampled.merge(more);
     }
@@ -387,7 +387,7 @@ fn column_type(name: &str, kind: ColumnKind) -> Remedy {
 /// Why sampling failed.
 enum SampleError {
     Row(RowError),
-    Other(Error),
+    Other(Box<Error>),
 }
 
 /// Samples up to `max_rows` more records of `input` in a pass of its own,
@@ -403,7 +403,7 @@ fn sample_rest(
     chunk_size: usize,
     na: &NaSet,
 ) -> std::result::Result<Sampled, SampleError> {
-    let mut src = source::open(input).map_err(SampleError::Other)?;
+    let mut src = source::open(input).map_err(|e| SampleError::Other(Box::new(e)))?;
     let mut out = Sampled::new(ncols);
     let mut buf: Vec<u8> = Vec::with_capacity(chunk_size * 2);
     let mut skip = skip;
@@ -412,7 +412,7 @@ fn sample_rest(
     let read = |src: &mut source::Input, buf: &mut Vec<u8>, want: usize| {
         fill(&mut *src.reader, buf, want).map_err(|e| {
             let lines = count_lines(buf);
-            SampleError::Other(src.read_error(e, lines))
+            SampleError::Other(Box::new(src.read_error(e, lines)))
         })
     };
     // Past what was sampled already.
@@ -477,7 +477,7 @@ fn parse_header(
         let s = encoding.decode(raw).ok_or_else(|| RowError::Syntax {
             line: 1,
             reason: format!("header field {} is not valid UTF-8", i + 1),
-            hints: vec![Hint::encoding()],
+            fix: Fix::Encoding,
         })?;
         let s = s.trim();
         let name = if s.is_empty() {
@@ -487,7 +487,7 @@ fn parse_header(
         };
         if let Some(j) = names.iter().position(|n| n.eq_ignore_ascii_case(&name)) {
             return Err(RowError::Syntax {
-                hints: Vec::new(),
+                fix: Fix::None,
                 line: 1,
                 reason: format!(
                     "header names column {} '{}' twice (columns {} and {}); names must be unique ignoring case",

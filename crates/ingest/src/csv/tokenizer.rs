@@ -1,6 +1,7 @@
 //! Splitting a chunk of CSV into records and fields (RFC 4180).
 
 use super::error::RowError;
+use crate::error::Fix;
 
 /// Where a field's bytes are: in the chunk itself, or (for quoted fields
 /// with doubled quotes) unescaped into the scratch buffer.
@@ -106,7 +107,7 @@ impl<'a> Tokenizer<'a> {
                     }
                     Some(_) => {
                         return Err(RowError::Syntax {
- hints: Vec::new(),
+ fix: Fix::None,
                             line: self.line,
                             reason: format!(
                                 "expected a delimiter or end of line after the closing quote of field {}",
@@ -125,7 +126,7 @@ impl<'a> Tokenizer<'a> {
                 }
                 if b == b'"' {
                     return Err(RowError::Syntax {
- hints: Vec::new(),
+ fix: Fix::None,
                         line: self.line,
                         reason: format!(
                             "quote inside unquoted field {} (quote the whole field and double the quote)",
@@ -137,7 +138,7 @@ impl<'a> Tokenizer<'a> {
                     // Other readers end the record here, others keep the
                     // CR as data: neither is a safe guess.
                     return Err(RowError::Syntax {
- hints: Vec::new(),
+ fix: Fix::None,
                         line: self.line,
                         reason: format!(
                             "a carriage return (CR) inside unquoted field {}: lines must end in LF or CRLF (quote the field if the CR is data)",
@@ -183,7 +184,7 @@ impl<'a> Tokenizer<'a> {
             match memchr::memchr2(b'"', b'\n', &buf[i..]) {
                 None => {
                     return Err(RowError::Syntax {
-                        hints: Vec::new(),
+                        fix: Fix::None,
                         line: start_line,
                         reason: "unterminated quoted field (missing closing quote)".into(),
                     })
