@@ -8,7 +8,7 @@
 //! target as it was.
 
 use crate::core::column::{ColBuf, NULL_I64};
-use crate::core::dataset::create_dataset;
+use crate::core::dataset::{create_dataset, publish, Read};
 use crate::core::pipeline::ImportSummary;
 use crate::core::sink::Sink;
 use crate::error::{Error, Result};
@@ -232,15 +232,12 @@ impl ColumnarImport {
         notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
         let mut notes: Vec<Note> = notes.into_iter().map(Into::into).collect();
-        let mut bytes_out = 0;
-        let nvars = self.sinks.len();
         for sink in std::mem::take(&mut self.sinks) {
             let (mut var, dict) = sink.finish(&mut self.ds)?;
             if let Some(dv) = codebook.and_then(|cb| cb.variable(&var.name)) {
                 crate::ddi::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
             }
             describe(&mut var, &dict)?;
-            bytes_out += var.bytes;
             self.ds.add_variable(var);
         }
         if let Some(d) = design {
@@ -263,16 +260,11 @@ impl ColumnarImport {
                 notes.push(Note::from("the survey design in the file does not fit its columns (a text weight, or replicate weights with missing values): not set"));
             }
         }
-        let path = self.ds.commit(self.rows)?;
-        Ok(ImportSummary {
-            path,
-            rows: self.rows,
-            variables: nvars,
+        let read = Read {
             bytes_in: self.bytes_in,
             bytes_text: self.bytes_in,
-            bytes_out,
             sampled: None,
-            notes,
-        })
+        };
+        publish(self.ds, self.rows, read, notes)
     }
 }

@@ -2,6 +2,7 @@
 //! steps every format takes the same way.
 
 use crate::core::na::NaSet;
+use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::note::Note;
 use microtab_store::DatasetWriter;
@@ -27,6 +28,39 @@ pub(crate) fn create_dataset(
             .unwrap_or_default(),
     );
     Ok(ds)
+}
+
+/// What an import read, for its summary.
+pub(crate) struct Read {
+    /// Size of the input file on disk.
+    pub bytes_in: u64,
+    /// Bytes of text parsed.
+    pub bytes_text: u64,
+    /// Records sampled to choose column types.
+    pub sampled: Option<u64>,
+}
+
+/// Publishes the dataset of `rows` records with the variables added to
+/// it; the import's summary.
+pub(crate) fn publish(
+    ds: DatasetWriter,
+    rows: u64,
+    read: Read,
+    notes: Vec<Note>,
+) -> Result<ImportSummary> {
+    let variables = ds.variables().count();
+    let bytes_out = ds.variables().map(|v| v.bytes).sum();
+    let path = ds.commit(rows)?;
+    Ok(ImportSummary {
+        path,
+        rows,
+        variables,
+        bytes_in: read.bytes_in,
+        bytes_text: read.bytes_text,
+        bytes_out,
+        sampled: read.sampled,
+        notes,
+    })
 }
 
 /// Above this many columns, column files are opened for each write only

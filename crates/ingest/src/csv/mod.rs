@@ -7,7 +7,7 @@ mod infer;
 mod tokenizer;
 
 use crate::core::column::Plan;
-use crate::core::dataset::{add_missing_codes, create_dataset};
+use crate::core::dataset::{add_missing_codes, create_dataset, publish, Read};
 use crate::core::na::NaSet;
 use crate::core::pipeline::{self, Feed, ImportSummary, Stages};
 use crate::core::sink::Sink;
@@ -351,7 +351,6 @@ pub fn import_csv(
         )));
     }
 
-    let mut bytes_out = 0;
     for (i, sink) in sinks.into_iter().enumerate() {
         let (mut var, dict) = sink.finish(&mut ds)?;
         if let Some(dv) = codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
@@ -360,20 +359,14 @@ pub fn import_csv(
         if let Some(codes) = opts.missing_of(&names[i]) {
             add_missing_codes(&mut var, &dict, codes, &na, input, &mut notes)?;
         }
-        bytes_out += var.bytes;
         ds.add_variable(var);
     }
-    let path = ds.commit(rows)?;
-    Ok(ImportSummary {
-        path,
-        rows,
-        variables: ncols,
+    let read = Read {
         bytes_in: total,
         bytes_text: header_end as u64 + out.text,
-        bytes_out,
         sampled: Some(sampled.rows),
-        notes,
-    })
+    };
+    publish(ds, rows, read, notes)
 }
 
 /// The option importing column `name` as `kind`.

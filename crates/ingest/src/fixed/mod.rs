@@ -35,7 +35,7 @@
 mod chunk;
 mod layout;
 
-use crate::core::dataset::{add_missing_codes, create_dataset};
+use crate::core::dataset::{add_missing_codes, create_dataset, publish, Read};
 use crate::core::na::NaSet;
 use crate::core::number::trim;
 use crate::core::pipeline::{self, Feed, ImportSummary, Stages};
@@ -143,7 +143,6 @@ pub fn import_fixed(
             ),
         }));
     }
-    let mut bytes_out = 0;
     let no_na = NaSet::new(Some(&[]), Some(&[]));
     for (slot, sink) in layout.slots.iter().zip(sinks) {
         let (mut var, dict) = sink.finish(&mut ds)?;
@@ -158,20 +157,14 @@ pub fn import_fixed(
         if let Some(codes) = opts.missing_of(&slot.name) {
             add_missing_codes(&mut var, &dict, codes, &no_na, data, &mut notes)?;
         }
-        bytes_out += var.bytes;
         ds.add_variable(var);
     }
-    let path = ds.commit(rows)?;
-    Ok(ImportSummary {
-        path,
-        rows,
-        variables: layout.slots.len(),
+    let read = Read {
         bytes_in: total,
         bytes_text: out.text,
-        bytes_out,
         sampled: None,
-        notes,
-    })
+    };
+    publish(ds, rows, read, notes)
 }
 
 /// The record type of a hierarchical file that becomes a row when none is
