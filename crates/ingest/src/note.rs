@@ -116,12 +116,12 @@ mod tests {
             Remedy::ColumnType {
                 variable: Some(v),
                 kind,
-            } => format!("--type {v}={}", kind.word()),
+            } => format!("type {v} as {}", kind.word()),
             _ => "?".into(),
         };
         assert_eq!(
             n.word(flag),
-            "column ZIP is read as text; --type ZIP=int reads them as numbers"
+            "column ZIP is read as text; type ZIP as int reads them as numbers"
         );
         let hints = [
             Hint::new(Remedy::InferAllRows, "samples every record"),
