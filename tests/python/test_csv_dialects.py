@@ -219,7 +219,7 @@ def test_missing_codes_as_written(tmp_path):
     assert freq(ds, "D") == {1.5: 1, 2.0: 1}
     assert freq(ds, "I") == {2: 1, 3: 1}
     p = run("import", write(tmp_path / "m.csv", text), tmp_path / "m2.mtab", "--missing", "I=-0.5", ok=False)
-    assert_one_error(p, "--missing I", "'-0.5' is not a value of I", "an integer")
+    assert_one_error(p, "missing codes of I", "'-0.5' is not a value of I", "an integer")
     p = run("import", tmp_path / "m.csv", tmp_path / "m3.mtab", "--missing", "S=Nowhere")
     assert 'missing code "Nowhere" does not occur' in p.stderr
 

@@ -1,7 +1,62 @@
 //! Import errors: each names the file and, where it applies, the line or
-//! record, the column or variable, and what was expected.
+//! record, the column or variable, and what was expected; those that an
+//! option would avoid carry it as [`Hint`]s (facts only: each front end
+//! spells the option).
 
+use crate::note::Hint;
+use microtab_store::{ColumnKind, Remedied, Remedy};
 use std::path::PathBuf;
+
+/// Which options would read a field that does not fit (an
+/// [`Error::Value`] or [`Error::Syntax`]); [`Error::hints`] says them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Fix {
+    /// None: the input is wrong.
+    #[default]
+    None,
+    /// Another text encoding.
+    Encoding,
+    /// The column as text, or as approximate numbers (an integer beyond
+    /// 64 bits).
+    TextOrFloat,
+    /// Types chosen from every record, or the column as text (a
+    /// non-number after the records sampled).
+    SampleAllOrText,
+}
+
+impl Fix {
+    /// The hints, for column `name` when the fix is about a column.
+    pub fn hints(self, name: Option<&str>) -> Vec<Hint> {
+        let column = |kind, effect: &str| {
+            Hint::new(
+                Remedy::ColumnType {
+                    variable: name.map(str::to_string),
+                    kind,
+                },
+                effect,
+            )
+        };
+        match self {
+            Fix::None => Vec::new(),
+            Fix::Encoding => vec![Hint::new(
+                Remedy::Encoding,
+                "reads a Latin-1 or Windows-1252 file",
+            )],
+            Fix::TextOrFloat => vec![
+                column(ColumnKind::String, "imports the column as text"),
+                column(ColumnKind::Float, "as approximate numbers"),
+            ],
+            Fix::SampleAllOrText => vec![
+                Hint::new(Remedy::InferAllRows, "samples every record"),
+                column(ColumnKind::String, "imports the column as text"),
+            ],
+        }
+    }
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;
 
 /// Why an import failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +77,8 @@ pub enum Error {
         expected: String,
         /// The offending text (shortened).
         found: String,
+        /// Options that would read it.
+        fix: Fix,
     },
     /// A record with the wrong number of fields.
     #[error("{path}: line {line}: expected {expected} fields as in the header, found {found}")]
@@ -44,6 +101,8 @@ pub enum Error {
         line: u64,
         /// What is wrong.
         reason: String,
+        /// Options that would read it.
+        fix: Fix,
     },
     /// A problem with the header line or the options.
     #[error("{path}: {reason}")]
@@ -152,54 +211,24 @@ pub enum Error {
     Store(#[from] microtab_store::Error),
 }
 
-/// An error found by a parser thread, before the file path is attached.
-#[derive(Debug)]
-pub(crate) enum RowError {
-    Value {
-        line: u64,
-        column: usize,
-        expected: String,
-        found: String,
-    },
-    Ragged {
-        line: u64,
-        found: usize,
-    },
-    Syntax {
-        line: u64,
-        reason: String,
-    },
+impl Error {
+    /// The options that would avoid the error (none for most).
+    pub fn hints(&self) -> Vec<Hint> {
+        match self {
+            Error::Value { fix, name, .. } => fix.hints(Some(name)),
+            Error::Syntax { fix, .. } => fix.hints(None),
+            Error::RecordTypeChoice { .. } => vec![Hint::new(
+                Remedy::RecordType,
+                "chooses the records that become rows",
+            )],
+            _ => Vec::new(),
+        }
+    }
 }
 
-impl RowError {
-    pub(crate) fn into_error(self, path: &std::path::Path, names: &[String]) -> Error {
-        let path = path.to_path_buf();
-        match self {
-            RowError::Value {
-                line,
-                column,
-                expected,
-                found,
-            } => {
-                let name = names.get(column).cloned().unwrap_or_default();
-                Error::Value {
-                    path,
-                    line,
-                    column: column + 1,
-                    // Remedies name the column.
-                    expected: expected.replace("--type NAME=", &format!("--type {name}=")),
-                    name,
-                    found,
-                }
-            }
-            RowError::Ragged { line, found } => Error::Ragged {
-                path,
-                line,
-                expected: names.len(),
-                found,
-            },
-            RowError::Syntax { line, reason } => Error::Syntax { path, line, reason },
-        }
+impl Remedied for Error {
+    fn remedy(&self) -> Option<Remedy> {
+        self.hints().into_iter().next().map(|h| h.remedy)
     }
 }
 

@@ -29,35 +29,91 @@
 //! stored as (scaled) integers, one with other numbers as floats, anything
 //! else as a dictionary-encoded string. Numeric columns widen freely later
 //! (integer → decimal → float); a non-number later in a numeric column is an
-//! error naming the line and column (override with [`CsvOptions::types`]).
+//! error naming the line and column (override with [`ImportOptions::types`]).
 //! Fixed-width types come from the codebook: numeric fields with implied
 //! decimals become exact scaled integers, alphabetic ones strings.
 //!
+//! ## Layout
+//!
+//! One folder per format — `csv/`, `fixed/` (with `ddi/`, the codebook
+//! that describes fixed-width files and labels any import), `columnar/`
+//! (batches decoded by a caller: Parquet, Arrow) — over `core/`, which
+//! knows no format: the chunk model, the pipeline, the column sinks, the
+//! dataset. Formats do not import each other. [`ImportOptions`] is the one
+//! options type of every format and front end, parsed from the same words
+//! ([`options`]); notes and errors state facts and carry [`Hint`]s that
+//! each front end spells ([`note`]). A new format is a folder beside the
+//! others, a [`Format`] variant and its arm in [`import`].
+//!
 //! ```no_run
-//! use microtab_ingest::{import_csv, CsvOptions};
-//! let summary = import_csv("people.csv".as_ref(), "people.mtab".as_ref(), false, &CsvOptions::default()).unwrap();
+//! use microtab_ingest::{import, ImportOptions};
+//! let summary = import("people.csv".as_ref(), "people.mtab".as_ref(), false, &ImportOptions::default()).unwrap();
 //! println!("{} rows", summary.rows);
 //! ```
 #![deny(missing_docs)]
 
 mod columnar;
+mod core;
 mod csv;
 pub mod ddi;
 mod error;
 mod fixed;
-mod parse;
-mod pipeline;
-mod sink;
-mod source;
-mod tokenizer;
+pub mod note;
+pub mod options;
 
+pub use crate::core::na::{DEFAULT_NA, DEFAULT_TEXT_NA};
+pub use crate::core::pipeline::{ImportSummary, Progress};
 pub use columnar::{Chunk, ColumnarImport};
-pub use csv::{import_csv, CsvOptions, TypeHint};
+pub use csv::import_csv;
 pub use ddi::Codebook;
-pub use error::Error;
-pub use fixed::{import_fixed, FixedOptions};
-pub use parse::{Encoding, DEFAULT_NA, DEFAULT_TEXT_NA};
-pub use pipeline::{ImportSummary, Progress};
+pub use error::{Error, Fix, Result};
+pub use fixed::import_fixed;
+pub use note::{Hint, Note};
+pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
+use std::path::Path;
 
-/// Result alias for this crate.
-pub type Result<T> = std::result::Result<T, Error>;
+/// The options of a CSV import (the one options type of every format).
+pub type CsvOptions = ImportOptions;
+/// The options of a fixed-width import (the one options type of every
+/// format).
+pub type FixedOptions = ImportOptions;
+
+/// The text formats this crate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// Delimited text with a header line.
+    Csv,
+    /// Fixed-width records described by a DDI codebook.
+    Fixed,
+}
+
+impl Format {
+    /// The format of `input` given the options: fixed-width when a
+    /// codebook describes it, unless it is named `.csv` (or `.csv.gz`: an
+    /// IPUMS extract delivered as CSV, which the codebook labels).
+    pub fn of(input: &Path, opts: &ImportOptions) -> Format {
+        let name = input.to_string_lossy().to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        if opts.codebook.is_some() && !name.ends_with(".csv") {
+            Format::Fixed
+        } else {
+            Format::Csv
+        }
+    }
+}
+
+/// Imports `input` (its [`Format`] from [`Format::of`]) into a dataset at
+/// `target`; an existing dataset is replaced (atomically) only with
+/// `force`.
+pub fn import(
+    input: &Path,
+    target: &Path,
+    force: bool,
+    opts: &ImportOptions,
+) -> Result<ImportSummary> {
+    match (Format::of(input, opts), &opts.codebook) {
+        (Format::Fixed, Some(cb)) => import_fixed(input, cb, target, force, opts),
+        _ => import_csv(input, target, force, opts),
+    }
+}

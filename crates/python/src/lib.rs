@@ -303,32 +303,119 @@ fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<String> {
 
 fn ingest_error(e: microtab_ingest::Error) -> PyErr {
     use microtab_ingest::Error as E;
+    let hints = e.hints();
     match e {
         E::Io(io) => io_error(&io),
         E::Store(s) => store_error(s),
-        e => InputError::new_err(e.to_string()),
+        e if hints.is_empty() => InputError::new_err(e.to_string()),
+        e => InputError::new_err(format!(
+            "{e}; {}",
+            microtab_ingest::Hint::join(&hints, keyword)
+        )),
     }
 }
 
+/// A remedy as the keyword of the import functions that applies it.
+fn keyword(r: &microtab_store::Remedy) -> String {
+    use microtab_store::Remedy as R;
+    let py = |s: &str| Json::from(s).to_string();
+    match r {
+        R::ColumnType { variable, kind } => format!(
+            "types={{{}: {}}}",
+            py(variable.as_deref().unwrap_or("VAR")),
+            py(kind.word())
+        ),
+        R::Encoding => "encoding=\"latin1\" (or \"windows-1252\")".into(),
+        R::InferAllRows => "infer_rows=\"all\"".into(),
+        R::NaText => "na_text=[...]".into(),
+        R::KeepTextTokens => "na_text=[]".into(),
+        R::KeepNiu => "keep_niu=True".into(),
+        R::RecordType => "rectype=\"TYPE\"".into(),
+        R::Delimiter { delimiter: Some(c) } => format!("delimiter={}", py(&c.to_string())),
+        R::Delimiter { delimiter: None } => "delimiter=".into(),
+        R::MissingCodes { variable, codes } if codes.is_empty() => {
+            format!("missing={{{}: [...]}}", py(variable))
+        }
+        R::MissingCodes { variable, codes } => {
+            format!(
+                "missing={{{}: {}}}",
+                py(variable),
+                Json::from(codes.clone())
+            )
+        }
+        r => format!("{r:?}"),
+    }
+}
+
+/// The text values of a JSON object (`{"X": ["9", "8"]}`) as pairs.
 fn pairs(spec: &Json, key: &str) -> Vec<(String, Vec<String>)> {
+    let text = |x: &Json| x.as_str().map_or_else(|| x.to_string(), str::to_string);
     spec.get(key)
         .and_then(Json::as_object)
         .map(|o| {
             o.iter()
                 .map(|(k, v)| {
                     let vals = match v {
-                        Json::Array(a) => a
-                            .iter()
-                            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
-                            .collect(),
-                        Json::String(s) => vec![s.clone()],
-                        x => vec![x.to_string()],
+                        Json::Array(a) => a.iter().map(text).collect(),
+                        x => vec![text(x)],
                     };
                     (k.clone(), vals)
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The import options a JSON object of keywords gives (`missing`,
+/// `types`, `na`, `na_text`, `delimiter`, `encoding`, `infer_rows`,
+/// `rectype`, `keep_niu`, `plain`, `ddi`): every word parsed as the CLI
+/// parses its flags.
+fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
+    let bad = |k: &str, v: &str, e: microtab_ingest::WordError| {
+        QueryError::new_err(format!("{k}={v:?}: {e}"))
+    };
+    let mut o = microtab_ingest::ImportOptions::default();
+    for (name, codes) in pairs(spec, "missing") {
+        o.add_missing(&name, codes)
+            .map_err(|e| QueryError::new_err(format!("missing[{name:?}]: {e}")))?;
+    }
+    for (name, t) in pairs(spec, "types") {
+        let word = t.first().cloned().unwrap_or_default();
+        o.add_type(&name, &word)
+            .map_err(|e| QueryError::new_err(format!("types[{name:?}] = {word:?}: {e}")))?;
+    }
+    let list = |k: &str| {
+        spec.get(k).and_then(Json::as_array).map(|a| {
+            a.iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                .collect()
+        })
+    };
+    o.na = list("na");
+    o.na_text = list("na_text");
+    if let Some(d) = string(spec, "delimiter") {
+        o.delimiter = Some(
+            d.parse::<microtab_ingest::Delimiter>()
+                .map_err(|e| bad("delimiter", &d, e))?
+                .0,
+        );
+    }
+    if let Some(e) = string(spec, "encoding") {
+        o.encoding = e.parse().map_err(|x| bad("encoding", &e, x))?;
+    }
+    if let Some(n) = string(spec, "infer_rows") {
+        o.sample_rows = n
+            .parse::<microtab_ingest::InferRows>()
+            .map_err(|e| bad("infer_rows", &n, e))?
+            .0;
+    }
+    o.record_type = string(spec, "rectype");
+    o.keep_niu = spec
+        .get("keep_niu")
+        .and_then(Json::as_bool)
+        .unwrap_or(false);
+    o.plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    Ok(o)
 }
 
 /// Sets the design an IPUMS extract's replicate weights imply.
@@ -362,9 +449,8 @@ fn progress_of(cb: Option<Py<PyAny>>) -> Option<microtab_ingest::Progress> {
     }))
 }
 
-/// Imports a CSV file (options as JSON: `missing`, `types`, `na`,
-/// `delimiter`, `encoding`, `plain`, `infer_rows`, `ddi`); the summary as
-/// JSON.
+/// Imports a CSV file (options as JSON: see `import_options`); the
+/// summary as JSON.
 #[pyfunction]
 #[pyo3(signature = (input, target, force, spec, progress=None))]
 fn _import_csv(
@@ -376,59 +462,9 @@ fn _import_csv(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let mut o = microtab_ingest::CsvOptions {
-        missing: pairs(&spec, "missing"),
-        progress: progress_of(progress),
-        ..Default::default()
-    };
-    for (name, t) in pairs(&spec, "types") {
-        let hint = match t.first().map(String::as_str) {
-            Some("int") => microtab_ingest::TypeHint::Int,
-            Some("float") => microtab_ingest::TypeHint::Float,
-            Some("string") | Some("text") => microtab_ingest::TypeHint::String,
-            other => {
-                return Err(QueryError::new_err(format!(
-                    "types[{name:?}] = {:?}: expected 'int', 'float' or 'string'",
-                    other.unwrap_or_default()
-                )))
-            }
-        };
-        o.types.push((name, hint));
-    }
-    if let Some(na) = spec.get("na").and_then(Json::as_array) {
-        o.na = Some(
-            na.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect(),
-        );
-    }
-    if let Some(d) = spec.get("delimiter").and_then(Json::as_str) {
-        let b = d.as_bytes();
-        if b.len() != 1 {
-            return Err(QueryError::new_err(format!(
-                "delimiter {d:?}: expected one character"
-            )));
-        }
-        o.delimiter = b[0];
-        o.detect_delimiter = false;
-    }
-    if let Some(e) = spec.get("encoding").and_then(Json::as_str) {
-        o.encoding = match e.to_ascii_lowercase().as_str() {
-            "utf-8" | "utf8" => microtab_ingest::Encoding::Utf8,
-            "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => microtab_ingest::Encoding::Latin1,
-            "windows-1252" | "cp1252" | "win1252" => microtab_ingest::Encoding::Windows1252,
-            _ => {
-                return Err(QueryError::new_err(format!(
-                    "encoding {e:?}: expected utf-8, latin1 or windows-1252"
-                )))
-            }
-        };
-    }
-    o.plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
-    if let Some(n) = spec.get("infer_rows").and_then(Json::as_u64) {
-        o.sample_rows = n;
-    }
-    let ddi = spec.get("ddi").and_then(Json::as_str).map(str::to_string);
+    let mut o = import_options(&spec)?;
+    o.progress = progress_of(progress);
+    let ddi = string(&spec, "ddi");
     let (input, target_s) = (input.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         if let Some(d) = &ddi {
@@ -460,13 +496,8 @@ fn _import_fixed(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let mut o = microtab_ingest::FixedOptions {
-        missing: pairs(&spec, "missing"),
-        progress: progress_of(progress),
-        ..Default::default()
-    };
-    o.record_type = string(&spec, "rectype");
-    o.plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    let mut o = import_options(&spec)?;
+    o.progress = progress_of(progress);
     let (data, ddi, target) = (data.to_string(), ddi.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         let cb = microtab_ingest::Codebook::read(ddi.as_ref()).map_err(ingest_error)?;
@@ -554,6 +585,8 @@ fn _set_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
     })
 }
 
+/// An import's summary as JSON, its notes worded with the keywords of
+/// the import functions.
 fn summary(s: &microtab_ingest::ImportSummary) -> String {
     serde_json::json!({
         "path": s.path.display().to_string(),
@@ -561,6 +594,7 @@ fn summary(s: &microtab_ingest::ImportSummary) -> String {
         "variables": s.variables,
         "bytes_in": s.bytes_in,
         "bytes_out": s.bytes_out,
+        "notes": s.notes.iter().map(|n| n.word(keyword)).collect::<Vec<_>>(),
     })
     .to_string()
 }
@@ -684,7 +718,7 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
     })
 }
 
-/// Imports a Parquet file (`ddi`: a codebook's path; `plain`).
+/// Imports a Parquet file (`ddi`: a codebook's path; `keep_niu`; `plain`).
 #[pyfunction]
 fn _import_parquet(
     py: Python<'_>,
@@ -696,12 +730,21 @@ fn _import_parquet(
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
     let ddi = string(&spec, "ddi");
     let plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    let keep_niu = spec
+        .get("keep_niu")
+        .and_then(Json::as_bool)
+        .unwrap_or(false);
     let (input, target) = (input.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
-        let codebook = ddi
+        let mut codebook = ddi
             .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(&d)))
             .transpose()
             .map_err(ingest_error)?;
+        if keep_niu {
+            codebook
+                .iter_mut()
+                .for_each(microtab_ingest::Codebook::keep_niu_codes);
+        }
         let o = microtab_arrow::ImportOptions { codebook, plain };
         microtab_arrow::import_parquet(input.as_ref(), target.as_ref(), force, &o)
             .map_err(arrow_error)

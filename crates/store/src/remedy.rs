@@ -56,6 +56,22 @@ pub enum Remedy {
     NoLabels,
     /// Import without the DDI codebook's decimals.
     NoCodebook,
+    /// Keep every non-empty text of text columns as a value (read no
+    /// token as missing there: an empty list of [`Remedy::NaText`]).
+    KeepTextTokens,
+    /// Choose the field delimiter of a delimited text file.
+    Delimiter {
+        /// The delimiter that would help, when one is known.
+        delimiter: Option<char>,
+    },
+    /// Declare user-missing codes of a variable.
+    MissingCodes {
+        /// The variable.
+        variable: String,
+        /// The codes, as written in the data (empty: whichever the user
+        /// means).
+        codes: Vec<String>,
+    },
 }
 
 /// The type a [`Remedy::ColumnType`] asks for, in the import options'

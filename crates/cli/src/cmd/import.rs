@@ -3,8 +3,9 @@
 
 use anyhow::{anyhow, bail, Result};
 use microtab_ingest::{
-    import_csv, import_fixed, Codebook, CsvOptions, Encoding, FixedOptions, Progress, TypeHint,
+    Codebook, Delimiter, Format, Hint, ImportOptions, ImportSummary, InferRows, Progress,
 };
+use microtab_store::Remedy;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,44 +83,92 @@ pub struct Args {
     then_split: bool,
 }
 
-fn delimiter(s: &str) -> Result<u8> {
-    match s {
-        "tab" | "\\t" | "\t" => Ok(b'\t'),
-        s if s.len() == 1 && s.is_ascii() && s != "\"" && s != "\n" => Ok(s.as_bytes()[0]),
-        _ => bail!("--delimiter must be one ASCII character or 'tab', got '{s}'"),
+/// The options of the command line as the import's options: each word
+/// parsed by the same `FromStr` as Python's keywords.
+fn options(a: &Args) -> Result<ImportOptions> {
+    let mut o = ImportOptions {
+        io: crate::settings::Settings::load()?.io,
+        plain: a.plain,
+        keep_niu: a.keep_niu,
+        record_type: a.rectype.clone(),
+        ..ImportOptions::default()
+    };
+    o.chunk_size = chunk_size(o.chunk_size);
+    if let Some(d) = &a.delimiter {
+        o.delimiter = Some(
+            d.parse::<Delimiter>()
+                .map_err(|e| anyhow!("--delimiter: {e}"))?
+                .0,
+        );
     }
-}
-
-fn missing_codes(specs: &[String]) -> Result<Vec<(String, Vec<String>)>> {
-    let mut out = Vec::new();
-    for m in specs {
+    for t in &a.types {
+        let (n, ty) = t
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--type expects VAR=int|float|string, got '{t}'"))?;
+        o.add_type(n, ty).map_err(|e| anyhow!("--type {n}: {e}"))?;
+    }
+    for m in &a.missing {
         let (n, codes) = m
             .split_once('=')
             .ok_or_else(|| anyhow!("--missing expects VAR=CODE[,CODE…], got '{m}'"))?;
-        if codes.is_empty() {
-            bail!("--missing {n}: no codes given (expected VAR=CODE[,CODE…])");
+        let codes = match codes {
+            "" => Vec::new(),
+            c => c.split(',').map(String::from).collect(),
+        };
+        o.add_missing(n, codes)
+            .map_err(|_| anyhow!("--missing {n}: no codes given (expected VAR=CODE[,CODE…])"))?;
+    }
+    let list = |l: &Option<String>| {
+        l.as_ref()
+            .map(|l| l.split(',').map(|t| t.to_string()).collect())
+    };
+    o.na = list(&a.na);
+    o.na_text = list(&a.na_text);
+    o.encoding = a.encoding.parse().map_err(|e| anyhow!("--encoding: {e}"))?;
+    o.sample_rows = a
+        .infer_rows
+        .parse::<InferRows>()
+        .map_err(|e| anyhow!("--infer-rows: {e}"))?
+        .0;
+    Ok(o)
+}
+
+/// A remedy as the option of this command that applies it.
+fn flag(r: &Remedy) -> String {
+    match r {
+        Remedy::ColumnType { variable, kind } => format!(
+            "--type {}={}",
+            variable.as_deref().unwrap_or("VAR"),
+            kind.word()
+        ),
+        Remedy::Encoding => "--encoding latin1 (or windows-1252)".into(),
+        Remedy::InferAllRows => "--infer-rows all".into(),
+        Remedy::NaText => "--na-text".into(),
+        Remedy::KeepTextTokens => "--na-text ''".into(),
+        Remedy::KeepNiu => "--keep-niu".into(),
+        Remedy::RecordType => "--rectype TYPE".into(),
+        Remedy::Delimiter { delimiter } => match delimiter {
+            Some('\t') => "-d tab".into(),
+            Some(c) => format!("-d {c}"),
+            None => "-d".into(),
+        },
+        Remedy::MissingCodes { variable, codes } if codes.is_empty() => {
+            format!("`microtab missing DATASET {variable} CODE…`")
         }
-        out.push((n.to_string(), codes.split(',').map(String::from).collect()));
+        Remedy::MissingCodes { variable, codes } => {
+            format!("`microtab missing DATASET {variable} {}`", codes.join(" "))
+        }
+        r => format!("{r:?}"),
     }
-    Ok(out)
 }
 
-fn encoding(s: &str) -> Result<Encoding> {
-    Ok(match s.to_ascii_lowercase().replace('_', "-").as_str() {
-        "utf-8" | "utf8" => Encoding::Utf8,
-        "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => Encoding::Latin1,
-        "windows-1252" | "cp1252" | "win1252" => Encoding::Windows1252,
-        _ => bail!("--encoding: expected utf-8, latin1 or windows-1252, got '{s}'"),
-    })
-}
-
-fn infer_rows(s: &str) -> Result<u64> {
-    if s.eq_ignore_ascii_case("all") {
-        return Ok(u64::MAX);
-    }
-    match s.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => bail!("--infer-rows: expected a number of records or 'all', got '{s}'"),
+/// An import error with the options that would avoid it, as flags.
+fn hinted(e: microtab_ingest::Error) -> anyhow::Error {
+    let hints = e.hints();
+    if hints.is_empty() {
+        e.into()
+    } else {
+        anyhow!("{e}; {}", Hint::join(&hints, flag))
     }
 }
 
@@ -152,20 +201,6 @@ fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Opt
     (Some(pb), Some(f))
 }
 
-/// The options of how CSV text is read.
-fn csv_reading(a: &Args, opts: &mut CsvOptions) -> Result<()> {
-    opts.chunk_size = chunk_size(opts.chunk_size);
-    let list = |l: &Option<String>| {
-        l.as_ref()
-            .map(|l| l.split(',').map(|t| t.to_string()).collect())
-    };
-    opts.na = list(&a.na);
-    opts.na_text = list(&a.na_text);
-    opts.encoding = encoding(&a.encoding)?;
-    opts.sample_rows = infer_rows(&a.infer_rows)?;
-    Ok(())
-}
-
 /// Runs the import, with a progress bar when stderr is a terminal.
 pub fn run(mut a: Args) -> Result<()> {
     if let Some(n) = a.parts.take() {
@@ -186,38 +221,15 @@ pub fn run(mut a: Args) -> Result<()> {
     if a.ddi.is_some() {
         return run_fixed(a);
     }
-    let io = crate::settings::Settings::load()?.io;
-    let mut opts = CsvOptions {
-        io,
-        ..CsvOptions::default()
-    };
-    if let Some(d) = &a.delimiter {
-        opts.delimiter = delimiter(d)?;
-        opts.detect_delimiter = false;
-    }
-    csv_reading(&a, &mut opts)?;
-    for t in &a.types {
-        let (n, ty) = t
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--type expects VAR=int|float|string, got '{t}'"))?;
-        let hint = match ty.to_ascii_lowercase().as_str() {
-            "int" | "integer" => TypeHint::Int,
-            "float" | "double" => TypeHint::Float,
-            "string" | "str" | "text" => TypeHint::String,
-            _ => bail!("--type {n}: expected int, float or string, got '{ty}'"),
-        };
-        opts.types.push((n.to_string(), hint));
-    }
-    opts.missing = missing_codes(&a.missing)?;
-    opts.plain = a.plain;
+    let mut opts = options(&a)?;
     let (bar, progress) = progress_bar(&a.input);
     opts.progress = progress;
     let t = Instant::now();
-    let r = import_csv(&a.input, &a.output, a.force, &opts);
+    let r = microtab_ingest::import(&a.input, &a.output, a.force, &opts);
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    report(&a, &r?, t);
+    report(&a, &r.map_err(hinted)?, t);
     Ok(())
 }
 
@@ -309,59 +321,25 @@ fn run_fixed(a: Args) -> Result<()> {
         bail!("--type and --delimiter are for CSV input; with --ddi the codebook gives every variable's columns and type");
     }
     let ddi = a.ddi.as_ref().expect("checked by caller");
-    let mut cb = Codebook::read(ddi)?;
-    if a.keep_niu {
-        cb.keep_niu_codes();
-    }
+    let cb = Codebook::read(ddi)?;
     for w in &cb.warnings {
-        eprintln!("warning: {}: {w}", ddi.display());
+        eprintln!("warning: {}: {}", ddi.display(), w.word(flag));
     }
-    let name = a.input.to_string_lossy().to_ascii_lowercase();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    if name.ends_with(".csv") {
+    let mut opts = options(&a)?;
+    opts.codebook = Some(cb);
+    if Format::of(&a.input, &opts) == Format::Csv && a.rectype.is_some() {
         // An IPUMS extract delivered as CSV: the codebook supplies types of
         // alphabetic variables, labels and missing codes.
-        if a.rectype.is_some() {
-            bail!("--rectype applies to hierarchical fixed-width files, not to CSV");
-        }
-        let (bar, progress) = progress_bar(&a.input);
-        let mut opts = CsvOptions {
-            missing: missing_codes(&a.missing)?,
-            progress,
-            codebook: Some(cb),
-            io: crate::settings::Settings::load()?.io,
-            plain: a.plain,
-            ..CsvOptions::default()
-        };
-        csv_reading(&a, &mut opts)?;
-        let t = Instant::now();
-        let r = import_csv(&a.input, &a.output, a.force, &opts);
-        if let Some(pb) = bar {
-            pb.finish_and_clear();
-        }
-        report(&a, &r?, t);
-        return set_ipums_design(&a.output);
+        bail!("--rectype applies to hierarchical fixed-width files, not to CSV");
     }
     let (bar, progress) = progress_bar(&a.input);
-    let mut opts = FixedOptions {
-        record_type: a.rectype.clone(),
-        missing: missing_codes(&a.missing)?,
-        progress,
-        io: crate::settings::Settings::load()?.io,
-        plain: a.plain,
-        ..FixedOptions::default()
-    };
-    opts.chunk_size = chunk_size(opts.chunk_size);
+    opts.progress = progress;
     let t = Instant::now();
-    let r = import_fixed(&a.input, &cb, &a.output, a.force, &opts);
+    let r = microtab_ingest::import(&a.input, &a.output, a.force, &opts);
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    let r = r.map_err(|e| match e {
-        e @ microtab_ingest::Error::RecordTypeChoice { .. } => anyhow!("{e} with --rectype TYPE"),
-        e => e.into(),
-    })?;
-    report(&a, &r, t);
+    report(&a, &r.map_err(hinted)?, t);
     set_ipums_design(&a.output)
 }
 
@@ -379,9 +357,9 @@ fn set_ipums_design(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn report(a: &Args, s: &microtab_ingest::ImportSummary, t: Instant) {
+fn report(a: &Args, s: &ImportSummary, t: Instant) {
     for n in &s.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", n.word(flag));
     }
     let secs = t.elapsed().as_secs_f64().max(1e-9);
     let text = if s.bytes_text != s.bytes_in {

@@ -69,6 +69,7 @@ __all__ = [
     "import_csv",
     "import_fixed",
     "import_parquet",
+    "ImportNote",
     "ArrowStream",
 ]
 
@@ -179,67 +180,97 @@ def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's ve
     return Dataset(path)
 
 
+class ImportNote(UserWarning):
+    """Something about how an import read its input (a column read as
+    text and why, a detected delimiter, codes made missing …), with the
+    keyword that would read it otherwise: issued as a warning by the
+    import functions."""
+
+
+def _codes(missing: dict | None) -> dict:
+    return {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+            for k, v in (missing or {}).items()}
+
+
+def _imported(summary: str, out) -> "Dataset":
+    """Issues an import's notes as :class:`ImportNote` warnings and opens
+    the dataset."""
+    import warnings
+    for note in json.loads(summary).get("notes", []):
+        warnings.warn(note, ImportNote, stacklevel=3)
+    return Dataset(out)
+
+
 def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict | None = None,
-               types: dict | None = None, na: Sequence[str] | None = None, delimiter: str | None = None,
-               encoding: str | None = None, plain: bool = False, infer_rows: int | None = None,
-               ddi: str | os.PathLike | None = None, force: bool = False,
+               types: dict | None = None, na: Sequence[str] | None = None,
+               na_text: Sequence[str] | None = None, delimiter: str | None = None,
+               encoding: str | None = None, plain: bool = False, infer_rows: int | str | None = None,
+               ddi: str | os.PathLike | None = None, keep_niu: bool = False, force: bool = False,
                progress: Any = None) -> "Dataset":
     """Imports a CSV file (plain or gzip) as the dataset ``out``, as
-    ``microtab import`` does, and opens it. ``missing={"INCTOT": [9999999]}``
-    declares user-missing codes, ``types={"ZIP": "string"}`` forces types,
-    ``ddi`` reads an IPUMS codebook for the columns (and sets the design its
-    replicate weights imply). Bad input raises :class:`InputError` naming
-    the file, line and field; a failed import leaves ``out`` as it was.
+    ``microtab import`` does, and opens it. The options take the words
+    of ``microtab import``'s flags (docs/CLI.md): ``missing={"INCTOT":
+    [9999999]}`` declares user-missing codes, ``types={"ZIP": "string"}``
+    forces types (``int``, ``float``, ``string``), ``na``/``na_text`` the
+    texts read as missing (``na_text=[]`` keeps every text as a value),
+    ``encoding="latin1"``, ``infer_rows=`` a number or ``"all"``; ``ddi``
+    reads an IPUMS codebook for the columns (and sets the design its
+    replicate weights imply), ``keep_niu=True`` keeps its not-in-universe
+    codes as values. What is worth knowing about how the file was read is
+    issued as :class:`ImportNote` warnings. Bad input raises
+    :class:`InputError` naming the file, line and field (and the keyword
+    that would read it); a failed import leaves ``out`` as it was.
     ``progress``: a bar in a terminal or notebook (default), ``False`` for
     none, or a callable getting ``(bytes done, bytes total)``."""
-    if infer_rows is not None and (isinstance(infer_rows, bool) or not isinstance(infer_rows, int)
-                                   or infer_rows < 0):
-        raise ArgumentError(f"infer_rows={infer_rows!r}: expected a whole number of records (0 or more)")
-    spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
-                        for k, v in (missing or {}).items()},
-            "types": {k: [v] for k, v in (types or {}).items()},
-            "na": list(na) if na is not None else None, "delimiter": delimiter, "encoding": encoding,
-            "plain": plain, "infer_rows": infer_rows, "ddi": os.fspath(ddi) if ddi else None}
+    if infer_rows is not None and (isinstance(infer_rows, bool) or not isinstance(infer_rows, (int, str))):
+        raise ArgumentError(f"infer_rows={infer_rows!r}: expected a number of records or 'all'")
+    spec = {"missing": _codes(missing),
+            "types": {k: str(v) for k, v in (types or {}).items()},
+            "na": list(na) if na is not None else None,
+            "na_text": list(na_text) if na_text is not None else None,
+            "delimiter": delimiter, "encoding": encoding, "plain": plain,
+            "infer_rows": str(infer_rows) if infer_rows is not None else None,
+            "ddi": os.fspath(ddi) if ddi else None, "keep_niu": keep_niu}
     spec = {k: v for k, v in spec.items() if v is not None}
     cb, done = _progress(progress, path)
     try:
-        _import_csv(os.fspath(path), os.fspath(out), force, json.dumps(spec), cb)
+        summary = _import_csv(os.fspath(path), os.fspath(out), force, json.dumps(spec), cb)
     finally:
         done()
-    return Dataset(out)
+    return _imported(summary, out)
 
 
 def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.PathLike, *,
-                 missing: dict | None = None, rectype: str | None = None, plain: bool = False,
-                 force: bool = False, progress: Any = None) -> "Dataset":
+                 missing: dict | None = None, rectype: str | None = None, keep_niu: bool = False,
+                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a fixed-width file (an IPUMS ``.dat`` or ``.dat.gz``) with
     its DDI codebook as the dataset ``out`` — labels, missing codes,
     implied decimals, and the survey design its replicate weights imply —
-    and opens it (``progress`` as for :func:`import_csv`)."""
-    spec = {"missing": {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
-                        for k, v in (missing or {}).items()},
-            "rectype": rectype, "plain": plain}
+    and opens it (``progress`` and notes as for :func:`import_csv`).
+    ``rectype`` chooses the record type that becomes a row of a
+    hierarchical file; ``keep_niu=True`` keeps the codes the codebook
+    names not-in-universe or missing only in labels or text as values."""
+    spec = {"missing": _codes(missing), "rectype": rectype, "keep_niu": keep_niu, "plain": plain}
     spec = {k: v for k, v in spec.items() if v is not None}
     cb, done = _progress(progress, data)
     try:
-        _import_fixed(os.fspath(data), os.fspath(ddi), os.fspath(out), force, json.dumps(spec), cb)
+        summary = _import_fixed(os.fspath(data), os.fspath(ddi), os.fspath(out), force, json.dumps(spec), cb)
     finally:
         done()
-    return Dataset(out)
+    return _imported(summary, out)
 
 
 def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, ddi: str | os.PathLike | None = None,
-                   plain: bool = False, force: bool = False) -> "Dataset":
+                   keep_niu: bool = False, plain: bool = False, force: bool = False) -> "Dataset":
     """Imports a Parquet file (from microtab, DuckDB, pyarrow, Polars,
     ipumspy …) as the dataset ``out`` and opens it. A file written by
     ``Dataset.to_parquet``/``microtab export`` gets back its labels,
     missing codes, implied decimals and design; ``ddi`` takes them from an
-    IPUMS codebook instead. Integers, decimals, floats, booleans, text and
-    dates (as ISO text) are imported; other types raise
-    :class:`InputError` naming the column."""
-    spec = {"ddi": os.fspath(ddi) if ddi else None, "plain": plain}
-    _import_parquet(os.fspath(path), os.fspath(out), force, json.dumps(spec))
-    return Dataset(out)
+    IPUMS codebook instead (``keep_niu`` as for :func:`import_fixed`).
+    Integers, decimals, floats, booleans, text and dates (as ISO text) are
+    imported; other types raise :class:`InputError` naming the column."""
+    spec = {"ddi": os.fspath(ddi) if ddi else None, "keep_niu": keep_niu, "plain": plain}
+    return _imported(_import_parquet(os.fspath(path), os.fspath(out), force, json.dumps(spec)), out)
 
 
 class ArrowStream:

@@ -25,7 +25,9 @@
 //! vocabulary, whose element handlers share the parser's stack and
 //! positions for their error messages.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::note::Note;
+use microtab_store::Remedy;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use std::path::{Path, PathBuf};
@@ -143,7 +145,7 @@ pub struct Codebook {
     pub variables: Vec<DdiVariable>,
     /// Things the codebook declares that could not be used (e.g. a huge
     /// missing-value range); worth showing to the user.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Note>,
 }
 
 #[derive(Default)]
@@ -174,7 +176,7 @@ struct CatBuilder {
 impl Codebook {
     /// Reads and parses the codebook at `path`.
     pub fn read(path: &Path) -> Result<Codebook> {
-        let bytes = std::fs::read(path).map_err(|e| crate::source::io_err(path, e))?;
+        let bytes = std::fs::read(path).map_err(|e| crate::core::source::io_err(path, e))?;
         let text = match String::from_utf8(bytes) {
             Ok(t) => t,
             Err(e) => {
@@ -427,6 +429,14 @@ fn local_name(e: &BytesStart<'_>) -> String {
 /// Trimmed text, without the control characters XML 1.0 forbids (a damaged
 /// codebook's `name="\u{6}1"` is the variable `1`, as a lenient XML
 /// reader sees it, not a name no one can type); `None` when empty.
+/// Keeps the first text an element gives (a later one of the same
+/// element is ignored).
+fn first(slot: &mut Option<String>, text: &str) {
+    if slot.is_none() {
+        *slot = clean(text);
+    }
+}
+
 fn clean(s: &str) -> Option<String> {
     let forbidden = |c: char| matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}');
     let t: String = s.chars().filter(|&c| !forbidden(c)).collect();
@@ -714,9 +724,9 @@ impl<'a> Parser<'a> {
                     Some(p) => format!("<{p}> of variable {}", self.var_name()),
                     None => String::new(),
                 };
-                self.cb.warnings.push(format!(
+                self.cb.warnings.push(Note::from(format!(
                     "line {line}: unknown element <{name}> in {at} ignored (a damaged or misspelled codebook element?)"
-                ));
+                )));
             }
         }
         if self.saw_root && self.stack.is_empty() {
@@ -754,9 +764,9 @@ impl<'a> Parser<'a> {
                         Charset::Utf8
                     } else {
                         if !(c.contains("8859-1") || c.contains("latin") || c.contains("1252")) {
-                            self.cb.warnings.push(format!(
+                            self.cb.warnings.push(Note::from(format!(
                                 "charset \"{cs}\" is not supported; reading text as ISO-8859-1"
-                            ));
+                            )));
                         }
                         Charset::Latin1
                     };
@@ -855,10 +865,17 @@ impl<'a> Parser<'a> {
                 let v = self.var.as_mut().unwrap();
                 v.invalid_ranges.push((lo.unwrap(), hi.unwrap()));
             }
-            _ => self.cb.warnings.push(format!(
-                "variable {name}: missing-value range {}..{} not used (only whole-number ranges are); declare codes with `microtab missing`",
-                lo.unwrap_or_else(|| "*".into()),
-                hi.unwrap_or_else(|| "*".into())
+            _ => self.cb.warnings.push(Note::hinted(
+                format!(
+                    "variable {name}: missing-value range {}..{} not used (only whole-number ranges are)",
+                    lo.unwrap_or_else(|| "*".into()),
+                    hi.unwrap_or_else(|| "*".into())
+                ),
+                Remedy::MissingCodes {
+                    variable: name.clone(),
+                    codes: Vec::new(),
+                },
+                "declares the codes",
             )),
         }
     }
@@ -871,16 +888,10 @@ impl<'a> Parser<'a> {
         let parent = parent.as_deref();
         match name.as_str() {
             "labl" if parent == Some("catgry") && self.cat.is_some() => {
-                let c = self.cat.as_mut().unwrap();
-                if c.label.is_none() {
-                    c.label = clean(&text);
-                }
+                first(&mut self.cat.as_mut().unwrap().label, &text);
             }
             "catValu" if parent == Some("catgry") && self.cat.is_some() => {
-                let c = self.cat.as_mut().unwrap();
-                if c.value.is_none() {
-                    c.value = clean(&text);
-                }
+                first(&mut self.cat.as_mut().unwrap().value, &text);
             }
             "catgry" if self.var.is_some() => {
                 if let Some(c) = self.cat.take() {
@@ -894,22 +905,13 @@ impl<'a> Parser<'a> {
                 }
             }
             "labl" if parent == Some("var") && self.var.is_some() => {
-                let v = self.var.as_mut().unwrap();
-                if v.label.is_none() {
-                    v.label = clean(&text);
-                }
+                first(&mut self.var.as_mut().unwrap().label, &text);
             }
             "codInstr" if parent == Some("var") && self.var.is_some() => {
-                let v = self.var.as_mut().unwrap();
-                if v.coding.is_none() {
-                    v.coding = clean(&text);
-                }
+                first(&mut self.var.as_mut().unwrap().coding, &text);
             }
             "txt" if parent == Some("var") && self.var.is_some() => {
-                let v = self.var.as_mut().unwrap();
-                if v.description.is_none() {
-                    v.description = clean(&text);
-                }
+                first(&mut self.var.as_mut().unwrap().description, &text);
             }
             "labl" if parent == Some("recGrp") => {
                 if let Some(g) = self.group.as_mut() {

@@ -1,8 +1,8 @@
 //! The writer side: appends parsed chunks to column files in the narrowest
 //! type seen so far, re-encoding a column into a wider type when needed.
 
-use crate::parse::{pow10, ColBuf, NULL_I64};
-use crate::Result;
+use crate::core::column::{pow10, rescale, scaled_floats, ColBuf, NULL_I64};
+use crate::error::Result;
 use microtab_store::{
     ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, Number, PhysType, Variable,
     HEADER_SIZE,
@@ -241,9 +241,9 @@ impl Sink {
         let (old_ty, rows) = (old.ty(), old.rows());
         let path = old.into_partial()?;
         let mut w = ds.column_writer(&self.name, ty)?;
-        let scale = match &self.state {
-            State::Int { decimals, .. } => pow10(*decimals) as f64,
-            _ => 1.0,
+        let decimals = match &self.state {
+            State::Int { decimals, .. } => *decimals,
+            _ => 0,
         };
         let scratch = &mut self.scratch;
         let mut tmp: Vec<i64> = Vec::new();
@@ -251,13 +251,7 @@ impl Sink {
         read_partial(&path, old_ty, rows, self.file_nulls > 0, |b| match b {
             Block::Int(v) if to_float => {
                 ftmp.clear();
-                ftmp.extend(v.iter().map(|&x| {
-                    if x == NULL_I64 {
-                        f64::NAN
-                    } else {
-                        x as f64 / scale
-                    }
-                }));
+                ftmp.extend(scaled_floats(v, decimals));
                 append_floats(&mut w, &ftmp)
             }
             Block::Int(v) if mul != 1 => {
@@ -284,16 +278,7 @@ impl Sink {
             } => {
                 if let State::Float { .. } = self.state {
                     let scale = pow10(decimals) as f64;
-                    let f: Vec<f64> = vals
-                        .iter()
-                        .map(|&x| {
-                            if x == NULL_I64 {
-                                f64::NAN
-                            } else {
-                                x as f64 / scale
-                            }
-                        })
-                        .collect();
+                    let f: Vec<f64> = scaled_floats(&vals, decimals).collect();
                     let (lo, hi) = if nulls as usize == vals.len() {
                         (f64::INFINITY, f64::NEG_INFINITY)
                     } else {
@@ -317,51 +302,44 @@ impl Sink {
                 else {
                     unreachable!("numeric chunk for a text column")
                 };
-                // Bring both sides to the same number of decimals.
-                if decimals > *sd {
+                // Bring both sides to the same number of decimals; when
+                // one side would overflow, the column becomes floats.
+                let overflow = if decimals > *sd {
                     let k = pow10(decimals - *sd);
                     let fits = self.rows == self.nulls
                         || (smin.checked_mul(k).is_some() && smax.checked_mul(k).is_some());
-                    if !fits {
-                        return self.int_to_float_then(
-                            ds,
-                            ColBuf::Int {
-                                vals,
-                                decimals,
-                                nulls,
-                                min,
-                                max,
-                            },
-                        );
+                    if fits {
+                        if self.rows > self.nulls {
+                            *smin *= k;
+                            *smax *= k;
+                        }
+                        *sd = decimals;
+                        if self.writer.is_some() {
+                            let (lo, hi) = if self.rows == self.nulls {
+                                (0, 0)
+                            } else {
+                                (*smin, *smax)
+                            };
+                            let need = PhysType::narrowest_int(lo, hi, self.nulls > 0);
+                            self.reencode(ds, need, k, false)?;
+                        }
                     }
-                    if self.rows > self.nulls {
-                        *smin *= k;
-                        *smax *= k;
-                    }
-                    *sd = decimals;
-                    if self.writer.is_some() {
-                        let (lo, hi) = if self.rows == self.nulls {
-                            (0, 0)
-                        } else {
-                            (*smin, *smax)
-                        };
-                        let need = PhysType::narrowest_int(lo, hi, self.nulls > 0);
-                        self.reencode(ds, need, k, false)?;
-                    }
+                    !fits
                 } else if decimals < *sd {
-                    let k = pow10(*sd - decimals);
-                    if crate::parse::rescale(&mut vals, &mut min, &mut max, k).is_none() {
-                        return self.int_to_float_then(
-                            ds,
-                            ColBuf::Int {
-                                vals,
-                                decimals,
-                                nulls,
-                                min,
-                                max,
-                            },
-                        );
-                    }
+                    rescale(&mut vals, &mut min, &mut max, pow10(*sd - decimals)).is_none()
+                } else {
+                    false
+                };
+                if overflow {
+                    self.int_sink_to_float(ds)?;
+                    let chunk = ColBuf::Int {
+                        vals,
+                        decimals,
+                        nulls,
+                        min,
+                        max,
+                    };
+                    return self.append(ds, chunk);
                 }
                 let State::Int {
                     min: smin,
@@ -463,11 +441,6 @@ impl Sink {
             }
         }
         Ok(())
-    }
-
-    fn int_to_float_then(&mut self, ds: &mut DatasetWriter, chunk: ColBuf) -> Result<()> {
-        self.int_sink_to_float(ds)?;
-        self.append(ds, chunk)
     }
 
     /// Turns an integer sink (and its file) into a float one.

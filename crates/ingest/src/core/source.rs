@@ -5,7 +5,7 @@
 //! the pipeline's reader stage, so decompression overlaps the cutting and
 //! parsing of the text it has already produced.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -207,6 +207,11 @@ pub(crate) fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io:
         }
     }
     Ok(true)
+}
+
+/// Counts newline bytes (physical lines) in `buf`.
+pub(crate) fn count_lines(buf: &[u8]) -> u64 {
+    buf.iter().filter(|&&b| b == b'\n').count() as u64
 }
 
 #[cfg(test)]

@@ -1,101 +1,26 @@
 //! CSV import: header, type inference from a sample, then the shared
 //! pipeline with a quote-aware chunk cutter and the CSV chunk parser.
 
-use crate::error::RowError;
-use crate::parse::{infer, parse_chunk, Encoding, NaSet, ParseOpts, Plan, Sampled, TextWhy};
-use crate::pipeline::{self, Feed, ImportSummary, Progress, Stages};
-use crate::sink::Sink;
-use crate::source::{self, fill};
-use crate::tokenizer::{count_lines, last_record_end, Tokenizer};
-use crate::{Codebook, Error, Result};
-use microtab_store::DatasetWriter;
+mod chunk;
+mod error;
+mod infer;
+mod tokenizer;
+
+use crate::core::column::Plan;
+use crate::core::dataset::{add_missing_codes, create_dataset, publish, Read};
+use crate::core::na::NaSet;
+use crate::core::pipeline::{self, Feed, ImportSummary, Stages};
+use crate::core::sink::Sink;
+use crate::core::source::{self, count_lines, fill};
+use crate::error::{Error, Fix, Result};
+use crate::note::Note;
+use crate::options::{Encoding, ImportOptions, TypeHint};
+use chunk::{parse_chunk, ParseOpts};
+use error::RowError;
+use infer::{infer, Sampled, TextWhy};
+use microtab_store::{ColumnKind, Remedy};
 use std::path::Path;
-
-/// A forced type for a column (`--type NAME=int|float|string`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TypeHint {
-    /// Integers or fixed-point decimals (stored exactly as scaled integers).
-    Int,
-    /// Floating point.
-    Float,
-    /// Text (dictionary-encoded).
-    String,
-}
-
-/// How to read the input.
-#[derive(Clone)]
-pub struct CsvOptions {
-    /// Field delimiter (default `,`), used as given when
-    /// `detect_delimiter` is off.
-    pub delimiter: u8,
-    /// Choose the delimiter from the first lines: `,`, tab, `;` or `|`,
-    /// whichever splits every sampled line into the same number (> 1) of
-    /// fields (`,` first). On by default; off when a delimiter is given.
-    pub detect_delimiter: bool,
-    /// Forced types by column name (case-insensitive).
-    pub types: Vec<(String, TypeHint)>,
-    /// User-missing codes by column name, as written in the data (`9999999`,
-    /// `-0.5`, `Unknown`); each must be a value of the column's type.
-    pub missing: Vec<(String, Vec<String>)>,
-    /// Field texts read as system-missing (empty fields always are).
-    /// `None`: the common missing tokens ([`DEFAULT_NA`](crate::DEFAULT_NA):
-    /// `NA`, `NaN`, `.`, `N/A`, …) in numeric columns, and in text columns
-    /// those of them that mean missing in any column
-    /// ([`DEFAULT_TEXT_NA`](crate::DEFAULT_TEXT_NA): `NA`, `N/A`, `NaN`,
-    /// `NULL`, … but not `.`), as R and pandas read them. `Some(list)`:
-    /// exactly these, in every column unless `na_text` is given
-    /// (`Some(vec![])`: only empty fields).
-    pub na: Option<Vec<String>>,
-    /// Field texts read as system-missing in text columns, replacing what
-    /// `na` gives them (`Some(vec![])`: only empty fields, every other
-    /// text is a value).
-    pub na_text: Option<Vec<String>>,
-    /// Text encoding of the file (default UTF-8).
-    pub encoding: Encoding,
-    /// Bytes of input per parse task.
-    pub chunk_size: usize,
-    /// Parser threads (default: all cores).
-    pub threads: usize,
-    /// Records sampled to choose column types (`u64::MAX`: every record,
-    /// in a first pass over the whole file).
-    pub sample_rows: u64,
-    /// Called as chunks are written.
-    pub progress: Option<Progress>,
-    /// A DDI codebook describing the columns (an IPUMS extract delivered
-    /// as CSV): its alphabetic variables are imported as text, its numeric
-    /// ones as numbers, and columns it describes get its labels,
-    /// description, value labels and missing codes. Columns are matched by
-    /// name, case-insensitively.
-    pub codebook: Option<Codebook>,
-    /// Block size for writing column files (from `microtab tune`).
-    pub io: microtab_io::IoConfig,
-    /// Store every column as a plain array (no bit-packing), readable
-    /// with `numpy.memmap` directly.
-    pub plain: bool,
-}
-
-impl Default for CsvOptions {
-    fn default() -> Self {
-        CsvOptions {
-            delimiter: b',',
-            detect_delimiter: true,
-            types: Vec::new(),
-            missing: Vec::new(),
-            na: None,
-            na_text: None,
-            encoding: Encoding::Utf8,
-            chunk_size: 4 << 20,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2),
-            sample_rows: 50_000,
-            progress: None,
-            codebook: None,
-            io: microtab_io::IoConfig::default(),
-            plain: false,
-        }
-    }
-}
+use tokenizer::{last_record_end, Tokenizer};
 
 /// Delimiters tried when detecting one, in order of preference.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b';', b'|'];
@@ -147,7 +72,7 @@ pub fn import_csv(
     input: &Path,
     target: &Path,
     force: bool,
-    opts: &CsvOptions,
+    opts: &ImportOptions,
 ) -> Result<ImportSummary> {
     let mut src = source::open(input)?;
     let input_err = |reason: String| Error::Input {
@@ -192,31 +117,39 @@ pub fn import_csv(
             "empty file: expected a header line naming the columns".into(),
         ));
     }
-    let delim = if opts.detect_delimiter {
-        match sniff_delimiter(&buf) {
+    let delim = match opts.delimiter {
+        Some(d) => d,
+        None => match sniff_delimiter(&buf) {
             Some(d) if d != b',' => {
-                notes.push(format!(
-                    "columns are separated by {} (detected from the first lines; give -d to choose)",
-                    delimiter_name(d)
+                notes.push(Note::hinted(
+                    format!(
+                        "columns are separated by {} (detected from the first lines)",
+                        delimiter_name(d)
+                    ),
+                    Remedy::Delimiter { delimiter: None },
+                    "chooses another",
                 ));
                 d
             }
             _ => b',',
-        }
-    } else {
-        opts.delimiter
+        },
     };
     let names = parse_header(&buf[..header_end], delim, opts.encoding)
         .map_err(|e| e.into_error(input, &[]))?;
     if names.len() == 1 {
         if let Some(d) = sniff_delimiter(&buf).filter(|&d| d != delim) {
-            notes.push(format!(
-                "the header has one column with delimiter {}, but {} would split the first lines into {} columns (give -d {})",
-                delimiter_name(delim),
-                delimiter_name(d),
-                fields_per_record(&buf[..last_record_end(&buf).unwrap_or(buf.len())], d)
-                    .unwrap_or(0),
-                if d == b'\t' { "tab".to_string() } else { (d as char).to_string() }
+            notes.push(Note::hinted(
+                format!(
+                    "the header has one column with delimiter {}, but {} would split the first lines into {} columns",
+                    delimiter_name(delim),
+                    delimiter_name(d),
+                    fields_per_record(&buf[..last_record_end(&buf).unwrap_or(buf.len())], d)
+                        .unwrap_or(0),
+                ),
+                Remedy::Delimiter {
+                    delimiter: Some(d as char),
+                },
+                "splits them",
             ));
         }
     }
@@ -277,13 +210,14 @@ pub fn import_csv(
         )
         .map_err(|e| match e {
             SampleError::Row(e) => e.into_error(input, &names),
-            SampleError::Other(e) => e,
+            SampleError::Other(e) => *e,
         })?;
         sampled.merge(more);
     }
     plans = sampled.plans();
     let mut forced = vec![false; ncols];
-    if let Some(cb) = &opts.codebook {
+    let codebook = opts.codebook.as_ref().map(|cb| opts.codebook_used(cb));
+    if let Some(cb) = &codebook {
         for v in &cb.variables {
             if let Some(i) = find(&v.name) {
                 plans[i] = if v.text { Plan::Str } else { Plan::Numeric };
@@ -305,35 +239,39 @@ pub fn import_csv(
             continue;
         }
         match why {
-            Some(TextWhy::LeadingZeros(n)) => notes.push(format!(
-                "column {} is read as text: its numbers are written with leading zeros (\"{}\" on line {}), like codes; --type {}=int reads them as numbers",
-                names[i], n.example, n.line, names[i]
+            Some(TextWhy::LeadingZeros(n)) => notes.push(Note::hinted(
+                format!(
+                    "column {} is read as text: its numbers are written with leading zeros (\"{}\" on line {}), like codes",
+                    names[i], n.example, n.line
+                ),
+                column_type(&names[i], ColumnKind::Int),
+                "reads them as numbers",
             )),
-            Some(TextWhy::BeyondI64(n)) => notes.push(format!(
-                "column {} is read as text: \"{}\" on line {} is an integer beyond 64 bits, which microtab does not store exactly as a number; --type {}=float reads it as approximate numbers",
-                names[i], n.example, n.line, names[i]
+            Some(TextWhy::BeyondI64(n)) => notes.push(Note::hinted(
+                format!(
+                    "column {} is read as text: \"{}\" on line {} is an integer beyond 64 bits, which microtab does not store exactly as a number",
+                    names[i], n.example, n.line
+                ),
+                column_type(&names[i], ColumnKind::Float),
+                "reads it as approximate numbers",
             )),
             _ => {}
         }
     }
     for (i, n) in sampled.na_in_text.iter().enumerate() {
         if let (Some(n), Plan::Str, None) = (n, plans[i], &opts.na_text) {
-            notes.push(format!(
-                "column {} is text and keeps \"{}\" (first on line {}) as a value, though it is missing in numeric columns; --na-text lists the texts read as missing in text columns",
-                names[i], n.example, n.line
+            notes.push(Note::hinted(
+                format!(
+                    "column {} is text and keeps \"{}\" (first on line {}) as a value, though it is missing in numeric columns",
+                    names[i], n.example, n.line
+                ),
+                Remedy::NaText,
+                "lists the texts read as missing in text columns",
             ));
         }
     }
 
-    let mut ds = DatasetWriter::create_with(target, force, io_for_columns(&opts.io, ncols))?;
-    ds.set_packing(!opts.plain);
-    ds.set_transient_files(ncols > TRANSIENT_COLUMNS);
-    ds.set_source(
-        &input
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    );
+    let mut ds = create_dataset(input, target, force, &opts.io, ncols, opts.plain)?;
     let mut sinks: Vec<Sink> = names
         .iter()
         .zip(&plans)
@@ -370,22 +308,26 @@ pub fn import_csv(
     let rows = out.rows;
     for (i, n) in out.leading_zeros.iter().enumerate() {
         if let (Some(n), false) = (n, plans[i] == Plan::Str) {
-            notes.push(format!(
-                "column {}: {} number{} written with leading zeros (first \"{}\" on line {}) read as number{}; --type {}=string keeps them as text",
-                names[i],
-                n.count,
-                if n.count == 1 { "" } else { "s" },
-                n.example,
-                n.line,
-                if n.count == 1 { "" } else { "s" },
-                names[i]
+            notes.push(Note::hinted(
+                format!(
+                    "column {}: {} number{} written with leading zeros (first \"{}\" on line {}) read as number{}",
+                    names[i],
+                    n.count,
+                    if n.count == 1 { "" } else { "s" },
+                    n.example,
+                    n.line,
+                    if n.count == 1 { "" } else { "s" },
+                ),
+                column_type(&names[i], ColumnKind::String),
+                "keeps them as text",
             ));
         }
     }
     for (i, n) in out.na_text.iter().enumerate() {
         if let Some(n) = n {
-            notes.push(format!(
-                "column {} is text: {} field{} such as \"{}\" (first on line {}) read as missing{}; --na-text '' keeps them as values",
+            notes.push(Note::hinted(
+                format!(
+                "column {} is text: {} field{} such as \"{}\" (first on line {}) read as missing{}",
                 names[i],
                 n.count,
                 if n.count == 1 { "" } else { "s" },
@@ -396,114 +338,49 @@ pub fn import_csv(
                 } else {
                     ""
                 }
+            ),
+                Remedy::KeepTextTokens,
+                "keeps them as values",
             ));
         }
     }
     if rows == 0 {
-        notes.push(format!(
+        notes.push(Note::from(format!(
             "{} has a header but no records: the dataset has 0 rows",
             input.display()
-        ));
+        )));
     }
 
-    let mut bytes_out = 0;
     for (i, sink) in sinks.into_iter().enumerate() {
         let (mut var, dict) = sink.finish(&mut ds)?;
-        if let Some(dv) = opts.codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
-            crate::fixed::describe(&mut var, dv, &dict, &ds, rows, &mut notes)?;
+        if let Some(dv) = codebook.as_ref().and_then(|cb| cb.variable(&names[i])) {
+            crate::ddi::describe(&mut var, dv, &dict, &ds, rows, &mut notes)?;
         }
-        if let Some((_, codes)) = opts
-            .missing
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(&names[i]))
-        {
+        if let Some(codes) = opts.missing_of(&names[i]) {
             add_missing_codes(&mut var, &dict, codes, &na, input, &mut notes)?;
         }
-        bytes_out += var.bytes;
         ds.add_variable(var);
     }
-    let path = ds.commit(rows)?;
-    Ok(ImportSummary {
-        path,
-        rows,
-        variables: ncols,
+    let read = Read {
         bytes_in: total,
         bytes_text: header_end as u64 + out.text,
-        bytes_out,
         sampled: Some(sampled.rows),
-        notes,
-    })
+    };
+    publish(ds, rows, read, notes)
 }
 
-/// Above this many columns, column files are opened for each write only
-/// (an import never holds a descriptor per column).
-pub(crate) const TRANSIENT_COLUMNS: usize = 256;
-
-/// Write settings for `ncols` columns: the per-column write buffer is
-/// shrunk so that all of them together stay within 256 MiB (a 5,000-column
-/// file would otherwise buffer 5 GB), but not below 64 KiB.
-pub(crate) fn io_for_columns(io: &microtab_io::IoConfig, ncols: usize) -> microtab_io::IoConfig {
-    let budget = 256usize << 20;
-    microtab_io::IoConfig {
-        block_size: io.block_size.min((budget / ncols.max(1)).max(64 << 10)),
+/// The option importing column `name` as `kind`.
+fn column_type(name: &str, kind: ColumnKind) -> Remedy {
+    Remedy::ColumnType {
+        variable: Some(name.to_string()),
+        kind,
     }
-}
-
-/// Adds user-missing codes given as written in the data to `var`.
-pub(crate) fn add_missing_codes(
-    var: &mut microtab_store::Variable,
-    dict: &[String],
-    codes: &[String],
-    na: &NaSet,
-    input: &Path,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    for c in codes {
-        let code = match microtab_store::codec::stored_code(var, dict, c) {
-            Ok(Some(code)) => code,
-            Ok(None)
-                if var.kind == microtab_store::Kind::String && na.contains_text(c.as_bytes()) =>
-            {
-                notes.push(format!(
-                    "{}: \"{c}\" is read as system-missing already",
-                    var.name
-                ));
-                continue;
-            }
-            Ok(None) => {
-                notes.push(format!(
-                    "{}: missing code \"{c}\" does not occur in the data",
-                    var.name
-                ));
-                continue;
-            }
-            Err(_)
-                if var.kind != microtab_store::Kind::String && na.contains(c.trim().as_bytes()) =>
-            {
-                notes.push(format!(
-                    "{}: \"{c}\" is read as system-missing already",
-                    var.name
-                ));
-                continue;
-            }
-            Err(e) => {
-                return Err(Error::Input {
-                    path: input.to_path_buf(),
-                    reason: format!("--missing {}: {e}", var.name),
-                })
-            }
-        };
-        if !var.missing_codes.contains(&code) {
-            var.missing_codes.push(code);
-        }
-    }
-    Ok(())
 }
 
 /// Why sampling failed.
 enum SampleError {
     Row(RowError),
-    Other(Error),
+    Other(Box<Error>),
 }
 
 /// Samples up to `max_rows` more records of `input` in a pass of its own,
@@ -519,7 +396,7 @@ fn sample_rest(
     chunk_size: usize,
     na: &NaSet,
 ) -> std::result::Result<Sampled, SampleError> {
-    let mut src = source::open(input).map_err(SampleError::Other)?;
+    let mut src = source::open(input).map_err(|e| SampleError::Other(Box::new(e)))?;
     let mut out = Sampled::new(ncols);
     let mut buf: Vec<u8> = Vec::with_capacity(chunk_size * 2);
     let mut skip = skip;
@@ -528,7 +405,7 @@ fn sample_rest(
     let read = |src: &mut source::Input, buf: &mut Vec<u8>, want: usize| {
         fill(&mut *src.reader, buf, want).map_err(|e| {
             let lines = count_lines(buf);
-            SampleError::Other(src.read_error(e, lines))
+            SampleError::Other(Box::new(src.read_error(e, lines)))
         })
     };
     // Past what was sampled already.
@@ -592,10 +469,8 @@ fn parse_header(
         let raw = t.get(*f);
         let s = encoding.decode(raw).ok_or_else(|| RowError::Syntax {
             line: 1,
-            reason: format!(
-                "header field {} is not valid UTF-8 (for a Latin-1 or Windows-1252 file give --encoding latin1 or --encoding windows-1252)",
-                i + 1
-            ),
+            reason: format!("header field {} is not valid UTF-8", i + 1),
+            fix: Fix::Encoding,
         })?;
         let s = s.trim();
         let name = if s.is_empty() {
@@ -605,6 +480,7 @@ fn parse_header(
         };
         if let Some(j) = names.iter().position(|n| n.eq_ignore_ascii_case(&name)) {
             return Err(RowError::Syntax {
+                fix: Fix::None,
                 line: 1,
                 reason: format!(
                     "header names column {} '{}' twice (columns {} and {}); names must be unique ignoring case",

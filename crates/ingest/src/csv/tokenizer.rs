@@ -1,6 +1,7 @@
 //! Splitting a chunk of CSV into records and fields (RFC 4180).
 
-use crate::error::RowError;
+use super::error::RowError;
+use crate::error::Fix;
 
 /// Where a field's bytes are: in the chunk itself, or (for quoted fields
 /// with doubled quotes) unescaped into the scratch buffer.
@@ -106,6 +107,7 @@ impl<'a> Tokenizer<'a> {
                     }
                     Some(_) => {
                         return Err(RowError::Syntax {
+ fix: Fix::None,
                             line: self.line,
                             reason: format!(
                                 "expected a delimiter or end of line after the closing quote of field {}",
@@ -124,6 +126,7 @@ impl<'a> Tokenizer<'a> {
                 }
                 if b == b'"' {
                     return Err(RowError::Syntax {
+ fix: Fix::None,
                         line: self.line,
                         reason: format!(
                             "quote inside unquoted field {} (quote the whole field and double the quote)",
@@ -135,6 +138,7 @@ impl<'a> Tokenizer<'a> {
                     // Other readers end the record here, others keep the
                     // CR as data: neither is a safe guess.
                     return Err(RowError::Syntax {
+ fix: Fix::None,
                         line: self.line,
                         reason: format!(
                             "a carriage return (CR) inside unquoted field {}: lines must end in LF or CRLF (quote the field if the CR is data)",
@@ -180,6 +184,7 @@ impl<'a> Tokenizer<'a> {
             match memchr::memchr2(b'"', b'\n', &buf[i..]) {
                 None => {
                     return Err(RowError::Syntax {
+                        fix: Fix::None,
                         line: start_line,
                         reason: "unterminated quoted field (missing closing quote)".into(),
                     })
@@ -230,11 +235,6 @@ pub(crate) fn last_record_end(buf: &[u8]) -> Option<usize> {
         }
     }
     last
-}
-
-/// Counts newline bytes (physical lines) in `buf`.
-pub(crate) fn count_lines(buf: &[u8]) -> u64 {
-    buf.iter().filter(|&&b| b == b'\n').count() as u64
 }
 
 #[cfg(test)]

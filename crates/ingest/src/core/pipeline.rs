@@ -3,15 +3,15 @@
 //! A format supplies two things: where a buffer may be cut so that every
 //! chunk starts at a record boundary (`cut`), and how to turn one chunk into
 //! typed column buffers (`parse`). Everything else — reading (and, through
-//! [`crate::source`], decompressing) the input in large blocks, parsing
+//! [`crate::core::source`], decompressing) the input in large blocks, parsing
 //! chunks on all cores, and appending them in file order to the column
 //! sinks — is here, once.
 
-use crate::parse::{Note, Parsed};
-use crate::sink::Sink;
-use crate::source::{fill, Input};
-use crate::tokenizer::count_lines;
-use crate::Result;
+use crate::core::column::{FieldNote, Parsed};
+use crate::core::sink::Sink;
+use crate::core::source::{count_lines, fill, Input};
+use crate::error::Result;
+use crate::note::Note;
 use microtab_store::DatasetWriter;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -43,7 +43,7 @@ pub struct ImportSummary {
     /// What the user should know about how the input was read (a detected
     /// delimiter, columns read as text and why, numbers with leading zeros,
     /// an empty file …), one sentence each.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 /// What the pipeline read.
@@ -53,9 +53,9 @@ pub(crate) struct RunOut {
     /// Bytes of text parsed.
     pub text: u64,
     /// Per column: numbers written with leading zeros.
-    pub leading_zeros: Vec<Option<Note>>,
+    pub leading_zeros: Vec<Option<FieldNote>>,
     /// Per column: missing tokens read as missing in a text column.
-    pub na_text: Vec<Option<Note>>,
+    pub na_text: Vec<Option<FieldNote>>,
 }
 
 /// Where the reader stage starts: the opened input and any bytes already
@@ -292,8 +292,8 @@ fn write_in_order(
     let mut pending = BTreeMap::new();
     let mut next = 0u64;
     let (mut rows, mut text) = (0u64, 0u64);
-    let mut leading_zeros: Vec<Option<Note>> = vec![None; sinks.len()];
-    let mut na_text: Vec<Option<Note>> = vec![None; sinks.len()];
+    let mut leading_zeros: Vec<Option<FieldNote>> = vec![None; sinks.len()];
+    let mut na_text: Vec<Option<FieldNote>> = vec![None; sinks.len()];
     for done in rx.iter() {
         pending.insert(done.seq, done);
         while let Some(done) = pending.remove(&next) {
@@ -302,10 +302,10 @@ fn write_in_order(
                 sink.append(ds, col)?;
             }
             for (a, b) in leading_zeros.iter_mut().zip(parsed.leading_zeros) {
-                Note::merge(a, b);
+                FieldNote::merge(a, b);
             }
             for (a, b) in na_text.iter_mut().zip(parsed.na_text) {
-                Note::merge(a, b);
+                FieldNote::merge(a, b);
             }
             rows += parsed.rows;
             text += done.text;

@@ -7,9 +7,12 @@
 //! [`finish`](ColumnarImport::finish). Dropping it unfinished leaves the
 //! target as it was.
 
-use crate::parse::{ColBuf, NULL_I64};
-use crate::sink::Sink;
-use crate::{Error, ImportSummary, Result};
+use crate::core::column::{ColBuf, NULL_I64};
+use crate::core::dataset::{create_dataset, publish, Read};
+use crate::core::pipeline::ImportSummary;
+use crate::core::sink::Sink;
+use crate::error::{Error, Result};
+use crate::note::Note;
 use microtab_store::{DatasetWriter, Design, Variable};
 use std::path::{Path, PathBuf};
 
@@ -69,16 +72,14 @@ impl ColumnarImport {
                 });
             }
         }
-        let io = crate::csv::io_for_columns(&microtab_io::IoConfig::default(), names.len());
-        let mut ds = DatasetWriter::create_with(target, force, io)?;
-        ds.set_packing(!plain);
-        ds.set_transient_files(names.len() > crate::csv::TRANSIENT_COLUMNS);
-        ds.set_source(
-            &input
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        );
+        let ds = create_dataset(
+            input,
+            target,
+            force,
+            &microtab_io::IoConfig::default(),
+            names.len(),
+            plain,
+        )?;
         Ok(ColumnarImport {
             ds,
             sinks: names
@@ -225,24 +226,22 @@ impl ColumnarImport {
     /// sorted dictionary), stores `design`, and publishes the dataset.
     pub fn finish(
         mut self,
-        codebook: Option<&crate::Codebook>,
+        codebook: Option<&crate::ddi::Codebook>,
         mut describe: impl FnMut(&mut Variable, &[String]) -> Result<()>,
         design: Option<Design>,
-        mut notes: Vec<String>,
+        notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
-        let mut bytes_out = 0;
-        let nvars = self.sinks.len();
+        let mut notes: Vec<Note> = notes.into_iter().map(Into::into).collect();
         for sink in std::mem::take(&mut self.sinks) {
             let (mut var, dict) = sink.finish(&mut self.ds)?;
             if let Some(dv) = codebook.and_then(|cb| cb.variable(&var.name)) {
-                crate::fixed::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
+                crate::ddi::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
             }
             describe(&mut var, &dict)?;
-            bytes_out += var.bytes;
             self.ds.add_variable(var);
         }
         if let Some(d) = design {
-            // The checks `microtab design` makes: a numeric weight, and
+            // The checks the CLI's design command makes: a numeric weight, and
             // replicate weights present for every record.
             let var = |n: &str| self.ds.variables().find(|v| v.name.eq_ignore_ascii_case(n));
             let weight_ok = var(&d.weight).is_some_and(|v| v.kind != microtab_store::Kind::String);
@@ -258,19 +257,14 @@ impl ColumnarImport {
             if weight_ok && reps_ok {
                 self.ds.set_design(d);
             } else {
-                notes.push("the survey design in the file does not fit its columns (a text weight, or replicate weights with missing values): not set".into());
+                notes.push(Note::from("the survey design in the file does not fit its columns (a text weight, or replicate weights with missing values): not set"));
             }
         }
-        let path = self.ds.commit(self.rows)?;
-        Ok(ImportSummary {
-            path,
-            rows: self.rows,
-            variables: nvars,
+        let read = Read {
             bytes_in: self.bytes_in,
             bytes_text: self.bytes_in,
-            bytes_out,
             sampled: None,
-            notes,
-        })
+        };
+        publish(self.ds, self.rows, read, notes)
     }
 }

@@ -1,0 +1,257 @@
+//! Where each variable is in a fixed-width record, from a DDI codebook:
+//! the slots of a rectangular file, and the record-type dispatch of a
+//! hierarchical one; the errors a record can have.
+
+use crate::core::number::{trim, MAX_FIXED_DECIMALS};
+use crate::ddi::{Charset, Codebook, DdiVariable};
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// One output variable's place in a record.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    /// Index into the codebook's variables.
+    pub(crate) var: usize,
+    pub(crate) name: String,
+    /// 0-based first byte.
+    pub(crate) start: usize,
+    /// 0-based end (exclusive).
+    pub(crate) end: usize,
+    pub(crate) decimals: u32,
+    pub(crate) text: bool,
+    /// Read from the parent (household) record rather than the row's own.
+    pub(crate) parent: bool,
+}
+
+/// Record-type handling of a hierarchical file.
+#[derive(Debug, Clone)]
+pub(crate) struct Hier {
+    pub(crate) id_name: String,
+    pub(crate) id_start: usize,
+    pub(crate) id_end: usize,
+    /// Records of this type become rows.
+    pub(crate) row_type: Vec<u8>,
+    /// Records of this type supply `parent` slots (`None` when the rows are
+    /// the top-level records themselves).
+    pub(crate) parent_type: Option<Vec<u8>>,
+    /// Every record type the codebook lists.
+    pub(crate) known: Vec<Vec<u8>>,
+}
+
+/// Where every output variable is in a record, derived from a codebook.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) charset: Charset,
+    pub(crate) hier: Option<Hier>,
+}
+
+impl Layout {
+    pub(crate) fn new(cb: &Codebook, record_type: Option<&str>) -> Result<Layout> {
+        let cb_err = |reason: String| Error::Codebook {
+            path: cb.path.clone(),
+            reason,
+        };
+        let slot = |i: usize, v: &DdiVariable, parent: bool| Slot {
+            var: i,
+            name: v.name.clone(),
+            start: v.start - 1,
+            end: v.end,
+            decimals: v.decimals.min(MAX_FIXED_DECIMALS),
+            text: v.text,
+            parent,
+        };
+        if !cb.hierarchical {
+            if let Some(t) = record_type {
+                return Err(cb_err(format!(
+                    "record type {t:?} asked for, but the codebook describes a rectangular file"
+                )));
+            }
+            return Ok(Layout {
+                slots: cb
+                    .variables
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| slot(i, v, false))
+                    .collect(),
+                charset: cb.charset,
+                hier: None,
+            });
+        }
+        let known: Vec<String> = cb.record_groups.iter().map(|g| g.rectype.clone()).collect();
+        let top = cb.top_record_type().unwrap_or("H").to_string();
+        let row = match record_type {
+            Some(t) => known
+                .iter()
+                .find(|k| k.eq_ignore_ascii_case(t))
+                .cloned()
+                .ok_or_else(|| {
+                    cb_err(format!(
+                        "record type {t:?} is not one the codebook lists ({})",
+                        known.join(", ")
+                    ))
+                })?,
+            None => known
+                .iter()
+                .find(|k| k.as_str() == "P")
+                .or_else(|| known.iter().find(|k| **k != top))
+                .unwrap_or(&top)
+                .clone(),
+        };
+        let id = cb.record_id_variable().expect("checked when parsed");
+        let on = |v: &DdiVariable, t: &str| {
+            v.record_types.is_empty() || v.record_types.iter().any(|r| r == t)
+        };
+        let mut slots = Vec::new();
+        for (i, v) in cb.variables.iter().enumerate() {
+            if on(v, &row) {
+                slots.push(slot(i, v, false));
+            } else if row != top && on(v, &top) {
+                slots.push(slot(i, v, true));
+            }
+        }
+        Ok(Layout {
+            slots,
+            charset: cb.charset,
+            hier: Some(Hier {
+                id_name: id.name.clone(),
+                id_start: id.start - 1,
+                id_end: id.end,
+                row_type: row.clone().into_bytes(),
+                parent_type: (row != top).then(|| top.into_bytes()),
+                known: known.into_iter().map(String::into_bytes).collect(),
+            }),
+        })
+    }
+
+    /// The record type that becomes a row (hierarchical files).
+    pub(crate) fn row_type(&self) -> Option<String> {
+        self.hier
+            .as_ref()
+            .map(|h| String::from_utf8_lossy(&h.row_type).into_owned())
+    }
+
+    /// Where a chunk may end: after the last complete line, or — when rows
+    /// need their parent record — just before the last parent record.
+    pub(crate) fn cut(&self, buf: &[u8]) -> Option<usize> {
+        let last_nl = memchr::memrchr(b'\n', buf)?;
+        let Some(h) = &self.hier else {
+            return Some(last_nl + 1);
+        };
+        let Some(parent) = &h.parent_type else {
+            return Some(last_nl + 1);
+        };
+        // Line starts from the last complete line backwards.
+        let mut start = last_nl + 1;
+        loop {
+            if start > 0 && start + h.id_end <= buf.len() {
+                let line_end =
+                    memchr::memchr(b'\n', &buf[start..]).map_or(buf.len(), |p| start + p);
+                if start + h.id_end <= line_end
+                    && trim(&buf[start + h.id_start..start + h.id_end]) == parent.as_slice()
+                {
+                    return Some(start);
+                }
+            }
+            if start == 0 {
+                return None;
+            }
+            start = memchr::memrchr(b'\n', &buf[..start - 1]).map_or(0, |p| p + 1);
+        }
+    }
+}
+
+/// What went wrong in a record, before the file name is attached.
+#[derive(Debug)]
+pub(crate) enum FieldError {
+    Short {
+        slot: usize,
+        len: usize,
+    },
+    ShortId {
+        len: usize,
+    },
+    Value {
+        slot: usize,
+        expected: &'static str,
+        found: String,
+    },
+    RecordType {
+        found: String,
+    },
+    Orphan,
+}
+
+/// A [`FieldError`] at a record (line).
+#[derive(Debug)]
+pub(crate) struct RecordError {
+    pub line: u64,
+    pub kind: FieldError,
+}
+
+impl RecordError {
+    pub(crate) fn into_error(self, path: &Path, layout: &Layout) -> Error {
+        let path = path.to_path_buf();
+        let record = self.line;
+        let slot = |i: usize| &layout.slots[i];
+        match self.kind {
+            FieldError::Short { slot: i, len } => Error::ShortRecord {
+                path,
+                record,
+                len,
+                name: slot(i).name.clone(),
+                start: slot(i).start + 1,
+                end: slot(i).end,
+            },
+            FieldError::ShortId { len } => {
+                let h = layout.hier.as_ref().expect("hierarchical");
+                Error::ShortRecord {
+                    path,
+                    record,
+                    len,
+                    name: h.id_name.clone(),
+                    start: h.id_start + 1,
+                    end: h.id_end,
+                }
+            }
+            FieldError::Value {
+                slot: i,
+                expected,
+                found,
+            } => Error::Field {
+                path,
+                record,
+                name: slot(i).name.clone(),
+                start: slot(i).start + 1,
+                end: slot(i).end,
+                expected: expected.to_string(),
+                found,
+            },
+            FieldError::RecordType { found } => {
+                let h = layout.hier.as_ref().expect("hierarchical");
+                Error::RecordType {
+                    path,
+                    record,
+                    name: h.id_name.clone(),
+                    found,
+                    known: h
+                        .known
+                        .iter()
+                        .map(|k| String::from_utf8_lossy(k).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+            }
+            FieldError::Orphan => {
+                let h = layout.hier.as_ref().expect("hierarchical");
+                Error::Orphan {
+                    path,
+                    record,
+                    child: String::from_utf8_lossy(&h.row_type).into_owned(),
+                    parent: String::from_utf8_lossy(h.parent_type.as_deref().unwrap_or(b""))
+                        .into_owned(),
+                }
+            }
+        }
+    }
+}
