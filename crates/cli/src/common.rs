@@ -68,20 +68,8 @@ pub struct QueryArgs {
     /// With a design, how percentages' intervals are formed: logit (R
     /// svyciprop "xlogit", Stata svy: tab) or korn-graubard (Clopper–Pearson
     /// on the effective sample size; R method "beta").
-    #[arg(long, value_name = "HOW", default_value = "logit", value_parser = parse_pct_ci)]
+    #[arg(long, value_name = "HOW", default_value = "logit")]
     pub pct_ci: microtab_analysis::PctInterval,
-}
-
-/// A percentage interval method by name.
-fn parse_pct_ci(s: &str) -> std::result::Result<microtab_analysis::PctInterval, String> {
-    use microtab_analysis::PctInterval;
-    match s.trim().to_ascii_lowercase().as_str() {
-        "logit" => Ok(PctInterval::Logit),
-        "korn-graubard" | "beta" => Ok(PctInterval::KornGraubard),
-        _ => Err(format!(
-            "expected logit or korn-graubard (beta), found '{s}'"
-        )),
-    }
 }
 
 /// A confidence level in percent, strictly between 0 and 100.

@@ -174,5 +174,18 @@ fn did_you_mean(close: &[String]) -> String {
     }
 }
 
+// A minimal stand-in until the engine's own `Remedied` (issue 28, the
+// engine helpers' branch) replaces this block: a table too large is the
+// one engine error whose remedy the front ends test here.
+impl microtab_store::Remedied for Error {
+    fn remedy(&self) -> Option<microtab_store::Remedy> {
+        match self {
+            Error::Store(e) => microtab_store::Remedied::remedy(e),
+            Error::TooLarge(_) => Some(microtab_store::Remedy::MaxCells { cells: None }),
+            _ => None,
+        }
+    }
+}
+
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, Error>;
