@@ -57,7 +57,7 @@ def data(tmp_path_factory):
     s = np.repeat([1, 2, 3, 4, 5], n // 5)
     s[-1] = 6
     df["S"] = s
-    df["SF"] = [f"{x}.5" for x in s]
+    df["SF"] = [f"{x}.5e0" for x in s]  # floating point (an exponent)
     csv = d / "h.csv"
     df.to_csv(csv, index=False)
     ds = d / "h.mtab"

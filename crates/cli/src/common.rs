@@ -257,6 +257,11 @@ pub fn answer_with(
 ) -> Result<Answer> {
     let ds = open_all(dataset)?;
     let mut req = q.request(analysis, include_missing);
+    if let (Analysis::Means { by, .. }, Some(first)) = (&mut req.analysis, ds.first()) {
+        // One grammar for lists of names: an argument that names a
+        // variable is whole, any other a list (`--by "SEX,RACE(1,3)"`).
+        *by = var_names(first, by);
+    }
     adjust(&mut req);
     run_timed(&ds, &req, q)
 }
@@ -478,12 +483,6 @@ pub fn emit(text: &str) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// Splits `AGE SEX,RACE(r: 1; 2-9)` into its grouping arguments: at commas
-/// and spaces outside parentheses and quotes.
-pub fn split_specs(s: &str) -> Vec<String> {
-    split_list(s, true)
 }
 
 /// Splits `s` at commas (and, with `spaces`, whitespace) outside

@@ -124,6 +124,9 @@ fn remedy(e: &anyhow::Error) -> Option<microtab_store::Remedy> {
             x.remedy()
         } else if let Some(x) = c.downcast_ref::<microtab_store::Error>() {
             x.remedy()
+        } else if let Some(microtab_ingest::Error::Store(x)) = c.downcast_ref() {
+            // (ingest's own remedies join here when its errors carry them)
+            x.remedy()
         } else {
             None
         }

@@ -7,9 +7,10 @@
 //!   types, decimals, missing codes, value labels) and design;
 //! * `GET /api/v1/datasets/{name}/{freq|tab|means}?…` — the analysis
 //!   layer's answer (the CLI's `--format json`), with the parameters of
-//!   `microtab_analysis::request_from_params` (`row`, `col`, `control`,
-//!   `weight`, `filter`, `pct`, `stats`, `var`, `by`, …). The URL is the
-//!   query: sharing it reproduces the answer.
+//!   `microtab_analysis::Params` (`row`, `col`, `control`, `weight`,
+//!   `filter`, `pct`, `stats`, `var`, `by` once per variable, …). The URL
+//!   is the query: sharing it reproduces the answer. A refusal that an
+//!   option would answer also gives its `kind`, `option` and a `hint`.
 //!
 //! Datasets are named only from the served list (never by path); requests
 //! are bounded (URL and parameter sizes, cells, concurrent scans, time);
