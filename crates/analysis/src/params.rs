@@ -135,7 +135,11 @@ impl Params {
                 "weight" => p.weight = text(v),
                 "filter" => p.filter = text(v),
                 "pct" => p.pct = text(v).map(|x| x.parse()).transpose()?,
-                "pct_ci" => p.pct_ci = text(v).map(|x| x.parse()).transpose()?,
+                "pct_ci" => {
+                    p.pct_ci = text(v)
+                        .map(|x| x.parse().map_err(|e| format!("pct_ci: {e}")))
+                        .transpose()?
+                }
                 "stats" => p.stats = flag(k, v)?,
                 "include_missing" => p.include_missing = flag(k, v)?,
                 "z" => p.z = flag(k, v)?,

@@ -327,6 +327,8 @@ class _Queries:
         percentage, row percentage with ``pct="row"``, less the whole
         table's, over the design-based SE of the difference); ``level``,
         ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`."""
+        if pct_ci is not None and pct_ci not in ("logit", "korn-graubard", "beta"):
+            raise ArgumentError(f"pct_ci={pct_ci!r}: expected 'logit' or 'korn-graubard'")
         return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
