@@ -426,3 +426,22 @@ def test_long_frequency_lists_are_cut_with_a_note(server, browser):
     text = browser.execute_async_script("""const done = arguments[0];
         fetch(document.getElementById('dl-csv').href).then(r => r.text()).then(done)""")
     assert len(text.strip().splitlines()) == distinct + 1
+
+
+def test_an_error_says_what_to_do_on_the_page(server, browser):
+    """The page chooses its advice from the API's `kind` and `option` (not
+    from words in the message), names its own control, and following it
+    answers: weighting by another variable than the design's is refused
+    with "set Standard errors to none"; set so, the table is weighted by
+    that variable (checked against DuckDB)."""
+    base, con = server
+    browser.get(base + "/analysis/census?row=EDUC&col=SEX&weight=AGE&show=w")
+    err = wait_answer(browser)
+    assert "weights by PERWT" in err and 'set "Standard errors" to "none"' in err, err
+    assert "--" not in err and "design=false" not in err, err
+    shot(browser, "error-hint")
+    Select(browser.find_element(By.ID, "f-design")).select_by_value("off")
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    assert "design=off" in browser.current_url and "weight=AGE" in browser.current_url
+    check_against_duckdb(page_cells(browser), duck_cells(con, "EDUC", "SEX", weight="AGE"))

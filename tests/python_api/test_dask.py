@@ -309,7 +309,7 @@ def test_split_keeps_a_taylor_design_when_strata_are_runs(taylor, client, tmp_pa
         close(getattr(mtd.on(client, mtd.parts(str(cat))), kind)(*args, **kw).to_dict(), whole)
     # The generator's order: strata are not runs of records. Refused
     # (nothing written) unless the parts may go without the design.
-    with pytest.raises(mt.MicrotabError, match="not runs of records.*--no-design"):
+    with pytest.raises(mt.MicrotabError, match="not runs of records.*design=False"):
         mt.split(t, tmp_path / "t.parts", 4)
     assert not (tmp_path / "t.parts").exists()
     c = mt.split(t, tmp_path / "t.parts", 4, design=False)
@@ -411,7 +411,7 @@ def test_split_and_catalog_errors(data, tmp_path):
     cat = tmp_path / "c.parts"
     cli("split", ds, cat, "--parts", "4")
     before = (cat / "catalog.json").read_text()
-    assert "exists (give --force" in cli_fails("split", ds, cat, "--parts", "2")
+    assert "exists; give --force" in cli_fails("split", ds, cat, "--parts", "2")
     assert (cat / "catalog.json").read_text() == before
     cli("split", ds, cat, "--parts", "2", "--force")
     assert len(json.loads((cat / "catalog.json").read_text())["parts"]) == 2

@@ -52,7 +52,7 @@ mod taylor;
 pub use design::{build_design, replicate_names, DesignSpec};
 pub use html::html_escape;
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
-pub use params::{request_from_params, split_list, PARAMS};
+pub use params::{split_list, Params, PARAMS};
 pub use quantile::Quantile;
 pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{
@@ -78,14 +78,66 @@ pub enum Error {
     Store(#[from] microtab_store::Error),
     /// The weight is negative in rows the request uses and
     /// [`Request::allow_negative_weights`] is off.
-    #[error("the weight {weight} is negative in {rows} of the rows this query uses; weighted results with negative weights are not estimates of a population (replicate weights can be: give --allow-negative-weights to use them)")]
+    #[error("the weight {variable} is negative in {count} of the rows this query uses; weighted results with negative weights are not estimates of a population (replicate weights can be)")]
     NegativeWeights {
         /// The weight variable.
-        weight: String,
+        variable: String,
         /// Rows with a negative weight.
+        count: u64,
+    },
+    /// The request names a weight other than its dataset's survey design's,
+    /// for which the design's standard errors do not hold.
+    #[error("the dataset's survey design weights by {design}; its standard errors do not hold for the weight {weight}")]
+    DesignWeight {
+        /// The design's weight.
+        design: String,
+        /// The weight the request names.
+        weight: String,
+    },
+    /// A Taylor design was set on another number of records than the
+    /// dataset now has.
+    #[error("the survey design was set on {set_on} records and the dataset now has {rows}")]
+    DesignRecords {
+        /// Records when the design was set.
+        set_on: u64,
+        /// Records now.
         rows: u64,
     },
-    /// The request does not fit the dataset's survey design.
+    /// Records in strata a Taylor design does not know: the dataset
+    /// changed since the design was set.
+    #[error("{records} records are in strata the survey design does not know: the data changed since the design was set")]
+    UnknownStrata {
+        /// Those records.
+        records: u64,
+    },
+    /// A Taylor design is answered over whole datasets, not ranges of rows.
+    #[error("a Taylor linearization design is answered over the whole dataset: not over a range of rows (replicate weights can be)")]
+    TaylorRange,
+    /// Parts answered as one have different survey designs.
+    #[error("the parts' survey designs differ (weights, replicate weights or their formula): their standard errors cannot be combined")]
+    DesignsDiffer,
+    /// Strata of a Taylor design with a single PSU, under
+    /// [`LonelyPsu::Fail`](microtab_store::LonelyPsu::Fail).
+    #[error("{} {}{} of {strata_variable} {} a single PSU (a lonely PSU): its variance cannot be estimated", if *.count == 1 { "stratum" } else { "strata" }, .strata.join(", "), if *.count > .strata.len() { format!(" and {} more", .count - .strata.len()) } else { String::new() }, if *.count == 1 { "has" } else { "have" })]
+    LonelyPsu {
+        /// The stratum variable (empty: one stratum).
+        strata_variable: String,
+        /// The first few such strata, as displayed.
+        strata: Vec<String>,
+        /// How many strata have a single PSU.
+        count: usize,
+    },
+    /// A design's strata or clusters are stored as floating point, not
+    /// codes.
+    #[error("the {role} variable {variable} is stored as floating point: {role} must be integer or text codes")]
+    NotCodes {
+        /// `strata` or `cluster`.
+        role: String,
+        /// The variable.
+        variable: String,
+    },
+    /// The request does not fit the dataset's survey design (the
+    /// message says how).
     #[error("{0}")]
     Design(String),
     /// A file of a catalog of parts could not be read or written.
@@ -110,6 +162,31 @@ pub enum Error {
         /// What went wrong there.
         error: Box<Error>,
     },
+}
+
+impl microtab_store::Remedied for Error {
+    /// The option that would answer the request: what the engine's and the
+    /// store's errors say, and for this layer's own, the design's options.
+    fn remedy(&self) -> Option<microtab_store::Remedy> {
+        use microtab_store::{ColumnKind, Remedy};
+        match self {
+            Error::Engine(e) => e.remedy(),
+            Error::Store(e) => e.remedy(),
+            Error::NegativeWeights { .. } => Some(Remedy::AllowNegativeWeights),
+            Error::DesignWeight { .. } | Error::TaylorRange | Error::DesignsDiffer => {
+                Some(Remedy::NoDesign)
+            }
+            Error::DesignRecords { .. } | Error::UnknownStrata { .. } => Some(Remedy::SetDesign),
+            Error::LonelyPsu { .. } => Some(Remedy::LonelyPsu),
+            Error::NotCodes { variable, .. } => Some(Remedy::ColumnType {
+                variable: Some(variable.clone()),
+                kind: ColumnKind::IntOrString,
+            }),
+            Error::Catalog(e) => e.remedy(),
+            Error::InDataset { error, .. } => error.remedy(),
+            Error::Design(_) | Error::Io { .. } => None,
+        }
+    }
 }
 
 /// Result alias for this crate.

@@ -1,11 +1,13 @@
-//! Requests from named text parameters — a URL's query string, a Python
-//! call's keyword arguments — parsed once here for every front end that
-//! is not the CLI (whose flags map onto the same [`Request`]).
+//! Requests from named parameters — a URL's query string, a Python
+//! call's keyword arguments (as JSON whose lists stay lists) — read into
+//! typed [`Params`] and checked once here for every front end that is not
+//! the CLI (whose flags map onto the same [`Request`]).
 
 use crate::{Analysis, Pct, PctInterval, Request};
+use serde::Deserialize;
 
-/// The parameters [`request_from_params`] reads, for front ends that
-/// refuse unknown ones (a misspelt `fliter=` must not be ignored).
+/// The parameters [`Params`] has, for front ends that refuse unknown ones
+/// (a misspelt `fliter=` must not be ignored).
 pub const PARAMS: &[&str] = &[
     "var",
     "row",
@@ -25,125 +27,209 @@ pub const PARAMS: &[&str] = &[
     "min_n",
     "max_cv",
     "z",
+    "allow_negative_weights",
 ];
 
-fn flag(name: &str, v: Option<String>) -> Result<Option<bool>, String> {
-    match v.as_deref().map(str::trim) {
-        None => Ok(None),
-        Some("1" | "true" | "True" | "yes" | "on") => Ok(Some(true)),
-        Some("0" | "false" | "False" | "no" | "off" | "") => Ok(Some(false)),
-        Some(x) => Err(format!("{name}={x:?}: expected true or false")),
+/// A request's options as named, typed parameters: what a Python call's
+/// keywords (JSON, read with serde) and a URL's query string
+/// ([`Params::from_pairs`]) both become before [`Params::request`] checks
+/// them. A name is one string whatever it holds (spaces, commas,
+/// parentheses, quotes); `by` is a list.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Params {
+    /// The variable (freq, means).
+    pub var: Option<String>,
+    /// Row variable (tab).
+    pub row: Option<String>,
+    /// Column variable (tab).
+    pub col: Option<String>,
+    /// Control variable (tab).
+    pub control: Option<String>,
+    /// Grouping variables, outermost first (means).
+    pub by: Vec<String>,
+    /// Percentages (tab).
+    pub pct: Option<Pct>,
+    /// Chi-square test and association measures (tab).
+    pub stats: bool,
+    /// Weight variable.
+    pub weight: Option<String>,
+    /// Filter.
+    pub filter: Option<String>,
+    /// Missing values as categories (freq, tab).
+    pub include_missing: bool,
+    /// `false` ignores the dataset's survey design.
+    pub design: Option<bool>,
+    /// Confidence level, a probability (0.95).
+    pub level: Option<f64>,
+    /// Quantiles' probabilities (means).
+    pub quantiles: Vec<f64>,
+    /// Most cells a result may have.
+    pub max_cells: Option<usize>,
+    /// How percentages' intervals are formed.
+    pub pct_ci: Option<PctInterval>,
+    /// Fewest records of a reliable estimate.
+    pub min_n: Option<u64>,
+    /// Largest coefficient of variation of a reliable estimate (a
+    /// fraction).
+    pub max_cv: Option<f64>,
+    /// Each cell's z-statistic (tab).
+    pub z: bool,
+    /// Accept negative weights.
+    pub allow_negative_weights: bool,
+}
+
+fn flag(name: &str, v: &str) -> Result<bool, String> {
+    match v.trim() {
+        "1" | "true" | "True" | "yes" | "on" => Ok(true),
+        "0" | "false" | "False" | "no" | "off" | "" => Ok(false),
+        x => Err(format!("{name}={x:?}: expected true or false")),
     }
 }
 
-fn number<T: std::str::FromStr>(
-    name: &str,
-    v: Option<String>,
-    what: &str,
-) -> Result<Option<T>, String> {
-    v.map(|s| {
-        s.trim()
-            .parse::<T>()
-            .map_err(|_| format!("{name}={s:?}: expected {what}"))
-    })
-    .transpose()
+fn number<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T, String> {
+    v.trim()
+        .parse::<T>()
+        .map_err(|_| format!("{name}={v:?}: expected {what}"))
+}
+
+/// `Some(text)` trimmed, `None` when empty.
+fn text(v: &str) -> Option<String> {
+    Some(v.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 pub use microtab_engine::split_list;
 
-/// A [`Request`] for `analysis` (`freq`, `tab` or `means`) from named
-/// parameters (`get(name)` gives a parameter's text, `None` when absent):
-/// `var` (freq, means), `row`, `col`, `control`, `pct` (`row`, `col`,
-/// `total`), `stats` (tab), `by` (means: names separated by commas or
-/// spaces outside parentheses: [`split_list`]), `weight`, `filter`, `include_missing`, `design` (`false`
-/// ignores the stored design), `level` (0.95), `quantiles` (means:
-/// probabilities, comma-separated), `max_cells`, `pct_ci` (`logit`,
-/// `korn-graubard`), `min_n`, `max_cv` (a fraction). Errors name the
-/// parameter and what was expected.
-pub fn request_from_params(
-    analysis: &str,
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<Request, String> {
-    let text = |k: &str| {
-        get(k)
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
-    let need = |k: &str| text(k).ok_or_else(|| format!("missing parameter '{k}'"));
-    let analysis = match analysis {
-        "freq" => Analysis::Freq { var: need("var")? },
-        "tab" => Analysis::Tab {
-            row: need("row")?,
-            col: need("col")?,
-            control: text("control"),
-            pct: match text("pct").as_deref() {
-                None => None,
-                Some("row") => Some(Pct::Row),
-                Some("col" | "column") => Some(Pct::Col),
-                Some("total") => Some(Pct::Total),
-                Some(p) => return Err(format!("pct={p:?}: expected row, col or total")),
-            },
-            stats: flag("stats", get("stats"))?.unwrap_or(false),
-        },
-        "means" => {
-            let by = split_list(&need("by")?, true);
-            Analysis::Means {
-                var: need("var")?,
-                by,
+impl Params {
+    /// Parameters from a query string's `(name, value)` pairs, in order.
+    /// `by` may be given once per grouping argument (`by=A&by=B`), each
+    /// value kept as given: a front end that knows the dataset expands a
+    /// value that is a list (`by=A,B`) with
+    /// [`var_names`](microtab_engine::var_names), which keeps a value that
+    /// names a variable whole. `quantiles` may be repeated or a list of
+    /// probabilities separated by commas or spaces. Any other parameter
+    /// given twice, and an unknown one, is an error naming it.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<Params, String> {
+        let mut p = Params::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for (k, v) in pairs {
+            let k = k.as_str();
+            if !PARAMS.contains(&k) {
+                return Err(format!(
+                    "unknown parameter {k:?}; expected some of {}",
+                    PARAMS.join(", ")
+                ));
+            }
+            if !matches!(k, "by" | "quantiles") {
+                if seen.contains(&k) {
+                    return Err(format!("parameter {k} is given twice"));
+                }
+                seen.push(k);
+            }
+            match k {
+                "var" => p.var = text(v),
+                "row" => p.row = text(v),
+                "col" => p.col = text(v),
+                "control" => p.control = text(v),
+                "by" => p.by.extend(text(v)),
+                "weight" => p.weight = text(v),
+                "filter" => p.filter = text(v),
+                "pct" => p.pct = text(v).map(|x| x.parse()).transpose()?,
+                "pct_ci" => {
+                    p.pct_ci = text(v)
+                        .map(|x| x.parse().map_err(|e| format!("pct_ci: {e}")))
+                        .transpose()?
+                }
+                "stats" => p.stats = flag(k, v)?,
+                "include_missing" => p.include_missing = flag(k, v)?,
+                "z" => p.z = flag(k, v)?,
+                "allow_negative_weights" => p.allow_negative_weights = flag(k, v)?,
+                "design" => p.design = Some(flag(k, v)?),
+                "level" => p.level = Some(number(k, v, "a probability such as 0.95")?),
+                "max_cells" => p.max_cells = Some(number(k, v, "a number of cells")?),
+                "min_n" => p.min_n = Some(number(k, v, "a number of records")?),
+                "max_cv" => p.max_cv = Some(number(k, v, "a fraction such as 0.3")?),
+                "quantiles" => {
+                    for q in v.split([',', ' ']).filter(|s| !s.is_empty()) {
+                        p.quantiles.push(q.parse::<f64>().map_err(|_| {
+                            format!("quantiles: {q:?} is not a probability in (0, 1) (0.5 is the median)")
+                        })?);
+                    }
+                }
+                _ => unreachable!("every name of PARAMS is read"),
             }
         }
-        other => {
-            return Err(format!(
-                "unknown analysis {other:?}: expected freq, tab or means"
-            ))
+        Ok(p)
+    }
+
+    /// The [`Request`] for `analysis` (`freq`, `tab` or `means`): `var`
+    /// (freq, means), `row`, `col`, `control`, `pct`, `stats`, `z` (tab),
+    /// `by` (means), and the options every analysis shares. Errors name
+    /// the parameter and what was expected.
+    pub fn request(self, analysis: &str) -> Result<Request, String> {
+        fn need(k: &str, v: Option<String>) -> Result<String, String> {
+            v.ok_or_else(|| format!("missing parameter '{k}'"))
         }
-    };
-    let mut r = Request::new(analysis);
-    r.weight = text("weight");
-    r.filter = text("filter");
-    r.include_missing = flag("include_missing", get("include_missing"))?.unwrap_or(false);
-    r.z = flag("z", get("z"))?.unwrap_or(false);
-    r.use_design = flag("design", get("design"))?.unwrap_or(true);
-    if let Some(l) = number::<f64>("level", get("level"), "a probability such as 0.95")? {
-        if !(l > 0.0 && l < 1.0) {
+        let analysis = match analysis {
+            "freq" => Analysis::Freq {
+                var: need("var", self.var)?,
+            },
+            "tab" => Analysis::Tab {
+                row: need("row", self.row)?,
+                col: need("col", self.col)?,
+                control: self.control,
+                pct: self.pct,
+                stats: self.stats,
+            },
+            "means" => {
+                if self.by.is_empty() {
+                    return Err("missing parameter 'by'".into());
+                }
+                Analysis::Means {
+                    var: need("var", self.var)?,
+                    by: self.by,
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown analysis {other:?}: expected freq, tab or means"
+                ))
+            }
+        };
+        let mut r = Request::new(analysis);
+        r.weight = self.weight;
+        r.filter = self.filter;
+        r.include_missing = self.include_missing;
+        r.z = self.z;
+        r.allow_negative_weights = self.allow_negative_weights;
+        r.use_design = self.design.unwrap_or(true);
+        if let Some(l) = self.level {
+            if !(l > 0.0 && l < 1.0) {
+                return Err(format!(
+                    "level={l}: expected a probability in (0, 1), e.g. 0.95"
+                ));
+            }
+            r.level = l;
+        }
+        if let Some(p) = self.quantiles.iter().find(|&&p| !(p > 0.0 && p < 1.0)) {
             return Err(format!(
-                "level={l}: expected a probability in (0, 1), e.g. 0.95"
+                "quantiles: {p} is not a probability in (0, 1) (0.5 is the median)"
             ));
         }
-        r.level = l;
-    }
-    if let Some(q) = text("quantiles") {
-        r.quantiles = q
-            .split([',', ' '])
-            .filter(|s| !s.is_empty())
-            .map(|p| match p.parse::<f64>() {
-                Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
-                _ => Err(format!(
-                    "quantiles: {p:?} is not a probability in (0, 1) (0.5 is the median)"
-                )),
-            })
-            .collect::<Result<_, _>>()?;
-    }
-    if let Some(m) = number::<usize>("max_cells", get("max_cells"), "a number of cells")? {
-        r.max_cells = m;
-    }
-    if let Some(n) = number::<u64>("min_n", get("min_n"), "a number of records")? {
-        r.min_n = n;
-    }
-    if let Some(c) = number::<f64>("max_cv", get("max_cv"), "a fraction such as 0.3")? {
-        if !(c > 0.0 && c.is_finite()) {
-            return Err(format!(
-                "max_cv={c}: expected a positive fraction such as 0.3"
-            ));
+        r.quantiles = self.quantiles;
+        r.max_cells = self.max_cells.unwrap_or(r.max_cells);
+        r.min_n = self.min_n.unwrap_or(r.min_n);
+        if let Some(c) = self.max_cv {
+            if !(c > 0.0 && c.is_finite()) {
+                return Err(format!(
+                    "max_cv={c}: expected a positive fraction such as 0.3"
+                ));
+            }
+            r.max_cv = c;
         }
-        r.max_cv = c;
+        r.pct_interval = self.pct_ci.unwrap_or_default();
+        Ok(r)
     }
-    match text("pct_ci").as_deref() {
-        None | Some("logit") => {}
-        Some("korn-graubard") => r.pct_interval = PctInterval::KornGraubard,
-        Some(x) => return Err(format!("pct_ci={x:?}: expected logit or korn-graubard")),
-    }
-    Ok(r)
 }
 
 #[cfg(test)]
@@ -151,22 +237,22 @@ mod tests {
     use super::*;
 
     fn ask(analysis: &str, pairs: &[(&str, &str)]) -> Result<Request, String> {
-        let get = |k: &str| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        };
-        request_from_params(analysis, &get)
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Params::from_pairs(&pairs)?.request(analysis)
     }
 
     #[test]
-    fn grouping_lists_keep_recodes_whole() {
+    fn repeated_grouping_arguments_stay_whole() {
         let r = ask(
             "means",
             &[
                 ("var", "INCTOT"),
-                ("by", "AGE(r: 0-17; 18-64; 65-*), RACE(1,3) SEX \"my var\""),
+                ("by", "AGE(r: 0-17; 18-64; 65-*)"),
+                ("by", "Body Mass (g)"),
+                ("by", "Flipper Length, mm"),
             ],
         )
         .unwrap();
@@ -177,11 +263,31 @@ mod tests {
             by,
             [
                 "AGE(r: 0-17; 18-64; 65-*)",
-                "RACE(1,3)",
-                "SEX",
-                "\"my var\""
+                "Body Mass (g)",
+                "Flipper Length, mm"
             ]
         );
+    }
+
+    #[test]
+    fn json_lists_stay_lists() {
+        let p: Params = serde_json::from_str(
+            r#"{"var": "x", "by": ["Body Mass (g)", "a \"q\" b"], "pct_ci": "beta", "quantiles": [0.5]}"#,
+        )
+        .unwrap();
+        let r = p.request("means").unwrap();
+        assert_eq!(
+            r.analysis,
+            Analysis::Means {
+                var: "x".into(),
+                by: vec!["Body Mass (g)".into(), "a \"q\" b".into()]
+            }
+        );
+        assert_eq!(r.pct_interval, PctInterval::KornGraubard);
+        let e = serde_json::from_str::<Params>(r#"{"fliter": "A(1)"}"#).unwrap_err();
+        assert!(e.to_string().contains("fliter"), "{e}");
+        let e = serde_json::from_str::<Params>(r#"{"pct": "rows"}"#).unwrap_err();
+        assert!(e.to_string().contains("row, col or total"), "{e}");
     }
 
     #[test]
@@ -194,6 +300,7 @@ mod tests {
                 ("pct", "row"),
                 ("stats", "true"),
                 ("weight", "PERWT"),
+                ("allow_negative_weights", "true"),
             ],
         )
         .unwrap();
@@ -208,11 +315,13 @@ mod tests {
             }
         );
         assert_eq!(r.weight.as_deref(), Some("PERWT"));
+        assert!(r.allow_negative_weights);
         let m = ask(
             "means",
             &[
                 ("var", "INC"),
-                ("by", "SEX, EDUC"),
+                ("by", "SEX"),
+                ("by", "EDUC"),
                 ("quantiles", "0.5,0.9"),
             ],
         )
@@ -233,7 +342,12 @@ mod tests {
         assert!(ask("freq", &[("var", "A"), ("level", "95")])
             .unwrap_err()
             .contains("level"));
-        assert!(ask("freq", &[("var", "A"), ("stats", "maybe")]).is_ok());
+        assert!(ask("freq", &[("var", "A"), ("var", "B")])
+            .unwrap_err()
+            .contains("twice"));
+        assert!(ask("freq", &[("var", "A"), ("fliter", "B")])
+            .unwrap_err()
+            .contains("fliter"));
         assert!(
             ask("tab", &[("row", "A"), ("col", "B"), ("stats", "maybe")])
                 .unwrap_err()
@@ -244,6 +358,7 @@ mod tests {
                 .unwrap_err()
                 .contains("quantiles")
         );
+        assert!(ask("means", &[("var", "A")]).unwrap_err().contains("'by'"));
         assert!(ask("plot", &[]).unwrap_err().contains("unknown analysis"));
     }
 }

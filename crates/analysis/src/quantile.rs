@@ -209,10 +209,9 @@ fn shares(
     }
     let cube = microtab_engine::run_with(ds, &sq, opts)?;
     if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
-        return Err(Error::Design(format!(
-            "{} records are in strata the survey design does not know: set the design again with `microtab design`",
-            t.unknown_strata
-        )));
+        return Err(Error::UnknownStrata {
+            records: t.unknown_strata,
+        });
     }
     let w = cube.weighted.as_ref();
     // The split is the last dimension; its categories that occur.

@@ -1,6 +1,21 @@
 //! What a front end asks.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::str::FromStr;
+
+/// Implements `Deserialize` through `FromStr`, so that every front end
+/// (URL parameters, Python keywords as JSON, command-line flags) reads an
+/// option's words the one same way.
+macro_rules! deserialize_from_str {
+    ($t:ty) => {
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
 
 /// Percentage base of a crosstab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -14,6 +29,22 @@ pub enum Pct {
     Total,
 }
 
+impl FromStr for Pct {
+    type Err = String;
+
+    /// `row`, `col` (or `column`), `total`, any case.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "row" => Ok(Pct::Row),
+            "col" | "column" => Ok(Pct::Col),
+            "total" => Ok(Pct::Total),
+            _ => Err(format!("pct '{s}': expected row, col or total")),
+        }
+    }
+}
+
+deserialize_from_str!(Pct);
+
 /// How percentages' confidence intervals are formed under a design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -26,6 +57,23 @@ pub enum PctInterval {
     /// `svyciprop(method = "beta")`).
     KornGraubard,
 }
+
+impl FromStr for PctInterval {
+    type Err = String;
+
+    /// `logit`, `korn-graubard` (or `beta`, R's name), any case.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "logit" => Ok(PctInterval::Logit),
+            "korn-graubard" | "beta" => Ok(PctInterval::KornGraubard),
+            _ => Err(format!(
+                "percentage interval '{s}': expected logit or korn-graubard (beta)"
+            )),
+        }
+    }
+}
+
+deserialize_from_str!(PctInterval);
 
 /// The analysis to run.
 #[derive(Debug, Clone, PartialEq)]

@@ -841,77 +841,7 @@ impl Crosstab {
             self.taylor_ses(&mut t, v, tc, &keep_r, &keep_c, &at, k);
         }
         if let (Some(v), Some(reps)) = (&self.survey, &cube.replicates) {
-            // Each replicate's table, and its percentages.
-            let rm: Vec<Vec<Vec<f64>>> = reps
-                .w
-                .iter()
-                .map(|w| {
-                    keep_r
-                        .iter()
-                        .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
-                        .collect()
-                })
-                .collect();
-            if self.stats {
-                t.rao_scott = v.rao_scott(&m, &rm, t.total.count as f64);
-            }
-            // z: each replicate's differences, and their variance.
-            t.z = self.z.then(|| {
-                let along = self.z_along();
-                let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
-                z_diffs(&m, along)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, row)| {
-                        row.iter()
-                            .enumerate()
-                            .map(|(j, &x)| {
-                                let x = x?;
-                                let reps: Vec<f64> =
-                                    rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
-                                z_of(x, v.variance(x, &reps).v)
-                            })
-                            .collect()
-                    })
-                    .collect()
-            });
-            let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
-                .pct
-                .map(|p| rm.iter().map(|m| percents(m, p)).collect());
-            let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
-            t.weighted_se = Some(
-                m.iter()
-                    .enumerate()
-                    .map(|(i, row)| {
-                        row.iter()
-                            .enumerate()
-                            .map(|(j, &x)| {
-                                let reps = reps_of(&|r| rm[r][i][j]);
-                                v.wald(x, v.variance(x, &reps), t.counts[i][j])
-                            })
-                            .collect()
-                    })
-                    .collect(),
-            );
-            if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
-                t.pct_se = Some(
-                    pct.iter()
-                        .enumerate()
-                        .map(|(i, row)| {
-                            row.iter()
-                                .enumerate()
-                                .map(|(j, p)| {
-                                    p.and_then(|p| {
-                                        let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                        let d = domain_n(&t, self.pct, i, j);
-                                        v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
-                                    })
-                                })
-                                .collect()
-                        })
-                        .collect(),
-                );
-            }
+            self.replicate_ses(&mut t, &m, v, &reps.w, &keep_r, &keep_c, &at);
         }
         if let Some(v) = self.survey.as_ref().filter(|v| v.srs_ok) {
             // Records of weight 0 per kept cell (Taylor designs: out of
@@ -966,6 +896,92 @@ impl Crosstab {
 }
 
 impl Crosstab {
+    /// The standard errors of table `t` (measures `m`; the cube's rows
+    /// `keep_r` and columns `keep_c`, `at` a cell's index in the cube) from
+    /// the replicate weights' tables; its Rao–Scott test and z-statistics.
+    #[allow(clippy::too_many_arguments)]
+    fn replicate_ses(
+        &self,
+        t: &mut Table,
+        m: &[Vec<f64>],
+        v: &Survey,
+        reps: &[Vec<f64>],
+        keep_r: &[usize],
+        keep_c: &[usize],
+        at: &dyn Fn(usize, usize) -> usize,
+    ) {
+        // Each replicate's table, and its percentages.
+        let rm: Vec<Vec<Vec<f64>>> = reps
+            .iter()
+            .map(|w| {
+                keep_r
+                    .iter()
+                    .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
+                    .collect()
+            })
+            .collect();
+        if self.stats {
+            t.rao_scott = v.rao_scott(m, &rm, t.total.count as f64);
+        }
+        // z: each replicate's differences, and their variance.
+        t.z = self.z.then(|| {
+            let along = self.z_along();
+            let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
+            z_diffs(m, along)
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(j, &x)| {
+                            let x = x?;
+                            let reps: Vec<f64> =
+                                rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
+                            z_of(x, v.variance(x, &reps).v)
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
+            .pct
+            .map(|p| rm.iter().map(|m| percents(m, p)).collect());
+        let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
+        t.weighted_se = Some(
+            m.iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(j, &x)| {
+                            let reps = reps_of(&|r| rm[r][i][j]);
+                            v.wald(x, v.variance(x, &reps), t.counts[i][j])
+                        })
+                        .collect()
+                })
+                .collect(),
+        );
+        if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
+            t.pct_se = Some(
+                pct.iter()
+                    .enumerate()
+                    .map(|(i, row)| {
+                        row.iter()
+                            .enumerate()
+                            .map(|(j, p)| {
+                                p.and_then(|p| {
+                                    let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
+                                    let d = domain_n(t, self.pct, i, j);
+                                    v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
+                                })
+                            })
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
+    }
+
     /// The standard errors of table `t` (control category `k`, the cube's
     /// rows `keep_r` and columns `keep_c`, `at` a cell's index in the
     /// cube) from the Taylor covariances of its totals; its Rao–Scott test.

@@ -21,9 +21,10 @@ fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Desig
     let weight = ds.variable(&d.weight)?.name.clone();
     if let Some(w) = &req.weight {
         if ds.variable(w)?.name != weight {
-            return Err(Error::Design(format!(
-                "the dataset's survey design weights by {weight}; its standard errors do not hold for the weight {w} (tabulate without the design with --no-design, or change it with `microtab design`)"
-            )));
+            return Err(Error::DesignWeight {
+                design: weight,
+                weight: w.clone(),
+            });
         }
     }
     let limits = (req.min_n, req.max_cv);
@@ -35,16 +36,13 @@ fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Desig
         Survey::new(&weight, r, req.level, limits)
     } else if let Some(t) = &d.taylor {
         if t.rows != ds.rows() {
-            return Err(Error::Design(format!(
-                "the survey design was set on {} records and the dataset now has {}: set it again with `microtab design`",
-                t.rows,
-                ds.rows()
-            )));
+            return Err(Error::DesignRecords {
+                set_on: t.rows,
+                rows: ds.rows(),
+            });
         }
         if req.rows.is_some() && !partial {
-            return Err(Error::Design(
-                "a Taylor linearization design is answered over the whole dataset: not over a range of rows (answer with --no-design, or use replicate weights)".into(),
-            ));
+            return Err(Error::TaylorRange);
         }
         Survey::taylor(&weight, t, req.level, limits)
     } else {
@@ -202,8 +200,8 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
     if let (Some(w), Some(name)) = (weights, name) {
         if w.negative > 0 && !req.allow_negative_weights {
             return Err(Error::NegativeWeights {
-                weight: name.to_string(),
-                rows: w.negative,
+                variable: name.to_string(),
+                count: w.negative,
             });
         }
     }
@@ -223,10 +221,9 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             &c.counts
         })?;
     if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
-        return Err(Error::Design(format!(
-            "{} records are in strata the survey design does not know: the dataset changed since the design was set; set it again with `microtab design`",
-            t.unknown_strata
-        )));
+        return Err(Error::UnknownStrata {
+            records: t.unknown_strata,
+        });
     }
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
@@ -463,9 +460,7 @@ impl Partial {
             a.as_ref().map(key) == b.as_ref().map(key)
         };
         if !same(&self.design, &o.design) {
-            return Err(Error::Design(
-                "the parts' survey designs differ (weights, replicate weights or their formula): their standard errors cannot be combined; give them one design with `microtab design`, or answer with --no-design".into(),
-            ));
+            return Err(Error::DesignsDiffer);
         }
         // The rank of the stacked replicate weights is at least each
         // part's: the largest (every part's when they are one dataset's
@@ -525,10 +520,9 @@ impl Partial {
         });
         let cube = self.cube.finish();
         if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
-            return Err(Error::Design(format!(
-                "{} records are in strata the survey design does not know: a dataset changed since its design was set; set it again with `microtab design`",
-                t.unknown_strata
-            )));
+            return Err(Error::UnknownStrata {
+                records: t.unknown_strata,
+            });
         }
         let context = Context {
             dataset: self.datasets.join(", "),

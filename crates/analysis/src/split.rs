@@ -169,9 +169,39 @@ pub enum CatalogError {
         /// The catalog's total.
         rows: u64,
     },
+    /// The split's target exists.
+    #[error("{path} exists{}", if *.ours { "" } else { " and is not a dataset or catalog of parts: choose another name" })]
+    Exists {
+        /// The target directory.
+        path: String,
+        /// Whether it is a dataset or catalog of parts (which may be
+        /// replaced); anything else never is.
+        ours: bool,
+    },
+    /// A Taylor design that cannot go to the parts, and the split was not
+    /// asked to write them without it.
+    #[error("{reason}. Nothing was written (parts without the design are unweighted unless a query names a weight, and have no design-based standard errors)")]
+    DesignNotCarried {
+        /// Why the design cannot go to the parts.
+        reason: String,
+    },
     /// A split that cannot be made as asked.
     #[error("{0}")]
     Split(String),
+}
+
+impl microtab_store::Remedied for CatalogError {
+    /// [`Remedy::Force`](microtab_store::Remedy::Force) for a catalog or
+    /// dataset in the way, [`Remedy::NoDesign`](microtab_store::Remedy::NoDesign)
+    /// for a design the parts cannot carry.
+    fn remedy(&self) -> Option<microtab_store::Remedy> {
+        use microtab_store::Remedy;
+        match self {
+            CatalogError::Exists { ours: true, .. } => Some(Remedy::Force),
+            CatalogError::DesignNotCarried { .. } => Some(Remedy::NoDesign),
+            _ => None,
+        }
+    }
 }
 
 fn catalog_err(e: CatalogError) -> Error {
@@ -255,7 +285,6 @@ pub fn catalog_parts(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
             why,
         })
     };
-    let shown = |id: &Option<String>| id.clone().unwrap_or_else(|| "none".into());
     let mut out = Vec::with_capacity(c.parts.len());
     let mut by_dir: HashMap<PathBuf, &str> = HashMap::new();
     let mut by_id: HashMap<String, &str> = HashMap::new();
@@ -328,55 +357,7 @@ pub fn catalog_parts(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
                 }));
             }
         }
-        if m.id.as_ref() != Some(want) {
-            return Err(mismatch(
-                &p.path,
-                "dataset id",
-                shown(&m.id),
-                want.clone(),
-                "another dataset is in its place: replaced, copied over or imported again after the split",
-            ));
-        }
-        let Some(of) = &m.part_of else {
-            return Err(mismatch(
-                &p.path,
-                "the records it holds as",
-                "none".into(),
-                format!("records {}–{}", p.first_record, next - 1),
-                "it does not say it is a part of a split",
-            ));
-        };
-        if of.dataset != c.source_id {
-            return Err(mismatch(
-                &p.path,
-                "source dataset id",
-                shown(&of.dataset),
-                shown(&c.source_id),
-                "it was cut from another dataset",
-            ));
-        }
-        if (of.first_record, of.rows) != (p.first_record, p.rows) {
-            return Err(mismatch(
-                &p.path,
-                "records",
-                format!(
-                    "{}–{}",
-                    of.first_record,
-                    (of.first_record + of.rows).saturating_sub(1)
-                ),
-                format!("{}–{}", p.first_record, next - 1),
-                "it holds other records of the source: the parts were moved or reordered",
-            ));
-        }
-        if ds.rows() != p.rows {
-            return Err(mismatch(
-                &p.path,
-                "a record count of",
-                ds.rows().to_string(),
-                p.rows.to_string(),
-                "it was changed after the split",
-            ));
-        }
+        check_manifest(&ds, p, want, &c.source_id, &mismatch)?;
         out.push(path);
     }
     if next - 1 != c.rows {
@@ -387,6 +368,72 @@ pub fn catalog_parts(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
         }));
     }
     Ok(Some(out))
+}
+
+/// The mismatch error of a catalog entry (part, field, found, expected,
+/// why).
+type Mismatch<'a> = dyn Fn(&str, &'static str, String, String, &'static str) -> Error + 'a;
+
+/// Checks that the part `ds` listed as `p` is the dataset `want` the
+/// split wrote, cut from `source_id`, with the records the entry lists.
+fn check_manifest(
+    ds: &Dataset,
+    p: &CatalogPart,
+    want: &str,
+    source_id: &Option<String>,
+    mismatch: &Mismatch<'_>,
+) -> Result<()> {
+    let shown = |id: &Option<String>| id.clone().unwrap_or_else(|| "none".into());
+    if ds.manifest().id.as_deref() != Some(want) {
+        return Err(mismatch(
+            &p.path,
+            "dataset id",
+            shown(&ds.manifest().id),
+            want.to_string(),
+            "another dataset is in its place: replaced, copied over or imported again after the split",
+        ));
+    }
+    let Some(of) = &ds.manifest().part_of else {
+        return Err(mismatch(
+            &p.path,
+            "the records it holds as",
+            "none".into(),
+            format!("records {}–{}", p.first_record, p.first_record + p.rows - 1),
+            "it does not say it is a part of a split",
+        ));
+    };
+    if of.dataset != *source_id {
+        return Err(mismatch(
+            &p.path,
+            "source dataset id",
+            shown(&of.dataset),
+            shown(source_id),
+            "it was cut from another dataset",
+        ));
+    }
+    if (of.first_record, of.rows) != (p.first_record, p.rows) {
+        return Err(mismatch(
+            &p.path,
+            "records",
+            format!(
+                "{}–{}",
+                of.first_record,
+                (of.first_record + of.rows).saturating_sub(1)
+            ),
+            format!("{}–{}", p.first_record, p.first_record + p.rows - 1),
+            "it holds other records of the source: the parts were moved or reordered",
+        ));
+    }
+    if ds.rows() != p.rows {
+        return Err(mismatch(
+            &p.path,
+            "a record count of",
+            ds.rows().to_string(),
+            p.rows.to_string(),
+            "it was changed after the split",
+        ));
+    }
+    Ok(())
 }
 
 /// Removes what killed splits and imports with parts into `out` left
@@ -478,37 +525,8 @@ pub fn split(
     // What killed splits and imports into `out` left: each as large as
     // the data.
     remove_stale_staging(out);
-    if parts == 0 {
-        return Err(catalog_err(CatalogError::Split(
-            "the number of parts must be at least 1".into(),
-        )));
-    }
+    check_target(ds, out, parts, force)?;
     let rows = ds.rows();
-    if parts as u64 > rows.max(1) || parts > MAX_PARTS {
-        return Err(catalog_err(CatalogError::Split(format!(
-            "{parts} parts of {rows} records: at most {} (one record or more a part, and at most {MAX_PARTS} parts)",
-            rows.clamp(1, MAX_PARTS as u64)
-        ))));
-    }
-    if out.exists() {
-        let ours = out.join(CATALOG).is_file() || out.join("manifest.json").is_file();
-        if !force || !ours {
-            return Err(catalog_err(CatalogError::Split(format!(
-                "{} exists{}",
-                out.display(),
-                if ours {
-                    " (give --force to replace it)"
-                } else {
-                    " and is not a dataset or catalog of parts: choose another name"
-                }
-            ))));
-        }
-    }
-    if std::fs::canonicalize(out).ok() == std::fs::canonicalize(ds.dir()).ok() && out.exists() {
-        return Err(catalog_err(CatalogError::Split(
-            "a split cannot replace the dataset it cuts; write it elsewhere".into(),
-        )));
-    }
     let design = ds.manifest().design.clone();
     // A Taylor design: cut at changes of stratum, so each part can hold
     // whole strata.
@@ -526,39 +544,11 @@ pub fn split(
     bounds.extend(&cut);
     bounds.push(rows);
     let ranges: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
-    let mut note = None;
-    let per_part_taylor = match (taylor, &strata_keys) {
-        (None, _) => false,
-        (Some(_), _) if ranges.len() == 1 => false,
-        (Some(_), None) => {
-            note = Some("the Taylor design is not carried to the parts: without strata its one stratum spans every part, and its variance rests on the PSU count of the whole (query ranges of the dataset instead: microtab.dask.split)".to_string());
-            false
-        }
-        (Some(t), Some(k)) => {
-            // Whole strata in each part: no stratum seen in an earlier part.
-            let mut seen: HashSet<i64> = HashSet::new();
-            let mut ok = true;
-            for &(a, b) in &ranges {
-                let here: HashSet<i64> = k[a as usize..b as usize].iter().copied().collect();
-                if here.iter().any(|s| seen.contains(s)) {
-                    ok = false;
-                    break;
-                }
-                seen.extend(here);
-            }
-            if !ok {
-                note = Some(format!(
-                    "the Taylor design is not carried to the parts: the strata of {} are not runs of records, so a part would hold part of a stratum (sort the data by stratum first, or query ranges of the dataset: microtab.dask.split)",
-                    t.strata.as_deref().unwrap_or("")
-                ));
-            }
-            ok
-        }
-    };
+    let (per_part_taylor, mut note) = taylor_plan(taylor, strata_keys.as_deref(), &ranges);
     if let (Some(n), true) = (&note, taylor.is_some() && !without_design) {
-        return Err(catalog_err(CatalogError::Split(format!(
-            "{n}. Nothing was written; give --no-design to write the parts without the design (their queries are then unweighted unless they name --weight, and have no design-based standard errors)"
-        ))));
+        return Err(catalog_err(CatalogError::DesignNotCarried {
+            reason: n.clone(),
+        }));
     }
     // Written beside `out`, renamed into place when complete.
     let parent = match out.parent() {
@@ -626,18 +616,7 @@ pub fn split(
             id: pds.manifest().id.clone(),
         });
     }
-    let design_text = match (&design, per_part_taylor, &note) {
-        (_, _, Some(n)) => Some(n.clone()),
-        (Some(d), true, _) => Some(format!(
-            "the Taylor design is set on each part's own records (whole strata of {} in each part)",
-            d.taylor
-                .as_ref()
-                .and_then(|t| t.strata.as_deref())
-                .unwrap_or("")
-        )),
-        (Some(_), false, None) => Some("the survey design is carried to every part".to_string()),
-        (None, _, _) => None,
-    };
+    let design_text = design_text(design.as_ref(), per_part_taylor, note);
     let catalog = Catalog {
         microtab_parts: CATALOG_VERSION,
         source: ds.dir().display().to_string(),
@@ -663,6 +642,98 @@ pub fn split(
         }
     }
     Ok(SplitReport { catalog })
+}
+
+/// Refuses a split of `ds` into `parts` at `out` that cannot be made:
+/// no parts, more parts than records, or a target in the way.
+fn check_target(ds: &Dataset, out: &Path, parts: usize, force: bool) -> Result<()> {
+    if parts == 0 {
+        return Err(catalog_err(CatalogError::Split(
+            "the number of parts must be at least 1".into(),
+        )));
+    }
+    let rows = ds.rows();
+    if parts as u64 > rows.max(1) || parts > MAX_PARTS {
+        return Err(catalog_err(CatalogError::Split(format!(
+            "{parts} parts of {rows} records: at most {} (one record or more a part, and at most {MAX_PARTS} parts)",
+            rows.clamp(1, MAX_PARTS as u64)
+        ))));
+    }
+    if out.exists() {
+        let ours = out.join(CATALOG).is_file() || out.join("manifest.json").is_file();
+        if !force || !ours {
+            return Err(catalog_err(CatalogError::Exists {
+                path: out.display().to_string(),
+                ours,
+            }));
+        }
+    }
+    if std::fs::canonicalize(out).ok() == std::fs::canonicalize(ds.dir()).ok() && out.exists() {
+        return Err(catalog_err(CatalogError::Split(
+            "a split cannot replace the dataset it cuts; write it elsewhere".into(),
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a Taylor design `taylor` is set on each part's own records
+/// (cut at `ranges`, strata keys `keys`), and else why it is not carried
+/// to the parts (`None`: no Taylor design, or one part).
+fn taylor_plan(
+    taylor: Option<&microtab_store::Taylor>,
+    keys: Option<&[i64]>,
+    ranges: &[(u64, u64)],
+) -> (bool, Option<String>) {
+    let mut note = None;
+    let per_part_taylor = match (taylor, keys) {
+        (None, _) => false,
+        (Some(_), _) if ranges.len() == 1 => false,
+        (Some(_), None) => {
+            note = Some("the Taylor design is not carried to the parts: without strata its one stratum spans every part, and its variance rests on the PSU count of the whole (query ranges of the dataset instead: microtab.dask.split)".to_string());
+            false
+        }
+        (Some(t), Some(k)) => {
+            // Whole strata in each part: no stratum seen in an earlier part.
+            let mut seen: HashSet<i64> = HashSet::new();
+            let mut ok = true;
+            for &(a, b) in ranges {
+                let here: HashSet<i64> = k[a as usize..b as usize].iter().copied().collect();
+                if here.iter().any(|s| seen.contains(s)) {
+                    ok = false;
+                    break;
+                }
+                seen.extend(here);
+            }
+            if !ok {
+                note = Some(format!(
+                    "the Taylor design is not carried to the parts: the strata of {} are not runs of records, so a part would hold part of a stratum (sort the data by stratum first, or query ranges of the dataset: microtab.dask.split)",
+                    t.strata.as_deref().unwrap_or("")
+                ));
+            }
+            ok
+        }
+    };
+    (per_part_taylor, note)
+}
+
+/// What the catalog says of the parts' design.
+fn design_text(
+    design: Option<&Design>,
+    per_part_taylor: bool,
+    note: Option<String>,
+) -> Option<String> {
+    match (design, per_part_taylor, note) {
+        (_, _, Some(n)) => Some(n),
+        (Some(d), true, _) => Some(format!(
+            "the Taylor design is set on each part's own records (whole strata of {} in each part)",
+            d.taylor
+                .as_ref()
+                .and_then(|t| t.strata.as_deref())
+                .unwrap_or("")
+        )),
+        (Some(_), false, None) => Some("the survey design is carried to every part".to_string()),
+        (None, _, _) => None,
+    }
 }
 
 /// Writes `bytes` to `path` and flushes it to disk.

@@ -38,10 +38,10 @@ fn stripes(
 /// or text codes, never empty).
 pub(crate) fn keys(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<i64>> {
     if v.kind == Kind::Float {
-        return Err(Error::Design(format!(
-            "the {role} variable {} is stored as floating point: {role} must be integer or text codes (import it with --type {}=int, or =string)",
-            v.name, v.name
-        )));
+        return Err(Error::NotCodes {
+            role: role.to_string(),
+            variable: v.name.clone(),
+        });
     }
     let mut out = Vec::with_capacity(ds.rows() as usize);
     stripes(ds, &v.name, |_, d| {
@@ -161,11 +161,75 @@ pub fn taylor_structure(
     }
     let index = |k: i64| strata_keys.binary_search(&k).expect("a stratum key");
     let h = strata_keys.len();
+    let count = psu_count(&s, c.as_deref(), &w, &index, h);
+    let shown = |x: usize| show(ds, svar.as_ref(), strata_keys[x]);
+    let population = match fpc {
+        None => None,
+        Some(f) => {
+            let fv = var(f)?;
+            let f = values(ds, &fv, "finite population correction")?;
+            Some(populations(&fv.name, &f, &s, &index, &count.psus, &shown)?)
+        }
+    };
+    if lonely_psu == LonelyPsu::Fail {
+        let lonely: Vec<usize> = (0..h).filter(|&x| count.psus[x] == 1).collect();
+        if !lonely.is_empty() {
+            return Err(Error::LonelyPsu {
+                strata_variable: svar.as_ref().map_or(String::new(), |v| v.name.clone()),
+                strata: lonely.iter().take(5).map(|&x| shown(x)).collect(),
+                count: lonely.len(),
+            });
+        }
+    }
+    let PsuCount {
+        psus,
+        weighted_strata,
+        weighted_psus,
+        contiguous,
+    } = count;
+    Ok(Taylor {
+        strata: svar.map(|v| v.name),
+        cluster: cvar.map(|v| v.name),
+        fpc: fpc.map(|f| var(f).map(|v| v.name)).transpose()?,
+        lonely_psu,
+        strata_keys,
+        psus,
+        population,
+        contiguous,
+        weighted_psus,
+        weighted_strata,
+        rows: rows as u64,
+    })
+}
+
+/// The PSUs of each stratum, and what the design's degrees of freedom
+/// count.
+struct PsuCount {
+    /// PSUs per stratum.
+    psus: Vec<u64>,
+    /// Strata with records of non-zero weight.
+    weighted_strata: u64,
+    /// PSUs with records of non-zero weight.
+    weighted_psus: u64,
+    /// Whether each PSU's records are one run.
+    contiguous: bool,
+}
+
+/// Counts the PSUs of each of `h` strata from each record's stratum key
+/// `s`, cluster key `c` (none: every record is its own PSU) and weight
+/// `w`; `index` gives a stratum key's position.
+fn psu_count(
+    s: &[i64],
+    c: Option<&[i64]>,
+    w: &[f64],
+    index: &dyn Fn(i64) -> usize,
+    h: usize,
+) -> PsuCount {
     let mut psus = vec![0u64; h];
     let mut weighted_strata = vec![false; h];
     let mut weighted_psus = 0u64;
     let contiguous;
-    match &c {
+    match c {
         None => {
             // Every record is its own PSU.
             for (i, &k) in s.iter().enumerate() {
@@ -182,7 +246,7 @@ pub fn taylor_structure(
             // Runs of records with one (stratum, cluster); a PSU is
             // contiguous when it is a single run.
             let mut runs: Vec<(i64, i64, bool)> = Vec::new();
-            for i in 0..rows {
+            for i in 0..s.len() {
                 let key = (s[i], c[i]);
                 let nz = w[i] != 0.0;
                 match runs.last_mut() {
@@ -210,97 +274,74 @@ pub fn taylor_structure(
             }
         }
     }
-    let population = match fpc {
-        None => None,
-        Some(f) => {
-            let fv = var(f)?;
-            let f = values(ds, &fv, "finite population correction")?;
-            let mut pop: Vec<Option<f64>> = vec![None; h];
-            for i in 0..rows {
-                let x = index(s[i]);
-                match pop[x] {
-                    None => pop[x] = Some(f[i]),
-                    Some(p) if p != f[i] => {
-                        return Err(Error::Design(format!(
-                            "the finite population correction {} is not constant within stratum {}: {} at record {}, {} before",
-                            fv.name,
-                            show(ds, svar.as_ref(), strata_keys[x]),
-                            f[i],
-                            i + 1,
-                            p
-                        )))
-                    }
-                    _ => {}
-                }
-            }
-            let pop: Vec<f64> = pop
-                .into_iter()
-                .map(|p| p.unwrap_or(f64::INFINITY))
-                .collect();
-            // R's rule: all values at most 1 are sampling fractions.
-            let fractions = pop.iter().all(|&p| p <= 1.0);
-            let mut sizes = Vec::with_capacity(h);
-            for (x, &p) in pop.iter().enumerate() {
-                let n = psus[x] as f64;
-                let size = if fractions {
-                    if p <= 0.0 {
-                        return Err(Error::Design(format!(
-                            "the sampling fraction {} is {p} in stratum {}: a fraction is above 0 and at most 1",
-                            fv.name,
-                            show(ds, svar.as_ref(), strata_keys[x])
-                        )));
-                    }
-                    n / p
-                } else {
+    PsuCount {
+        psus,
+        weighted_strata: weighted_strata.iter().filter(|&&b| b).count() as u64,
+        weighted_psus,
+        contiguous,
+    }
+}
+
+/// Each stratum's population of PSUs from the finite population
+/// correction `name` (values `f` per record: population sizes, or
+/// sampling fractions when all are at most 1, R's rule), checked constant
+/// within a stratum and no smaller than its sample. `shown` displays a
+/// stratum.
+fn populations(
+    name: &str,
+    f: &[f64],
+    s: &[i64],
+    index: &dyn Fn(i64) -> usize,
+    psus: &[u64],
+    shown: &dyn Fn(usize) -> String,
+) -> Result<Vec<f64>> {
+    let mut pop: Vec<Option<f64>> = vec![None; psus.len()];
+    for i in 0..f.len() {
+        let x = index(s[i]);
+        match pop[x] {
+            None => pop[x] = Some(f[i]),
+            Some(p) if p != f[i] => {
+                return Err(Error::Design(format!(
+                    "the finite population correction {name} is not constant within stratum {}: {} at record {}, {} before",
+                    shown(x),
+                    f[i],
+                    i + 1,
                     p
-                };
-                if size < n {
-                    return Err(Error::Design(format!(
-                        "the finite population correction {} gives stratum {} a population of {} PSUs, fewer than the {} sampled",
-                        fv.name,
-                        show(ds, svar.as_ref(), strata_keys[x]),
-                        size,
-                        n
-                    )));
-                }
-                sizes.push(size);
+                )))
             }
-            Some(sizes)
-        }
-    };
-    if lonely_psu == LonelyPsu::Fail {
-        let lonely: Vec<String> = (0..h)
-            .filter(|&x| psus[x] == 1)
-            .map(|x| show(ds, svar.as_ref(), strata_keys[x]))
-            .collect();
-        if !lonely.is_empty() {
-            let more = if lonely.len() > 5 {
-                format!(" and {} more", lonely.len() - 5)
-            } else {
-                String::new()
-            };
-            return Err(Error::Design(format!(
-                "{} {}{more} of {} {} a single PSU (a lonely PSU): its variance cannot be estimated. Choose how to treat it with --lonely-psu remove|certainty|adjust|average",
-                if lonely.len() == 1 { "stratum" } else { "strata" },
-                lonely.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
-                svar.as_ref().map_or("", |v| v.name.as_str()),
-                if lonely.len() == 1 { "has" } else { "have" },
-            )));
+            _ => {}
         }
     }
-    Ok(Taylor {
-        strata: svar.map(|v| v.name),
-        cluster: cvar.map(|v| v.name),
-        fpc: fpc.map(|f| var(f).map(|v| v.name)).transpose()?,
-        lonely_psu,
-        strata_keys,
-        psus,
-        population,
-        contiguous,
-        weighted_psus,
-        weighted_strata: weighted_strata.iter().filter(|&&b| b).count() as u64,
-        rows: rows as u64,
-    })
+    let pop: Vec<f64> = pop
+        .into_iter()
+        .map(|p| p.unwrap_or(f64::INFINITY))
+        .collect();
+    let fractions = pop.iter().all(|&p| p <= 1.0);
+    let mut sizes = Vec::with_capacity(psus.len());
+    for (x, &p) in pop.iter().enumerate() {
+        let n = psus[x] as f64;
+        let size = if fractions {
+            if p <= 0.0 {
+                return Err(Error::Design(format!(
+                    "the sampling fraction {name} is {p} in stratum {}: a fraction is above 0 and at most 1",
+                    shown(x)
+                )));
+            }
+            n / p
+        } else {
+            p
+        };
+        if size < n {
+            return Err(Error::Design(format!(
+                "the finite population correction {name} gives stratum {} a population of {} PSUs, fewer than the {} sampled",
+                shown(x),
+                size,
+                n
+            )));
+        }
+        sizes.push(size);
+    }
+    Ok(sizes)
 }
 
 /// Each stratum's `(c_h, d_h)`: the variance of a total is `Σ_h c_h Σ_j

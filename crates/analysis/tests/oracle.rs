@@ -291,8 +291,8 @@ fn negative_weights_are_a_typed_error() {
     let mut req = Request::new(Analysis::Freq { var: "G".into() });
     req.weight = Some("w".into());
     match run(&ds, &req, &Default::default()) {
-        Err(Error::NegativeWeights { weight, rows }) => {
-            assert_eq!((weight.as_str(), rows), ("W", 1));
+        Err(Error::NegativeWeights { variable, count }) => {
+            assert_eq!((variable.as_str(), count), ("W", 1));
         }
         other => panic!("{other:?}"),
     }

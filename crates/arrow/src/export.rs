@@ -673,7 +673,9 @@ pub fn write_parquet(
     ) {
         return Err(Error::Input {
             path: out.to_path_buf(),
-            reason: format!("export writes Parquet, not .{ext} (name the file .parquet; `microtab subset DS OUT.csv` writes CSV)"),
+            reason: format!(
+                "export writes Parquet, not .{ext} (name the file .parquet; a subset writes CSV)"
+            ),
         });
     }
     let dir = match out.parent() {
@@ -698,9 +700,8 @@ pub fn write_parquet(
         });
     }
     if out.exists() && !force {
-        return Err(Error::Input {
+        return Err(Error::Exists {
             path: out.to_path_buf(),
-            reason: "exists (give --force to replace it)".into(),
         });
     }
     let batches = batches(ds, opts)?;

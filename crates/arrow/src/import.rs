@@ -254,10 +254,13 @@ fn chunk(a: &ArrayRef, conv: Conv, cx: &Ctx) -> Result<Chunk> {
                 // Exact only if the scaled integer divides back to the
                 // very same double (what the export wrote).
                 if !(m.abs() < 9.0e15 && m / scale == x) {
-                    return Err(cx.bad(
-                        i,
-                        format!("{x} is not a number with {d} decimals, as the file's microtab metadata or the --ddi codebook says (a double carries about 15 significant digits: export with --exact-decimals to carry such values exactly, or import without --ddi to keep a codebook's variable as floating point)"),
-                    ));
+                    return Err(Error::NotDecimal {
+                        path: cx.path.to_path_buf(),
+                        record: cx.first + i as u64 + 1,
+                        column: cx.name.to_string(),
+                        value: x,
+                        decimals: d,
+                    });
                 }
                 vals.push(Some(m as i64));
             }
@@ -535,7 +538,7 @@ pub fn import_parquet(
             reason,
         })?;
         if var_meta(&name).is_some_and(|a| a.labelled) {
-            notes.push(format!("{name} was exported as its value labels and is imported as text (its missing codes as their labels); export without --labels to keep its codes"));
+            notes.push(format!("{name} was exported as its value labels and is imported as text (its missing codes as their labels); a file exported without labels keeps its codes"));
         }
         names.push(name);
         convs.push(conv);
@@ -592,7 +595,7 @@ pub fn import_parquet(
                 })
             }) =>
         {
-            notes.push("the Taylor design has text strata or PSUs, whose codes the import renumbers: set it again with `microtab design`".into());
+            notes.push("the Taylor design has text strata or PSUs, whose codes the import renumbers: it is not imported, and can be set again on the imported dataset".into());
             None
         }
         d => d,

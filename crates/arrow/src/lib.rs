@@ -81,6 +81,45 @@ pub enum Error {
         /// What is wrong and what was expected.
         reason: String,
     },
+    /// The output exists and replacing it was not asked for.
+    #[error("{path}: exists")]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A value of a column the file's microtab metadata or its codebook
+    /// gives decimals is not such a number (a double carries about 15
+    /// significant digits).
+    #[error("{path}: record {record}, column {column}: {value} is not a number with {decimals} decimals, as the file's microtab metadata or the codebook says (a double carries about 15 significant digits)")]
+    NotDecimal {
+        /// The file.
+        path: PathBuf,
+        /// The record (1-based).
+        record: u64,
+        /// The column.
+        column: String,
+        /// The value read.
+        value: f64,
+        /// The decimals the metadata gives.
+        decimals: u32,
+    },
+}
+
+impl microtab_store::Remedied for Error {
+    /// [`Remedy::Force`](microtab_store::Remedy::Force) for an output that
+    /// exists, [`Remedy::ExactDecimals`](microtab_store::Remedy::ExactDecimals)
+    /// for decimals a double cannot carry, and what the store's, the
+    /// engine's and ingest's errors say.
+    fn remedy(&self) -> Option<microtab_store::Remedy> {
+        use microtab_store::Remedy;
+        match self {
+            Error::Store(e) => e.remedy(),
+            Error::Engine(e) => e.remedy(),
+            Error::Exists { .. } => Some(Remedy::Force),
+            Error::NotDecimal { .. } => Some(Remedy::ExactDecimals),
+            _ => None,
+        }
+    }
 }
 
 /// Result alias for this crate.

@@ -3,6 +3,11 @@
 //! of a `.parquet` file, so that arrow-rs and parquet stay out of its
 //! start-up; it can also be run directly.
 
+/// The command line's words for a remedy, shared with `microtab`.
+#[path = "../../cli/src/hint.rs"]
+#[allow(dead_code)]
+mod hint;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use microtab_arrow::{import_parquet, write_parquet, Compression, ExportOptions, ImportOptions};
@@ -152,7 +157,16 @@ fn main() {
         Command::Import(a) => import(a),
     };
     if let Err(e) = r {
-        eprintln!("error: {e:#}");
+        use microtab_store::Remedied;
+        let remedy = e.chain().find_map(|c| {
+            c.downcast_ref::<microtab_arrow::Error>()
+                .and_then(|x| x.remedy())
+                .or_else(|| c.downcast_ref::<microtab_store::Error>()?.remedy())
+        });
+        eprintln!(
+            "error: {}",
+            hint::with_hint(&format!("{e:#}"), remedy.as_ref())
+        );
         std::process::exit(1);
     }
 }

@@ -68,20 +68,8 @@ pub struct QueryArgs {
     /// With a design, how percentages' intervals are formed: logit (R
     /// svyciprop "xlogit", Stata svy: tab) or korn-graubard (Clopper–Pearson
     /// on the effective sample size; R method "beta").
-    #[arg(long, value_name = "HOW", default_value = "logit", value_parser = parse_pct_ci)]
+    #[arg(long, value_name = "HOW", default_value = "logit")]
     pub pct_ci: microtab_analysis::PctInterval,
-}
-
-/// A percentage interval method by name.
-fn parse_pct_ci(s: &str) -> std::result::Result<microtab_analysis::PctInterval, String> {
-    use microtab_analysis::PctInterval;
-    match s.trim().to_ascii_lowercase().as_str() {
-        "logit" => Ok(PctInterval::Logit),
-        "korn-graubard" | "beta" => Ok(PctInterval::KornGraubard),
-        _ => Err(format!(
-            "expected logit or korn-graubard (beta), found '{s}'"
-        )),
-    }
 }
 
 /// A confidence level in percent, strictly between 0 and 100.
@@ -269,6 +257,11 @@ pub fn answer_with(
 ) -> Result<Answer> {
     let ds = open_all(dataset)?;
     let mut req = q.request(analysis, include_missing);
+    if let (Analysis::Means { by, .. }, Some(first)) = (&mut req.analysis, ds.first()) {
+        // One grammar for lists of names: an argument that names a
+        // variable is whole, any other a list (`--by "SEX,RACE(1,3)"`).
+        *by = var_names(first, by);
+    }
     adjust(&mut req);
     run_timed(&ds, &req, q)
 }
@@ -490,12 +483,6 @@ pub fn emit(text: &str) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// Splits `AGE SEX,RACE(r: 1; 2-9)` into its grouping arguments: at commas
-/// and spaces outside parentheses and quotes.
-pub fn split_specs(s: &str) -> Vec<String> {
-    split_list(s, true)
 }
 
 /// Splits `s` at commas (and, with `spaces`, whitespace) outside

@@ -3,6 +3,7 @@
 
 mod cmd;
 mod common;
+mod hint;
 mod libm_shim;
 mod render;
 mod settings;
@@ -104,9 +105,32 @@ fn main() {
         }) {
             std::process::exit(0);
         }
-        eprintln!("error: {}", one_line(&format!("{e:#}")));
+        let message = hint::with_hint(&format!("{e:#}"), remedy(&e).as_ref());
+        eprintln!("error: {}", one_line(&message));
         std::process::exit(1);
     }
+}
+
+/// What would help with `e`: the remedy of the first error in its chain
+/// that has one (the libraries' error types; each words no flag itself).
+fn remedy(e: &anyhow::Error) -> Option<microtab_store::Remedy> {
+    use microtab_store::Remedied;
+    e.chain().find_map(|c| {
+        if let Some(x) = c.downcast_ref::<microtab_analysis::Error>() {
+            x.remedy()
+        } else if let Some(x) = c.downcast_ref::<microtab_analysis::CatalogError>() {
+            x.remedy()
+        } else if let Some(x) = c.downcast_ref::<microtab_engine::Error>() {
+            x.remedy()
+        } else if let Some(x) = c.downcast_ref::<microtab_store::Error>() {
+            x.remedy()
+        } else if let Some(microtab_ingest::Error::Store(x)) = c.downcast_ref() {
+            // (ingest's own remedies join here when its errors carry them)
+            x.remedy()
+        } else {
+            None
+        }
+    })
 }
 
 /// An error message on one line: newlines become spaces, other control

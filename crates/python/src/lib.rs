@@ -5,7 +5,7 @@
 //! released while a query scans or a column decodes.
 
 use microtab_analysis::{Request, ScanOptions};
-use microtab_store::Dataset;
+use microtab_store::{ColumnKind, Dataset, Remedied, Remedy};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
@@ -66,9 +66,73 @@ fn io_error(e: &microtab_io::Error) -> PyErr {
     }
 }
 
+/// The advice for `r` in this package's words (its keywords and
+/// methods); `None` for a remedy the package has no option for.
+fn hint(r: &Remedy) -> Option<String> {
+    Some(match r {
+        Remedy::Force => "force=True replaces it".into(),
+        Remedy::MaxCells { cells: Some(c) } => format!("max_cells={c} allows it"),
+        Remedy::MaxCells { cells: None } => {
+            "a larger max_cells= allows it (memory grows with it)".into()
+        }
+        Remedy::AllowNegativeWeights => "allow_negative_weights=True uses them".into(),
+        Remedy::NoDesign => {
+            "design=False answers without the survey design (or ds.design(...) changes it)".into()
+        }
+        Remedy::LonelyPsu => "ds.design(..., lonely_psu=\"remove\", \"certainty\", \"adjust\" or \"average\") chooses how to treat it".into(),
+        Remedy::SetDesign => "set the design again with ds.design(...)".into(),
+        Remedy::Filter => "query the full dataset with filter= instead".into(),
+        Remedy::ColumnType { variable, kind } => {
+            let name = variable.as_deref().unwrap_or("NAME");
+            match kind {
+                ColumnKind::IntOrString => format!(
+                    "import it again with types={{\"{name}\": \"int\"}} (or \"string\")"
+                ),
+                k => format!("import it again with types={{\"{name}\": \"{}\"}}", k.word()),
+            }
+        }
+        Remedy::Encoding => {
+            "encoding=\"latin1\" or encoding=\"windows-1252\" reads such a file".into()
+        }
+        Remedy::InferAllRows => {
+            "infer_rows= at least the file's number of records samples every record".into()
+        }
+        Remedy::NaText => "na= lists the texts read as missing in text columns".into(),
+        Remedy::RecordType => "rectype= chooses another record type".into(),
+        Remedy::ExactDecimals => {
+            "ds.to_parquet(..., exact_decimals=True) carries such values exactly".into()
+        }
+        Remedy::NoLabels => "ds.to_parquet(...) without labels=True keeps the codes".into(),
+        Remedy::NoCodebook => "import_parquet(...) without ddi= keeps the values as they are".into(),
+        _ => return None,
+    })
+}
+
+/// `err` with the advice for `remedy` appended to its message and as its
+/// attributes `hint` (the words) and `option` (the option's name, as the
+/// library calls it: `allow_negative_weights`, `no_design`, …).
+fn hinted(err: PyErr, remedy: Option<Remedy>) -> PyErr {
+    let Some((r, h)) = remedy.and_then(|r| hint(&r).map(|h| (r, h))) else {
+        return err;
+    };
+    Python::attach(|py| {
+        let msg = format!("{}; {h}", err.value(py));
+        let new = PyErr::from_type(err.get_type(py), msg);
+        let option = serde_json::to_value(&r)
+            .ok()
+            .and_then(|v| v.get("option")?.as_str().map(str::to_string));
+        let v = new.value(py);
+        // Attributes of an exception instance cannot fail to be set.
+        let _ = v.setattr("hint", h);
+        let _ = v.setattr("option", option);
+        new
+    })
+}
+
 fn store_error(e: microtab_store::Error) -> PyErr {
     use microtab_store::Error as E;
-    match &e {
+    let remedy = e.remedy();
+    let err = match &e {
         E::Io(io) => io_error(io),
         E::NotADataset { .. } => PyFileNotFoundError::new_err(e.to_string()),
         E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
@@ -77,41 +141,50 @@ fn store_error(e: microtab_store::Error) -> PyErr {
         E::Locked { .. } => LockedError::new_err(e.to_string()),
         E::Changed { .. } => ChangedError::new_err(e.to_string()),
         _ => MicrotabError::new_err(e.to_string()),
-    }
+    };
+    hinted(err, remedy)
 }
 
 fn engine_error(e: microtab_engine::Error) -> PyErr {
     use microtab_engine::Error as E;
-    match e {
-        E::Store(s) => store_error(s),
-        E::TooLarge(m) => TooLargeError::new_err(m),
-        e @ E::TooManyCells { .. } => TooLargeError::new_err(e.to_string()),
+    let remedy = e.remedy();
+    let err = match e {
+        E::Store(s) => return store_error(s),
+        e @ (E::TooLarge(_) | E::TooManyCells { .. }) => TooLargeError::new_err(e.to_string()),
+        e @ E::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
         e => QueryError::new_err(e.to_string()),
-    }
+    };
+    hinted(err, remedy)
 }
 
 fn analysis_error(e: microtab_analysis::Error) -> PyErr {
     use microtab_analysis::Error as E;
-    match e {
-        E::Engine(e) => engine_error(e),
-        E::Store(s) => store_error(s),
+    let remedy = e.remedy();
+    let err = match e {
+        E::Engine(e) => return engine_error(e),
+        E::Store(s) => return store_error(s),
         E::InDataset { dataset, error } => {
             let inner = analysis_error(*error);
-            Python::attach(|py| {
-                let msg = format!("{dataset}: {}", inner.value(py));
-                if inner.is_instance_of::<QueryError>(py) {
-                    QueryError::new_err(msg)
-                } else if inner.is_instance_of::<ChangedError>(py) {
-                    ChangedError::new_err(msg)
-                } else {
-                    MicrotabError::new_err(msg)
+            return Python::attach(|py| {
+                let v = inner.value(py);
+                let msg = format!("{dataset}: {v}");
+                let new = PyErr::from_type(inner.get_type(py), msg);
+                for a in ["hint", "option"] {
+                    if let Ok(x) = v.getattr(a) {
+                        let _ = new.value(py).setattr(a, x);
+                    }
                 }
-            })
+                new
+            });
         }
         e @ E::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+        E::Catalog(c) if matches!(*c, microtab_analysis::CatalogError::Exists { .. }) => {
+            pyo3::exceptions::PyFileExistsError::new_err(c.to_string())
+        }
         e @ E::Catalog(_) => MicrotabError::new_err(e.to_string()),
         e => QueryError::new_err(e.to_string()),
-    }
+    };
+    hinted(err, remedy)
 }
 
 fn open(path: &str) -> PyResult<Dataset> {
@@ -159,24 +232,21 @@ fn string(spec: &Json, key: &str) -> Option<String> {
     spec.get(key).and_then(Json::as_str).map(str::to_string)
 }
 
-/// The request a JSON object describes (`analysis` and the analysis
-/// layer's parameters: `request_from_params`; lists and numbers as JSON).
+/// The request a JSON object describes: `analysis` and the analysis
+/// layer's typed [`Params`](microtab_analysis::Params) (lists stay lists:
+/// a name is one string whatever it holds).
 fn request(spec: &Json) -> PyResult<Request> {
-    let analysis = string(spec, "analysis").unwrap_or_default();
-    let get = |k: &str| -> Option<String> {
-        match spec.get(k)? {
-            Json::Null => None,
-            Json::String(s) => Some(s.clone()),
-            Json::Array(a) => Some(
-                a.iter()
-                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-            x => Some(x.to_string()),
-        }
-    };
-    microtab_analysis::request_from_params(&analysis, &get).map_err(QueryError::new_err)
+    let mut o = spec
+        .as_object()
+        .cloned()
+        .ok_or_else(|| QueryError::new_err("a request is a JSON object"))?;
+    let analysis = o
+        .remove("analysis")
+        .and_then(|a| a.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let params: microtab_analysis::Params =
+        serde_json::from_value(Json::Object(o)).map_err(|e| QueryError::new_err(e.to_string()))?;
+    params.request(&analysis).map_err(QueryError::new_err)
 }
 
 /// Answers a request (a JSON object: `analysis` and its options) over the
@@ -601,10 +671,11 @@ fn summary(s: &microtab_ingest::ImportSummary) -> String {
 
 fn arrow_error(e: microtab_arrow::Error) -> PyErr {
     use microtab_arrow::Error as E;
-    match e {
-        E::Store(s) => store_error(s),
-        E::Engine(e) => engine_error(e),
-        E::Ingest(e) => ingest_error(e),
+    let remedy = e.remedy();
+    let err = match e {
+        E::Store(s) => return store_error(s),
+        E::Engine(e) => return engine_error(e),
+        E::Ingest(e) => return ingest_error(e),
         E::Io { path, error } => {
             let msg = format!("{}: {error}", path.display());
             match error.kind() {
@@ -613,16 +684,14 @@ fn arrow_error(e: microtab_arrow::Error) -> PyErr {
                 _ => PyOSError::new_err(msg),
             }
         }
-        E::Input { path, reason } if reason.starts_with("exists") => {
-            pyo3::exceptions::PyFileExistsError::new_err(format!(
-                "{}: exists (force=True replaces it)",
-                path.display()
-            ))
-        }
+        e @ E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
         e @ E::Request { .. } => QueryError::new_err(e.to_string()),
-        e @ (E::Parquet { .. } | E::Input { .. }) => InputError::new_err(e.to_string()),
+        e @ (E::Parquet { .. } | E::Input { .. } | E::NotDecimal { .. }) => {
+            InputError::new_err(e.to_string())
+        }
         e => MicrotabError::new_err(e.to_string()),
-    }
+    };
+    hinted(err, remedy)
 }
 
 fn export_options(spec: &Json) -> PyResult<microtab_arrow::ExportOptions> {

@@ -7,9 +7,10 @@
 //!   types, decimals, missing codes, value labels) and design;
 //! * `GET /api/v1/datasets/{name}/{freq|tab|means}?…` — the analysis
 //!   layer's answer (the CLI's `--format json`), with the parameters of
-//!   `microtab_analysis::request_from_params` (`row`, `col`, `control`,
-//!   `weight`, `filter`, `pct`, `stats`, `var`, `by`, …). The URL is the
-//!   query: sharing it reproduces the answer.
+//!   `microtab_analysis::Params` (`row`, `col`, `control`, `weight`,
+//!   `filter`, `pct`, `stats`, `var`, `by` once per variable, …). The URL
+//!   is the query: sharing it reproduces the answer. A refusal that an
+//!   option would answer also gives its `kind`, `option` and a `hint`.
 //!
 //! Datasets are named only from the served list (never by path); requests
 //! are bounded (URL and parameter sizes, cells, concurrent scans, time);
@@ -277,12 +278,90 @@ struct App {
     budget: Arc<Budget>,
 }
 
-/// An error as the client sees it.
-struct ApiError(StatusCode, String);
+/// An error as the client sees it: its status, its message and, when an
+/// option of the request would help, what kind of error it is and that
+/// option.
+struct ApiError(StatusCode, String, Option<Why>);
+
+/// The kind of a refused query and the option that would answer it, as
+/// the API's JSON gives them (`kind`, `option`, `hint`): the page reads
+/// `kind` and `option`, and words its own advice.
+struct Why {
+    /// The error's kind (`negative_weights`, `design_weight`, …).
+    kind: &'static str,
+    /// The option, as the library names it.
+    remedy: microtab_store::Remedy,
+    /// The most cells this server answers (a `max_cells` hint cannot go
+    /// beyond it).
+    max_cells: usize,
+}
+
+impl Why {
+    /// The kind and remedy of an analysis error, if an option would help.
+    fn of(e: &microtab_analysis::Error, max_cells: usize) -> Option<Why> {
+        use microtab_store::Remedied;
+        let remedy = e.remedy()?;
+        Some(Why {
+            kind: error_kind(e),
+            remedy,
+            max_cells,
+        })
+    }
+
+    /// The option in this API's words: its parameters.
+    fn hint(&self) -> String {
+        use microtab_store::Remedy as R;
+        match &self.remedy {
+            R::AllowNegativeWeights => "add allow_negative_weights=true to use negative weights".into(),
+            R::NoDesign => "add design=false to answer without the survey design".into(),
+            R::MaxCells { cells: Some(c) } if *c as usize <= self.max_cells => {
+                format!("add max_cells={c} to allow it")
+            }
+            R::MaxCells { .. } => format!(
+                "this server answers at most {} cells (max_cells=): group by fewer or narrower variables, or filter",
+                self.max_cells
+            ),
+            R::SetDesign => "the dataset's survey design must be set again where the dataset is kept (this server only reads it)".into(),
+            R::Filter => "add a filter= to the query of the whole dataset".into(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The kind of an analysis error, as the API names it.
+fn error_kind(e: &microtab_analysis::Error) -> &'static str {
+    use microtab_analysis::Error as E;
+    match e {
+        E::Engine(microtab_engine::Error::TooLarge(_)) => "too_large",
+        E::Engine(microtab_engine::Error::Store(s)) | E::Store(s) => match s {
+            microtab_store::Error::Exists { .. } => "exists",
+            _ => "store",
+        },
+        E::Engine(_) => "query",
+        E::NegativeWeights { .. } => "negative_weights",
+        E::DesignWeight { .. } => "design_weight",
+        E::DesignRecords { .. } => "design_records",
+        E::UnknownStrata { .. } => "unknown_strata",
+        E::TaylorRange => "taylor_range",
+        E::DesignsDiffer => "designs_differ",
+        E::LonelyPsu { .. } => "lonely_psu",
+        E::NotCodes { .. } => "not_codes",
+        E::InDataset { error, .. } => error_kind(error),
+        _ => "query",
+    }
+}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": self.1, "status": self.0.as_u16()});
+        let mut body = json!({"error": self.1, "status": self.0.as_u16()});
+        if let (Some(w), Some(o)) = (&self.2, body.as_object_mut()) {
+            o.insert("kind".into(), json!(w.kind));
+            o.insert("option".into(), json!(w.remedy));
+            let hint = w.hint();
+            if !hint.is_empty() {
+                o.insert("hint".into(), json!(hint));
+            }
+        }
         let mut r = (self.0, Json(body)).into_response();
         if self.0 == StatusCode::SERVICE_UNAVAILABLE {
             // Busy (scan slots or memory), not broken: come back.
@@ -296,7 +375,7 @@ impl IntoResponse for ApiError {
 }
 
 fn bad(m: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, m.into())
+    ApiError(StatusCode::BAD_REQUEST, m.into(), None)
 }
 
 /// The datasets under `root`: each subdirectory with a manifest, named by
@@ -344,6 +423,7 @@ impl App {
             ApiError(
                 StatusCode::NOT_FOUND,
                 format!("no dataset named {name:?} is served (GET /api/v1/datasets lists them)"),
+                None,
             )
         })
     }
@@ -355,6 +435,7 @@ fn open(path: &std::path::Path, name: &str) -> Result<Dataset, ApiError> {
         ApiError(
             StatusCode::INTERNAL_SERVER_ERROR,
             e.to_string().replace(&path.display().to_string(), name),
+            None,
         )
     })
 }
@@ -445,6 +526,7 @@ async fn analyse(
         return Err(ApiError(
             StatusCode::NOT_FOUND,
             format!("no analysis {kind:?}: expected freq, tab or means"),
+            None,
         ));
     }
     if params.len() > MAX_PARAMS {
@@ -453,30 +535,24 @@ async fn analyse(
             params.len()
         )));
     }
-    let mut map: BTreeMap<&str, &str> = BTreeMap::new();
-    for (k, v) in &params {
-        if !microtab_analysis::PARAMS.contains(&k.as_str()) {
-            return Err(bad(format!(
-                "unknown parameter {k:?}; expected some of {}",
-                microtab_analysis::PARAMS.join(", ")
-            )));
-        }
-        if v.len() > MAX_PARAM {
-            return Err(bad(format!(
-                "parameter {k} is {} bytes long: at most {MAX_PARAM}",
-                v.len()
-            )));
-        }
-        if map.insert(k, v).is_some() {
-            return Err(bad(format!("parameter {k} is given twice")));
-        }
+    if let Some((k, v)) = params.iter().find(|(_, v)| v.len() > MAX_PARAM) {
+        return Err(bad(format!(
+            "parameter {k} is {} bytes long: at most {MAX_PARAM}",
+            v.len()
+        )));
     }
-    let get = |k: &str| map.get(k).map(|s| s.to_string());
-    let req = microtab_analysis::request_from_params(&kind, &get).map_err(bad)?;
+    let mut p = microtab_analysis::Params::from_pairs(&params).map_err(bad)?;
+    if !p.by.is_empty() {
+        // Each `by` value is one grouping argument when it names a
+        // variable, else a list in the CLI's grammar (`by=A,B`).
+        let ds = open(&app.path(&name)?, &name)?;
+        p.by = microtab_engine::var_names(&ds, &p.by);
+    }
+    let req = p.request(&kind).map_err(bad)?;
     let start = Instant::now();
     let (body, reservation) = answer(&app, &name, req).await?;
     let body = serde_json::to_vec(&body)
-        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None))?;
     // The text keeps its share of the budget until it has been sent.
     let body = axum::body::Bytes::from_owner(Reserved(body, reservation));
     let mut resp = (
@@ -515,6 +591,7 @@ async fn variable(
                 StatusCode::NOT_FOUND,
                 e.to_string()
                     .replace(&ds.dir().display().to_string(), &name),
+                None,
             )
         })?
         .clone();
@@ -526,7 +603,7 @@ async fn variable(
     req.max_cells = 1000;
     let (freq, note) = match answer(&app, &name, req).await {
         Ok((f, _)) => (f, None),
-        Err(ApiError(StatusCode::BAD_REQUEST, m)) => (Value::Null, Some(m)),
+        Err(ApiError(StatusCode::BAD_REQUEST, m, _)) => (Value::Null, Some(m)),
         Err(e) => return Err(e),
     };
     Ok(Json(
@@ -552,13 +629,21 @@ async fn answer(
             ApiError(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is busy: no scan slot within the time limit; try again".into(),
+                None,
             )
         })?
-        .map_err(|_| ApiError(StatusCode::SERVICE_UNAVAILABLE, "shutting down".into()))?;
+        .map_err(|_| {
+            ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting down".into(),
+                None,
+            )
+        })?;
     let left = app.timeout.saturating_sub(start.elapsed());
     let scan = app.scan.clone();
     let budget = app.budget.clone();
     let served = name.clone();
+    let max_cells = app.max_cells;
     let task = tokio::task::spawn_blocking(move || {
         // The permit is held until the scan ends, even after a timeout
         // answered the client: scans in flight stay bounded.
@@ -566,15 +651,22 @@ async fn answer(
         // Messages name the dataset as served, never its path here.
         let hide = |m: String| m.replace(&path.display().to_string(), &served);
         let ds = Dataset::open(&path)
-            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, hide(e.to_string())))?;
+            .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, hide(e.to_string()), None))?;
         // Memory first: a request that does not fit waits for none of it.
         let (cells, bytes) = estimate(&ds, &req);
-        let reservation = budget.reserve(bytes, cells)?;
-        let a = microtab_analysis::run(&ds, &req, &scan)
-            .map_err(|e| (analysis_status(&e), hide(e.to_string())))?;
+        let reservation = budget
+            .reserve(bytes, cells)
+            .map_err(|(s, m)| ApiError(s, m, None))?;
+        let a = microtab_analysis::run(&ds, &req, &scan).map_err(|e| {
+            ApiError(
+                analysis_status(&e),
+                hide(e.to_string()),
+                Why::of(&e, max_cells),
+            )
+        })?;
         // The served name, not the server's path, names the dataset.
         let mut v = serde_json::to_value(&a)
-            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+            .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None))?;
         if let Some(o) = v.as_object_mut() {
             o.insert("dataset".into(), Value::String(served));
         }
@@ -589,15 +681,17 @@ async fn answer(
                     "the query ran longer than {:.0} s",
                     app.timeout.as_secs_f64()
                 ),
+                None,
             ))
         }
         Ok(Err(_)) => {
             return Err(ApiError(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error while answering the query (logged)".into(),
+                None,
             ))
         }
-        Ok(Ok(Err((status, m)))) => return Err(ApiError(status, m)),
+        Ok(Ok(Err(e))) => return Err(e),
         Ok(Ok(Ok(b))) => b,
     };
     Ok(body)
@@ -926,13 +1020,19 @@ async fn json_errors(req: Request, next: Next) -> Response {
     let body = axum::body::to_bytes(resp.into_body(), 64 << 10)
         .await
         .unwrap_or_default();
-    ApiError(status, String::from_utf8_lossy(&body).trim().to_string()).into_response()
+    ApiError(
+        status,
+        String::from_utf8_lossy(&body).trim().to_string(),
+        None,
+    )
+    .into_response()
 }
 
 async fn not_found() -> ApiError {
     ApiError(
         StatusCode::NOT_FOUND,
         "no such page: the API is under /api/v1/datasets".into(),
+        None,
     )
 }
 

@@ -158,7 +158,8 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
             .iter()
             .filter_map(|k| first(p, k))
             .collect();
-        q.push(("by", by.join(",")));
+        // One `by` per variable: a name with spaces or commas stays whole.
+        q.extend(by.into_iter().map(|b| ("by", b.to_string())));
         "means"
     } else if let Some(col) = first(p, "col") {
         q.push(("row", row.into()));
@@ -229,7 +230,7 @@ fn check_params(p: &Params) -> Result<(), ApiError> {
 
 /// An error as a page (a browser asked for a page, not JSON).
 fn html_error(e: ApiError) -> Response {
-    let ApiError(status, message) = e;
+    let ApiError(status, message, _) = e;
     let mut h = head("microtab — error");
     let _ = write!(
         h,

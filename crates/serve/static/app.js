@@ -70,7 +70,8 @@ export function apiUrl(p) {
     const dep = (p.get("dep") || "").trim();
     if (!dep) return null;
     put("var", dep);
-    put("by", ["row", "col", "control"].map((k) => (p.get(k) || "").trim()).filter((x) => x).join(","));
+    // One `by` per variable: a name with spaces or commas stays whole.
+    for (const b of ["row", "col", "control"].map((k) => (p.get(k) || "").trim()).filter((x) => x)) put("by", b);
     kind = "means";
   } else if ((p.get("col") || "").trim()) {
     put("row", row);
@@ -537,11 +538,13 @@ function downloads(j, kind, api) {
 
 // ------------------------------------------------------------ running
 
-// The API's messages name CLI options; say what to do on this page.
-function hint(m) {
-  if (/--no-design/.test(m)) return `${m}. On this page: set "Standard errors" to "none" to weight by another variable.`;
-  if (/--max-cells/.test(m)) return `${m}. On this page: recode a variable into fewer groups (AGE(r: 0-17; 18-64; 65-*)) or add a filter; the server's limit cannot be raised from here.`;
-  return m;
+// What to do on this page when the API says an option would help (its
+// JSON `kind` and `option`): the page's own controls, else the API's hint.
+function advice(j) {
+  const o = j.option?.option;
+  if (o === "no_design") return `On this page: set "Standard errors" to "none" to answer without the survey design${j.kind === "design_weight" ? " and weight by another variable" : ""}.`;
+  if (o === "max_cells") return "On this page: recode a variable into fewer groups (AGE(r: 0-17; 18-64; 65-*)) or add a filter; the server's limit cannot be raised from here.";
+  return j.hint ? `Through the API: ${j.hint}.` : "";
 }
 
 let latest = 0;
@@ -568,7 +571,10 @@ async function run(p) {
   try {
     const r = await fetch(api, { headers: { accept: "application/json" }, signal });
     j = await r.json();
-    if (!r.ok) throw new Error(hint(j.error || `HTTP ${r.status}`));
+    if (!r.ok) {
+      const a = advice(j);
+      throw new Error(`${j.error || `HTTP ${r.status}`}${a ? `. ${a}` : ""}`);
+    }
   } catch (e) {
     if (mine !== latest) return;
     result.removeAttribute("aria-busy");

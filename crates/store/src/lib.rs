@@ -80,7 +80,7 @@ pub enum Error {
         known: String,
     },
     /// The import target exists and overwriting was not requested.
-    #[error("{path} already exists; use --force to replace it")]
+    #[error("{path} already exists")]
     Exists {
         /// The target directory.
         path: PathBuf,
@@ -104,6 +104,17 @@ pub enum Error {
         /// The generation on disk now.
         now: u64,
     },
+}
+
+impl Remedied for Error {
+    /// [`Remedy::Force`] for a target that exists; nothing else here has
+    /// an option that would help.
+    fn remedy(&self) -> Option<Remedy> {
+        match self {
+            Error::Exists { .. } => Some(Remedy::Force),
+            _ => None,
+        }
+    }
 }
 
 impl Error {

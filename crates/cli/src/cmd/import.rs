@@ -5,7 +5,7 @@ use anyhow::{anyhow, bail, Result};
 use microtab_ingest::{
     Codebook, Delimiter, Format, Hint, ImportOptions, ImportSummary, InferRows, Progress,
 };
-use microtab_store::Remedy;
+use crate::hint::flag;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -131,35 +131,6 @@ fn options(a: &Args) -> Result<ImportOptions> {
         .map_err(|e| anyhow!("--infer-rows: {e}"))?
         .0;
     Ok(o)
-}
-
-/// A remedy as the option of this command that applies it.
-fn flag(r: &Remedy) -> String {
-    match r {
-        Remedy::ColumnType { variable, kind } => format!(
-            "--type {}={}",
-            variable.as_deref().unwrap_or("VAR"),
-            kind.word()
-        ),
-        Remedy::Encoding => "--encoding latin1 (or windows-1252)".into(),
-        Remedy::InferAllRows => "--infer-rows all".into(),
-        Remedy::NaText => "--na-text".into(),
-        Remedy::KeepTextTokens => "--na-text ''".into(),
-        Remedy::KeepNiu => "--keep-niu".into(),
-        Remedy::RecordType => "--rectype TYPE".into(),
-        Remedy::Delimiter { delimiter } => match delimiter {
-            Some('\t') => "-d tab".into(),
-            Some(c) => format!("-d {c}"),
-            None => "-d".into(),
-        },
-        Remedy::MissingCodes { variable, codes } if codes.is_empty() => {
-            format!("`microtab missing DATASET {variable} CODE…`")
-        }
-        Remedy::MissingCodes { variable, codes } => {
-            format!("`microtab missing DATASET {variable} {}`", codes.join(" "))
-        }
-        r => format!("{r:?}"),
-    }
 }
 
 /// An import error with the options that would avoid it, as flags.

@@ -2,7 +2,7 @@
 
 use crate::common::{
     answer_with, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, design_note,
-    dropped_note, most_dropped, se_text, split_specs, weight_note, write_json, Format, QueryArgs,
+    dropped_note, most_dropped, se_text, weight_note, write_json, Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -50,10 +50,11 @@ fn quantile_name(p: f64) -> String {
 
 /// Computes and prints, group by group.
 pub fn run(a: Args) -> Result<()> {
-    let by: Vec<String> = a.by.iter().flat_map(|b| split_specs(b)).collect();
+    // Names with spaces or commas stay whole: `answer_with` reads the
+    // arguments with the dataset's names (`var_names`).
     let analysis = Analysis::Means {
         var: a.var.clone(),
-        by,
+        by: a.by.clone(),
     };
     let mut ps: Vec<f64> = Vec::new();
     if a.median {

@@ -9,32 +9,10 @@ use crate::render::{
     text_table, Align,
 };
 use anyhow::Result;
-use clap::ValueEnum;
 use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer};
 use std::io::Write;
 use std::path::PathBuf;
-
-/// Percentage base.
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
-pub enum Pct {
-    /// Of the row total.
-    Row,
-    /// Of the column total.
-    Col,
-    /// Of the table total.
-    Total,
-}
-
-impl From<Pct> for microtab_analysis::Pct {
-    fn from(p: Pct) -> Self {
-        match p {
-            Pct::Row => Self::Row,
-            Pct::Col => Self::Col,
-            Pct::Total => Self::Total,
-        }
-    }
-}
 
 /// Arguments of `tab`.
 #[derive(clap::Args, Debug)]
@@ -54,8 +32,9 @@ pub struct Args {
     #[command(flatten)]
     q: QueryArgs,
     /// Percentages to show.
-    #[arg(long, value_enum)]
-    pct: Option<Pct>,
+    #[arg(long, value_parser = clap::builder::TypedValueParser::try_map(clap::builder::PossibleValuesParser::new(["row", "col", "total"]),
+        |s: String| s.parse::<microtab_analysis::Pct>()))]
+    pct: Option<microtab_analysis::Pct>,
     /// Chi-square test and Cramér's V.
     #[arg(long)]
     stats: bool,
@@ -93,7 +72,7 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
         row: row.to_string(),
         col: col.to_string(),
         control: a.control.clone(),
-        pct: a.pct.map(Into::into),
+        pct: a.pct,
         stats: a.stats,
     };
     let Answer::Tab(x) = answer_with(&a.dataset, &a.q, analysis, a.show.include_missing, |r| {

@@ -139,6 +139,7 @@ impl Remedied for Error {
                 kind: microtab_store::ColumnKind::Int,
             }),
             Error::Exists { .. } => Some(Remedy::Replace),
+            Error::Store(e) => e.remedy(),
             _ => None,
         }
     }

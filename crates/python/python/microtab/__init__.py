@@ -144,6 +144,15 @@ def _level(level: Any) -> float:
     return f
 
 
+def _limits(max_cells: Any, allow_negative_weights: Any) -> dict:
+    """The request's ``max_cells`` (a whole number above 0, checked here)
+    and ``allow_negative_weights``."""
+    if max_cells is not None and (isinstance(max_cells, bool) or not isinstance(max_cells, int)
+                                  or max_cells < 1):
+        raise ArgumentError(f"max_cells={max_cells!r}: expected a whole number of cells (1 or more)")
+    return {"max_cells": max_cells, "allow_negative_weights": bool(allow_negative_weights)}
+
+
 def _progress(progress, path) -> tuple[Any, Any]:
     """An import's progress callback and its closer: ``progress=True`` or,
     by default, when stderr is a terminal or the code runs in Jupyter, a
@@ -323,40 +332,50 @@ class _Queries:
         raise NotImplementedError
 
     def freq(self, var: str, *, weight: str | None = None, filter: str | None = None,  # noqa: A002
-             include_missing: bool = False, design: bool = True, level: float = 0.95) -> "Frequencies":
+             include_missing: bool = False, design: bool = True, level: float = 0.95,
+             max_cells: int | None = None, allow_negative_weights: bool = False) -> "Frequencies":
         """Frequencies of ``var`` (a name or a temporary recode), counts,
         weighted counts and percentages; SEs and CIs under a design
         (``level``: the intervals' confidence, a probability strictly
         between 0 and 1; NaN, infinities and percentages such as 95 raise
-        ``ValueError`` naming it)."""
+        ``ValueError`` naming it). ``max_cells``: the most cells a result
+        may have (larger ones raise :class:`TooLargeError`);
+        ``allow_negative_weights=True`` accepts a weight that is negative in
+        some records (replicate weights can be), refused otherwise."""
         return Frequencies(self._ask({"analysis": "freq", "var": var, "weight": weight, "filter": filter,
                                       "include_missing": include_missing, "design": design,
-                                      "level": _level(level)}))
+                                      "level": _level(level), **_limits(max_cells, allow_negative_weights)}))
 
     def tab(self, row: str, col: str, *, control: str | None = None, weight: str | None = None,
             filter: str | None = None, pct: str | None = None, stats: bool = False,  # noqa: A002
             include_missing: bool = False, design: bool = True, level: float = 0.95,
-            pct_ci: str | None = None, z: bool = False) -> "Crosstab":
+            pct_ci: str | None = None, z: bool = False, max_cells: int | None = None,
+            allow_negative_weights: bool = False) -> "Crosstab":
         """Crosstab of ``row`` by ``col`` (one table per category of
         ``control``); ``pct`` is ``"row"``, ``"col"`` or ``"total"``;
         ``stats`` adds chi-square (Rao–Scott under a design) and the
         association measures; ``z`` each cell's z-statistic (its column
         percentage, row percentage with ``pct="row"``, less the whole
-        table's, over the design-based SE of the difference); ``level`` as
-        for :meth:`freq`."""
+        table's, over the design-based SE of the difference); ``level``,
+        ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`."""
+        if pct_ci is not None and pct_ci not in ("logit", "korn-graubard", "beta"):
+            raise ArgumentError(f"pct_ci={pct_ci!r}: expected 'logit' or 'korn-graubard'")
         return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
-                                   "level": _level(level), "pct_ci": pct_ci, "z": z}))
+                                   "level": _level(level), "pct_ci": pct_ci, "z": z,
+                                   **_limits(max_cells, allow_negative_weights)}))
 
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
               filter: str | None = None, median: bool = False,  # noqa: A002
-              percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95) -> "Means":
+              percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95,
+              max_cells: int | None = None, allow_negative_weights: bool = False) -> "Means":
         """Weighted mean, SD, N and sum of weights of ``var`` per group of
-        ``by`` (one name or several), with medians/percentiles on request
-        (``percentiles`` in percent, 1 to 99; ``level`` as for
-        :meth:`freq`; a NaN or a non-number raises ``ValueError`` naming
-        the argument)."""
+        ``by`` (one name, or a list of names: each is one variable or
+        recode, whatever characters it holds), with medians/percentiles on
+        request (``percentiles`` in percent, 1 to 99; ``level``,
+        ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`; a
+        NaN or a non-number raises ``ValueError`` naming the argument)."""
         by = [by] if isinstance(by, str) else list(by or ())
         if not by:
             raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
@@ -368,7 +387,7 @@ class _Queries:
         q = sorted({*(0.5 for _ in [0] if median), *(p / 100 for p in pct)})
         return Means(self._ask({"analysis": "means", "var": var, "by": by, "weight": weight,
                                 "filter": filter, "design": design, "level": level,
-                                "quantiles": q}))
+                                "quantiles": q, **_limits(max_cells, allow_negative_weights)}))
 
 
 class Variable:
