@@ -160,8 +160,8 @@ mod tests {
     fn digits() {
         assert_eq!(group_digits(0), "0");
         assert_eq!(group_digits(1234567), "1,234,567");
-        assert_eq!(group_float(-1234.5, 2), "-1,234.50");
-        assert_eq!(group_float(-0.001, 2), "0.00");
+        assert_eq!(microtab_analysis::group_float(-1234.5, 2), "-1,234.50");
+        assert_eq!(microtab_analysis::group_float(-0.001, 2), "0.00");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
     }
 
