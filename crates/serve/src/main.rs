@@ -3,8 +3,9 @@
 //!
 //! * `GET /api/v1/datasets` — the datasets served (name, records,
 //!   variables, design);
-//! * `GET /api/v1/datasets/{name}` — one dataset's variables (labels,
-//!   types, decimals, missing codes, value labels) and design;
+//! * `GET /api/v1/datasets/{name}` — one dataset's description, the
+//!   analysis layer's `DatasetInfo` (as `microtab info --format json`):
+//!   variables, design, the I/O settings the server reads with;
 //! * `GET /api/v1/datasets/{name}/{freq|tab|means}?…` — the analysis
 //!   layer's answer (the CLI's `--format json`), with the parameters of
 //!   `microtab_analysis::request_from_params` (`row`, `col`, `control`,

@@ -1,7 +1,8 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
+use crate::cmd::freq::{csv_head, csv_se_cells};
 use crate::common::{
-    answer_with, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, design_note,
+    answer_with, ci_text, csv_se, design_note,
     dropped_note, most_dropped, se_text, split_specs, weight_note, write_json, Format, QueryArgs,
 };
 use crate::render::{
@@ -78,12 +79,9 @@ pub fn run(a: Args) -> Result<()> {
         Format::Json => write_json(&mut out, &m)?,
         Format::Csv => {
             let se = m.context.design.is_some();
-            let mut head = m.by.clone();
-            head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
-            if se {
-                head.extend(csv_se_head("mean"));
-                head.extend(csv_design_head());
-            }
+            let mut names = m.by.clone();
+            names.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
+            let mut head = csv_head(&names, &["mean"], se);
             for &p in &ps {
                 let name = quantile_name(p);
                 head.push(name.clone());
@@ -103,10 +101,7 @@ pub fn run(a: Args) -> Result<()> {
                     s.n.to_string(),
                     format!("{}", s.sum_weights),
                 ]);
-                if let Some(d) = &m.context.design {
-                    f.extend(csv_se(u));
-                    f.extend(csv_design(d));
-                }
+                csv_se_cells(&mut f, &[u], &m.context.design);
                 for q in qs {
                     f.push(csv_num(q.value));
                     if se {
