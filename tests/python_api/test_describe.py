@@ -24,17 +24,16 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
 
 # Hand-written: what each column is, as a person reading the file knows it.
-CSV = """ID,SEX,W,INC,NAME,ST,PSU
-1,1,1.25,100,Ann,1,1
-2,2,2.50,9999999,Bob,1,1
-3,2,0.75,250,NA_,1,2
-4,1,3.00,,Cy,1,2
-5,2,1.10,40,Di,2,3
-6,1,99.99,75,Ed,2,3
-7,2,1.00,9999999,Flo,2,4
-8,1,2.20,60,,2,4
+CSV = """ID,SEX,W,INC,NAME,ST,PSU,PW
+1,1,1.25,100,Ann,1,1,1.5
+2,2,2.50,9999999,Bob,1,1,2.0
+3,2,0.75,250,NA_,1,2,1.5
+4,1,3.00,,Cy,1,2,3.25
+5,2,1.10,40,Di,2,3,1.0
+6,1,99.99,75,Ed,2,3,2.5
+7,2,1.00,9999999,Flo,2,4,1.75
+8,1,2.20,60,,2,4,2.0
 """
-
 
 def cli(*args, env=None, ok=True):
     p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True,
@@ -53,7 +52,7 @@ def data(tmp_path_factory):
     ds = root / "people.mtab"
     cli("import", src, ds, "--missing", "INC=9999999", "--missing", "NAME=NA_", "--missing", "W=99.99")
     cli("label", ds, "SEX", "1=Male", "2=Female", "--var-label", "Sex of the person")
-    cli("design", ds, "--weight", "W", "--strata", "ST", "--cluster", "PSU")
+    cli("design", ds, "--weight", "PW", "--strata", "ST", "--cluster", "PSU")
     return d, root, ds, src
 
 
@@ -112,7 +111,8 @@ def test_three_front_ends_give_the_source_files_facts(data):
     assert v["INC"]["missing_codes"] == [9999999]
     assert v["W"]["missing_codes"] == [99.99]
     assert v["NAME"]["missing_codes"] == ["NA_"] and v["NAME"]["kind"] == "string"
-    for name in ("ID", "SEX", "W", "INC", "ST", "PSU"):
+    assert v["PW"]["decimals"] == 2 and v["PW"]["min"] == 1.0 and v["PW"]["max"] == 3.25
+    for name in ("ID", "SEX", "W", "INC", "ST", "PSU", "PW"):
         col = pd.to_numeric(df[name])
         assert v[name]["nulls"] == int(col.isna().sum()), name
         assert v[name]["min"] == pytest.approx(col.min()) and v[name]["max"] == pytest.approx(col.max()), name
@@ -120,7 +120,7 @@ def test_three_front_ends_give_the_source_files_facts(data):
     assert {v["NAME"]["min"], v["NAME"]["max"]} <= set(df["NAME"].dropna())
     # The design as `microtab design` was told, strata and PSUs counted.
     d = c["design"]
-    assert d["weight"] == "W" and d["taylor"]["strata"] == "ST" and d["taylor"]["cluster"] == "PSU"
+    assert d["weight"] == "PW" and d["taylor"]["strata"] == "ST" and d["taylor"]["cluster"] == "PSU"
     n_strata, n_psus = df["ST"].nunique(), df.groupby("ST")["PSU"].nunique().sum()
     assert f"strata ST ({n_strata})" in c["design_summary"]
     assert f"PSUs PSU ({n_psus})" in c["design_summary"]
@@ -215,7 +215,7 @@ def test_tuned_settings_apply_in_every_front_end(data, monkeypatch):
         s.close()
 
 
-IPUMS = REPO.parent / "shared" / "data" / "ipums"
+IPUMS = Path(os.environ.get("MICROTAB_IPUMS_DIR", REPO.parent / "shared" / "data" / "ipums"))
 
 
 def test_ddi_description_matches_ipumspy(tmp_path):

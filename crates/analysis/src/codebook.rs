@@ -13,8 +13,8 @@ use crate::describe::{design_summary, Shown, VariableInfo};
 use crate::html::{group_digits, group_float, html_escape as esc};
 use crate::Result;
 use microtab_engine::{top_values, value_counts, value_key, Category, Value};
-use serde::Serialize;
 use microtab_store::{codec, Dataset, Kind, Variable};
+use serde::Serialize;
 use std::collections::HashSet;
 use std::fmt::Write;
 

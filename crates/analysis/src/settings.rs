@@ -172,12 +172,11 @@ impl Settings {
                     path: path.clone(),
                     source,
                 })?;
-            scan.read_path = ReadPath::parse(&f.read_path).ok_or_else(|| {
-                SettingsError::ReadPath {
+            scan.read_path =
+                ReadPath::parse(&f.read_path).ok_or_else(|| SettingsError::ReadPath {
                     path: path.clone(),
                     value: f.read_path.clone(),
-                }
-            })?;
+                })?;
             scan.block_size = f.block_size.max(4096);
             scan.segment_bytes = f.segment_bytes.max(4096);
             scan.readahead_segments = f.readahead_segments.max(1);

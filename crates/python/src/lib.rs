@@ -149,8 +149,7 @@ fn scan_options() -> PyResult<ScanOptions> {
 /// The analysis layer's description of the dataset of `ds` named `name`
 /// (`microtab info --format json`), with the settings in force.
 pub(crate) fn describe(ds: &Dataset, name: &str) -> PyResult<String> {
-    let info =
-        microtab_analysis::DatasetInfo::of(ds, name, &settings()?).map_err(store_error)?;
+    let info = microtab_analysis::DatasetInfo::of(ds, name, &settings()?).map_err(store_error)?;
     serde_json::to_string(&info).map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
@@ -216,8 +215,7 @@ fn _query(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
     let path = path.to_string();
     let answer = py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
-        let a =
-            microtab_analysis::run(&ds, &req, &scan_options()?).map_err(analysis_error)?;
+        let a = microtab_analysis::run(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
     })?;
     Ok(answer)
@@ -234,8 +232,7 @@ fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<Strin
             .iter()
             .map(|p| open(p))
             .collect::<PyResult<Vec<_>>>()?;
-        let a = microtab_analysis::run_many(&ds, &req, &scan_options()?)
-            .map_err(analysis_error)?;
+        let a = microtab_analysis::run_many(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
     })
 }
@@ -268,8 +265,7 @@ fn _partial<'py>(
             }
             req.rows = Some(a..b);
         }
-        let p = microtab_analysis::partial(&ds, &req, &scan_options()?)
-            .map_err(analysis_error)?;
+        let p = microtab_analysis::partial(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         serde_json::to_vec(&p).map_err(|e| MicrotabError::new_err(e.to_string()))
     })?;
     Ok(PyBytes::new(py, &bytes))

@@ -466,7 +466,8 @@ async fn codebook_page(
     .map_err(|e| {
         ApiError(
             StatusCode::INTERNAL_SERVER_ERROR,
-            e.to_string().replace(&ds.dir().display().to_string(), &name),
+            e.to_string()
+                .replace(&ds.dir().display().to_string(), &name),
         )
     })?;
     let mut h = head(&format!("{name} codebook — microtab"));

@@ -126,7 +126,11 @@ pub fn run(a: Args) -> Result<()> {
                     .iter()
                     .map(|t| {
                         vec![
-                            format!("  {}{}", t.text(), if t.missing { " (missing)" } else { "" }),
+                            format!(
+                                "  {}{}",
+                                t.text(),
+                                if t.missing { " (missing)" } else { "" }
+                            ),
                             group_digits(t.count),
                         ]
                     })

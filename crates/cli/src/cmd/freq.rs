@@ -14,12 +14,20 @@ use microtab_analysis::{Analysis, Answer};
 use std::io::Write;
 use std::path::PathBuf;
 
+/// The datasets an analysis answers over (shared by `freq`, `tab` and
+/// `means`).
+#[derive(clap::Args, Debug)]
+pub struct Datasets {
+    /// Dataset directory, or a quoted pattern naming several datasets with
+    /// the same variables ('years/*.mtab'), answered as one.
+    pub dataset: PathBuf,
+}
+
 /// Arguments of `freq`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory, or a quoted pattern naming several datasets with
-    /// the same variables ('years/*.mtab'), answered as one.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: Datasets,
     /// Variable to count.
     var: String,
     #[command(flatten)]
@@ -31,7 +39,7 @@ pub struct Args {
 /// Counts and prints, row by row as they are formatted.
 pub fn run(a: Args) -> Result<()> {
     let analysis = Analysis::Freq { var: a.var.clone() };
-    let Answer::Freq(f) = answer(&a.dataset, &a.q, analysis, a.show.include_missing)? else {
+    let Answer::Freq(f) = answer(&a.data.dataset, &a.q, analysis, a.show.include_missing)? else {
         unreachable!("a freq request answers with frequencies")
     };
     let mut out = stdout();
@@ -53,7 +61,11 @@ pub fn run(a: Args) -> Result<()> {
                     csv_num(r.weighted),
                     csv_num(r.percent),
                 ];
-                csv_se_cells(&mut line, &[&r.weighted_se, &r.percent_se], &f.context.design);
+                csv_se_cells(
+                    &mut line,
+                    &[&r.weighted_se, &r.percent_se],
+                    &f.context.design,
+                );
                 out.write_all(csv_line(&line).as_bytes())?;
             }
         }

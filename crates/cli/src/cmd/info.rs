@@ -110,8 +110,7 @@ pub fn run(a: Args) -> Result<()> {
                     "survey design: {d} (microtab design to change it; --no-design to ignore it)\n\n"
                 );
             }
-            let rows: Vec<Vec<String>> =
-                info.variables.iter().map(|v| columns(v, true)).collect();
+            let rows: Vec<Vec<String>> = info.variables.iter().map(|v| columns(v, true)).collect();
             use Align::*;
             s += &text_table(
                 &[

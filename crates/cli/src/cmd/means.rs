@@ -1,9 +1,9 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
-use crate::cmd::freq::{csv_head, csv_se_cells};
+use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, ci_text, csv_se, design_note,
-    dropped_note, most_dropped, se_text, split_specs, weight_note, write_json, Format, QueryArgs,
+    answer_with, ci_text, csv_se, design_note, dropped_note, most_dropped, se_text, split_specs,
+    weight_note, write_json, Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -13,14 +13,12 @@ use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer, Quantile, Stat};
 use std::io::Write;
-use std::path::PathBuf;
 
 /// Arguments of `means`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory, or a quoted pattern naming several datasets with
-    /// the same variables ('years/*.mtab'), answered as one.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: Datasets,
     /// Analysis variable.
     var: String,
     /// Grouping variable(s); repeat or separate with commas. Each may be
@@ -68,7 +66,7 @@ pub fn run(a: Args) -> Result<()> {
             ps.push(p / 100.0);
         }
     }
-    let Answer::Means(m) = answer_with(&a.dataset, &a.q, analysis, false, |r| {
+    let Answer::Means(m) = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
         r.quantiles = ps.clone()
     })?
     else {

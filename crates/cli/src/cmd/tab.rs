@@ -1,9 +1,9 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
-use crate::cmd::freq::{csv_head, csv_se_cells};
+use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, design_note, dropped_note,
-    most_dropped, se_text, split_list, weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer_with, design_note, dropped_note, most_dropped, se_text, split_list, weight_note,
+    write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -14,7 +14,6 @@ use clap::ValueEnum;
 use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer};
 use std::io::Write;
-use std::path::PathBuf;
 
 /// Percentage base.
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
@@ -40,9 +39,8 @@ impl From<Pct> for microtab_analysis::Pct {
 /// Arguments of `tab`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory, or a quoted pattern naming several datasets with
-    /// the same variables ('years/*.mtab'), answered as one.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: Datasets,
     /// Row variable (recoded or restricted as in `AGE(r: 0-17; 18-*)`);
     /// several, separated by commas, give one table each.
     row: String,
@@ -97,9 +95,13 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
         pct: a.pct.map(Into::into),
         stats: a.stats,
     };
-    let Answer::Tab(x) = answer_with(&a.dataset, &a.q, analysis, a.show.include_missing, |r| {
-        r.z = a.z
-    })?
+    let Answer::Tab(x) = answer_with(
+        &a.data.dataset,
+        &a.q,
+        analysis,
+        a.show.include_missing,
+        |r| r.z = a.z,
+    )?
     else {
         unreachable!("a tab request answers with crosstabs")
     };

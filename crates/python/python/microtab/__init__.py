@@ -377,11 +377,11 @@ class Variable:
         return self._state.described()["by_name"][self.name]
 
     def _shown(self, x: Any) -> Any:
-        # Implied decimals as exact decimals (the JSON number is the
-        # shortest text of the value, which is its decimal text).
+        # Implied decimals as exact decimals with all their places (the
+        # JSON number is the shortest text of the value: its digits).
         if x is not None and self.kind == "int" and self.decimals:
             from decimal import Decimal
-            return Decimal(repr(float(x)))
+            return Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-self.decimals))
         return x
 
     @property
