@@ -39,18 +39,19 @@ def test_tune_writes_settings_that_info_and_queries_use(census, tmp_path):
     # The test dataset is gone.
     assert not [x for x in tmp_path.iterdir() if x.name.endswith(".mtab")]
     info = run_json("info", census.ds, env=env)["io_settings"]
-    assert info["read path"] == settings["read_path"]
-    assert info["block size"] == f"{settings['block_size']} bytes"
-    assert info["from"].startswith(f"tuned ({cfg}")
+    assert info["read_path"] == settings["read_path"]
+    assert info["block_size"] == settings["block_size"]
+    assert info["segment_bytes"] == settings["segment_bytes"]
+    assert info["origin"] == "tuned" and info["file"] == str(cfg) and info["env"] == []
     # Environment overrides win and are named.
     env2 = dict(env, MICROTAB_READ_PATH="pread")
     info2 = run_json("info", census.ds, env=env2)["io_settings"]
-    assert info2["read path"] == "pread" and "MICROTAB_READ_PATH" in info2["from"]
-    assert "auto here" not in info2
+    assert info2["read_path"] == "pread" and info2["env"] == ["MICROTAB_READ_PATH"]
+    assert info2["auto_here"] is None
     # With auto, info says which paths it takes for this dataset's disk:
     # cold inline exactly when the device's read-ahead is at least 1 MiB.
     info3 = run_json("info", census.ds, env=dict(env, MICROTAB_READ_PATH="auto"))["io_settings"]
-    here = info3["auto here"]
+    here = info3["auto_here"]
     assert here.startswith("warm inline, cold ")
     ra = re.search(r"read-ahead (\d+) KiB", here)
     if ra:

@@ -92,7 +92,7 @@ def test_datasets_and_codebook(server):
     assert st == 200
     v = {x["name"]: x for x in body["variables"]}
     assert v["SEX"]["value_labels"] == {"1": "Male", "2": "Female"}
-    assert v["INCTOT"]["missing_codes"] == ["9999999"] and v["PERWT"]["decimals"] == 2
+    assert v["INCTOT"]["missing_codes"] == [9999999] and v["PERWT"]["decimals"] == 2
     assert str(ds) not in json.dumps(body)
 
 
@@ -235,7 +235,7 @@ def test_variable_pages(server):
         assert rows[k][0] == want[k][0] and rows[k][1] == pytest.approx(want[k][1], rel=1e-12)
     st, body = get(base, "/api/v1/datasets/census/variables/INCTOT")
     assert st == 200 and body["frequencies"] is None and "cells" in body["note"]
-    assert body["variable"]["missing_codes"] == ["9999999"]
+    assert body["variable"]["missing_codes"] == [9999999]
     st, body = get(base, "/api/v1/datasets/census/variables/NOPE")
     assert st == 404 and "NOPE" in body["error"] and str(ds) not in body["error"]
 

@@ -38,6 +38,8 @@
 //! ```
 #![deny(missing_docs)]
 
+mod codebook;
+mod describe;
 mod design;
 mod html;
 mod params;
@@ -45,12 +47,15 @@ mod quantile;
 mod request;
 mod result;
 mod run;
+pub mod settings;
 mod split;
 pub mod survey;
 mod taylor;
 
+pub use codebook::{anchor, codebook_html, CodebookEntry, CodebookHtml, CodebookPage, TopValue};
+pub use describe::{design_summary, DatasetInfo, Shown, VariableInfo};
 pub use design::{build_design, replicate_names, DesignSpec};
-pub use html::html_escape;
+pub use html::{fmt_sig, group_digits, group_float, html_escape};
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
 pub use params::{split_list, Params, PARAMS};
 pub use quantile::Quantile;
@@ -59,6 +64,7 @@ pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
 pub use run::{check_values, partial, run, run_many, Partial};
+pub use settings::{Settings, SettingsError, SettingsInfo};
 pub use split::{
     catalog, catalog_parts, remove_stale_staging, split, Catalog, CatalogError, CatalogPart,
     SplitReport, CATALOG, CATALOG_VERSION,

@@ -1,5 +1,7 @@
 //! Rendering results: aligned text tables, CSV and JSON.
 
+// Number formats shared with the HTML codebook and the analysis page.
+pub use microtab_analysis::{fmt_sig, group_digits};
 use microtab_engine::{Category, Value};
 use serde_json::{json, Value as Json};
 
@@ -25,30 +27,6 @@ pub fn category_text(c: &Category, codes: bool) -> String {
     }
 }
 
-/// `x` for people: `sig` significant digits (never fewer than the whole
-/// integer part), thousands separators, no trailing zeros after the point;
-/// scientific notation beyond 10^15 or below 10^-9. `0.00087` stays
-/// `0.00087` where a fixed two decimals said `0.00`.
-pub fn fmt_sig(x: f64, sig: i32) -> String {
-    if !x.is_finite() {
-        return format!("{x}");
-    }
-    if x == 0.0 {
-        return "0".into();
-    }
-    let mag = x.abs().log10().floor() as i32;
-    if !(-9..15).contains(&mag) {
-        return format!("{:.*e}", (sig - 1).max(0) as usize, x);
-    }
-    let dec = (sig - 1 - mag).max(0) as usize;
-    let s = group_float(x, dec);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
 /// A text cut to `max` characters (with `…`), for one-line displays.
 pub fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -62,35 +40,6 @@ pub fn shorten(s: &str, max: usize) -> String {
 /// that a result with a million categories never sits in memory as text.
 pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
     std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())
-}
-
-/// Thousands-separated integer.
-pub fn group_digits(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// Thousands-separated number with `dec` decimals.
-pub fn group_float(x: f64, dec: usize) -> String {
-    let s = format!("{:.*}", dec, x.abs());
-    let (int, frac) = match s.split_once('.') {
-        Some((a, b)) => (a.to_string(), format!(".{b}")),
-        None => (s.clone(), String::new()),
-    };
-    let int: u64 = int.parse().unwrap_or(0);
-    let sign = if x < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') {
-        "-"
-    } else {
-        ""
-    };
-    format!("{sign}{}{frac}", group_digits(int))
 }
 
 /// Optional float for CSV (empty when absent or not a number: an
@@ -211,8 +160,8 @@ mod tests {
     fn digits() {
         assert_eq!(group_digits(0), "0");
         assert_eq!(group_digits(1234567), "1,234,567");
-        assert_eq!(group_float(-1234.5, 2), "-1,234.50");
-        assert_eq!(group_float(-0.001, 2), "0.00");
+        assert_eq!(microtab_analysis::group_float(-1234.5, 2), "-1,234.50");
+        assert_eq!(microtab_analysis::group_float(-0.001, 2), "0.00");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
     }
 

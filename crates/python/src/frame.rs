@@ -348,6 +348,12 @@ impl Snapshot {
         serde_json::to_string(self.ds.manifest()).map_err(|e| MicrotabError::new_err(e.to_string()))
     }
 
+    /// The analysis layer's description of this generation (`microtab info
+    /// --format json`: variables with values as shown, design, settings).
+    fn describe(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        py.detach(|| crate::describe(&self.ds, name))
+    }
+
     /// The manifest's generation.
     #[getter]
     fn generation(&self) -> u64 {

@@ -4,7 +4,7 @@
 //! cross as the analysis layer's JSON; columns as their bytes. The GIL is
 //! released while a query scans or a column decodes.
 
-use microtab_analysis::{Request, ScanOptions};
+use microtab_analysis::{Request, ScanOptions, Settings};
 use microtab_store::{ColumnKind, Dataset, Remedied, Remedy};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyPermissionError};
@@ -199,6 +199,34 @@ fn _info(path: &str) -> PyResult<String> {
     serde_json::to_string(ds.manifest()).map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
+/// The I/O settings in force (defaults < the file `microtab tune` writes <
+/// environment variables), read at each call as the CLI reads them at
+/// each command, so a changed file or variable applies to the next query.
+fn settings() -> PyResult<Settings> {
+    Settings::load().map_err(|e| match &e {
+        microtab_analysis::SettingsError::Read { source, .. } => {
+            let msg = e.to_string();
+            match source.kind() {
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                _ => PyOSError::new_err(msg),
+            }
+        }
+        _ => MicrotabError::new_err(e.to_string()),
+    })
+}
+
+/// The query read settings in force ([`settings`]).
+fn scan_options() -> PyResult<ScanOptions> {
+    Ok(settings()?.scan)
+}
+
+/// The analysis layer's description of the dataset of `ds` named `name`
+/// (`microtab info --format json`), with the settings in force.
+pub(crate) fn describe(ds: &Dataset, name: &str) -> PyResult<String> {
+    let info = microtab_analysis::DatasetInfo::of(ds, name, &settings()?).map_err(store_error)?;
+    serde_json::to_string(&info).map_err(|e| MicrotabError::new_err(e.to_string()))
+}
+
 /// The parts' directories of the catalog of parts at `path`, in record
 /// order (`None`: `path` is not a catalog).
 #[pyfunction]
@@ -258,8 +286,7 @@ fn _query(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
     let path = path.to_string();
     let answer = py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
-        let a =
-            microtab_analysis::run(&ds, &req, &ScanOptions::from_env()).map_err(analysis_error)?;
+        let a = microtab_analysis::run(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
     })?;
     Ok(answer)
@@ -276,8 +303,7 @@ fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<Strin
             .iter()
             .map(|p| open(p))
             .collect::<PyResult<Vec<_>>>()?;
-        let a = microtab_analysis::run_many(&ds, &req, &ScanOptions::from_env())
-            .map_err(analysis_error)?;
+        let a = microtab_analysis::run_many(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
     })
 }
@@ -310,8 +336,7 @@ fn _partial<'py>(
             }
             req.rows = Some(a..b);
         }
-        let p = microtab_analysis::partial(&ds, &req, &ScanOptions::from_env())
-            .map_err(analysis_error)?;
+        let p = microtab_analysis::partial(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         serde_json::to_vec(&p).map_err(|e| MicrotabError::new_err(e.to_string()))
     })?;
     Ok(PyBytes::new(py, &bytes))
@@ -534,6 +559,7 @@ fn _import_csv(
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
     let mut o = import_options(&spec)?;
     o.progress = progress_of(progress);
+    o.io = settings()?.io;
     let ddi = string(&spec, "ddi");
     let (input, target_s) = (input.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
@@ -568,6 +594,7 @@ fn _import_fixed(
     let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
     let mut o = import_options(&spec)?;
     o.progress = progress_of(progress);
+    o.io = settings()?.io;
     let (data, ddi, target) = (data.to_string(), ddi.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         let cb = microtab_ingest::Codebook::read(ddi.as_ref()).map_err(ingest_error)?;

@@ -3,8 +3,9 @@
 //!
 //! * `GET /api/v1/datasets` — the datasets served (name, records,
 //!   variables, design);
-//! * `GET /api/v1/datasets/{name}` — one dataset's variables (labels,
-//!   types, decimals, missing codes, value labels) and design;
+//! * `GET /api/v1/datasets/{name}` — one dataset's description, the
+//!   analysis layer's `DatasetInfo` (as `microtab info --format json`):
+//!   variables, design, the I/O settings the server reads with;
 //! * `GET /api/v1/datasets/{name}/{freq|tab|means}?…` — the analysis
 //!   layer's answer (the CLI's `--format json`), with the parameters of
 //!   `microtab_analysis::Params` (`row`, `col`, `control`, `weight`,
@@ -275,6 +276,8 @@ struct App {
     timeout: Duration,
     max_cells: usize,
     scan: ScanOptions,
+    /// The I/O settings in force (`scan` is theirs), as `info` shows them.
+    settings: microtab_analysis::Settings,
     budget: Arc<Budget>,
 }
 
@@ -440,33 +443,13 @@ fn open(path: &std::path::Path, name: &str) -> Result<Dataset, ApiError> {
     })
 }
 
-/// A variable's metadata as the API shows it: missing codes as users
-/// write them (a text variable's as its text, not its dictionary
-/// position).
-fn variable_json(ds: &Dataset, v: &microtab_store::Variable) -> Value {
-    let missing: Vec<String> = if v.kind == microtab_store::Kind::String {
-        let dict = ds.dictionary(v).unwrap_or_default();
-        v.missing_codes
-            .iter()
-            .filter_map(|&c| dict.get(c as usize).cloned())
-            .collect()
-    } else {
-        v.missing_codes
-            .iter()
-            .map(|&c| microtab_store::codec::display_code(v, c))
-            .collect()
-    };
-    json!({
-        "name": v.name,
-        "label": v.label,
-        "description": v.description,
-        "kind": v.kind,
-        "type": v.ty.name(),
-        "decimals": v.decimals,
-        "missing_codes": missing,
-        "nulls": v.nulls,
-        "value_labels": v.value_labels,
-    })
+/// A failure to describe a served dataset, naming it as served.
+fn described(e: microtab_store::Error, ds: &Dataset, name: &str) -> ApiError {
+    ApiError(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        e.to_string().replace(&ds.dir().display().to_string(), name),
+        None,
+    )
 }
 
 async fn datasets(State(app): State<Arc<App>>) -> Json<Value> {
@@ -489,20 +472,20 @@ async fn datasets(State(app): State<Arc<App>>) -> Json<Value> {
     Json(json!({ "datasets": items }))
 }
 
+/// `GET /api/v1/datasets/{name}`: the analysis layer's description of the
+/// dataset (`microtab info --format json`), named as served; the settings
+/// file is not named (the server's paths are not shown).
 async fn dataset(
     State(app): State<Arc<App>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let ds = open(&app.path(&name)?, &name)?;
-    let m = ds.manifest();
-    let vars: Vec<Value> = m.variables.iter().map(|v| variable_json(&ds, v)).collect();
-    Ok(Json(json!({
-        "name": name,
-        "rows": m.rows,
-        "source": m.source,
-        "design": m.design,
-        "variables": vars,
-    })))
+    let mut info = microtab_analysis::DatasetInfo::of(&ds, &name, &app.settings)
+        .map_err(|e| described(e, &ds, &name))?;
+    info.io_settings.file = None;
+    let body = serde_json::to_value(&info)
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None))?;
+    Ok(Json(body))
 }
 
 fn analysis_status(e: &microtab_analysis::Error) -> StatusCode {
@@ -595,7 +578,8 @@ async fn variable(
             )
         })?
         .clone();
-    let meta = variable_json(&ds, &v);
+    let meta =
+        microtab_analysis::VariableInfo::of(&ds, &v).map_err(|e| described(e, &ds, &name))?;
     let mut req = microtab_analysis::Request::new(microtab_analysis::Analysis::Freq {
         var: v.name.clone(),
     });
@@ -1046,13 +1030,16 @@ fn main() -> Result<()> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", a.dir.display()))?;
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // The settings `microtab tune` wrote, as every front end reads them.
+    let settings = microtab_analysis::Settings::load()?;
     let app = Arc::new(App {
         datasets: RwLock::new(scan(&root)),
         root,
         scans: Arc::new(Semaphore::new(a.max_scans.unwrap_or(cores).max(1))),
         timeout: Duration::from_secs_f64(a.timeout.max(0.001)),
         max_cells: a.max_cells,
-        scan: ScanOptions::from_env(),
+        scan: settings.scan.clone(),
+        settings,
         budget: Arc::new(Budget {
             total: a.max_memory.unwrap_or_else(default_memory),
             used: std::sync::Mutex::new(0),

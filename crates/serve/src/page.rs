@@ -13,7 +13,10 @@ use crate::{open, scan, ApiError, App};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use microtab_analysis::html_escape as esc;
+use microtab_analysis::{
+    codebook_html, design_summary, group_digits as group, html_escape as esc, CodebookHtml,
+    CodebookPage,
+};
 use microtab_store::{Dataset, Kind};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -101,41 +104,9 @@ pub async fn index(State(app): State<Arc<App>>) -> Html<String> {
     Html(h)
 }
 
-fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut o = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            o.push(',');
-        }
-        o.push(c);
-    }
-    o
-}
-
+/// The design in the analysis layer's words (as `microtab info` says it).
 fn design_text(d: Option<&microtab_store::Design>) -> String {
-    match d {
-        None => "none".into(),
-        Some(d) => match (&d.replicates, &d.taylor) {
-            (Some(r), _) => format!(
-                "weight {}, {} replicate weights ({})",
-                d.weight,
-                r.weights.len(),
-                r.kind.name()
-            ),
-            (None, Some(t)) => {
-                let mut s = format!("weight {}, linearization", d.weight);
-                if let Some(x) = &t.strata {
-                    s += &format!(", strata {x}");
-                }
-                if let Some(x) = &t.cluster {
-                    s += &format!(", PSUs {x}");
-                }
-                s
-            }
-            (None, None) => format!("weight {}", d.weight),
-        },
-    }
+    d.map_or("none".into(), design_summary)
 }
 
 type Params = Vec<(String, String)>;
@@ -483,77 +454,34 @@ async fn codebook_page(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     let ds = open(&app.path(&name)?, &name)?;
-    let m = ds.manifest();
+    let main = codebook_html(
+        &ds,
+        &CodebookHtml {
+            dataset: &name,
+            names: &[],
+            weight: None,
+            top: 0,
+            page: CodebookPage::Served,
+        },
+    )
+    .map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            e.to_string()
+                .replace(&ds.dir().display().to_string(), &name),
+            None,
+        )
+    })?;
     let mut h = head(&format!("{name} codebook — microtab"));
     let _ = write!(
         h,
         "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p>\
-<nav aria-label=\"Dataset\"><a href=\"/analysis/{u}\">Analysis</a></nav></header>\n\
-<main id=\"main\" class=\"codebook\"><h1>{n}: codebook</h1><p>{} records · {} variables · survey design: {}</p>\n\
-<label for=\"cbsearch\">Search names and labels</label><input id=\"cbsearch\" type=\"search\" autocomplete=\"off\">\n",
-        group(m.rows),
-        m.variables.len(),
-        esc(&design_text(m.design.as_ref())),
-        u = esc(&crate::encode(&name)),
-        n = esc(&name),
-    );
-    for v in &m.variables {
-        let j = crate::variable_json(&ds, v);
-        let missing: Vec<String> = j["missing_codes"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|x| x.as_str().map_or(x.to_string(), str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let _ = write!(
-            h,
-            "<details class=\"entry\" id=\"var-{n}\" data-name=\"{n}\"><summary><span class=\"vn\">{n}</span> <span class=\"vl\">{l}</span></summary>\n<dl>\
-<dt>Type</dt><dd>{}{}</dd><dt>Empty values</dt><dd>{}</dd><dt>Missing codes</dt><dd>{}</dd>{}</dl>\n",
-            match v.kind {
-                Kind::Int => "integer",
-                Kind::Float => "decimal (floating point)",
-                Kind::String => "text",
-            },
-            if v.decimals > 0 {
-                format!(", {} implied decimals", v.decimals)
-            } else {
-                String::new()
-            },
-            group(v.nulls),
-            if missing.is_empty() {
-                "none".to_string()
-            } else {
-                esc(&missing.join(", "))
-            },
-            v.description
-                .as_deref()
-                .map(|d| format!("<dt>Description</dt><dd>{}</dd>", esc(d)))
-                .unwrap_or_default(),
-            n = esc(&v.name),
-            l = esc(v.label.as_deref().unwrap_or("")),
-        );
-        if !v.value_labels.is_empty() {
-            let _ = write!(
-                h,
-                "<table class=\"labels\"><caption>Value labels of {}</caption><thead><tr><th scope=\"col\">Value</th><th scope=\"col\">Label</th></tr></thead><tbody>",
-                esc(&v.name)
-            );
-            for (k, l) in &v.value_labels {
-                let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(l));
-            }
-            h += "</tbody></table>\n";
-        }
-        h += "<div class=\"freq\"></div></details>\n";
-    }
-    h += "</main>\n";
-    let _ = write!(
-        h,
-        "<script type=\"application/json\" id=\"mt-meta\">{}</script>\n</body></html>\n",
+<nav aria-label=\"Dataset\"><a href=\"/analysis/{u}\">Analysis</a></nav></header>\n{main}\
+<script type=\"application/json\" id=\"mt-meta\">{}</script>\n</body></html>\n",
         serde_json::json!({ "name": name, "codebook": true })
             .to_string()
-            .replace('<', "\\u003c")
+            .replace('<', "\\u003c"),
+        u = esc(&crate::encode(&name)),
     );
     Ok(Html(h).into_response())
 }

@@ -1,13 +1,12 @@
 //! `microtab codebook`: per-variable description with top values, in the
-//! terminal (table, CSV, JSON) or as an HTML page (`--html`, written by
-//! [`codebook_html`](crate::cmd::codebook_html)).
+//! terminal (table, CSV, JSON) or as an HTML file (`--html`): the analysis
+//! layer's [`CodebookEntry`] and [`codebook_html`], as the HTTP server's
+//! codebook page shows them too.
 
-use crate::cmd::info::{plain, var_json};
 use crate::common::{emit, open, Format};
-use crate::render::{category_text, csv_line, group_digits, text_table, value_json, Align};
+use crate::render::{csv_line, group_digits, text_table, Align};
 use anyhow::Result;
-use microtab_engine::top_values;
-use serde_json::{json, Value as Json};
+use microtab_analysis::{codebook_html, CodebookEntry, CodebookHtml, CodebookPage};
 use std::path::PathBuf;
 
 /// Arguments of `codebook`.
@@ -32,6 +31,14 @@ pub struct Args {
     weight: Option<String>,
 }
 
+/// The JSON codebook: the dataset and its variables' entries.
+#[derive(serde::Serialize)]
+struct Codebook<'a> {
+    dataset: String,
+    rows: u64,
+    variables: &'a [CodebookEntry],
+}
+
 /// Prints the codebook.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
@@ -45,94 +52,86 @@ pub fn run(a: Args) -> Result<()> {
         a.vars.clone()
     };
     if let Some(file) = &a.html {
-        crate::cmd::codebook_html::write(
+        let html = codebook_html(
             &ds,
-            &a.dataset.display().to_string(),
-            &names,
-            a.weight.as_deref(),
-            a.top,
-            file,
+            &CodebookHtml {
+                dataset: &a.dataset.display().to_string(),
+                names: &names,
+                weight: a.weight.as_deref(),
+                top: a.top,
+                page: CodebookPage::File,
+            },
         )?;
+        // A bare file name has an empty parent directory: make it explicit.
+        let out = match file.parent() {
+            Some(p) if p.as_os_str().is_empty() => std::path::Path::new(".").join(file),
+            _ => file.to_path_buf(),
+        };
+        microtab_io::write_file_atomic(&out, html.as_bytes())?;
         eprintln!("wrote {} ({} variables)", file.display(), names.len());
         return Ok(());
     }
-    let mut out = Vec::new();
-    for n in &names {
-        let var = ds.variable(n)?.clone();
-        let mut j = var_json(&ds, &var)?;
-        let top = top_values(&ds, &var.name, a.top)?;
-        let rows: Vec<Json> = top
-            .values
-            .iter()
-            .map(|(c, n)| {
-                json!({"value": value_json(c), "label": c.label,
-                       "missing": c.missing, "count": n})
-            })
-            .collect();
-        j["distinct"] = json!(top.distinct);
-        j["top"] = json!(rows);
-        out.push((
-            j,
-            top.values
-                .iter()
-                .map(|(c, n)| (category_text(c, false), c.missing, *n))
-                .collect::<Vec<_>>(),
-        ));
-    }
+    let entries: Vec<CodebookEntry> = names
+        .iter()
+        .map(|n| CodebookEntry::of(&ds, n, a.top))
+        .collect::<microtab_analysis::Result<_>>()?;
     let text = match a.format {
         Format::Json => {
-            let j = json!({
-                "dataset": a.dataset.display().to_string(),
-                "rows": ds.rows(),
-                "variables": out.iter().map(|(j, _)| j.clone()).collect::<Vec<_>>(),
-            });
+            let j = Codebook {
+                dataset: a.dataset.display().to_string(),
+                rows: ds.rows(),
+                variables: &entries,
+            };
             serde_json::to_string_pretty(&j)? + "\n"
         }
         Format::Csv => {
             let mut s = csv_line(&["variable", "value", "missing", "count"].map(String::from));
-            for (j, top) in &out {
-                for t in &j["top"].as_array().cloned().unwrap_or_default() {
+            for e in &entries {
+                for t in &e.top {
                     s += &csv_line(&[
-                        plain(&j["name"]),
-                        plain(&t["value"]),
-                        plain(&t["missing"]),
-                        plain(&t["count"]),
+                        e.variable.name.clone(),
+                        t.value.as_ref().map(|v| v.text()).unwrap_or_default(),
+                        t.missing.to_string(),
+                        t.count.to_string(),
                     ]);
                 }
-                let _ = top;
             }
             s
         }
         Format::Table => {
             let mut s = String::new();
-            for (j, top) in &out {
+            for e in &entries {
+                let v = &e.variable;
                 s += &format!(
                     "{}{}\n  type {} ({}), range {} .. {}, {} distinct, {} system-missing{}\n",
-                    plain(&j["name"]),
-                    j["label"]
-                        .as_str()
+                    v.name,
+                    v.label
+                        .as_deref()
                         .map(|l| format!(" — {l}"))
                         .unwrap_or_default(),
-                    plain(&j["type"]),
-                    plain(&j["kind"]),
-                    plain(&j["min"]),
-                    plain(&j["max"]),
-                    plain(&j["distinct"]),
-                    group_digits(j["nulls"].as_u64().unwrap_or(0)),
-                    match j["missing_codes"].as_array() {
-                        Some(a) if !a.is_empty() => format!(
-                            ", missing codes {}",
-                            a.iter().map(plain).collect::<Vec<_>>().join(" ")
-                        ),
-                        _ => String::new(),
+                    v.ty,
+                    crate::cmd::info::plain(&serde_json::to_value(v.kind)?),
+                    v.min.as_ref().map(|m| m.text()).unwrap_or_default(),
+                    v.max.as_ref().map(|m| m.text()).unwrap_or_default(),
+                    e.distinct,
+                    group_digits(v.nulls),
+                    if v.missing_codes.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", missing codes {}", v.missing_text(" "))
                     }
                 );
-                let rows: Vec<Vec<String>> = top
+                let rows: Vec<Vec<String>> = e
+                    .top
                     .iter()
-                    .map(|(t, m, c)| {
+                    .map(|t| {
                         vec![
-                            format!("  {t}{}", if *m { " (missing)" } else { "" }),
-                            group_digits(*c),
+                            format!(
+                                "  {}{}",
+                                t.text(),
+                                if t.missing { " (missing)" } else { "" }
+                            ),
+                            group_digits(t.count),
                         ]
                     })
                     .collect();

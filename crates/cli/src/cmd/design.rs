@@ -4,6 +4,9 @@
 
 use crate::common::open;
 use anyhow::Result;
+/// The design as one line of text (the analysis layer's, as every front
+/// end shows it).
+pub use microtab_analysis::design_summary as describe;
 use microtab_analysis::{build_design, DesignSpec};
 use microtab_store::{Dataset, Design, LonelyPsu, RepType};
 use std::path::PathBuf;
@@ -41,32 +44,8 @@ pub struct Args {
     /// IPUMS formula, the default here, uses the full-sample estimate).
     #[arg(long)]
     no_mse: bool,
-    /// Strata variable of a Taylor linearization design.
-    #[arg(
-        long,
-        value_name = "VAR",
-        requires = "weight",
-        conflicts_with = "repweights"
-    )]
-    strata: Option<String>,
-    /// PSU (cluster) variable of a Taylor linearization design; without
-    /// it every record is its own PSU.
-    #[arg(
-        long,
-        value_name = "VAR",
-        requires = "weight",
-        conflicts_with = "repweights"
-    )]
-    cluster: Option<String>,
-    /// Finite population correction: per stratum, its population of PSUs,
-    /// or the sampling fraction (values at most 1), as R's `fpc`.
-    #[arg(
-        long,
-        value_name = "VAR",
-        requires = "weight",
-        conflicts_with = "repweights"
-    )]
-    fpc: Option<String>,
+    #[command(flatten)]
+    taylor: TaylorArgs,
     /// Strata with a single PSU: fail (refuse the design), remove or
     /// certainty (no variance from the stratum), adjust (the PSU centred at
     /// zero), average (the other strata's variance, scaled up).
@@ -82,67 +61,28 @@ pub struct Args {
     clear: bool,
 }
 
+/// The variables of a Taylor linearization design (each needs the
+/// weight, and none goes with replicate weights).
+#[derive(clap::Args, Debug)]
+#[group(multiple = true, requires = "weight", conflicts_with = "repweights")]
+struct TaylorArgs {
+    /// Strata variable of a Taylor linearization design.
+    #[arg(long, value_name = "VAR")]
+    strata: Option<String>,
+    /// PSU (cluster) variable of a Taylor linearization design; without
+    /// it every record is its own PSU.
+    #[arg(long, value_name = "VAR")]
+    cluster: Option<String>,
+    /// Finite population correction: per stratum, its population of PSUs,
+    /// or the sampling fraction (values at most 1), as R's `fpc`.
+    #[arg(long, value_name = "VAR")]
+    fpc: Option<String>,
+}
+
 /// The design an IPUMS extract's replicate weights imply (in the
 /// analysis layer, shared with the Python package's imports).
 pub fn ipums_design(ds: &Dataset) -> Option<Design> {
     microtab_analysis::survey::ipums_design(ds)
-}
-
-/// The design as one line of text.
-pub fn describe(d: &Design) -> String {
-    if let Some(t) = &d.taylor {
-        let mut parts = vec![format!("weight {}", d.weight)];
-        if let Some(s) = &t.strata {
-            parts.push(format!("strata {s} ({})", t.psus.len()));
-        }
-        parts.push(match &t.cluster {
-            Some(c) => format!("PSUs {c} ({})", t.psus.iter().sum::<u64>()),
-            None => format!("each of the {} records a PSU", t.rows),
-        });
-        if let Some(f) = &t.fpc {
-            parts.push(format!("finite population correction {f}"));
-        }
-        let lonely = t.psus.iter().filter(|&&n| n == 1).count();
-        if lonely > 0 {
-            parts.push(format!(
-                "{lonely} strata with a single PSU: {}",
-                t.lonely_psu.name()
-            ));
-        }
-        return format!(
-            "{}; Taylor linearization, t intervals with {} df",
-            parts.join(", "),
-            t.weighted_psus as i64 - t.weighted_strata as i64
-        );
-    }
-    match &d.replicates {
-        None => format!("weight {}", d.weight),
-        Some(r) => format!(
-            "weight {}, {} replicate weights {}…{} ({}{}, scale {}, {}), variance = scale × Σ c_r (replicate − {})², t intervals with {}",
-            d.weight,
-            r.weights.len(),
-            r.weights[0],
-            r.weights[r.weights.len() - 1],
-            r.kind.name(),
-            r.rho.map(|x| format!(" ρ = {x}")).unwrap_or_default(),
-            crate::render::fmt_sig(r.scale, 6),
-            if r.rscales.iter().all(|&c| c == 1.0) {
-                "c_r = 1".to_string()
-            } else {
-                "c_r per replicate".to_string()
-            },
-            if r.mse { "full-sample estimate" } else { "mean of the replicates" },
-            match r.rank {
-                // R's degf(): the replicate weights' rank − 1.
-                Some(k) if k < r.weights.len() => format!(
-                    "{} df (the replicate weights' rank {k} − 1: some replicates are linear combinations of others)",
-                    k as i64 - 1
-                ),
-                Some(k) => format!("{} df", k as i64 - 1),
-                None => format!("{} df (if the replicate weights are of full rank)", r.weights.len() - 1),
-            }
-        ),
-    }
 }
 
 /// Sets, shows or clears the design.
@@ -163,9 +103,9 @@ pub fn run(a: Args) -> Result<()> {
         scale: a.scale,
         rscales: a.rscales.clone(),
         mse: !a.no_mse,
-        strata: a.strata.clone(),
-        cluster: a.cluster.clone(),
-        fpc: a.fpc.clone(),
+        strata: a.taylor.strata.clone(),
+        cluster: a.taylor.cluster.clone(),
+        fpc: a.taylor.fpc.clone(),
         lonely_psu: a.lonely_psu,
         ..DesignSpec::new(weight.as_str())
     };

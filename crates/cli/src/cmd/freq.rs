@@ -9,16 +9,25 @@ use crate::render::{
     text_table, Align,
 };
 use anyhow::Result;
+use microtab_analysis::survey::{DesignInfo, Uncertainty};
 use microtab_analysis::{Analysis, Answer};
 use std::io::Write;
 use std::path::PathBuf;
 
+/// The datasets an analysis answers over (shared by `freq`, `tab` and
+/// `means`).
+#[derive(clap::Args, Debug)]
+pub struct Datasets {
+    /// Dataset directory, or a quoted pattern naming several datasets with
+    /// the same variables ('years/*.mtab'), answered as one.
+    pub dataset: PathBuf,
+}
+
 /// Arguments of `freq`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory, or a quoted pattern naming several datasets with
-    /// the same variables ('years/*.mtab'), answered as one.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: Datasets,
     /// Variable to count.
     var: String,
     #[command(flatten)]
@@ -30,23 +39,18 @@ pub struct Args {
 /// Counts and prints, row by row as they are formatted.
 pub fn run(a: Args) -> Result<()> {
     let analysis = Analysis::Freq { var: a.var.clone() };
-    let Answer::Freq(f) = answer(&a.dataset, &a.q, analysis, a.show.include_missing)? else {
+    let Answer::Freq(f) = answer(&a.data.dataset, &a.q, analysis, a.show.include_missing)? else {
         unreachable!("a freq request answers with frequencies")
     };
     let mut out = stdout();
     match a.q.format {
         Format::Json => write_json(&mut out, &f)?,
         Format::Csv => {
-            let se = f.context.design.is_some();
-            let mut head: Vec<String> =
-                ["value", "label", "missing", "count", "weighted", "percent"]
-                    .map(String::from)
-                    .to_vec();
-            if se {
-                head.extend(csv_se_head("weighted"));
-                head.extend(csv_se_head("percent"));
-                head.extend(csv_design_head());
-            }
+            let head = csv_head(
+                &["value", "label", "missing", "count", "weighted", "percent"].map(String::from),
+                &["weighted", "percent"],
+                f.context.design.is_some(),
+            );
             out.write_all(csv_line(&head).as_bytes())?;
             for r in f.rows() {
                 let mut line = vec![
@@ -57,11 +61,11 @@ pub fn run(a: Args) -> Result<()> {
                     csv_num(r.weighted),
                     csv_num(r.percent),
                 ];
-                if let Some(d) = &f.context.design {
-                    line.extend(csv_se(&r.weighted_se));
-                    line.extend(csv_se(&r.percent_se));
-                    line.extend(csv_design(d));
-                }
+                csv_se_cells(
+                    &mut line,
+                    &[&r.weighted_se, &r.percent_se],
+                    &f.context.design,
+                );
                 out.write_all(csv_line(&line).as_bytes())?;
             }
         }
@@ -146,4 +150,33 @@ pub fn run(a: Args) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// A result's CSV header: `names`, then, under a survey design
+/// (`design`), the uncertainty columns of each of `estimates` and the
+/// design's columns (shared by `freq`, `tab` and `means`).
+pub fn csv_head(names: &[String], estimates: &[&str], design: bool) -> Vec<String> {
+    let mut head = names.to_vec();
+    if design {
+        for e in estimates {
+            head.extend(csv_se_head(e));
+        }
+        head.extend(csv_design_head());
+    }
+    head
+}
+
+/// Appends to a CSV line, under a survey design, the uncertainties `us`
+/// (in [`csv_head`]'s order) and the design's columns.
+pub fn csv_se_cells(
+    line: &mut Vec<String>,
+    us: &[&Option<Uncertainty>],
+    design: &Option<DesignInfo>,
+) {
+    if let Some(d) = design {
+        for u in us {
+            line.extend(csv_se(u));
+        }
+        line.extend(csv_design(d));
+    }
 }

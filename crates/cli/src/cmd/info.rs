@@ -1,10 +1,11 @@
-//! `microtab info`: size and variables of a dataset.
+//! `microtab info`: size, design, variables and I/O settings of a dataset
+//! — the analysis layer's [`DatasetInfo`], as every front end shows it.
 
 use crate::common::{emit, open, Format};
 use crate::render::{csv_line, group_digits, shorten, text_table, Align};
 use anyhow::Result;
-use microtab_store::{Dataset, Kind, Number, Variable};
-use serde_json::{json, Value as Json};
+use microtab_analysis::{DatasetInfo, Settings, VariableInfo};
+use serde_json::Value as Json;
 use std::path::PathBuf;
 
 /// Arguments of `info`.
@@ -17,60 +18,6 @@ pub struct Args {
     format: Format,
 }
 
-/// A stored value in displayed units (strings: the dictionary entry).
-pub fn display_value(var: &Variable, stored: Number, dict: &[String]) -> Json {
-    match (var.kind, stored) {
-        (Kind::String, n) => json!(dict.get(n.as_i64() as usize)),
-        // Integers print as integers (a manifest may hold them as `2000.0`).
-        (Kind::Int, n) if var.decimals == 0 => json!(n.as_i64()),
-        (_, n) if var.decimals > 0 => json!(n.as_f64() / var.scale()),
-        (_, n) => json!(n.as_f64()),
-    }
-}
-
-/// The JSON description of one variable (shared with `codebook`).
-pub fn var_json(ds: &Dataset, v: &Variable) -> Result<Json> {
-    let dict = if v.kind == Kind::String {
-        ds.dictionary(v)?
-    } else {
-        Vec::new()
-    };
-    Ok(json!({
-        "name": v.name,
-        "label": v.label,
-        "type": v.ty.name(),
-        "kind": v.kind,
-        "decimals": v.decimals,
-        "bytes": v.bytes,
-        "packing": v.packing,
-        "bits": v.packing.map(|p| p.bits as usize).unwrap_or(8 * v.ty.width()),
-        "min": v.min.map(|m| display_value(v, m, &dict)),
-        "max": v.max.map(|m| display_value(v, m, &dict)),
-        "nulls": v.nulls,
-        "missing_codes": v.missing_codes.iter().map(|&m| display_value(v, if v.kind == Kind::Float { Number::Float(m) } else { Number::Int(m as i64) }, &dict)).collect::<Vec<_>>(),
-        "file": v.file,
-        "description": v.description,
-        "value_labels": v.value_labels,
-    }))
-}
-
-fn dir_bytes(ds: &Dataset) -> u64 {
-    let mut n = std::fs::metadata(ds.dir().join("manifest.json"))
-        .map(|m| m.len())
-        .unwrap_or(0);
-    for v in &ds.manifest().variables {
-        n += std::fs::metadata(ds.dir().join(&v.file))
-            .map(|m| m.len())
-            .unwrap_or(0);
-        if let Some(d) = &v.dictionary {
-            n += std::fs::metadata(ds.dir().join(d))
-                .map(|m| m.len())
-                .unwrap_or(0);
-        }
-    }
-    n
-}
-
 /// Plain text of a JSON scalar.
 pub fn plain(j: &Json) -> String {
     match j {
@@ -80,31 +27,50 @@ pub fn plain(j: &Json) -> String {
     }
 }
 
+/// The columns `info` shows of a variable (CSV and table), with the
+/// missing codes' and long texts' room in the table.
+fn columns(v: &VariableInfo, table: bool) -> Vec<String> {
+    let text = |s: Option<String>, max: usize| {
+        let s = s.unwrap_or_default();
+        if table {
+            // Long texts cut to keep one line a variable.
+            shorten(&s, max)
+        } else {
+            s
+        }
+    };
+    let count = |n: u64| {
+        if table {
+            group_digits(n)
+        } else {
+            n.to_string()
+        }
+    };
+    vec![
+        text(Some(v.name.clone()), 40),
+        v.ty.clone(),
+        v.bits.to_string(),
+        plain(&serde_json::to_value(v.kind).unwrap_or_default()),
+        if table && v.decimals == 0 {
+            String::new()
+        } else {
+            v.decimals.to_string()
+        },
+        count(v.bytes),
+        text(v.min.as_ref().map(|m| m.text()), 24),
+        text(v.max.as_ref().map(|m| m.text()), 24),
+        count(v.nulls),
+        text(Some(v.missing_text(" ")), 40),
+    ]
+}
+
 /// Prints the summary.
 pub fn run(a: Args) -> Result<()> {
     let ds = open(&a.dataset)?;
-    let settings = crate::settings::Settings::load()?;
-    let m = ds.manifest();
-    let vars: Vec<Json> = m
-        .variables
-        .iter()
-        .map(|v| var_json(&ds, v))
-        .collect::<Result<_>>()?;
-    let bytes = dir_bytes(&ds);
+    let settings = Settings::load()?;
+    let info = DatasetInfo::of(&ds, &a.dataset.display().to_string(), &settings)?;
     let text = match a.format {
-        Format::Json => {
-            let j = json!({
-                "dataset": a.dataset.display().to_string(),
-                "rows": m.rows,
-                "bytes": bytes,
-                "generation": m.generation,
-                "source": m.source,
-                "design": m.design,
-                "io_settings": settings.describe_for(&a.dataset).into_iter().collect::<std::collections::BTreeMap<_, _>>(),
-                "variables": vars,
-            });
-            serde_json::to_string_pretty(&j)? + "\n"
-        }
+        Format::Json => serde_json::to_string_pretty(&info)? + "\n",
         Format::Csv => {
             let mut s = csv_line(
                 &[
@@ -121,72 +87,30 @@ pub fn run(a: Args) -> Result<()> {
                 ]
                 .map(String::from),
             );
-            for v in &vars {
-                s += &csv_line(&[
-                    plain(&v["name"]),
-                    plain(&v["type"]),
-                    plain(&v["bits"]),
-                    plain(&v["kind"]),
-                    plain(&v["decimals"]),
-                    plain(&v["bytes"]),
-                    plain(&v["min"]),
-                    plain(&v["max"]),
-                    plain(&v["nulls"]),
-                    v["missing_codes"]
-                        .as_array()
-                        .map(|a| a.iter().map(plain).collect::<Vec<_>>().join(" "))
-                        .unwrap_or_default(),
-                ]);
+            for v in &info.variables {
+                s += &csv_line(&columns(v, false));
             }
             s
         }
         Format::Table => {
             let mut s = format!(
                 "{}: {} records, {} variables, {:.1} MB on disk (generation {}{})\n\n",
-                a.dataset.display(),
-                group_digits(m.rows),
-                m.variables.len(),
-                bytes as f64 / 1e6,
-                m.generation,
-                m.source
+                info.dataset,
+                group_digits(info.rows),
+                info.variables.len(),
+                info.bytes as f64 / 1e6,
+                info.generation,
+                info.source
                     .as_ref()
                     .map(|s| format!(", from {s}"))
                     .unwrap_or_default()
             );
-            if let Some(d) = &m.design {
+            if let Some(d) = &info.design_summary {
                 s += &format!(
-                    "survey design: {} (microtab design to change it; --no-design to ignore it)\n\n",
-                    crate::cmd::design::describe(d)
+                    "survey design: {d} (microtab design to change it; --no-design to ignore it)\n\n"
                 );
             }
-            let rows: Vec<Vec<String>> = vars
-                .iter()
-                .map(|v| {
-                    vec![
-                        shorten(&plain(&v["name"]), 40),
-                        plain(&v["type"]),
-                        plain(&v["bits"]),
-                        plain(&v["kind"]),
-                        if v["decimals"] == 0 {
-                            String::new()
-                        } else {
-                            plain(&v["decimals"])
-                        },
-                        group_digits(v["bytes"].as_u64().unwrap_or(0)),
-                        // Long texts cut to keep one line a variable.
-                        shorten(&plain(&v["min"]), 24),
-                        shorten(&plain(&v["max"]), 24),
-                        group_digits(v["nulls"].as_u64().unwrap_or(0)),
-                        shorten(
-                            &v["missing_codes"]
-                                .as_array()
-                                .map(|a| a.iter().map(plain).collect::<Vec<_>>().join(" "))
-                                .unwrap_or_default(),
-                            40,
-                        ),
-                    ]
-                })
-                .collect();
+            let rows: Vec<Vec<String>> = info.variables.iter().map(|v| columns(v, true)).collect();
             use Align::*;
             s += &text_table(
                 &[
@@ -208,7 +132,7 @@ pub fn run(a: Args) -> Result<()> {
                 ],
             );
             s += "\nI/O settings in force:\n";
-            for (k, v) in settings.describe_for(&a.dataset) {
+            for (k, v) in info.io_settings.lines() {
                 s += &format!("  {k:<11} {v}\n");
             }
             s

@@ -4,7 +4,8 @@
 use crate::common::{open, var_names, Format};
 use crate::render::{category_text, csv_line, exact_value, stdout, text_table, value_json, Align};
 use anyhow::Result;
-use microtab_engine::{list_cases, list_vars, parse_filter, ListQuery};
+use microtab_engine::{list_cases, list_vars, parse_filter, Category, ListQuery};
+use microtab_store::Dataset;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -55,31 +56,16 @@ pub fn run(a: Args) -> Result<()> {
         }
     };
     let mut out = stdout();
-    let mut n = 0u64;
-    let mut more = false;
     match a.format {
         Format::Csv => {
             let mut head = vec!["record".to_string()];
             head.extend(vars.iter().map(|v| v.name.clone()));
             out.write_all(csv_line(&head).as_bytes())?;
-            let mut err = None;
-            list_cases(&ds, &q, |rec, cells| {
-                if n == limit {
-                    more = true;
-                    return false;
-                }
-                n += 1;
+            each_record(&ds, &q, limit, |_, rec, cells| {
                 let mut line = vec![rec.to_string()];
                 line.extend(cells.iter().map(shown));
-                if let Err(e) = out.write_all(csv_line(&line).as_bytes()) {
-                    err = Some(e);
-                    return false;
-                }
-                true
+                out.write_all(csv_line(&line).as_bytes())
             })?;
-            if let Some(e) = err {
-                return Err(e.into());
-            }
         }
         Format::Json => {
             // Streamed: one record at a time, whatever their number.
@@ -91,12 +77,7 @@ pub fn run(a: Args) -> Result<()> {
             let head = serde_json::to_string(&head)?;
             out.write_all(&head.as_bytes()[..head.len() - 1])?;
             out.write_all(b",\"records\":[")?;
-            let mut err = None;
-            list_cases(&ds, &q, |rec, cells| {
-                if n == limit {
-                    more = true;
-                    return false;
-                }
+            let (_, more) = each_record(&ds, &q, limit, |i, rec, cells| {
                 let mut o = serde_json::Map::new();
                 o.insert("record".into(), rec.into());
                 for (v, c) in vars.iter().zip(cells) {
@@ -107,30 +88,15 @@ pub fn run(a: Args) -> Result<()> {
                     };
                     o.insert(v.name.clone(), val);
                 }
-                let sep: &[u8] = if n == 0 { b"\n" } else { b",\n" };
-                n += 1;
-                let r = out.write_all(sep).and_then(|_| {
-                    serde_json::to_writer(&mut out, &o).map_err(std::io::Error::other)
-                });
-                if let Err(e) = r {
-                    err = Some(e);
-                    return false;
-                }
-                true
+                let sep: &[u8] = if i == 0 { b"\n" } else { b",\n" };
+                out.write_all(sep)?;
+                serde_json::to_writer(&mut out, &o).map_err(std::io::Error::other)
             })?;
-            if let Some(e) = err {
-                return Err(e.into());
-            }
             writeln!(out, "\n],\"truncated\":{more}}}")?;
         }
         Format::Table => {
             let mut rows = Vec::new();
-            list_cases(&ds, &q, |rec, cells| {
-                if n == limit {
-                    more = true;
-                    return false;
-                }
-                n += 1;
+            let (n, more) = each_record(&ds, &q, limit, |_, rec, cells| {
                 let mut line = vec![rec.to_string()];
                 line.extend(cells.iter().map(|c| {
                     if a.labels {
@@ -142,7 +108,7 @@ pub fn run(a: Args) -> Result<()> {
                     }
                 }));
                 rows.push(line);
-                true
+                Ok(())
             })?;
             let mut head = vec!["record".to_string()];
             head.extend(vars.iter().map(|v| v.name.clone()));
@@ -168,4 +134,34 @@ pub fn run(a: Args) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// Calls `f(i, record, cells)` for each of the first `limit` records that
+/// pass the query (`i` counts from 0), stopping at the first write error;
+/// the records shown and whether more passed.
+fn each_record(
+    ds: &Dataset,
+    q: &ListQuery,
+    limit: u64,
+    mut f: impl FnMut(u64, u64, &[Category]) -> std::io::Result<()>,
+) -> Result<(u64, bool)> {
+    let (mut n, mut more, mut err) = (0u64, false, None);
+    list_cases(ds, q, |rec, cells| {
+        if n == limit {
+            more = true;
+            return false;
+        }
+        n += 1;
+        match f(n - 1, rec, cells) {
+            Ok(()) => true,
+            Err(e) => {
+                err = Some(e);
+                false
+            }
+        }
+    })?;
+    match err {
+        Some(e) => Err(e.into()),
+        None => Ok((n, more)),
+    }
 }

@@ -1,8 +1,9 @@
 //! `microtab means`: weighted mean, SD, N and sum of weights by group.
 
+use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, design_note,
-    dropped_note, most_dropped, se_text, weight_note, write_json, Format, QueryArgs,
+    answer_with, ci_text, csv_se, design_note, dropped_note, most_dropped, se_text, weight_note,
+    write_json, Format, QueryArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -12,14 +13,12 @@ use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer, Quantile, Stat};
 use std::io::Write;
-use std::path::PathBuf;
 
 /// Arguments of `means`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory, or a quoted pattern naming several datasets with
-    /// the same variables ('years/*.mtab'), answered as one.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: Datasets,
     /// Analysis variable.
     var: String,
     /// Grouping variable(s); repeat or separate with commas. Each may be
@@ -68,7 +67,7 @@ pub fn run(a: Args) -> Result<()> {
             ps.push(p / 100.0);
         }
     }
-    let Answer::Means(m) = answer_with(&a.dataset, &a.q, analysis, false, |r| {
+    let Answer::Means(m) = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
         r.quantiles = ps.clone()
     })?
     else {
@@ -79,12 +78,9 @@ pub fn run(a: Args) -> Result<()> {
         Format::Json => write_json(&mut out, &m)?,
         Format::Csv => {
             let se = m.context.design.is_some();
-            let mut head = m.by.clone();
-            head.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
-            if se {
-                head.extend(csv_se_head("mean"));
-                head.extend(csv_design_head());
-            }
+            let mut names = m.by.clone();
+            names.extend(["mean", "sd", "n", "sum_weights"].map(String::from));
+            let mut head = csv_head(&names, &["mean"], se);
             for &p in &ps {
                 let name = quantile_name(p);
                 head.push(name.clone());
@@ -104,10 +100,7 @@ pub fn run(a: Args) -> Result<()> {
                     s.n.to_string(),
                     format!("{}", s.sum_weights),
                 ]);
-                if let Some(d) = &m.context.design {
-                    f.extend(csv_se(u));
-                    f.extend(csv_design(d));
-                }
+                csv_se_cells(&mut f, &[u], &m.context.design);
                 for q in qs {
                     f.push(csv_num(q.value));
                     if se {

@@ -1,7 +1,6 @@
 //! One module per subcommand: its arguments and `run`.
 
 pub mod codebook;
-pub mod codebook_html;
 pub mod derive;
 pub mod design;
 pub mod external;

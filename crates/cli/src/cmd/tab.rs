@@ -1,8 +1,9 @@
 //! `microtab tab`: crosstab of ROW × COL, one table per control category.
 
+use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, csv_design, csv_design_head, csv_se, csv_se_head, design_note, dropped_note,
-    most_dropped, se_text, split_list, weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer_with, design_note, dropped_note, most_dropped, se_text, split_list, weight_note,
+    write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -12,14 +13,12 @@ use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer};
 use std::io::Write;
-use std::path::PathBuf;
 
 /// Arguments of `tab`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory, or a quoted pattern naming several datasets with
-    /// the same variables ('years/*.mtab'), answered as one.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: Datasets,
     /// Row variable (recoded or restricted as in `AGE(r: 0-17; 18-*)`);
     /// several, separated by commas, give one table each.
     row: String,
@@ -75,9 +74,13 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
         pct: a.pct,
         stats: a.stats,
     };
-    let Answer::Tab(x) = answer_with(&a.dataset, &a.q, analysis, a.show.include_missing, |r| {
-        r.z = a.z
-    })?
+    let Answer::Tab(x) = answer_with(
+        &a.data.dataset,
+        &a.q,
+        analysis,
+        a.show.include_missing,
+        |r| r.z = a.z,
+    )?
     else {
         unreachable!("a tab request answers with crosstabs")
     };
@@ -89,24 +92,22 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                 out.write_all(b"\n")?;
             }
             let se = x.context.design.is_some();
-            let mut head: Vec<String> = [
-                "control",
-                "control_label",
-                "row",
-                "row_label",
-                "col",
-                "col_label",
-                "count",
-                "weighted",
-                "pct",
-            ]
-            .map(String::from)
-            .to_vec();
-            if se {
-                head.extend(csv_se_head("weighted"));
-                head.extend(csv_se_head("pct"));
-                head.extend(csv_design_head());
-            }
+            let mut head = csv_head(
+                &[
+                    "control",
+                    "control_label",
+                    "row",
+                    "row_label",
+                    "col",
+                    "col_label",
+                    "count",
+                    "weighted",
+                    "pct",
+                ]
+                .map(String::from),
+                &["weighted", "pct"],
+                se,
+            );
             if a.z {
                 head.push("z".into());
             }
@@ -133,11 +134,14 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                             csv_num(t.weighted.as_ref().map(|w| w[i][j])),
                             csv_num(t.pct.as_ref().and_then(|p| p[i][j])),
                         ];
-                        if let Some(d) = &x.context.design {
-                            line.extend(csv_se(&t.weighted_se.as_ref().and_then(|s| s[i][j])));
-                            line.extend(csv_se(&t.pct_se.as_ref().and_then(|s| s[i][j])));
-                            line.extend(csv_design(d));
-                        }
+                        let cell = |s: &Option<Vec<Vec<Option<Uncertainty>>>>| {
+                            s.as_ref().and_then(|s| s[i][j])
+                        };
+                        csv_se_cells(
+                            &mut line,
+                            &[&cell(&t.weighted_se), &cell(&t.pct_se)],
+                            &x.context.design,
+                        );
                         if a.z {
                             line.push(csv_num(t.z.as_ref().and_then(|z| z[i][j])));
                         }
@@ -192,24 +196,20 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
                     if let Some(s) = &t.weighted_se {
                         rows.push(se_line(s, &|v| fmt_sig(v, 4)));
                     }
+                    // A line of values under the estimates, blank where undefined.
+                    let under = |cells: &[Option<f64>], f: &dyn Fn(f64) -> String| {
+                        std::iter::once(String::new())
+                            .chain(cells.iter().map(|v| v.map(f).unwrap_or_default()))
+                            .collect::<Vec<_>>()
+                    };
                     if let Some(p) = &t.pct {
-                        let mut pl = vec![String::new()];
-                        pl.extend(
-                            p[i].iter()
-                                .map(|v| v.map(|v| format!("{v:.1}%")).unwrap_or_default()),
-                        );
-                        rows.push(pl);
+                        rows.push(under(&p[i], &|v| format!("{v:.1}%")));
                         if let Some(s) = &t.pct_se {
                             rows.push(se_line(s, &|v| format!("{v:.2}")));
                         }
                     }
                     if let Some(z) = &t.z {
-                        let mut l = vec![String::new()];
-                        l.extend(
-                            z[i].iter()
-                                .map(|v| v.map(|v| format!("z={v:.2}")).unwrap_or_default()),
-                        );
-                        rows.push(l);
+                        rows.push(under(&z[i], &|v| format!("z={v:.2}")));
                     }
                 }
                 let cs: Vec<f64> = match &t.col_totals.weighted {

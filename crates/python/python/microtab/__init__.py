@@ -396,40 +396,62 @@ class Variable:
     ``decimals`` (implied), ``missing_codes`` (as stored: integers times
     ``10**decimals``, dictionary positions for text), ``missing_values``
     (as users see them), ``value_labels`` (``{"1": "Male"}``),
-    ``min``/``max`` (stored units), ``nulls``. All of the generation of
-    the dataset it was read from."""
+    ``min``/``max`` (as users see them, as ``microtab info`` shows them:
+    implied decimals applied, a text variable's text), ``nulls``,
+    ``description``. All of the generation of the dataset it was read
+    from; what is shown comes from the same description as ``info()``,
+    ``microtab info`` and the HTTP API."""
 
-    def __init__(self, entry: dict, snapshot: Any = None):
+    def __init__(self, entry: dict, state: Any = None):
         self._e = entry
-        # The generation this entry belongs to: its dictionary is read
-        # from it, never from a newer one whose codes differ.
-        self._snap = snapshot
+        # The generation this entry belongs to: its description (values as
+        # shown, text from its dictionary) is read from it, never from a
+        # newer one whose codes differ.
+        self._state = state
         self.name: str = entry["name"]
         self.label: str | None = entry.get("label")
+        self.description: str | None = entry.get("description")
         self.kind: str = entry["kind"]
         self.type: str = entry["type"]
         self.decimals: int = entry.get("decimals", 0)
         self.missing_codes: list[float] = list(entry.get("missing_codes", []))
         self.value_labels: dict[str, str] = dict(entry.get("value_labels", {}))
-        self.min = entry.get("min")
-        self.max = entry.get("max")
         self.nulls: int = entry.get("nulls", 0)
+
+    def info(self) -> dict:
+        """The variable as every front end describes it (an entry of
+        ``Dataset.info()["variables"]``, of ``microtab info --format
+        json`` and of ``GET /api/v1/datasets/NAME``)."""
+        if self._state is None:
+            return {}
+        return self._state.described()["by_name"][self.name]
+
+    def _shown(self, x: Any) -> Any:
+        # Implied decimals as exact decimals with all their places (the
+        # JSON number is the shortest text of the value: its digits).
+        if x is not None and self.kind == "int" and self.decimals:
+            from decimal import Decimal
+            return Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-self.decimals))
+        return x
+
+    @property
+    def min(self) -> Any:
+        """The smallest value, as shown (``None`` when every value is empty)."""
+        return self.info().get("min")
+
+    @property
+    def max(self) -> Any:
+        """The largest value, as shown."""
+        return self.info().get("max")
 
     @property
     def missing_values(self) -> list:
         """The user-missing codes as users see them: ``9999999``,
-        ``99.99`` with two implied decimals, the text of a text code."""
-        if self.kind == "string":
-            if not self.missing_codes or self._snap is None:
-                return []
-            d = self._snap.dictionary(self.name)
-            return [d[int(c)] for c in self.missing_codes if 0 <= int(c) < len(d)]
-        if self.kind == "int":
-            if self.decimals:
-                from decimal import Decimal
-                return [Decimal(int(c)).scaleb(-self.decimals) for c in self.missing_codes]
-            return [int(c) for c in self.missing_codes]
-        return list(self.missing_codes)
+        ``99.99`` with two implied decimals (a ``Decimal``), the text of a
+        text code."""
+        if not self.missing_codes:
+            return []
+        return [self._shown(x) for x in self.info().get("missing_codes", [])]
 
     def __repr__(self) -> str:
         return f"Variable({self.name!r}, kind={self.kind!r}, type={self.type!r}, label={self.label!r})"
@@ -439,16 +461,29 @@ class _State:
     """One generation of a dataset as this process sees it: the native
     snapshot (the manifest read once; every read through it is of that
     generation or raises :class:`ChangedError`), the manifest as a dict,
-    and its variables."""
+    its variables, and (when first asked) its description."""
 
-    __slots__ = ("snap", "m", "vars", "by_name", "stamp")
+    __slots__ = ("snap", "m", "vars", "by_name", "stamp", "path", "_described")
 
-    def __init__(self, snap: Any, stamp: Any):
+    def __init__(self, snap: Any, stamp: Any, path: str = ""):
         self.snap = snap
         self.stamp = stamp
+        self.path = path
+        self._described = None
         self.m = json.loads(snap.info())
-        self.vars = [Variable(v, snap) for v in self.m["variables"]]
+        self.vars = [Variable(v, self) for v in self.m["variables"]]
         self.by_name = {v.name.lower(): v for v in self.vars}
+
+    def described(self) -> dict:
+        """The analysis layer's description of this generation (the
+        dictionaries of text variables are read for it, so not before it
+        is needed)."""
+        d = self._described
+        if d is None:
+            d = json.loads(self.snap.describe(self.path))
+            d["by_name"] = {v["name"]: v for v in d["variables"]}
+            self._described = d
+        return d
 
     def variable(self, name: str, path: str = "") -> "Variable":
         try:
@@ -482,7 +517,7 @@ class Dataset(_Queries):
         state = self._state
         if force or state is None or stamp is None or stamp != state.stamp:
             # One assignment, so that threads see one state or the other.
-            state = self._state = _State(_Snapshot(self.path), stamp)
+            state = self._state = _State(_Snapshot(self.path), stamp, self.path)
         return state
 
     def _read(self, read):
@@ -565,6 +600,19 @@ class Dataset(_Queries):
         self._refresh()
         return self._m.get("design")
 
+    def info(self) -> dict:
+        """The dataset as every front end describes it — the same object
+        as ``microtab info --format json`` and ``GET /api/v1/datasets/NAME``:
+        ``dataset`` (the path), ``rows``, ``bytes``, ``generation``,
+        ``source``, ``design`` and ``design_summary``, ``io_settings``
+        (the I/O settings queries from this process read with) and
+        ``variables`` (name, label, type, kind, decimals, bytes, packing,
+        bits, min, max, nulls, missing_codes as shown, file, description,
+        value_labels)."""
+        d = dict(self._current().described())
+        d.pop("by_name", None)
+        return d
+
     def variable(self, name: str) -> Variable:
         """A variable's metadata (names match case-insensitively)."""
         return self._current().variable(name, self.path)
@@ -579,15 +627,15 @@ class Dataset(_Queries):
     def _repr_html_(self) -> str:
         """In Jupyter: the dataset's size, design and variables."""
         st = self._current()
-        d = st.m.get("design")
+        info = st.described()
+        shown = {v.name: v.missing_values for v in st.vars}
         rows = "".join(
-            f"<tr><td>{html.escape(v.name)}</td><td>{html.escape(v.label or '')}</td><td>{v.kind}</td>"
-            f"<td>{v.type}</td><td>{v.decimals or ''}</td>"
-            f"<td>{html.escape(', '.join(map(str, v.missing_values)))}</td>"
-            f"<td>{len(v.value_labels) or ''}</td></tr>" for v in st.vars)
-        design = html.escape(json.dumps({k: d[k] for k in ("weight",) if k in d})[1:-1] + (
-            ", replicate weights" if d.get("replicates") else ", Taylor linearization")) if d else "none"
-        return (f"<p><b>{html.escape(self.path)}</b>: {int(st.m['rows']):,} records, {len(st.vars)} variables; "
+            f"<tr><td>{html.escape(v['name'])}</td><td>{html.escape(v['label'] or '')}</td><td>{v['kind']}</td>"
+            f"<td>{v['type']}</td><td>{v['decimals'] or ''}</td>"
+            f"<td>{html.escape(', '.join(map(str, shown[v['name']])))}</td>"
+            f"<td>{len(v['value_labels']) or ''}</td></tr>" for v in info["variables"])
+        design = html.escape(info.get("design_summary") or "none")
+        return (f"<p><b>{html.escape(self.path)}</b>: {int(info['rows']):,} records, {len(st.vars)} variables; "
                 f"survey design: {design}</p><table><thead><tr><th>variable</th><th>label</th><th>kind</th>"
                 f"<th>type</th><th>decimals</th><th>missing codes</th><th>value labels</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>")
@@ -700,14 +748,12 @@ class Dataset(_Queries):
         return self._read(read)
 
     def codebook(self):
-        """One row per variable: name, label, kind, type, decimals, range,
-        missing codes, nulls and value labels (a pandas DataFrame)."""
+        """One row per variable (a pandas DataFrame): the variables of
+        :meth:`info` — name, label, type, kind, decimals, min, max, nulls,
+        missing codes (as shown), value labels, description … — as
+        ``microtab info`` and ``microtab codebook`` describe them."""
         import pandas as pd
-        return pd.DataFrame([{
-            "name": v.name, "label": v.label, "kind": v.kind, "type": v.type, "decimals": v.decimals,
-            "min": v.min, "max": v.max, "nulls": v.nulls, "missing_codes": v.missing_codes,
-            "value_labels": v.value_labels,
-        } for v in self._current().vars])
+        return pd.DataFrame(self.info()["variables"])
 
     def to_pandas(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
                   labels: bool = False, dtypes: str = "wide"):
