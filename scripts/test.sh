@@ -37,7 +37,7 @@ python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --n
 
 echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey; the page in headless chromium)"
 # The page's browser tests must run here, not skip; screenshots: target/test-artifacts/page/.
-MICROTAB_REQUIRE_BROWSER=1 MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/python tests/python_api "$@"
+MICROTAB_REQUIRE_BROWSER=1 MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/cli tests/python "$@"
 
 echo "== notebook smoke test: pip install ./crates/python[pandas,arrow,polars] in a fresh virtual environment"
 rm -rf target/smoke-venv

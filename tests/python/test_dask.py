@@ -351,7 +351,7 @@ def test_taylor_strata_are_compared_by_value(taylor, client, tmp_path):
 def test_parts_counted_twice_are_refused(data, tmp_path):
     """The same dataset twice, overlapping ranges, a catalog listing a part
     twice, a part replaced after the split or a copy of another part in its
-    place: refused, not counted twice (tests/python/test_catalog.py has the
+    place: refused, not counted twice (tests/cli/test_catalog.py has the
     rest: links, paths, reordering, killed splits)."""
     _, ds, _ = data
     with pytest.raises(mt.QueryError, match="overlap"):

@@ -225,7 +225,7 @@ def test_taylor_design_is_shown_and_checked(taylor_data, tmp_path):
     # Several datasets whose strata overlap (the same records twice):
     # each stratum's PSU count is its own dataset's, so refused, not
     # answered with standard errors that ignore it (datasets with strata
-    # of their own merge: tests/python_api/test_dask.py).
+    # of their own merge: tests/python/test_dask.py).
     (tmp_path / "many").mkdir()
     for name in ("a", "b"):
         run("import", csv_path, tmp_path / "many" / f"{name}.mtab", "--missing", "INC=99999")
