@@ -689,6 +689,65 @@ fn taylor_z(
         .collect()
 }
 
+/// One table's cells in a crosstab's cube: control category `k`'s block
+/// of `nr` × `nc` cells, and the rows and columns with records in it.
+struct Cut {
+    k: usize,
+    nr: usize,
+    nc: usize,
+    keep_r: Vec<usize>,
+    keep_c: Vec<usize>,
+}
+
+impl Cut {
+    fn new(k: usize, nr: usize, nc: usize, counts: &[u64]) -> Cut {
+        let mut cut = Cut {
+            k,
+            nr,
+            nc,
+            keep_r: Vec::new(),
+            keep_c: Vec::new(),
+        };
+        cut.keep_r = (0..nr)
+            .filter(|&i| (0..nc).any(|j| counts[cut.at(i, j)] > 0))
+            .collect();
+        cut.keep_c = (0..nc)
+            .filter(|&j| (0..nr).any(|i| counts[cut.at(i, j)] > 0))
+            .collect();
+        cut
+    }
+
+    /// The cube's index of row `i`, column `j` of the block.
+    fn at(&self, i: usize, j: usize) -> usize {
+        self.k * self.nr * self.nc + i * self.nc + j
+    }
+
+    /// The kept cells of a cube-shaped vector `x`, row by row.
+    fn pick<T: Copy>(&self, x: &[T]) -> Vec<Vec<T>> {
+        self.keep_r
+            .iter()
+            .map(|&i| self.keep_c.iter().map(|&j| x[self.at(i, j)]).collect())
+            .collect()
+    }
+}
+
+/// Pearson's r and the other measures of association of table `t` (its
+/// measure `m`), with the categories' codes as numbers when every one has
+/// a numeric code.
+fn code_association(t: &Table, m: &[Vec<f64>]) -> Option<Association> {
+    let values = |cats: &[Category]| -> Option<Vec<f64>> {
+        cats.iter()
+            .map(|c| match c.value {
+                Value::Int(v) => Some(v as f64),
+                Value::Num(v) => Some(v),
+                _ => None,
+            })
+            .collect()
+    };
+    let (xs, ys) = (values(&t.rows), values(&t.cols));
+    association(m, xs.as_deref(), ys.as_deref())
+}
+
 impl Crosstab {
     pub(crate) fn new(
         context: Context,
@@ -763,36 +822,29 @@ impl Crosstab {
         let control = self.control_var.is_some();
         let off = control as usize;
         let (rd, cd) = (&cube.dims[off], &cube.dims[off + 1]);
-        let (nr, nc) = (rd.categories.len(), cd.categories.len());
-        let at = |i: usize, j: usize| k * nr * nc + i * nc + j;
-        let keep_r: Vec<usize> = (0..nr)
-            .filter(|&i| (0..nc).any(|j| cube.counts[at(i, j)] > 0))
-            .collect();
-        let keep_c: Vec<usize> = (0..nc)
-            .filter(|&j| (0..nr).any(|i| cube.counts[at(i, j)] > 0))
-            .collect();
-        if control && keep_r.is_empty() {
+        let cut = Cut::new(k, rd.categories.len(), cd.categories.len(), &cube.counts);
+        if control && cut.keep_r.is_empty() {
             return None;
         }
-        let counts: Vec<Vec<u64>> = keep_r
-            .iter()
-            .map(|&i| keep_c.iter().map(|&j| cube.counts[at(i, j)]).collect())
-            .collect();
-        let weighted: Option<Vec<Vec<f64>>> = cube.weighted.as_ref().map(|w| {
-            keep_r
-                .iter()
-                .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
-                .collect()
-        });
-        let ncols = keep_c.len();
+        let counts = cut.pick(&cube.counts);
+        let weighted = cube.weighted.as_ref().map(|w| cut.pick(w));
+        let ncols = cut.keep_c.len();
         let row_counts: Vec<u64> = counts.iter().map(|r| r.iter().sum()).collect();
         let row_w: Option<Vec<f64>> = weighted
             .as_ref()
             .map(|w| w.iter().map(|r| r.iter().sum()).collect());
         let mut t = Table {
             control: control.then(|| cube.dims[0].categories[k].clone()),
-            rows: keep_r.iter().map(|&i| rd.categories[i].clone()).collect(),
-            cols: keep_c.iter().map(|&j| cd.categories[j].clone()).collect(),
+            rows: cut
+                .keep_r
+                .iter()
+                .map(|&i| rd.categories[i].clone())
+                .collect(),
+            cols: cut
+                .keep_c
+                .iter()
+                .map(|&j| cd.categories[j].clone())
+                .collect(),
             col_totals: Margins {
                 counts: col_sums(&counts, ncols),
                 weighted: weighted.as_ref().map(|w| col_sums(w, ncols)),
@@ -821,113 +873,94 @@ impl Crosstab {
         // overstate significance (by N̂/n and the design effect): none.
         if self.stats && self.survey.is_none() {
             t.stats = chi_square(&m);
-            // Codes as numbers (Pearson's r), when every category has one.
-            let values = |cats: &[Category]| -> Option<Vec<f64>> {
-                cats.iter()
-                    .map(|c| match c.value {
-                        Value::Int(v) => Some(v as f64),
-                        Value::Num(v) => Some(v),
-                        _ => None,
-                    })
-                    .collect()
-            };
-            let (xs, ys) = (values(&t.rows), values(&t.cols));
-            t.association = association(&m, xs.as_deref(), ys.as_deref());
+            t.association = code_association(&t, &m);
         }
         if self.z && self.survey.is_none() {
             t.z = Some(srs_z(&m, t.total.count));
         }
         if let (Some(v), Some(tc)) = (&self.survey, &cube.taylor) {
-            self.taylor_ses(&mut t, v, tc, &keep_r, &keep_c, &at, k);
+            self.taylor_ses(&mut t, v, tc, &cut);
         }
         if let (Some(v), Some(reps)) = (&self.survey, &cube.replicates) {
-            // Each replicate's table, and its percentages.
-            let rm: Vec<Vec<Vec<f64>>> = reps
-                .w
-                .iter()
-                .map(|w| {
-                    keep_r
-                        .iter()
-                        .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
-                        .collect()
-                })
-                .collect();
-            if self.stats {
-                t.rao_scott = v.rao_scott(&m, &rm, t.total.count as f64);
-            }
-            // z: each replicate's differences, and their variance.
-            t.z = self.z.then(|| {
-                let along = self.z_along();
-                let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
-                z_diffs(&m, along)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, row)| {
-                        row.iter()
-                            .enumerate()
-                            .map(|(j, &x)| {
-                                let x = x?;
-                                let reps: Vec<f64> =
-                                    rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
-                                z_of(x, v.variance(x, &reps).v)
-                            })
-                            .collect()
-                    })
-                    .collect()
-            });
-            let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
-                .pct
-                .map(|p| rm.iter().map(|m| percents(m, p)).collect());
-            let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
-            t.weighted_se = Some(
-                m.iter()
-                    .enumerate()
-                    .map(|(i, row)| {
-                        row.iter()
-                            .enumerate()
-                            .map(|(j, &x)| {
-                                let reps = reps_of(&|r| rm[r][i][j]);
-                                v.wald(x, v.variance(x, &reps), t.counts[i][j])
-                            })
-                            .collect()
-                    })
-                    .collect(),
-            );
-            if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
-                t.pct_se = Some(
-                    pct.iter()
-                        .enumerate()
-                        .map(|(i, row)| {
-                            row.iter()
-                                .enumerate()
-                                .map(|(j, p)| {
-                                    p.and_then(|p| {
-                                        let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                        let d = domain_n(&t, self.pct, i, j);
-                                        v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
-                                    })
-                                })
-                                .collect()
-                        })
-                        .collect(),
-                );
-            }
+            // Each replicate's table.
+            let rm: Vec<Vec<Vec<f64>>> = reps.w.iter().map(|w| cut.pick(w)).collect();
+            self.replicate_ses(&mut t, v, &m, &rm);
         }
         if let Some(v) = self.survey.as_ref().filter(|v| v.srs_ok) {
             // Records of weight 0 per kept cell (Taylor designs: out of
             // the SRS sizes).
-            let zeros: Vec<Vec<u64>> = keep_r
-                .iter()
-                .map(|&i| {
-                    keep_c
-                        .iter()
-                        .map(|&j| v.zeros.as_ref().map_or(0, |z| z[at(i, j)]))
-                        .collect()
-                })
-                .collect();
+            let zeros = match &v.zeros {
+                Some(z) => cut.pick(z),
+                None => vec![vec![0; ncols]; cut.keep_r.len()],
+            };
             self.design_effects(&mut t, &zeros);
         }
         Some(t)
+    }
+
+    /// The standard errors of table `t` (its measure `m`) from the
+    /// replicates' tables `rm`: counts, percentages, z and Rao–Scott.
+    fn replicate_ses(&self, t: &mut Table, v: &Survey, m: &[Vec<f64>], rm: &[Vec<Vec<f64>>]) {
+        if self.stats {
+            t.rao_scott = v.rao_scott(m, rm, t.total.count as f64);
+        }
+        // z: each replicate's differences, and their variance.
+        t.z = self.z.then(|| {
+            let along = self.z_along();
+            let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
+            z_diffs(m, along)
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(j, &x)| {
+                            let x = x?;
+                            let reps: Vec<f64> =
+                                rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
+                            z_of(x, v.variance(x, &reps).v)
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
+            .pct
+            .map(|p| rm.iter().map(|m| percents(m, p)).collect());
+        let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
+        t.weighted_se = Some(
+            m.iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(j, &x)| {
+                            let reps = reps_of(&|r| rm[r][i][j]);
+                            v.wald(x, v.variance(x, &reps), t.counts[i][j])
+                        })
+                        .collect()
+                })
+                .collect(),
+        );
+        if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
+            let pct_se = pct
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(j, p)| {
+                            p.and_then(|p| {
+                                let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
+                                let d = domain_n(t, self.pct, i, j);
+                                v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+            t.pct_se = Some(pct_se);
+        }
     }
 
     /// The design effects of table `t`'s counts (its domain: the table)
@@ -966,20 +999,11 @@ impl Crosstab {
 }
 
 impl Crosstab {
-    /// The standard errors of table `t` (control category `k`, the cube's
-    /// rows `keep_r` and columns `keep_c`, `at` a cell's index in the
-    /// cube) from the Taylor covariances of its totals; its Rao–Scott test.
-    #[allow(clippy::too_many_arguments)]
-    fn taylor_ses(
-        &self,
-        t: &mut Table,
-        v: &Survey,
-        tc: &microtab_engine::TaylorCells,
-        keep_r: &[usize],
-        keep_c: &[usize],
-        at: &dyn Fn(usize, usize) -> usize,
-        k: usize,
-    ) {
+    /// The standard errors of table `t` (the cube's cells `cut`) from the
+    /// Taylor covariances of its totals; its Rao–Scott test.
+    fn taylor_ses(&self, t: &mut Table, v: &Survey, tc: &microtab_engine::TaylorCells, cut: &Cut) {
+        let (keep_r, keep_c, k) = (&cut.keep_r[..], &cut.keep_c[..], cut.k);
+        let at = |i: usize, j: usize| cut.at(i, j);
         let Some(m) = t.weighted.clone() else {
             return;
         };
