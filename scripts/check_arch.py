@@ -280,11 +280,12 @@ def graph(modules):
             for segs in use_paths(m.group(2)):
                 if not segs:
                     continue
-                head = segs[1] if segs[0] == "self" and len(segs) > 1 else segs[0]
-                if is_pub and head in mod.children and segs[0] != "super":
-                    continue
-                if segs[0] in ("crate", "super", "self") or segs[0] in mod.children:
-                    refs.append((segs, line_of(mod.code, m.start(2))))
+                if segs[0] not in ("crate", "super", "self") and segs[0] not in mod.children:
+                    continue  # another crate, or std
+                target = resolve(modules, mod, segs)
+                if is_pub and target is not None and target.path[:len(mod.path)] == mod.path:
+                    continue  # re-exporting its own descendant
+                refs.append((segs, line_of(mod.code, m.start(2))))
         body = USE.sub(lambda x: re.sub(r"[^\n]", " ", x.group(0)), mod.code)
         for m in re.finditer(r"(?<![\w:])((?:crate|super|self)(?:::\w+)+)", body):
             refs.append((m.group(1).split("::"), line_of(body, m.start())))
