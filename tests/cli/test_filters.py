@@ -121,13 +121,14 @@ def test_filter_matching_nothing(census, flt):
     assert res["total"]["mean"] is None
 
 
+STATES_CSV = ("STATE,N,V\n"
+              "CA,1,1.5\nNY,2,2.25\nNew York,3,0.5\nTX,4,\nCA,5,-1.75\n,6,3.0\n"
+              "\"New York\",7,1.0\nNY,8,2.0\n")
+
+
 @pytest.fixture(scope="module")
 def strds(tmp_path_factory):
-    d = tmp_path_factory.mktemp("strfilter")
-    text = ("STATE,N,V\n"
-            "CA,1,1.5\nNY,2,2.25\nNew York,3,0.5\nTX,4,\nCA,5,-1.75\n,6,3.0\n"
-            "\"New York\",7,1.0\nNY,8,2.0\n")
-    return make_dataset(d, "s", text)[1]
+    return make_dataset(tmp_path_factory.mktemp("strfilter"), "s", STATES_CSV)[1]
 
 
 @pytest.mark.parametrize("flt,exp_n", [

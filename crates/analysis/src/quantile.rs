@@ -256,22 +256,13 @@ impl Halves<'_> {
     /// category), and its variance: from the two halves' totals over all
     /// groups and the total, `Cov(A≤, A≤ + A>) = (V(total) + V(A≤) − V(A>))/2`.
     fn overall_share(&self, groups: usize) -> Option<(f64, Var)> {
-        let Halves {
-            cube,
-            w,
-            below,
-            above,
-            v,
-        } = *self;
-        let ns = cube.dims.last()?.categories.len();
+        let (below, above) = (self.below, self.above);
+        let ns = self.cube.dims.last()?.categories.len();
         let sum = |x: &[f64], k: Option<usize>| -> f64 {
             k.map_or(0.0, |k| (0..groups).map(|g| x[g * ns + k]).sum())
         };
-        split_share(
-            cube,
-            w?,
+        self.split_share(
             |x| (sum(x, below), sum(x, above)),
-            v,
             |t, wb, base| {
                 let (halves, all) = (&t.margins[0], &t.margins[1]);
                 let vb = below.map_or(0.0, |k| halves.var[k][0]);
@@ -286,20 +277,11 @@ impl Halves<'_> {
     /// The share below of the group whose cells start at `g0`, and its
     /// variance.
     fn share(&self, g0: usize) -> Option<(f64, Var)> {
-        let Halves {
-            cube,
-            w,
-            below,
-            above,
-            v,
-        } = *self;
+        let (below, above) = (self.below, self.above);
         let at = |k: Option<usize>| k.map(|k| g0 + k);
         let cell = |x: &[f64], k: Option<usize>| at(k).map_or(0.0, |c| x[c]);
-        split_share(
-            cube,
-            w?,
+        self.split_share(
             |x| (cell(x, below), cell(x, above)),
-            v,
             |t, wb, base| {
                 let mc = &t.margins[0];
                 Some(match at(below) {
@@ -314,39 +296,38 @@ impl Halves<'_> {
             },
         )
     }
-}
 
-/// The share `m̂ = below / (below + above)` of the weights `w` and its
-/// variance: `halves` sums a weight vector's two halves (the full sample's,
-/// then each replicate's), `taylor` gives the Taylor variance from the
-/// cube's covariances, `below` and the base.
-fn split_share(
-    cube: &Cube,
-    w: &[f64],
-    halves: impl Fn(&[f64]) -> (f64, f64),
-    v: &Survey,
-    taylor: impl FnOnce(&microtab_engine::TaylorCells, f64, f64) -> Option<f64>,
-) -> Option<(f64, Var)> {
-    let (wb, wa) = halves(w);
-    let base = wb + wa;
-    if base == 0.0 {
-        return None;
+    /// The share `m̂ = below / (below + above)` of the weights and its
+    /// variance: `halves` sums a weight vector's two halves (the full sample's,
+    /// then each replicate's), `taylor` gives the Taylor variance from the
+    /// cube's covariances, `below` and the base.
+    fn split_share(
+        &self,
+        halves: impl Fn(&[f64]) -> (f64, f64),
+        taylor: impl FnOnce(&microtab_engine::TaylorCells, f64, f64) -> Option<f64>,
+    ) -> Option<(f64, Var)> {
+        let (cube, v) = (self.cube, self.v);
+        let (wb, wa) = halves(self.w?);
+        let base = wb + wa;
+        if base == 0.0 {
+            return None;
+        }
+        let m = wb / base;
+        let var = if let Some(reps) = &cube.replicates {
+            let rm: Vec<f64> = reps
+                .w
+                .iter()
+                .map(|rw| {
+                    let (b, a) = halves(rw);
+                    b / (a + b)
+                })
+                .collect();
+            v.variance(m, &rm)
+        } else {
+            taylor(cube.taylor.as_ref()?, wb, base)?.into()
+        };
+        Some((m, var))
     }
-    let m = wb / base;
-    let var = if let Some(reps) = &cube.replicates {
-        let rm: Vec<f64> = reps
-            .w
-            .iter()
-            .map(|rw| {
-                let (b, a) = halves(rw);
-                b / (a + b)
-            })
-            .collect();
-        v.variance(m, &rm)
-    } else {
-        taylor(cube.taylor.as_ref()?, wb, base)?.into()
-    };
-    Some((m, var))
 }
 
 /// The Woodruff interval of quantile `q` of distribution `d` from the

@@ -530,24 +530,24 @@ fn margins(m: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>, f64) {
     (rs, cs, tot)
 }
 
-fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
-    let (rs, cs, tot) = margins(m);
+/// `f(i, j, x)` for every cell `x` (row `i`, column `j`) of the table `m`.
+fn cells<T, U>(m: &[Vec<T>], mut f: impl FnMut(usize, usize, &T) -> U) -> Vec<Vec<U>> {
     m.iter()
         .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, &x)| {
-                    let base = match pct {
-                        Pct::Row => rs[i],
-                        Pct::Col => cs[j],
-                        Pct::Total => tot,
-                    };
-                    (base != 0.0).then(|| 100.0 * x / base)
-                })
-                .collect()
-        })
+        .map(|(i, r)| r.iter().enumerate().map(|(j, x)| f(i, j, x)).collect())
         .collect()
+}
+
+fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
+    let (rs, cs, tot) = margins(m);
+    cells(m, |i, j, &x| {
+        let base = match pct {
+            Pct::Row => rs[i],
+            Pct::Col => cs[j],
+            Pct::Total => tot,
+        };
+        (base != 0.0).then(|| 100.0 * x / base)
+    })
 }
 
 /// The records of the percentage base (`kind`) of cell `(i, j)` of table
@@ -570,21 +570,13 @@ fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
 /// estimate whose z-statistic colours the cell. `None` where a base is 0.
 fn z_diffs(m: &[Vec<f64>], along: Pct) -> Vec<Vec<Option<f64>>> {
     let (rs, cs, n) = margins(m);
-    m.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, &x)| {
-                    let (own, overall) = match along {
-                        Pct::Row => (rs[i], cs[j]),
-                        _ => (cs[j], rs[i]),
-                    };
-                    (own != 0.0 && n != 0.0).then(|| x / own - overall / n)
-                })
-                .collect()
-        })
-        .collect()
+    cells(m, |i, j, &x| {
+        let (own, overall) = match along {
+            Pct::Row => (rs[i], cs[j]),
+            _ => (cs[j], rs[i]),
+        };
+        (own != 0.0 && n != 0.0).then(|| x / own - overall / n)
+    })
 }
 
 /// A difference over its standard error; `None` when the variance is 0
@@ -605,18 +597,10 @@ fn srs_z(m: &[Vec<f64>], n: u64) -> Vec<Vec<Option<f64>>> {
         cs.iter().map(|c| k * c).collect(),
     );
     let n = n as f64;
-    m.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, &x)| {
-                    let e = rs[i] * cs[j] / n;
-                    z_of(k * x - e, e * (1.0 - rs[i] / n) * (1.0 - cs[j] / n))
-                })
-                .collect()
-        })
-        .collect()
+    cells(m, |i, j, &x| {
+        let e = rs[i] * cs[j] / n;
+        z_of(k * x - e, e * (1.0 - rs[i] / n) * (1.0 - cs[j] / n))
+    })
 }
 
 /// The cells' z-statistics under a linearized design: the difference of
@@ -859,13 +843,7 @@ impl Crosstab {
             },
             counts,
             weighted,
-            pct: None,
-            stats: None,
-            association: None,
-            weighted_se: None,
-            pct_se: None,
-            rao_scott: None,
-            z: None,
+            ..Table::empty()
         };
         let m = t.measure();
         t.pct = self.pct.map(|p| percents(&m, p));
@@ -908,57 +886,27 @@ impl Crosstab {
         t.z = self.z.then(|| {
             let along = self.z_along();
             let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
-            z_diffs(m, along)
-                .iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    row.iter()
-                        .enumerate()
-                        .map(|(j, &x)| {
-                            let x = x?;
-                            let reps: Vec<f64> =
-                                rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
-                            z_of(x, v.variance(x, &reps).v)
-                        })
-                        .collect()
-                })
-                .collect()
+            cells(&z_diffs(m, along), |i, j, &x| {
+                let x = x?;
+                let reps: Vec<f64> = rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
+                z_of(x, v.variance(x, &reps).v)
+            })
         });
         let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
             .pct
             .map(|p| rm.iter().map(|m| percents(m, p)).collect());
         let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
-        t.weighted_se = Some(
-            m.iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    row.iter()
-                        .enumerate()
-                        .map(|(j, &x)| {
-                            let reps = reps_of(&|r| rm[r][i][j]);
-                            v.wald(x, v.variance(x, &reps), t.counts[i][j])
-                        })
-                        .collect()
-                })
-                .collect(),
-        );
+        t.weighted_se = Some(cells(m, |i, j, &x| {
+            let reps = reps_of(&|r| rm[r][i][j]);
+            v.wald(x, v.variance(x, &reps), t.counts[i][j])
+        }));
         if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
-            let pct_se = pct
-                .iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    row.iter()
-                        .enumerate()
-                        .map(|(j, p)| {
-                            p.and_then(|p| {
-                                let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                let d = domain_n(t, self.pct, i, j);
-                                v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
-                            })
-                        })
-                        .collect()
-                })
-                .collect();
+            let pct_se = cells(pct, |i, j, p| {
+                let p = (*p)?;
+                let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
+                let d = domain_n(t, self.pct, i, j);
+                v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
+            });
             t.pct_se = Some(pct_se);
         }
     }
@@ -1013,25 +961,13 @@ impl Crosstab {
             .flat_map(|&i| keep_c.iter().map(move |&j| (i, j)))
             .find_map(|(i, j)| tc.margins[0].group[at(i, j)])
             .map_or(1.0, |g| tc.margins[0].scale[g]);
-        t.weighted_se = Some(
-            keep_r
-                .iter()
-                .enumerate()
-                .map(|(i, &ci)| {
-                    keep_c
-                        .iter()
-                        .enumerate()
-                        .map(|(j, &cj)| {
-                            v.wald(
-                                m[i][j],
-                                table_scale * tc.cell[at(ci, cj)][0],
-                                t.counts[i][j],
-                            )
-                        })
-                        .collect()
-                })
-                .collect(),
-        );
+        t.weighted_se = Some(cells(&m, |i, j, &x| {
+            v.wald(
+                x,
+                table_scale * tc.cell[at(keep_r[i], keep_c[j])][0],
+                t.counts[i][j],
+            )
+        }));
         if let (Some(pct), Some(kind)) = (&t.pct, self.pct) {
             // The query's margins: the table's total, its rows, its columns.
             let mc = &tc.margins[match kind {
@@ -1039,34 +975,18 @@ impl Crosstab {
                 Pct::Row => 1,
                 Pct::Col => 2,
             }];
-            t.pct_se = Some(
-                keep_r
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &ci)| {
-                        keep_c
-                            .iter()
-                            .enumerate()
-                            .map(|(j, &cj)| {
-                                let c = at(ci, cj);
-                                let (p, g) = (pct[i][j]?, mc.group[c]?);
-                                let base = match kind {
-                                    Pct::Total => m.iter().flatten().sum(),
-                                    Pct::Row => m[i].iter().sum(),
-                                    Pct::Col => m.iter().map(|r| r[j]).sum(),
-                                };
-                                let var = ratio_variance(
-                                    m[i][j],
-                                    base,
-                                    [tc.cell[c][0], mc.cross[c], mc.var[g][0]],
-                                );
-                                let d = domain_n(t, self.pct, i, j);
-                                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j], d)
-                            })
-                            .collect()
-                    })
-                    .collect(),
-            );
+            t.pct_se = Some(cells(pct, |i, j, p| {
+                let c = at(keep_r[i], keep_c[j]);
+                let (p, g) = ((*p)?, mc.group[c]?);
+                let base = match kind {
+                    Pct::Total => m.iter().flatten().sum(),
+                    Pct::Row => m[i].iter().sum(),
+                    Pct::Col => m.iter().map(|r| r[j]).sum(),
+                };
+                let var = ratio_variance(m[i][j], base, [tc.cell[c][0], mc.cross[c], mc.var[g][0]]);
+                let d = domain_n(t, self.pct, i, j);
+                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j], d)
+            }));
         }
         let Some(full) = tc.full.as_ref().and_then(|f| f.get(k)) else {
             return;

@@ -313,24 +313,23 @@ pub(super) fn sequential_scan(
 }
 
 pub(super) fn expect_len(got: u64, want: u64) -> io::Result<()> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("read {got} bytes, expected {want}"),
-        ))
-    }
+    expect(got == want, io::ErrorKind::UnexpectedEof, || {
+        format!("read {got} bytes, expected {want}")
+    })
 }
 
 pub(super) fn expect_sum(got: u64, want: u64) -> io::Result<()> {
-    if got == want {
+    expect(got == want, io::ErrorKind::InvalidData, || {
+        format!("values read back sum to {got}, expected {want}")
+    })
+}
+
+/// `Ok` when `ok`, else an error of `kind` saying `msg()`.
+fn expect(ok: bool, kind: io::ErrorKind, msg: impl FnOnce() -> String) -> io::Result<()> {
+    if ok {
         Ok(())
     } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("values read back sum to {got}, expected {want}"),
-        ))
+        Err(io::Error::new(kind, msg()))
     }
 }
 
