@@ -325,7 +325,15 @@ fn timing_row(name: &str, m: &Measurement, ints: usize, base: &Measurement) -> V
 /// row the last column compares each with.
 fn timing_table(first: &str, base: &str, rows: &[Vec<String>]) -> String {
     let versus = format!("min vs {base}");
-    let cols = [first, "min time", "mean time", "sigma", "M ints/s", "MB/s", &versus];
+    let cols = [
+        first,
+        "min time",
+        "mean time",
+        "sigma",
+        "M ints/s",
+        "MB/s",
+        &versus,
+    ];
     text_table(&header(&cols), rows, &aligns(1, 7))
 }
 
