@@ -187,6 +187,11 @@ def check(res, rows, keys, x, reps, name):
             rs = [float(rest[2 * i + 1]) / float(rest[2 * i]) for i in range(reps)]
             want = se(est, rs)
             ok &= abs(g["mean"] - est) <= 1e-9 * abs(est) and abs(g["mean_se"]["se"] - want) <= 1e-9 * want
+    return reported(ok, name)
+
+
+def reported(ok, name):
+    """`ok`, logged when false."""
     if not ok:
         log(f"{name}: microtab's SEs differ from those of DuckDB's sums")
     return ok

@@ -146,6 +146,14 @@ def make_dataset(tmp: Path, name: str, csv_text, *import_args):
 # DuckDB oracle
 # --------------------------------------------------------------------------
 
+def module_dataset(csv_text, name="s"):
+    """A module-scoped fixture: `csv_text` imported once; the dataset's path."""
+    @pytest.fixture(scope="module")
+    def dataset(tmp_path_factory):
+        return make_dataset(tmp_path_factory.mktemp(name), name, csv_text)[1]
+    return dataset
+
+
 def _py(v):
     """DuckDB DECIMAL → float (JSON numbers parse to float), else unchanged."""
     if isinstance(v, Decimal):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import INCTOT_NA, approx, check_freq, disp, make_dataset, run, run_json
+from conftest import INCTOT_NA, approx, check_freq, disp, module_dataset, run, run_json
 
 # (filter, SQL condition). User-missing INCTOT fails every INCTOT term.
 INC_OK = f"INCTOT IS NOT NULL AND INCTOT <> {INCTOT_NA}"
@@ -125,10 +125,7 @@ STATES_CSV = ("STATE,N,V\n"
               "CA,1,1.5\nNY,2,2.25\nNew York,3,0.5\nTX,4,\nCA,5,-1.75\n,6,3.0\n"
               "\"New York\",7,1.0\nNY,8,2.0\n")
 
-
-@pytest.fixture(scope="module")
-def strds(tmp_path_factory):
-    return make_dataset(tmp_path_factory.mktemp("strfilter"), "s", STATES_CSV)[1]
+strds = module_dataset(STATES_CSV)
 
 
 @pytest.mark.parametrize("flt,exp_n", [

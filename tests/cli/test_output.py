@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, approx, check_freq, control_value, disp, make_dataset, run, run_json
+from conftest import BIN, approx, check_freq, control_value, disp, module_dataset, run, run_json
 
 
 def parse_csv(text):
@@ -33,10 +33,7 @@ CITIES_CSV = ('CITY,G,W\n'
               'Boston,1,1.50\n"New York",2,2.25\n"a,b",1,0.50\nBoston,2,1.00\n'
               '"say ""hi""",1,3.00\n,2,1.00\nBoston,1,\n')
 
-
-@pytest.fixture(scope="module")
-def strds(tmp_path_factory):
-    return make_dataset(tmp_path_factory.mktemp("outfmt"), "s", CITIES_CSV)[1]
+strds = module_dataset(CITIES_CSV)
 
 
 def test_freq_csv_matches_json(census):
