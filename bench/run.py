@@ -37,42 +37,43 @@ NA = 9999999
 # the five queries, written once per tool
 # --------------------------------------------------------------------------
 
+def counts(keys, weight=None, need=None, where=None):
+    """The SQL and Polars of a count (and sum of `weight`) by `keys` over the
+    records where `need` (default: the keys) and the weight are not null and
+    `where` (SQL, Polars) holds; ordered by the keys."""
+    nn = (need or keys) + ([weight] if weight else [])
+    conds = [f"{c} IS NOT NULL" for c in nn]
+    pconds = [f'pl.col("{c}").is_not_null()' for c in nn]
+    if where:
+        conds, pconds = [where[0], *conds], [where[1], *pconds]
+    by, pby = ", ".join(keys), ", ".join(f'"{k}"' for k in keys)
+    w, pw = (f", sum({weight}) AS w", f', pl.col("{weight}").sum().alias("w")') if weight else ("", "")
+    return {
+        "sql": f"SELECT {by}, count(*) AS n{w} FROM census WHERE {' AND '.join(conds)} GROUP BY {by} ORDER BY {by}",
+        "polars": f"src.filter({' & '.join(pconds)}).group_by({pby}).agg(pl.len().alias(\"n\"){pw}).sort({pby})",
+    }
+
+
 QUERIES = {
     "Q1": {
         "cols": ["EDUC", "PERWT"],
         "title": "weighted freq EDUC",
         "microtab": ["freq", "{ds}", "EDUC", "--weight", "PERWT"],
-        "sql": "SELECT EDUC, count(*) AS n, sum(PERWT) AS w FROM census "
-               "WHERE EDUC IS NOT NULL AND PERWT IS NOT NULL GROUP BY EDUC ORDER BY EDUC",
-        "polars": 'src.filter(pl.col("EDUC").is_not_null() & pl.col("PERWT").is_not_null())'
-                  '.group_by("EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"))'
-                  '.sort("EDUC")',
+        **counts(["EDUC"], "PERWT"),
         "keys": 1,
     },
     "Q2": {
         "cols": ["SEX", "EDUC", "PERWT"],
         "title": "SEX × EDUC weighted",
         "microtab": ["tab", "{ds}", "SEX", "EDUC", "--weight", "PERWT"],
-        "sql": "SELECT SEX, EDUC, count(*) AS n, sum(PERWT) AS w FROM census "
-               "WHERE SEX IS NOT NULL AND EDUC IS NOT NULL AND PERWT IS NOT NULL "
-               "GROUP BY SEX, EDUC ORDER BY SEX, EDUC",
-        "polars": 'src.filter(pl.col("SEX").is_not_null() & pl.col("EDUC").is_not_null() '
-                  '& pl.col("PERWT").is_not_null())'
-                  '.group_by("SEX", "EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"))'
-                  '.sort("SEX", "EDUC")',
+        **counts(["SEX", "EDUC"], "PERWT"),
         "keys": 2,
     },
     "Q3": {
         "cols": ["RACE", "EMPSTAT", "AGE", "PERWT"],
         "title": "RACE × EMPSTAT weighted, AGE 25–64",
         "microtab": ["tab", "{ds}", "RACE", "EMPSTAT", "--weight", "PERWT", "--filter", "AGE(25-64)"],
-        "sql": "SELECT RACE, EMPSTAT, count(*) AS n, sum(PERWT) AS w FROM census "
-               "WHERE AGE BETWEEN 25 AND 64 AND RACE IS NOT NULL AND EMPSTAT IS NOT NULL "
-               "AND PERWT IS NOT NULL GROUP BY RACE, EMPSTAT ORDER BY RACE, EMPSTAT",
-        "polars": 'src.filter(pl.col("AGE").is_between(25, 64) & pl.col("RACE").is_not_null() '
-                  '& pl.col("EMPSTAT").is_not_null() & pl.col("PERWT").is_not_null())'
-                  '.group_by("RACE", "EMPSTAT").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"))'
-                  '.sort("RACE", "EMPSTAT")',
+        **counts(["RACE", "EMPSTAT"], "PERWT", where=("AGE BETWEEN 25 AND 64", 'pl.col("AGE").is_between(25, 64)')),
         "keys": 2,
     },
     "Q4": {
@@ -96,13 +97,7 @@ QUERIES = {
         "cols": ["STATEFIP", "SEX", "MARST"],
         "title": "STATEFIP × SEX × MARST counts",
         "microtab": ["tab", "{ds}", "STATEFIP", "SEX", "--control", "MARST"],
-        "sql": "SELECT MARST, STATEFIP, SEX, count(*) AS n FROM census "
-               "WHERE STATEFIP IS NOT NULL AND SEX IS NOT NULL AND MARST IS NOT NULL "
-               "GROUP BY MARST, STATEFIP, SEX ORDER BY MARST, STATEFIP, SEX",
-        "polars": 'src.filter(pl.col("STATEFIP").is_not_null() & pl.col("SEX").is_not_null() '
-                  '& pl.col("MARST").is_not_null())'
-                  '.group_by("MARST", "STATEFIP", "SEX").agg(pl.len().alias("n"))'
-                  '.sort("MARST", "STATEFIP", "SEX")',
+        **counts(["MARST", "STATEFIP", "SEX"], need=["STATEFIP", "SEX", "MARST"]),
         "keys": 3,
     },
 }

@@ -43,11 +43,20 @@ def sh(args, **kw):
 
 
 def prepare(binary, rows, reps):
-    csv = DATA / "census_rep.csv"
-    ds = DATA / "census_rep.mtab"
-    db = DATA / "census_rep.duckdb"
-    stamp = DATA / "census_rep.stamp.json"
     want = {"rows": rows, "reps": reps, "seed": 1}
+    log_line = f"generating {rows} rows with {reps} replicate weights"
+    csv, ds, db, info = generated(binary, "census_rep", want, log_line, ["--repweights", reps])
+    sh([binary, "design", ds, "--weight", "PERWT", "--repweights", f"REPWTP1-REPWTP{reps}", "--type", "sdr"])
+    return ds, db, info
+
+
+def generated(binary, name, want, log_line, gen_args):
+    """bench/data/`name`.{csv,mtab,duckdb}: `gen census` (seed 1, `want`'s
+    rows, `gen_args`) imported by microtab and DuckDB, made again only when
+    the stamp's `want` differs. Returns the three paths and the import
+    times."""
+    csv, ds, db = (DATA / f"{name}.{ext}" for ext in ("csv", "mtab", "duckdb"))
+    stamp = DATA / f"{name}.stamp.json"
     info = {}
     if not stamp.exists() or json.loads(stamp.read_text()).get("want") != want:
         for p in (csv, db):
@@ -56,8 +65,8 @@ def prepare(binary, rows, reps):
         if ds.exists():
             sh(["rm", "-rf", ds])
         DATA.mkdir(parents=True, exist_ok=True)
-        log(f"generating {rows} rows with {reps} replicate weights")
-        sh([binary, "gen", "census", "--rows", rows, "--seed", 1, "--repweights", reps, "--out", csv])
+        log(log_line)
+        sh([binary, "gen", "census", "--rows", want["rows"], "--seed", 1, *gen_args, "--out", csv])
         t = time.monotonic()
         sh([binary, "import", csv, ds, "--missing", f"INCTOT={NA}"])
         info["microtab_import_s"] = time.monotonic() - t
@@ -70,9 +79,8 @@ def prepare(binary, rows, reps):
         info["csv_bytes"] = csv.stat().st_size
         stamp.write_text(json.dumps({"want": want, "info": info}))
     else:
-        info = json.loads(stamp.read_text())["info"]
-    sh([binary, "design", ds, "--weight", "PERWT", "--repweights", f"REPWTP1-REPWTP{reps}", "--type", "sdr"])
-    return ds, db, info
+        info = json.loads(stamp.read_text()).get("info", {})
+    return csv, ds, db, info
 
 
 QUERIES = {
@@ -114,39 +122,45 @@ def main():
     for name, (what, args, keys, x) in QUERIES.items():
         margs = [s.replace("{ds}", str(ds)) for s in args]
         res = json.loads(sh([a.bin, *margs, "--format", "json"]).stdout)
-        # Warm: microtab --repeat, DuckDB in-process, interleaved rounds.
-        mt, dk = [], []
-        sql = duck_sql(keys, x, a.reps)
-        con.execute(sql).fetchall()
-        for _ in range(a.runs):
-            mt.append(parse_ms(sh([a.bin, *margs, "--format", "csv", "--repeat", 3]).stderr))
-            t = time.perf_counter()
-            rows = con.execute(sql).fetchall()
-            dk.append((time.perf_counter() - t) * 1000)
+        warm, cold, rows = time_query(a, margs, con, db, duck_sql(keys, x, a.reps))
         # The SDR SE of each estimate from DuckDB's sums.
         ok = check(res, rows, keys, x, a.reps, name)
-        q = {"what": what, "args": " ".join(args), "microtab_ms": statistics.median(mt),
-             "microtab_range": [min(mt), max(mt)], "duckdb_ms": statistics.median(dk),
-             "duckdb_range": [min(dk), max(dk)], "same_se": ok}
-        if a.cold:
-            mc, dc = [], []
-            for _ in range(3):
-                drop_caches()
-                t = time.perf_counter()
-                sh([a.bin, *margs, "--format", "csv"])
-                mc.append((time.perf_counter() - t) * 1000)
-                drop_caches()
-                t = time.perf_counter()
-                sh([sys.executable, "-c", f"import duckdb; duckdb.connect('{db}', read_only=True).execute('''{sql}''').fetchall()"])
-                dc.append((time.perf_counter() - t) * 1000)
-            q["cold_microtab_ms"], q["cold_duckdb_ms"] = statistics.median(mc), statistics.median(dc)
-        out["queries"][name] = q
+        out["queries"][name] = q = {"what": what, "args": " ".join(args), **warm, "same_se": ok, **cold}
         log(f"{name} {what}: microtab {q['microtab_ms']:.1f} ms, DuckDB {q['duckdb_ms']:.1f} ms "
             f"({q['duckdb_ms'] / q['microtab_ms']:.1f}x), same SEs: {ok}"
             + (f"; cold {q['cold_microtab_ms']:.0f} vs {q['cold_duckdb_ms']:.0f} ms" if a.cold else ""))
     print(json.dumps(out, indent=1))
     if not all(q["same_se"] for q in out["queries"].values()):
         sys.exit(1)
+
+
+def time_query(a, margs, con, db, sql):
+    """One query timed: warm, microtab's `--repeat` against DuckDB in
+    process (`con`), interleaved, `a.runs` rounds; cold with `a.cold`, each
+    three times after dropping the page cache (DuckDB from `db` in a fresh
+    process). Returns (warm times, cold times, DuckDB's rows)."""
+    mt, dk = [], []
+    con.execute(sql).fetchall()
+    for _ in range(a.runs):
+        mt.append(parse_ms(sh([a.bin, *margs, "--format", "csv", "--repeat", 3]).stderr))
+        t = time.perf_counter()
+        rows = con.execute(sql).fetchall()
+        dk.append((time.perf_counter() - t) * 1000)
+    warm = {"microtab_ms": statistics.median(mt), "microtab_range": [min(mt), max(mt)],
+            "duckdb_ms": statistics.median(dk), "duckdb_range": [min(dk), max(dk)]}
+    if not a.cold:
+        return warm, {}, rows
+    mc, dc = [], []
+    for _ in range(3):
+        drop_caches()
+        t = time.perf_counter()
+        sh([a.bin, *margs, "--format", "csv"])
+        mc.append((time.perf_counter() - t) * 1000)
+        drop_caches()
+        t = time.perf_counter()
+        sh([sys.executable, "-c", f"import duckdb; duckdb.connect('{db}', read_only=True).execute('''{sql}''').fetchall()"])
+        dc.append((time.perf_counter() - t) * 1000)
+    return warm, {"cold_microtab_ms": statistics.median(mc), "cold_duckdb_ms": statistics.median(dc)}, rows
 
 
 def check(res, rows, keys, x, reps, name):
@@ -173,6 +187,11 @@ def check(res, rows, keys, x, reps, name):
             rs = [float(rest[2 * i + 1]) / float(rest[2 * i]) for i in range(reps)]
             want = se(est, rs)
             ok &= abs(g["mean"] - est) <= 1e-9 * abs(est) and abs(g["mean_se"]["se"] - want) <= 1e-9 * want
+    return reported(ok, name)
+
+
+def reported(ok, name):
+    """`ok`, logged when false."""
     if not ok:
         log(f"{name}: microtab's SEs differ from those of DuckDB's sums")
     return ok

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import subprocess
 import sys
 import time
@@ -29,31 +28,12 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data"
 NA = 9999999
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import drop_caches  # noqa: E402
-from survey import log, parse_ms, sh  # noqa: E402
+from survey import generated, log, reported, sh, time_query  # noqa: E402
 
 
 def prepare(binary, rows):
-    csv = DATA / "census_tay.csv"
-    ds = DATA / "census_tay.mtab"
-    db = DATA / "census_tay.duckdb"
-    stamp = DATA / "census_tay.stamp.json"
     want = {"rows": rows, "seed": 1, "strata": True}
-    if not stamp.exists() or json.loads(stamp.read_text()).get("want") != want:
-        for p in (csv, db):
-            if p.exists():
-                p.unlink()
-        if ds.exists():
-            sh(["rm", "-rf", ds])
-        DATA.mkdir(parents=True, exist_ok=True)
-        log(f"generating {rows} rows with STRATA")
-        sh([binary, "gen", "census", "--rows", rows, "--seed", 1, "--strata", "--out", csv])
-        sh([binary, "import", csv, ds, "--missing", f"INCTOT={NA}"])
-        import duckdb
-        con = duckdb.connect(str(db))
-        con.execute("CREATE TABLE census AS SELECT * FROM read_csv(?, header=true, sample_size=-1)", [str(csv)])
-        con.close()
-        stamp.write_text(json.dumps({"want": want}))
+    csv, ds, db, _ = generated(binary, "census_tay", want, f"generating {rows} rows with STRATA", ["--strata"])
     t = time.monotonic()
     sh([binary, "design", ds, "--weight", "PERWT", "--strata", "STRATA", "--cluster", "SERIAL"])
     return csv, ds, db, time.monotonic() - t
@@ -128,34 +108,12 @@ def main():
     for name, (what, args, keys, x) in QUERIES.items():
         margs = [s.replace("{ds}", str(ds)) for s in args]
         res = json.loads(sh([a.bin, *margs, "--format", "json"]).stdout)
-        mt, dk = [], []
-        sql = duck_sql(keys, x)
-        con.execute(sql).fetchall()
-        for _ in range(a.runs):
-            mt.append(parse_ms(sh([a.bin, *margs, "--format", "csv", "--repeat", 3]).stderr))
-            t = time.perf_counter()
-            rows = con.execute(sql).fetchall()
-            dk.append((time.perf_counter() - t) * 1000)
+        warm, cold, rows = time_query(a, margs, con, db, duck_sql(keys, x))
         ok = check(res, rows, keys, x, name)
         p = subprocess.run(["/usr/bin/time", "-f", "%M", a.bin, *margs, "--format", "csv"],
                            capture_output=True, text=True)
-        q = {"what": what, "args": " ".join(args), "microtab_ms": statistics.median(mt),
-             "microtab_range": [min(mt), max(mt)], "duckdb_ms": statistics.median(dk),
-             "duckdb_range": [min(dk), max(dk)], "same_se": ok,
-             "microtab_peak_mb": int(p.stderr.strip().splitlines()[-1]) / 1024}
-        if a.cold:
-            mc, dc = [], []
-            for _ in range(3):
-                drop_caches()
-                t = time.perf_counter()
-                sh([a.bin, *margs, "--format", "csv"])
-                mc.append((time.perf_counter() - t) * 1000)
-                drop_caches()
-                t = time.perf_counter()
-                sh([sys.executable, "-c", f"import duckdb; duckdb.connect('{db}', read_only=True).execute('''{sql}''').fetchall()"])
-                dc.append((time.perf_counter() - t) * 1000)
-            q["cold_microtab_ms"], q["cold_duckdb_ms"] = statistics.median(mc), statistics.median(dc)
-        out["queries"][name] = q
+        out["queries"][name] = q = {"what": what, "args": " ".join(args), **warm, "same_se": ok,
+                                    "microtab_peak_mb": int(p.stderr.strip().splitlines()[-1]) / 1024, **cold}
         log(f"{name} {what}: microtab {q['microtab_ms']:.1f} ms, DuckDB {q['duckdb_ms']:.1f} ms "
             f"({q['duckdb_ms'] / q['microtab_ms']:.1f}x), peak {q['microtab_peak_mb']:.0f} MB, same SEs: {ok}"
             + (f"; cold {q['cold_microtab_ms']:.0f} vs {q['cold_duckdb_ms']:.0f} ms" if a.cold else ""))
@@ -189,9 +147,7 @@ def check(res, rows, keys, x, name):
             m = sy / sw
             want = math.sqrt((vy - 2 * m * cwy + m * m * vw) / (sw * sw))
             ok &= abs(g["mean"] - m) <= 1e-9 * abs(m) and abs(g["mean_se"]["se"] - want) <= 1e-9 * want
-    if not ok:
-        log(f"{name}: microtab's SEs differ from those of DuckDB's sums")
-    return ok
+    return reported(ok, name)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@
 //! ranges, fixes the replicate scale from the design's kind, and finds a
 //! Taylor design's PSU structure.
 
-use crate::survey::default_scale;
 use crate::{Error, Result};
 use microtab_store::{Dataset, Design, Kind, LonelyPsu, RepType, Replicates, Variable};
 
@@ -348,6 +347,21 @@ pub(crate) fn gram_rank(g: &[f64], r: usize, tol: f64) -> usize {
         }
     }
     kept.len()
+}
+
+/// The default scale of a replicate design of `kind` with `n` replicates
+/// (Fay's with coefficient `rho`); `None` for `jkn` and `other`, whose
+/// scale and coefficients the user gives.
+pub fn default_scale(kind: RepType, n: usize, rho: Option<f64>) -> Option<f64> {
+    let r = n as f64;
+    match kind {
+        RepType::Sdr => Some(4.0 / r),
+        RepType::Brr => Some(1.0 / r),
+        RepType::Fay => rho.map(|rho| 1.0 / (r * (1.0 - rho) * (1.0 - rho))),
+        RepType::Jk1 => Some((r - 1.0) / r),
+        RepType::Bootstrap => Some(1.0 / (r - 1.0)),
+        RepType::Jkn | RepType::Other => None,
+    }
 }
 
 #[cfg(test)]

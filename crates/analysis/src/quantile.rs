@@ -220,112 +220,113 @@ fn shares(
     let above = split.iter().position(|c| c.display == ">");
     let ns = split.len();
     let groups = cube.counts.len().checked_div(ns).unwrap_or(0);
+    let halves = Halves {
+        cube: &cube,
+        w,
+        below,
+        above,
+        v,
+    };
     let mut out = HashMap::new();
     if overall {
-        out.insert(Vec::new(), overall_share(&cube, w, groups, below, above, v));
+        out.insert(Vec::new(), halves.overall_share(groups));
         return Ok(out);
     }
     for g in 0..groups {
         let key = categories(&cube, g * ns)[..dims].to_vec();
-        out.insert(key, share(&cube, w, g * ns, below, above, v));
+        out.insert(key, halves.share(g * ns));
     }
     Ok(out)
 }
 
-/// The share below over all groups (cells `g · ns + k`, `k` the split's
-/// category), and its variance: from the two halves' totals over all
-/// groups and the total, `Cov(A≤, A≤ + A>) = (V(total) + V(A≤) − V(A>))/2`.
-fn overall_share(
-    cube: &Cube,
-    w: Option<&Vec<f64>>,
-    groups: usize,
+/// A split query's cube (its last dimension the split, whose categories
+/// `≤` and `>` are `below` and `above` when they occur) with its weights and
+/// the design's variance.
+struct Halves<'a> {
+    cube: &'a Cube,
+    w: Option<&'a Vec<f64>>,
     below: Option<usize>,
     above: Option<usize>,
-    v: &Survey,
-) -> Option<(f64, Var)> {
-    let ns = cube.dims.last()?.categories.len();
-    let sum = |x: &[f64], k: Option<usize>| -> f64 {
-        k.map_or(0.0, |k| (0..groups).map(|g| x[g * ns + k]).sum())
-    };
-    split_share(
-        cube,
-        w?,
-        |x| (sum(x, below), sum(x, above)),
-        v,
-        |t, wb, base| {
-            let (halves, all) = (&t.margins[0], &t.margins[1]);
-            let vb = below.map_or(0.0, |k| halves.var[k][0]);
-            let va = above.map_or(0.0, |k| halves.var[k][0]);
-            let vt = all.var.first()?[0];
-            let cov = (vt + vb - va) / 2.0;
-            Some(all.scale.first()? * ratio_variance(wb, base, [vb, cov, vt]))
-        },
-    )
+    v: &'a Survey,
 }
 
-/// The share below of the group whose cells start at `g0`, and its
-/// variance.
-fn share(
-    cube: &Cube,
-    w: Option<&Vec<f64>>,
-    g0: usize,
-    below: Option<usize>,
-    above: Option<usize>,
-    v: &Survey,
-) -> Option<(f64, Var)> {
-    let at = |k: Option<usize>| k.map(|k| g0 + k);
-    let cell = |x: &[f64], k: Option<usize>| at(k).map_or(0.0, |c| x[c]);
-    split_share(
-        cube,
-        w?,
-        |x| (cell(x, below), cell(x, above)),
-        v,
-        |t, wb, base| {
-            let mc = &t.margins[0];
-            Some(match at(below) {
-                Some(c) => {
-                    let x = mc.group[c]?;
-                    mc.scale[x]
-                        * ratio_variance(wb, base, [t.cell[c][0], mc.cross[c], mc.var[x][0]])
-                }
-                // No record below: a share of 0 without variance.
-                None => 0.0,
-            })
-        },
-    )
-}
-
-/// The share `m̂ = below / (below + above)` of the weights `w` and its
-/// variance: `halves` sums a weight vector's two halves (the full sample's,
-/// then each replicate's), `taylor` gives the Taylor variance from the
-/// cube's covariances, `below` and the base.
-fn split_share(
-    cube: &Cube,
-    w: &[f64],
-    halves: impl Fn(&[f64]) -> (f64, f64),
-    v: &Survey,
-    taylor: impl FnOnce(&microtab_engine::TaylorCells, f64, f64) -> Option<f64>,
-) -> Option<(f64, Var)> {
-    let (wb, wa) = halves(w);
-    let base = wb + wa;
-    if base == 0.0 {
-        return None;
+impl Halves<'_> {
+    /// The share below over all groups (cells `g · ns + k`, `k` the split's
+    /// category), and its variance: from the two halves' totals over all
+    /// groups and the total, `Cov(A≤, A≤ + A>) = (V(total) + V(A≤) − V(A>))/2`.
+    fn overall_share(&self, groups: usize) -> Option<(f64, Var)> {
+        let (below, above) = (self.below, self.above);
+        let ns = self.cube.dims.last()?.categories.len();
+        let sum = |x: &[f64], k: Option<usize>| -> f64 {
+            k.map_or(0.0, |k| (0..groups).map(|g| x[g * ns + k]).sum())
+        };
+        self.split_share(
+            |x| (sum(x, below), sum(x, above)),
+            |t, wb, base| {
+                let (halves, all) = (&t.margins[0], &t.margins[1]);
+                let vb = below.map_or(0.0, |k| halves.var[k][0]);
+                let va = above.map_or(0.0, |k| halves.var[k][0]);
+                let vt = all.var.first()?[0];
+                let cov = (vt + vb - va) / 2.0;
+                Some(all.scale.first()? * ratio_variance(wb, base, [vb, cov, vt]))
+            },
+        )
     }
-    let m = wb / base;
-    let var = if let Some(reps) = &cube.replicates {
-        let rm: Vec<f64> = reps
-            .w
-            .iter()
-            .map(|rw| {
-                let (b, a) = halves(rw);
-                b / (a + b)
-            })
-            .collect();
-        v.variance(m, &rm)
-    } else {
-        taylor(cube.taylor.as_ref()?, wb, base)?.into()
-    };
-    Some((m, var))
+
+    /// The share below of the group whose cells start at `g0`, and its
+    /// variance.
+    fn share(&self, g0: usize) -> Option<(f64, Var)> {
+        let (below, above) = (self.below, self.above);
+        let at = |k: Option<usize>| k.map(|k| g0 + k);
+        let cell = |x: &[f64], k: Option<usize>| at(k).map_or(0.0, |c| x[c]);
+        self.split_share(
+            |x| (cell(x, below), cell(x, above)),
+            |t, wb, base| {
+                let mc = &t.margins[0];
+                Some(match at(below) {
+                    Some(c) => {
+                        let x = mc.group[c]?;
+                        mc.scale[x]
+                            * ratio_variance(wb, base, [t.cell[c][0], mc.cross[c], mc.var[x][0]])
+                    }
+                    // No record below: a share of 0 without variance.
+                    None => 0.0,
+                })
+            },
+        )
+    }
+
+    /// The share `m̂ = below / (below + above)` of the weights and its
+    /// variance: `halves` sums a weight vector's two halves (the full sample's,
+    /// then each replicate's), `taylor` gives the Taylor variance from the
+    /// cube's covariances, `below` and the base.
+    fn split_share(
+        &self,
+        halves: impl Fn(&[f64]) -> (f64, f64),
+        taylor: impl FnOnce(&microtab_engine::TaylorCells, f64, f64) -> Option<f64>,
+    ) -> Option<(f64, Var)> {
+        let (cube, v) = (self.cube, self.v);
+        let (wb, wa) = halves(self.w?);
+        let base = wb + wa;
+        if base == 0.0 {
+            return None;
+        }
+        let m = wb / base;
+        let var = if let Some(reps) = &cube.replicates {
+            let rm: Vec<f64> = reps
+                .w
+                .iter()
+                .map(|rw| {
+                    let (b, a) = halves(rw);
+                    b / (a + b)
+                })
+                .collect();
+            v.variance(m, &rm)
+        } else {
+            taylor(cube.taylor.as_ref()?, wb, base)?.into()
+        };
+        Some((m, var))
+    }
 }
 
 /// The Woodruff interval of quantile `q` of distribution `d` from the

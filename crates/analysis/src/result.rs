@@ -530,24 +530,24 @@ fn margins(m: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>, f64) {
     (rs, cs, tot)
 }
 
-fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
-    let (rs, cs, tot) = margins(m);
+/// `f(i, j, x)` for every cell `x` (row `i`, column `j`) of the table `m`.
+fn cells<T, U>(m: &[Vec<T>], mut f: impl FnMut(usize, usize, &T) -> U) -> Vec<Vec<U>> {
     m.iter()
         .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, &x)| {
-                    let base = match pct {
-                        Pct::Row => rs[i],
-                        Pct::Col => cs[j],
-                        Pct::Total => tot,
-                    };
-                    (base != 0.0).then(|| 100.0 * x / base)
-                })
-                .collect()
-        })
+        .map(|(i, r)| r.iter().enumerate().map(|(j, x)| f(i, j, x)).collect())
         .collect()
+}
+
+fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
+    let (rs, cs, tot) = margins(m);
+    cells(m, |i, j, &x| {
+        let base = match pct {
+            Pct::Row => rs[i],
+            Pct::Col => cs[j],
+            Pct::Total => tot,
+        };
+        (base != 0.0).then(|| 100.0 * x / base)
+    })
 }
 
 /// The records of the percentage base (`kind`) of cell `(i, j)` of table
@@ -570,21 +570,13 @@ fn col_sums<T: Copy + std::iter::Sum<T>>(m: &[Vec<T>], nc: usize) -> Vec<T> {
 /// estimate whose z-statistic colours the cell. `None` where a base is 0.
 fn z_diffs(m: &[Vec<f64>], along: Pct) -> Vec<Vec<Option<f64>>> {
     let (rs, cs, n) = margins(m);
-    m.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, &x)| {
-                    let (own, overall) = match along {
-                        Pct::Row => (rs[i], cs[j]),
-                        _ => (cs[j], rs[i]),
-                    };
-                    (own != 0.0 && n != 0.0).then(|| x / own - overall / n)
-                })
-                .collect()
-        })
-        .collect()
+    cells(m, |i, j, &x| {
+        let (own, overall) = match along {
+            Pct::Row => (rs[i], cs[j]),
+            _ => (cs[j], rs[i]),
+        };
+        (own != 0.0 && n != 0.0).then(|| x / own - overall / n)
+    })
 }
 
 /// A difference over its standard error; `None` when the variance is 0
@@ -605,18 +597,10 @@ fn srs_z(m: &[Vec<f64>], n: u64) -> Vec<Vec<Option<f64>>> {
         cs.iter().map(|c| k * c).collect(),
     );
     let n = n as f64;
-    m.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            r.iter()
-                .enumerate()
-                .map(|(j, &x)| {
-                    let e = rs[i] * cs[j] / n;
-                    z_of(k * x - e, e * (1.0 - rs[i] / n) * (1.0 - cs[j] / n))
-                })
-                .collect()
-        })
-        .collect()
+    cells(m, |i, j, &x| {
+        let e = rs[i] * cs[j] / n;
+        z_of(k * x - e, e * (1.0 - rs[i] / n) * (1.0 - cs[j] / n))
+    })
 }
 
 /// The cells' z-statistics under a linearized design: the difference of
@@ -687,6 +671,65 @@ fn taylor_z(
                 .collect()
         })
         .collect()
+}
+
+/// One table's cells in a crosstab's cube: control category `k`'s block
+/// of `nr` × `nc` cells, and the rows and columns with records in it.
+struct Cut {
+    k: usize,
+    nr: usize,
+    nc: usize,
+    keep_r: Vec<usize>,
+    keep_c: Vec<usize>,
+}
+
+impl Cut {
+    fn new(k: usize, nr: usize, nc: usize, counts: &[u64]) -> Cut {
+        let mut cut = Cut {
+            k,
+            nr,
+            nc,
+            keep_r: Vec::new(),
+            keep_c: Vec::new(),
+        };
+        cut.keep_r = (0..nr)
+            .filter(|&i| (0..nc).any(|j| counts[cut.at(i, j)] > 0))
+            .collect();
+        cut.keep_c = (0..nc)
+            .filter(|&j| (0..nr).any(|i| counts[cut.at(i, j)] > 0))
+            .collect();
+        cut
+    }
+
+    /// The cube's index of row `i`, column `j` of the block.
+    fn at(&self, i: usize, j: usize) -> usize {
+        self.k * self.nr * self.nc + i * self.nc + j
+    }
+
+    /// The kept cells of a cube-shaped vector `x`, row by row.
+    fn pick<T: Copy>(&self, x: &[T]) -> Vec<Vec<T>> {
+        self.keep_r
+            .iter()
+            .map(|&i| self.keep_c.iter().map(|&j| x[self.at(i, j)]).collect())
+            .collect()
+    }
+}
+
+/// Pearson's r and the other measures of association of table `t` (its
+/// measure `m`), with the categories' codes as numbers when every one has
+/// a numeric code.
+fn code_association(t: &Table, m: &[Vec<f64>]) -> Option<Association> {
+    let values = |cats: &[Category]| -> Option<Vec<f64>> {
+        cats.iter()
+            .map(|c| match c.value {
+                Value::Int(v) => Some(v as f64),
+                Value::Num(v) => Some(v),
+                _ => None,
+            })
+            .collect()
+    };
+    let (xs, ys) = (values(&t.rows), values(&t.cols));
+    association(m, xs.as_deref(), ys.as_deref())
 }
 
 impl Crosstab {
@@ -763,36 +806,29 @@ impl Crosstab {
         let control = self.control_var.is_some();
         let off = control as usize;
         let (rd, cd) = (&cube.dims[off], &cube.dims[off + 1]);
-        let (nr, nc) = (rd.categories.len(), cd.categories.len());
-        let at = |i: usize, j: usize| k * nr * nc + i * nc + j;
-        let keep_r: Vec<usize> = (0..nr)
-            .filter(|&i| (0..nc).any(|j| cube.counts[at(i, j)] > 0))
-            .collect();
-        let keep_c: Vec<usize> = (0..nc)
-            .filter(|&j| (0..nr).any(|i| cube.counts[at(i, j)] > 0))
-            .collect();
-        if control && keep_r.is_empty() {
+        let cut = Cut::new(k, rd.categories.len(), cd.categories.len(), &cube.counts);
+        if control && cut.keep_r.is_empty() {
             return None;
         }
-        let counts: Vec<Vec<u64>> = keep_r
-            .iter()
-            .map(|&i| keep_c.iter().map(|&j| cube.counts[at(i, j)]).collect())
-            .collect();
-        let weighted: Option<Vec<Vec<f64>>> = cube.weighted.as_ref().map(|w| {
-            keep_r
-                .iter()
-                .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
-                .collect()
-        });
-        let ncols = keep_c.len();
+        let counts = cut.pick(&cube.counts);
+        let weighted = cube.weighted.as_ref().map(|w| cut.pick(w));
+        let ncols = cut.keep_c.len();
         let row_counts: Vec<u64> = counts.iter().map(|r| r.iter().sum()).collect();
         let row_w: Option<Vec<f64>> = weighted
             .as_ref()
             .map(|w| w.iter().map(|r| r.iter().sum()).collect());
         let mut t = Table {
             control: control.then(|| cube.dims[0].categories[k].clone()),
-            rows: keep_r.iter().map(|&i| rd.categories[i].clone()).collect(),
-            cols: keep_c.iter().map(|&j| cd.categories[j].clone()).collect(),
+            rows: cut
+                .keep_r
+                .iter()
+                .map(|&i| rd.categories[i].clone())
+                .collect(),
+            cols: cut
+                .keep_c
+                .iter()
+                .map(|&j| cd.categories[j].clone())
+                .collect(),
             col_totals: Margins {
                 counts: col_sums(&counts, ncols),
                 weighted: weighted.as_ref().map(|w| col_sums(w, ncols)),
@@ -807,13 +843,7 @@ impl Crosstab {
             },
             counts,
             weighted,
-            pct: None,
-            stats: None,
-            association: None,
-            weighted_se: None,
-            pct_se: None,
-            rao_scott: None,
-            z: None,
+            ..Table::empty()
         };
         let m = t.measure();
         t.pct = self.pct.map(|p| percents(&m, p));
@@ -821,43 +851,64 @@ impl Crosstab {
         // overstate significance (by N̂/n and the design effect): none.
         if self.stats && self.survey.is_none() {
             t.stats = chi_square(&m);
-            // Codes as numbers (Pearson's r), when every category has one.
-            let values = |cats: &[Category]| -> Option<Vec<f64>> {
-                cats.iter()
-                    .map(|c| match c.value {
-                        Value::Int(v) => Some(v as f64),
-                        Value::Num(v) => Some(v),
-                        _ => None,
-                    })
-                    .collect()
-            };
-            let (xs, ys) = (values(&t.rows), values(&t.cols));
-            t.association = association(&m, xs.as_deref(), ys.as_deref());
+            t.association = code_association(&t, &m);
         }
         if self.z && self.survey.is_none() {
             t.z = Some(srs_z(&m, t.total.count));
         }
         if let (Some(v), Some(tc)) = (&self.survey, &cube.taylor) {
-            self.taylor_ses(&mut t, v, tc, &keep_r, &keep_c, &at, k);
+            self.taylor_ses(&mut t, v, tc, &cut);
         }
         if let (Some(v), Some(reps)) = (&self.survey, &cube.replicates) {
-            self.replicate_ses(&mut t, &m, v, &reps.w, &keep_r, &keep_c, &at);
+            // Each replicate's table.
+            let rm: Vec<Vec<Vec<f64>>> = reps.w.iter().map(|w| cut.pick(w)).collect();
+            self.replicate_ses(&mut t, v, &m, &rm);
         }
         if let Some(v) = self.survey.as_ref().filter(|v| v.srs_ok) {
             // Records of weight 0 per kept cell (Taylor designs: out of
             // the SRS sizes).
-            let zeros: Vec<Vec<u64>> = keep_r
-                .iter()
-                .map(|&i| {
-                    keep_c
-                        .iter()
-                        .map(|&j| v.zeros.as_ref().map_or(0, |z| z[at(i, j)]))
-                        .collect()
-                })
-                .collect();
+            let zeros = match &v.zeros {
+                Some(z) => cut.pick(z),
+                None => vec![vec![0; ncols]; cut.keep_r.len()],
+            };
             self.design_effects(&mut t, &zeros);
         }
         Some(t)
+    }
+
+    /// The standard errors of table `t` (its measure `m`) from the
+    /// replicates' tables `rm`: counts, percentages, z and Rao–Scott.
+    fn replicate_ses(&self, t: &mut Table, v: &Survey, m: &[Vec<f64>], rm: &[Vec<Vec<f64>>]) {
+        if self.stats {
+            t.rao_scott = v.rao_scott(m, rm, t.total.count as f64);
+        }
+        // z: each replicate's differences, and their variance.
+        t.z = self.z.then(|| {
+            let along = self.z_along();
+            let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
+            cells(&z_diffs(m, along), |i, j, &x| {
+                let x = x?;
+                let reps: Vec<f64> = rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
+                z_of(x, v.variance(x, &reps).v)
+            })
+        });
+        let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
+            .pct
+            .map(|p| rm.iter().map(|m| percents(m, p)).collect());
+        let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
+        t.weighted_se = Some(cells(m, |i, j, &x| {
+            let reps = reps_of(&|r| rm[r][i][j]);
+            v.wald(x, v.variance(x, &reps), t.counts[i][j])
+        }));
+        if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
+            let pct_se = cells(pct, |i, j, p| {
+                let p = (*p)?;
+                let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
+                let d = domain_n(t, self.pct, i, j);
+                v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
+            });
+            t.pct_se = Some(pct_se);
+        }
     }
 
     /// The design effects of table `t`'s counts (its domain: the table)
@@ -896,106 +947,11 @@ impl Crosstab {
 }
 
 impl Crosstab {
-    /// The standard errors of table `t` (measures `m`; the cube's rows
-    /// `keep_r` and columns `keep_c`, `at` a cell's index in the cube) from
-    /// the replicate weights' tables; its Rao–Scott test and z-statistics.
-    #[allow(clippy::too_many_arguments)]
-    fn replicate_ses(
-        &self,
-        t: &mut Table,
-        m: &[Vec<f64>],
-        v: &Survey,
-        reps: &[Vec<f64>],
-        keep_r: &[usize],
-        keep_c: &[usize],
-        at: &dyn Fn(usize, usize) -> usize,
-    ) {
-        // Each replicate's table, and its percentages.
-        let rm: Vec<Vec<Vec<f64>>> = reps
-            .iter()
-            .map(|w| {
-                keep_r
-                    .iter()
-                    .map(|&i| keep_c.iter().map(|&j| w[at(i, j)]).collect())
-                    .collect()
-            })
-            .collect();
-        if self.stats {
-            t.rao_scott = v.rao_scott(m, &rm, t.total.count as f64);
-        }
-        // z: each replicate's differences, and their variance.
-        t.z = self.z.then(|| {
-            let along = self.z_along();
-            let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
-            z_diffs(m, along)
-                .iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    row.iter()
-                        .enumerate()
-                        .map(|(j, &x)| {
-                            let x = x?;
-                            let reps: Vec<f64> =
-                                rd.iter().map(|r| r[i][j].unwrap_or(f64::NAN)).collect();
-                            z_of(x, v.variance(x, &reps).v)
-                        })
-                        .collect()
-                })
-                .collect()
-        });
-        let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
-            .pct
-            .map(|p| rm.iter().map(|m| percents(m, p)).collect());
-        let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
-        t.weighted_se = Some(
-            m.iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    row.iter()
-                        .enumerate()
-                        .map(|(j, &x)| {
-                            let reps = reps_of(&|r| rm[r][i][j]);
-                            v.wald(x, v.variance(x, &reps), t.counts[i][j])
-                        })
-                        .collect()
-                })
-                .collect(),
-        );
-        if let (Some(pct), Some(rp)) = (&t.pct, &rp) {
-            t.pct_se = Some(
-                pct.iter()
-                    .enumerate()
-                    .map(|(i, row)| {
-                        row.iter()
-                            .enumerate()
-                            .map(|(j, p)| {
-                                p.and_then(|p| {
-                                    let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                                    let d = domain_n(t, self.pct, i, j);
-                                    v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
-                                })
-                            })
-                            .collect()
-                    })
-                    .collect(),
-            );
-        }
-    }
-
-    /// The standard errors of table `t` (control category `k`, the cube's
-    /// rows `keep_r` and columns `keep_c`, `at` a cell's index in the
-    /// cube) from the Taylor covariances of its totals; its Rao–Scott test.
-    #[allow(clippy::too_many_arguments)]
-    fn taylor_ses(
-        &self,
-        t: &mut Table,
-        v: &Survey,
-        tc: &microtab_engine::TaylorCells,
-        keep_r: &[usize],
-        keep_c: &[usize],
-        at: &dyn Fn(usize, usize) -> usize,
-        k: usize,
-    ) {
+    /// The standard errors of table `t` (the cube's cells `cut`) from the
+    /// Taylor covariances of its totals; its Rao–Scott test.
+    fn taylor_ses(&self, t: &mut Table, v: &Survey, tc: &microtab_engine::TaylorCells, cut: &Cut) {
+        let (keep_r, keep_c, k) = (&cut.keep_r[..], &cut.keep_c[..], cut.k);
+        let at = |i: usize, j: usize| cut.at(i, j);
         let Some(m) = t.weighted.clone() else {
             return;
         };
@@ -1005,25 +961,13 @@ impl Crosstab {
             .flat_map(|&i| keep_c.iter().map(move |&j| (i, j)))
             .find_map(|(i, j)| tc.margins[0].group[at(i, j)])
             .map_or(1.0, |g| tc.margins[0].scale[g]);
-        t.weighted_se = Some(
-            keep_r
-                .iter()
-                .enumerate()
-                .map(|(i, &ci)| {
-                    keep_c
-                        .iter()
-                        .enumerate()
-                        .map(|(j, &cj)| {
-                            v.wald(
-                                m[i][j],
-                                table_scale * tc.cell[at(ci, cj)][0],
-                                t.counts[i][j],
-                            )
-                        })
-                        .collect()
-                })
-                .collect(),
-        );
+        t.weighted_se = Some(cells(&m, |i, j, &x| {
+            v.wald(
+                x,
+                table_scale * tc.cell[at(keep_r[i], keep_c[j])][0],
+                t.counts[i][j],
+            )
+        }));
         if let (Some(pct), Some(kind)) = (&t.pct, self.pct) {
             // The query's margins: the table's total, its rows, its columns.
             let mc = &tc.margins[match kind {
@@ -1031,34 +975,18 @@ impl Crosstab {
                 Pct::Row => 1,
                 Pct::Col => 2,
             }];
-            t.pct_se = Some(
-                keep_r
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &ci)| {
-                        keep_c
-                            .iter()
-                            .enumerate()
-                            .map(|(j, &cj)| {
-                                let c = at(ci, cj);
-                                let (p, g) = (pct[i][j]?, mc.group[c]?);
-                                let base = match kind {
-                                    Pct::Total => m.iter().flatten().sum(),
-                                    Pct::Row => m[i].iter().sum(),
-                                    Pct::Col => m.iter().map(|r| r[j]).sum(),
-                                };
-                                let var = ratio_variance(
-                                    m[i][j],
-                                    base,
-                                    [tc.cell[c][0], mc.cross[c], mc.var[g][0]],
-                                );
-                                let d = domain_n(t, self.pct, i, j);
-                                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j], d)
-                            })
-                            .collect()
-                    })
-                    .collect(),
-            );
+            t.pct_se = Some(cells(pct, |i, j, p| {
+                let c = at(keep_r[i], keep_c[j]);
+                let (p, g) = ((*p)?, mc.group[c]?);
+                let base = match kind {
+                    Pct::Total => m.iter().flatten().sum(),
+                    Pct::Row => m[i].iter().sum(),
+                    Pct::Col => m.iter().map(|r| r[j]).sum(),
+                };
+                let var = ratio_variance(m[i][j], base, [tc.cell[c][0], mc.cross[c], mc.var[g][0]]);
+                let d = domain_n(t, self.pct, i, j);
+                v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j], d)
+            }));
         }
         let Some(full) = tc.full.as_ref().and_then(|f| f.get(k)) else {
             return;

@@ -548,15 +548,11 @@ impl Survey {
             .map(|&x| if x == 0.0 { 0.0 } else { 1.0 / x })
             .collect();
         // denom = Cᵀ D⁻¹ C / n, numr = Cᵀ D⁻¹ V D⁻¹ C.
-        let mut denom = vec![vec![0.0; q]; q];
         let dc: Vec<Vec<f64>> = (0..k)
             .map(|a| cmat[a].iter().map(|x| x * idiag[a]).collect())
             .collect();
-        for a in 0..q {
-            for b in 0..q {
-                denom[a][b] = (0..k).map(|t| cmat[t][a] * dc[t][b]).sum::<f64>() / n;
-            }
-        }
+        let mut denom = crossprod(&cmat, &dc);
+        denom.iter_mut().flatten().for_each(|x| *x /= n);
         let vdc: Vec<Vec<f64>> = (0..k)
             .map(|t| {
                 (0..q)
@@ -564,13 +560,7 @@ impl Survey {
                     .collect()
             })
             .collect();
-        let numr: Vec<Vec<f64>> = (0..q)
-            .map(|a| {
-                (0..q)
-                    .map(|b| (0..k).map(|t| dc[t][a] * vdc[t][b]).sum())
-                    .collect()
-            })
-            .collect();
+        let numr = crossprod(&dc, &vdc);
         let delta = solve(&denom, &numr)?;
         let tr: f64 = (0..q).map(|a| delta[a][a]).sum();
         let tr2: f64 = (0..q)
@@ -638,21 +628,7 @@ fn f_upper(f: f64, d1: f64, d2: f64) -> f64 {
 /// projection on the columns of `x` (rows: observations).
 fn residuals(x: &[Vec<f64>], y: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let (n, p, q) = (x.len(), x[0].len(), y[0].len());
-    let xtx: Vec<Vec<f64>> = (0..p)
-        .map(|a| {
-            (0..p)
-                .map(|b| (0..n).map(|t| x[t][a] * x[t][b]).sum())
-                .collect()
-        })
-        .collect();
-    let xty: Vec<Vec<f64>> = (0..p)
-        .map(|a| {
-            (0..q)
-                .map(|b| (0..n).map(|t| x[t][a] * y[t][b]).sum())
-                .collect()
-        })
-        .collect();
-    let beta = solve(&xtx, &xty)?;
+    let beta = solve(&crossprod(x, x), &crossprod(x, y))?;
     Some(
         (0..n)
             .map(|t| {
@@ -662,6 +638,19 @@ fn residuals(x: &[Vec<f64>], y: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
             })
             .collect(),
     )
+}
+
+/// `aᵀ b` of two matrices with one row per observation: entry `(i, j)`
+/// is `Σₜ a[t][i] · b[t][j]`, summed in row order.
+fn crossprod(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let (p, q) = (a.first().map_or(0, Vec::len), b.first().map_or(0, Vec::len));
+    (0..p)
+        .map(|i| {
+            (0..q)
+                .map(|j| a.iter().zip(b).map(|(ra, rb)| ra[i] * rb[j]).sum())
+                .collect()
+        })
+        .collect()
 }
 
 /// `a⁻¹ b` by Gaussian elimination with partial pivoting (`None` when `a`
@@ -700,21 +689,6 @@ fn solve(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
             .map(|r| (0..m).map(|k| b[r][k] / a[r][r]).collect())
             .collect(),
     )
-}
-
-/// The default scale of a replicate design of `kind` with `n` replicates
-/// (Fay's with coefficient `rho`); `None` for `jkn` and `other`, whose
-/// scale and coefficients the user gives.
-pub fn default_scale(kind: RepType, n: usize, rho: Option<f64>) -> Option<f64> {
-    let r = n as f64;
-    match kind {
-        RepType::Sdr => Some(4.0 / r),
-        RepType::Brr => Some(1.0 / r),
-        RepType::Fay => rho.map(|rho| 1.0 / (r * (1.0 - rho) * (1.0 - rho))),
-        RepType::Jk1 => Some((r - 1.0) / r),
-        RepType::Bootstrap => Some(1.0 / (r - 1.0)),
-        RepType::Jkn | RepType::Other => None,
-    }
 }
 
 /// The replicate design an IPUMS extract's variables imply, if any: person
@@ -860,10 +834,22 @@ mod tests {
 
     #[test]
     fn default_scales() {
-        assert_eq!(default_scale(RepType::Sdr, 80, None), Some(0.05));
-        assert_eq!(default_scale(RepType::Brr, 4, None), Some(0.25));
-        assert_eq!(default_scale(RepType::Fay, 4, Some(0.5)), Some(1.0));
-        assert_eq!(default_scale(RepType::Jk1, 5, None), Some(0.8));
-        assert_eq!(default_scale(RepType::Jkn, 5, None), None);
+        assert_eq!(
+            crate::design::default_scale(RepType::Sdr, 80, None),
+            Some(0.05)
+        );
+        assert_eq!(
+            crate::design::default_scale(RepType::Brr, 4, None),
+            Some(0.25)
+        );
+        assert_eq!(
+            crate::design::default_scale(RepType::Fay, 4, Some(0.5)),
+            Some(1.0)
+        );
+        assert_eq!(
+            crate::design::default_scale(RepType::Jk1, 5, None),
+            Some(0.8)
+        );
+        assert_eq!(crate::design::default_scale(RepType::Jkn, 5, None), None);
     }
 }

@@ -44,10 +44,8 @@ use microtab_io::{
     BlockWriter, ColumnSource, Error, IoConfig, ReadPath, Result, SegmentStream, ALIGN,
 };
 use std::cell::Cell;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -136,6 +134,17 @@ impl Bench {
     /// first eviction (0 means the cold runs really start cold).
     pub fn resident_after_eviction(&self) -> f64 {
         self.resident_after_eviction
+    }
+
+    /// The test file read as one column of `u16` values.
+    fn u16_column(&self) -> ColumnSource {
+        ColumnSource {
+            path: self.data.clone(),
+            file: None,
+            offset: 0,
+            width: 2,
+            unit_rows: 1,
+        }
     }
 
     fn say(&self, msg: &str) {
@@ -451,13 +460,7 @@ impl Bench {
         }
 
         self.say("f. cold scan, read-ahead overlapped");
-        let src = ColumnSource {
-            path: self.data.clone(),
-            file: None,
-            offset: 0,
-            width: 2,
-            unit_rows: 1,
-        };
+        let src = self.u16_column();
         let mut secs = Vec::new();
         for _ in 0..runs {
             self.evict(&self.data)?;
@@ -506,13 +509,7 @@ impl Bench {
     pub fn column_scan(&self, segment_bytes: usize, depth: usize) -> Result<ColumnScanResult> {
         let segment_bytes = segment_bytes.max(ALIGN) / ALIGN * ALIGN;
         let values = self.size / 2;
-        let src = ColumnSource {
-            path: self.data.clone(),
-            file: None,
-            offset: 0,
-            width: 2,
-            unit_rows: 1,
-        };
+        let src = self.u16_column();
         let mut reference = None;
         let mut scans = Vec::new();
         for path in ScanPath::ALL {

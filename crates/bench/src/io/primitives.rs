@@ -2,7 +2,13 @@
 //! reads, `O_DIRECT`, mapped and per-worker column scans, and the work
 //! done per byte.
 
-use super::*;
+use super::results::Interface;
+use microtab_io::{ColumnSource, Error, ReadPath, SegmentStream, ALIGN};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
 
 /// `1 B`, `512 B`, `64 KiB`, `16 MiB`, `1.5 GiB`.
 pub fn human_bytes(n: usize) -> String {
@@ -78,51 +84,32 @@ impl Aligned {
 /// Reads the whole file through `interface` in `request`-byte pieces and
 /// returns the running sum of its 64-bit words.
 pub(super) fn consume(path: &Path, interface: Interface, request: usize) -> io::Result<u64> {
-    let mut sum = 0u64;
     match interface {
-        Interface::Read => {
-            let mut f = File::open(path)?;
-            let mut buf = vec![1u8; request];
-            loop {
-                let n = fill(&mut f, &mut buf)?;
-                sum = fold(sum, &buf[..n]);
-                if n < request {
-                    break;
-                }
-            }
-        }
-        Interface::Buffered => {
-            let mut r = BufReader::new(File::open(path)?);
-            let mut buf = vec![1u8; request];
-            loop {
-                let n = fill(&mut r, &mut buf)?;
-                sum = fold(sum, &buf[..n]);
-                if n < request {
-                    break;
-                }
-            }
-        }
+        Interface::Read => fold_reads(&mut File::open(path)?, &mut vec![1u8; request]),
+        Interface::Buffered => fold_reads(
+            &mut BufReader::new(File::open(path)?),
+            &mut vec![1u8; request],
+        ),
         Interface::Mmap => {
             let f = File::open(path)?;
             // SAFETY: the bench's own file, not modified while mapped.
             let map = unsafe { memmap2::Mmap::map(&f)? };
-            for piece in map.chunks(request) {
-                sum = fold(sum, piece);
-            }
+            Ok(map.chunks(request).fold(0, fold))
         }
-        Interface::Direct => {
-            let mut f = open_direct(path)?;
-            let mut buf = Aligned::new(request);
-            loop {
-                let n = fill(&mut f, buf.slice())?;
-                sum = fold(sum, &buf.slice()[..n]);
-                if n < request {
-                    break;
-                }
-            }
+        Interface::Direct => fold_reads(&mut open_direct(path)?, Aligned::new(request).slice()),
+    }
+}
+
+/// Reads `r` to its end in `buf`-sized requests, folding every byte read.
+fn fold_reads(r: &mut impl Read, buf: &mut [u8]) -> io::Result<u64> {
+    let mut sum = 0u64;
+    loop {
+        let n = fill(r, buf)?;
+        sum = fold(sum, &buf[..n]);
+        if n < buf.len() {
+            return Ok(sum);
         }
     }
-    Ok(sum)
 }
 
 /// Wrapping sum of the little-endian 64-bit words of `bytes` (plus any
@@ -326,24 +313,23 @@ pub(super) fn sequential_scan(
 }
 
 pub(super) fn expect_len(got: u64, want: u64) -> io::Result<()> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("read {got} bytes, expected {want}"),
-        ))
-    }
+    expect(got == want, io::ErrorKind::UnexpectedEof, || {
+        format!("read {got} bytes, expected {want}")
+    })
 }
 
 pub(super) fn expect_sum(got: u64, want: u64) -> io::Result<()> {
-    if got == want {
+    expect(got == want, io::ErrorKind::InvalidData, || {
+        format!("values read back sum to {got}, expected {want}")
+    })
+}
+
+/// `Ok` when `ok`, else an error of `kind` saying `msg()`.
+fn expect(ok: bool, kind: io::ErrorKind, msg: impl FnOnce() -> String) -> io::Result<()> {
+    if ok {
         Ok(())
     } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("values read back sum to {got}, expected {want}"),
-        ))
+        Err(io::Error::new(kind, msg()))
     }
 }
 

@@ -2,7 +2,8 @@
 //! runs, warm and cold pairs, the configuration, and one result type per
 //! study.
 
-use super::*;
+use microtab_io::ReadPath;
+use std::path::PathBuf;
 
 pub(super) const KIB: usize = 1 << 10;
 pub(super) const MIB: usize = 1 << 20;

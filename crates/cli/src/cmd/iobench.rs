@@ -321,6 +321,22 @@ fn timing_row(name: &str, m: &Measurement, ints: usize, base: &Measurement) -> V
     ]
 }
 
+/// A table of [`timing_row`]s: `first` names the rows' column, `base` the
+/// row the last column compares each with.
+fn timing_table(first: &str, base: &str, rows: &[Vec<String>]) -> String {
+    let versus = format!("min vs {base}");
+    let cols = [
+        first,
+        "min time",
+        "mean time",
+        "sigma",
+        "M ints/s",
+        "MB/s",
+        &versus,
+    ];
+    text_table(&header(&cols), rows, &aligns(1, 7))
+}
+
 /// Column alignments: the first `left` columns left, the rest of `n` right.
 fn aligns(left: usize, n: usize) -> Vec<Align> {
     let mut a = vec![Align::Left; left.min(n)];
@@ -343,19 +359,7 @@ fn render_write_calls(r: &WriteCallsResult) -> String {
         "b. Writing {} integers ({}) as little-endian u32, to the page cache (fsync not timed)\n{}",
         group_digits(r.ints as u64),
         human_bytes(r.bulk.bytes as usize),
-        text_table(
-            &header(&[
-                "method",
-                "min time",
-                "mean time",
-                "sigma",
-                "M ints/s",
-                "MB/s",
-                "min vs bulk"
-            ]),
-            &t,
-            &aligns(1, 7),
-        )
+        timing_table("method", "bulk", &t)
     )
 }
 
@@ -376,19 +380,7 @@ fn render_text_binary(r: &TextBinaryResult) -> String {
         group_digits(r.ints as u64),
         human_bytes(r.text_bytes as usize),
         human_bytes(r.binary_bytes as usize),
-        text_table(
-            &header(&[
-                "operation",
-                "min time",
-                "mean time",
-                "sigma",
-                "M ints/s",
-                "MB/s",
-                "min vs binary"
-            ]),
-            &t,
-            &aligns(1, 7),
-        )
+        timing_table("operation", "binary", &t)
     )
 }
 

@@ -6,11 +6,11 @@ layer), and each error kind its own exception class."""
 import json
 import os
 import subprocess
+import sys
 import threading
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,26 +20,22 @@ import microtab as mt
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
 
+# The census the test folders share (tests/census_data.py).
+sys.path.append(str(REPO / "tests"))
+from census_data import census_dataset, duck_census, microtab, replicate_design  # noqa: E402,F401
 
-def cli(*args):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return p
+
+# Run the binary, asserting it succeeded.
+cli = microtab
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("api")
-    csv = d / "c.csv"
-    cli("gen", "census", "--rows", "50000", "--seed", "9", "--repweights", "4", "--out", csv)
-    ds = d / "c.mtab"
-    cli("import", csv, ds, "--missing", "INCTOT=9999999")
+    csv, ds = census_dataset(tmp_path_factory.mktemp("api"), 50000, 9, reps=4)
     cli("label", ds, "SEX", "1=Male", "2=Female")
-    plain = d / "p.mtab"
+    plain = ds.parent / "p.mtab"
     cli("import", csv, plain, "--plain", "--missing", "INCTOT=9999999")
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, types={{'PERWT': 'DECIMAL(18,2)'}})")
-    return ds, plain, con
+    return ds, plain, duck_census(csv)
 
 
 def test_open_and_metadata(data):

@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 import microtab as mt
+from test_api import census_dataset, duck_census, replicate_design
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
@@ -49,17 +50,11 @@ def freq_json(ds, *args):
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("arrow")
-    csv = d / "c.csv"
-    cli("gen", "census", "--rows", "60000", "--seed", "4", "--repweights", "4", "--out", csv)
-    ds = d / "c.mtab"
-    cli("import", csv, ds, "--missing", "INCTOT=9999999")
+    csv, ds = census_dataset(d, 60000, 4, reps=4)
     cli("label", ds, "SEX", "1=Male", "2=Female", "--var-label", "Sex of person")
     cli("label", ds, "EDUC", "0=None", "6=Grade 12", "11=5+ years of college")
-    cli("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, "
-                f"types={{'PERWT': 'DECIMAL(18,2)'}})")
-    return d, ds, con
+    replicate_design(ds, 4)
+    return d, ds, duck_census(csv)
 
 
 def test_export_matches_duckdb_over_the_csv(data):

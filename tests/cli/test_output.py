@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, approx, check_freq, control_value, disp, make_dataset, run, run_json
+from conftest import BIN, approx, check_freq, control_value, disp, module_dataset, run, run_json
 
 
 def parse_csv(text):
@@ -28,13 +28,12 @@ def same_value(csv_field, json_value):
     return float(csv_field) == approx(float(json_value))
 
 
-@pytest.fixture(scope="module")
-def strds(tmp_path_factory):
-    d = tmp_path_factory.mktemp("outfmt")
-    text = ('CITY,G,W\n'
-            'Boston,1,1.50\n"New York",2,2.25\n"a,b",1,0.50\nBoston,2,1.00\n'
-            '"say ""hi""",1,3.00\n,2,1.00\nBoston,1,\n')
-    return make_dataset(d, "s", text)[1]
+# Names with a space, a comma and quotes, an empty name and an empty weight.
+CITIES_CSV = ('CITY,G,W\n'
+              'Boston,1,1.50\n"New York",2,2.25\n"a,b",1,0.50\nBoston,2,1.00\n'
+              '"say ""hi""",1,3.00\n,2,1.00\nBoston,1,\n')
+
+strds = module_dataset(CITIES_CSV)
 
 
 def test_freq_csv_matches_json(census):

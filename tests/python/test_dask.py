@@ -18,24 +18,18 @@ import microtab as mt
 
 distributed = pytest.importorskip("distributed")
 import microtab.dask as mtd  # noqa: E402
-from test_api import cli  # noqa: E402
+from test_api import census_dataset, cli, duck_census, replicate_design  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp("dask")
-    csv = d / "c.csv"
-    cli("gen", "census", "--rows", "400000", "--seed", "4", "--repweights", "8", "--out", csv)
-    ds = d / "all.mtab"
-    cli("import", csv, ds, "--missing", "INCTOT=9999999")
-    cli("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP8")
+    csv, ds = census_dataset(d, 400000, 4, reps=8, ds="all.mtab")
+    replicate_design(ds, 8)
     # Three datasets (states 1–20, 21–40, 41–56) with the same design.
     for i, f in enumerate(["STATEFIP(1-20)", "STATEFIP(21-40)", "STATEFIP(41-56)"]):
         cli("subset", ds, d / f"part{i}.mtab", "--filter", f)
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, "
-                f"types={{'PERWT': 'DECIMAL(18,2)'}})")
-    return d, ds, con
+    return d, ds, duck_census(csv)
 
 
 @pytest.fixture(scope="module")
@@ -156,12 +150,7 @@ def close(a, b, path=""):
         assert a == b, path
 
 
-TAYLOR_QUERIES = [
-    ("tab", ("SEX", "EDUC"), dict(pct="col", z=True, stats=True)),
-    ("tab", ("RACE", "AGE(r: 0-17; 18-64; 65-*)"), dict(control="SEX", filter="INCTOT<9999999", pct="row")),
-    ("freq", ("EDUC",), {}),
-    ("means", ("INCTOT",), dict(by=["SEX", "MARST"])),
-]
+TAYLOR_QUERIES = QUERIES
 
 
 @pytest.mark.parametrize("kind,args,kw", TAYLOR_QUERIES, ids=[q[0] + str(i) for i, q in enumerate(TAYLOR_QUERIES)])
@@ -351,7 +340,7 @@ def test_taylor_strata_are_compared_by_value(taylor, client, tmp_path):
 def test_parts_counted_twice_are_refused(data, tmp_path):
     """The same dataset twice, overlapping ranges, a catalog listing a part
     twice, a part replaced after the split or a copy of another part in its
-    place: refused, not counted twice (tests/python/test_catalog.py has the
+    place: refused, not counted twice (tests/cli/test_catalog.py has the
     rest: links, paths, reordering, killed splits)."""
     _, ds, _ = data
     with pytest.raises(mt.QueryError, match="overlap"):

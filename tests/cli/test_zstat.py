@@ -13,12 +13,11 @@ over its standard error.
 R's numbers come from an R script run here on the same CSV; to 1e-6."""
 
 import csv
-import subprocess
 
 import duckdb
 import pytest
 
-from conftest import run, run_json
+from conftest import rscript, run, run_json
 from test_survey import R, close, rep_data  # noqa: F401
 from test_taylor import taylor_data  # noqa: F401
 
@@ -53,14 +52,8 @@ write.csv(do.call(rbind, rows), out, row.names=FALSE)
 
 
 def r_z(d, csv_path, kind):
-    script = d / "z.R"
-    script.write_text(R_SCRIPT)
-    out = d / f"z_{kind}.csv"
-    p = subprocess.run(["Rscript", str(script), str(csv_path), str(out), kind, str(R)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    with open(out) as f:
-        return {r["key"]: (float(r["col"]), float(r["row"])) for r in csv.DictReader(f)}
+    rows = rscript(d / "z.R", R_SCRIPT, csv_path, d / f"z_{kind}.csv", kind, R)
+    return {r["key"]: (float(r["col"]), float(r["row"])) for r in rows}
 
 
 def z_cells(j):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import INCTOT_NA, approx, check_freq, disp, make_dataset, run, run_json
+from conftest import INCTOT_NA, approx, check_freq, disp, module_dataset, run, run_json
 
 # (filter, SQL condition). User-missing INCTOT fails every INCTOT term.
 INC_OK = f"INCTOT IS NOT NULL AND INCTOT <> {INCTOT_NA}"
@@ -121,13 +121,11 @@ def test_filter_matching_nothing(census, flt):
     assert res["total"]["mean"] is None
 
 
-@pytest.fixture(scope="module")
-def strds(tmp_path_factory):
-    d = tmp_path_factory.mktemp("strfilter")
-    text = ("STATE,N,V\n"
-            "CA,1,1.5\nNY,2,2.25\nNew York,3,0.5\nTX,4,\nCA,5,-1.75\n,6,3.0\n"
-            "\"New York\",7,1.0\nNY,8,2.0\n")
-    return make_dataset(d, "s", text)[1]
+STATES_CSV = ("STATE,N,V\n"
+              "CA,1,1.5\nNY,2,2.25\nNew York,3,0.5\nTX,4,\nCA,5,-1.75\n,6,3.0\n"
+              "\"New York\",7,1.0\nNY,8,2.0\n")
+
+strds = module_dataset(STATES_CSV)
 
 
 @pytest.mark.parametrize("flt,exp_n", [

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, approx, assert_one_error, read_column_file, run, run_json
+from conftest import REPO, approx, assert_one_error, r_estimates, read_column_file, rscript, run, run_json
 
 # MICROTAB_IPUMS_DATA: another folder of extracts (NAME.xml + NAME.dat.gz).
 DATA = Path(os.environ.get("MICROTAB_IPUMS_DATA", REPO.parent / "shared" / "data" / "ipums")).resolve()
@@ -729,8 +729,6 @@ def test_taylor_design_on_a_real_extract_matches_r(tmp_path):
     weight HWTSUPP (4 implied decimals). Weighted counts and percentages of
     STATEFIP, mean INCTOT by STATEFIP (99999998/99999999 missing) and the
     overall median, against R survey on the records as ipumspy reads them."""
-    import csv as csvmod
-    import subprocess
     name = need("cps_00006")
     _, df = ipums(name)
     ds = tmp_path / "c.mtab"
@@ -739,15 +737,7 @@ def test_taylor_design_on_a_real_extract_matches_r(tmp_path):
     run("design", ds, "--weight", "HWTSUPP", "--strata", "YEAR", "--cluster", "SERIAL")
     data = tmp_path / "c.csv"
     df[["YEAR", "SERIAL", "HWTSUPP", "STATEFIP", "INCTOT"]].to_csv(data, index=False)
-    script = tmp_path / "t.R"
-    script.write_text(TAYLOR_R)
-    p = subprocess.run(["Rscript", str(script), str(data), str(tmp_path / "r.csv")], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    want = {}
-    with open(tmp_path / "r.csv") as f:
-        for r in csvmod.DictReader(f):
-            num = lambda k: None if r[k] in ("NA", "") else float(r[k])  # noqa: E731
-            want[(r["what"], r["key"])] = (num("est"), num("se"), num("lo"), num("hi"))
+    want = r_estimates(rscript(tmp_path / "t.R", TAYLOR_R, data, tmp_path / "r.csv"))
 
     def near(a, b):
         return abs(a - b) <= 1e-6 * max(abs(b), 1e-9)

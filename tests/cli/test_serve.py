@@ -13,36 +13,18 @@ import urllib.request
 import duckdb
 import pytest
 
-from conftest import BIN
-
-
-def run(*args):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return p
+from conftest import BIN, census_dataset, duck_census, replicate_design, run, serve
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("serve")
-    csv = d / "c.csv"
-    run("gen", "census", "--rows", "40000", "--seed", "8", "--repweights", "4", "--out", csv)
-    root = d / "data"
-    root.mkdir()
-    ds = root / "census.mtab"
-    run("import", csv, ds, "--missing", "INCTOT=9999999")
+    csv, ds = census_dataset(d, 40000, 8, reps=4, ds="data/census.mtab")
     run("label", ds, "SEX", "1=Male", "2=Female")
-    run("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
+    replicate_design(ds, 4)
     (d / "secret.mtab").mkdir()  # outside the served directory
-    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0", "--max-cells", "5000"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    assert line.startswith("listening on http://127.0.0.1:"), line
-    base = line.split()[2]
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, "
-                f"types={{'PERWT': 'DECIMAL(18,2)'}})")
-    yield base, ds, con, p
+    p, base = serve(ds.parent, "--max-cells", "5000", stderr=subprocess.PIPE)
+    yield base, ds, duck_census(csv), p
     p.terminate()
     p.wait(timeout=10)
 

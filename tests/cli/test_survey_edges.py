@@ -26,7 +26,7 @@ import subprocess
 
 import pytest
 
-from conftest import run, run_json, write
+from conftest import r_estimates, rscript, run, run_json, write
 
 
 def close(a, b, rel=1e-6):
@@ -167,17 +167,8 @@ write.csv(do.call(rbind, rows), out, row.names=FALSE)
 
 
 def r_rows(tmp, script_text, args):
-    script = tmp / "oracle.R"
-    script.write_text(script_text)
-    out = tmp / "r_out.csv"
-    p = subprocess.run(["Rscript", str(script), *map(str, args), ], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    want = {}
-    with open(out) as f:
-        for r in csv.DictReader(f):
-            num = lambda k: None if r[k] in ("NA", "NaN", "") else float(r[k])  # noqa: E731
-            want[(r["what"], r["key"])] = tuple(num(k) for k in ("est", "se", "lo", "hi", "extra"))
-    return want
+    rows = rscript(tmp / "oracle.R", script_text, *args, out=tmp / "r_out.csv")
+    return r_estimates(rows, ("est", "se", "lo", "hi", "extra"), ("NA", "NaN", ""))
 
 
 def replicate_case(tmp, lines, reps, kind, rtype):

@@ -9,10 +9,12 @@ Binary: $MICROTAB_BIN, default <repo>/target/release/microtab.
 
 from __future__ import annotations
 
+import csv as csvmod
 import json
 import os
 import re
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -24,6 +26,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("MICROTAB_BIN", REPO / "target" / "release" / "microtab"))
+
+# The census both test folders share (tests/census_data.py).
+sys.path.append(str(REPO / "tests"))
+from census_data import census_dataset, duck_census, replicate_design, serve  # noqa: E402,F401
 
 CENSUS_ROWS = 200_000
 BIG_ROWS = 2_000_000
@@ -140,6 +146,14 @@ def make_dataset(tmp: Path, name: str, csv_text, *import_args):
 # DuckDB oracle
 # --------------------------------------------------------------------------
 
+def module_dataset(csv_text, name="s"):
+    """A module-scoped fixture: `csv_text` imported once; the dataset's path."""
+    @pytest.fixture(scope="module")
+    def dataset(tmp_path_factory):
+        return make_dataset(tmp_path_factory.mktemp(name), name, csv_text)[1]
+    return dataset
+
+
 def _py(v):
     """DuckDB DECIMAL → float (JSON numbers parse to float), else unchanged."""
     if isinstance(v, Decimal):
@@ -233,6 +247,30 @@ def big_census(tmp_path_factory):
         dt = time.monotonic() - t0
         best = dt if best is None else min(best, dt)
     return SimpleNamespace(csv=csv_path, ds=ds, rows=BIG_ROWS, import_seconds=best)
+
+
+def rscript(script, text, *args, out=None):
+    """R as the oracle: `text` saved as `script` and run by Rscript with
+    `args`; the rows of the CSV it writes to `out` (default: its second
+    argument), as dicts."""
+    script.write_text(text)
+    p = subprocess.run(["Rscript", str(script), *map(str, args)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with open(args[1] if out is None else out) as f:
+        return list(csvmod.DictReader(f))
+
+
+def r_estimates(rows, cols=("est", "se", "lo", "hi"), na=("NA", "")):
+    """{(what, key): (est, se, lo, hi)} of the rows an R script's `add()`
+    wrote (`na`: R's missing, read as None)."""
+    return {(r["what"], r["key"]): tuple(None if r[k] in na else float(r[k]) for k in cols)
+            for r in rows}
+
+
+def between(var, a, b, sql_more=""):
+    """A range filter in microtab's syntax and DuckDB's: `VAR(a-b)` and
+    `VAR BETWEEN a AND b` (plus `sql_more`, e.g. a missing code left out)."""
+    return f"{var}({a}-{b})", f"{var} BETWEEN {a} AND {b}{sql_more}"
 
 
 def answer_cells(res, kind):

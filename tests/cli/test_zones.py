@@ -12,7 +12,7 @@ import random
 import duckdb
 import pytest
 
-from conftest import answer_cells as answer, approx, run, run_json, write
+from conftest import answer_cells as answer, approx, between, run, run_json, write
 
 STRIPE = 32768
 ROWS = 6 * STRIPE + 4321
@@ -62,7 +62,7 @@ def random_filter(rng):
     if k == 0:
         a = max(1, edge)
         b = a + rng.choice([0, 5, STRIPE - 1, STRIPE, 3 * STRIPE])
-        return f"ID({a}-{b})", f"ID BETWEEN {a} AND {b}"
+        return between("ID", a, b)
     if k == 1:
         return f"ID>{edge}", f"ID > {edge}"
     if k == 2:
@@ -71,7 +71,7 @@ def random_filter(rng):
     if k == 3:
         a = rng.randint(0, 5000)
         b = a + rng.randint(0, 2500)
-        return f"X({a}-{b})", f"X BETWEEN {a} AND {b} AND X <> -1"
+        return between("X", a, b, " AND X <> -1")
     if k == 4:
         v = rng.randint(-2, 6000)
         return f"X<{v}", f"X < {v} AND X <> -1"

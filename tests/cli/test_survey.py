@@ -9,11 +9,10 @@ relative. R's numbers come from an R script run here on the same CSV."""
 import csv
 import json
 import random
-import subprocess
 
 import pytest
 
-from conftest import run, run_json, write
+from conftest import r_estimates, rscript, run, run_json, write
 
 R = 12
 ROWS = 3000
@@ -108,29 +107,11 @@ def check_deff(u, want, what):
     assert close(u["deft"] ** 2, deft2), (what, u["deft"], deft2)
 
 
-R_SCRIPT = r"""
-suppressMessages(library(survey))
-args <- commandArgs(trailingOnly=TRUE)
-d <- read.csv(args[1]); out <- args[2]; type <- args[3]; mse <- args[4] == "TRUE"
-R <- as.integer(args[5])
-extra <- if (length(args) > 5) as.numeric(args[6]) else NA
-d$INC[!is.na(d$INC) & d$INC == 99999] <- NA
-d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX)
-rs <- seq(0.5, 1.6, length.out=R)
-rw <- d[, paste0("RW", 1:R)]
-des <- switch(type,
-  sdr = svrepdesign(data=d, weights=~W, repweights=rw, type="successive-difference", mse=mse),
-  brr = svrepdesign(data=d, weights=~W, repweights=rw, type="BRR", mse=mse),
-  fay = svrepdesign(data=d, weights=~W, repweights=rw, type="Fay", rho=extra, mse=mse),
-  jk1 = svrepdesign(data=d, weights=~W, repweights=rw, type="JK1", mse=mse),
-  jkn = svrepdesign(data=d, weights=~W, repweights=rw, type="JKn", rscales=rs, mse=mse),
-  bootstrap = svrepdesign(data=d, weights=~W, repweights=rw, type="bootstrap", mse=mse),
-  other = svrepdesign(data=d, weights=~W, repweights=rw, type="other", scale=extra, rscales=rs, mse=mse))
-df <- degf(des)
-rows <- list()
-add <- function(what, key, est, se, lo=NA, hi=NA) {
-  rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi)
-}
+# The tables both oracles compute from a design `des` (replicate weights
+# here, strata and PSUs in test_taylor) with its degrees of freedom `df`:
+# EDUC's counts and percentages, EDUC x SEX cells and percentages, INC's
+# means by SEX, Rao-Scott; each a row of `add()`.
+TABLES_R = r"""
 # weighted counts and total percentages of EDUC
 t <- svytotal(~EDUC, des)
 se_of <- function(t, name) unname(SE(t))[match(name, names(coef(t)))]
@@ -175,26 +156,43 @@ x <- svychisq(~EDUC + SEX, des)
 add("rao_scott", "F", x$statistic[[1]], x$parameter[[1]], x$parameter[[2]], x$p.value)
 x <- svychisq(~EDUC + SEX, des, statistic="Chisq")
 add("rao_scott", "Chisq", x$statistic[[1]], x$parameter[[1]], NA, x$p.value)
-""" + DEFF_R + KG_R + r"""
+"""
+
+
+R_SCRIPT = r"""
+suppressMessages(library(survey))
+args <- commandArgs(trailingOnly=TRUE)
+d <- read.csv(args[1]); out <- args[2]; type <- args[3]; mse <- args[4] == "TRUE"
+R <- as.integer(args[5])
+extra <- if (length(args) > 5) as.numeric(args[6]) else NA
+d$INC[!is.na(d$INC) & d$INC == 99999] <- NA
+d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX)
+rs <- seq(0.5, 1.6, length.out=R)
+rw <- d[, paste0("RW", 1:R)]
+des <- switch(type,
+  sdr = svrepdesign(data=d, weights=~W, repweights=rw, type="successive-difference", mse=mse),
+  brr = svrepdesign(data=d, weights=~W, repweights=rw, type="BRR", mse=mse),
+  fay = svrepdesign(data=d, weights=~W, repweights=rw, type="Fay", rho=extra, mse=mse),
+  jk1 = svrepdesign(data=d, weights=~W, repweights=rw, type="JK1", mse=mse),
+  jkn = svrepdesign(data=d, weights=~W, repweights=rw, type="JKn", rscales=rs, mse=mse),
+  bootstrap = svrepdesign(data=d, weights=~W, repweights=rw, type="bootstrap", mse=mse),
+  other = svrepdesign(data=d, weights=~W, repweights=rw, type="other", scale=extra, rscales=rs, mse=mse))
+df <- degf(des)
+rows <- list()
+add <- function(what, key, est, se, lo=NA, hi=NA) {
+  rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi)
+}
+""" + TABLES_R + DEFF_R + KG_R + r"""
 write.csv(do.call(rbind, rows), out, row.names=FALSE)
 """
 
 
 def r_answers(d, csv_path, kind, mse, extra=None, reps=R):
-    script = d / "oracle.R"
-    script.write_text(R_SCRIPT)
     out = d / f"r_{kind}_{mse}_{reps}.csv"
-    args = ["Rscript", str(script), str(csv_path), str(out), kind, "TRUE" if mse else "FALSE", str(reps)]
+    args = [csv_path, out, kind, "TRUE" if mse else "FALSE", reps]
     if extra is not None:
-        args.append(str(extra))
-    p = subprocess.run(args, capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    res = {}
-    with open(out) as f:
-        for r in csv.DictReader(f):
-            num = lambda k: None if r[k] in ("NA", "") else float(r[k])  # noqa: E731
-            res[(r["what"], r["key"])] = (num("est"), num("se"), num("lo"), num("hi"))
-    return res
+        args.append(extra)
+    return r_estimates(rscript(d / "oracle.R", R_SCRIPT, *args))
 
 
 def close(a, b, rel=1e-6):

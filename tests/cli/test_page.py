@@ -9,17 +9,15 @@ kept under target/test-artifacts/page/."""
 import json
 import os
 import shutil
-import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import duckdb
 import pytest
 
-from conftest import BIN, run
+from conftest import census_dataset, duck_census, replicate_design, run, serve
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -40,26 +38,13 @@ ART = Path(__file__).resolve().parents[2] / "target" / "test-artifacts" / "page"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    d = tmp_path_factory.mktemp("page")
-    csv = d / "c.csv"
-    run("gen", "census", "--rows", "30000", "--seed", "3", "--repweights", "4", "--out", csv)
-    root = d / "data"
-    root.mkdir()
-    ds = root / "census.mtab"
-    run("import", csv, ds, "--missing", "INCTOT=9999999")
-    run("label", ds, "SEX", "1=Male", "2=Female")
-    run("label", ds, "SEX", "--var-label", "Sex of the person")
-    run("design", ds, "--weight", "PERWT", "--repweights", "REPWTP1-REPWTP4")
-    plain = root / "plain.mtab"
-    run("import", csv, plain, "--missing", "INCTOT=9999999")
-    p = subprocess.Popen([str(BIN), "serve", root, "--port", "0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    assert line.startswith("listening on http://127.0.0.1:"), line
-    con = duckdb.connect()
-    con.execute(f"CREATE TABLE c AS SELECT * FROM read_csv('{csv}', header=true, "
-                f"types={{'PERWT': 'DECIMAL(18,2)'}})")
-    yield line.split()[2], con
+    csv, ds = census_dataset(tmp_path_factory.mktemp("page"), 30000, 3, reps=4, ds="data/census.mtab")
+    for labels in (["1=Male", "2=Female"], ["--var-label", "Sex of the person"]):
+        run("label", ds, "SEX", *labels)
+    replicate_design(ds, 4)
+    run("import", csv, ds.parent / "plain.mtab", "--missing", "INCTOT=9999999")
+    p, base = serve(ds.parent)
+    yield base, duck_census(csv)
     p.terminate()
     p.wait(timeout=10)
 

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from conftest import INCTOT_NA, answer_cells as answer, approx, run, run_json
+from conftest import INCTOT_NA, answer_cells as answer, approx, between, run, run_json
 
 DIMS = ["SEX", "EDUC", "RACE", "OCC", "IND", "STATEFIP", "MARST", "EMPSTAT", "AGE"]
 
@@ -22,11 +22,11 @@ def random_filter(rng):
     if k == 0:
         a = rng.randint(0, 90)
         b = rng.randint(a, 95)
-        return f"AGE({a}-{b})", f"AGE BETWEEN {a} AND {b}"
+        return between("AGE", a, b)
     if k == 1:
         a = rng.randint(0, 900)
         b = a + rng.randint(0, 300)
-        return f"OCC({a}-{b})", f"OCC BETWEEN {a} AND {b}"
+        return between("OCC", a, b)
     if k == 2:
         v = rng.randint(0, 200000)
         return f"INCWAGE>{v}", f"INCWAGE > {v}"

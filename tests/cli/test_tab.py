@@ -184,6 +184,18 @@ def test_tab_weighted_count_matches_weighted_rows(tmp_path):
     assert res["tables"][0]["counts"] == [[2, 1], [1, 2]]
 
 
+def random_columns(rng, n, **ranges):
+    """`n` random integers per column, drawn in the order given:
+    NAME=(low, high) with high excluded."""
+    return {k: rng.integers(lo, hi, n) for k, (lo, hi) in ranges.items()}
+
+
+def csv_text(cols):
+    """CSV text of equal-length columns {name: values}."""
+    rows = zip(*cols.values())
+    return "\n".join([",".join(cols), *(",".join(map(str, r)) for r in rows)]) + "\n"
+
+
 def numpy_cells(a, b, w, ok):
     """Oracle cells {(None, a, b): (count, Σw)} of the rows where ``ok``."""
     cells = {}
@@ -203,10 +215,8 @@ def test_tab_fused_kernels_vs_numpy(tmp_path, weights, filters):
     four code columns with filters) against numpy on random data."""
     rng = np.random.default_rng(11)
     n = 150_000
-    a = rng.integers(1, 8, n)
-    b = rng.integers(0, 4, n)
-    f1 = rng.integers(0, 100, n)
-    f2 = rng.integers(1, 3, n)
+    c = random_columns(rng, n, A=(1, 8), B=(0, 4), F1=(0, 100), F2=(1, 3))
+    a, b, f1, f2 = c["A"], c["B"], c["F1"], c["F2"]
     if weights == "small-int":
         w = rng.integers(1, 5000, n).astype(float)
         wtxt = [str(int(x)) for x in w]
@@ -216,8 +226,7 @@ def test_tab_fused_kernels_vs_numpy(tmp_path, weights, filters):
     else:
         w = rng.integers(1, 500_000, n) / 100.0
         wtxt = [f"{x:.2f}" for x in w]
-    lines = ["A,B,F1,F2,W"] + [f"{a[i]},{b[i]},{f1[i]},{f2[i]},{wtxt[i]}" for i in range(n)]
-    _, ds = make_dataset(tmp_path, "k", "\n".join(lines) + "\n")
+    _, ds = make_dataset(tmp_path, "k", csv_text({**c, "W": wtxt}))
     flt = ["F1(18-64)", "F1(18-64) F2(2)"][:filters]
     args = ["tab", ds, "A", "B", "--weight", "W"]
     if flt:
@@ -237,16 +246,10 @@ def test_tab_fused_kernels_vs_numpy(tmp_path, weights, filters):
     "F1(30-*) F2(1)",
 ])
 def test_tab_several_filters_vs_numpy(tmp_path, filt):
-    rng = np.random.default_rng(5)
-    n = 120_000
-    a = rng.integers(1, 6, n)
-    b = rng.integers(0, 3, n)
-    f1 = rng.integers(0, 90, n)
-    f2 = rng.integers(1, 3, n)
-    f3 = rng.integers(0, 4, n)
-    w = rng.integers(1, 300, n)
-    lines = ["A,B,F1,F2,F3,W"] + [f"{a[i]},{b[i]},{f1[i]},{f2[i]},{f3[i]},{w[i]}" for i in range(n)]
-    _, ds = make_dataset(tmp_path, "s", "\n".join(lines) + "\n")
+    c = random_columns(np.random.default_rng(5), 120_000,
+                       A=(1, 6), B=(0, 3), F1=(0, 90), F2=(1, 3), F3=(0, 4), W=(1, 300))
+    a, b, f1, f2, f3, w = (c[k] for k in ("A", "B", "F1", "F2", "F3", "W"))
+    _, ds = make_dataset(tmp_path, "s", csv_text(c))
     res = run_json("tab", ds, "A", "B", "--weight", "W", "--filter", filt)
     ok = {
         "F1(18-64) F2(2) F3(0-1)": (f1 >= 18) & (f1 <= 64) & (f2 == 2) & (f3 <= 1),

@@ -7,14 +7,13 @@ test, for stratified cluster designs, with a finite population correction
 strata-only and weight-only designs, and PSUs stored apart — to 1e-6
 relative. R's numbers come from an R script run here on the same CSV."""
 
-import csv
 import json
 import random
 
 import pytest
 
-from conftest import run, run_json, write
-from test_survey import DEFF_R, KG_R, R, check_estimates, close, rep_data  # noqa: F401
+from conftest import r_estimates, rscript, run, run_json, write
+from test_survey import DEFF_R, KG_R, TABLES_R, R, check_estimates, close, rep_data  # noqa: F401
 
 ROWS = 3000
 STRATA = 7
@@ -80,65 +79,14 @@ add <- function(what, key, est, se, lo=NA, hi=NA) {
   rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi)
 }
 add("df", "df", df, 0)
-t <- svytotal(~EDUC, des)
-se_of <- function(t, name) unname(SE(t))[match(name, names(coef(t)))]
-for (k in levels(d$EDUC)) add("freq_w", k, coef(t)[[paste0("EDUC", k)]], se_of(t, paste0("EDUC", k)))
-for (k in levels(d$EDUC)) {
-  p <- svyciprop(as.formula(paste0("~I(EDUC=='", k, "')")), des, method="xlogit", df=df)
-  ci <- confint(p)
-  add("freq_pct", k, 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
-}
-des <- update(des, CELL=interaction(EDUC, SEX, sep="_"))
-d$CELL <- interaction(d$EDUC, d$SEX, sep="_")
-ct <- svytotal(~CELL, des)
-for (k in levels(d$CELL)) add("cell_w", k, coef(ct)[[paste0("CELL", k)]], se_of(ct, paste0("CELL", k)))
-for (k in levels(d$CELL)) {
-  p <- svyciprop(as.formula(paste0("~I(CELL=='", k, "')")), des, method="xlogit", df=df)
-  ci <- confint(p)
-  add("cell_total", k, 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
-}
-for (e in levels(d$EDUC)) for (s in levels(d$SEX)) {
-  sub <- subset(des, EDUC == e)
-  p <- svyciprop(as.formula(paste0("~I(SEX=='", s, "')")), sub, method="xlogit", df=df)
-  ci <- confint(p)
-  add("cell_row", paste0(e, "_", s), 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
-  sub <- subset(des, SEX == s)
-  p <- svyciprop(as.formula(paste0("~I(EDUC=='", e, "')")), sub, method="xlogit", df=df)
-  ci <- confint(p)
-  add("cell_col", paste0(e, "_", s), 100 * coef(p)[[1]], 100 * SE(p)[[1]], 100 * ci[1], 100 * ci[2])
-}
-for (dom in c("all", "age30")) {
-  sub <- if (dom == "all") des else subset(des, AGE >= 30)
-  m <- svyby(~INC, ~SEX, sub, svymean, na.rm=TRUE)
-  ci <- confint(m, df=df)
-  for (i in seq_len(nrow(m))) add(paste0("mean_", dom), as.character(m$SEX[i]), m$INC[i], m$se[i], ci[i, 1], ci[i, 2])
-  a <- svymean(~INC, sub, na.rm=TRUE)
-  ci <- confint(a, df=df)
-  add(paste0("mean_", dom), "Total", coef(a)[[1]], SE(a)[[1]], ci[1], ci[2])
-}
-x <- svychisq(~EDUC + SEX, des)
-add("rao_scott", "F", x$statistic[[1]], x$parameter[[1]], x$parameter[[2]], x$p.value)
-x <- svychisq(~EDUC + SEX, des, statistic="Chisq")
-add("rao_scott", "Chisq", x$statistic[[1]], x$parameter[[1]], NA, x$p.value)
-""" + DEFF_R + KG_R + r"""
+""" + TABLES_R + DEFF_R + KG_R + r"""
 write.csv(do.call(rbind, rows), out, row.names=FALSE)
 """
 
 
 def r_answers(d, csv_path, strata, cluster, fpc, lonely):
-    import subprocess
-    script = d / "taylor.R"
-    script.write_text(R_SCRIPT)
     out = d / f"r_{strata}_{cluster}_{fpc}_{lonely}.csv"
-    p = subprocess.run(["Rscript", str(script), str(csv_path), str(out), strata, cluster, fpc, lonely],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    res = {}
-    with open(out) as f:
-        for r in csv.DictReader(f):
-            num = lambda k: None if r[k] in ("NA", "") else float(r[k])  # noqa: E731
-            res[(r["what"], r["key"])] = (num("est"), num("se"), num("lo"), num("hi"))
-    return res
+    return r_estimates(rscript(d / "taylor.R", R_SCRIPT, csv_path, out, strata, cluster, fpc, lonely))
 
 
 def compare_with_r(d, csv_path, ds, strata="", cluster="", fpc="", lonely="fail"):
@@ -225,7 +173,7 @@ def test_taylor_design_is_shown_and_checked(taylor_data, tmp_path):
     # Several datasets whose strata overlap (the same records twice):
     # each stratum's PSU count is its own dataset's, so refused, not
     # answered with standard errors that ignore it (datasets with strata
-    # of their own merge: tests/python_api/test_dask.py).
+    # of their own merge: tests/python/test_dask.py).
     (tmp_path / "many").mkdir()
     for name in ("a", "b"):
         run("import", csv_path, tmp_path / "many" / f"{name}.mtab", "--missing", "INC=99999")
@@ -269,18 +217,10 @@ def quantiles_match_r(d, csv_path, ds, kind, reps=0):
     """microtab's medians and 10th/90th percentiles by SEX (all records,
     then a filter as a domain) and over all, with their SEs and Woodruff
     intervals, against R's svyquantile (qrule "math", interval "mean")."""
-    import subprocess
-    script = d / "quantile.R"
-    script.write_text(QUANTILE_R)
-    out = d / f"q_{kind}.csv"
-    p = subprocess.run(["Rscript", str(script), str(csv_path), str(out), kind, str(reps)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
     want = {}
-    with open(out) as f:
-        for r in csv.DictReader(f):
-            num = lambda k: None if r[k] in ("NA", "NaN", "") else float(r[k])  # noqa: E731
-            want[(r["key"], float(r["p"]))] = (num("est"), num("lo"), num("hi"), num("se"))
+    for r in rscript(d / "quantile.R", QUANTILE_R, csv_path, d / f"q_{kind}.csv", kind, reps):
+        num = lambda k: None if r[k] in ("NA", "NaN", "") else float(r[k])  # noqa: E731
+        want[(r["key"], float(r["p"]))] = (num("est"), num("lo"), num("hi"), num("se"))
     checked = 0
     for dom, filt in (("all", None), ("age30", "AGE(30-*)")):
         args = ["means", ds, "INC", "--by", "SEX", "--median", "--percentile", "10,90"]
@@ -359,7 +299,6 @@ def test_edges_of_taylor_designs_match_r(tmp_path):
     0% with SE 0, the overall quantile without the records whose grouping
     value is missing, the overall mean's SE in JSON, and a filter that
     selects nothing (an empty answer, not a crash)."""
-    import subprocess
     rng = random.Random(9)
     lines = ["S,C,W,G,H,Y,BIG"]
     c = 0
@@ -376,15 +315,7 @@ def test_edges_of_taylor_designs_match_r(tmp_path):
     ds = tmp_path / "e.mtab"
     run("import", path, ds)
     run("design", ds, "--weight", "W", "--strata", "S", "--cluster", "C")
-    script = tmp_path / "edge.R"
-    script.write_text(EDGE_R)
-    p = subprocess.run(["Rscript", str(script), str(path), str(tmp_path / "r.csv")], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    want = {}
-    with open(tmp_path / "r.csv") as f:
-        for r in csv.DictReader(f):
-            num = lambda k: None if r[k] in ("NA", "") else float(r[k])  # noqa: E731
-            want[(r["what"], r["key"])] = (num("est"), num("se"), num("lo"), num("hi"))
+    want = r_estimates(rscript(tmp_path / "edge.R", EDGE_R, path, tmp_path / "r.csv"))
     m = run_json("means", ds, "BIG", "--by", "G")
     for g in m["groups"]:
         est, se, _, _ = want[("big", str(g["by"][0]["value"]))]
