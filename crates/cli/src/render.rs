@@ -127,9 +127,18 @@ pub fn exact_value(c: &Category) -> String {
     }
 }
 
+/// Plain text of a JSON scalar.
+pub fn plain(j: &serde_json::Value) -> String {
+    match j {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A category's value as a CSV field (empty for system-missing).
 pub fn plain_value(c: &Category) -> String {
-    crate::cmd::info::plain(&value_json(c))
+    plain(&value_json(c))
 }
 
 /// The caption line above a table: title, label, weight and filter.

@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
-use crate::{engine_error, store_error, MicrotabError};
+use crate::errors::{engine_error, store_error, MicrotabError};
 
 /// Rows decoded by one task: 16 stripes (a multiple of 64, so that each
 /// task's rows start at a word of a selection bitmap).
@@ -351,7 +351,7 @@ impl Snapshot {
     /// The analysis layer's description of this generation (`microtab info
     /// --format json`: variables with values as shown, design, settings).
     fn describe(&self, py: Python<'_>, name: &str) -> PyResult<String> {
-        py.detach(|| crate::describe(&self.ds, name))
+        py.detach(|| crate::settings::describe(&self.ds, name))
     }
 
     /// The manifest's generation.

@@ -4,188 +4,18 @@
 //! cross as the analysis layer's JSON; columns as their bytes. The GIL is
 //! released while a query scans or a column decodes.
 
-use microtab_analysis::{Request, ScanOptions, Settings};
-use microtab_store::{ColumnKind, Dataset, Remedied, Remedy};
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyPermissionError};
+use microtab_analysis::Request;
+use microtab_store::Dataset;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::Value as Json;
 
+mod errors;
 mod frame;
+mod settings;
 
-create_exception!(
-    _microtab,
-    MicrotabError,
-    PyException,
-    "Base class of microtab's errors."
-);
-create_exception!(
-    _microtab,
-    QueryError,
-    MicrotabError,
-    "A request that does not fit the dataset: unknown variable, bad filter or recode, design mismatch."
-);
-create_exception!(
-    _microtab,
-    TooLargeError,
-    QueryError,
-    "A result larger than the request allows (cells, distinct values)."
-);
-create_exception!(
-    _microtab,
-    CorruptError,
-    MicrotabError,
-    "A dataset file does not match its checksum or is not a microtab file."
-);
-create_exception!(
-    _microtab,
-    InputError,
-    MicrotabError,
-    "An input file that cannot be imported: the message names the file, line and field, and what was expected."
-);
-create_exception!(
-    _microtab,
-    ChangedError,
-    MicrotabError,
-    "The dataset was replaced or changed by another process while it was read: nothing of two generations is ever mixed; run the call again."
-);
-create_exception!(
-    _microtab,
-    LockedError,
-    MicrotabError,
-    "Another process is changing the dataset."
-);
-
-fn io_error(e: &microtab_io::Error) -> PyErr {
-    let msg = e.to_string();
-    match e.error.kind() {
-        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
-        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
-        _ => PyOSError::new_err(msg),
-    }
-}
-
-/// The advice for `r` in this package's words (its keywords and
-/// methods); `None` for a remedy the package has no option for.
-fn hint(r: &Remedy) -> Option<String> {
-    Some(match r {
-        Remedy::Force => "force=True replaces it".into(),
-        Remedy::MaxCells { cells: Some(c) } => format!("max_cells={c} allows it"),
-        Remedy::MaxCells { cells: None } => {
-            "a larger max_cells= allows it (memory grows with it)".into()
-        }
-        Remedy::AllowNegativeWeights => "allow_negative_weights=True uses them".into(),
-        Remedy::NoDesign => {
-            "design=False answers without the survey design (or ds.design(...) changes it)".into()
-        }
-        Remedy::LonelyPsu => "ds.design(..., lonely_psu=\"remove\", \"certainty\", \"adjust\" or \"average\") chooses how to treat it".into(),
-        Remedy::SetDesign => "set the design again with ds.design(...)".into(),
-        Remedy::Filter => "query the full dataset with filter= instead".into(),
-        Remedy::ColumnType { variable, kind } => {
-            let name = variable.as_deref().unwrap_or("NAME");
-            match kind {
-                ColumnKind::IntOrString => format!(
-                    "import it again with types={{\"{name}\": \"int\"}} (or \"string\")"
-                ),
-                k => format!("import it again with types={{\"{name}\": \"{}\"}}", k.word()),
-            }
-        }
-        Remedy::Encoding => {
-            "encoding=\"latin1\" or encoding=\"windows-1252\" reads such a file".into()
-        }
-        Remedy::InferAllRows => {
-            "infer_rows= at least the file's number of records samples every record".into()
-        }
-        Remedy::NaText => "na= lists the texts read as missing in text columns".into(),
-        Remedy::RecordType => "rectype= chooses another record type".into(),
-        Remedy::ExactDecimals => {
-            "ds.to_parquet(..., exact_decimals=True) carries such values exactly".into()
-        }
-        Remedy::NoLabels => "ds.to_parquet(...) without labels=True keeps the codes".into(),
-        Remedy::NoCodebook => "import_parquet(...) without ddi= keeps the values as they are".into(),
-        _ => return None,
-    })
-}
-
-/// `err` with the advice for `remedy` appended to its message and as its
-/// attributes `hint` (the words) and `option` (the option's name, as the
-/// library calls it: `allow_negative_weights`, `no_design`, …).
-fn hinted(err: PyErr, remedy: Option<Remedy>) -> PyErr {
-    let Some((r, h)) = remedy.and_then(|r| hint(&r).map(|h| (r, h))) else {
-        return err;
-    };
-    Python::attach(|py| {
-        let msg = format!("{}; {h}", err.value(py));
-        let new = PyErr::from_type(err.get_type(py), msg);
-        let option = serde_json::to_value(&r)
-            .ok()
-            .and_then(|v| v.get("option")?.as_str().map(str::to_string));
-        let v = new.value(py);
-        // Attributes of an exception instance cannot fail to be set.
-        let _ = v.setattr("hint", h);
-        let _ = v.setattr("option", option);
-        new
-    })
-}
-
-fn store_error(e: microtab_store::Error) -> PyErr {
-    use microtab_store::Error as E;
-    let remedy = e.remedy();
-    let err = match &e {
-        E::Io(io) => io_error(io),
-        E::NotADataset { .. } => PyFileNotFoundError::new_err(e.to_string()),
-        E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
-        E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
-        E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
-        E::Locked { .. } => LockedError::new_err(e.to_string()),
-        E::Changed { .. } => ChangedError::new_err(e.to_string()),
-        _ => MicrotabError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
-}
-
-fn engine_error(e: microtab_engine::Error) -> PyErr {
-    use microtab_engine::Error as E;
-    let remedy = e.remedy();
-    let err = match e {
-        E::Store(s) => return store_error(s),
-        e @ (E::TooLarge(_) | E::TooManyCells { .. }) => TooLargeError::new_err(e.to_string()),
-        e @ E::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
-        e => QueryError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
-}
-
-fn analysis_error(e: microtab_analysis::Error) -> PyErr {
-    use microtab_analysis::Error as E;
-    let remedy = e.remedy();
-    let err = match e {
-        E::Engine(e) => return engine_error(e),
-        E::Store(s) => return store_error(s),
-        E::InDataset { dataset, error } => {
-            let inner = analysis_error(*error);
-            return Python::attach(|py| {
-                let v = inner.value(py);
-                let msg = format!("{dataset}: {v}");
-                let new = PyErr::from_type(inner.get_type(py), msg);
-                for a in ["hint", "option"] {
-                    if let Ok(x) = v.getattr(a) {
-                        let _ = new.value(py).setattr(a, x);
-                    }
-                }
-                new
-            });
-        }
-        e @ E::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
-        E::Catalog(c) if matches!(*c, microtab_analysis::CatalogError::Exists { .. }) => {
-            pyo3::exceptions::PyFileExistsError::new_err(c.to_string())
-        }
-        e @ E::Catalog(_) => MicrotabError::new_err(e.to_string()),
-        e => QueryError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
-}
+use errors::*;
+use settings::{scan_options, settings};
 
 fn open(path: &str) -> PyResult<Dataset> {
     Dataset::open(std::path::Path::new(path)).map_err(store_error)
@@ -197,34 +27,6 @@ fn open(path: &str) -> PyResult<Dataset> {
 fn _info(path: &str) -> PyResult<String> {
     let ds = open(path)?;
     serde_json::to_string(ds.manifest()).map_err(|e| MicrotabError::new_err(e.to_string()))
-}
-
-/// The I/O settings in force (defaults < the file `microtab tune` writes <
-/// environment variables), read at each call as the CLI reads them at
-/// each command, so a changed file or variable applies to the next query.
-fn settings() -> PyResult<Settings> {
-    Settings::load().map_err(|e| match &e {
-        microtab_analysis::SettingsError::Read { source, .. } => {
-            let msg = e.to_string();
-            match source.kind() {
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
-                _ => PyOSError::new_err(msg),
-            }
-        }
-        _ => MicrotabError::new_err(e.to_string()),
-    })
-}
-
-/// The query read settings in force ([`settings`]).
-fn scan_options() -> PyResult<ScanOptions> {
-    Ok(settings()?.scan)
-}
-
-/// The analysis layer's description of the dataset of `ds` named `name`
-/// (`microtab info --format json`), with the settings in force.
-pub(crate) fn describe(ds: &Dataset, name: &str) -> PyResult<String> {
-    let info = microtab_analysis::DatasetInfo::of(ds, name, &settings()?).map_err(store_error)?;
-    serde_json::to_string(&info).map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
 /// The parts' directories of the catalog of parts at `path`, in record
@@ -394,52 +196,6 @@ fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<String> {
         let a = p.finish(&req).map_err(analysis_error)?;
         serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
     })
-}
-
-fn ingest_error(e: microtab_ingest::Error) -> PyErr {
-    use microtab_ingest::Error as E;
-    let hints = e.hints();
-    match e {
-        E::Io(io) => io_error(&io),
-        E::Store(s) => store_error(s),
-        e if hints.is_empty() => InputError::new_err(e.to_string()),
-        e => InputError::new_err(format!(
-            "{e}; {}",
-            microtab_ingest::Hint::join(&hints, keyword)
-        )),
-    }
-}
-
-/// A remedy as the keyword of the import functions that applies it.
-fn keyword(r: &microtab_store::Remedy) -> String {
-    use microtab_store::Remedy as R;
-    let py = |s: &str| Json::from(s).to_string();
-    match r {
-        R::ColumnType { variable, kind } => format!(
-            "types={{{}: {}}}",
-            py(variable.as_deref().unwrap_or("VAR")),
-            py(kind.word())
-        ),
-        R::Encoding => "encoding=\"latin1\" (or \"windows-1252\")".into(),
-        R::InferAllRows => "infer_rows=\"all\"".into(),
-        R::NaText => "na_text=[...]".into(),
-        R::KeepTextTokens => "na_text=[]".into(),
-        R::KeepNiu => "keep_niu=True".into(),
-        R::RecordType => "rectype=\"TYPE\"".into(),
-        R::Delimiter { delimiter: Some(c) } => format!("delimiter={}", py(&c.to_string())),
-        R::Delimiter { delimiter: None } => "delimiter=".into(),
-        R::MissingCodes { variable, codes } if codes.is_empty() => {
-            format!("missing={{{}: [...]}}", py(variable))
-        }
-        R::MissingCodes { variable, codes } => {
-            format!(
-                "missing={{{}: {}}}",
-                py(variable),
-                Json::from(codes.clone())
-            )
-        }
-        r => format!("{r:?}"),
-    }
 }
 
 /// The text values of a JSON object (`{"X": ["9", "8"]}`) as pairs.
@@ -694,31 +450,6 @@ fn summary(s: &microtab_ingest::ImportSummary) -> String {
         "notes": s.notes.iter().map(|n| n.word(keyword)).collect::<Vec<_>>(),
     })
     .to_string()
-}
-
-fn arrow_error(e: microtab_arrow::Error) -> PyErr {
-    use microtab_arrow::Error as E;
-    let remedy = e.remedy();
-    let err = match e {
-        E::Store(s) => return store_error(s),
-        E::Engine(e) => return engine_error(e),
-        E::Ingest(e) => return ingest_error(e),
-        E::Io { path, error } => {
-            let msg = format!("{}: {error}", path.display());
-            match error.kind() {
-                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
-                _ => PyOSError::new_err(msg),
-            }
-        }
-        e @ E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
-        e @ E::Request { .. } => QueryError::new_err(e.to_string()),
-        e @ (E::Parquet { .. } | E::Input { .. } | E::NotDecimal { .. }) => {
-            InputError::new_err(e.to_string())
-        }
-        e => MicrotabError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
 }
 
 fn export_options(spec: &Json) -> PyResult<microtab_arrow::ExportOptions> {

@@ -9,7 +9,7 @@
 //! parameters (`api_url` here does the same for the link shown without
 //! JavaScript).
 
-use crate::{open, scan, ApiError, App};
+use crate::app::{open, scan, ApiError, App};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -93,7 +93,7 @@ pub async fn index(State(app): State<Arc<App>>) -> Html<String> {
                 group(m.rows),
                 m.variables.len(),
                 esc(&design_text(m.design.as_ref())),
-                u = esc(&crate::encode(name)),
+                u = esc(&crate::app::encode(name)),
                 n = esc(name),
             );
         }
@@ -168,11 +168,11 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
     }
     let qs: Vec<String> = q
         .iter()
-        .map(|(k, v)| format!("{k}={}", crate::encode(v)))
+        .map(|(k, v)| format!("{k}={}", crate::app::encode(v)))
         .collect();
     Some(format!(
         "/api/v1/datasets/{}/{kind}?{}",
-        crate::encode(name),
+        crate::app::encode(name),
         qs.join("&")
     ))
 }
@@ -276,7 +276,7 @@ async fn analysis_page(
         group(m.rows),
         m.variables.len(),
         esc(&design_text(m.design.as_ref())),
-        u = esc(&crate::encode(&name)),
+        u = esc(&crate::app::encode(&name)),
         n = esc(&name),
     );
     // The variables.
@@ -325,7 +325,7 @@ async fn analysis_page(
         val("col"),
         val("control"),
         val("filter"),
-        u = esc(&crate::encode(&name)),
+        u = esc(&crate::app::encode(&name)),
     );
     // Weight: numeric variables.
     h += "<div><label for=\"f-weight\">Weight</label><select id=\"f-weight\" name=\"weight\">";
@@ -481,7 +481,7 @@ async fn codebook_page(
         serde_json::json!({ "name": name, "codebook": true })
             .to_string()
             .replace('<', "\\u003c"),
-        u = esc(&crate::encode(&name)),
+        u = esc(&crate::app::encode(&name)),
     );
     Ok(Html(h).into_response())
 }

@@ -1195,7 +1195,7 @@ impl Column {
         Error::Corrupt {
             path: self.path(),
             reason: format!(
-                "checksum mismatch in the data of rows {}-{} (stripe {} of {}) of variable {}: the file is damaged; `microtab verify` lists every damaged file",
+                "checksum mismatch in the data of rows {}-{} (stripe {} of {}) of variable {}: the file is damaged (verifying the dataset lists every damaged file)",
                 a + 1,
                 b,
                 k + 1,

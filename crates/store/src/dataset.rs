@@ -56,7 +56,7 @@ fn check_manifest(path: &Path, text: &[u8], version: u32) -> Result<()> {
     copy[at..at + 16].fill(b'0');
     if crate::xxh3(&copy) != want {
         return Err(corrupt(
-            "the manifest does not match its checksum: it is damaged, or was edited by hand (change labels and missing codes with `microtab label` and `microtab missing`)",
+            "the manifest does not match its checksum: it is damaged, or was edited by hand (labels and missing codes are changed through microtab, which keeps the checksum)",
         ));
     }
     Ok(())

@@ -110,7 +110,7 @@ pub fn run(a: Args) -> Result<()> {
                         .map(|l| format!(" — {l}"))
                         .unwrap_or_default(),
                     v.ty,
-                    crate::cmd::info::plain(&serde_json::to_value(v.kind)?),
+                    crate::render::plain(&serde_json::to_value(v.kind)?),
                     v.min.as_ref().map(|m| m.text()).unwrap_or_default(),
                     v.max.as_ref().map(|m| m.text()).unwrap_or_default(),
                     e.distinct,

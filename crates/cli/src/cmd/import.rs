@@ -1,11 +1,11 @@
 //! `microtab import`: CSV, or fixed-width with a DDI codebook (IPUMS), →
 //! dataset. Either may be gzip-compressed.
 
+use crate::hint::flag;
 use anyhow::{anyhow, bail, Result};
 use microtab_ingest::{
     Codebook, Delimiter, Format, Hint, ImportOptions, ImportSummary, InferRows, Progress,
 };
-use crate::hint::flag;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,10 +2,9 @@
 //! — the analysis layer's [`DatasetInfo`], as every front end shows it.
 
 use crate::common::{emit, open, Format};
-use crate::render::{csv_line, group_digits, shorten, text_table, Align};
+use crate::render::{csv_line, group_digits, plain, shorten, text_table, Align};
 use anyhow::Result;
 use microtab_analysis::{DatasetInfo, Settings, VariableInfo};
-use serde_json::Value as Json;
 use std::path::PathBuf;
 
 /// Arguments of `info`.
@@ -16,15 +15,6 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-}
-
-/// Plain text of a JSON scalar.
-pub fn plain(j: &Json) -> String {
-    match j {
-        Json::Null => String::new(),
-        Json::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// The columns `info` shows of a variable (CSV and table), with the

@@ -3,7 +3,8 @@
 //! analysis values summed exactly, so the result does not depend on how
 //! rows were split among workers.
 
-use super::{what, Morsel, Rows};
+use super::index::Rows;
+use super::morsel::{what, Morsel};
 use crate::core::alloc::zeroed;
 use crate::core::{ExactCell, MorselCell, Result, LANES, PACK_SHIFT, XLANES};
 use crate::kernels::PackedCell;

@@ -5,8 +5,10 @@
 //! form the plan's kernel does not take ([`Fused::takes`]) is left to the
 //! index kernel (the functions here return false).
 
+use super::exact::ExactSums;
 use super::gather::{as_arrays, code_columns, gather, with_lead, Codes, Gather, Gathered, LeadCol};
-use super::{ExactSums, Morsel, Tally};
+use super::morsel::Morsel;
+use super::tally::Tally;
 use crate::core::{LANES, PACK_SHIFT};
 use crate::kernels::{fused_kernel, fused_kernel_packed, fused_means, int_slice, PackedCell};
 use crate::physical::{Form, Fused, MeansFuse, Plan};

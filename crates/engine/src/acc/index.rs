@@ -4,7 +4,7 @@
 //! index kernels sum, and what the extra sums (replicates, Taylor,
 //! distributions) read after them.
 
-use super::Morsel;
+use super::morsel::Morsel;
 use crate::core::MORSEL;
 use crate::kernels::{apply_col, dispatch, load_ints, load_values};
 use microtab_store::ColumnData;

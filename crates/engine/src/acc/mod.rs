@@ -17,6 +17,7 @@ mod fused;
 mod gather;
 mod index;
 mod moments;
+mod morsel;
 mod replicates;
 mod sup;
 mod tally;
@@ -24,6 +25,7 @@ mod tally;
 pub(crate) use exact::ExactSums;
 pub(crate) use index::Rows;
 pub(crate) use moments::FloatMoments;
+pub(crate) use morsel::Morsel;
 pub(crate) use replicates::{RepSums, Replicates};
 pub(crate) use sup::ExactFloatSums;
 pub(crate) use tally::Tally;
@@ -33,15 +35,6 @@ use crate::physical::{Kernel, Plan, SumsKind};
 use crate::quantile::DistAcc;
 use crate::taylor::TaylorAcc;
 use microtab_store::{ColumnData, Kind};
-
-/// One morsel as the kernels see it: the plan, the views of the distinct
-/// columns (each role's at its slot, [`Plan::slots`]) and the rows
-/// counted.
-pub(crate) struct Morsel<'m, 'd> {
-    pub(crate) p: &'m Plan<'m>,
-    pub(crate) data: &'m [ColumnData<'d>],
-    pub(crate) r: std::ops::Range<usize>,
-}
 
 /// What a scan leaves to be finished (into a cube or a partial result):
 /// the dimensions' plans, the workers' merged accumulator, the physical
@@ -194,10 +187,4 @@ impl Acc {
         }
         self
     }
-}
-
-/// What a per-cell buffer of a table of `cells` cells is, for the error
-/// when it cannot be allocated.
-fn what(buf: &'static str, cells: usize) -> impl FnOnce() -> String {
-    move || format!("the {buf} of a table of {cells} cells")
 }

@@ -1,7 +1,9 @@
 //! The moments kernel ([`Kernel::Moments`](crate::physical::Kernel)): the
 //! analysis variable's weighted moments per cell in `f64`.
 
-use super::{what, Morsel, Rows, Tally};
+use super::index::Rows;
+use super::morsel::{what, Morsel};
+use super::tally::Tally;
 use crate::core::alloc::zeroed;
 use crate::core::{Moments, Result, LANES};
 

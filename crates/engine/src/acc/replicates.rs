@@ -2,7 +2,7 @@
 //! ([`Rows::index`]; the planner turns the fused kernels off for
 //! replicate designs).
 
-use super::Rows;
+use super::index::Rows;
 use crate::core::alloc::zeroed;
 use crate::core::Result;
 use crate::kernels::{dispatch, replicate_floats, replicate_ints, RowOrder};

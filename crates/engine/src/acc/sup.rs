@@ -1,7 +1,9 @@
 //! The exact float kernel ([`Kernel::ExactFloats`](crate::physical::Kernel)):
 //! weights and moments row by row into exact sums.
 
-use super::{what, Morsel, Rows, Tally};
+use super::index::Rows;
+use super::morsel::{what, Morsel};
+use super::tally::Tally;
 use crate::core::alloc::filled;
 use crate::core::{Result, LANES};
 use crate::exact::SupCell;

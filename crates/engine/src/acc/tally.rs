@@ -2,7 +2,8 @@
 //! ([`Kernel::Counts`](crate::physical::Kernel) and the fused one), and
 //! the counts beside the moments and exact float sums.
 
-use super::{what, Morsel, Rows};
+use super::index::Rows;
+use super::morsel::{what, Morsel};
 use crate::core::alloc::zeroed;
 use crate::core::{Result, LANES};
 use crate::kernels::{accumulate_counts, accumulate_weighted, dispatch};

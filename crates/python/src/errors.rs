@@ -1,0 +1,254 @@
+//! Errors as Python sees them: the package's exception classes, the
+//! libraries' errors mapped onto them (and onto Python's own:
+//! `FileNotFoundError`, `MemoryError` …), and a library error's
+//! [`Remedy`] worded as the keyword that applies it.
+
+use microtab_store::{ColumnKind, Remedied, Remedy};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyPermissionError};
+use pyo3::prelude::*;
+use serde_json::Value as Json;
+
+create_exception!(
+    _microtab,
+    MicrotabError,
+    PyException,
+    "Base class of microtab's errors."
+);
+create_exception!(
+    _microtab,
+    QueryError,
+    MicrotabError,
+    "A request that does not fit the dataset: unknown variable, bad filter or recode, design mismatch."
+);
+create_exception!(
+    _microtab,
+    TooLargeError,
+    QueryError,
+    "A result larger than the request allows (cells, distinct values)."
+);
+create_exception!(
+    _microtab,
+    CorruptError,
+    MicrotabError,
+    "A dataset file does not match its checksum or is not a microtab file."
+);
+create_exception!(
+    _microtab,
+    InputError,
+    MicrotabError,
+    "An input file that cannot be imported: the message names the file, line and field, and what was expected."
+);
+create_exception!(
+    _microtab,
+    ChangedError,
+    MicrotabError,
+    "The dataset was replaced or changed by another process while it was read: nothing of two generations is ever mixed; run the call again."
+);
+create_exception!(
+    _microtab,
+    LockedError,
+    MicrotabError,
+    "Another process is changing the dataset."
+);
+
+pub(crate) fn io_error(e: &microtab_io::Error) -> PyErr {
+    let msg = e.to_string();
+    match e.error.kind() {
+        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+        _ => PyOSError::new_err(msg),
+    }
+}
+
+/// The advice for `r` in this package's words (its keywords and
+/// methods); `None` for a remedy the package has no option for.
+pub(crate) fn hint(r: &Remedy) -> Option<String> {
+    Some(match r {
+        Remedy::Force => "force=True replaces it".into(),
+        Remedy::MaxCells { cells: Some(c) } => format!("max_cells={c} allows it"),
+        Remedy::MaxCells { cells: None } => {
+            "a larger max_cells= allows it (memory grows with it)".into()
+        }
+        Remedy::AllowNegativeWeights => "allow_negative_weights=True uses them".into(),
+        Remedy::NoDesign => {
+            "design=False answers without the survey design (or ds.design(...) changes it)".into()
+        }
+        Remedy::LonelyPsu => "ds.design(..., lonely_psu=\"remove\", \"certainty\", \"adjust\" or \"average\") chooses how to treat it".into(),
+        Remedy::SetDesign => "set the design again with ds.design(...)".into(),
+        Remedy::Filter => "query the full dataset with filter= instead".into(),
+        Remedy::ColumnType { variable, kind } => {
+            let name = variable.as_deref().unwrap_or("NAME");
+            match kind {
+                ColumnKind::IntOrString => format!(
+                    "import it again with types={{\"{name}\": \"int\"}} (or \"string\")"
+                ),
+                k => format!("import it again with types={{\"{name}\": \"{}\"}}", k.word()),
+            }
+        }
+        Remedy::Encoding => {
+            "encoding=\"latin1\" or encoding=\"windows-1252\" reads such a file".into()
+        }
+        Remedy::InferAllRows => {
+            "infer_rows= at least the file's number of records samples every record".into()
+        }
+        Remedy::NaText => "na= lists the texts read as missing in text columns".into(),
+        Remedy::RecordType => "rectype= chooses another record type".into(),
+        Remedy::ExactDecimals => {
+            "ds.to_parquet(..., exact_decimals=True) carries such values exactly".into()
+        }
+        Remedy::NoLabels => "ds.to_parquet(...) without labels=True keeps the codes".into(),
+        Remedy::NoCodebook => "import_parquet(...) without ddi= keeps the values as they are".into(),
+        _ => return None,
+    })
+}
+
+/// `err` with the advice for `remedy` appended to its message and as its
+/// attributes `hint` (the words) and `option` (the option's name, as the
+/// library calls it: `allow_negative_weights`, `no_design`, …).
+pub(crate) fn hinted(err: PyErr, remedy: Option<Remedy>) -> PyErr {
+    let Some((r, h)) = remedy.and_then(|r| hint(&r).map(|h| (r, h))) else {
+        return err;
+    };
+    Python::attach(|py| {
+        let msg = format!("{}; {h}", err.value(py));
+        let new = PyErr::from_type(err.get_type(py), msg);
+        let option = serde_json::to_value(&r)
+            .ok()
+            .and_then(|v| v.get("option")?.as_str().map(str::to_string));
+        let v = new.value(py);
+        // Attributes of an exception instance cannot fail to be set.
+        let _ = v.setattr("hint", h);
+        let _ = v.setattr("option", option);
+        new
+    })
+}
+
+pub(crate) fn store_error(e: microtab_store::Error) -> PyErr {
+    use microtab_store::Error as E;
+    let remedy = e.remedy();
+    let err = match &e {
+        E::Io(io) => io_error(io),
+        E::NotADataset { .. } => PyFileNotFoundError::new_err(e.to_string()),
+        E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
+        E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
+        E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
+        E::Locked { .. } => LockedError::new_err(e.to_string()),
+        E::Changed { .. } => ChangedError::new_err(e.to_string()),
+        _ => MicrotabError::new_err(e.to_string()),
+    };
+    hinted(err, remedy)
+}
+
+pub(crate) fn engine_error(e: microtab_engine::Error) -> PyErr {
+    use microtab_engine::Error as E;
+    let remedy = e.remedy();
+    let err = match e {
+        E::Store(s) => return store_error(s),
+        e @ (E::TooLarge(_) | E::TooManyCells { .. }) => TooLargeError::new_err(e.to_string()),
+        e @ E::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
+        e => QueryError::new_err(e.to_string()),
+    };
+    hinted(err, remedy)
+}
+
+pub(crate) fn analysis_error(e: microtab_analysis::Error) -> PyErr {
+    use microtab_analysis::Error as E;
+    let remedy = e.remedy();
+    let err = match e {
+        E::Engine(e) => return engine_error(e),
+        E::Store(s) => return store_error(s),
+        E::InDataset { dataset, error } => {
+            let inner = analysis_error(*error);
+            return Python::attach(|py| {
+                let v = inner.value(py);
+                let msg = format!("{dataset}: {v}");
+                let new = PyErr::from_type(inner.get_type(py), msg);
+                for a in ["hint", "option"] {
+                    if let Ok(x) = v.getattr(a) {
+                        let _ = new.value(py).setattr(a, x);
+                    }
+                }
+                new
+            });
+        }
+        e @ E::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+        E::Catalog(c) if matches!(*c, microtab_analysis::CatalogError::Exists { .. }) => {
+            pyo3::exceptions::PyFileExistsError::new_err(c.to_string())
+        }
+        e @ E::Catalog(_) => MicrotabError::new_err(e.to_string()),
+        e => QueryError::new_err(e.to_string()),
+    };
+    hinted(err, remedy)
+}
+
+pub(crate) fn ingest_error(e: microtab_ingest::Error) -> PyErr {
+    use microtab_ingest::Error as E;
+    let hints = e.hints();
+    match e {
+        E::Io(io) => io_error(&io),
+        E::Store(s) => store_error(s),
+        e if hints.is_empty() => InputError::new_err(e.to_string()),
+        e => InputError::new_err(format!(
+            "{e}; {}",
+            microtab_ingest::Hint::join(&hints, keyword)
+        )),
+    }
+}
+
+/// A remedy as the keyword of the import functions that applies it.
+pub(crate) fn keyword(r: &microtab_store::Remedy) -> String {
+    use microtab_store::Remedy as R;
+    let py = |s: &str| Json::from(s).to_string();
+    match r {
+        R::ColumnType { variable, kind } => format!(
+            "types={{{}: {}}}",
+            py(variable.as_deref().unwrap_or("VAR")),
+            py(kind.word())
+        ),
+        R::Encoding => "encoding=\"latin1\" (or \"windows-1252\")".into(),
+        R::InferAllRows => "infer_rows=\"all\"".into(),
+        R::NaText => "na_text=[...]".into(),
+        R::KeepTextTokens => "na_text=[]".into(),
+        R::KeepNiu => "keep_niu=True".into(),
+        R::RecordType => "rectype=\"TYPE\"".into(),
+        R::Delimiter { delimiter: Some(c) } => format!("delimiter={}", py(&c.to_string())),
+        R::Delimiter { delimiter: None } => "delimiter=".into(),
+        R::MissingCodes { variable, codes } if codes.is_empty() => {
+            format!("missing={{{}: [...]}}", py(variable))
+        }
+        R::MissingCodes { variable, codes } => {
+            format!(
+                "missing={{{}: {}}}",
+                py(variable),
+                Json::from(codes.clone())
+            )
+        }
+        r => format!("{r:?}"),
+    }
+}
+
+pub(crate) fn arrow_error(e: microtab_arrow::Error) -> PyErr {
+    use microtab_arrow::Error as E;
+    let remedy = e.remedy();
+    let err = match e {
+        E::Store(s) => return store_error(s),
+        E::Engine(e) => return engine_error(e),
+        E::Ingest(e) => return ingest_error(e),
+        E::Io { path, error } => {
+            let msg = format!("{}: {error}", path.display());
+            match error.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                _ => PyOSError::new_err(msg),
+            }
+        }
+        e @ E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
+        e @ E::Request { .. } => QueryError::new_err(e.to_string()),
+        e @ (E::Parquet { .. } | E::Input { .. } | E::NotDecimal { .. }) => {
+            InputError::new_err(e.to_string())
+        }
+        e => MicrotabError::new_err(e.to_string()),
+    };
+    hinted(err, remedy)
+}
