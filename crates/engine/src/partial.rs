@@ -846,13 +846,8 @@ pub(crate) fn sum_decimals(c: Option<&Column>) -> u32 {
 
 /// The partial result of a scan (see `Kernel::ExactFloats`).
 pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -> Partial {
-    let Scanned {
-        plans,
-        mut acc,
-        plan,
-        weight,
-        measure,
-    } = s;
+    let (plans, mut acc, plan) = (s.plans, s.acc, s.plan);
+    let (weight, measure) = (s.weight, s.measure);
     let layout = Layout::new(&plans, plan.cells, |c| acc.count(c));
     let total = layout.total;
     let mut counts = vec![0u64; total];
