@@ -600,6 +600,8 @@ pub fn import_parquet(
         }
         d => d,
     };
+    // (ingest's own result type: its error is boxed once it leaves here)
+    #[allow(clippy::result_large_err)]
     let describe = |var: &mut Variable, dict: &[String]| -> microtab_ingest::Result<()> {
         let Some(a) = var_meta(&var.name) else {
             return Ok(());

@@ -43,7 +43,7 @@ pub enum Error {
     Engine(#[from] microtab_engine::Error),
     /// Writing the dataset failed.
     #[error(transparent)]
-    Ingest(#[from] microtab_ingest::Error),
+    Ingest(Box<microtab_ingest::Error>),
     /// An Arrow array could not be built or read.
     #[error("{0}")]
     Arrow(#[from] arrow_schema::ArrowError),
@@ -115,10 +115,19 @@ impl microtab_store::Remedied for Error {
         match self {
             Error::Store(e) => e.remedy(),
             Error::Engine(e) => e.remedy(),
+            Error::Ingest(e) => e.remedy(),
             Error::Exists { .. } => Some(Remedy::Force),
             Error::NotDecimal { .. } => Some(Remedy::ExactDecimals),
             _ => None,
         }
+    }
+}
+
+// Boxed: ingest's error is large, and every result of this crate would
+// carry its size.
+impl From<microtab_ingest::Error> for Error {
+    fn from(e: microtab_ingest::Error) -> Self {
+        Error::Ingest(Box::new(e))
     }
 }
 

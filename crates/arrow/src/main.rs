@@ -125,11 +125,10 @@ fn export(a: ExportArgs) -> Result<()> {
 }
 
 fn import(a: ImportArgs) -> Result<()> {
-    let codebook = a
-        .ddi
-        .as_ref()
-        .map(|p| microtab_ingest::Codebook::read(p))
-        .transpose()?;
+    let codebook = match &a.ddi {
+        Some(p) => Some(microtab_ingest::Codebook::read(p)?),
+        None => None,
+    };
     let opts = ImportOptions {
         codebook,
         plain: a.plain,

@@ -234,7 +234,7 @@ pub(crate) fn arrow_error(e: microtab_arrow::Error) -> PyErr {
     let err = match e {
         E::Store(s) => return store_error(s),
         E::Engine(e) => return engine_error(e),
-        E::Ingest(e) => return ingest_error(e),
+        E::Ingest(e) => return ingest_error(*e),
         E::Io { path, error } => {
             let msg = format!("{}: {error}", path.display());
             match error.kind() {

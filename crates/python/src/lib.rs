@@ -563,10 +563,12 @@ fn _import_parquet(
         .unwrap_or(false);
     let (input, target) = (input.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
-        let mut codebook = ddi
-            .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(&d)))
-            .transpose()
-            .map_err(ingest_error)?;
+        let mut codebook = match ddi {
+            Some(d) => Some(
+                microtab_ingest::Codebook::read(std::path::Path::new(&d)).map_err(ingest_error)?,
+            ),
+            None => None,
+        };
         if keep_niu {
             codebook
                 .iter_mut()
