@@ -71,15 +71,21 @@ def main():
     ap.add_argument("--rep-dataset")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", help="comma-separated shape names (survey ones as T1, T2, M1)")
     a = ap.parse_args()
+    only = set(a.only.split(",")) if a.only else None
     print("| shape | old ms (spread) | new ms (spread) | new/old | same output |")
     print("| --- | --- | --- | --- | --- |")
     ok = True
     for name, (_desc, args, _where, _kind) in shapes.SHAPES.items():
+        if only and name not in only:
+            continue
         cmds = {b: shapes.mt_cmd(b, a.dataset, args) for b in (a.old, a.new)}
         ok &= compare(name, cmds, a.rounds, a.repeat)
     if a.rep_dataset:
         for name, args in SURVEY.items():
+            if only and name not in only:
+                continue
             args = [x.replace("{ds}", a.rep_dataset) for x in args]
             ok &= compare(f"survey {name}", {b: [b] + args for b in (a.old, a.new)}, a.rounds, a.repeat)
     if not ok:
