@@ -7,6 +7,7 @@ compute are checked against pandas over the same CSV."""
 
 import csv
 import io
+import json
 import random
 
 import pandas as pd
@@ -117,3 +118,26 @@ def test_recode_from_names_with_commas(data):
         heavy = "" if pd.isna(mass) else ("1" if mass <= 3999 else "2")
         hi = "" if pd.isna(mass) else ("1" if mass >= 4000 and isle == "New, Isle" else "2")
         assert got[i] == (heavy, hi), (i, mass, isle)
+
+
+def test_tab_takes_an_unquoted_whole_name_with_a_comma(data):
+    """`tab` splits its row and column lists at commas, except an argument
+    that is a variable's whole name (`Mass, body (g)` is one variable)."""
+    ds, df = data
+    t = run_json("tab", ds, ISLE, MASS)["tables"][0]
+    want = pd.crosstab(df[ISLE], df[MASS])
+    assert [disp(r) for r in t["rows"]] == ISLES
+    assert [int(c["value"]) for c in t["cols"]] == [int(v) for v in want.columns]
+    for i, r in enumerate(t["rows"]):
+        for j, c in enumerate(t["cols"]):
+            assert t["counts"][i][j] == want.loc[disp(r), c["value"]]
+    # A list still splits: one table per column variable.
+    out = run("tab", ds, ISLE, f"W(r: *-1.5; 1.5-*),{tick(MASS)}(r: *-3999; 4000-*)",
+              "--format", "json").stdout
+    tables = [json.loads(line)["tables"][0] for line in out.splitlines() if line.strip()]
+    assert len(tables) == 2
+    light = pd.cut(df["W"], [-1, 1.5, 10], labels=[1, 2])  # 1.5 is in the first rule
+    want = pd.crosstab(df[ISLE], light)
+    for i, r in enumerate(tables[0]["rows"]):
+        for j, c in enumerate(tables[0]["cols"]):
+            assert tables[0]["counts"][i][j] == want.loc[disp(r), c["value"]]

@@ -2,8 +2,8 @@
 
 use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, design_note, dropped_note, most_dropped, se_text, split_list, weight_note,
-    write_json, Format, QueryArgs, ShowArgs,
+    answer_with, design_note, dropped_note, most_dropped, open_all, se_text, split_list,
+    weight_note, write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -49,8 +49,15 @@ pub struct Args {
 /// Tabulates and prints every row variable by every column variable, in
 /// that order (JSON: one line per pair; CSV: one block per pair).
 pub fn run(a: Args) -> Result<()> {
-    // Commas separate variables; a name may hold spaces.
-    let (rows, cols) = (split_list(&a.row, false), split_list(&a.col, false));
+    // Commas separate variables; a name may hold spaces, and an argument
+    // that is a variable's whole name (`Flipper Length, mm`) is that
+    // variable (the one list grammar: `arg_list`).
+    let first = open_all(&a.data.dataset)?.into_iter().next();
+    let list = |s: &str| match &first {
+        Some(ds) => microtab_engine::arg_list(ds, s, false),
+        None => split_list(s, false),
+    };
+    let (rows, cols) = (list(&a.row), list(&a.col));
     if rows.is_empty() || cols.is_empty() {
         anyhow::bail!("expected a row and a column variable");
     }
