@@ -192,7 +192,11 @@ pub fn run(mut a: Args) -> Result<()> {
     if a.ddi.is_some() {
         return run_fixed(a);
     }
-    let mut opts = options(&a)?;
+    import_with(&a, options(&a)?)
+}
+
+/// Imports `a.input` with `opts` under a progress bar, and reports.
+fn import_with(a: &Args, mut opts: ImportOptions) -> Result<()> {
     let (bar, progress) = progress_bar(&a.input);
     opts.progress = progress;
     let t = Instant::now();
@@ -200,7 +204,7 @@ pub fn run(mut a: Args) -> Result<()> {
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    report(&a, &r.map_err(hinted)?, t);
+    report(a, &r.map_err(hinted)?, t);
     Ok(())
 }
 
@@ -303,14 +307,7 @@ fn run_fixed(a: Args) -> Result<()> {
         // alphabetic variables, labels and missing codes.
         bail!("--rectype applies to hierarchical fixed-width files, not to CSV");
     }
-    let (bar, progress) = progress_bar(&a.input);
-    opts.progress = progress;
-    let t = Instant::now();
-    let r = microtab_ingest::import(&a.input, &a.output, a.force, &opts);
-    if let Some(pb) = bar {
-        pb.finish_and_clear();
-    }
-    report(&a, &r.map_err(hinted)?, t);
+    import_with(&a, opts)?;
     set_ipums_design(&a.output)
 }
 
