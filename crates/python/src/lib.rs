@@ -300,6 +300,19 @@ fn progress_of(cb: Option<Py<PyAny>>) -> Option<microtab_ingest::Progress> {
     }))
 }
 
+/// An import's options from its JSON spec (`import_options`), with the
+/// progress callback and the I/O settings in force; the spec too.
+fn import_spec(
+    spec: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Json, microtab_ingest::ImportOptions)> {
+    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let mut o = import_options(&spec)?;
+    o.progress = progress_of(progress);
+    o.io = settings()?.io;
+    Ok((spec, o))
+}
+
 /// Imports a CSV file (options as JSON: see `import_options`); the
 /// summary as JSON.
 #[pyfunction]
@@ -312,12 +325,10 @@ fn _import_csv(
     spec: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let mut o = import_options(&spec)?;
-    o.progress = progress_of(progress);
-    o.io = settings()?.io;
+    let (spec, o) = import_spec(spec, progress)?;
     let ddi = string(&spec, "ddi");
     let (input, target_s) = (input.to_string(), target.to_string());
+    let mut o = o;
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         if let Some(d) = &ddi {
             o.codebook = Some(
@@ -347,10 +358,7 @@ fn _import_fixed(
     spec: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let mut o = import_options(&spec)?;
-    o.progress = progress_of(progress);
-    o.io = settings()?.io;
+    let (_, o) = import_spec(spec, progress)?;
     let (data, ddi, target) = (data.to_string(), ddi.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         let cb = microtab_ingest::Codebook::read(ddi.as_ref()).map_err(ingest_error)?;
