@@ -255,7 +255,18 @@ pub fn answer_with(
     include_missing: bool,
     adjust: impl FnOnce(&mut microtab_analysis::Request),
 ) -> Result<Answer> {
-    let ds = open_all(dataset)?;
+    answer_in(&open_all(dataset)?, q, analysis, include_missing, adjust)
+}
+
+/// [`answer_with`] over datasets already open ([`open_all`]), for a
+/// command that asks several questions of them.
+pub fn answer_in(
+    ds: &[Dataset],
+    q: &QueryArgs,
+    analysis: Analysis,
+    include_missing: bool,
+    adjust: impl FnOnce(&mut microtab_analysis::Request),
+) -> Result<Answer> {
     let mut req = q.request(analysis, include_missing);
     if let (Analysis::Means { by, .. }, Some(first)) = (&mut req.analysis, ds.first()) {
         // One grammar for lists of names: an argument that names a
@@ -263,7 +274,7 @@ pub fn answer_with(
         *by = var_names(first, by);
     }
     adjust(&mut req);
-    run_timed(&ds, &req, q)
+    run_timed(ds, &req, q)
 }
 
 /// Writes a result as one line of JSON, streamed as it is serialized.

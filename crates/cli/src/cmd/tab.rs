@@ -2,8 +2,8 @@
 
 use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, design_note, dropped_note, most_dropped, open_all, se_text, split_list,
-    weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer_in, design_note, dropped_note, most_dropped, open_all, se_text, split_list, weight_note,
+    write_json, Format, QueryArgs, ShowArgs,
 };
 use crate::render::{
     caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
@@ -12,6 +12,7 @@ use crate::render::{
 use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
 use microtab_analysis::{Analysis, Answer};
+use microtab_store::Dataset;
 use std::io::Write;
 
 /// Arguments of `tab`.
@@ -47,13 +48,14 @@ pub struct Args {
 }
 
 /// Tabulates and prints every row variable by every column variable, in
-/// that order (JSON: one line per pair; CSV: one block per pair).
+/// that order (JSON: one line per pair; CSV: one block per pair), the
+/// datasets opened once for all the pairs.
 pub fn run(a: Args) -> Result<()> {
     // Commas separate variables; a name may hold spaces, and an argument
     // that is a variable's whole name (`Flipper Length, mm`) is that
     // variable (the one list grammar: `arg_list`).
-    let first = open_all(&a.data.dataset)?.into_iter().next();
-    let list = |s: &str| match &first {
+    let ds = open_all(&a.data.dataset)?;
+    let list = |s: &str| match ds.first() {
         Some(ds) => microtab_engine::arg_list(ds, s, false),
         None => split_list(s, false),
     };
@@ -64,7 +66,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut first = true;
     for r in &rows {
         for c in &cols {
-            tabulate(&a, r, c, first)?;
+            tabulate(&a, &ds, r, c, first)?;
             first = false;
         }
     }
@@ -73,7 +75,7 @@ pub fn run(a: Args) -> Result<()> {
 
 /// Tabulates `row` by `col` and prints, table by table as they are cut
 /// from the cube (`first`: the first pair of the request).
-fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
+fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Result<()> {
     let analysis = Analysis::Tab {
         row: row.to_string(),
         col: col.to_string(),
@@ -81,13 +83,7 @@ fn tabulate(a: &Args, row: &str, col: &str, first: bool) -> Result<()> {
         pct: a.pct,
         stats: a.stats,
     };
-    let Answer::Tab(x) = answer_with(
-        &a.data.dataset,
-        &a.q,
-        analysis,
-        a.show.include_missing,
-        |r| r.z = a.z,
-    )?
+    let Answer::Tab(x) = answer_in(ds, &a.q, analysis, a.show.include_missing, |r| r.z = a.z)?
     else {
         unreachable!("a tab request answers with crosstabs")
     };
