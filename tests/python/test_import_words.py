@@ -246,6 +246,10 @@ def test_error_hints_name_existing_options(tmp_path, case):
     with pytest.raises(mt.InputError) as e:
         mt.import_csv(csv, tmp_path / "b.mtab", progress=False, **_py_words(extra))
     hint = str(e.value).split("; ")[-1]
+    # The hint is also the exception's `hint`, and `option` names its first
+    # remedy's kind, as for a query's errors.
+    assert e.value.hint == hint
+    assert e.value.option in {"encoding", "infer_all_rows", "column_type", "delimiter"}
     alts = hint.split(", or ")
     for a in alts:
         assert_keywords_exist(mt.import_csv, keywords(a))

@@ -86,14 +86,16 @@ pub(crate) fn hint(r: &Remedy) -> Option<String> {
                 k => format!("import it again with types={{\"{name}\": \"{}\"}}", k.word()),
             }
         }
-        Remedy::Encoding => {
-            "encoding=\"latin1\" or encoding=\"windows-1252\" reads such a file".into()
-        }
-        Remedy::InferAllRows => {
-            "infer_rows= at least the file's number of records samples every record".into()
-        }
-        Remedy::NaText => "na= lists the texts read as missing in text columns".into(),
-        Remedy::RecordType => "rectype= chooses another record type".into(),
+        // The import options: spelled as `keyword` spells them in import's
+        // notes, so an error and a note name an option the same way.
+        Remedy::Encoding
+        | Remedy::InferAllRows
+        | Remedy::NaText
+        | Remedy::KeepTextTokens
+        | Remedy::KeepNiu
+        | Remedy::RecordType
+        | Remedy::Delimiter { .. }
+        | Remedy::MissingCodes { .. } => format!("import it again with {}", keyword(r)),
         Remedy::ExactDecimals => {
             "ds.to_parquet(..., exact_decimals=True) carries such values exactly".into()
         }
@@ -107,13 +109,19 @@ pub(crate) fn hint(r: &Remedy) -> Option<String> {
 /// attributes `hint` (the words) and `option` (the option's name, as the
 /// library calls it: `allow_negative_weights`, `no_design`, …).
 pub(crate) fn hinted(err: PyErr, remedy: Option<Remedy>) -> PyErr {
-    let Some((r, h)) = remedy.and_then(|r| hint(&r).map(|h| (r, h))) else {
-        return err;
-    };
+    match remedy.and_then(|r| hint(&r).map(|h| (r, h))) {
+        Some((r, h)) => with_hint(err, &r, h),
+        None => err,
+    }
+}
+
+/// `err` with the advice `h` (for `r`) appended to its message and as its
+/// `hint` and `option` attributes.
+fn with_hint(err: PyErr, r: &Remedy, h: String) -> PyErr {
     Python::attach(|py| {
         let msg = format!("{}; {h}", err.value(py));
         let new = PyErr::from_type(err.get_type(py), msg);
-        let option = serde_json::to_value(&r)
+        let option = serde_json::to_value(r)
             .ok()
             .and_then(|v| v.get("option")?.as_str().map(str::to_string));
         let v = new.value(py);
@@ -188,11 +196,15 @@ pub(crate) fn ingest_error(e: microtab_ingest::Error) -> PyErr {
     match e {
         E::Io(io) => io_error(&io),
         E::Store(s) => store_error(s),
-        e if hints.is_empty() => InputError::new_err(e.to_string()),
-        e => InputError::new_err(format!(
-            "{e}; {}",
-            microtab_ingest::Hint::join(&hints, keyword)
-        )),
+        e => match hints.first() {
+            // The options in import's keywords, as its notes spell them.
+            Some(first) => with_hint(
+                InputError::new_err(e.to_string()),
+                &first.remedy,
+                microtab_ingest::Hint::join(&hints, keyword),
+            ),
+            None => InputError::new_err(e.to_string()),
+        },
     }
 }
 
