@@ -38,12 +38,16 @@
 //! ```
 #![deny(missing_docs)]
 
+mod checks;
 mod codebook;
 mod describe;
 mod design;
+mod family;
 mod html;
+pub mod model;
 mod params;
 mod quantile;
+mod regress;
 mod request;
 mod result;
 mod run;
@@ -79,6 +83,9 @@ pub enum Error {
     /// too large a table, a damaged dataset …).
     #[error(transparent)]
     Engine(#[from] microtab_engine::Error),
+    /// A model cannot be fitted.
+    #[error(transparent)]
+    Model(#[from] crate::model::error::ModelError),
     /// Dataset access failed.
     #[error(transparent)]
     Store(#[from] microtab_store::Error),
@@ -190,7 +197,7 @@ impl microtab_store::Remedied for Error {
             }),
             Error::Catalog(e) => e.remedy(),
             Error::InDataset { error, .. } => error.remedy(),
-            Error::Design(_) | Error::Io { .. } => None,
+            Error::Design(_) | Error::Io { .. } | Error::Model(_) => None,
         }
     }
 }

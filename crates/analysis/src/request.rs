@@ -103,6 +103,14 @@ pub enum Analysis {
         /// Grouping variables, outermost first.
         by: Vec<String>,
     },
+    /// A regression model (`Y ~ X1 + factor(F)`) with design-based
+    /// standard errors ([`crate::model`]).
+    Regress {
+        /// The formula, as R writes it.
+        formula: String,
+        /// The family and link.
+        family: crate::family::Family,
+    },
 }
 
 /// A request: an analysis and the options every analysis shares.
@@ -180,6 +188,8 @@ impl Request {
                 row, col, control, ..
             } => control.iter().chain([row, col]).cloned().collect(),
             Analysis::Means { by, .. } => by.clone(),
+            // A model's query is built from its formula (crate::model).
+            Analysis::Regress { .. } => Vec::new(),
         }
     }
 }

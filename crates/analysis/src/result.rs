@@ -150,6 +150,8 @@ pub enum Answer {
     Tab(Crosstab),
     /// Means by group.
     Means(Means),
+    /// A regression model.
+    Regress(crate::model::Regression),
 }
 
 impl Serialize for Answer {
@@ -158,6 +160,7 @@ impl Serialize for Answer {
             Answer::Freq(f) => f.serialize(s),
             Answer::Tab(t) => t.serialize(s),
             Answer::Means(m) => m.serialize(s),
+            Answer::Regress(r) => r.serialize(s),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! From a request to an answer: the engine query, the checks around it,
 //! and the typed result.
 
+use crate::checks::{check_weights, design_of, verify};
 use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
 use crate::survey::Survey;
 use crate::{Analysis, Error, Request, Result};
@@ -9,48 +10,6 @@ use microtab_engine::{
 };
 use microtab_store::{Dataset, Design};
 use serde::{Deserialize, Serialize};
-
-/// The survey design `req` uses over `ds`: the dataset's, unless the
-/// request says not to. Its weight is the request's unless the request
-/// names another, which replicate weights made for the design's weight
-/// would not fit: an error then.
-fn design_of(ds: &Dataset, req: &Request, partial: bool) -> Result<Option<(Design, Survey)>> {
-    let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
-        return Ok(None);
-    };
-    let weight = ds.variable(&d.weight)?.name.clone();
-    if let Some(w) = &req.weight {
-        if ds.variable(w)?.name != weight {
-            return Err(Error::DesignWeight {
-                design: weight,
-                weight: w.clone(),
-            });
-        }
-    }
-    let limits = (req.min_n, req.max_cv);
-    // A design set before its rank was stored keeps replicates − 1 df (a
-    // pass over every replicate weight per query would cost seconds at
-    // census size); `microtab design` stores the rank.
-    let d = d.clone();
-    let mut v = if let Some(r) = &d.replicates {
-        Survey::new(&weight, r, req.level, limits)
-    } else if let Some(t) = &d.taylor {
-        if t.rows != ds.rows() {
-            return Err(Error::DesignRecords {
-                set_on: t.rows,
-                rows: ds.rows(),
-            });
-        }
-        if req.rows.is_some() && !partial {
-            return Err(Error::TaylorRange);
-        }
-        Survey::taylor(&weight, t, req.level, limits)
-    } else {
-        return Ok(None);
-    };
-    v.info.pct_interval = req.pct_interval;
-    Ok(Some((Design { weight, ..d }, v)))
-}
 
 /// The Taylor part of the engine query of `req` under design `t`: the
 /// margins whose covariances its estimates need (frequencies: the
@@ -80,7 +39,9 @@ fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
                 (*stats || req.z).then_some(0),
             )
         }
-        Analysis::Means { .. } => (vec![margin(vec![false; dims], false)], None),
+        Analysis::Means { .. } | Analysis::Regress { .. } => {
+            (vec![margin(vec![false; dims], false)], None)
+        }
     };
     let (coef, average) = crate::taylor::coefficients(t);
     TaylorQuery {
@@ -92,6 +53,7 @@ fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
         contiguous: t.contiguous,
         margins,
         full,
+        scores: None,
     }
 }
 
@@ -140,38 +102,6 @@ pub fn check_values(datasets: &[&Dataset], req: &Request) -> Result<()> {
     Ok(())
 }
 
-/// Checks the whole files (and dictionaries) of the variables named, so
-/// that damage anywhere in them is reported before an answer is given.
-fn verify_variables<'a>(ds: &Dataset, names: impl IntoIterator<Item = &'a String>) -> Result<()> {
-    for n in names {
-        let var = ds.variable(n)?;
-        ds.column(n)?.verify()?;
-        if var.dictionary.is_some() {
-            ds.dictionary(var)?;
-        }
-    }
-    Ok(())
-}
-
-/// Checks the whole files of the request's variables when it asks to.
-fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
-    if req.verify {
-        let dims: Vec<String> = q
-            .group_by
-            .iter()
-            .map(|s| microtab_engine::parse_dim_in(ds, s).map(|d| d.name))
-            .collect::<std::result::Result<_, _>>()?;
-        let names = dims
-            .iter()
-            .chain(q.filter.iter().map(|t| &t.var))
-            .chain(q.weight.iter())
-            .chain(q.measure.iter())
-            .chain(q.replicates.iter());
-        verify_variables(ds, names)?;
-    }
-    Ok(())
-}
-
 /// The engine query of `req`, its result by `engine` (after the checks
 /// the request asks for), what the weight did with the rows it counted,
 /// and the survey design used.
@@ -195,19 +125,6 @@ fn scan<C>(
 /// and the design used with its variance formula.
 type Scanned<C> = (Query, C, Option<WeightCases>, Option<(Design, Survey)>);
 
-/// Negative weights are an error unless the request allows them.
-fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str>) -> Result<()> {
-    if let (Some(w), Some(name)) = (weights, name) {
-        if w.negative > 0 && !req.allow_negative_weights {
-            return Err(Error::NegativeWeights {
-                variable: name.to_string(),
-                count: w.negative,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Answers `req` over `ds`, reading columns as `opts` says.
 ///
 /// A weighted request also counts the rows whose weight is negative, zero
@@ -215,6 +132,11 @@ fn check_weights(req: &Request, weights: &Option<WeightCases>, name: Option<&str
 /// allow them); negative weights are [`Error::NegativeWeights`] unless
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
+    if let Analysis::Regress { formula, family } = &req.analysis {
+        return Ok(Answer::Regress(crate::regress::regress(
+            ds, req, formula, *family, opts,
+        )?));
+    }
     check_values(&[ds], req)?;
     let (q, cube, weights, design) =
         scan(ds, req, (opts, false), microtab_engine::run_with, |c| {
@@ -362,6 +284,7 @@ fn answer(
             let (name, label) = measure.expect("means have an analysis variable");
             Answer::Means(Means::new(context, name, label, cube, survey, quantiles))
         }
+        Analysis::Regress { .. } => unreachable!("a regression is answered by crate::model"),
     }
 }
 
@@ -389,6 +312,11 @@ pub struct Partial {
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
+    if matches!(req.analysis, Analysis::Regress { .. }) {
+        return Err(Error::Design(
+            "a regression is answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+        ));
+    }
     if !req.quantiles.is_empty() {
         return Err(Error::Design(
             "quantiles are answered over one whole dataset: not over several datasets or a range of rows".into(),

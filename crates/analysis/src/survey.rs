@@ -443,7 +443,7 @@ impl Survey {
     /// The covariance of a vector estimate `est` from its replicate
     /// estimates `reps` (one vector per replicate; `None` where it is
     /// undefined, left out with its coefficient as in [`Self::variance`]).
-    fn covariance(&self, est: &[f64], reps: &[Option<Vec<f64>>]) -> Vec<Vec<f64>> {
+    pub(crate) fn covariance(&self, est: &[f64], reps: &[Option<Vec<f64>>]) -> Vec<Vec<f64>> {
         let k = est.len();
         let kept = || {
             reps.iter()

@@ -43,6 +43,9 @@ enum Command {
     Tab(cmd::tab::Args),
     /// Means and standard deviations by group.
     Means(cmd::means::Args),
+    /// A regression model (linear, logit, probit, Poisson) with
+    /// design-based standard errors, from an R-style formula.
+    Regress(cmd::regress::Args),
     /// Set or clear a variable's user-missing codes.
     Missing(cmd::missing::Args),
     /// Set value labels and the variable label of a variable.
@@ -83,6 +86,7 @@ fn main() {
         Command::Freq(a) => cmd::freq::run(a),
         Command::Tab(a) => cmd::tab::run(a),
         Command::Means(a) => cmd::means::run(a),
+        Command::Regress(a) => cmd::regress::run(a),
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
         Command::Design(a) => cmd::design::run(a),

@@ -487,7 +487,8 @@ fn physical_plan<'a>(
     let replicates_exact = !replicates.is_empty()
         && replicates_exact(&replicates, x, kernel.sums() == SumsKind::Exact, rows);
     let taylor = q.taylor.as_ref().map(|t| {
-        crate::taylor::TaylorPlan::new(t, plans, cells, c.strata.as_ref(), x.map(|c| c.var()))
+        let ws = w.map_or(1.0, |c| c.var().scale());
+        crate::taylor::TaylorPlan::new(t, plans, cells, c.strata.as_ref(), x.map(|c| c.var()), ws)
     });
     let plan = Plan {
         cells,

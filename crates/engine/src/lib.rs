@@ -60,6 +60,7 @@ mod exec;
 pub mod expr;
 pub mod filter;
 mod finish;
+pub mod formula;
 mod hash;
 mod kernels;
 mod layout;
@@ -86,14 +87,17 @@ pub use exact::ExactSum;
 pub use exec::{run, run_partial, run_traced, run_with};
 pub use expr::Program;
 pub use filter::{parse_filter, Term};
+pub use formula::{parse_formula, Formula, Outcome, Part};
 pub use layout::Dim;
 pub use list::{arg_list, list_cases, list_vars, split_list, var_names, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};
 pub use quantile::Distribution;
-pub use query::{Margin, Query, Split, TaylorQuery};
+pub use query::{Margin, Query, Scores, Split, TaylorQuery};
 pub use recode::{check_values, parse_dim, parse_dim_in, DimSpec, Group};
-pub use taylor::{MarginCov, PartEntries, PartStratum, TaylorCells, TaylorPartial, MAX_FULL};
+pub use taylor::{
+    MarginCov, PartEntries, PartScores, PartStratum, TaylorCells, TaylorPartial, MAX_FULL,
+};
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};
 pub use weights::{weight_cases, zero_weight_cells, WeightCases};

@@ -72,6 +72,32 @@ pub struct TaylorQuery {
     /// domain), into [`TaylorCells::cell_scale`](crate::TaylorCells::cell_scale), [`MarginCov::scale`](crate::MarginCov::scale) and
     /// [`TaylorCells::all_scale`](crate::TaylorCells::all_scale). Empty otherwise.
     pub average: Vec<bool>,
+    /// Linear scores whose design covariance is wanted (a model's
+    /// estimating equations, a contrast of domain means), into
+    /// [`TaylorCells::scores`](crate::TaylorCells::scores).
+    pub scores: Option<Scores>,
+}
+
+/// A vector of linear scores: each record adds `w·a + w·x·b` to its PSU's
+/// score (`w` the weight, `x` the analysis variable, in displayed units),
+/// `a` and `b` given per cell by the cell's categories. The covariance of
+/// the scores' totals is accumulated PSU by PSU beside the cells'.
+#[derive(Clone)]
+pub struct Scores {
+    /// The length of the score vector.
+    pub len: usize,
+    /// Per cell, given by its categories (one per grouping variable,
+    /// outermost first): `(a, b)`, each of `len` numbers; `None` adds
+    /// nothing.
+    #[allow(clippy::type_complexity)]
+    pub of:
+        std::sync::Arc<dyn Fn(&[&crate::Category]) -> Option<(Vec<f64>, Vec<f64>)> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Scores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Scores {{ len: {} }}", self.len)
+    }
 }
 
 /// A margin of the cube: the cells summed over the dimensions not kept.

@@ -47,6 +47,15 @@ pub struct TaylorCells {
     /// `Y` is the sum of `w · (x − shift)` (displayed units): a mean's
     /// numerator is `(mean − shift) · W`.
     pub shift: f64,
+    /// With [`TaylorQuery::scores`]: the covariance of the scores'
+    /// totals, `len × len` row by row (not yet scaled by
+    /// [`Self::all_scale`]).
+    pub scores: Option<Vec<f64>>,
+    /// PSUs with records counted (the domain's PSUs: R's `degf()` of a
+    /// subset design counts these).
+    pub domain_psus: u64,
+    /// Strata with records counted.
+    pub domain_strata: u64,
 }
 
 /// The covariances of a margin's totals.
@@ -99,6 +108,12 @@ pub(crate) struct TaylorPlan<'a> {
     /// table, the tables.
     full: Option<(Vec<u32>, Vec<u32>, usize, usize)>,
     dense: bool,
+    /// Linear scores: their length, and per planned cell `a` and `b`
+    /// (`len` each, row by row) in stored units, the shift folded in.
+    scores: Option<(usize, Vec<f64>, Vec<f64>)>,
+    /// The same in displayed units, as the query gave them (what a
+    /// partial result carries).
+    raw_scores: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 /// Each planned cell's index over the dimensions `keep` selects (and its
@@ -147,8 +162,9 @@ impl<'a> TaylorPlan<'a> {
         cells: usize,
         strata: Option<&'a Column>,
         measure: Option<&microtab_store::Variable>,
+        wscale: f64,
     ) -> Arc<Self> {
-        Arc::new(Self::build(q, plans, cells, strata, measure))
+        Arc::new(Self::build(q, plans, cells, strata, measure, wscale))
     }
 
     fn build(
@@ -157,6 +173,7 @@ impl<'a> TaylorPlan<'a> {
         cells: usize,
         strata: Option<&'a Column>,
         measure: Option<&microtab_store::Variable>,
+        wscale: f64,
     ) -> Self {
         let shift = measure
             .and_then(|v| {
@@ -207,7 +224,37 @@ impl<'a> TaylorPlan<'a> {
             full_margin: q.full.unwrap_or(0),
             average: q.average.clone(),
             full,
+            scores: None,
+            raw_scores: None,
         }
+        .with_scores(q.scores.as_ref().map(|sc| score_table(sc, plans, cells)), {
+            let xs = measure.map_or(1.0, |v| v.scale());
+            (wscale, xs)
+        })
+    }
+
+    /// The plan with linear scores `(len, a, b)` per planned cell in
+    /// displayed units, for weights and values in stored units scaled by
+    /// `(ws, xs)`: a record adds `w_s·a' + y_s·b'` with `w_s = w·ws` and
+    /// `y_s = w_s·(x − shift)·xs`, so `a' = (a + shift·b)/ws` and `b' =
+    /// b/(ws·xs)` give `w·a + w·x·b`.
+    fn with_scores(
+        mut self,
+        table: Option<(usize, Vec<f64>, Vec<f64>)>,
+        (ws, xs): (f64, f64),
+    ) -> Self {
+        if let Some((k, a, b)) = table {
+            let shift = self.shift / xs;
+            let fa = a
+                .iter()
+                .zip(&b)
+                .map(|(a, b)| (a + shift * b) / ws)
+                .collect();
+            let fb = b.iter().map(|b| b / (ws * xs)).collect();
+            self.scores = Some((k, fa, fb));
+            self.raw_scores = Some((a, b));
+        }
+        self
     }
 
     /// The stratum of key `k`.
@@ -224,6 +271,36 @@ impl<'a> TaylorPlan<'a> {
             None => self.keys.binary_search(&k).ok(),
         }
     }
+}
+
+/// Each planned cell's score coefficients `(len, a, b)`, from its
+/// categories.
+fn score_table(
+    sc: &crate::query::Scores,
+    plans: &[DimPlan],
+    cells: usize,
+) -> (usize, Vec<f64>, Vec<f64>) {
+    let k = sc.len;
+    let shape: Vec<usize> = plans.iter().map(|p| p.categories.len().max(1)).collect();
+    let (mut a, mut b) = (vec![0.0; cells * k], vec![0.0; cells * k]);
+    let mut idx = vec![0; shape.len()];
+    for c in 0..cells {
+        let mut r = c;
+        for d in (0..shape.len()).rev() {
+            idx[d] = r % shape[d];
+            r /= shape[d];
+        }
+        let cats: Option<Vec<&crate::Category>> = plans
+            .iter()
+            .zip(&idx)
+            .map(|(p, &i)| p.categories.get(i))
+            .collect();
+        if let Some((ca, cb)) = cats.and_then(|cats| (sc.of)(&cats)) {
+            a[c * k..(c + 1) * k].copy_from_slice(&ca[..k]);
+            b[c * k..(c + 1) * k].copy_from_slice(&cb[..k]);
+        }
+    }
+    (k, a, b)
 }
 
 /// Each stratum's totals per cell: `[Σ w, Σ w·x, records]`.
@@ -250,6 +327,12 @@ pub(crate) struct TaylorAcc {
     unknown: u64,
     z: Entries,
     gz: Vec<(u32, f64, f64)>,
+    /// Σ k·s·s' of the linear scores (upper triangle, row by row), and a
+    /// PSU's score.
+    scores: Vec<f64>,
+    sv: Vec<f64>,
+    /// Whole PSUs closed (with records counted).
+    psus: u64,
     w: Vec<f64>,
     y: Vec<f64>,
     s: Vec<i64>,
@@ -363,6 +446,12 @@ impl TaylorAcc {
             unknown: 0,
             z: Vec::new(),
             gz: Vec::new(),
+            scores: match &p.scores {
+                Some((k, ..)) => filled(k * k, 0.0, what("score sums"))?,
+                None => Vec::new(),
+            },
+            sv: Vec::new(),
+            psus: 0,
             w: Vec::new(),
             y: Vec::new(),
             s: Vec::new(),
@@ -451,6 +540,7 @@ impl TaylorAcc {
     /// Adds one whole PSU of stratum `h` (entries combined by cell).
     fn close(&mut self, p: &TaylorPlan<'_>, h: usize, z: &[(u32, f64, f64, f64)]) {
         let n = p.cells + 1;
+        self.psus += 1;
         match &mut self.strata {
             StrataSums::Dense(v) => {
                 for &(c, w, y, k) in z {
@@ -479,6 +569,9 @@ impl TaylorAcc {
     fn products(&mut self, p: &TaylorPlan<'_>, k: f64, z: &[(u32, f64, f64, f64)]) {
         if k == 0.0 {
             return;
+        }
+        if let Some((len, a, b)) = &p.scores {
+            self.score_products(*len, (a, b), k, z);
         }
         for &(c, w, y, _) in z {
             let e = &mut self.cell[c as usize];
@@ -531,6 +624,33 @@ impl TaylorAcc {
         }
     }
 
+    /// Adds `k·s·s'` for the score `s` of the totals `z`.
+    fn score_products(
+        &mut self,
+        len: usize,
+        (a, b): (&[f64], &[f64]),
+        k: f64,
+        z: &[(u32, f64, f64, f64)],
+    ) {
+        self.sv.clear();
+        self.sv.resize(len, 0.0);
+        for &(c, w, y, _) in z {
+            let at = c as usize * len;
+            for (j, s) in self.sv.iter_mut().enumerate() {
+                *s += w * a[at + j] + y * b[at + j];
+            }
+        }
+        for i in 0..len {
+            let ki = k * self.sv[i];
+            if ki == 0.0 {
+                continue;
+            }
+            for j in i..len {
+                self.scores[i * len + j] += ki * self.sv[j];
+            }
+        }
+    }
+
     /// Unites two workers' sums.
     pub(crate) fn merge(&mut self, o: TaylorAcc) {
         add_products(
@@ -539,6 +659,8 @@ impl TaylorAcc {
             (&mut self.cross, &o.cross),
         );
         add(&mut self.full, &o.full);
+        add(&mut self.scores, &o.scores);
+        self.psus += o.psus;
         match (&mut self.strata, o.strata) {
             (StrataSums::Dense(a), StrataSums::Dense(b)) => add3(a, &b),
             (StrataSums::Sparse(a), StrataSums::Sparse(b)) => {
@@ -569,8 +691,35 @@ impl TaylorAcc {
         scales: (f64, f64),
     ) -> TaylorCells {
         self.close_kept(p);
+        let strata = self.strata_counted(p);
         let avg = self.subtract_strata(p);
-        self.into_cells(p, layout, counted, scales, &avg)
+        let psus = self.psus;
+        TaylorCells {
+            domain_psus: psus,
+            domain_strata: strata,
+            ..self.into_cells(p, layout, counted, scales, &avg)
+        }
+    }
+
+    /// The strata with records counted.
+    fn strata_counted(&self, p: &TaylorPlan<'_>) -> u64 {
+        let n = p.cells + 1;
+        let mut seen: Vec<usize> = match &self.strata {
+            StrataSums::Dense(v) => v
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e[2] != 0.0)
+                .map(|(i, _)| i / n)
+                .collect(),
+            StrataSums::Sparse(m) => m
+                .iter()
+                .filter(|(_, e)| e[2] != 0.0)
+                .map(|(&i, _)| i as usize / n)
+                .collect(),
+        };
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len() as u64
     }
 
     /// Closes the PSUs kept by key (those cut by a morsel's edges, or
@@ -640,6 +789,17 @@ impl TaylorAcc {
         let scale3 = |v: [f64; 3]| [v[0] / unit[0], v[1] / unit[1], v[2] / unit[2]];
         let total = layout.total;
         let shape = layout.new_shape();
+        let scores = p.scores.as_ref().map(|(k, ..)| {
+            let k = *k;
+            let mut m = vec![0.0; k * k];
+            for i in 0..k {
+                for j in i..k {
+                    m[i * k + j] = self.scores[i * k + j];
+                    m[j * k + i] = self.scores[i * k + j];
+                }
+            }
+            m
+        });
         if shape.contains(&0) {
             // No record counted: an empty cube.
             return TaylorCells {
@@ -659,6 +819,9 @@ impl TaylorAcc {
                 cell_scale: Vec::new(),
                 all_scale: 1.0,
                 shift: p.shift / xs,
+                scores,
+                domain_psus: 0,
+                domain_strata: 0,
             };
         }
         let mut cell = vec![[0.0; 3]; total];
@@ -751,6 +914,9 @@ impl TaylorAcc {
             cell_scale,
             all_scale: avg.all,
             shift: p.shift / xs,
+            scores,
+            domain_psus: 0,
+            domain_strata: 0,
         }
     }
 }
@@ -905,6 +1071,26 @@ pub struct TaylorPartial {
     pub open: Vec<((u32, i64), PartEntries)>,
     /// Records (or open PSUs) in strata the design does not know.
     pub unknown: u64,
+    /// Linear scores ([`TaylorQuery::scores`]).
+    #[serde(default)]
+    pub scores: Option<PartScores>,
+    /// Whole PSUs folded into the sums (with records counted).
+    #[serde(default)]
+    pub psus: u64,
+}
+
+/// The linear scores of a [`TaylorPartial`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartScores {
+    /// The length of the score vector.
+    pub len: usize,
+    /// Per cell, `a` and `b` (`len` each, row by row; displayed units).
+    pub a: Vec<f64>,
+    /// See `a`.
+    pub b: Vec<f64>,
+    /// Σ_h c_h Σ_j s_hj s_hj' over closed PSUs (upper triangle, `len ×
+    /// len` row by row).
+    pub sums: Vec<f64>,
 }
 
 fn yes() -> bool {
@@ -1103,8 +1289,30 @@ impl TaylorAcc {
             totals,
             open,
             unknown: self.unknown,
+            psus: self.psus,
+            scores: part_scores(p, &dst, total, self.scores),
         }
     }
+}
+
+/// The linear scores of a part: each counted cell's coefficients moved
+/// to its compacted cell (`dst`), and the sums of products.
+fn part_scores(
+    p: &TaylorPlan<'_>,
+    dst: &[Option<usize>],
+    total: usize,
+    sums: Vec<f64>,
+) -> Option<PartScores> {
+    let ((k, ..), (ra, rb)) = (p.scores.as_ref()?, p.raw_scores.as_ref()?);
+    let k = *k;
+    let (mut a, mut b) = (vec![0.0; total * k], vec![0.0; total * k]);
+    for (c, d) in dst.iter().enumerate() {
+        if let Some(d) = *d {
+            a[d * k..(d + 1) * k].copy_from_slice(&ra[c * k..(c + 1) * k]);
+            b[d * k..(d + 1) * k].copy_from_slice(&rb[c * k..(c + 1) * k]);
+        }
+    }
+    Some(PartScores { len: k, a, b, sums })
 }
 
 impl TaylorPartial {
@@ -1212,6 +1420,21 @@ impl TaylorPartial {
             totals,
             open,
             unknown: self.unknown,
+            psus: self.psus,
+            scores: self.scores.as_ref().map(|sc| {
+                let k = sc.len;
+                let (mut a, mut b) = (vec![0.0; total * k], vec![0.0; total * k]);
+                for (i, &to) in cm.iter().enumerate().take(sc.a.len() / k.max(1)) {
+                    a[to * k..(to + 1) * k].copy_from_slice(&sc.a[i * k..(i + 1) * k]);
+                    b[to * k..(to + 1) * k].copy_from_slice(&sc.b[i * k..(i + 1) * k]);
+                }
+                PartScores {
+                    len: k,
+                    a,
+                    b,
+                    sums: sc.sums.clone(),
+                }
+            }),
         }
     }
 
@@ -1283,6 +1506,25 @@ impl TaylorPartial {
             (&mut x.groups, &y.groups),
             (&mut x.cross, &y.cross),
         );
+        x.scores = match (x.scores.take(), y.scores) {
+            (Some(mut s), Some(t)) if s.len == t.len => {
+                add(&mut s.sums, &t.sums);
+                // Each part's cells have their coefficients (the same
+                // where both have the cell); the others' are zero.
+                for (u, v) in s.a.iter_mut().zip(&t.a).chain(s.b.iter_mut().zip(&t.b)) {
+                    if *u == 0.0 {
+                        *u = *v;
+                    }
+                }
+                Some(s)
+            }
+            (None, None) => None,
+            _ => {
+                return Err(err(
+                    "their Taylor sums are of different queries or designs".into()
+                ))
+            }
+        };
         x.full_cov = match (x.full_cov.take(), y.full_cov) {
             (Some(mut f), Some(g)) => {
                 add(&mut f, &g);
@@ -1319,6 +1561,7 @@ impl TaylorPartial {
             totals,
             open,
             unknown: x.unknown + y.unknown,
+            psus: x.psus + y.psus,
             ..x
         })
     }
@@ -1348,9 +1591,16 @@ impl TaylorPartial {
             } else {
                 Vec::new()
             },
+            scores: None,
         };
-        let mut p = TaylorPlan::build(&q, plans, cells, None, None);
+        let mut p = TaylorPlan::build(&q, plans, cells, None, None, 1.0);
         p.shift = self.shift;
+        let mut p = p.with_scores(
+            self.scores
+                .as_ref()
+                .map(|s| (s.len, s.a.clone(), s.b.clone())),
+            (1.0, 1.0),
+        );
         if self.full_cov.is_none() {
             p.full = None;
         }
@@ -1370,6 +1620,10 @@ impl TaylorPartial {
         if let (Some(f), Some(_)) = (&self.full_cov, &p.full) {
             acc.full.copy_from_slice(f);
         }
+        if let Some(s) = &self.scores {
+            acc.scores.copy_from_slice(&s.sums);
+        }
+        acc.psus = self.psus;
         for &(key, c, e) in &self.totals {
             let Some(h) = p.stratum(key as i64) else {
                 acc.unknown += e[2] as u64;

@@ -166,6 +166,7 @@ fn estimate(ds: &Dataset, req: &microtab_analysis::Request) -> (u64, u64) {
             .map(String::as_str)
             .collect(),
         A::Means { by, .. } => by.iter().map(String::as_str).collect(),
+        A::Regress { .. } => Vec::new(),
     };
     let mut cells: u64 = 1;
     for d in dims {

@@ -13,6 +13,7 @@ pub mod label;
 pub mod list;
 pub mod means;
 pub mod missing;
+pub mod regress;
 pub mod split;
 pub mod subset;
 pub mod tab;

@@ -1,0 +1,102 @@
+//! The checks around a request's scans, shared by every analysis: the
+//! design it uses, the whole-file checks it asks for, its weights' sign.
+
+use crate::survey::Survey;
+use crate::{Error, Request, Result};
+use microtab_engine::{Query, WeightCases};
+use microtab_store::{Dataset, Design};
+
+/// The survey design `req` uses over `ds`: the dataset's, unless the
+/// request says not to. Its weight is the request's unless the request
+/// names another, which replicate weights made for the design's weight
+/// would not fit: an error then.
+pub(crate) fn design_of(
+    ds: &Dataset,
+    req: &Request,
+    partial: bool,
+) -> Result<Option<(Design, Survey)>> {
+    let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
+        return Ok(None);
+    };
+    let weight = ds.variable(&d.weight)?.name.clone();
+    if let Some(w) = &req.weight {
+        if ds.variable(w)?.name != weight {
+            return Err(Error::DesignWeight {
+                design: weight,
+                weight: w.clone(),
+            });
+        }
+    }
+    let limits = (req.min_n, req.max_cv);
+    // A design set before its rank was stored keeps replicates − 1 df (a
+    // pass over every replicate weight per query would cost seconds at
+    // census size); `microtab design` stores the rank.
+    let d = d.clone();
+    let mut v = if let Some(r) = &d.replicates {
+        Survey::new(&weight, r, req.level, limits)
+    } else if let Some(t) = &d.taylor {
+        if t.rows != ds.rows() {
+            return Err(Error::DesignRecords {
+                set_on: t.rows,
+                rows: ds.rows(),
+            });
+        }
+        if req.rows.is_some() && !partial {
+            return Err(Error::TaylorRange);
+        }
+        Survey::taylor(&weight, t, req.level, limits)
+    } else {
+        return Ok(None);
+    };
+    v.info.pct_interval = req.pct_interval;
+    Ok(Some((Design { weight, ..d }, v)))
+}
+
+/// Checks the whole files (and dictionaries) of the variables named, so
+/// that damage anywhere in them is reported before an answer is given.
+fn verify_variables<'a>(ds: &Dataset, names: impl IntoIterator<Item = &'a String>) -> Result<()> {
+    for n in names {
+        let var = ds.variable(n)?;
+        ds.column(n)?.verify()?;
+        if var.dictionary.is_some() {
+            ds.dictionary(var)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the whole files of the request's variables when it asks to.
+pub(crate) fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
+    if req.verify {
+        let dims: Vec<String> = q
+            .group_by
+            .iter()
+            .map(|s| microtab_engine::parse_dim_in(ds, s).map(|d| d.name))
+            .collect::<std::result::Result<_, _>>()?;
+        let names = dims
+            .iter()
+            .chain(q.filter.iter().map(|t| &t.var))
+            .chain(q.weight.iter())
+            .chain(q.measure.iter())
+            .chain(q.replicates.iter());
+        verify_variables(ds, names)?;
+    }
+    Ok(())
+}
+
+/// Negative weights are an error unless the request allows them.
+pub(crate) fn check_weights(
+    req: &Request,
+    weights: &Option<WeightCases>,
+    name: Option<&str>,
+) -> Result<()> {
+    if let (Some(w), Some(name)) = (weights, name) {
+        if w.negative > 0 && !req.allow_negative_weights {
+            return Err(Error::NegativeWeights {
+                variable: name.to_string(),
+                count: w.negative,
+            });
+        }
+    }
+    Ok(())
+}

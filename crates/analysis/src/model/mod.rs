@@ -1,0 +1,111 @@
+//! Regression models with design-based standard errors (R `svyglm`):
+//! linear, logit, probit and Poisson, from an R-style formula.
+//!
+//! Every model variable is a grouping dimension of one engine query, so
+//! the model is fitted on the cube of the predictors' combinations
+//! (`fit`): `Σ w` and `Σ w·y` per cell are all the estimating equations
+//! need. Replicate designs refit on each replicate's cell sums (from the
+//! same scan), started at the full-sample fit. Taylor designs (and
+//! weighted data without a design) take a second scan that sums each
+//! record's score `w·x·(y − μ)·μ'/V` PSU by PSU (the engine's linear
+//! [`Scores`]); the variance is the sandwich `A⁻¹ Σ A⁻¹` (R
+//! `svy.varcoef`). Records missing any model variable are out of the
+//! domain, as are those the filter leaves out; the design is never
+//! rebuilt. This module holds the model's types, its coding and its fit;
+//! `crate::regress` runs the scans.
+
+pub(crate) mod coding;
+pub(crate) mod error;
+pub(crate) mod fit;
+
+pub use crate::family::Family;
+
+use crate::survey::DesignInfo;
+use serde::Serialize;
+
+pub use error::ModelError;
+
+/// A fitted model with its standard errors.
+#[derive(Debug, Clone, Serialize)]
+pub struct Regression {
+    /// The formula as given.
+    pub formula: String,
+    /// The family.
+    pub family: Family,
+    /// Per column of the model: its estimate and inference.
+    pub coefficients: Vec<Coefficient>,
+    /// Records used (a value of every model variable, in the filter).
+    pub n: u64,
+    /// Their weight (records when unweighted).
+    pub weighted_n: f64,
+    /// Degrees of freedom of the t tests and intervals: the design's
+    /// `df + 1 − columns` (R `svyglm`'s `df.residual`), `n − columns`
+    /// without a design (gaussian), `None` for the normal (glm families
+    /// without a design).
+    pub df: Option<f64>,
+    /// The design's degrees of freedom (PSUs − strata, replicate rank −
+    /// 1), without a design `None`.
+    pub design_df: Option<f64>,
+    /// R²: 1 − residual over total weighted sum of squares (gaussian).
+    pub r_squared: Option<f64>,
+    /// The deviance with the weights as given (R `svyglm` rescales the
+    /// weights to mean 1 before computing its deviance); `None` for a
+    /// Poisson model, whose `Σ w·y·log y` the scan does not sum.
+    pub deviance: Option<f64>,
+    /// The deviance of the intercept-only model, same weights.
+    pub null_deviance: Option<f64>,
+    /// 1 − deviance / null deviance (McFadden's; gaussian: R²).
+    pub pseudo_r_squared: Option<f64>,
+    /// The Wald test that every coefficient but the intercept is 0 (R
+    /// `regTermTest` of all terms).
+    pub wald: Option<Wald>,
+    /// IRLS iterations of the full-sample fit.
+    pub iterations: usize,
+    /// How the standard errors were computed.
+    pub method: String,
+    /// The design, when one was used.
+    pub design: Option<DesignInfo>,
+    /// The weight, if any.
+    pub weight: Option<String>,
+    /// The filter, if any.
+    pub filter: Option<String>,
+    /// The confidence level of the intervals.
+    pub level: f64,
+    /// Remarks on the method (the sandwich without a design, replicates
+    /// left out …).
+    pub notes: Vec<String>,
+    /// The covariance matrix of the estimates, row by row.
+    pub covariance: Vec<Vec<f64>>,
+}
+
+/// One coefficient.
+#[derive(Debug, Clone, Serialize)]
+pub struct Coefficient {
+    /// Its name as R prints it (`factor(EDUC)2`, `AGE:factor(SEX)2`).
+    pub term: String,
+    /// The estimate.
+    pub estimate: f64,
+    /// Its standard error.
+    pub se: f64,
+    /// estimate / se.
+    pub t: f64,
+    /// Two-sided p-value (t with [`Regression::df`], or normal).
+    pub p: f64,
+    /// Lower end of the confidence interval.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+}
+
+/// A Wald F test of several coefficients.
+#[derive(Debug, Clone, Serialize)]
+pub struct Wald {
+    /// The F statistic (the chi-square over its df).
+    pub f: f64,
+    /// Numerator df: the coefficients tested.
+    pub ndf: f64,
+    /// Denominator df (`None`: the chi-square test, no design).
+    pub ddf: Option<f64>,
+    /// Its p-value.
+    pub p: f64,
+}

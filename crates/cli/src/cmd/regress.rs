@@ -1,0 +1,172 @@
+//! `microtab regress`: a regression model with design-based standard
+//! errors (R `svyglm`), from an R-style formula.
+
+use crate::common::{answer_with, write_json, Format, QueryArgs};
+use crate::render::{csv_line, csv_num, fmt_sig, stdout, text_table, Align};
+use anyhow::Result;
+use microtab_analysis::model::{Family, Regression};
+use microtab_analysis::{Analysis, Answer};
+use std::io::Write;
+
+/// Arguments of `regress`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Dataset directory.
+    dataset: std::path::PathBuf,
+    /// The model, as R writes it: `'INCTOT ~ AGE + factor(SEX) +
+    /// factor(EDUC)'`; `factor(V, base = K)`, interactions `A:B` and
+    /// `A*B`, `- 1` for no intercept, temporary recodes inside factor()
+    /// (`factor(AGE(r: 0-17; 18-64; 65-*))`), a condition as a binary
+    /// outcome (`EMPSTAT(1) ~ …`).
+    formula: String,
+    /// The family: gaussian (linear), logit, probit or poisson.
+    #[arg(long, default_value = "gaussian")]
+    family: Family,
+    #[command(flatten)]
+    q: QueryArgs,
+}
+
+/// Fits and prints.
+pub fn run(a: Args) -> Result<()> {
+    let analysis = Analysis::Regress {
+        formula: a.formula.clone(),
+        family: a.family,
+    };
+    let Answer::Regress(r) = answer_with(&a.dataset, &a.q, analysis, false, |_| {})? else {
+        unreachable!("a regression request answers with a regression")
+    };
+    let mut out = stdout();
+    match a.q.format {
+        Format::Json => write_json(&mut out, &r)?,
+        Format::Csv => {
+            writeln!(out, "term,estimate,se,t,p,lo,hi")?;
+            for c in &r.coefficients {
+                let f = |x: f64| csv_num(Some(x));
+                write!(
+                    out,
+                    "{}",
+                    csv_line(&[
+                        c.term.clone(),
+                        f(c.estimate),
+                        f(c.se),
+                        f(c.t),
+                        f(c.p),
+                        f(c.lo),
+                        f(c.hi)
+                    ])
+                )?;
+            }
+        }
+        Format::Table => write!(out, "{}", table(&r))?,
+    }
+    Ok(())
+}
+
+/// A number for the table: 6 significant digits.
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        fmt_sig(x, 6)
+    } else {
+        "NaN".into()
+    }
+}
+
+/// A p-value as R prints small ones.
+fn pval(p: f64) -> String {
+    if p.is_nan() {
+        "NaN".into()
+    } else if p < 2e-16 {
+        "<2e-16".into()
+    } else {
+        fmt_sig(p, 3)
+    }
+}
+
+/// The text table: coefficients, then the model's summary.
+fn table(r: &Regression) -> String {
+    let mut s = format!("{} model: {}\n", r.family.name(), r.formula);
+    if let Some(f) = &r.filter {
+        s.push_str(&format!("filter: {f}\n"));
+    }
+    if let Some(w) = &r.weight {
+        s.push_str(&format!("weight: {w}\n"));
+    }
+    s.push('\n');
+    let stat = if r.df.is_some() { "t" } else { "z" };
+    let level = fmt_sig(r.level * 100.0, 4);
+    let header: Vec<String> = [
+        "term",
+        "estimate",
+        "se",
+        stat,
+        "p",
+        &format!("{level}% CI low"),
+        "high",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = r
+        .coefficients
+        .iter()
+        .map(|c| {
+            vec![
+                c.term.clone(),
+                num(c.estimate),
+                num(c.se),
+                num(c.t),
+                pval(c.p),
+                num(c.lo),
+                num(c.hi),
+            ]
+        })
+        .collect();
+    let mut align = vec![Align::Right; 7];
+    align[0] = Align::Left;
+    s.push_str(&text_table(&header, &rows, &align));
+    s.push('\n');
+    s.push_str(&format!(
+        "records: {}   weighted N: {}   standard errors: {}\n",
+        r.n,
+        num(r.weighted_n),
+        r.method
+    ));
+    if let Some(df) = r.df {
+        s.push_str(&format!("df of the t tests: {}", num(df)));
+        if let Some(d) = r.design_df {
+            s.push_str(&format!(
+                " (design df {} + 1 − {} columns)",
+                num(d),
+                r.coefficients.len()
+            ));
+        }
+        s.push('\n');
+    }
+    match r.r_squared {
+        Some(r2) => s.push_str(&format!("R²: {}\n", num(r2))),
+        None => {
+            if let (Some(p), Some(d), Some(nd)) = (r.pseudo_r_squared, r.deviance, r.null_deviance)
+            {
+                s.push_str(&format!(
+                    "deviance: {}   null deviance: {}   pseudo-R²: {}\n",
+                    num(d),
+                    num(nd),
+                    num(p)
+                ));
+            }
+        }
+    }
+    if let Some(w) = &r.wald {
+        s.push_str(&format!(
+            "Wald test of all terms: F = {} on {} and {} df, p = {}\n",
+            num(w.f),
+            num(w.ndf),
+            w.ddf.map_or("∞".into(), num),
+            pval(w.p)
+        ));
+    }
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}

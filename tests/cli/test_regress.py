@@ -1,0 +1,218 @@
+"""`microtab regress` against R survey's `svyglm` and `regTermTest` on R's
+own api data (apistrat: strata + FPC; apiclus1: clusters + FPC; JK1 and
+bootstrap replicates of apiclus1), every family, with factors, text
+factors, interactions, conditions as outcomes, filters (domains) and
+missing values. R fits with glm.control(epsilon = 1e-12): R's default
+(1e-8) stops while its working weights are one step old, which moves its
+GLM standard errors by up to ~1e-5 relative (docs/SURVEY.md); the
+converged answers agree to 1e-8."""
+
+import math
+
+import pytest
+
+from conftest import rscript, run, run_json
+
+R_DATA = r"""
+suppressMessages(library(survey))
+data(api)
+out <- commandArgs(trailingOnly=TRUE)[1]
+prep <- function(s) {
+  s$yes <- as.integer(s$sch.wide == "Yes")
+  s$stype <- as.character(s$stype)
+  s$stype_txt <- c(E="elem", H="high", M="middle")[s$stype]
+  # Missing values: a missing-code on ell (999) in a few records.
+  s$ell2 <- s$ell; s$ell2[seq(5, nrow(s), by=17)] <- 999
+  s
+}
+s <- prep(apistrat)
+keep <- c("snum","stype","stype_txt","dnum","fpc","pw","api00","api99","ell","ell2","meals",
+          "mobility","enroll","yes")
+write.csv(s[, keep], file.path(out, "strat.csv"), row.names=FALSE)
+c1 <- prep(apiclus1)
+d <- svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=c1)
+jk <- as.svrepdesign(d, type="JK1")
+r <- as.data.frame(weights(jk, "analysis")); names(r) <- paste0("R", seq_len(ncol(r)))
+write.csv(cbind(c1[, keep], r), file.path(out, "clus.csv"), row.names=FALSE)
+"""
+
+R_FIT = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]; kind <- a[3]; formula <- as.formula(a[4])
+fam <- switch(a[5], gaussian=gaussian(), logit=quasibinomial(),
+              probit=quasibinomial(link="probit"), poisson=quasipoisson())
+sub <- a[6]
+data$ell2[data$ell2 == 999] <- NA
+d <- switch(kind,
+  strat=svydesign(ids=~1, strata=~stype, fpc=~fpc, weights=~pw, data=data),
+  clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
+  jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
+                  combined.weights=TRUE, mse=FALSE))
+if (sub != "") d <- subset(d, eval(parse(text=sub)))
+m <- svyglm(formula, design=d, family=fam, control=glm.control(epsilon=1e-12, maxit=100))
+s <- summary(m)$coefficients
+ci <- confint(m)
+rows <- data.frame(what="coef", key=rownames(s), est=s[,1], se=s[,2], t=s[,3], p=s[,4],
+                   lo=ci[,1], hi=ci[,2])
+terms <- attr(terms(formula), "term.labels")
+w <- regTermTest(m, as.formula(paste("~", paste(terms, collapse="+"))))
+rows <- rbind(rows, data.frame(what="wald", key="F", est=w$Ftest, se=w$df, t=w$ddf, p=w$p,
+                               lo=NA, hi=NA))
+rows <- rbind(rows, data.frame(what="df", key="df", est=m$df.residual, se=NA, t=NA, p=NA,
+                               lo=NA, hi=NA))
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    d = tmp_path_factory.mktemp("regress")
+    import subprocess
+    (d / "data.R").write_text(R_DATA)
+    p = subprocess.run(["Rscript", str(d / "data.R"), str(d)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    strat, clus, jk1 = d / "strat.mtab", d / "clus.mtab", d / "jk1.mtab"
+    for csv, ds in [(d / "strat.csv", strat), (d / "clus.csv", clus), (d / "clus.csv", jk1)]:
+        run("import", csv, ds, "--missing", "ell2=999")
+    run("design", strat, "--weight", "pw", "--strata", "stype", "--fpc", "fpc")
+    run("design", clus, "--weight", "pw", "--cluster", "dnum", "--fpc", "fpc")
+    run("design", jk1, "--weight", "pw", "--repweights", "R1-R15", "--type", "jk1", "--no-mse")
+    return {"dir": d, "strat": strat, "clus": clus, "jk1": jk1}
+
+
+def r_fit(api, kind, formula, family, sub=""):
+    csv = api["dir"] / ("strat.csv" if kind == "strat" else "clus.csv")
+    out = api["dir"] / f"r_{abs(hash((kind, formula, family, sub)))}.csv"
+    return rscript(api["dir"] / "fit.R", R_FIT, csv, out, kind, formula, family, sub)
+
+
+def close(a, b, rel=1e-6):
+    if b is None or (isinstance(b, float) and math.isnan(b)):
+        return a is None or (isinstance(a, float) and math.isnan(a))
+    return a == pytest.approx(b, rel=rel, abs=1e-300)
+
+
+def close_p(g, want):
+    """A p-value: its relative error is the t's times about t², so it is
+    compared to 1e-6·max(1, t²) (the t itself to 1e-6)."""
+    return close(g["p"], want, rel=1e-6 * max(1.0, g["t"] ** 2))
+
+
+CASES = [
+    # (design, microtab formula, R formula, family, microtab filter, R subset)
+    ("strat", "api00 ~ ell + meals + factor(stype)", "api00 ~ ell + meals + factor(stype)",
+     "gaussian", None, ""),
+    ("clus", "api00 ~ ell + meals + factor(stype)", "api00 ~ ell + meals + factor(stype)",
+     "gaussian", None, ""),
+    ("jk1", "api00 ~ ell + meals + factor(stype)", "api00 ~ ell + meals + factor(stype)",
+     "gaussian", None, ""),
+    ("clus", "yes ~ ell + meals + factor(stype)", "yes ~ ell + meals + factor(stype)",
+     "logit", None, ""),
+    ("jk1", "yes ~ ell + meals + factor(stype)", "yes ~ ell + meals + factor(stype)",
+     "logit", None, ""),
+    ("strat", "yes ~ meals + factor(stype)", "yes ~ meals + factor(stype)", "probit", None, ""),
+    ("clus", "enroll ~ ell + meals + factor(stype)", "enroll ~ ell + meals + factor(stype)",
+     "poisson", None, ""),
+    ("jk1", "enroll ~ meals + stype_txt", "enroll ~ meals + stype_txt", "poisson", None, ""),
+    # A condition as the outcome; an interaction; a domain; a missing code.
+    ("clus", "api00(700-1000) ~ ell*meals", "I(api00 >= 700) ~ ell*meals", "logit", None, ""),
+    ("strat", "api00 ~ ell2 + factor(stype, base = M):meals", "api00 ~ ell2 + relevel(factor(stype), 'M'):meals",
+     "gaussian", "meals(10-100)", "meals >= 10"),
+    ("jk1", "api00 ~ meals + factor(stype) - 1", "api00 ~ meals + factor(stype) - 1",
+     "gaussian", "enroll(200-5000)", "enroll >= 200 & enroll <= 5000"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[3]}-{i}" for i, c in enumerate(CASES)])
+def test_models_match_r_svyglm(api, case):
+    kind, formula, rformula, family, filt, sub = case
+    args = ["regress", api[kind], formula, "--family", family]
+    if filt:
+        args += ["--filter", filt]
+    got = run_json(*args)
+    want = r_fit(api, kind, rformula, family, sub)
+    coefs = [r for r in want if r["what"] == "coef"]
+    assert len(got["coefficients"]) == len(coefs)
+    for g, w in zip(got["coefficients"], coefs):
+        # R names a relevel()ed factor differently; the order is the same.
+        if "relevel" not in w["key"]:
+            assert g["term"] == w["key"]
+        for k, rk in [("estimate", "est"), ("se", "se"), ("t", "t"), ("p", "p"), ("lo", "lo"),
+                      ("hi", "hi")]:
+            # An interval's end near 0: compared to 1e-6 of its SE.
+            tol = 1e-6 * g["se"] if k in ("lo", "hi") else 0
+            assert close(g[k], float(w[rk])) or abs(g[k] - float(w[rk])) <= tol, (
+                g["term"], k, g[k], w[rk])
+    df = float(next(r for r in want if r["what"] == "df")["est"])
+    assert got["df"] == pytest.approx(df)
+    wald = next(r for r in want if r["what"] == "wald")
+    assert close(got["wald"]["f"], float(wald["est"]))
+    assert got["wald"]["ndf"] == float(wald["se"]) and got["wald"]["ddf"] == float(wald["t"])
+    assert close(got["wald"]["p"], float(wald["p"]))
+
+
+R_PLAIN = r"""
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]
+g <- lm(api00 ~ ell + meals + factor(stype), data=data)
+s <- summary(g)$coefficients
+lg <- glm(yes ~ meals + factor(stype), data=data, family=binomial(),
+          control=glm.control(epsilon=1e-12, maxit=100))
+l <- summary(lg)$coefficients
+# HC0 by hand: X' diag(u²) X sandwiched by the weighted information
+# (weights scaled to mean 1, as svyglm does: R's glm diverges from its
+# start with weights near 44; the sandwich does not depend on the scale).
+w <- data$pw / mean(data$pw)
+gw <- glm(yes ~ meals + factor(stype), data=data, family=quasibinomial(), weights=w,
+          control=glm.control(epsilon=1e-12, maxit=100))
+X <- model.matrix(gw); u <- X * (data$yes - fitted(gw)) * w
+A <- solve(t(X) %*% (X * (fitted(gw) * (1 - fitted(gw)) * w)))
+hc0 <- sqrt(diag(A %*% crossprod(u) %*% A))
+rows <- rbind(
+  data.frame(what="lm", key=rownames(s), est=s[,1], se=s[,2], p=s[,4]),
+  data.frame(what="glm", key=rownames(l), est=l[,1], se=l[,2], p=l[,4]),
+  data.frame(what="hc0", key=names(coef(gw)), est=coef(gw), se=hc0, p=NA),
+  data.frame(what="r2", key="r2", est=summary(g)$r.squared, se=NA, p=NA))
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+def test_without_a_design_match_r(api):
+    want = rscript(api["dir"] / "plain.R", R_PLAIN, api["dir"] / "strat.csv", api["dir"] / "plain.csv")
+    by = {}
+    for r in want:
+        by.setdefault(r["what"], []).append(r)
+    ds = api["strat"]
+    lm = run_json("regress", ds, "api00 ~ ell + meals + factor(stype)", "--no-design")
+    assert lm["method"] == "model-based"
+    for g, w in zip(lm["coefficients"], by["lm"]):
+        assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"]))
+        assert close_p(g, float(w["p"]))
+    assert close(lm["r_squared"], float(by["r2"][0]["est"]))
+    lg = run_json("regress", ds, "yes ~ meals + factor(stype)", "--family", "logit", "--no-design")
+    for g, w in zip(lg["coefficients"], by["glm"]):
+        assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"]))
+        assert close_p(g, float(w["p"]))
+    hc = run_json("regress", ds, "yes ~ meals + factor(stype)", "--family", "logit", "--no-design",
+                  "--weight", "pw")
+    assert hc["method"] == "sandwich (HC0)" and hc["notes"]
+    for g, w in zip(hc["coefficients"], by["hc0"]):
+        assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"]))
+
+
+def test_bad_models_are_errors_that_say_why(api):
+    ds = api["strat"]
+    cases = [
+        (["api00 ~ meals", "--family", "logit"], "must be 0 or 1"),
+        (["api00 ~ meals + factor(stype) + stype_txt"], "collinear"),
+        (["api00 ~ factor(stype) + stype_txt"], "only 3 distinct combinations"),
+        (["api00 ~ factor(stype, base = Q)"], "base Q"),
+        (["api00 ~ stype"], None),  # a text variable is a factor: fine
+        (["api00 meals"], "formula"),
+        (["yes ~ factor(stype)", "--family", "logit", "--filter", "api00(700-1000)"], None),
+    ]
+    for args, needle in cases:
+        p = run("regress", ds, *args, ok=needle is None)
+        if needle:
+            assert p.returncode == 1 and needle in p.stderr, p.stderr
