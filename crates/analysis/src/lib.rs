@@ -40,6 +40,7 @@
 
 mod checks;
 mod codebook;
+pub mod compare;
 mod describe;
 mod design;
 mod family;

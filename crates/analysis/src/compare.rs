@@ -1,0 +1,109 @@
+//! Comparisons of groups: each group's mean (or a category's share)
+//! minus a base group's, with its design-based SE, t, p and interval.
+//!
+//! A difference of domain means is the coefficient of the group in the
+//! saturated model `Y ~ factor(G, base = BASE)`, and its linearized (or
+//! replicate) variance is that coefficient's: so comparisons are answered
+//! by [`crate::regress`], which gives R's `svyttest` for two groups
+//! (`svyglm(Y ~ G)` with `degf + 1 − k` degrees of freedom) and
+//! `svyby(covmat = TRUE)` + `svycontrast` estimates and SEs for more.
+//! A share is the mean of a condition (`COL(c)`: 1 in category `c`, 0 in
+//! another), so proportions are compared the same way.
+
+use crate::family::Family;
+use crate::model::Regression;
+use crate::{Request, Result};
+use microtab_engine::ScanOptions;
+use microtab_store::Dataset;
+use serde::Serialize;
+
+/// One group compared with the base.
+#[derive(Debug, Clone, Serialize)]
+pub struct Difference {
+    /// The group's displayed value.
+    pub group: String,
+    /// Its estimate minus the base's.
+    pub difference: f64,
+    /// The difference's standard error.
+    pub se: f64,
+    /// difference / se.
+    pub t: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// Lower end of the interval.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+}
+
+/// Groups compared with a base.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// The base group's displayed value.
+    pub base: String,
+    /// The base's estimate (its mean or share).
+    pub base_estimate: f64,
+    /// Every other group, in the grouping variable's order.
+    pub differences: Vec<Difference>,
+    /// Degrees of freedom of the t tests (`None`: normal).
+    pub df: Option<f64>,
+    /// The Wald test that every group equals the base (one-way design-based
+    /// ANOVA; R `regTermTest`).
+    pub wald: Option<crate::model::Wald>,
+    /// How the standard errors were computed.
+    pub method: String,
+}
+
+/// `var`'s mean in each group of `by` minus its mean in the group `base`
+/// (a displayed value of `by`), under `req`'s options (filter, weight,
+/// design, level). `var` may be a condition (`EMPSTAT(1)`): the shares are
+/// compared.
+pub fn compare_means(
+    ds: &Dataset,
+    req: &Request,
+    var: &str,
+    by: &str,
+    base: &str,
+    opts: &ScanOptions,
+) -> Result<Comparison> {
+    let factor = format!("factor({by}, base = {})", quote_value(base));
+    let formula = format!("{var} ~ {factor}");
+    let r = crate::regress::regress(ds, req, &formula, Family::Gaussian, opts)?;
+    Ok(comparison(r, base, &factor))
+}
+
+/// A displayed value as the formula grammar reads a base: quoted when it
+/// holds anything but letters, digits, `.`, `-` and `_`.
+fn quote_value(v: &str) -> String {
+    if !v.is_empty() && v.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+        v.to_string()
+    } else {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    }
+}
+
+/// The regression's coefficients as differences from the base (the
+/// columns of `factor` are named `factor` + the group's value).
+fn comparison(r: Regression, base: &str, factor: &str) -> Comparison {
+    let mut coefs = r.coefficients.into_iter();
+    let intercept = coefs.next().expect("a model with an intercept");
+    let differences = coefs
+        .map(|c| Difference {
+            group: c.term.strip_prefix(factor).unwrap_or(&c.term).to_string(),
+            difference: c.estimate,
+            se: c.se,
+            t: c.t,
+            p: c.p,
+            lo: c.lo,
+            hi: c.hi,
+        })
+        .collect();
+    Comparison {
+        base: base.to_string(),
+        base_estimate: intercept.estimate,
+        differences,
+        df: r.df,
+        wald: r.wald,
+        method: r.method,
+    }
+}
