@@ -54,52 +54,42 @@ def counts(keys, weight=None, need=None, where=None):
     }
 
 
+def query(title, cols, microtab, keys, **how):
+    """One query: its title, the columns it reads, microtab's arguments
+    (`{ds}`: the dataset), the number of key columns of its answer, and how
+    DuckDB and Polars ask it (`sql`, `polars`)."""
+    return {"cols": cols, "title": title, "microtab": microtab, **how, "keys": keys}
+
+
 QUERIES = {
-    "Q1": {
-        "cols": ["EDUC", "PERWT"],
-        "title": "weighted freq EDUC",
-        "microtab": ["freq", "{ds}", "EDUC", "--weight", "PERWT"],
-        **counts(["EDUC"], "PERWT"),
-        "keys": 1,
-    },
-    "Q2": {
-        "cols": ["SEX", "EDUC", "PERWT"],
-        "title": "SEX × EDUC weighted",
-        "microtab": ["tab", "{ds}", "SEX", "EDUC", "--weight", "PERWT"],
-        **counts(["SEX", "EDUC"], "PERWT"),
-        "keys": 2,
-    },
-    "Q3": {
-        "cols": ["RACE", "EMPSTAT", "AGE", "PERWT"],
-        "title": "RACE × EMPSTAT weighted, AGE 25–64",
-        "microtab": ["tab", "{ds}", "RACE", "EMPSTAT", "--weight", "PERWT", "--filter", "AGE(25-64)"],
-        **counts(["RACE", "EMPSTAT"], "PERWT", where=("AGE BETWEEN 25 AND 64", 'pl.col("AGE").is_between(25, 64)')),
-        "keys": 2,
-    },
-    "Q4": {
-        "cols": ["INCTOT", "EDUC", "PERWT"],
-        "title": "weighted mean INCTOT by EDUC",
-        "microtab": ["means", "{ds}", "INCTOT", "--by", "EDUC", "--weight", "PERWT"],
+    "Q1": query("weighted freq EDUC", ["EDUC", "PERWT"],
+                ["freq", "{ds}", "EDUC", "--weight", "PERWT"], 1,
+                **counts(["EDUC"], "PERWT")),
+    "Q2": query("SEX × EDUC weighted", ["SEX", "EDUC", "PERWT"],
+                ["tab", "{ds}", "SEX", "EDUC", "--weight", "PERWT"], 2,
+                **counts(["SEX", "EDUC"], "PERWT")),
+    "Q3": query("RACE × EMPSTAT weighted, AGE 25–64", ["RACE", "EMPSTAT", "AGE", "PERWT"],
+                ["tab", "{ds}", "RACE", "EMPSTAT", "--weight", "PERWT", "--filter", "AGE(25-64)"], 2,
+                **counts(["RACE", "EMPSTAT"], "PERWT",
+                         where=("AGE BETWEEN 25 AND 64", 'pl.col("AGE").is_between(25, 64)'))),
+    "Q4": query(
+        "weighted mean INCTOT by EDUC", ["INCTOT", "EDUC", "PERWT"],
+        ["means", "{ds}", "INCTOT", "--by", "EDUC", "--weight", "PERWT"], 1,
         # mean and the pieces of the frequency-weight SD (microtab prints both)
-        "sql": f"SELECT EDUC, count(*) AS n, sum(PERWT) AS w, sum(PERWT * INCTOT) / sum(PERWT) AS mean, "
-               f"sum(PERWT * INCTOT::DOUBLE * INCTOT) AS swxx FROM census "
-               f"WHERE INCTOT IS NOT NULL AND INCTOT <> {NA} AND EDUC IS NOT NULL AND PERWT IS NOT NULL "
-               f"GROUP BY EDUC ORDER BY EDUC",
-        "polars": f'src.filter(pl.col("INCTOT").is_not_null() & (pl.col("INCTOT") != {NA}) '
-                  f'& pl.col("EDUC").is_not_null() & pl.col("PERWT").is_not_null())'
-                  f'.group_by("EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"), '
-                  f'((pl.col("PERWT") * pl.col("INCTOT")).sum() / pl.col("PERWT").sum()).alias("mean"), '
-                  f'(pl.col("PERWT") * pl.col("INCTOT").cast(pl.Float64) ** 2).sum().alias("swxx"))'
-                  f'.sort("EDUC")',
-        "keys": 1,
-    },
-    "Q5": {
-        "cols": ["STATEFIP", "SEX", "MARST"],
-        "title": "STATEFIP × SEX × MARST counts",
-        "microtab": ["tab", "{ds}", "STATEFIP", "SEX", "--control", "MARST"],
-        **counts(["MARST", "STATEFIP", "SEX"], need=["STATEFIP", "SEX", "MARST"]),
-        "keys": 3,
-    },
+        sql=f"SELECT EDUC, count(*) AS n, sum(PERWT) AS w, sum(PERWT * INCTOT) / sum(PERWT) AS mean, "
+            f"sum(PERWT * INCTOT::DOUBLE * INCTOT) AS swxx FROM census "
+            f"WHERE INCTOT IS NOT NULL AND INCTOT <> {NA} AND EDUC IS NOT NULL AND PERWT IS NOT NULL "
+            f"GROUP BY EDUC ORDER BY EDUC",
+        polars=f'src.filter(pl.col("INCTOT").is_not_null() & (pl.col("INCTOT") != {NA}) '
+               f'& pl.col("EDUC").is_not_null() & pl.col("PERWT").is_not_null())'
+               f'.group_by("EDUC").agg(pl.len().alias("n"), pl.col("PERWT").sum().alias("w"), '
+               f'((pl.col("PERWT") * pl.col("INCTOT")).sum() / pl.col("PERWT").sum()).alias("mean"), '
+               f'(pl.col("PERWT") * pl.col("INCTOT").cast(pl.Float64) ** 2).sum().alias("swxx"))'
+               f'.sort("EDUC")',
+    ),
+    "Q5": query("STATEFIP × SEX × MARST counts", ["STATEFIP", "SEX", "MARST"],
+                ["tab", "{ds}", "STATEFIP", "SEX", "--control", "MARST"], 3,
+                **counts(["MARST", "STATEFIP", "SEX"], need=["STATEFIP", "SEX", "MARST"])),
 }
 
 # --------------------------------------------------------------------------
@@ -434,15 +424,10 @@ def warm_duckdb(db, runs):
     con = duckdb.connect(str(db), read_only=True)
     out = {}
     for q, spec in QUERIES.items():
-        samples = []
-        rows = None
-        for i in range(runs + 1):
-            t0 = time.perf_counter()
-            rows = con.execute(spec["sql"]).fetchall()
-            t = time.perf_counter() - t0
-            if i:
-                samples.append(t)
-        out[q] = {"timing": summarize(samples), "answer": norm_rows(q, rows)}
+        def query():
+            return con.execute(spec["sql"]).fetchall()
+        rows = query()  # untimed: warms the caches
+        out[q] = {"timing": summarize(timed(query, runs)), "answer": norm_rows(q, rows)}
         log(f"  DuckDB {q}: {fmt_warm(out[q]['timing'])}")
     con.close()
     return out
@@ -453,15 +438,10 @@ def warm_polars(pq, runs):
     df = pl.read_parquet(str(pq))
     out = {}
     for q, spec in QUERIES.items():
-        samples = []
-        res = None
-        for i in range(runs + 1):
-            t0 = time.perf_counter()
-            res = eval(spec["polars"], {"pl": pl, "src": df.lazy()}).collect()
-            t = time.perf_counter() - t0
-            if i:
-                samples.append(t)
-        out[q] = {"timing": summarize(samples), "answer": norm_rows(q, res.rows())}
+        def query():
+            return eval(spec["polars"], {"pl": pl, "src": df.lazy()}).collect()
+        res = query()  # untimed: warms the caches
+        out[q] = {"timing": summarize(timed(query, runs)), "answer": norm_rows(q, res.rows())}
         log(f"  Polars {q}: {fmt_warm(out[q]['timing'])}")
     del df
     return out

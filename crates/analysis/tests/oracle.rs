@@ -89,11 +89,18 @@ fn answer(ds: &Dataset, req: &Request) -> Answer {
     run(ds, req, &Default::default()).unwrap()
 }
 
+/// A request for `a` weighted by W.
+fn weighted(a: Analysis) -> Request {
+    Request {
+        weight: Some("W".into()),
+        ..Request::new(a)
+    }
+}
+
 #[test]
 fn frequencies_weighted_and_filtered() {
     let (_d, ds, data) = dataset(50_000);
-    let mut req = Request::new(Analysis::Freq { var: "A".into() });
-    req.weight = Some("W".into());
+    let mut req = weighted(Analysis::Freq { var: "A".into() });
     req.filter = Some("B(100-899)".into());
     let Answer::Freq(f) = answer(&ds, &req) else {
         panic!()
@@ -195,16 +202,13 @@ fn crosstab_with_control_percentages() {
 #[test]
 fn chi_square_against_hand_formula() {
     let (_d, ds, data) = dataset(30_000);
-    let req = Request {
-        weight: Some("W".into()),
-        ..Request::new(Analysis::Tab {
-            row: "A".into(),
-            col: "S".into(),
-            control: None,
-            pct: None,
-            stats: true,
-        })
-    };
+    let req = weighted(Analysis::Tab {
+        row: "A".into(),
+        col: "S".into(),
+        control: None,
+        pct: None,
+        stats: true,
+    });
     let Answer::Tab(x) = answer(&ds, &req) else {
         panic!()
     };
@@ -241,13 +245,10 @@ fn chi_square_against_hand_formula() {
 #[test]
 fn means_by_two_variables_with_a_missing_code() {
     let (_d, ds, data) = dataset(60_000);
-    let req = Request {
-        weight: Some("W".into()),
-        ..Request::new(Analysis::Means {
-            var: "X".into(),
-            by: vec!["S".into(), "A".into()],
-        })
-    };
+    let req = weighted(Analysis::Means {
+        var: "X".into(),
+        by: vec!["S".into(), "A".into()],
+    });
     let Answer::Means(m) = answer(&ds, &req) else {
         panic!()
     };
@@ -313,23 +314,17 @@ fn partials_over_row_ranges_finish_into_the_whole_answer() {
     let (_d, ds, data) = dataset(50_000);
     let zero = data.iter().filter(|r| r.a.is_some() && r.w == 0).count() as u64;
     let reqs = [
-        Request {
-            weight: Some("W".into()),
-            ..Request::new(Analysis::Tab {
-                row: "A".into(),
-                col: "S".into(),
-                control: None,
-                pct: Some(Pct::Row),
-                stats: true,
-            })
-        },
-        Request {
-            weight: Some("W".into()),
-            ..Request::new(Analysis::Means {
-                var: "X".into(),
-                by: vec!["A".into()],
-            })
-        },
+        weighted(Analysis::Tab {
+            row: "A".into(),
+            col: "S".into(),
+            control: None,
+            pct: Some(Pct::Row),
+            stats: true,
+        }),
+        weighted(Analysis::Means {
+            var: "X".into(),
+            by: vec!["A".into()],
+        }),
         Request {
             filter: Some("B<700".into()),
             ..Request::new(Analysis::Freq { var: "S".into() })

@@ -13,7 +13,7 @@ use arrow_array::{
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use microtab_store::codec::display_int;
-use microtab_store::{Column, ColumnData, Dataset, Kind, NativeType, Variable, STRIPE_ROWS};
+use microtab_store::{match_column, Column, Dataset, Kind, NativeType, Variable, STRIPE_ROWS};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -419,6 +419,23 @@ fn map_values<T: NativeType, O>(
     (out, valid)
 }
 
+/// The Arrow type of each stored type.
+trait ToArrow: NativeType {
+    type A: ArrowPrimitiveType<Native = Self>;
+}
+
+macro_rules! to_arrow {
+    ($($t:ty => $a:ty),*) => {$(
+        impl ToArrow for $t {
+            type A = $a;
+        }
+    )*};
+}
+to_arrow!(
+    u8 => UInt8Type, i8 => Int8Type, u16 => UInt16Type, i16 => Int16Type, u32 => UInt32Type,
+    i32 => Int32Type, i64 => Int64Type, f32 => Float32Type, f64 => Float64Type
+);
+
 fn prim<A: ArrowPrimitiveType>(vals: Vec<A::Native>, valid: Vec<bool>) -> ArrayRef {
     Arc::new(PrimitiveArray::<A>::new(
         ScalarBuffer::from(vals),
@@ -436,43 +453,28 @@ impl Col {
         let mf = &self.missing_f;
         // No missing values at all: the values are copied as they are.
         let complete = mi.is_empty() && mf.is_empty() && self.var.nulls == 0;
-        macro_rules! ints {
-            ($v:expr, $A:ty) => {{
+        // The values as stored, valid where `$ok` holds of `$x`.
+        macro_rules! as_stored {
+            ($v:expr, $T:ty, |$x:ident| $ok:expr) => {{
                 let (vals, valid) = if complete {
                     copy_values($v, pick)
                 } else {
-                    map_values($v, pick, |x| (x, !mi.contains(&(x as i64))))
+                    map_values($v, pick, |$x: $T| ($x, $ok))
                 };
-                prim::<$A>(vals, valid)
+                prim::<<$T as ToArrow>::A>(vals, valid)
             }};
         }
         macro_rules! each_int {
             ($view:expr, |$v:ident| $body:expr) => {
-                match $view {
-                    ColumnData::U8($v) => $body,
-                    ColumnData::I8($v) => $body,
-                    ColumnData::U16($v) => $body,
-                    ColumnData::I16($v) => $body,
-                    ColumnData::U32($v) => $body,
-                    ColumnData::I32($v) => $body,
-                    ColumnData::I64($v) => $body,
-                    ColumnData::F32(_) | ColumnData::F64(_) => {
-                        unreachable!("integer plan over a float column")
-                    }
-                }
+                match_column!($view, |$v| ints => $body, floats => {
+                    unreachable!("integer plan over a float column")
+                })
             };
         }
         Ok(match &self.plan {
-            Plan::Ints => match view {
-                ColumnData::U8(v) => ints!(v, UInt8Type),
-                ColumnData::I8(v) => ints!(v, Int8Type),
-                ColumnData::U16(v) => ints!(v, UInt16Type),
-                ColumnData::I16(v) => ints!(v, Int16Type),
-                ColumnData::U32(v) => ints!(v, UInt32Type),
-                ColumnData::I32(v) => ints!(v, Int32Type),
-                ColumnData::I64(v) => ints!(v, Int64Type),
-                ColumnData::F32(_) | ColumnData::F64(_) => unreachable!("integer plan"),
-            },
+            Plan::Ints => match_column!(view, |v: T| ints => {
+                as_stored!(v, T, |x| !mi.contains(&(x as i64)))
+            }, floats => unreachable!("integer plan")),
             Plan::Scaled(scale) => each_int!(view, |v| {
                 let (vals, valid) = map_values(v, pick, |x| {
                     let x = x as i64;
@@ -489,27 +491,9 @@ impl Col {
                     .with_precision_and_scale(*p, *s)?;
                 Arc::new(a) as ArrayRef
             }),
-            Plan::Floats => match view {
-                ColumnData::F32(v) if complete => {
-                    let (vals, valid) = copy_values(v, pick);
-                    prim::<Float32Type>(vals, valid)
-                }
-                ColumnData::F64(v) if complete => {
-                    let (vals, valid) = copy_values(v, pick);
-                    prim::<Float64Type>(vals, valid)
-                }
-                ColumnData::F32(v) => {
-                    let (vals, valid) =
-                        map_values(v, pick, |x| (x, !(x.is_nan() || mf.contains(&(x as f64)))));
-                    prim::<Float32Type>(vals, valid)
-                }
-                ColumnData::F64(v) => {
-                    let (vals, valid) =
-                        map_values(v, pick, |x| (x, !(x.is_nan() || mf.contains(&x))));
-                    prim::<Float64Type>(vals, valid)
-                }
-                _ => unreachable!("float plan over an integer column"),
-            },
+            Plan::Floats => match_column!(view, |v: T| ints => {
+                unreachable!("float plan over an integer column")
+            }, floats => as_stored!(v, T, |x| !(x.is_nan() || mf.contains(&(x as f64))))),
             Plan::Text(dict) => each_int!(view, |v| {
                 let (keys, valid) = map_values(v, pick, |x| {
                     let x = x as i64;

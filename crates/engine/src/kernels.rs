@@ -26,67 +26,26 @@ macro_rules! val_int {
     )*};
 }
 val_int!(u8, i8, u16, i16, u32, i32, i64);
-impl Val for f32 {
-    #[inline(always)]
-    fn i(self) -> i64 {
-        self.to_bits() as i64
-    }
-    #[inline(always)]
-    fn f(self) -> f64 {
-        self as f64
-    }
+/// Floats as their bits (an exact key) or as `f64`.
+macro_rules! val_float {
+    ($($t:ty),*) => {$(
+        impl Val for $t {
+            #[inline(always)]
+            fn i(self) -> i64 { self.to_bits() as i64 }
+            #[inline(always)]
+            fn f(self) -> f64 { self as f64 }
+        }
+    )*};
 }
-impl Val for f64 {
-    #[inline(always)]
-    fn i(self) -> i64 {
-        self.to_bits() as i64
-    }
-    #[inline(always)]
-    fn f(self) -> f64 {
-        self
-    }
-}
+val_float!(f32, f64);
 
+/// Runs `$body` with `$v` bound to rows `$range` of a column of any type.
 macro_rules! dispatch {
     ($data:expr, $range:expr, |$v:ident| $body:expr) => {
-        match $data {
-            ColumnData::U8(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::I8(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::U16(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::I16(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::U32(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::I32(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::I64(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::F32(x) => {
-                let $v = &x[$range];
-                $body
-            }
-            ColumnData::F64(x) => {
-                let $v = &x[$range];
-                $body
-            }
-        }
+        microtab_store::match_column!($data, |x| {
+            let $v = &x[$range];
+            $body
+        })
     };
 }
 
@@ -96,31 +55,14 @@ pub(crate) use dispatch;
 /// at most 32 bits; `$other` for any other type.
 macro_rules! int_slice {
     ($data:expr, $range:expr, |$x:ident| $body:expr, $other:expr) => {
+        $crate::kernels::int_slice!(@of U8 I8 U16 I16 U32 I32; $data, $range, |$x| $body, $other)
+    };
+    (@of $($t:ident)*; $data:expr, $range:expr, |$x:ident| $body:expr, $other:expr) => {
         match $data {
-            ColumnData::U8(v) => {
+            $(ColumnData::$t(v) => {
                 let $x = &v[$range];
                 $body
-            }
-            ColumnData::I8(v) => {
-                let $x = &v[$range];
-                $body
-            }
-            ColumnData::U16(v) => {
-                let $x = &v[$range];
-                $body
-            }
-            ColumnData::I16(v) => {
-                let $x = &v[$range];
-                $body
-            }
-            ColumnData::U32(v) => {
-                let $x = &v[$range];
-                $body
-            }
-            ColumnData::I32(v) => {
-                let $x = &v[$range];
-                $body
-            }
+            })*
             _ => $other,
         }
     };

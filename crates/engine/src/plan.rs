@@ -361,47 +361,33 @@ pub(crate) fn distinct_keys(
 
 /// Builds the mapper of a dimension with `stride`.
 pub(crate) fn dim_mapper(d: &DimPlan, stride: u32) -> Mapper {
+    // The missing category's cell, when missing values are a category of
+    // their own; TRASH otherwise.
+    let null_entry = d
+        .keys
+        .iter()
+        .position(|k| k.is_none())
+        .map_or(TRASH, |i| i as u32 * stride);
+    // A group's cell (TRASH: in no group).
+    let cell = |g: u32| if g == TRASH { TRASH } else { g * stride };
     if let Some(pairs) = &d.recode_keys {
-        let null = d
-            .keys
-            .iter()
-            .position(|k| k.is_none())
-            .map_or(TRASH, |i| i as u32 * stride);
         return Mapper::Hash {
             // Every value that occurs is in the map (those in no group as
             // TRASH): an integer key missing from it is the null code.
-            map: pairs
-                .iter()
-                .map(|&(k, g)| (k as u64, if g == TRASH { TRASH } else { g * stride }))
-                .collect(),
+            map: pairs.iter().map(|&(k, g)| (k as u64, cell(g))).collect(),
             float: d.var.kind == Kind::Float,
-            null,
+            null: null_entry,
             other: TRASH,
         };
     }
     if let Some((base, codes)) = &d.recode {
-        // Outside the range: the null code (a category of its own with
-        // --include-missing).
-        let outside = d
-            .keys
-            .iter()
-            .position(|k| k.is_none())
-            .map_or(TRASH, |i| i as u32 * stride);
         return Mapper::Table {
             base: *base,
-            table: codes
-                .iter()
-                .map(|&g| if g == TRASH { TRASH } else { g * stride })
-                .collect(),
-            outside,
+            table: codes.iter().map(|&g| cell(g)).collect(),
+            // Outside the range: the null code.
+            outside: null_entry,
         };
     }
-    let null_entry = d
-        .keys
-        .iter()
-        .position(|s| s.is_none())
-        .map(|i| i as u32 * stride)
-        .unwrap_or(TRASH);
     if d.map == DimMap::Rank {
         let (lo, hi) = int_range(&d.var, MAX_RANK).expect("rank-mapped");
         let words = ((hi - lo) as usize >> 6) + 1;

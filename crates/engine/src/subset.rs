@@ -6,8 +6,9 @@
 use crate::exec::MORSEL;
 use crate::expr::filter_program;
 use crate::{Error, Result, Term};
+use microtab_store::{fold_floats, match_column};
 use microtab_store::{
-    Column, ColumnData, ColumnWriter, Dataset, DatasetWriter, Design, Kind, Number, Variable,
+    Column, ColumnWriter, Dataset, DatasetWriter, Design, Kind, Number, Variable,
 };
 use microtab_store::{Remedied, Remedy};
 use std::path::Path;
@@ -134,29 +135,11 @@ fn copy_column(
         macro_rules! floats {
             ($v:expr) => {{
                 let g = gather!($v, bits, start);
-                for &x in &g {
-                    let x = x as f64;
-                    if x.is_nan() {
-                        nulls += 1;
-                    } else {
-                        flo = flo.min(x);
-                        fhi = fhi.max(x);
-                    }
-                }
+                fold_floats(&g, &mut flo, &mut fhi, &mut nulls);
                 w.append(&g)?;
             }};
         }
-        match view {
-            ColumnData::F32(v) => floats!(v),
-            ColumnData::F64(v) => floats!(v),
-            ColumnData::U8(v) => ints!(v),
-            ColumnData::I8(v) => ints!(v),
-            ColumnData::U16(v) => ints!(v),
-            ColumnData::I16(v) => ints!(v),
-            ColumnData::U32(v) => ints!(v),
-            ColumnData::I32(v) => ints!(v),
-            ColumnData::I64(v) => ints!(v),
-        }
+        match_column!(view, |v| ints => ints!(v), floats => floats!(v))
     }
     Ok(if var.kind == Kind::Float {
         if flo <= fhi {

@@ -246,14 +246,9 @@ struct Cell {
     wxx: f64,
 }
 
-fn reference(
-    recs: &[Rec],
-    dims: &[&str],
-    filter: Pred,
-    w: Option<&str>,
-    m: Option<&str>,
-    all: bool,
-) -> BTreeMap<Vec<K>, Cell> {
+/// The cube of case `c` over `recs`, computed record by record.
+fn reference(recs: &[Rec], c: &Case) -> BTreeMap<Vec<K>, Cell> {
+    let (dims, filter, w, m, all) = (c.dims, FILTERS[c.f].1, c.w, c.m, c.all);
     let mut out: BTreeMap<Vec<K>, Cell> = BTreeMap::new();
     // BTreeMap needs Ord: order by a string form.
     let mut cells: Vec<(Vec<K>, Cell)> = Vec::new();
@@ -420,7 +415,7 @@ impl Case<'_> {
 /// Runs `c` over every read path and checks each cube against the
 /// reference; the kernel that counted it (the same on every path).
 fn run_case(ds: &Dataset, recs: &[Rec], c: &Case) -> &'static str {
-    let want = reference(c.part(recs), c.dims, FILTERS[c.f].1, c.w, c.m, c.all);
+    let want = reference(c.part(recs), c);
     let q = c.query();
     let what = format!(
         "dims {:?} filter {:?} weight {:?} measure {:?} rows {:?} partial {}",

@@ -3,11 +3,21 @@
 //! household record) is exercised many times. Expected values come from the
 //! generator, not from the parser.
 
+mod common;
+
+use common::values;
 use microtab_ingest::{import_fixed, Codebook, Error, FixedOptions};
 use microtab_store::{Dataset, Kind};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
+
+/// The codebook `xml`, written to a file in `dir` and read back.
+fn codebook(dir: &Path, xml: &str) -> Codebook {
+    let path = dir.join("codebook.xml");
+    std::fs::write(&path, xml).unwrap();
+    Codebook::read(&path).unwrap()
+}
 
 fn small_chunks() -> FixedOptions {
     FixedOptions {
@@ -15,13 +25,6 @@ fn small_chunks() -> FixedOptions {
         threads: 3,
         ..FixedOptions::default()
     }
-}
-
-fn values(ds: &Dataset, name: &str) -> Vec<f64> {
-    let c = ds.column(name).unwrap();
-    c.verify().unwrap();
-    let d = c.data().unwrap();
-    (0..d.len()).map(|i| d.get_f64(i)).collect()
 }
 
 fn strings(ds: &Dataset, name: &str) -> Vec<Option<String>> {
@@ -102,9 +105,7 @@ fn write_gz(path: &Path, text: &[u8]) {
 #[test]
 fn rectangular_file_plain_and_gzip() {
     let dir = tempfile::tempdir().unwrap();
-    let xml = dir.path().join("r.xml");
-    std::fs::write(&xml, RECT).unwrap();
-    let cb = Codebook::read(&xml).unwrap();
+    let cb = codebook(dir.path(), RECT);
     let n = 20_000;
     let mut text = String::new();
     let mut exp = Vec::new();
@@ -160,9 +161,7 @@ fn rectangular_file_plain_and_gzip() {
 #[test]
 fn bad_field_deep_in_a_gzip_file_names_record_and_variable() {
     let dir = tempfile::tempdir().unwrap();
-    let xml = dir.path().join("r.xml");
-    std::fs::write(&xml, RECT).unwrap();
-    let cb = Codebook::read(&xml).unwrap();
+    let cb = codebook(dir.path(), RECT);
     let mut text = String::new();
     for i in 0..9000 {
         let (mut line, _, _) = rect_record(i);
@@ -198,9 +197,7 @@ const HIER: &str = r#"<codeBook><fileDscr><fileTxt><fileStrc type="hierarchical"
 #[test]
 fn hierarchical_households_stay_whole_across_chunks() {
     let dir = tempfile::tempdir().unwrap();
-    let xml = dir.path().join("h.xml");
-    std::fs::write(&xml, HIER).unwrap();
-    let cb = Codebook::read(&xml).unwrap();
+    let cb = codebook(dir.path(), HIER);
     let mut text = String::new();
     // (serial, state, hhwt, pernum, age) per person; households per H.
     let mut persons = Vec::new();

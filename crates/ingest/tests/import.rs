@@ -1,6 +1,9 @@
 //! Import round trips on hand-made files, with chunks small enough that
 //! type widening happens across chunk boundaries.
 
+mod common;
+
+use common::values;
 use microtab_ingest::{import_csv, CsvOptions, Error};
 use microtab_store::{Dataset, Kind, PhysType};
 use std::fmt::Write;
@@ -11,13 +14,6 @@ fn small_chunks() -> CsvOptions {
         sample_rows: 10,
         ..CsvOptions::default()
     }
-}
-
-fn values(ds: &Dataset, name: &str) -> Vec<f64> {
-    let c = ds.column(name).unwrap();
-    c.verify().unwrap();
-    let d = c.data().unwrap();
-    (0..d.len()).map(|i| d.get_f64(i)).collect()
 }
 
 #[test]

@@ -755,20 +755,76 @@ pub enum ColumnData<'a> {
     F64(&'a [f64]),
 }
 
+/// Matches a [`ColumnData`] once for each element type, so that code
+/// written once over a slice serves all nine.
+///
+/// - `match_column!(d, |v| body)`: `body` with `v` bound to the slice, for
+///   every type;
+/// - `match_column!(d, |v| ints => a, floats => b)`: `a` for the integer
+///   types, `b` for `f32` and `f64`;
+/// - `match_column!(d, |v: T| ...)`: either form, with the element type
+///   also named `T` in the bodies.
+#[macro_export]
+macro_rules! match_column {
+    ($d:expr, |$v:ident| ints => $int:expr, floats => $float:expr $(,)?) => {
+        $crate::match_column!($d, |$v: _Elem| ints => $int, floats => $float)
+    };
+    ($d:expr, |$v:ident: $t:ident| ints => $int:expr, floats => $float:expr $(,)?) => {
+        match $d {
+            $crate::ColumnData::U8($v) => $crate::match_column!(@as $t = u8, $int),
+            $crate::ColumnData::I8($v) => $crate::match_column!(@as $t = i8, $int),
+            $crate::ColumnData::U16($v) => $crate::match_column!(@as $t = u16, $int),
+            $crate::ColumnData::I16($v) => $crate::match_column!(@as $t = i16, $int),
+            $crate::ColumnData::U32($v) => $crate::match_column!(@as $t = u32, $int),
+            $crate::ColumnData::I32($v) => $crate::match_column!(@as $t = i32, $int),
+            $crate::ColumnData::I64($v) => $crate::match_column!(@as $t = i64, $int),
+            $crate::ColumnData::F32($v) => $crate::match_column!(@as $t = f32, $float),
+            $crate::ColumnData::F64($v) => $crate::match_column!(@as $t = f64, $float),
+        }
+    };
+    ($d:expr, |$v:ident: $t:ident| $body:expr) => {
+        $crate::match_column!($d, |$v: $t| ints => $body, floats => $body)
+    };
+    ($d:expr, |$v:ident| $body:expr) => {
+        $crate::match_column!($d, |$v| ints => $body, floats => $body)
+    };
+    (@as $t:ident = $ty:ty, $e:expr) => {{
+        #[allow(dead_code)]
+        type $t = $ty;
+        $e
+    }};
+}
+
+/// A slice as a typed view.
+macro_rules! view_of {
+    ($($t:ty => $v:ident),*) => {$(
+        impl<'a> From<&'a [$t]> for ColumnData<'a> {
+            fn from(values: &'a [$t]) -> Self {
+                ColumnData::$v(values)
+            }
+        }
+    )*};
+}
+view_of!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32, i64 => I64, f32 => F32, f64 => F64);
+
+/// Widens `lo..=hi` to the float `values` that are not NaN, and counts
+/// the NaNs (system-missing) in `nulls`.
+pub fn fold_floats<T: Copy + Into<f64>>(values: &[T], lo: &mut f64, hi: &mut f64, nulls: &mut u64) {
+    for &x in values {
+        let x: f64 = x.into();
+        if x.is_nan() {
+            *nulls += 1;
+        } else {
+            *lo = lo.min(x);
+            *hi = hi.max(x);
+        }
+    }
+}
+
 /// Value `$i` of a [`ColumnData`] cast to `$t`.
 macro_rules! widen {
     ($d:expr, $i:expr, $t:ty) => {
-        match $d {
-            ColumnData::U8(v) => v[$i] as $t,
-            ColumnData::I8(v) => v[$i] as $t,
-            ColumnData::U16(v) => v[$i] as $t,
-            ColumnData::I16(v) => v[$i] as $t,
-            ColumnData::U32(v) => v[$i] as $t,
-            ColumnData::I32(v) => v[$i] as $t,
-            ColumnData::I64(v) => v[$i] as $t,
-            ColumnData::F32(v) => v[$i] as $t,
-            ColumnData::F64(v) => v[$i] as $t,
-        }
+        match_column!($d, |v| v[$i] as $t)
     };
 }
 
@@ -807,32 +863,12 @@ impl<'a> ColumnData<'a> {
     /// The values' little-endian bytes.
     pub fn bytes(&self) -> &'a [u8] {
         use crate::NativeType;
-        match *self {
-            ColumnData::U8(v) => v,
-            ColumnData::I8(v) => NativeType::as_bytes(v),
-            ColumnData::U16(v) => NativeType::as_bytes(v),
-            ColumnData::I16(v) => NativeType::as_bytes(v),
-            ColumnData::U32(v) => NativeType::as_bytes(v),
-            ColumnData::I32(v) => NativeType::as_bytes(v),
-            ColumnData::I64(v) => NativeType::as_bytes(v),
-            ColumnData::F32(v) => NativeType::as_bytes(v),
-            ColumnData::F64(v) => NativeType::as_bytes(v),
-        }
+        match_column!(*self, |v| NativeType::as_bytes(v))
     }
 
     /// Number of values.
     pub fn len(&self) -> usize {
-        match self {
-            ColumnData::U8(v) => v.len(),
-            ColumnData::I8(v) => v.len(),
-            ColumnData::U16(v) => v.len(),
-            ColumnData::I16(v) => v.len(),
-            ColumnData::U32(v) => v.len(),
-            ColumnData::I32(v) => v.len(),
-            ColumnData::I64(v) => v.len(),
-            ColumnData::F32(v) => v.len(),
-            ColumnData::F64(v) => v.len(),
-        }
+        match_column!(self, |v| v.len())
     }
 
     /// True when there are no values.
@@ -1069,32 +1105,13 @@ impl Column {
                     }
                 }};
             }
-            macro_rules! floats {
-                ($v:expr) => {{
-                    for &x in $v {
-                        let x = x as f64;
-                        if x.is_nan() {
-                            nulls += 1;
-                        } else {
-                            flo = flo.min(x);
-                            fhi = fhi.max(x);
-                        }
-                    }
-                }};
-            }
             // Unchecked: `verify` hashed the whole file before this pass.
             let (off, len) = self.stored_span(s, n);
-            match self.decode_unchecked(&self.payload()[off..off + len], n, &mut buf) {
-                ColumnData::U8(v) => ints!(v, u8),
-                ColumnData::I8(v) => ints!(v, i8),
-                ColumnData::U16(v) => ints!(v, u16),
-                ColumnData::I16(v) => ints!(v, i16),
-                ColumnData::U32(v) => ints!(v, u32),
-                ColumnData::I32(v) => ints!(v, i32),
-                ColumnData::I64(v) => ints!(v, i64),
-                ColumnData::F32(v) => floats!(v),
-                ColumnData::F64(v) => floats!(v),
-            }
+            match_column!(
+                self.decode_unchecked(&self.payload()[off..off + len], n, &mut buf),
+                |v: T| ints => ints!(v, T),
+                floats => fold_floats(v, &mut flo, &mut fhi, &mut nulls),
+            );
             s += n;
         }
         let range = if self.header.ty.is_float() {
@@ -1453,7 +1470,7 @@ impl Column {
 
 #[cfg(test)]
 mod tests {
-    use crate::{ColumnData, Dataset, DatasetWriter, Kind, Packing, PhysType, Variable};
+    use crate::{Dataset, DatasetWriter, Kind, Packing, PhysType, Variable};
 
     /// Writes `chunks` as one u16 column X in that many appends (and a u8
     /// column Y from `chunks8`), publishes the dataset and returns it.
@@ -1487,22 +1504,13 @@ mod tests {
         Dataset::open(&t).unwrap()
     }
 
-    fn values16(ds: &Dataset, name: &str) -> Vec<u16> {
+    /// The values of column `name` (verified first), stored as `T`.
+    fn values<T: crate::NativeType>(ds: &Dataset, name: &str) -> Vec<T> {
         let c = ds.column(name).unwrap();
         c.verify().unwrap();
-        match c.data().unwrap() {
-            ColumnData::U16(v) => v.to_vec(),
-            _ => panic!("u16 expected"),
-        }
-    }
-
-    fn values8(ds: &Dataset, name: &str) -> Vec<u8> {
-        let c = ds.column(name).unwrap();
-        c.verify().unwrap();
-        match c.data().unwrap() {
-            ColumnData::U8(v) => v.to_vec(),
-            _ => panic!("u8 expected"),
-        }
+        let all: Box<dyn std::any::Any> =
+            crate::match_column!(c.data().unwrap(), |v| Box::new(v.to_vec()));
+        *all.downcast::<Vec<T>>().expect("stored as another type")
     }
 
     /// The range grows over the appends (re-packing what was written),
@@ -1532,7 +1540,7 @@ mod tests {
             &y,
         );
         let all: Vec<u16> = [a, b, c, d].concat();
-        assert_eq!(values16(&ds, "X"), all);
+        assert_eq!(values::<u16>(&ds, "X"), all);
         // 90..=489 and the null code: 400 values + all ones → 9 bits; the
         // base at most 90, and 489 within the 511 − 1 codes above it.
         let v = ds.variable("X").unwrap();
@@ -1542,7 +1550,7 @@ mod tests {
         assert_eq!(v.bytes, 9 * 128 * 9); // 8710 rows: 9 blocks of 128 × 9 bytes
                                           // Y: only nulls at first (0 bits, base 255), then 1s: one bit and the null.
         assert_eq!(
-            values8(&ds, "Y"),
+            values::<u8>(&ds, "Y"),
             [vec![255u8; 700], vec![1; 8010]].concat()
         );
         assert_eq!(
@@ -1565,8 +1573,8 @@ mod tests {
         let y = vec![(0..3003).map(|i| (i % 256) as u8).collect::<Vec<u8>>()];
         for pack in [true, false] {
             let ds = write(dir.path(), pack, &[a.clone(), b.clone()], &y);
-            assert_eq!(values16(&ds, "X"), [a.clone(), b.clone()].concat());
-            assert_eq!(values8(&ds, "Y"), y[0]);
+            assert_eq!(values::<u16>(&ds, "X"), [a.clone(), b.clone()].concat());
+            assert_eq!(values::<u8>(&ds, "Y"), y[0]);
             for name in ["X", "Y"] {
                 assert_eq!(ds.variable(name).unwrap().packing, None, "{name}");
             }
@@ -1599,7 +1607,7 @@ mod tests {
             let chunks: Vec<Vec<u16>> =
                 cuts.windows(2).map(|w| vals[w[0]..w[1]].to_vec()).collect();
             let ds = write(dir.path(), pack, &chunks, std::slice::from_ref(&y));
-            assert_eq!(values16(&ds, "X"), vals);
+            assert_eq!(values::<u16>(&ds, "X"), vals);
             let want: Vec<crate::Zone> = vals
                 .chunks(s)
                 .map(|c| {

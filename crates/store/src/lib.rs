@@ -35,7 +35,8 @@ mod remedy;
 mod types;
 
 pub use column::{
-    Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS, ZONE_BYTES,
+    fold_floats, Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS,
+    ZONE_BYTES,
 };
 pub use dataset::{exchange, Dataset, DatasetWriter};
 pub use manifest::{

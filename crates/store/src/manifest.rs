@@ -267,19 +267,46 @@ pub enum LonelyPsu {
     Average,
 }
 
-impl std::str::FromStr for LonelyPsu {
-    type Err = String;
+/// `FromStr` for an enum by the names its `name()` gives, in any case:
+/// the type, what a message calls one, and every variant.
+macro_rules! from_name {
+    ($t:ident, $what:literal, [$($v:ident),*]) => {
+        impl std::str::FromStr for $t {
+            type Err = String;
 
-    /// An option by its name, any case.
-    fn from_str(s: &str) -> Result<Self, String> {
-        use LonelyPsu::*;
-        [Fail, Remove, Certainty, Adjust, Average]
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                format!("unknown lonely-PSU option '{s}': expected fail, remove, certainty, adjust or average")
-            })
-    }
+            /// A variant by its name, any case.
+            fn from_str(s: &str) -> Result<Self, String> {
+                by_name(s, &[$($t::$v),*], $t::name, $what)
+            }
+        }
+    };
+}
+
+from_name!(
+    LonelyPsu,
+    "lonely-PSU option",
+    [Fail, Remove, Certainty, Adjust, Average]
+);
+
+/// The one of `all` that `name` calls `s` (any case, spaces around it
+/// ignored), or a message that `s` is no `what` and lists the names.
+fn by_name<T: Copy>(
+    s: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+    what: &str,
+) -> Result<T, String> {
+    all.iter()
+        .copied()
+        .find(|&k| name(k).eq_ignore_ascii_case(s.trim()))
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|&k| name(k)).collect();
+            let (last, rest) = names.split_last().expect("a closed set of names");
+            format!(
+                "unknown {what} '{s}': expected {} or {last}",
+                rest.join(", ")
+            )
+        })
 }
 
 impl LonelyPsu {
@@ -351,21 +378,11 @@ pub enum RepType {
     Other,
 }
 
-impl std::str::FromStr for RepType {
-    type Err = String;
-
-    /// A kind by its name, any case (`sdr`, `brr`, `fay`, `jk1`, `jkn`,
-    /// `bootstrap`, `other`).
-    fn from_str(s: &str) -> Result<Self, String> {
-        use RepType::*;
-        [Sdr, Brr, Fay, Jk1, Jkn, Bootstrap, Other]
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                format!("unknown replicate design type '{s}': expected sdr, brr, fay, jk1, jkn, bootstrap or other")
-            })
-    }
-}
+from_name!(
+    RepType,
+    "replicate design type",
+    [Sdr, Brr, Fay, Jk1, Jkn, Bootstrap, Other]
+);
 
 impl RepType {
     /// The lowercase name (`sdr`, `brr`, …).
@@ -419,5 +436,24 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    /// Names read in any case with spaces around them; an unknown one is
+    /// refused with every name listed (the messages as written by hand).
+    #[test]
+    fn named_options_parse_and_list_the_names() {
+        assert_eq!(
+            " Certainty ".parse::<super::LonelyPsu>(),
+            Ok(super::LonelyPsu::Certainty)
+        );
+        assert_eq!("JK1".parse::<super::RepType>(), Ok(super::RepType::Jk1));
+        assert_eq!(
+            "x".parse::<super::LonelyPsu>().unwrap_err(),
+            "unknown lonely-PSU option 'x': expected fail, remove, certainty, adjust or average"
+        );
+        assert_eq!(
+            "jk2".parse::<super::RepType>().unwrap_err(),
+            "unknown replicate design type 'jk2': expected sdr, brr, fay, jk1, jkn, bootstrap or other"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! study.
 
 use microtab_io::ReadPath;
+use serde::Serialize;
 use std::path::PathBuf;
 
 pub(super) const KIB: usize = 1 << 10;
@@ -31,7 +32,7 @@ pub const BUFFER_SIZES: [usize; 14] = [
 pub const REQUEST_SIZES: [usize; 4] = [KIB, 8 * KIB, 64 * KIB, MIB];
 
 /// Min, max, mean and sample standard deviation of repeated runs.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Stats {
     /// Number of runs (0: nothing measured, every figure 0).
     pub runs: usize,
@@ -72,13 +73,14 @@ impl Stats {
 }
 
 /// One timed operation repeated over several runs.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Measurement {
     /// Bytes moved per run.
     pub bytes: u64,
     /// Wall-clock seconds per run.
     pub seconds: Stats,
     /// Throughput per run in MB/s (10^6 bytes per second).
+    #[serde(rename = "mb_per_s")]
     pub mb_s: Stats,
 }
 
@@ -98,7 +100,7 @@ impl Measurement {
 }
 
 /// The same operation measured with the file in the page cache and out of it.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct WarmCold {
     /// File in the page cache (after an untimed pass that loads it).
     pub warm: Measurement,
@@ -189,29 +191,33 @@ impl BenchConfig {
 }
 
 /// Read throughput at one buffer size.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct BufferSizeResult {
     /// Bytes per `read` call (1: unbuffered one-byte reads).
     pub buffer: usize,
     /// Warm and cold measurements.
+    #[serde(flatten)]
     pub times: WarmCold,
 }
 
 /// Writing integers one call at a time vs in bulk.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct WriteCallsResult {
     /// Integers (little-endian `u32`) written per run.
     pub ints: usize,
     /// One `write` system call per integer.
+    #[serde(rename = "one_write_per_int")]
     pub per_call: Measurement,
     /// One call per integer into a `BufWriter` (default 8 KiB buffer).
+    #[serde(rename = "bufwriter_per_int")]
     pub buffered: Measurement,
     /// All integers in one `write_all`.
+    #[serde(rename = "one_bulk_write")]
     pub bulk: Measurement,
 }
 
 /// Text (formatted) vs binary (unformatted) files of the same integers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TextBinaryResult {
     /// Integers per file.
     pub ints: usize,

@@ -9,7 +9,7 @@ use crate::render::{group_digits, text_table, Align};
 use anyhow::{bail, Context, Result};
 use microtab_bench::io::{
     human_bytes, Bench, BenchConfig, BufferSizeResult, ColumnScanResult, InterfaceResult,
-    Measurement, OverlapResult, Stats, TextBinaryResult, WarmCold, WriteCallsResult, BUFFER_SIZES,
+    Measurement, OverlapResult, Stats, TextBinaryResult, WriteCallsResult, BUFFER_SIZES,
     REQUEST_SIZES,
 };
 use serde_json::{json, Value as Json};
@@ -624,8 +624,8 @@ fn column_scan_json(r: &ColumnScanResult) -> Json {
         "depth": r.depth,
         "scans": r.scans.iter().map(|s| json!({
             "path": s.path.name(),
-            "warm": s.times.map(|t| measurement_json(&t.warm)),
-            "cold": s.times.map(|t| measurement_json(&t.cold)),
+            "warm": s.times.map(|t| t.warm),
+            "cold": s.times.map(|t| t.cold),
             "cold_vs_dd_reported": s.times.and_then(|t| r.cold_vs_dd(&t, true, false)),
             "cold_vs_dd_reported_best_runs": s.times.and_then(|t| r.cold_vs_dd(&t, true, true)),
             "cold_vs_dd_process": s.times.and_then(|t| r.cold_vs_dd(&t, false, false)),
@@ -635,26 +635,14 @@ fn column_scan_json(r: &ColumnScanResult) -> Json {
         })).collect::<Vec<_>>(),
         "dd": r.dd.map(|d| json!({
             "command": "dd if=FILE of=/dev/null bs=1M",
-            "reported": warm_cold_json(&d.reported),
-            "process": warm_cold_json(&d.wall),
+            "reported": d.reported,
+            "process": d.wall,
         })),
         "dd_note": r.dd_note,
-        "memcpy": measurement_json(&r.memcpy),
+        "memcpy": r.memcpy,
         "auto_cold_path": r.auto_cold.name(),
         "targets": {"cold_vs_dd": TARGET_VS_DD, "warm_vs_memcpy": TARGET_VS_MEMCPY},
     })
-}
-
-fn stats_json(s: &Stats) -> Json {
-    json!({"runs": s.runs, "min": s.min, "max": s.max, "mean": s.mean, "sigma": s.sigma})
-}
-
-fn measurement_json(m: &Measurement) -> Json {
-    json!({"bytes": m.bytes, "seconds": stats_json(&m.seconds), "mb_per_s": stats_json(&m.mb_s)})
-}
-
-fn warm_cold_json(w: &WarmCold) -> Json {
-    json!({"warm": measurement_json(&w.warm), "cold": measurement_json(&w.cold)})
 }
 
 fn to_json(r: &Report, bench: &Bench, elapsed: f64) -> Json {
@@ -672,31 +660,14 @@ fn to_json(r: &Report, bench: &Bench, elapsed: f64) -> Json {
             "description": bench.eviction().describe(),
             "resident_after_eviction": bench.resident_after_eviction(),
         },
-        "buffer_sizes": r.a.as_ref().map(|a| a.iter().map(|x| json!({
-            "buffer": x.buffer,
-            "warm": measurement_json(&x.times.warm),
-            "cold": measurement_json(&x.times.cold),
-        })).collect::<Vec<_>>()),
-        "write_calls": r.b.as_ref().map(|b| json!({
-            "ints": b.ints,
-            "one_write_per_int": measurement_json(&b.per_call),
-            "bufwriter_per_int": measurement_json(&b.buffered),
-            "one_bulk_write": measurement_json(&b.bulk),
-        })),
-        "text_vs_binary": r.c.as_ref().map(|c| json!({
-            "ints": c.ints,
-            "text_bytes": c.text_bytes,
-            "binary_bytes": c.binary_bytes,
-            "text_write": measurement_json(&c.text_write),
-            "binary_write": measurement_json(&c.binary_write),
-            "text_read": warm_cold_json(&c.text_read),
-            "binary_read": warm_cold_json(&c.binary_read),
-        })),
+        "buffer_sizes": r.a,
+        "write_calls": r.b,
+        "text_vs_binary": r.c,
         "interfaces": r.d.as_ref().map(|d| d.iter().map(|x| json!({
             "interface": x.interface.name(),
             "request": x.request,
-            "warm": x.times.map(|t| measurement_json(&t.warm)),
-            "cold": x.times.map(|t| measurement_json(&t.cold)),
+            "warm": x.times.map(|t| t.warm),
+            "cold": x.times.map(|t| t.cold),
             "note": x.note,
         })).collect::<Vec<_>>()),
         "overlap": r.f.as_ref().map(|f| json!({
@@ -705,11 +676,11 @@ fn to_json(r: &Report, bench: &Bench, elapsed: f64) -> Json {
             "block_bytes": f.block_bytes,
             "depth": f.depth,
             "rounds": f.rounds,
-            "read_only": measurement_json(&f.read_only),
-            "compute_only": measurement_json(&f.compute_only),
-            "sequential": measurement_json(&f.sequential),
-            "kernel_readahead": measurement_json(&f.kernel_readahead),
-            "overlapped": measurement_json(&f.overlapped),
+            "read_only": f.read_only,
+            "compute_only": f.compute_only,
+            "sequential": f.sequential,
+            "kernel_readahead": f.kernel_readahead,
+            "overlapped": f.overlapped,
             "speedup": f.speedup(),
             "speedup_vs_kernel_readahead": f.speedup_vs_kernel(),
             "speedup_best_runs": f.speedup_best(),

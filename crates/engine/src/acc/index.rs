@@ -7,7 +7,6 @@
 use super::morsel::Morsel;
 use crate::core::MORSEL;
 use crate::kernels::{apply_col, dispatch, load_ints, load_values};
-use microtab_store::ColumnData;
 
 /// A morsel's rows as the index kernels see them (buffers reused from
 /// morsel to morsel).

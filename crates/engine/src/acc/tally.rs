@@ -7,7 +7,7 @@ use super::morsel::{what, Morsel};
 use crate::core::alloc::zeroed;
 use crate::core::{Result, LANES};
 use crate::kernels::{accumulate_counts, accumulate_weighted, dispatch};
-use microtab_store::{ColumnData, Kind};
+use microtab_store::Kind;
 
 /// Per cell and lane (`cell * LANES + lane`, the trash cell last).
 pub(crate) struct Tally {

@@ -59,25 +59,23 @@ impl Moments {
     }
 }
 
-/// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
+/// A cell's integer sums: records, weights, weighted values (`Wx`: `i64`
+/// within a morsel, `i128` beyond) and weighted squares.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct MorselCell {
+pub(crate) struct IntSums<Wx> {
     pub(crate) n: u64,
     pub(crate) w: i64,
-    pub(crate) wx: i64,
+    pub(crate) wx: Wx,
     pub(crate) wxx: i128,
 }
+
+/// One morsel's sums for a cell lane (see `Plan::morsel_sums`).
+pub(crate) type MorselCell = IntSums<i64>;
 
 /// Exact sums for integer (and implied-decimal) analysis variables and
 /// weights: the result does not depend on how rows were split among
 /// workers, so it is identical from run to run.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ExactCell {
-    pub(crate) n: u64,
-    pub(crate) w: i64,
-    pub(crate) wx: i128,
-    pub(crate) wxx: i128,
-}
+pub(crate) type ExactCell = IntSums<i128>;
 
 // SAFETY: integers only; all-zero bytes are the empty cell (`Default`).
 unsafe impl crate::core::alloc::Zeroable for ExactCell {}

@@ -5,7 +5,7 @@
 use super::types::{Case, Input, Math, Node, Op, Other, TabIn, Table, Ty, Vals};
 use super::NA;
 use crate::filter::CmpOp;
-use microtab_store::{ColumnData, Kind};
+use microtab_store::{match_column, ColumnData, Kind};
 
 /// Rows evaluated at a time: vectors that stay in the core's caches (and
 /// below the allocator's mapping threshold).
@@ -13,17 +13,7 @@ pub(crate) const SUB: usize = 2048;
 
 /// Rows `a..b` of a view.
 pub(crate) fn slice<'a>(d: &ColumnData<'a>, a: usize, b: usize) -> ColumnData<'a> {
-    match *d {
-        ColumnData::U8(v) => ColumnData::U8(&v[a..b]),
-        ColumnData::I8(v) => ColumnData::I8(&v[a..b]),
-        ColumnData::U16(v) => ColumnData::U16(&v[a..b]),
-        ColumnData::I16(v) => ColumnData::I16(&v[a..b]),
-        ColumnData::U32(v) => ColumnData::U32(&v[a..b]),
-        ColumnData::I32(v) => ColumnData::I32(&v[a..b]),
-        ColumnData::I64(v) => ColumnData::I64(&v[a..b]),
-        ColumnData::F32(v) => ColumnData::F32(&v[a..b]),
-        ColumnData::F64(v) => ColumnData::F64(&v[a..b]),
-    }
+    match_column!(*d, |v| ColumnData::from(&v[a..b]))
 }
 
 macro_rules! add_slots {
@@ -45,16 +35,7 @@ impl Table {
         let mut idx = vec![0usize; n];
         let mut ok = true;
         for t in &self.ins {
-            match &cols[t.input] {
-                ColumnData::U8(v) => add_slots!(v, t, idx, ok),
-                ColumnData::I8(v) => add_slots!(v, t, idx, ok),
-                ColumnData::U16(v) => add_slots!(v, t, idx, ok),
-                ColumnData::I16(v) => add_slots!(v, t, idx, ok),
-                ColumnData::U32(v) => add_slots!(v, t, idx, ok),
-                ColumnData::I32(v) => add_slots!(v, t, idx, ok),
-                ColumnData::I64(v) => add_slots!(v, t, idx, ok),
-                _ => ok = false,
-            }
+            match_column!(&cols[t.input], |v| ints => add_slots!(v, t, idx, ok), floats => ok = false);
         }
         if !ok {
             return self.fallback.eval(inputs, cols, n);
@@ -117,16 +98,9 @@ fn load(inp: &Input, d: &ColumnData<'_>) -> Vals {
         });
     }
     let m = &inp.miss_i[..];
-    Vals::I(match d {
-        ColumnData::U8(v) => load_ints!(v, m),
-        ColumnData::I8(v) => load_ints!(v, m),
-        ColumnData::U16(v) => load_ints!(v, m),
-        ColumnData::I16(v) => load_ints!(v, m),
-        ColumnData::U32(v) => load_ints!(v, m),
-        ColumnData::I32(v) => load_ints!(v, m),
-        ColumnData::I64(v) => load_ints!(v, m),
-        _ => (0..d.len()).map(|i| d.get_i64(i)).collect(),
-    })
+    Vals::I(match_column!(d, |v| ints => load_ints!(v, m), floats => {
+        (0..d.len()).map(|i| d.get_i64(i)).collect()
+    }))
 }
 
 /// A right operand: values, or one constant for every row.
@@ -236,6 +210,13 @@ impl Cx<'_, '_> {
         Vals::I(v)
     }
 
+    /// `f` of two integer nodes' values, missing where either is (checked
+    /// only when either can be missing).
+    #[inline]
+    fn zip_ints(&self, a: &Node, b: &Node, f: impl Fn(i64, i64) -> i64) -> Vals {
+        Vals::I(zip_i(self.ev(a).i(), self.ri(b), a.na || b.na, f))
+    }
+
     /// A right operand of integers: a constant stays one.
     fn ri(&self, x: &Node) -> Rhs<i64> {
         match x.op {
@@ -317,18 +298,9 @@ impl Node {
                 v.iter_mut().for_each(|y| *y = -*y);
                 Vals::F(v)
             }
-            Op::AddI(a, b) => {
-                let c = a.na || b.na;
-                Vals::I(zip_i(cx.ev(a).i(), cx.ri(b), c, i64::wrapping_add))
-            }
-            Op::SubI(a, b) => {
-                let c = a.na || b.na;
-                Vals::I(zip_i(cx.ev(a).i(), cx.ri(b), c, i64::wrapping_sub))
-            }
-            Op::MulI(a, b) => {
-                let c = a.na || b.na;
-                Vals::I(zip_i(cx.ev(a).i(), cx.ri(b), c, i64::wrapping_mul))
-            }
+            Op::AddI(a, b) => cx.zip_ints(a, b, i64::wrapping_add),
+            Op::SubI(a, b) => cx.zip_ints(a, b, i64::wrapping_sub),
+            Op::MulI(a, b) => cx.zip_ints(a, b, i64::wrapping_mul),
             Op::AddF(a, b) => Vals::F(zip_f(cx.ev(a).f(), cx.rf(b), |x, y| fin(x + y))),
             Op::SubF(a, b) => Vals::F(zip_f(cx.ev(a).f(), cx.rf(b), |x, y| fin(x - y))),
             Op::MulF(a, b) => Vals::F(zip_f(cx.ev(a).f(), cx.rf(b), |x, y| fin(x * y))),
@@ -384,10 +356,7 @@ impl Node {
         match &self.op {
             Op::CmpI(op, a, b) => {
                 let op = *op;
-                let c = a.na || b.na;
-                Vals::I(zip_i(cx.ev(a).i(), cx.ri(b), c, |x, y| {
-                    cmp(op, x, y) as i64
-                }))
+                cx.zip_ints(a, b, |x, y| cmp(op, x, y) as i64)
             }
             Op::CmpF(op, a, b) => {
                 let op = *op;

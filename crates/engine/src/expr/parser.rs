@@ -138,21 +138,17 @@ impl<'a> Parser<'a> {
     }
 
     fn expr_inner(&mut self) -> Result<Ast> {
-        let mut a = self.and()?;
-        while self.word("or") || self.sym("||") || self.sym("|") {
-            let b = self.and()?;
-            a = Ast::Bin(Bop::Or, Box::new(a), Box::new(b));
-        }
-        Ok(a)
+        self.chain(
+            Self::and,
+            &[("or", Bop::Or), ("||", Bop::Or), ("|", Bop::Or)],
+        )
     }
 
     fn and(&mut self) -> Result<Ast> {
-        let mut a = self.not()?;
-        while self.word("and") || self.sym("&&") || self.sym("&") {
-            let b = self.not()?;
-            a = Ast::Bin(Bop::And, Box::new(a), Box::new(b));
-        }
-        Ok(a)
+        self.chain(
+            Self::not,
+            &[("and", Bop::And), ("&&", Bop::And), ("&", Bop::And)],
+        )
     }
 
     fn not(&mut self) -> Result<Ast> {
@@ -197,37 +193,37 @@ impl<'a> Parser<'a> {
         Ok(Ast::Bin(Bop::Cmp(op), Box::new(a), Box::new(b)))
     }
 
-    fn add(&mut self) -> Result<Ast> {
-        let mut a = self.mul()?;
+    /// Operands read by `next`, joined left to right by the operators of
+    /// `ops` (words such as `and`, or symbols; `**` is a power, read by
+    /// `unary`, and ends the chain).
+    fn chain(&mut self, next: fn(&mut Self) -> Result<Ast>, ops: &[(&str, Bop)]) -> Result<Ast> {
+        let mut a = next(self)?;
         loop {
-            let op = if self.sym("+") {
-                Bop::Add
-            } else if self.sym("-") {
-                Bop::Sub
-            } else {
+            self.ws();
+            if self.rest().starts_with("**") {
+                return Ok(a);
+            }
+            let op = ops.iter().find(|(s, _)| {
+                if s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                    self.word(s)
+                } else {
+                    self.sym(s)
+                }
+            });
+            let Some(&(_, op)) = op else {
                 return Ok(a);
             };
-            let b = self.mul()?;
+            let b = next(self)?;
             a = Ast::Bin(op, Box::new(a), Box::new(b));
         }
     }
 
+    fn add(&mut self) -> Result<Ast> {
+        self.chain(Self::mul, &[("+", Bop::Add), ("-", Bop::Sub)])
+    }
+
     fn mul(&mut self) -> Result<Ast> {
-        let mut a = self.unary()?;
-        loop {
-            self.ws();
-            let op = if self.rest().starts_with("**") {
-                return Ok(a);
-            } else if self.sym("*") {
-                Bop::Mul
-            } else if self.sym("/") {
-                Bop::Div
-            } else {
-                return Ok(a);
-            };
-            let b = self.unary()?;
-            a = Ast::Bin(op, Box::new(a), Box::new(b));
-        }
+        self.chain(Self::unary, &[("*", Bop::Mul), ("/", Bop::Div)])
     }
 
     fn unary(&mut self) -> Result<Ast> {

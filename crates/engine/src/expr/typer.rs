@@ -513,23 +513,26 @@ impl Typer<'_> {
         self.arity(f, args, 1)?;
         let x = self.node(&args[0])?;
         let na = x.na;
-        match x.ty {
-            Ty::Int { dec, lo, hi } => {
+        // The range of |x| for x in lo..=hi (integers or floats).
+        macro_rules! abs_range {
+            ($lo:expr, $hi:expr, $zero:expr) => {{
+                let (lo, hi, zero) = ($lo, $hi, $zero);
                 let m = lo.abs().max(hi.abs());
-                let l = if lo <= 0 && hi >= 0 {
-                    0
+                let l = if lo <= zero && hi >= zero {
+                    zero
                 } else {
                     lo.abs().min(hi.abs())
                 };
+                (l, m)
+            }};
+        }
+        match x.ty {
+            Ty::Int { dec, lo, hi } => {
+                let (l, m) = abs_range!(lo, hi, 0);
                 Ok(int(Op::AbsI(b(x)), dec, l, m, na))
             }
             Ty::Float { lo, hi, grid } => {
-                let m = lo.abs().max(hi.abs());
-                let l = if lo <= 0.0 && hi >= 0.0 {
-                    0.0
-                } else {
-                    lo.abs().min(hi.abs())
-                };
+                let (l, m) = abs_range!(lo, hi, 0.0);
                 Ok(float(Op::AbsF(b(x)), l, m, grid, na))
             }
             Ty::Text => self.text_err(&x),

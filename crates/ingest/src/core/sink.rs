@@ -3,6 +3,7 @@
 
 use crate::core::column::{pow10, rescale, scaled_floats, ColBuf, NULL_I64};
 use crate::error::Result;
+use microtab_store::match_column;
 use microtab_store::{
     ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, Number, PhysType, Variable,
     HEADER_SIZE,
@@ -132,6 +133,8 @@ fn append_floats(w: &mut ColumnWriter, vals: &[f64]) -> Result<()> {
 /// only then does the type's null code mean missing. Without nulls it is
 /// an ordinary value (255 in a `u8` column that held 0..=255), which must
 /// survive a re-encoding into a wider type.
+// The float arm casts both float types to f64, f64 included.
+#[allow(clippy::unnecessary_cast)]
 fn read_partial(
     path: &std::path::Path,
     ty: PhysType,
@@ -161,27 +164,13 @@ fn read_partial(
             }
         };
     }
-    match data {
-        ColumnData::U8(v) => ints!(v),
-        ColumnData::I8(v) => ints!(v),
-        ColumnData::U16(v) => ints!(v),
-        ColumnData::I16(v) => ints!(v),
-        ColumnData::U32(v) => ints!(v),
-        ColumnData::I32(v) => ints!(v),
-        ColumnData::I64(v) => ints!(v),
-        ColumnData::F32(v) => {
-            for c in v.chunks(BLOCK) {
-                fbuf.clear();
-                fbuf.extend(c.iter().map(|&x| x as f64));
-                f(Block::Float(&fbuf))?;
-            }
+    match_column!(data, |v| ints => ints!(v), floats => {
+        for c in v.chunks(BLOCK) {
+            fbuf.clear();
+            fbuf.extend(c.iter().map(|&x| x as f64));
+            f(Block::Float(&fbuf))?;
         }
-        ColumnData::F64(v) => {
-            for c in v.chunks(BLOCK) {
-                f(Block::Float(c))?;
-            }
-        }
-    }
+    });
     drop(map);
     let _ = std::fs::remove_file(path);
     Ok(())

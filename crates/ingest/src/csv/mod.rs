@@ -238,25 +238,26 @@ pub fn import_csv(
         if forced[i] {
             continue;
         }
-        match why {
-            Some(TextWhy::LeadingZeros(n)) => notes.push(Note::hinted(
+        let (text, kind, effect) = match why {
+            Some(TextWhy::LeadingZeros(n)) => (
                 format!(
                     "column {} is read as text: its numbers are written with leading zeros (\"{}\" on line {}), like codes",
                     names[i], n.example, n.line
                 ),
-                column_type(&names[i], ColumnKind::Int),
+                ColumnKind::Int,
                 "reads them as numbers",
-            )),
-            Some(TextWhy::BeyondI64(n)) => notes.push(Note::hinted(
+            ),
+            Some(TextWhy::BeyondI64(n)) => (
                 format!(
                     "column {} is read as text: \"{}\" on line {} is an integer beyond 64 bits, which microtab does not store exactly as a number",
                     names[i], n.example, n.line
                 ),
-                column_type(&names[i], ColumnKind::Float),
+                ColumnKind::Float,
                 "reads it as approximate numbers",
-            )),
-            _ => {}
-        }
+            ),
+            _ => continue,
+        };
+        notes.push(Note::hinted(text, column_type(&names[i], kind), effect));
     }
     for (i, n) in sampled.na_in_text.iter().enumerate() {
         if let (Some(n), Plan::Str, None) = (n, plans[i], &opts.na_text) {

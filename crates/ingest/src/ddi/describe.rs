@@ -9,7 +9,8 @@ use crate::core::number::{parse_number, Num};
 use crate::error::Result;
 use crate::note::Note;
 use microtab_store::codec::format_float as float_text;
-use microtab_store::{ColumnData, DatasetWriter, Kind, Remedy, Variable};
+use microtab_store::match_column;
+use microtab_store::{DatasetWriter, Kind, Remedy, Variable};
 
 /// A codebook code (`"01"`, `"99999998"`, `"0A"`) as the variable's stored
 /// value and its displayed text, or `None` if it cannot be one of its values.
@@ -247,15 +248,6 @@ fn wide_range_codes(
             }
         };
     }
-    match data {
-        ColumnData::U8(v) => scan!(v),
-        ColumnData::I8(v) => scan!(v),
-        ColumnData::U16(v) => scan!(v),
-        ColumnData::I16(v) => scan!(v),
-        ColumnData::U32(v) => scan!(v),
-        ColumnData::I32(v) => scan!(v),
-        ColumnData::I64(v) => scan!(v),
-        ColumnData::F32(_) | ColumnData::F64(_) => return Ok(None),
-    }
+    match_column!(data, |v| ints => scan!(v), floats => return Ok(None));
     Ok(Some(found.into_iter().collect()))
 }
