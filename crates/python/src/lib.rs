@@ -350,9 +350,8 @@ fn _import_text(
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         let codebook = ddi
             .as_deref()
-            .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(d)))
-            .transpose()
-            .map_err(ingest_error)?;
+            .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(d)).map_err(ingest_error))
+            .transpose()?;
         let s = match (fixed, codebook) {
             (true, Some(cb)) => {
                 microtab_ingest::import_fixed(input.as_ref(), &cb, target.as_ref(), force, &o)
