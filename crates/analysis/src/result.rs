@@ -269,13 +269,14 @@ impl Serialize for FreqRow<'_> {
 }
 
 impl Frequencies {
-    pub(crate) fn new(
-        context: Context,
-        variable: String,
-        label: Option<String>,
-        cube: Cube,
-        survey: Option<Survey>,
-    ) -> Self {
+    /// The frequencies of the one dimension of `cube`: its variable is
+    /// the variable counted.
+    pub(crate) fn new(context: Context, cube: Cube, survey: Option<Survey>) -> Self {
+        let (variable, label) = cube
+            .dims
+            .first()
+            .map(|d| (d.var.name.clone(), d.var.label.clone()))
+            .unwrap_or_default();
         let cats = cube.dims.first().map_or(&[][..], |d| &d.categories[..]);
         let survey = survey.map(|v| {
             let bases = cube.replicates.as_ref().map_or(Vec::new(), |reps| {
