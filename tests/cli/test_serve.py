@@ -78,12 +78,19 @@ def test_datasets_and_codebook(server):
     assert str(ds) not in json.dumps(body)
 
 
+def same_as_cli(base, ds, analysis, params, *args):
+    """The API's answer to `analysis` with `params`, checked equal to the
+    CLI's with `args` (but for the dataset, which the API names as served)."""
+    st, body = get(base, f"/api/v1/datasets/census/{analysis}" + q(**params))
+    assert st == 200 and body.pop("dataset") == "census", body
+    same(body, cli_json(analysis, ds, *args))
+    return body
+
+
 def test_answers_equal_the_cli_and_duckdb(server):
     base, ds, con, _ = server
-    st, body = get(base, "/api/v1/datasets/census/tab" + q(row="SEX", col="EDUC", filter="AGE(25-64)",
-                                                             pct="row", stats="true"))
-    assert st == 200 and body.pop("dataset") == "census"
-    same(body, cli_json("tab", ds, "SEX", "EDUC", "--filter", "AGE(25-64)", "--pct", "row", "--stats"))
+    body = same_as_cli(base, ds, "tab", dict(row="SEX", col="EDUC", filter="AGE(25-64)", pct="row", stats="true"),
+                       "SEX", "EDUC", "--filter", "AGE(25-64)", "--pct", "row", "--stats")
     t = body["tables"][0]
     want = dict(((s, e), (n, float(w))) for s, e, n, w in con.execute(
         "SELECT SEX, EDUC, count(*), sum(PERWT) FROM c WHERE AGE BETWEEN 25 AND 64 GROUP BY ALL").fetchall())
@@ -92,14 +99,10 @@ def test_answers_equal_the_cli_and_duckdb(server):
             n, w = want.get((r["value"], c["value"]), (0, 0.0))
             assert t["counts"][i][j] == n
             assert t["weighted"][i][j] == pytest.approx(w, rel=1e-12)
-    st, body = get(base, "/api/v1/datasets/census/freq" + q(var="AGE(r: 0-17; 18-64; 65-*)"))
-    assert st == 200 and body["rows"][0]["weighted_se"]["se"] > 0
-    body.pop("dataset")
-    same(body, cli_json("freq", ds, "AGE(r: 0-17; 18-64; 65-*)"))
-    st, body = get(base, "/api/v1/datasets/census/means" + q(var="INCTOT", by="SEX,EDUC", quantiles="0.5"))
-    assert st == 200
-    body.pop("dataset")
-    same(body, cli_json("means", ds, "INCTOT", "--by", "SEX,EDUC", "--median"))
+    body = same_as_cli(base, ds, "freq", dict(var="AGE(r: 0-17; 18-64; 65-*)"), "AGE(r: 0-17; 18-64; 65-*)")
+    assert body["rows"][0]["weighted_se"]["se"] > 0
+    same_as_cli(base, ds, "means", dict(var="INCTOT", by="SEX,EDUC", quantiles="0.5"),
+                "INCTOT", "--by", "SEX,EDUC", "--median")
 
 
 @pytest.mark.parametrize("path,status,needle", [

@@ -3,11 +3,24 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use std::str::FromStr;
 
-/// Implements `Deserialize` through `FromStr`, so that every front end
+/// Implements `FromStr` from a table of each variant's words (read
+/// trimmed, any case; `what` names the option in the error, which lists
+/// `expected`), and `Deserialize` through it, so that every front end
 /// (URL parameters, Python keywords as JSON, command-line flags) reads an
 /// option's words the one same way.
-macro_rules! deserialize_from_str {
-    ($t:ty) => {
+macro_rules! from_words {
+    ($t:ty, $what:literal, $expected:literal, { $($($word:literal)|+ => $v:expr),+ $(,)? }) => {
+        impl FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    $($($word)|+ => Ok($v),)+
+                    _ => Err(format!(concat!($what, " '{}': expected ", $expected), s)),
+                }
+            }
+        }
+
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = String::deserialize(d)?;
@@ -29,21 +42,12 @@ pub enum Pct {
     Total,
 }
 
-impl FromStr for Pct {
-    type Err = String;
-
-    /// `row`, `col` (or `column`), `total`, any case.
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "row" => Ok(Pct::Row),
-            "col" | "column" => Ok(Pct::Col),
-            "total" => Ok(Pct::Total),
-            _ => Err(format!("pct '{s}': expected row, col or total")),
-        }
-    }
-}
-
-deserialize_from_str!(Pct);
+// `row`, `col` (or `column`), `total`, any case.
+from_words!(Pct, "pct", "row, col or total", {
+    "row" => Pct::Row,
+    "col" | "column" => Pct::Col,
+    "total" => Pct::Total,
+});
 
 /// How percentages' confidence intervals are formed under a design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
@@ -58,22 +62,11 @@ pub enum PctInterval {
     KornGraubard,
 }
 
-impl FromStr for PctInterval {
-    type Err = String;
-
-    /// `logit`, `korn-graubard` (or `beta`, R's name), any case.
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "logit" => Ok(PctInterval::Logit),
-            "korn-graubard" | "beta" => Ok(PctInterval::KornGraubard),
-            _ => Err(format!(
-                "percentage interval '{s}': expected logit or korn-graubard (beta)"
-            )),
-        }
-    }
-}
-
-deserialize_from_str!(PctInterval);
+// `logit`, `korn-graubard` (or `beta`, R's name), any case.
+from_words!(PctInterval, "percentage interval", "logit or korn-graubard (beta)", {
+    "logit" => PctInterval::Logit,
+    "korn-graubard" | "beta" => PctInterval::KornGraubard,
+});
 
 /// The analysis to run.
 #[derive(Debug, Clone, PartialEq)]

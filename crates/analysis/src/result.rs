@@ -25,15 +25,20 @@ where
     }
 }
 
-/// A category as `{"value", "label", "missing"}`.
-struct CategoryJson<'a>(&'a Category);
+/// A category as `{"value", "label", "missing"}`, or, without `missing`
+/// (`.1` false), as `{"value", "label"}` (a group of means, never a
+/// missing category).
+struct CategoryJson<'a>(&'a Category, bool);
 
 impl Serialize for CategoryJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_struct("Category", 3)?;
-        m.serialize_field("value", &ValueJson(&self.0.value))?;
-        m.serialize_field("label", &self.0.label)?;
-        m.serialize_field("missing", &self.0.missing)?;
+        let CategoryJson(c, missing) = *self;
+        let mut m = s.serialize_struct("Category", if missing { 3 } else { 2 })?;
+        m.serialize_field("value", &ValueJson(&c.value))?;
+        m.serialize_field("label", &c.label)?;
+        if missing {
+            m.serialize_field("missing", &c.missing)?;
+        }
         m.end()
     }
 }
@@ -52,44 +57,42 @@ impl Serialize for ValueJson<'_> {
     }
 }
 
-/// What the weight did with the rows a query selected, as JSON.
-struct CasesJson<'a>(&'a Option<WeightCases>);
+/// Defines `$json`, an optional engine struct `$t` as JSON: `null`, or an
+/// object of the fields listed (in that order), named `$name`.
+macro_rules! option_json {
+    ($(#[$doc:meta])* $json:ident, $t:ty, $name:literal, [$($field:ident),+]) => {
+        $(#[$doc])*
+        struct $json<'a>(&'a Option<$t>);
 
-impl Serialize for CasesJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            None => s.serialize_none(),
-            Some(w) => {
-                let mut m = s.serialize_struct("WeightCases", 3)?;
-                m.serialize_field("negative", &w.negative)?;
-                m.serialize_field("zero", &w.zero)?;
-                m.serialize_field("missing", &w.missing)?;
+        impl Serialize for $json<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let Some(x) = self.0 else {
+                    return s.serialize_none();
+                };
+                let mut m = s.serialize_struct($name, [$(stringify!($field)),+].len())?;
+                $(m.serialize_field(stringify!($field), &x.$field)?;)+
                 m.end()
             }
         }
-    }
+    };
 }
 
-/// Chi-square statistics as JSON (`null` when not asked for or not
-/// defined).
-struct StatsJson<'a>(&'a Option<ChiSquare>);
+option_json!(
+    /// What the weight did with the rows a query selected, as JSON.
+    CasesJson,
+    WeightCases,
+    "WeightCases",
+    [negative, zero, missing]
+);
 
-impl Serialize for StatsJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            None => s.serialize_none(),
-            Some(c) => {
-                let mut m = s.serialize_struct("ChiSquare", 5)?;
-                m.serialize_field("chi2", &c.chi2)?;
-                m.serialize_field("df", &c.df)?;
-                m.serialize_field("p", &c.p)?;
-                m.serialize_field("cramers_v", &c.cramers_v)?;
-                m.serialize_field("n", &c.n)?;
-                m.end()
-            }
-        }
-    }
-}
+option_json!(
+    /// Chi-square statistics as JSON (`null` when not asked for or not
+    /// defined).
+    StatsJson,
+    ChiSquare,
+    "ChiSquare",
+    [chi2, df, p, cramers_v, n]
+);
 
 /// How a result was computed: what every result carries.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +135,34 @@ fn serialize_result<S: Serializer>(
     m.end()
 }
 
+/// `impl Serialize` for a result, through [`serialize_result`]: its
+/// leading members are its fields `lead` (named as the fields), `trail`
+/// writes its trailing members to the map `m` (the result as `this`), and
+/// its long array is what its method `long` yields, named as the method.
+macro_rules! result_json {
+    ($t:ty, [$($lead:ident),*], |$this:ident, $m:ident| $trail:block, $long:ident) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let $this = self;
+                serialize_result(
+                    s,
+                    &self.context,
+                    |m| {
+                        $(m.serialize_entry(stringify!($lead), &self.$lead)?;)*
+                        Ok(())
+                    },
+                    |$m| {
+                        $trail
+                        Ok(())
+                    },
+                    stringify!($long),
+                    &Stream(|| self.$long()),
+                )
+            }
+        }
+    };
+}
+
 /// Record count and sum of weights (`None` unweighted).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Totals {
@@ -164,6 +195,25 @@ impl Serialize for Answer {
         }
     }
 }
+
+/// `TryFrom<Answer>` for each kind of result, so that a front end that
+/// asked for one kind takes it typed (the answer back when it is another).
+macro_rules! answer_kinds {
+    ($($variant:ident($t:ty)),+) => {
+        $(impl TryFrom<Answer> for $t {
+            type Error = Answer;
+
+            fn try_from(a: Answer) -> Result<Self, Answer> {
+                match a {
+                    Answer::$variant(x) => Ok(x),
+                    other => Err(other),
+                }
+            }
+        })+
+    };
+}
+
+answer_kinds!(Freq(Frequencies), Tab(Crosstab), Means(Means));
 
 // ---------------------------------------------------------------- freq
 
@@ -222,13 +272,14 @@ impl Serialize for FreqRow<'_> {
 }
 
 impl Frequencies {
-    pub(crate) fn new(
-        context: Context,
-        variable: String,
-        label: Option<String>,
-        cube: Cube,
-        survey: Option<Survey>,
-    ) -> Self {
+    /// The frequencies of the one dimension of `cube`: its variable is
+    /// the variable counted.
+    pub(crate) fn new(context: Context, cube: Cube, survey: Option<Survey>) -> Self {
+        let (variable, label) = cube
+            .dims
+            .first()
+            .map(|d| (d.var.name.clone(), d.var.label.clone()))
+            .unwrap_or_default();
         let cats = cube.dims.first().map_or(&[][..], |d| &d.categories[..]);
         let survey = survey.map(|v| {
             let bases = cube.replicates.as_ref().map_or(Vec::new(), |reps| {
@@ -363,21 +414,14 @@ impl Frequencies {
     }
 }
 
-impl Serialize for Frequencies {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serialize_result(
-            s,
-            &self.context,
-            |m| {
-                m.serialize_entry("variable", &self.variable)?;
-                m.serialize_entry("label", &self.label)
-            },
-            |m| m.serialize_entry("total", &self.total),
-            "rows",
-            &Stream(|| self.rows()),
-        )
-    }
-}
+result_json!(
+    Frequencies,
+    [variable, label],
+    |f, m| {
+        m.serialize_entry("total", &f.total)?;
+    },
+    rows
+);
 
 // ---------------------------------------------------------------- tab
 
@@ -500,9 +544,18 @@ impl Table {
 impl Serialize for Table {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(10))?;
-        m.serialize_entry("control", &self.control.as_ref().map(CategoryJson))?;
-        m.serialize_entry("rows", &Stream(|| self.rows.iter().map(CategoryJson)))?;
-        m.serialize_entry("cols", &Stream(|| self.cols.iter().map(CategoryJson)))?;
+        m.serialize_entry(
+            "control",
+            &self.control.as_ref().map(|c| CategoryJson(c, true)),
+        )?;
+        m.serialize_entry(
+            "rows",
+            &Stream(|| self.rows.iter().map(|c| CategoryJson(c, true))),
+        )?;
+        m.serialize_entry(
+            "cols",
+            &Stream(|| self.cols.iter().map(|c| CategoryJson(c, true))),
+        )?;
         m.serialize_entry("counts", &self.counts)?;
         m.serialize_entry("weighted", &self.weighted)?;
         m.serialize_entry("pct", &self.pct)?;
@@ -1041,29 +1094,18 @@ impl Crosstab {
     }
 }
 
-impl Serialize for Crosstab {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serialize_result(
-            s,
-            &self.context,
-            |m| {
-                m.serialize_entry("row_var", &self.row_var)?;
-                m.serialize_entry("col_var", &self.col_var)?;
-                m.serialize_entry("control_var", &self.control_var)
-            },
-            |m| {
-                m.serialize_entry("pct", &self.pct)?;
-                if self.z {
-                    m.serialize_entry("z_along", &self.z_along())?;
-                    m.serialize_entry("z_method", self.z_method())?;
-                }
-                Ok(())
-            },
-            "tables",
-            &Stream(|| self.tables()),
-        )
-    }
-}
+result_json!(
+    Crosstab,
+    [row_var, col_var, control_var],
+    |x, m| {
+        m.serialize_entry("pct", &x.pct)?;
+        if x.z {
+            m.serialize_entry("z_along", &x.z_along())?;
+            m.serialize_entry("z_method", x.z_method())?;
+        }
+    },
+    tables
+);
 
 // ---------------------------------------------------------------- means
 
@@ -1132,15 +1174,6 @@ pub struct Group<'a> {
 
 impl Serialize for Group<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct By<'a>(&'a Category);
-        impl Serialize for By<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut m = s.serialize_struct("By", 2)?;
-                m.serialize_field("value", &ValueJson(&self.0.value))?;
-                m.serialize_field("label", &self.0.label)?;
-                m.end()
-            }
-        }
         let mut m = s.serialize_map(Some(5))?;
         m.serialize_entry("mean", &self.stat.mean)?;
         m.serialize_entry("sd", &self.stat.sd)?;
@@ -1152,9 +1185,24 @@ impl Serialize for Group<'_> {
         if !self.quantiles.is_empty() {
             m.serialize_entry("quantiles", &self.quantiles)?;
         }
-        m.serialize_entry("by", &Stream(|| self.by.iter().map(|c| By(c))))?;
+        m.serialize_entry(
+            "by",
+            &Stream(|| self.by.iter().map(|c| CategoryJson(c, false))),
+        )?;
         m.end()
     }
+}
+
+/// The moments of all of a means cube's groups that have records, merged.
+fn all_groups(cube: &Cube) -> Moments {
+    cube.moments
+        .iter()
+        .flatten()
+        .filter(|m| m.n > 0)
+        .fold(Moments::default(), |mut t, m| {
+            t.merge(m);
+            t
+        })
 }
 
 impl Means {
@@ -1167,13 +1215,7 @@ impl Means {
         quantiles: Option<crate::quantile::Quantiles>,
     ) -> Self {
         let quantiles = quantiles.unwrap_or_default();
-        let total = cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
-            Moments::default(),
-            |mut t, m| {
-                t.merge(m);
-                t
-            },
-        );
+        let total = all_groups(&cube);
         let mut means = Means {
             context,
             variable,
@@ -1201,13 +1243,7 @@ impl Means {
         // The domain's moments: the group's, or all groups'.
         let m = match c {
             Some(c) => self.cube.moments.as_ref()?[c],
-            None => self.cube.moments.iter().flatten().filter(|m| m.n > 0).fold(
-                Moments::default(),
-                |mut t, m| {
-                    t.merge(m);
-                    t
-                },
-            ),
+            None => all_groups(&self.cube),
         };
         // Under a Taylor design, R's SRS size leaves out records of
         // weight 0.
@@ -1295,28 +1331,17 @@ impl Means {
     }
 }
 
-impl Serialize for Means {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serialize_result(
-            s,
-            &self.context,
-            |m| {
-                m.serialize_entry("variable", &self.variable)?;
-                m.serialize_entry("label", &self.label)?;
-                m.serialize_entry("by", &self.by)
-            },
-            |m| {
-                m.serialize_entry("total", &self.total)?;
-                if self.total_se.is_some() {
-                    m.serialize_entry("total_se", &self.total_se)?;
-                }
-                if !self.total_quantiles.is_empty() {
-                    m.serialize_entry("total_quantiles", &self.total_quantiles)?;
-                }
-                Ok(())
-            },
-            "groups",
-            &Stream(|| self.groups()),
-        )
-    }
-}
+result_json!(
+    Means,
+    [variable, label, by],
+    |means, m| {
+        m.serialize_entry("total", &means.total)?;
+        if means.total_se.is_some() {
+            m.serialize_entry("total_se", &means.total_se)?;
+        }
+        if !means.total_quantiles.is_empty() {
+            m.serialize_entry("total_quantiles", &means.total_quantiles)?;
+        }
+    },
+    groups
+);

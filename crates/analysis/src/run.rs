@@ -250,17 +250,9 @@ fn answer(
     survey: Option<Survey>,
     quantiles: Option<crate::quantile::Quantiles>,
 ) -> Answer {
-    let dim = |i: usize| {
-        (
-            cube.dims[i].var.name.clone(),
-            cube.dims[i].var.label.clone(),
-        )
-    };
+    let name = |i: usize| cube.dims[i].var.name.clone();
     match &req.analysis {
-        Analysis::Freq { .. } => {
-            let (name, label) = dim(0);
-            Answer::Freq(Frequencies::new(context, name, label, cube, survey))
-        }
+        Analysis::Freq { .. } => Answer::Freq(Frequencies::new(context, cube, survey)),
         Analysis::Tab {
             control,
             pct,
@@ -268,8 +260,8 @@ fn answer(
             ..
         } => {
             let off = control.is_some() as usize;
-            let names = [dim(off).0, dim(off + 1).0];
-            let control = control.as_ref().map(|_| dim(0).0);
+            let names = [name(off), name(off + 1)];
+            let control = control.as_ref().map(|_| name(0));
             Answer::Tab(Crosstab::new(
                 context,
                 names,

@@ -237,36 +237,37 @@ pub struct ShowArgs {
 }
 
 /// Opens the dataset(s) `dataset` names and answers `analysis` with the
-/// options of `q` (see [`open_all`], [`run_timed`]).
-pub fn answer(
+/// options of `q` (see [`open_all`], [`run_timed`]), as the kind of result
+/// `analysis` asks for (`T`).
+pub fn answer<T: TryFrom<Answer>>(
     dataset: &Path,
     q: &QueryArgs,
     analysis: Analysis,
     include_missing: bool,
-) -> Result<Answer> {
+) -> Result<T> {
     answer_with(dataset, q, analysis, include_missing, |_| {})
 }
 
 /// [`answer`] with the request changed by `adjust` first.
-pub fn answer_with(
+pub fn answer_with<T: TryFrom<Answer>>(
     dataset: &Path,
     q: &QueryArgs,
     analysis: Analysis,
     include_missing: bool,
     adjust: impl FnOnce(&mut microtab_analysis::Request),
-) -> Result<Answer> {
+) -> Result<T> {
     answer_in(&open_all(dataset)?, q, analysis, include_missing, adjust)
 }
 
 /// [`answer_with`] over datasets already open ([`open_all`]), for a
 /// command that asks several questions of them.
-pub fn answer_in(
+pub fn answer_in<T: TryFrom<Answer>>(
     ds: &[Dataset],
     q: &QueryArgs,
     analysis: Analysis,
     include_missing: bool,
     adjust: impl FnOnce(&mut microtab_analysis::Request),
-) -> Result<Answer> {
+) -> Result<T> {
     let mut req = q.request(analysis, include_missing);
     if let (Analysis::Means { by, .. }, Some(first)) = (&mut req.analysis, ds.first()) {
         // One grammar for lists of names: an argument that names a
@@ -274,7 +275,8 @@ pub fn answer_in(
         *by = var_names(first, by);
     }
     adjust(&mut req);
-    run_timed(ds, &req, q)
+    let a = run_timed(ds, &req, q)?;
+    Ok(T::try_from(a).unwrap_or_else(|_| unreachable!("an analysis answers with its own kind")))
 }
 
 /// Writes a result as one line of JSON, streamed as it is serialized.
@@ -282,6 +284,34 @@ pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     Ok(())
+}
+
+/// A one-table answer's table as text (`freq`, `means`): its caption
+/// (`title`, `label`, and the context's weight and filter), then the table
+/// with its first `left` columns aligned left.
+pub fn table_text(
+    c: &microtab_analysis::Context,
+    title: &str,
+    label: Option<&str>,
+    head: &[String],
+    rows: &[Vec<String>],
+    left: usize,
+) -> String {
+    let mut align = vec![crate::render::Align::Right; head.len()];
+    for x in align.iter_mut().take(left) {
+        *x = crate::render::Align::Left;
+    }
+    crate::render::caption(title, label, c.weight.as_deref(), c.filter.as_deref())
+        + &crate::render::text_table(head, rows, &align)
+}
+
+/// The notes under a one-table answer (`freq`, `means`): on the weight,
+/// the design (`percentages`: the table shows percentages) and the
+/// replicates left out (`most`: [`most_dropped`] over its estimates).
+pub fn table_notes(c: &microtab_analysis::Context, percentages: bool, most: u32) -> String {
+    weight_note(&c.weight_cases, c.weight.as_deref())
+        + &design_note(&c.design, percentages)
+        + &dropped_note(most, &c.design)
 }
 
 /// A line under a text table saying which rows the weight left out or

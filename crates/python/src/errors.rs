@@ -132,62 +132,74 @@ fn with_hint(err: PyErr, r: &Remedy, h: String) -> PyErr {
     })
 }
 
+/// A library error `e` as the Python exception `raise` picks for it, with
+/// the hint of its remedy; `raise` gives `Err` for an error of another
+/// crate that `e` wraps, already converted (and hinted) by that crate's
+/// function.
+fn raised<E: Remedied>(e: E, raise: impl FnOnce(E) -> Result<PyErr, PyErr>) -> PyErr {
+    let remedy = e.remedy();
+    match raise(e) {
+        Ok(err) => hinted(err, remedy),
+        Err(wrapped) => wrapped,
+    }
+}
+
 pub(crate) fn store_error(e: microtab_store::Error) -> PyErr {
     use microtab_store::Error as E;
-    let remedy = e.remedy();
-    let err = match &e {
-        E::Io(io) => io_error(io),
-        E::NotADataset { .. } => PyFileNotFoundError::new_err(e.to_string()),
-        E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
-        E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
-        E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
-        E::Locked { .. } => LockedError::new_err(e.to_string()),
-        E::Changed { .. } => ChangedError::new_err(e.to_string()),
-        _ => MicrotabError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
+    raised(e, |e| {
+        Ok(match &e {
+            E::Io(io) => io_error(io),
+            E::NotADataset { .. } => PyFileNotFoundError::new_err(e.to_string()),
+            E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
+            E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
+            E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
+            E::Locked { .. } => LockedError::new_err(e.to_string()),
+            E::Changed { .. } => ChangedError::new_err(e.to_string()),
+            _ => MicrotabError::new_err(e.to_string()),
+        })
+    })
 }
 
 pub(crate) fn engine_error(e: microtab_engine::Error) -> PyErr {
     use microtab_engine::Error as E;
-    let remedy = e.remedy();
-    let err = match e {
-        E::Store(s) => return store_error(s),
-        e @ (E::TooLarge(_) | E::TooManyCells { .. }) => TooLargeError::new_err(e.to_string()),
-        e @ E::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
-        e => QueryError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
+    raised(e, |e| {
+        Ok(match e {
+            E::Store(s) => return Err(store_error(s)),
+            e @ (E::TooLarge(_) | E::TooManyCells { .. }) => TooLargeError::new_err(e.to_string()),
+            e @ E::OutOfMemory { .. } => pyo3::exceptions::PyMemoryError::new_err(e.to_string()),
+            e => QueryError::new_err(e.to_string()),
+        })
+    })
 }
 
 pub(crate) fn analysis_error(e: microtab_analysis::Error) -> PyErr {
     use microtab_analysis::Error as E;
-    let remedy = e.remedy();
-    let err = match e {
-        E::Engine(e) => return engine_error(e),
-        E::Store(s) => return store_error(s),
-        E::InDataset { dataset, error } => {
-            let inner = analysis_error(*error);
-            return Python::attach(|py| {
-                let v = inner.value(py);
-                let msg = format!("{dataset}: {v}");
-                let new = PyErr::from_type(inner.get_type(py), msg);
-                for a in ["hint", "option"] {
-                    if let Ok(x) = v.getattr(a) {
-                        let _ = new.value(py).setattr(a, x);
+    raised(e, |e| {
+        Ok(match e {
+            E::Engine(e) => return Err(engine_error(e)),
+            E::Store(s) => return Err(store_error(s)),
+            E::InDataset { dataset, error } => {
+                let inner = analysis_error(*error);
+                return Err(Python::attach(|py| {
+                    let v = inner.value(py);
+                    let msg = format!("{dataset}: {v}");
+                    let new = PyErr::from_type(inner.get_type(py), msg);
+                    for a in ["hint", "option"] {
+                        if let Ok(x) = v.getattr(a) {
+                            let _ = new.value(py).setattr(a, x);
+                        }
                     }
-                }
-                new
-            });
-        }
-        e @ E::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
-        E::Catalog(c) if matches!(*c, microtab_analysis::CatalogError::Exists { .. }) => {
-            pyo3::exceptions::PyFileExistsError::new_err(c.to_string())
-        }
-        e @ E::Catalog(_) => MicrotabError::new_err(e.to_string()),
-        e => QueryError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
+                    new
+                }));
+            }
+            e @ E::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+            E::Catalog(c) if matches!(*c, microtab_analysis::CatalogError::Exists { .. }) => {
+                pyo3::exceptions::PyFileExistsError::new_err(c.to_string())
+            }
+            e @ E::Catalog(_) => MicrotabError::new_err(e.to_string()),
+            e => QueryError::new_err(e.to_string()),
+        })
+    })
 }
 
 pub(crate) fn ingest_error(e: microtab_ingest::Error) -> PyErr {
@@ -242,25 +254,25 @@ pub(crate) fn keyword(r: &microtab_store::Remedy) -> String {
 
 pub(crate) fn arrow_error(e: microtab_arrow::Error) -> PyErr {
     use microtab_arrow::Error as E;
-    let remedy = e.remedy();
-    let err = match e {
-        E::Store(s) => return store_error(s),
-        E::Engine(e) => return engine_error(e),
-        E::Ingest(e) => return ingest_error(*e),
-        E::Io { path, error } => {
-            let msg = format!("{}: {error}", path.display());
-            match error.kind() {
-                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
-                _ => PyOSError::new_err(msg),
+    raised(e, |e| {
+        Ok(match e {
+            E::Store(s) => return Err(store_error(s)),
+            E::Engine(e) => return Err(engine_error(e)),
+            E::Ingest(e) => return Err(ingest_error(*e)),
+            E::Io { path, error } => {
+                let msg = format!("{}: {error}", path.display());
+                match error.kind() {
+                    std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+                    std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                    _ => PyOSError::new_err(msg),
+                }
             }
-        }
-        e @ E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
-        e @ E::Request { .. } => QueryError::new_err(e.to_string()),
-        e @ (E::Parquet { .. } | E::Input { .. } | E::NotDecimal { .. }) => {
-            InputError::new_err(e.to_string())
-        }
-        e => MicrotabError::new_err(e.to_string()),
-    };
-    hinted(err, remedy)
+            e @ E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
+            e @ E::Request { .. } => QueryError::new_err(e.to_string()),
+            e @ (E::Parquet { .. } | E::Input { .. } | E::NotDecimal { .. }) => {
+                InputError::new_err(e.to_string())
+            }
+            e => MicrotabError::new_err(e.to_string()),
+        })
+    })
 }

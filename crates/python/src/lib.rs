@@ -21,12 +21,27 @@ fn open(path: &str) -> PyResult<Dataset> {
     Dataset::open(std::path::Path::new(path)).map_err(store_error)
 }
 
+/// The datasets at `paths`, opened.
+fn open_all(paths: &[String]) -> PyResult<Vec<Dataset>> {
+    paths.iter().map(|p| open(p)).collect()
+}
+
+/// A JSON argument from the Python side (a request, options) read.
+fn parse(spec: &str) -> PyResult<Json> {
+    serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))
+}
+
+/// What crosses back to Python: a value as JSON text.
+fn to_json(value: &impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(value).map_err(|e| MicrotabError::new_err(e.to_string()))
+}
+
 /// The dataset's manifest (variables, types, labels, missing codes,
 /// design) as JSON.
 #[pyfunction]
 fn _info(path: &str) -> PyResult<String> {
     let ds = open(path)?;
-    serde_json::to_string(ds.manifest()).map_err(|e| MicrotabError::new_err(e.to_string()))
+    to_json(ds.manifest())
 }
 
 /// The parts' directories of the catalog of parts at `path`, in record
@@ -55,18 +70,23 @@ fn _split(
             microtab_analysis::split(&ds, std::path::Path::new(out), parts, force, without_design)
         })
         .map_err(analysis_error)?;
-    serde_json::to_string(&r.catalog).map_err(|e| MicrotabError::new_err(e.to_string()))
+    to_json(&r.catalog)
 }
 
 fn string(spec: &Json, key: &str) -> Option<String> {
     spec.get(key).and_then(Json::as_str).map(str::to_string)
 }
 
+/// A spec's boolean `key` (`false` when absent).
+fn flag(spec: &Json, key: &str) -> bool {
+    spec.get(key).and_then(Json::as_bool).unwrap_or(false)
+}
+
 /// The request a JSON object describes: `analysis` and the analysis
 /// layer's typed [`Params`](microtab_analysis::Params) (lists stay lists:
 /// a name is one string whatever it holds).
-fn request(spec: &Json) -> PyResult<Request> {
-    let mut o = spec
+fn request(spec: &str) -> PyResult<Request> {
+    let mut o = parse(spec)?
         .as_object()
         .cloned()
         .ok_or_else(|| QueryError::new_err("a request is a JSON object"))?;
@@ -83,13 +103,12 @@ fn request(spec: &Json) -> PyResult<Request> {
 /// dataset at `path`; the answer as the analysis layer's JSON.
 #[pyfunction]
 fn _query(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let req = request(&spec)?;
+    let req = request(spec)?;
     let path = path.to_string();
     let answer = py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
         let a = microtab_analysis::run(&ds, &req, &scan_options()?).map_err(analysis_error)?;
-        serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
+        to_json(&a)
     })?;
     Ok(answer)
 }
@@ -98,15 +117,11 @@ fn _query(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
 /// if they were one (exact partial results merged).
 #[pyfunction]
 fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let req = request(&spec)?;
+    let req = request(spec)?;
     py.detach(move || -> PyResult<String> {
-        let ds = paths
-            .iter()
-            .map(|p| open(p))
-            .collect::<PyResult<Vec<_>>>()?;
+        let ds = open_all(&paths)?;
         let a = microtab_analysis::run_many(&ds, &req, &scan_options()?).map_err(analysis_error)?;
-        serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
+        to_json(&a)
     })
 }
 
@@ -123,8 +138,7 @@ fn _partial<'py>(
     start: Option<u64>,
     end: Option<u64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let mut req = request(&spec)?;
+    let mut req = request(spec)?;
     let path = path.to_string();
     let bytes = py.detach(move || -> PyResult<Vec<u8>> {
         let ds = open(&path)?;
@@ -139,7 +153,7 @@ fn _partial<'py>(
             req.rows = Some(a..b);
         }
         let p = microtab_analysis::partial(&ds, &req, &scan_options()?).map_err(analysis_error)?;
-        serde_json::to_vec(&p).map_err(|e| MicrotabError::new_err(e.to_string()))
+        to_json(&p).map(String::into_bytes)
     })?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -150,13 +164,9 @@ fn _partial<'py>(
 /// results are merged.
 #[pyfunction]
 fn _check_values(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<()> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let req = request(&spec)?;
+    let req = request(spec)?;
     py.detach(move || -> PyResult<()> {
-        let sets = paths
-            .iter()
-            .map(|p| open(p))
-            .collect::<PyResult<Vec<_>>>()?;
+        let sets = open_all(&paths)?;
         let refs: Vec<&Dataset> = sets.iter().collect();
         microtab_analysis::check_values(&refs, &req).map_err(analysis_error)
     })
@@ -180,7 +190,7 @@ fn _merge<'py>(py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBy
             });
         }
         let p = acc.ok_or_else(|| QueryError::new_err("no partial results to merge"))?;
-        serde_json::to_vec(&p).map_err(|e| MicrotabError::new_err(e.to_string()))
+        to_json(&p).map(String::into_bytes)
     })?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -189,12 +199,11 @@ fn _merge<'py>(py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBy
 /// as the analysis layer's JSON.
 #[pyfunction]
 fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
-    let req = request(&spec)?;
+    let req = request(spec)?;
     py.detach(move || -> PyResult<String> {
         let p = read_partial(&part)?;
         let a = p.finish(&req).map_err(analysis_error)?;
-        serde_json::to_string(&a).map_err(|e| MicrotabError::new_err(e.to_string()))
+        to_json(&a)
     })
 }
 
@@ -261,11 +270,8 @@ fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
             .0;
     }
     o.record_type = string(spec, "rectype");
-    o.keep_niu = spec
-        .get("keep_niu")
-        .and_then(Json::as_bool)
-        .unwrap_or(false);
-    o.plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
+    o.keep_niu = flag(spec, "keep_niu");
+    o.plain = flag(spec, "plain");
     Ok(o)
 }
 
@@ -306,65 +312,64 @@ fn import_spec(
     spec: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(Json, microtab_ingest::ImportOptions)> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let spec = parse(spec)?;
     let mut o = import_options(&spec)?;
     o.progress = progress_of(progress);
     o.io = settings()?.io;
     Ok((spec, o))
 }
 
-/// Imports a CSV file (options as JSON: see `import_options`); the
+/// Imports a text file: CSV (`format` `csv`, an IPUMS codebook optional)
+/// or fixed-width (`fixed`, its codebook needed), the codebook's path
+/// `ddi` and the other options in the JSON `spec` (see `import_options`).
+/// With a codebook, sets the design its replicate weights imply. The
 /// summary as JSON.
 #[pyfunction]
-#[pyo3(signature = (input, target, force, spec, progress=None))]
-fn _import_csv(
+#[pyo3(signature = (format, input, target, force, spec, progress=None))]
+fn _import_text(
     py: Python<'_>,
+    format: &str,
     input: &str,
     target: &str,
     force: bool,
     spec: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let (spec, o) = import_spec(spec, progress)?;
+    let fixed = match format {
+        "csv" => false,
+        "fixed" => true,
+        f => {
+            return Err(QueryError::new_err(format!(
+                "format {f:?}: expected csv or fixed"
+            )))
+        }
+    };
+    let (spec, mut o) = import_spec(spec, progress)?;
     let ddi = string(&spec, "ddi");
-    let (input, target_s) = (input.to_string(), target.to_string());
-    let mut o = o;
+    let (input, target) = (input.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
-        if let Some(d) = &ddi {
-            o.codebook = Some(
-                microtab_ingest::Codebook::read(std::path::Path::new(d)).map_err(ingest_error)?,
-            );
+        let codebook = ddi
+            .as_deref()
+            .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(d)).map_err(ingest_error))
+            .transpose()?;
+        let s = match (fixed, codebook) {
+            (true, Some(cb)) => {
+                microtab_ingest::import_fixed(input.as_ref(), &cb, target.as_ref(), force, &o)
+            }
+            (true, None) => {
+                return Err(QueryError::new_err(
+                    "a fixed-width file is read with its DDI codebook (ddi)",
+                ))
+            }
+            (false, codebook) => {
+                o.codebook = codebook;
+                microtab_ingest::import_csv(input.as_ref(), target.as_ref(), force, &o)
+            }
         }
-        let s = microtab_ingest::import_csv(input.as_ref(), target_s.as_ref(), force, &o)
-            .map_err(ingest_error)?;
+        .map_err(ingest_error)?;
         if ddi.is_some() {
-            ipums_design(&target_s)?;
+            ipums_design(&target)?;
         }
-        Ok(s)
-    })?;
-    Ok(summary(&s))
-}
-
-/// Imports a fixed-width file with its DDI codebook (an IPUMS extract),
-/// setting the design its replicate weights imply.
-#[pyfunction]
-#[pyo3(signature = (data, ddi, target, force, spec, progress=None))]
-fn _import_fixed(
-    py: Python<'_>,
-    data: &str,
-    ddi: &str,
-    target: &str,
-    force: bool,
-    spec: &str,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<String> {
-    let (_, o) = import_spec(spec, progress)?;
-    let (data, ddi, target) = (data.to_string(), ddi.to_string(), target.to_string());
-    let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
-        let cb = microtab_ingest::Codebook::read(ddi.as_ref()).map_err(ingest_error)?;
-        let s = microtab_ingest::import_fixed(data.as_ref(), &cb, target.as_ref(), force, &o)
-            .map_err(ingest_error)?;
-        ipums_design(&target)?;
         Ok(s)
     })?;
     Ok(summary(&s))
@@ -376,7 +381,7 @@ fn _import_fixed(
 /// design as JSON.
 #[pyfunction]
 fn _set_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let spec = parse(spec)?;
     let bad = |m: String| QueryError::new_err(m);
     let d = if spec.is_null() {
         None
@@ -438,8 +443,7 @@ fn _set_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
             .map(|d| microtab_analysis::build_design(&ds, &d))
             .transpose()
             .map_err(analysis_error)?;
-        let out =
-            serde_json::to_string(&design).map_err(|e| MicrotabError::new_err(e.to_string()))?;
+        let out = to_json(&design)?;
         ds.update_manifest(|m| m.design = design)
             .map_err(store_error)?;
         Ok(out)
@@ -468,15 +472,9 @@ fn export_options(spec: &Json) -> PyResult<microtab_arrow::ExportOptions> {
                 .collect()
         }),
         filter: string(spec, "filter"),
-        labels: spec.get("labels").and_then(Json::as_bool).unwrap_or(false),
-        keep_missing_codes: spec
-            .get("keep_missing_codes")
-            .and_then(Json::as_bool)
-            .unwrap_or(false),
-        exact_decimals: spec
-            .get("exact_decimals")
-            .and_then(Json::as_bool)
-            .unwrap_or(false),
+        labels: flag(spec, "labels"),
+        keep_missing_codes: flag(spec, "keep_missing_codes"),
+        exact_decimals: flag(spec, "exact_decimals"),
         ..Default::default()
     };
     if let Some(n) = spec.get("batch_rows").and_then(Json::as_u64) {
@@ -495,7 +493,7 @@ fn _arrow_stream<'py>(
     path: &str,
     spec: &str,
 ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let spec = parse(spec)?;
     let opts = export_options(&spec)?;
     let path = path.to_string();
     let stored = match string(&spec, "dtypes").as_deref() {
@@ -529,14 +527,14 @@ fn _arrow_stream<'py>(
 /// `_arrow_stream`, plus `compression`, `force`); a summary as JSON.
 #[pyfunction]
 fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let spec = parse(spec)?;
     let opts = export_options(&spec)?;
     let compression: microtab_arrow::Compression = string(&spec, "compression")
         .as_deref()
         .unwrap_or("snappy")
         .parse()
         .map_err(QueryError::new_err)?;
-    let force = spec.get("force").and_then(Json::as_bool).unwrap_or(false);
+    let force = flag(&spec, "force");
     let (path, out) = (path.to_string(), out.to_string());
     py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
@@ -562,13 +560,10 @@ fn _import_parquet(
     force: bool,
     spec: &str,
 ) -> PyResult<String> {
-    let spec: Json = serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))?;
+    let spec = parse(spec)?;
     let ddi = string(&spec, "ddi");
-    let plain = spec.get("plain").and_then(Json::as_bool).unwrap_or(false);
-    let keep_niu = spec
-        .get("keep_niu")
-        .and_then(Json::as_bool)
-        .unwrap_or(false);
+    let plain = flag(&spec, "plain");
+    let keep_niu = flag(&spec, "keep_niu");
     let (input, target) = (input.to_string(), target.to_string());
     let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
         let mut codebook = match ddi {
@@ -610,8 +605,7 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_merge, m)?)?;
     m.add_function(wrap_pyfunction!(_finish, m)?)?;
     frame::register(m)?;
-    m.add_function(wrap_pyfunction!(_import_csv, m)?)?;
-    m.add_function(wrap_pyfunction!(_import_fixed, m)?)?;
+    m.add_function(wrap_pyfunction!(_import_text, m)?)?;
     m.add_function(wrap_pyfunction!(_set_design, m)?)?;
     m.add_function(wrap_pyfunction!(_arrow_stream, m)?)?;
     m.add_function(wrap_pyfunction!(_to_parquet, m)?)?;

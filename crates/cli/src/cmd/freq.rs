@@ -1,16 +1,13 @@
 //! `microtab freq`: frequency table of one variable.
 
 use crate::common::{
-    answer, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, design_note, dropped_note,
-    most_dropped, se_text, weight_note, write_json, Format, QueryArgs, ShowArgs,
+    answer, ci_text, csv_design, csv_design_head, csv_se, csv_se_head, most_dropped, se_text,
+    table_notes, table_text, write_json, Format, QueryArgs, ShowArgs,
 };
-use crate::render::{
-    caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
-    text_table, Align,
-};
+use crate::render::{category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout};
 use anyhow::Result;
 use microtab_analysis::survey::{DesignInfo, Uncertainty};
-use microtab_analysis::{Analysis, Answer};
+use microtab_analysis::{Analysis, Frequencies};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -39,9 +36,7 @@ pub struct Args {
 /// Counts and prints, row by row as they are formatted.
 pub fn run(a: Args) -> Result<()> {
     let analysis = Analysis::Freq { var: a.var.clone() };
-    let Answer::Freq(f) = answer(&a.data.dataset, &a.q, analysis, a.show.include_missing)? else {
-        unreachable!("a freq request answers with frequencies")
-    };
+    let f: Frequencies = answer(&a.data.dataset, &a.q, analysis, a.show.include_missing)?;
     let mut out = stdout();
     match a.q.format {
         Format::Json => write_json(&mut out, &f)?,
@@ -124,28 +119,16 @@ pub fn run(a: Args) -> Result<()> {
                 t.extend([String::new(), String::new()]);
             }
             rows.push(t);
-            let mut align = vec![Align::Right; head.len()];
-            align[0] = Align::Left;
-            out.write_all(
-                caption(
-                    &f.variable,
-                    f.label.as_deref(),
-                    f.context.weight.as_deref(),
-                    f.context.filter.as_deref(),
-                )
-                .as_bytes(),
-            )?;
-            out.write_all(text_table(&head, &rows, &align).as_bytes())?;
-            out.write_all(
-                weight_note(&f.context.weight_cases, f.context.weight.as_deref()).as_bytes(),
-            )?;
-            out.write_all(design_note(&f.context.design, true).as_bytes())?;
             let most = f
                 .rows()
                 .map(|r| most_dropped([&r.weighted_se, &r.percent_se]))
                 .max()
                 .unwrap_or(0);
-            out.write_all(dropped_note(most, &f.context.design).as_bytes())?;
+            let c = &f.context;
+            out.write_all(
+                table_text(c, &f.variable, f.label.as_deref(), &head, &rows, 1).as_bytes(),
+            )?;
+            out.write_all(table_notes(c, true, most).as_bytes())?;
         }
     }
     out.flush()?;

@@ -2,16 +2,13 @@
 
 use crate::cmd::freq::{csv_head, csv_se_cells, Datasets};
 use crate::common::{
-    answer_with, ci_text, csv_se, design_note, dropped_note, most_dropped, se_text, weight_note,
-    write_json, Format, QueryArgs,
+    answer_with, ci_text, csv_se, most_dropped, se_text, table_notes, table_text, write_json,
+    Format, QueryArgs,
 };
-use crate::render::{
-    caption, category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout,
-    text_table, Align,
-};
+use crate::render::{category_text, csv_line, csv_num, fmt_sig, group_digits, plain_value, stdout};
 use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
-use microtab_analysis::{Analysis, Answer, Quantile, Stat};
+use microtab_analysis::{Analysis, Means, Quantile, Stat};
 use std::io::Write;
 
 /// Arguments of `means`.
@@ -67,12 +64,9 @@ pub fn run(a: Args) -> Result<()> {
             ps.push(p / 100.0);
         }
     }
-    let Answer::Means(m) = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
+    let m: Means = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
         r.quantiles = ps.clone()
-    })?
-    else {
-        unreachable!("a means request answers with means")
-    };
+    })?;
     let mut out = stdout();
     match a.q.format {
         Format::Json => write_json(&mut out, &m)?,
@@ -171,24 +165,6 @@ pub fn run(a: Args) -> Result<()> {
             let mut first = vec!["Total".to_string()];
             first.resize(m.by.len().max(1), String::new());
             rows.push(row(first, &m.total, &m.total_se, &m.total_quantiles));
-            let mut align = vec![Align::Right; head.len().max(4)];
-            for x in align.iter_mut().take(m.by.len()) {
-                *x = Align::Left;
-            }
-            out.write_all(
-                caption(
-                    &format!("Mean of {}", m.variable),
-                    m.label.as_deref(),
-                    m.context.weight.as_deref(),
-                    m.context.filter.as_deref(),
-                )
-                .as_bytes(),
-            )?;
-            out.write_all(text_table(&head, &rows, &align).as_bytes())?;
-            out.write_all(
-                weight_note(&m.context.weight_cases, m.context.weight.as_deref()).as_bytes(),
-            )?;
-            out.write_all(design_note(&m.context.design, false).as_bytes())?;
             let most = m
                 .groups()
                 .map(|g| {
@@ -201,7 +177,12 @@ pub fn run(a: Args) -> Result<()> {
                 )])
                 .max()
                 .unwrap_or(0);
-            out.write_all(dropped_note(most, &m.context.design).as_bytes())?;
+            let (c, title) = (&m.context, format!("Mean of {}", m.variable));
+            let left = m.by.len();
+            out.write_all(
+                table_text(c, &title, m.label.as_deref(), &head, &rows, left).as_bytes(),
+            )?;
+            out.write_all(table_notes(c, false, most).as_bytes())?;
             if se.is_some() && !ps.is_empty() {
                 out.write_all(
                     b"(quantiles: weighted, the smallest value reaching the share; Woodruff intervals, SE = interval width / 2t)\n",

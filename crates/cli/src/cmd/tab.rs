@@ -11,7 +11,7 @@ use crate::render::{
 };
 use anyhow::Result;
 use microtab_analysis::survey::Uncertainty;
-use microtab_analysis::{Analysis, Answer};
+use microtab_analysis::{Analysis, Crosstab};
 use microtab_store::Dataset;
 use std::io::Write;
 
@@ -83,10 +83,7 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
         pct: a.pct,
         stats: a.stats,
     };
-    let Answer::Tab(x) = answer_in(ds, &a.q, analysis, a.show.include_missing, |r| r.z = a.z)?
-    else {
-        unreachable!("a tab request answers with crosstabs")
-    };
+    let x: Crosstab = answer_in(ds, &a.q, analysis, a.show.include_missing, |r| r.z = a.z)?;
     let mut out = stdout();
     match a.q.format {
         Format::Json => write_json(&mut out, &x)?,

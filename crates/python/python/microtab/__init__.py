@@ -36,8 +36,7 @@ from ._microtab import (
     Snapshot as _Snapshot,
     TooLargeError,
     _catalog_parts,
-    _import_csv,
-    _import_fixed,
+    _import_text,
     _info,
     _query,
     _query_many,
@@ -240,13 +239,7 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
             "delimiter": delimiter, "encoding": encoding, "plain": plain,
             "infer_rows": str(infer_rows) if infer_rows is not None else None,
             "ddi": os.fspath(ddi) if ddi else None, "keep_niu": keep_niu}
-    spec = {k: v for k, v in spec.items() if v is not None}
-    cb, done = _progress(progress, path)
-    try:
-        summary = _import_csv(os.fspath(path), os.fspath(out), force, json.dumps(spec), cb)
-    finally:
-        done()
-    return _imported(summary, out)
+    return _import_file("csv", path, out, force, spec, progress)
 
 
 def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.PathLike, *,
@@ -259,11 +252,19 @@ def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.
     ``rectype`` chooses the record type that becomes a row of a
     hierarchical file; ``keep_niu=True`` keeps the codes the codebook
     names not-in-universe or missing only in labels or text as values."""
-    spec = {"missing": _codes(missing), "rectype": rectype, "keep_niu": keep_niu, "plain": plain}
+    spec = {"missing": _codes(missing), "rectype": rectype, "keep_niu": keep_niu, "plain": plain,
+            "ddi": os.fspath(ddi)}
+    return _import_file("fixed", data, out, force, spec, progress)
+
+
+def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
+    """Imports the text file ``path`` (``format``: ``csv`` or ``fixed``)
+    with the options ``spec`` (``None`` values left out) as the dataset
+    ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}
-    cb, done = _progress(progress, data)
+    cb, done = _progress(progress, path)
     try:
-        summary = _import_fixed(os.fspath(data), os.fspath(ddi), os.fspath(out), force, json.dumps(spec), cb)
+        summary = _import_text(format, os.fspath(path), os.fspath(out), force, json.dumps(spec), cb)
     finally:
         done()
     return _imported(summary, out)
@@ -959,6 +960,11 @@ class _Result:
             return "<pre>" + html.escape(json.dumps(self._d, indent=1)) + "</pre>"
 
 
+def _member(key: str, doc: str) -> property:
+    """A result's property that is the member ``key`` of its JSON."""
+    return property(lambda self: self._d[key], doc=doc)
+
+
 def _se_cols(prefix: str, u: dict | None) -> dict:
     if not u:
         return {}
@@ -969,13 +975,8 @@ class Frequencies(_Result):
     """A frequency table: ``rows`` (value, label, missing, count, weighted,
     percent and, under a design, their SEs), ``total``."""
 
-    @property
-    def rows(self) -> list[dict]:
-        return self._d["rows"]
-
-    @property
-    def total(self) -> dict:
-        return self._d["total"]
+    rows = _member("rows", "The categories, in value order (a list of dicts).")
+    total = _member("total", "All rows counted: ``count`` and ``weighted``.")
 
     def to_pandas(self):
         import pandas as pd
@@ -997,9 +998,7 @@ class Crosstab(_Result):
     column categories, ``counts``, ``weighted``, ``pct`` (nested lists, as
     ``counts[i][j]``), totals and ``stats``."""
 
-    @property
-    def tables(self) -> list[dict]:
-        return self._d["tables"]
+    tables = _member("tables", "The tables, one per control category (a list of dicts).")
 
     def counts(self, table: int = 0) -> np.ndarray:
         """The counts of one table as a rows × columns array."""
@@ -1053,13 +1052,8 @@ class Means(_Result):
     """Means by group: ``groups`` (mean, sd, n, sum_weights, by, and SEs,
     medians and percentiles when asked for), ``total``."""
 
-    @property
-    def groups(self) -> list[dict]:
-        return self._d["groups"]
-
-    @property
-    def total(self) -> dict:
-        return self._d["total"]
+    groups = _member("groups", "The groups that have records, in category order (a list of dicts).")
+    total = _member("total", "Over all groups: ``mean``, ``sd``, ``n``, ``sum_weights``.")
 
     def to_pandas(self):
         import pandas as pd
