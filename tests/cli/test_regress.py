@@ -216,3 +216,60 @@ def test_bad_models_are_errors_that_say_why(api):
         p = run("regress", ds, *args, ok=needle is None)
         if needle:
             assert p.returncode == 1 and needle in p.stderr, p.stderr
+
+
+R_DIFF = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]; kind <- a[3]
+d <- switch(kind,
+  strat=svydesign(ids=~1, strata=~stype, fpc=~fpc, weights=~pw, data=data),
+  clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
+  jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
+                  combined.weights=TRUE, mse=FALSE))
+# The domain of schools with ell under 50 (a filter), by a text variable.
+sub <- subset(d, ell < 50)
+b <- svyby(~api00, ~stype_txt, sub, svymean, covmat=TRUE)
+ct <- svycontrast(b, list(high=c(-1, 1, 0), middle=c(-1, 0, 1)))
+t2 <- svyttest(api00 ~ yes, d)
+rows <- rbind(
+  data.frame(what="contrast", key=names(coef(ct)), est=coef(ct), se=SE(ct), df=NA, p=NA),
+  data.frame(what="ttest", key="1", est=t2$estimate, se=t2$estimate / t2$statistic,
+             df=t2$parameter, p=t2$p.value))
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1"])
+def test_differences_match_r_svycontrast_and_svyttest(api, kind):
+    csv = api["dir"] / ("strat.csv" if kind == "strat" else "clus.csv")
+    want = rscript(api["dir"] / "diff.R", R_DIFF, csv, api["dir"] / f"diff_{kind}.csv", kind)
+    ds = api[kind]
+    got = run_json("means", ds, "api00", "--by", "stype_txt", "--diff", "elem",
+                   "--filter", "ell(0-49)")["comparison"]
+    assert got["base"] == "elem"
+    by = {d["group"]: d for d in got["differences"]}
+    for w in (r for r in want if r["what"] == "contrast"):
+        g = by[w["key"]]
+        assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"]))
+    t = next(r for r in want if r["what"] == "ttest")
+    got = run_json("means", ds, "api00", "--by", "yes", "--diff", "0")["comparison"]
+    (g,) = got["differences"]
+    assert close(g["estimate"], float(t["est"])) and close(g["se"], float(t["se"]))
+    assert got["df"] == float(t["df"])
+    assert close_p(g, float(t["p"]))
+    # The CSV carries the same difference beside the means; the table says it.
+    csv_out = run("means", ds, "api00", "--by", "yes", "--diff", "0", "--format", "csv").stdout
+    head, base, other, total = csv_out.strip().splitlines()
+    assert head.split(",")[-6:] == ["diff", "diff_se", "diff_t", "diff_p", "diff_lo", "diff_hi"]
+    assert base.endswith(",,,,,,") and total.endswith(",,,,,,")
+    assert float(other.split(",")[-6]) == pytest.approx(float(t["est"]), rel=1e-9)
+    text = run("means", ds, "api00", "--by", "yes", "--diff", "0").stdout
+    assert "Difference from yes = 0" in text
+
+
+def test_differences_refuse_what_they_cannot_answer(api):
+    p = run("means", api["clus"], "api00", "--by", "stype,yes", "--diff", "E", ok=False)
+    assert p.returncode == 1 and "one grouping variable, not 2" in p.stderr
+    p = run("means", api["clus"], "api00", "--by", "stype", "--diff", "Q", ok=False)
+    assert p.returncode == 1 and "base Q is not one of its categories" in p.stderr

@@ -11,7 +11,7 @@
 //! another), so proportions are compared the same way.
 
 use crate::family::Family;
-use crate::model::Regression;
+use crate::model::{Inference, Regression};
 use crate::{Request, Result};
 use microtab_engine::ScanOptions;
 use microtab_store::Dataset;
@@ -22,18 +22,10 @@ use serde::Serialize;
 pub struct Difference {
     /// The group's displayed value.
     pub group: String,
-    /// Its estimate minus the base's.
-    pub difference: f64,
-    /// The difference's standard error.
-    pub se: f64,
-    /// difference / se.
-    pub t: f64,
-    /// Two-sided p-value.
-    pub p: f64,
-    /// Lower end of the interval.
-    pub lo: f64,
-    /// Upper end.
-    pub hi: f64,
+    /// Its estimate minus the base's (`estimate`), with its SE, t test
+    /// and interval.
+    #[serde(flatten)]
+    pub inference: Inference,
 }
 
 /// Groups compared with a base.
@@ -66,16 +58,28 @@ pub fn compare_means(
     base: &str,
     opts: &ScanOptions,
 ) -> Result<Comparison> {
-    let factor = format!("factor({by}, base = {})", quote_value(base));
-    let formula = format!("{var} ~ {factor}");
+    let factor = format!("factor({}, base = {})", name_in(ds, by), quote_value(base));
+    let formula = format!("{} ~ {factor}", name_in(ds, var));
     let r = crate::regress::regress(ds, req, &formula, Family::Gaussian, opts)?;
     Ok(comparison(r, base, &factor))
+}
+
+/// A variable's whole name as the formula grammar reads it (between
+/// backticks); anything else (a recode, a condition) as it is.
+fn name_in(ds: &Dataset, s: &str) -> String {
+    match ds.variable(s) {
+        Ok(v) if v.name == s => format!("`{}`", s.replace('`', "``")),
+        _ => s.to_string(),
+    }
 }
 
 /// A displayed value as the formula grammar reads a base: quoted when it
 /// holds anything but letters, digits, `.`, `-` and `_`.
 fn quote_value(v: &str) -> String {
-    if !v.is_empty() && v.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+    if !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
         v.to_string()
     } else {
         format!("\"{}\"", v.replace('"', "\"\""))
@@ -90,17 +94,12 @@ fn comparison(r: Regression, base: &str, factor: &str) -> Comparison {
     let differences = coefs
         .map(|c| Difference {
             group: c.term.strip_prefix(factor).unwrap_or(&c.term).to_string(),
-            difference: c.estimate,
-            se: c.se,
-            t: c.t,
-            p: c.p,
-            lo: c.lo,
-            hi: c.hi,
+            inference: c.inference,
         })
         .collect();
     Comparison {
         base: base.to_string(),
-        base_estimate: intercept.estimate,
+        base_estimate: intercept.inference.estimate,
         differences,
         df: r.df,
         wald: r.wald,

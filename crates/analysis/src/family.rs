@@ -33,6 +33,15 @@ impl std::str::FromStr for Family {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Family {
+    /// The words of [`FromStr`](std::str::FromStr), so every front end
+    /// reads a family the same way.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl Family {
     /// Its name as the results give it.
     pub fn name(self) -> &'static str {

@@ -84,6 +84,13 @@ pub enum Error {
     /// too large a table, a damaged dataset …).
     #[error(transparent)]
     Engine(#[from] microtab_engine::Error),
+    /// A comparison with a base group asked of a table of several
+    /// grouping variables.
+    #[error("a comparison with a base group needs one grouping variable, not {count}")]
+    CompareGroups {
+        /// The grouping variables given.
+        count: usize,
+    },
     /// A model cannot be fitted.
     #[error(transparent)]
     Model(#[from] crate::model::error::ModelError),
@@ -198,7 +205,9 @@ impl microtab_store::Remedied for Error {
             }),
             Error::Catalog(e) => e.remedy(),
             Error::InDataset { error, .. } => error.remedy(),
-            Error::Design(_) | Error::Io { .. } | Error::Model(_) => None,
+            Error::Design(_) | Error::Io { .. } | Error::Model(_) | Error::CompareGroups { .. } => {
+                None
+            }
         }
     }
 }

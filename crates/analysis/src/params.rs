@@ -28,6 +28,9 @@ pub const PARAMS: &[&str] = &[
     "max_cv",
     "z",
     "allow_negative_weights",
+    "formula",
+    "family",
+    "diff",
 ];
 
 /// A request's options as named, typed parameters: what a Python call's
@@ -77,6 +80,12 @@ pub struct Params {
     pub z: bool,
     /// Accept negative weights.
     pub allow_negative_weights: bool,
+    /// The model (regress), as R writes it.
+    pub formula: Option<String>,
+    /// The model's family (regress; gaussian by default).
+    pub family: Option<crate::family::Family>,
+    /// Compare each group with the group of this value (means).
+    pub diff: Option<String>,
 }
 
 fn flag(name: &str, v: &str) -> Result<bool, String> {
@@ -133,6 +142,13 @@ impl Params {
                 "control" => p.control = text(v),
                 "by" => p.by.extend(text(v)),
                 "weight" => p.weight = text(v),
+                "formula" => p.formula = text(v),
+                "diff" => p.diff = text(v),
+                "family" => {
+                    p.family = text(v)
+                        .map(|x| x.parse().map_err(|e| format!("family: {e}")))
+                        .transpose()?
+                }
                 "filter" => p.filter = text(v),
                 "pct" => p.pct = text(v).map(|x| x.parse()).transpose()?,
                 "pct_ci" => {
@@ -162,9 +178,10 @@ impl Params {
         Ok(p)
     }
 
-    /// The [`Request`] for `analysis` (`freq`, `tab` or `means`): `var`
-    /// (freq, means), `row`, `col`, `control`, `pct`, `stats`, `z` (tab),
-    /// `by` (means), and the options every analysis shares. Errors name
+    /// The [`Request`] for `analysis` (`freq`, `tab`, `means` or
+    /// `regress`): `var` (freq, means), `row`, `col`, `control`, `pct`,
+    /// `stats`, `z` (tab), `by` and `diff` (means), `formula` and `family`
+    /// (regress), and the options every analysis shares. Errors name
     /// the parameter and what was expected.
     pub fn request(self, analysis: &str) -> Result<Request, String> {
         fn need(k: &str, v: Option<String>) -> Result<String, String> {
@@ -190,9 +207,13 @@ impl Params {
                     by: self.by,
                 }
             }
+            "regress" => Analysis::Regress {
+                formula: need("formula", self.formula)?,
+                family: self.family.unwrap_or(crate::family::Family::Gaussian),
+            },
             other => {
                 return Err(format!(
-                    "unknown analysis {other:?}: expected freq, tab or means"
+                    "unknown analysis {other:?}: expected freq, tab, means or regress"
                 ))
             }
         };
@@ -228,6 +249,7 @@ impl Params {
             r.max_cv = c;
         }
         r.pct_interval = self.pct_ci.unwrap_or_default();
+        r.diff = self.diff;
         Ok(r)
     }
 }

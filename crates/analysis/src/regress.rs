@@ -4,7 +4,7 @@
 
 use crate::model::coding::Coding;
 use crate::model::fit::{self, dot, Cells};
-use crate::model::{Coefficient, Family, ModelError, Regression, Wald};
+use crate::model::{Coefficient, Family, Inference, ModelError, Regression, Wald};
 use crate::survey::Survey;
 use crate::Request;
 use microtab_engine::{parse_formula, Cube, Query, ScanOptions, Scores, TaylorQuery};
@@ -75,16 +75,7 @@ pub fn regress(
                 .taylor
                 .as_ref()
                 .expect("a design with replicates or Taylor");
-            let (coef, average) = crate::taylor::coefficients(t);
-            let tq = TaylorQuery {
-                strata: t.strata.clone(),
-                cluster: t.cluster.clone(),
-                strata_keys: t.strata_keys.clone(),
-                coef,
-                average,
-                contiguous: t.contiguous,
-                ..TaylorQuery::default()
-            };
+            let tq = crate::taylor::query_of(t);
             let (cov, psus, strata) = sandwich(ds, &mut q, tq, &coding, family, &full, opts)?;
             // R's degf() of the model's design: the PSUs with records in
             // the model's domain, less their strata.
@@ -118,10 +109,10 @@ pub fn regress(
         v
     });
     Ok(summarize(
-        (formula, family, req),
+        (ds, formula, family, req),
         (&cells, &full, cov, &names),
         (survey.as_ref(), method, notes),
-        q.weight.clone(),
+        (q.weight.clone(), weights),
         coding.intercept,
     ))
 }
@@ -234,10 +225,10 @@ fn p_two_sided(t: f64, df: Option<f64>) -> f64 {
 /// The regression's summary: coefficients with inference, model fit,
 /// the Wald test of all non-intercept columns.
 fn summarize(
-    (formula, family, req): (&str, Family, &Request),
+    (ds, formula, family, req): (&Dataset, &str, Family, &Request),
     (cells, full, cov, names): (&Cells, &fit::Fit, Vec<f64>, &[String]),
     (survey, method, notes): (Option<&Survey>, String, Vec<String>),
-    weight: Option<String>,
+    (weight, weight_cases): (Option<String>, Option<microtab_engine::WeightCases>),
     intercept: bool,
 ) -> Regression {
     let p = cells.p;
@@ -265,12 +256,14 @@ fn summarize(
             let t = b / se;
             Coefficient {
                 term: names[j].clone(),
-                estimate: b,
-                se,
-                t,
-                p: p_two_sided(t, df),
-                lo: b - q * se,
-                hi: b + q * se,
+                inference: Inference {
+                    estimate: b,
+                    se,
+                    t,
+                    p: p_two_sided(t, df),
+                    lo: b - q * se,
+                    hi: b + q * se,
+                },
             }
         })
         .collect();
@@ -284,6 +277,7 @@ fn summarize(
     let tested: Vec<usize> = (usize::from(intercept)..p).collect();
     let wald = wald(&full.beta, &cov, p, &tested, df);
     Regression {
+        dataset: ds.dir().display().to_string(),
         formula: formula.to_string(),
         family,
         coefficients,
@@ -303,6 +297,7 @@ fn summarize(
         design: survey.map(|v| v.info.clone()),
         weight,
         filter: req.filter.clone(),
+        weight_cases,
         level: req.level,
         notes,
         covariance: (0..p).map(|i| cov[i * p..(i + 1) * p].to_vec()).collect(),

@@ -147,6 +147,9 @@ pub struct Request {
     /// [`Crosstab::z_along`](crate::Crosstab::z_along)). Under a Taylor
     /// design it needs the covariance of every pair of a table's cells.
     pub z: bool,
+    /// Means: compare each group of the (one) grouping variable with the
+    /// group of this displayed value ([`crate::compare`]).
+    pub diff: Option<String>,
 }
 
 impl Request {
@@ -170,6 +173,7 @@ impl Request {
             quantiles: Vec::new(),
             pct_interval: PctInterval::Logit,
             z: false,
+            diff: None,
         }
     }
 

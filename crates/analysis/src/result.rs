@@ -182,7 +182,7 @@ pub enum Answer {
     /// Means by group.
     Means(Means),
     /// A regression model.
-    Regress(crate::model::Regression),
+    Regress(Box<crate::model::Regression>),
 }
 
 impl Serialize for Answer {
@@ -213,7 +213,12 @@ macro_rules! answer_kinds {
     };
 }
 
-answer_kinds!(Freq(Frequencies), Tab(Crosstab), Means(Means));
+answer_kinds!(
+    Freq(Frequencies),
+    Tab(Crosstab),
+    Means(Means),
+    Regress(Box<crate::model::Regression>)
+);
 
 // ---------------------------------------------------------------- freq
 
@@ -1152,6 +1157,8 @@ pub struct Means {
     pub total_se: Option<Uncertainty>,
     /// The quantiles over all groups (`Request::quantiles`).
     pub total_quantiles: Vec<crate::Quantile>,
+    /// Each group's mean minus the base group's (`Request::diff`).
+    pub comparison: Option<Box<crate::compare::Comparison>>,
     cube: Cube,
     survey: Option<Survey>,
     /// Each group's quantiles (cube order).
@@ -1224,6 +1231,7 @@ impl Means {
             total: Stat::from(&total),
             total_se: None,
             total_quantiles: quantiles.total,
+            comparison: None,
             cube,
             survey,
             quantiles: quantiles.cells,
@@ -1341,6 +1349,9 @@ result_json!(
         }
         if !means.total_quantiles.is_empty() {
             m.serialize_entry("total_quantiles", &means.total_quantiles)?;
+        }
+        if let Some(c) = &means.comparison {
+            m.serialize_entry("comparison", c)?;
         }
     },
     groups

@@ -43,17 +43,10 @@ fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
             (vec![margin(vec![false; dims], false)], None)
         }
     };
-    let (coef, average) = crate::taylor::coefficients(t);
     TaylorQuery {
-        strata: t.strata.clone(),
-        cluster: t.cluster.clone(),
-        strata_keys: t.strata_keys.clone(),
-        coef,
-        average,
-        contiguous: t.contiguous,
         margins,
         full,
-        scores: None,
+        ..crate::taylor::query_of(t)
     }
 }
 
@@ -133,9 +126,9 @@ type Scanned<C> = (Query, C, Option<WeightCases>, Option<(Design, Survey)>);
 /// [`Request::allow_negative_weights`].
 pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     if let Analysis::Regress { formula, family } = &req.analysis {
-        return Ok(Answer::Regress(crate::regress::regress(
+        return Ok(Answer::Regress(Box::new(crate::regress::regress(
             ds, req, formula, *family, opts,
-        )?));
+        )?)));
     }
     check_values(&[ds], req)?;
     let (q, cube, weights, design) =
@@ -188,7 +181,18 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     } else {
         None
     };
-    Ok(answer(req, context, cube, measure, survey, quantiles))
+    let mut answer = answer(req, context, cube, measure, survey, quantiles);
+    if let (Some(base), Answer::Means(m), Analysis::Means { var, by }) =
+        (&req.diff, &mut answer, &req.analysis)
+    {
+        let [g] = by.as_slice() else {
+            return Err(Error::CompareGroups { count: by.len() });
+        };
+        m.comparison = Some(Box::new(crate::compare::compare_means(
+            ds, req, var, g, base, opts,
+        )?));
+    }
+    Ok(answer)
 }
 
 /// Per cell of `cube`, its rows of weight 0 as `zero` (the query's rows
@@ -208,7 +212,6 @@ fn zero_counts(cube: &Cube, zero: &Cube) -> Vec<u64> {
                 .collect()
         })
         .collect();
-    let shape = zero.shape();
     for c in 0..zero.counts.len() {
         let n = match &zero.moments {
             Some(m) => m[c].n,
@@ -217,12 +220,7 @@ fn zero_counts(cube: &Cube, zero: &Cube) -> Vec<u64> {
         if n == 0 {
             continue;
         }
-        let mut r = c;
-        let mut idx = vec![0; shape.len()];
-        for d in (0..shape.len()).rev() {
-            idx[d] = r % shape[d];
-            r /= shape[d];
-        }
+        let idx = zero.index_of(c);
         let found: Option<Vec<usize>> = idx
             .iter()
             .enumerate()
@@ -304,9 +302,9 @@ pub struct Partial {
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
-    if matches!(req.analysis, Analysis::Regress { .. }) {
+    if matches!(req.analysis, Analysis::Regress { .. }) || req.diff.is_some() {
         return Err(Error::Design(
-            "a regression is answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+            "regressions and comparisons with a base group are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
         ));
     }
     if !req.quantiles.is_empty() {

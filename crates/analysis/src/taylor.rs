@@ -344,6 +344,21 @@ fn populations(
     Ok(sizes)
 }
 
+/// The engine's Taylor query of design `t`: its strata, PSUs and
+/// coefficients, no margins or scores yet.
+pub(crate) fn query_of(t: &Taylor) -> microtab_engine::TaylorQuery {
+    let (coef, average) = coefficients(t);
+    microtab_engine::TaylorQuery {
+        strata: t.strata.clone(),
+        cluster: t.cluster.clone(),
+        strata_keys: t.strata_keys.clone(),
+        coef,
+        average,
+        contiguous: t.contiguous,
+        ..Default::default()
+    }
+}
+
 /// Each stratum's `(c_h, d_h)`: the variance of a total is `Σ_h c_h Σ_j
 /// z_hj² − d_h (Σ_j z_hj)²` (R `onestrat`): `c_h = (1 − f_h) n_h/(n_h −
 /// 1)`, `d_h = c_h/n_h`; nothing from a stratum whose FPC leaves no

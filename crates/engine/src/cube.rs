@@ -39,6 +39,27 @@ impl Cube {
         self.dims.iter().map(|d| d.categories.len()).collect()
     }
 
+    /// The category tuple of cell `c` (the inverse of [`Self::cell`]).
+    pub fn index_of(&self, c: usize) -> Vec<usize> {
+        let mut idx = vec![0; self.dims.len()];
+        let mut r = c;
+        for (d, dim) in self.dims.iter().enumerate().rev() {
+            let n = dim.categories.len().max(1);
+            idx[d] = r % n;
+            r /= n;
+        }
+        idx
+    }
+
+    /// The categories of cell `c`, outermost first.
+    pub fn categories_of(&self, c: usize) -> Vec<&crate::Category> {
+        self.index_of(c)
+            .iter()
+            .zip(&self.dims)
+            .map(|(&i, d)| &d.categories[i])
+            .collect()
+    }
+
     /// Cell index of a category tuple.
     pub fn cell(&self, idx: &[usize]) -> usize {
         let mut c = 0;

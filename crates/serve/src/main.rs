@@ -6,7 +6,7 @@
 //! * `GET /api/v1/datasets/{name}` — one dataset's description, the
 //!   analysis layer's `DatasetInfo` (as `microtab info --format json`):
 //!   variables, design, the I/O settings the server reads with;
-//! * `GET /api/v1/datasets/{name}/{freq|tab|means}?…` — the analysis
+//! * `GET /api/v1/datasets/{name}/{freq|tab|means|regress}?…` — the analysis
 //!   layer's answer (the CLI's `--format json`), with the parameters of
 //!   `microtab_analysis::Params` (`row`, `col`, `control`, `weight`,
 //!   `filter`, `pct`, `stats`, `var`, `by` once per variable, …). The URL
@@ -156,26 +156,35 @@ fn categories(ds: &Dataset, spec: &str) -> u64 {
 /// the answer (the typed result, its JSON tree and its text).
 fn estimate(ds: &Dataset, req: &microtab_analysis::Request) -> (u64, u64) {
     use microtab_analysis::Analysis as A;
-    let dims: Vec<&str> = match &req.analysis {
-        A::Freq { var } => vec![var],
+    let dims: Vec<String> = match &req.analysis {
+        A::Freq { var } => vec![var.clone()],
         A::Tab {
             row, col, control, ..
         } => [Some(row), Some(col), control.as_ref()]
             .into_iter()
             .flatten()
-            .map(String::as_str)
+            .cloned()
             .collect(),
-        A::Means { by, .. } => by.iter().map(String::as_str).collect(),
-        A::Regress { .. } => Vec::new(),
+        A::Means { by, .. } => by.clone(),
+        // A model's cube: every variable of its terms, and its outcome.
+        A::Regress { formula, .. } => microtab_engine::parse_formula(formula)
+            .map(|f| {
+                let mut d: Vec<String> = f.terms.iter().flatten().map(|p| p.spec.clone()).collect();
+                d.sort();
+                d.dedup();
+                d.push(f.outcome.name);
+                d
+            })
+            .unwrap_or_default(),
     };
     let mut cells: u64 = 1;
-    for d in dims {
+    for d in &dims {
         cells = cells.saturating_mul(categories(ds, d));
     }
     let cells = cells.min(req.max_cells as u64).max(1);
     let design = ds.manifest().design.as_ref().filter(|_| req.use_design);
     let weighted = req.weight.is_some() || design.is_some();
-    let measured = matches!(req.analysis, A::Means { .. });
+    let measured = matches!(req.analysis, A::Means { .. } | A::Regress { .. });
     let reps = design
         .and_then(|d| d.replicates.as_ref())
         .map_or(0, |r| r.weights.len() as u64);
@@ -254,10 +263,10 @@ async fn analyse(
     Path((name, kind)): Path<(String, String)>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    if !matches!(kind.as_str(), "freq" | "tab" | "means") {
+    if !matches!(kind.as_str(), "freq" | "tab" | "means" | "regress") {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
-            format!("no analysis {kind:?}: expected freq, tab or means"),
+            format!("no analysis {kind:?}: expected freq, tab, means or regress"),
             None,
         ));
     }

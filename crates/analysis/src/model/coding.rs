@@ -343,7 +343,6 @@ impl Coding {
     /// The model's cells from the cube (cells differing only in the
     /// outcome are one), and each cube cell's model cell.
     fn fill(&mut self, cube: &Cube) -> Cells {
-        let shape = cube.shape();
         let p = self.names.len();
         let mut index: std::collections::HashMap<Vec<u64>, usize> = Default::default();
         let mut cells = Cells {
@@ -356,7 +355,6 @@ impl Coding {
             s_known: self.family != Family::Poisson || self.outcome_dim.is_some(),
         };
         self.cell_map = vec![usize::MAX; cube.counts.len()];
-        let mut idx = vec![0; shape.len()];
         for c in 0..cube.counts.len() {
             let n = match &cube.moments {
                 Some(m) => m[c].n,
@@ -365,16 +363,7 @@ impl Coding {
             if n == 0 {
                 continue;
             }
-            let mut r = c;
-            for d in (0..shape.len()).rev() {
-                idx[d] = r % shape[d];
-                r /= shape[d];
-            }
-            let cats: Vec<&Category> = idx
-                .iter()
-                .enumerate()
-                .map(|(d, &i)| &cube.dims[d].categories[i])
-                .collect();
+            let cats = cube.categories_of(c);
             let Some(x) = self.row(&cats) else { continue };
             let (w, wy, s) = self.sums(cube, c, &cats);
             if !wy.is_finite() {
@@ -441,8 +430,6 @@ impl Coding {
         k: usize,
     ) -> (Vec<f64>, Vec<f64>) {
         let (mut w, mut y) = (vec![0.0; k], vec![0.0; k]);
-        let shape = cube.shape();
-        let mut idx = vec![0; shape.len()];
         for (c, &m) in self.cell_map.iter().enumerate() {
             if m == usize::MAX {
                 continue;
@@ -451,19 +438,7 @@ impl Coding {
             w[m] += wr;
             y[m] += match &reps.wx {
                 Some(wx) if self.outcome_dim.is_none() => wx[r][c],
-                _ => {
-                    let mut rest = c;
-                    for d in (0..shape.len()).rev() {
-                        idx[d] = rest % shape[d];
-                        rest /= shape[d];
-                    }
-                    let cats: Vec<&Category> = idx
-                        .iter()
-                        .enumerate()
-                        .map(|(d, &i)| &cube.dims[d].categories[i])
-                        .collect();
-                    wr * self.y(&cats).unwrap_or(0.0)
-                }
+                _ => wr * self.y(&cube.categories_of(c)).unwrap_or(0.0),
             };
         }
         (w, y)

@@ -28,6 +28,8 @@ pub use error::ModelError;
 /// A fitted model with its standard errors.
 #[derive(Debug, Clone, Serialize)]
 pub struct Regression {
+    /// The dataset (its path; the HTTP API gives its served name).
+    pub dataset: String,
     /// The formula as given.
     pub formula: String,
     /// The family.
@@ -69,6 +71,9 @@ pub struct Regression {
     pub weight: Option<String>,
     /// The filter, if any.
     pub filter: Option<String>,
+    /// Records of the domain whose weight is negative, zero or missing
+    /// (weighted models).
+    pub weight_cases: Option<microtab_engine::WeightCases>,
     /// The confidence level of the intervals.
     pub level: f64,
     /// Remarks on the method (the sandwich without a design, replicates
@@ -83,6 +88,14 @@ pub struct Regression {
 pub struct Coefficient {
     /// Its name as R prints it (`factor(EDUC)2`, `AGE:factor(SEX)2`).
     pub term: String,
+    /// Its estimate and inference.
+    #[serde(flatten)]
+    pub inference: Inference,
+}
+
+/// An estimate with its t test and interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inference {
     /// The estimate.
     pub estimate: f64,
     /// Its standard error.

@@ -31,6 +31,11 @@ pub struct Args {
     /// commas.
     #[arg(long, value_name = "P", value_delimiter = ',', num_args = 1..)]
     percentile: Vec<f64>,
+    /// Compare each group with the group of this value (one --by
+    /// variable): its mean minus the base's, with the design-based SE of
+    /// the difference, t, p and interval (R svyttest, svycontrast).
+    #[arg(long, value_name = "BASE")]
+    diff: Option<String>,
     #[command(flatten)]
     q: QueryArgs,
 }
@@ -65,7 +70,8 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let m: Means = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
-        r.quantiles = ps.clone()
+        r.quantiles = ps.clone();
+        r.diff = a.diff.clone();
     })?;
     let mut out = stdout();
     match a.q.format {
@@ -85,8 +91,35 @@ pub fn run(a: Args) -> Result<()> {
                     );
                 }
             }
+            if m.comparison.is_some() {
+                head.extend(
+                    ["diff", "diff_se", "diff_t", "diff_p", "diff_lo", "diff_hi"].map(String::from),
+                );
+            }
             out.write_all(csv_line(&head).as_bytes())?;
+            // A group's difference from the base (none for the base and
+            // the total: empty fields).
+            let diff = |first: &[String], f: &mut Vec<String>| {
+                let Some(c) = &m.comparison else { return };
+                let d = c
+                    .differences
+                    .iter()
+                    .find(|d| first.first() == Some(&d.group));
+                let i = d.map(|d| &d.inference);
+                f.extend(
+                    [
+                        i.map(|i| i.estimate),
+                        i.map(|i| i.se),
+                        i.map(|i| i.t),
+                        i.map(|i| i.p),
+                        i.map(|i| i.lo),
+                        i.map(|i| i.hi),
+                    ]
+                    .map(csv_num),
+                );
+            };
             let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>, qs: &[Quantile]| {
+                let key = first.clone();
                 let mut f = first;
                 f.extend([
                     csv_num(s.mean),
@@ -102,6 +135,7 @@ pub fn run(a: Args) -> Result<()> {
                         f.extend([s, lo, hi, unreliable, dropped]);
                     }
                 }
+                diff(&key, &mut f);
                 csv_line(&f)
             };
             for g in m.groups() {
@@ -186,6 +220,13 @@ pub fn run(a: Args) -> Result<()> {
             if se.is_some() && !ps.is_empty() {
                 out.write_all(
                     b"(quantiles: weighted, the smallest value reaching the share; Woodruff intervals, SE = interval width / 2t)\n",
+                )?;
+            }
+            if let Some(cmp) = &m.comparison {
+                let level = m.context.design.as_ref().map_or(95.0, |d| 100.0 * d.level);
+                let title = format!("\nDifference from {} = {}", m.by.join(","), cmp.base);
+                out.write_all(
+                    crate::cmd::regress::comparison_table(cmp, &title, level).as_bytes(),
                 )?;
             }
         }

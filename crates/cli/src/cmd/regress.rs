@@ -4,8 +4,9 @@
 use crate::common::{answer_with, write_json, Format, QueryArgs};
 use crate::render::{csv_line, csv_num, fmt_sig, stdout, text_table, Align};
 use anyhow::Result;
-use microtab_analysis::model::{Family, Regression};
-use microtab_analysis::{Analysis, Answer};
+use microtab_analysis::compare::Comparison;
+use microtab_analysis::model::{Family, Inference, Regression};
+use microtab_analysis::Analysis;
 use std::io::Write;
 
 /// Arguments of `regress`.
@@ -32,9 +33,7 @@ pub fn run(a: Args) -> Result<()> {
         formula: a.formula.clone(),
         family: a.family,
     };
-    let Answer::Regress(r) = answer_with(&a.dataset, &a.q, analysis, false, |_| {})? else {
-        unreachable!("a regression request answers with a regression")
-    };
+    let r: Box<Regression> = answer_with(&a.dataset, &a.q, analysis, false, |_| {})?;
     let mut out = stdout();
     match a.q.format {
         Format::Json => write_json(&mut out, &r)?,
@@ -47,12 +46,12 @@ pub fn run(a: Args) -> Result<()> {
                     "{}",
                     csv_line(&[
                         c.term.clone(),
-                        f(c.estimate),
-                        f(c.se),
-                        f(c.t),
-                        f(c.p),
-                        f(c.lo),
-                        f(c.hi)
+                        f(c.inference.estimate),
+                        f(c.inference.se),
+                        f(c.inference.t),
+                        f(c.inference.p),
+                        f(c.inference.lo),
+                        f(c.inference.hi)
                     ])
                 )?;
             }
@@ -82,6 +81,68 @@ fn pval(p: f64) -> String {
     }
 }
 
+/// The header of a table of estimates with their t tests and intervals.
+fn inference_head(first: &str, stat: &str, level: f64) -> Vec<String> {
+    let level = fmt_sig(level, 4);
+    [
+        first,
+        "estimate",
+        "se",
+        stat,
+        "p",
+        &format!("{level}% CI low"),
+        "high",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect()
+}
+
+/// A row of such a table.
+fn inference_row(name: &str, i: &Inference) -> Vec<String> {
+    vec![
+        name.to_string(),
+        num(i.estimate),
+        num(i.se),
+        num(i.t),
+        pval(i.p),
+        num(i.lo),
+        num(i.hi),
+    ]
+}
+
+/// Groups compared with a base (`means --diff`), as text.
+pub fn comparison_table(c: &Comparison, title: &str, level: f64) -> String {
+    let stat = if c.df.is_some() { "t" } else { "z" };
+    let rows: Vec<Vec<String>> = c
+        .differences
+        .iter()
+        .map(|d| inference_row(&d.group, &d.inference))
+        .collect();
+    let mut align = vec![Align::Right; 7];
+    align[0] = Align::Left;
+    let mut s = format!("{title} (its estimate {})\n", num(c.base_estimate));
+    s.push_str(&text_table(
+        &inference_head("group", stat, level),
+        &rows,
+        &align,
+    ));
+    if let Some(df) = c.df {
+        s.push_str(&format!("df of the t tests: {}   ", num(df)));
+    }
+    s.push_str(&format!("standard errors: {}\n", c.method));
+    if let Some(w) = &c.wald {
+        s.push_str(&format!(
+            "Wald test that every group equals the base: F = {} on {} and {} df, p = {}\n",
+            num(w.f),
+            num(w.ndf),
+            w.ddf.map_or("∞".into(), num),
+            pval(w.p)
+        ));
+    }
+    s
+}
+
 /// The text table: coefficients, then the model's summary.
 fn table(r: &Regression) -> String {
     let mut s = format!("{} model: {}\n", r.family.name(), r.formula);
@@ -93,33 +154,11 @@ fn table(r: &Regression) -> String {
     }
     s.push('\n');
     let stat = if r.df.is_some() { "t" } else { "z" };
-    let level = fmt_sig(r.level * 100.0, 4);
-    let header: Vec<String> = [
-        "term",
-        "estimate",
-        "se",
-        stat,
-        "p",
-        &format!("{level}% CI low"),
-        "high",
-    ]
-    .iter()
-    .map(|h| h.to_string())
-    .collect();
+    let header = inference_head("term", stat, r.level * 100.0);
     let rows: Vec<Vec<String>> = r
         .coefficients
         .iter()
-        .map(|c| {
-            vec![
-                c.term.clone(),
-                num(c.estimate),
-                num(c.se),
-                num(c.t),
-                pval(c.p),
-                num(c.lo),
-                num(c.hi),
-            ]
-        })
+        .map(|c| inference_row(&c.term, &c.inference))
         .collect();
     let mut align = vec![Align::Right; 7];
     align[0] = Align::Left;

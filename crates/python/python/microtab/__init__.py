@@ -57,6 +57,7 @@ __all__ = [
     "Frequencies",
     "Crosstab",
     "Means",
+    "Regression",
     "MicrotabError",
     "QueryError",
     "TooLargeError",
@@ -370,13 +371,18 @@ class _Queries:
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
               filter: str | None = None, median: bool = False,  # noqa: A002
               percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95,
-              max_cells: int | None = None, allow_negative_weights: bool = False) -> "Means":
+              max_cells: int | None = None, allow_negative_weights: bool = False,
+              diff: Any = None) -> "Means":
         """Weighted mean, SD, N and sum of weights of ``var`` per group of
         ``by`` (one name, or a list of names: each is one variable or
         recode, whatever characters it holds), with medians/percentiles on
         request (``percentiles`` in percent, 1 to 99; ``level``,
         ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`; a
-        NaN or a non-number raises ``ValueError`` naming the argument)."""
+        NaN or a non-number raises ``ValueError`` naming the argument).
+        ``diff=BASE`` (one ``by`` variable) also compares each group with
+        the group whose value is ``BASE``: its mean minus the base's with
+        the design-based SE of the difference, t, p and interval
+        (:meth:`Means.differences`; R ``svyttest``, ``svycontrast``)."""
         by = [by] if isinstance(by, str) else list(by or ())
         if not by:
             raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
@@ -388,7 +394,30 @@ class _Queries:
         q = sorted({*(0.5 for _ in [0] if median), *(p / 100 for p in pct)})
         return Means(self._ask({"analysis": "means", "var": var, "by": by, "weight": weight,
                                 "filter": filter, "design": design, "level": level,
-                                "quantiles": q, **_limits(max_cells, allow_negative_weights)}))
+                                "quantiles": q, "diff": None if diff is None else str(diff),
+                                **_limits(max_cells, allow_negative_weights)}))
+
+    def regress(self, formula: str, *, family: str = "gaussian", weight: str | None = None,
+                filter: str | None = None, design: bool = True,  # noqa: A002
+                level: float = 0.95, max_cells: int | None = None,
+                allow_negative_weights: bool = False) -> "Regression":
+        """A regression model with design-based standard errors (R
+        ``svyglm``): ``formula`` as R writes it (``"INCTOT ~ AGE +
+        factor(SEX) + factor(EDUC)"``; ``factor(V, base=K)``, ``A:B``,
+        ``A*B``, ``- 1``, temporary recodes inside ``factor()``, a condition
+        such as ``"EMPSTAT(1)"`` as a binary outcome); ``family`` one of
+        ``"gaussian"``, ``"logit"``, ``"probit"``, ``"poisson"``. Under the
+        dataset's design the SEs are its replicate refits or its Taylor
+        linearization; ``design=False`` gives model-based SEs (unweighted)
+        or the sandwich (HC0, with a ``weight``). The other arguments as
+        for :meth:`freq`. Returns a :class:`Regression`."""
+        if family not in ("gaussian", "linear", "normal", "logit", "logistic", "binomial",
+                          "quasibinomial", "probit", "poisson", "quasipoisson"):
+            raise ArgumentError(f"family={family!r}: expected 'gaussian', 'logit', 'probit' or 'poisson'")
+        return Regression(self._ask({"analysis": "regress", "formula": formula, "family": family,
+                                     "weight": weight, "filter": filter, "design": design,
+                                     "level": _level(level),
+                                     **_limits(max_cells, allow_negative_weights)}))
 
 
 class Variable:
@@ -1073,5 +1102,95 @@ class Means(_Result):
         return pd.DataFrame(recs, columns=None if recs else
                             [*by, *(f"{b}_label" for b in by), "mean", "sd", "n", "sum_weights"])
 
+    @property
+    def comparison(self) -> dict | None:
+        """With ``diff=``: the base, its estimate, each group's difference
+        (``estimate``, ``se``, ``t``, ``p``, ``lo``, ``hi``), the df and the
+        Wald test that every group equals the base."""
+        return self._d.get("comparison")
+
+    def differences(self):
+        """With ``diff=``: a ``pandas.DataFrame`` of each group's mean
+        minus the base's (``group``, ``estimate``, ``se``, ``t``, ``p``,
+        ``lo``, ``hi``)."""
+        import pandas as pd
+        c = self.comparison
+        if c is None:
+            raise QueryError("no comparison: ask for one with means(..., diff=BASE)")
+        return pd.DataFrame(c["differences"], columns=["group", "estimate", "se", "t", "p", "lo", "hi"])
+
     def __repr__(self) -> str:
         return f"<microtab.Means of {self._d.get('variable')}: {len(self.groups)} groups>"
+
+
+class Regression(_Result):
+    """A fitted model (:meth:`Dataset.regress`): ``coefficients`` (a
+    ``pandas.DataFrame`` indexed by term, R's names), ``summary()``, the
+    model's ``n``, ``weighted_n``, ``df``, ``design_df``, ``r_squared``,
+    ``deviance``, ``null_deviance``, ``pseudo_r_squared``, ``wald``,
+    ``method``, ``notes``, and ``covariance`` (a DataFrame)."""
+
+    formula = _member("formula", "The formula as given.")
+    family = _member("family", "gaussian, logit, probit or poisson.")
+    n = _member("n", "Records used (a value of every model variable, in the filter).")
+    weighted_n = _member("weighted_n", "Their weight.")
+    df = _member("df", "Degrees of freedom of the t tests (None: normal).")
+    design_df = _member("design_df", "The design's degrees of freedom (None without one).")
+    r_squared = _member("r_squared", "R² (gaussian).")
+    deviance = _member("deviance", "Deviance with the weights as given (None for poisson).")
+    null_deviance = _member("null_deviance", "Deviance of the intercept-only model.")
+    pseudo_r_squared = _member("pseudo_r_squared", "1 − deviance / null deviance.")
+    wald = _member("wald", "Wald test of all terms but the intercept: f, ndf, ddf, p.")
+    method = _member("method", "How the standard errors were computed.")
+    notes = _member("notes", "Remarks on the method.")
+
+    @property
+    def coefficients(self):
+        """Estimates, SEs, t, p and intervals, indexed by term."""
+        return self.to_pandas().set_index("term")
+
+    @property
+    def covariance(self):
+        """The covariance matrix of the estimates, indexed by term."""
+        import pandas as pd
+        terms = [c["term"] for c in self._d["coefficients"]]
+        return pd.DataFrame(self._d["covariance"], index=terms, columns=terms)
+
+    def to_pandas(self):
+        """One row per coefficient: term, estimate, se, t, p, lo, hi."""
+        import pandas as pd
+        return pd.DataFrame(self._d["coefficients"],
+                            columns=["term", "estimate", "se", "t", "p", "lo", "hi"])
+
+    def summary(self) -> str:
+        """The coefficients and the model's fit as text (as ``microtab
+        regress`` prints them)."""
+        d = self._d
+        stat = "t" if d.get("df") is not None else "z"
+        level = f"{d['level'] * 100:g}%"
+        rows = [("term", "estimate", "se", stat, "p", f"{level} CI low", "high")]
+        for c in d["coefficients"]:
+            rows.append((c["term"], *(f"{c[k]:.6g}" for k in ("estimate", "se", "t")),
+                         "<2e-16" if c["p"] < 2e-16 else f"{c['p']:.3g}", f"{c['lo']:.6g}", f"{c['hi']:.6g}"))
+        w = [max(len(r[i]) for r in rows) for i in range(7)]
+        lines = [f"{d['family']} model: {d['formula']}"]
+        for r in rows:
+            lines.append("  ".join([r[0].ljust(w[0]), *(r[i].rjust(w[i]) for i in range(1, 7))]))
+        lines.append(f"records: {d['n']}   weighted N: {d['weighted_n']:.6g}   standard errors: {d['method']}")
+        if d.get("df") is not None:
+            lines.append(f"df of the t tests: {d['df']:g}")
+        if d.get("r_squared") is not None:
+            lines.append(f"R²: {d['r_squared']:.6g}")
+        elif d.get("pseudo_r_squared") is not None:
+            lines.append(f"deviance: {d['deviance']:.6g}   null deviance: {d['null_deviance']:.6g}   "
+                         f"pseudo-R²: {d['pseudo_r_squared']:.6g}")
+        if d.get("wald"):
+            wd = d["wald"]
+            ddf = "∞" if wd.get("ddf") is None else f"{wd['ddf']:g}"
+            lines.append(f"Wald test of all terms: F = {wd['f']:.6g} on {wd['ndf']:g} and {ddf} df, "
+                         f"p = {wd['p']:.3g}")
+        lines.extend(f"note: {n}" for n in d.get("notes") or [])
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<microtab.Regression {self._d.get('family')}: {self._d.get('formula')}>"
