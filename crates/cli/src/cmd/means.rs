@@ -105,18 +105,11 @@ pub fn run(a: Args) -> Result<()> {
                     .differences
                     .iter()
                     .find(|d| first.first() == Some(&d.group));
-                let i = d.map(|d| &d.inference);
-                f.extend(
-                    [
-                        i.map(|i| i.estimate),
-                        i.map(|i| i.se),
-                        i.map(|i| i.t),
-                        i.map(|i| i.p),
-                        i.map(|i| i.lo),
-                        i.map(|i| i.hi),
-                    ]
-                    .map(csv_num),
-                );
+                let v = d.map_or([None; 6], |d| {
+                    let i = &d.inference;
+                    [i.estimate, i.se, i.t, i.p, i.lo, i.hi].map(Some)
+                });
+                f.extend(v.map(csv_num));
             };
             let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>, qs: &[Quantile]| {
                 let key = first.clone();

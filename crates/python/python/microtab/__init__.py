@@ -1130,19 +1130,22 @@ class Regression(_Result):
     ``deviance``, ``null_deviance``, ``pseudo_r_squared``, ``wald``,
     ``method``, ``notes``, and ``covariance`` (a DataFrame)."""
 
-    formula = _member("formula", "The formula as given.")
-    family = _member("family", "gaussian, logit, probit or poisson.")
-    n = _member("n", "Records used (a value of every model variable, in the filter).")
-    weighted_n = _member("weighted_n", "Their weight.")
-    df = _member("df", "Degrees of freedom of the t tests (None: normal).")
-    design_df = _member("design_df", "The design's degrees of freedom (None without one).")
-    r_squared = _member("r_squared", "R² (gaussian).")
-    deviance = _member("deviance", "Deviance with the weights as given (None for poisson).")
-    null_deviance = _member("null_deviance", "Deviance of the intercept-only model.")
-    pseudo_r_squared = _member("pseudo_r_squared", "1 − deviance / null deviance.")
-    wald = _member("wald", "Wald test of all terms but the intercept: f, ndf, ddf, p.")
-    method = _member("method", "How the standard errors were computed.")
-    notes = _member("notes", "Remarks on the method.")
+    # The model's members, each a property of the same name.
+    _MEMBERS = {
+        "formula": "The formula as given.",
+        "family": "gaussian, logit, probit or poisson.",
+        "n": "Records used (a value of every model variable, in the filter).",
+        "weighted_n": "Their weight.",
+        "df": "Degrees of freedom of the t tests (None: normal).",
+        "design_df": "The design's degrees of freedom (None without one).",
+        "r_squared": "R² (gaussian).",
+        "deviance": "Deviance with the weights as given (None for poisson).",
+        "null_deviance": "Deviance of the intercept-only model.",
+        "pseudo_r_squared": "1 − deviance / null deviance.",
+        "wald": "Wald test of all terms but the intercept: f, ndf, ddf, p.",
+        "method": "How the standard errors were computed.",
+        "notes": "Remarks on the method.",
+    }
 
     @property
     def coefficients(self):
@@ -1194,3 +1197,8 @@ class Regression(_Result):
 
     def __repr__(self) -> str:
         return f"<microtab.Regression {self._d.get('family')}: {self._d.get('formula')}>"
+
+
+for _k, _doc in Regression._MEMBERS.items():
+    setattr(Regression, _k, _member(_k, _doc))
+del _k, _doc
