@@ -227,7 +227,7 @@ fn p_two_sided(t: f64, df: Option<f64>) -> f64 {
 fn summarize(
     (ds, formula, family, req): (&Dataset, &str, Family, &Request),
     (cells, full, cov, names): (&Cells, &fit::Fit, Vec<f64>, &[String]),
-    (survey, method, notes): (Option<&Survey>, String, Vec<String>),
+    (survey, method, mut notes): (Option<&Survey>, String, Vec<String>),
     (weight, weight_cases): (Option<String>, Option<microtab_engine::WeightCases>),
     intercept: bool,
 ) -> Regression {
@@ -250,6 +250,13 @@ fn summarize(
         Some(d) => microtab_engine::stats::t_quantile(req.level, d),
         None => microtab_engine::stats::t_quantile(req.level, f64::INFINITY),
     };
+    if let (Some(d), Some(dd)) = (df, design_df) {
+        if d <= 0.0 {
+            notes.push(format!(
+                "the design has {dd} degrees of freedom, too few for {p} coefficients: no t tests or intervals (as in R)"
+            ));
+        }
+    }
     let coefficients = (0..p)
         .map(|j| {
             let (b, se) = (full.beta[j], cov[j * p + j].max(0.0).sqrt());
