@@ -65,7 +65,6 @@ pub(crate) fn fit(
     };
     let mut beta = vec![0.0; p];
     let mut dev_old = f64::INFINITY;
-    let mut ainv = Vec::new();
     for it in 1..=MAX_ITER {
         // Weighted least squares of the working response z on X with
         // working weights W·μ'²/V.
@@ -95,7 +94,7 @@ pub(crate) fn fit(
                 xtwx[i * p + j] = xtwx[j * p + i];
             }
         }
-        ainv = invert(&xtwx, p, names)?;
+        let ainv = invert(&xtwx, p, names)?;
         beta = (0..p)
             .map(|i| dot(&ainv[i * p..(i + 1) * p], &xtwz))
             .collect();
@@ -120,7 +119,6 @@ pub(crate) fn fit(
         }
         dev_old = dev;
     }
-    let _ = ainv;
     Err(ModelError::NoConvergence {
         iterations: MAX_ITER,
     })

@@ -5,7 +5,7 @@ use crate::common::{answer_with, write_json, Format, QueryArgs};
 use crate::render::{csv_line, csv_num, fmt_sig, stdout, text_table, Align};
 use anyhow::Result;
 use microtab_analysis::compare::Comparison;
-use microtab_analysis::model::{Family, Inference, Regression};
+use microtab_analysis::model::{Family, Inference, Regression, Wald};
 use microtab_analysis::Analysis;
 use std::io::Write;
 
@@ -111,6 +111,17 @@ fn inference_row(name: &str, i: &Inference) -> Vec<String> {
     ]
 }
 
+/// A Wald test as a line of text.
+fn wald_line(what: &str, w: &Wald) -> String {
+    format!(
+        "Wald test {what}: F = {} on {} and {} df, p = {}\n",
+        num(w.f),
+        num(w.ndf),
+        w.ddf.map_or("∞".into(), num),
+        pval(w.p)
+    )
+}
+
 /// Groups compared with a base (`means --diff`), as text.
 pub fn comparison_table(c: &Comparison, title: &str, level: f64) -> String {
     let stat = if c.df.is_some() { "t" } else { "z" };
@@ -132,13 +143,7 @@ pub fn comparison_table(c: &Comparison, title: &str, level: f64) -> String {
     }
     s.push_str(&format!("standard errors: {}\n", c.method));
     if let Some(w) = &c.wald {
-        s.push_str(&format!(
-            "Wald test that every group equals the base: F = {} on {} and {} df, p = {}\n",
-            num(w.f),
-            num(w.ndf),
-            w.ddf.map_or("∞".into(), num),
-            pval(w.p)
-        ));
+        s.push_str(&wald_line("that every group equals the base", w));
     }
     s
 }
@@ -196,13 +201,7 @@ fn table(r: &Regression) -> String {
         }
     }
     if let Some(w) = &r.wald {
-        s.push_str(&format!(
-            "Wald test of all terms: F = {} on {} and {} df, p = {}\n",
-            num(w.f),
-            num(w.ndf),
-            w.ddf.map_or("∞".into(), num),
-            pval(w.p)
-        ));
+        s.push_str(&wald_line("of all terms", w));
     }
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));
