@@ -77,6 +77,7 @@ fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
             .map(|t| taylor_query(req, t)),
         distribution: matches!(req.analysis, Analysis::Means { .. }) && !req.quantiles.is_empty(),
         split: None,
+        fold: None,
     })
 }
 

@@ -30,6 +30,34 @@ pub fn run_with(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Cube> {
     execute(ds, q, opts, false, compact)?
 }
 
+/// The records a [`Folded`] fold was handed, and its result.
+pub struct Folded {
+    /// The query's table.
+    pub cube: Cube,
+    /// The workers' states merged (`None`: the query has no fold, or no
+    /// worker ran).
+    pub state: Option<Box<dyn crate::fold::FoldState>>,
+    /// Per grouping variable, its planned categories: a record's cell is
+    /// its categories' indices, row-major (the last variable fastest),
+    /// each dimension at least one wide.
+    pub categories: Vec<Vec<crate::Category>>,
+}
+
+/// Runs `q`, whose [`Query::fold`] is handed every record the table
+/// counts (those passing the filter with a category in every grouping
+/// variable), with its cell and the fold's variables.
+pub fn fold_rows(ds: &Dataset, q: &Query, opts: &ScanOptions) -> Result<Folded> {
+    execute(ds, q, opts, false, |mut s| {
+        let state = s.acc.take_fold();
+        let categories = s.plans.iter().map(|p| p.categories.clone()).collect();
+        Ok(Folded {
+            cube: compact(s)?,
+            state,
+            categories,
+        })
+    })?
+}
+
 /// [`run_with`] (or, with `partial`, [`run_partial`] finished), and the
 /// name of the kernel the planner chose for the query: for tests that must
 /// cover every kernel. Not a stable interface.
@@ -98,6 +126,11 @@ fn partial_with<R>(
         .rows
         .as_ref()
         .map_or(rows, |r| r.end.min(rows).saturating_sub(r.start.min(rows)));
+    if q.fold.is_some() {
+        return Err(Error::Invalid(
+            "a fold of the caller's sums has no partial result".into(),
+        ));
+    }
     let edges = taylor_edges(ds, q)?;
     execute(ds, q, opts, true, |s| {
         let plan = s.plan;
@@ -197,6 +230,8 @@ struct Columns {
     strata: Option<Column>,
     cluster: Option<Column>,
     split: Option<Column>,
+    /// A fold's variables.
+    values: Vec<Column>,
 }
 
 impl Columns {
@@ -211,6 +246,7 @@ impl Columns {
             .chain(self.strata.iter())
             .chain(self.cluster.iter())
             .chain(self.split.iter())
+            .chain(self.values.iter())
             .collect()
     }
 }
@@ -298,6 +334,10 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
         strata: None,
         cluster: None,
         split: None,
+        values: match &q.fold {
+            Some(f) => open_all(&mut f.values.iter().map(|n| n.as_str()))?,
+            None => Vec::new(),
+        },
     };
     for r in &c.replicates {
         check_replicate(r)?;
@@ -469,10 +509,14 @@ fn physical_plan<'a>(
         strata: c.strata.as_ref().map(|col| d.slot(col)),
         cluster: c.cluster.as_ref().map(|col| d.slot(col)),
         split: c.split.as_ref().map(|col| d.slot(col)),
+        values: c.values.iter().map(|col| d.slot(col)).collect(),
     };
     let (w, x) = (c.weight.as_ref(), c.measure.as_ref());
-    let per_row =
-        q.taylor.is_some() || split.is_some() || q.distribution || !c.replicates.is_empty();
+    let per_row = q.taylor.is_some()
+        || split.is_some()
+        || q.distribution
+        || !c.replicates.is_empty()
+        || q.fold.is_some();
     let kernel = Kernel::choose(&KernelInputs {
         cells,
         dims: &dims,
@@ -503,6 +547,14 @@ fn physical_plan<'a>(
         taylor,
         distribution: q.distribution,
         split,
+        fold: q.fold.as_ref().map(|f| crate::physical::FoldPlan {
+            make: f.make.clone(),
+            values: c
+                .values
+                .iter()
+                .map(|col| (col, Exclusion::of(col.var()), col.var().scale()))
+                .collect(),
+        }),
     };
     Ok((plan, d.cols))
 }

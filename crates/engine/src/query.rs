@@ -42,6 +42,9 @@ pub struct Query {
     /// the range); the stripes the range touches are read and checked
     /// whole.
     pub rows: Option<std::ops::Range<u64>>,
+    /// The caller's own sums over the records counted
+    /// ([`crate::fold_rows`]; not with [`Self::rows`]).
+    pub fold: Option<crate::fold::Fold>,
 }
 
 /// A stratified cluster design's part of a [`Query`](crate::Query).

@@ -14,8 +14,11 @@ use microtab_store::{Dataset, Kind};
 /// How one part of a term becomes columns.
 #[derive(Debug, Clone)]
 struct PartCode {
-    /// Its dimension in the query.
+    /// Its dimension in the query (`usize::MAX` for a value).
     dim: usize,
+    /// Record by record, its value's index in [`Coding::values`] (a
+    /// numeric variable of a model fitted on records).
+    value: Option<usize>,
     /// Categorical: its levels' displayed values, in order.
     levels: Option<Vec<String>>,
     /// The base asked for (factor(X, base = K)).
@@ -33,6 +36,12 @@ pub(crate) struct Coding {
     /// The outcome as the query's analysis variable (gaussian on a
     /// variable).
     pub measure: Option<String>,
+    /// Numeric variables read record by record (a model fitted on
+    /// records, [`super::rows`]): the numeric parts', then the outcome's
+    /// when it is a measurement.
+    pub values: Vec<String>,
+    /// The outcome's index in [`Self::values`].
+    pub y_value: Option<usize>,
     /// Column names.
     pub names: Vec<String>,
     pub intercept: bool,
@@ -74,9 +83,16 @@ fn number(c: &Category) -> Option<f64> {
 
 impl Coding {
     /// The coding of `f` (levels are filled in from the cube by
-    /// [`Self::cells`]).
-    pub(crate) fn new(ds: &Dataset, f: &Formula, family: Family) -> crate::Result<Coding> {
+    /// [`Self::cells`]); with `rows`, numeric variables are values read
+    /// record by record rather than dimensions of the cube.
+    pub(crate) fn new(
+        ds: &Dataset,
+        f: &Formula,
+        family: Family,
+        rows: bool,
+    ) -> crate::Result<Coding> {
         let mut dims: Vec<String> = Vec::new();
+        let mut values: Vec<String> = Vec::new();
         let mut parts: Vec<PartCode> = Vec::new();
         let mut terms = Vec::new();
         for t in &f.terms {
@@ -85,19 +101,31 @@ impl Coding {
                 let spec = microtab_engine::parse_dim_in(ds, &p.spec)?;
                 let var = ds.variable(&spec.name)?;
                 let text_var = var.kind == Kind::String && spec.recode.is_none();
+                let factor = p.factor || text_var;
+                let plain = spec.recode.is_none() && spec.valid.is_none();
+                let value = (rows && !factor && plain).then(|| {
+                    values
+                        .iter()
+                        .position(|v| *v == var.name)
+                        .unwrap_or_else(|| {
+                            values.push(var.name.clone());
+                            values.len() - 1
+                        })
+                });
                 let dim = match dims.iter().position(|d| *d == p.spec) {
+                    _ if value.is_some() => usize::MAX,
                     Some(d) => d,
                     None => {
                         dims.push(p.spec.clone());
                         dims.len() - 1
                     }
                 };
-                let factor = p.factor || text_var;
                 let at = match parts.iter().position(|q| q.text == p.text) {
                     Some(i) => i,
                     None => {
                         parts.push(PartCode {
                             dim,
+                            value,
                             levels: factor.then(Vec::new),
                             base: p.base.clone(),
                             text: p.text.clone(),
@@ -136,6 +164,7 @@ impl Coding {
         // the cells' sums are Σ w over y = 1); a count or a measurement
         // is the query's analysis variable.
         let as_dim = f.outcome.condition.is_some() || family.binary();
+        let mut y_value = None;
         let (outcome_dim, measure) = if as_dim {
             dims.push(match &f.outcome.condition {
                 Some(c) => format!("{}(r: {c}; *)", quote(&outcome_var.name)),
@@ -149,11 +178,19 @@ impl Coding {
                 }
                 .into());
             }
-            (None, Some(outcome_var.name.clone()))
+            if rows {
+                values.push(outcome_var.name.clone());
+                y_value = Some(values.len() - 1);
+                (None, None)
+            } else {
+                (None, Some(outcome_var.name.clone()))
+            }
         };
         Ok(Coding {
             dims,
             measure,
+            values,
+            y_value,
             names: Vec::new(),
             intercept: f.intercept,
             terms,
@@ -170,9 +207,21 @@ impl Coding {
     /// R's sorted order, numbers ascending), the column names, and the
     /// cells the model is fitted on.
     pub(crate) fn cells(&mut self, cube: &Cube) -> crate::Result<Cells> {
+        let cats: Vec<Vec<Category>> = cube.dims.iter().map(|d| d.categories.clone()).collect();
+        self.set_levels(&cats)?;
+        Ok(self.fill(cube))
+    }
+
+    /// The levels of each factor from the categories that occur in each
+    /// dimension (text in R's sorted order, numbers ascending), the
+    /// column names, and the outcome's check.
+    pub(crate) fn set_levels(&mut self, dims: &[Vec<Category>]) -> crate::Result<()> {
         for p in &mut self.parts {
+            if p.value.is_some() {
+                continue;
+            }
             if let Some(levels) = &mut p.levels {
-                let cats = &cube.dims[p.dim].categories;
+                let cats = &dims[p.dim];
                 let mut l: Vec<(Option<f64>, String)> = cats
                     .iter()
                     .filter(|c| !c.missing)
@@ -195,8 +244,7 @@ impl Coding {
                     let b = levels.remove(i);
                     levels.insert(0, b);
                 }
-            } else if cube.dims[p.dim]
-                .categories
+            } else if dims[p.dim]
                 .iter()
                 .any(|c| !c.missing && number(c).is_none())
             {
@@ -207,8 +255,7 @@ impl Coding {
             }
         }
         self.names = self.column_names();
-        self.check_outcome(cube)?;
-        Ok(self.fill(cube))
+        self.check_outcome(dims)
     }
 
     /// The columns' names, as R's `model.matrix` names them.
@@ -258,6 +305,10 @@ impl Coding {
             let mut cols: Vec<f64> = vec![1.0];
             for &(p, contrast) in t {
                 let part = &self.parts[p];
+                if part.value.is_some() {
+                    // Multiplied in record by record (`column_values`).
+                    continue;
+                }
                 let c = cats[part.dim];
                 if c.missing {
                     return None;
@@ -284,8 +335,36 @@ impl Coding {
         Some(x)
     }
 
+    /// Per column, the values (indices into [`Self::values`]) its
+    /// record's entry is multiplied by: the numeric parts of its term.
+    pub(crate) fn column_values(&self) -> Vec<Vec<usize>> {
+        let mut out = Vec::new();
+        if self.intercept {
+            out.push(Vec::new());
+        }
+        for t in &self.terms {
+            let mut width = 1;
+            let mut vals = Vec::new();
+            for &(p, contrast) in t {
+                let part = &self.parts[p];
+                match (&part.levels, part.value) {
+                    (_, Some(v)) => vals.push(v),
+                    (Some(l), None) => width *= l.len() - usize::from(contrast),
+                    (None, None) => {}
+                }
+            }
+            out.extend(std::iter::repeat_n(vals, width));
+        }
+        out
+    }
+
+    /// Whether the outcome is a dimension (binary, or a condition).
+    pub(crate) fn has_outcome_dim(&self) -> bool {
+        self.outcome_dim.is_some()
+    }
+
     /// The outcome of a cell (outcome a dimension).
-    fn y(&self, cats: &[&Category]) -> Option<f64> {
+    pub(crate) fn y(&self, cats: &[&Category]) -> Option<f64> {
         let c = cats[self.outcome_dim?];
         if c.missing {
             return None;
@@ -298,15 +377,11 @@ impl Coding {
     }
 
     /// A binary outcome is 0 or 1; a Poisson one not negative.
-    fn check_outcome(&self, cube: &Cube) -> crate::Result<()> {
+    fn check_outcome(&self, dims: &[Vec<Category>]) -> crate::Result<()> {
         let Some(d) = self.outcome_dim.filter(|_| !self.condition) else {
             return Ok(());
         };
-        let cats: Vec<&Category> = cube.dims[d]
-            .categories
-            .iter()
-            .filter(|c| !c.missing)
-            .collect();
+        let cats: Vec<&Category> = dims[d].iter().filter(|c| !c.missing).collect();
         if let Some(c) = cats.iter().find(|c| number(c).is_none()) {
             return Err(ModelError::Text {
                 part: format!("{} ({})", self.outcome, c.display),

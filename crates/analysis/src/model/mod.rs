@@ -17,6 +17,8 @@
 pub(crate) mod coding;
 pub(crate) mod error;
 pub(crate) mod fit;
+pub(crate) mod rows;
+pub(crate) mod summary;
 
 pub use crate::family::Family;
 
@@ -63,6 +65,10 @@ pub struct Regression {
     pub wald: Option<Wald>,
     /// IRLS iterations of the full-sample fit.
     pub iterations: usize,
+    /// What the model was fitted on: `cells` (the predictors'
+    /// combinations, one scan) or `records` (predictors with too many
+    /// combinations: a pass over the records per IRLS step).
+    pub fitted_on: String,
     /// How the standard errors were computed.
     pub method: String,
     /// The design, when one was used.

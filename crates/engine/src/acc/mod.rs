@@ -13,6 +13,7 @@
 //! [`Acc::merge`], and finished in `finish` / `partial`.
 
 mod exact;
+mod fold;
 mod fused;
 mod gather;
 mod index;
@@ -74,6 +75,8 @@ pub(crate) struct Acc {
     pub(crate) taylor: Option<TaylorAcc>,
     /// Distributions of the measure ([`Plan::distribution`]).
     pub(crate) dist: Option<DistAcc>,
+    /// The caller's fold ([`Plan::fold`]).
+    fold_acc: Option<fold::FoldAcc>,
 }
 
 impl Acc {
@@ -102,6 +105,7 @@ impl Acc {
                 .distribution
                 .then(|| DistAcc::new(p.cells + 1))
                 .transpose()?,
+            fold_acc: p.fold.as_ref().map(fold::FoldAcc::new),
         })
     }
 
@@ -124,7 +128,10 @@ impl Acc {
             let w = s.weight.map(|k| data[k]);
             let x = data[s.measure.expect("a distribution has a measure")];
             let float = xc.var().kind == Kind::Float;
-            d.morsel(&self.rows.idx, trash, w, x, r, float);
+            d.morsel(&self.rows.idx, trash, w, x, r.clone(), float);
+        }
+        if let (Some(fp), Some(f)) = (p.fold.as_ref(), self.fold_acc.as_mut()) {
+            f.morsel(fp, &s.values, (&self.rows.idx, trash), data, r);
         }
     }
 
@@ -185,6 +192,14 @@ impl Acc {
         if let (Some(a), Some(b)) = (self.dist.as_mut(), o.dist) {
             a.merge(b);
         }
+        if let (Some(a), Some(b)) = (self.fold_acc.as_mut(), o.fold_acc) {
+            a.state.merge(b.state);
+        }
         self
+    }
+
+    /// The fold's state, once the workers' accumulators are merged.
+    pub(crate) fn take_fold(&mut self) -> Option<Box<dyn crate::fold::FoldState>> {
+        self.fold_acc.take().map(|f| f.state)
     }
 }

@@ -157,6 +157,8 @@ pub(crate) struct Slots {
     pub(crate) strata: Option<usize>,
     /// The Taylor design's PSUs.
     pub(crate) cluster: Option<usize>,
+    /// The variables of a fold ([`crate::Query::fold`]).
+    pub(crate) values: Vec<usize>,
     /// The variable of the per-cell split.
     pub(crate) split: Option<usize>,
 }
@@ -173,6 +175,7 @@ impl Slots {
             .chain(&self.strata)
             .chain(&self.cluster)
             .chain(&self.split)
+            .chain(&self.values)
             .copied()
     }
 }
@@ -217,6 +220,16 @@ pub(crate) struct Plan<'a> {
     pub(crate) distribution: bool,
     /// The split at per-cell thresholds.
     pub(crate) split: Option<std::sync::Arc<crate::quantile::SplitPlan>>,
+    /// The caller's fold, its variables (with their missing values and
+    /// their scale to displayed units) at [`Slots::values`].
+    pub(crate) fold: Option<FoldPlan<'a>>,
+}
+
+/// A fold's part of a plan.
+#[derive(Clone)]
+pub(crate) struct FoldPlan<'a> {
+    pub(crate) make: std::sync::Arc<dyn Fn() -> Box<dyn crate::fold::FoldState> + Send + Sync>,
+    pub(crate) values: Vec<(&'a Column, Exclusion, f64)>,
 }
 
 impl<'a> Plan<'a> {
@@ -263,6 +276,7 @@ impl<'a> Plan<'a> {
             taylor: self.taylor.clone(),
             distribution: self.distribution,
             split: self.split.clone(),
+            fold: self.fold.clone(),
         }
     }
 

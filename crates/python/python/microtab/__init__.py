@@ -1144,6 +1144,7 @@ class Regression(_Result):
         "pseudo_r_squared": "1 − deviance / null deviance.",
         "wald": "Wald test of all terms but the intercept: f, ndf, ddf, p.",
         "method": "How the standard errors were computed.",
+        "fitted_on": "cells (the predictors' combinations) or records (too many combinations).",
         "notes": "Remarks on the method.",
     }
 

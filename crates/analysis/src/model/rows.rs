@@ -1,0 +1,895 @@
+//! Models fitted record by record: when the predictors' combinations are
+//! too many for a cube (continuous predictors with many distinct values,
+//! such as income or a test score), each IRLS step is one pass over the
+//! records (the engine's fold, [`microtab_engine::fold_rows`]) summing
+//! `X'WX` and `X'Wz`; the replicates' refits share their passes, and the
+//! Taylor scores are summed PSU by PSU in one more pass. Factors stay
+//! dimensions of the scan, so a record's columns are its cell's
+//! indicators times its numeric values.
+
+use super::coding::Coding;
+use super::fit::{dot, invert, Fit};
+use super::ModelError;
+use crate::family::Family;
+use microtab_engine::{Category, Fold, FoldRows, FoldState, Query, ScanOptions};
+use microtab_store::Dataset;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const MAX_ITER: usize = 100;
+
+/// What a record brings, by position in the fold's values.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    /// Columns of the model.
+    pub p: usize,
+    /// Per planned cell: its columns with the numeric parts at 1, and its
+    /// outcome when the outcome is a dimension (`None`: the cell is out of
+    /// the model: a missing category or a level not used).
+    pub cells: Vec<Option<(Vec<f64>, Option<f64>)>>,
+    /// Per column, the values it is multiplied by.
+    pub colvals: Vec<Vec<usize>>,
+    /// The model's own values (numeric predictors and outcome): a record
+    /// with any missing is out.
+    pub model_values: usize,
+    /// The outcome's value, when it is a measurement.
+    pub y: Option<usize>,
+    /// The weight's value.
+    pub weight: Option<usize>,
+    /// The replicate weights' values.
+    pub replicates: std::ops::Range<usize>,
+    /// The strata's and the PSUs' values (Taylor designs).
+    pub strata: Option<usize>,
+    pub cluster: Option<usize>,
+    pub family: Family,
+}
+
+impl Layout {
+    /// Record `i`'s columns into `x`, its outcome and weight; `None` when
+    /// it is out of the model.
+    #[inline]
+    fn record(&self, cell: u32, vals: &[Vec<f64>], i: usize, x: &mut [f64]) -> Option<(f64, f64)> {
+        if (0..self.model_values).any(|k| vals[k][i].is_nan()) {
+            return None;
+        }
+        // Before the levels are known (the counting pass): every cell.
+        const NONE: &(Vec<f64>, Option<f64>) = &(Vec::new(), None);
+        let (t, ycell) = match self.cells.get(cell as usize) {
+            Some(c) => c.as_ref()?,
+            None if self.cells.is_empty() => NONE,
+            None => return None,
+        };
+        let y = match (self.y, ycell) {
+            (Some(k), _) => vals[k][i],
+            (None, Some(y)) => *y,
+            (None, None) if self.cells.is_empty() => 0.0,
+            (None, None) => return None,
+        };
+        let w = self.weight.map_or(1.0, |k| vals[k][i]);
+        if w.is_nan() {
+            return None;
+        }
+        for (j, xj) in x.iter_mut().enumerate() {
+            let mut v = t[j];
+            for &k in &self.colvals[j] {
+                v *= vals[k][i];
+            }
+            *xj = v;
+        }
+        Some((y, w))
+    }
+
+    /// `y²` (gaussian, binary) or `y log y` (Poisson), the term of the
+    /// deviance's `S`.
+    fn s(&self, y: f64) -> f64 {
+        if self.family == Family::Poisson {
+            if y > 0.0 {
+                y * y.ln()
+            } else {
+                0.0
+            }
+        } else {
+            y * y
+        }
+    }
+}
+
+/// What one pass sums.
+#[derive(Clone)]
+enum Pass {
+    /// Complete records per planned cell.
+    Count,
+    /// One IRLS step per fit: each fit's coefficients (`None`: R's start
+    /// from the outcome) and weight (`None`: the weight, else replicate
+    /// `r`).
+    Irls(Vec<(Option<Vec<f64>>, Option<usize>)>),
+    /// The scores `w·x·(y − μ)·μ'/V` at the coefficients, by PSU.
+    Scores(Vec<f64>),
+}
+
+/// Per stratum, `Σ_j u_hj` and `Σ_j u_hj u_hj'` over its PSUs' totals.
+#[derive(Clone, Default)]
+struct Strata {
+    s1: Vec<f64>,
+    s2: Vec<f64>,
+    psus: u64,
+}
+
+/// A worker's sums of one pass.
+struct State {
+    lay: Arc<Layout>,
+    pass: Arc<Pass>,
+    taylor: Option<Arc<TaylorKeys>>,
+    x: Vec<f64>,
+    /// Count: per cell.
+    used: Vec<u64>,
+    /// Records, `Σ w`, `Σ w·y`, `Σ w·s` of the complete records.
+    n: u64,
+    sums: [f64; 3],
+    /// Per fit: `X'WX` (upper triangle), `X'Wz`, deviance at its
+    /// coefficients.
+    xtwx: Vec<Vec<f64>>,
+    xtwz: Vec<Vec<f64>>,
+    dev: Vec<f64>,
+    /// Records fitted at 0 or 1 within 1e-8 of their outcome.
+    extreme: u64,
+    /// Scores: per stratum, and PSUs that may continue in another
+    /// stretch (by stratum index and PSU key).
+    strata: HashMap<usize, Strata>,
+    open: HashMap<(usize, u64), Vec<f64>>,
+    unknown: u64,
+}
+
+/// The design's strata and how a PSU's key is read.
+pub(crate) struct TaylorKeys {
+    /// The strata's stored values, ascending.
+    pub keys: Vec<i64>,
+    /// The strata variable's `10^decimals`.
+    pub scale: f64,
+    /// Each PSU's records are one run.
+    pub contiguous: bool,
+}
+
+impl State {
+    fn new(lay: &Arc<Layout>, pass: &Arc<Pass>, taylor: &Option<Arc<TaylorKeys>>) -> State {
+        let p = lay.p;
+        let k = match &**pass {
+            Pass::Irls(f) => f.len(),
+            _ => 0,
+        };
+        State {
+            lay: lay.clone(),
+            pass: pass.clone(),
+            taylor: taylor.clone(),
+            x: vec![0.0; p],
+            used: Vec::new(),
+            n: 0,
+            sums: [0.0; 3],
+            xtwx: vec![vec![0.0; p * p]; k],
+            xtwz: vec![vec![0.0; p]; k],
+            dev: vec![0.0; k],
+            extreme: 0,
+            strata: HashMap::new(),
+            open: HashMap::new(),
+            unknown: 0,
+        }
+    }
+
+    fn irls(
+        &mut self,
+        fits: &[(Option<Vec<f64>>, Option<usize>)],
+        y: f64,
+        w0: f64,
+        vals: &[Vec<f64>],
+        i: usize,
+    ) {
+        let lay = &*self.lay;
+        let (p, fam) = (lay.p, lay.family);
+        for (k, (beta, wsrc)) in fits.iter().enumerate() {
+            let w = match wsrc {
+                None => w0,
+                Some(r) => vals[lay.replicates.start + r][i],
+            };
+            if w == 0.0 {
+                continue;
+            }
+            let eta = match beta {
+                Some(b) => dot(&self.x, b),
+                None => fam.eta(fam.start(y)),
+            };
+            let (mu, d) = (fam.mu(eta), fam.dmu(eta));
+            let ww = w * d * d / fam.var(mu);
+            let z = eta + (y - mu) / d;
+            let (a, b) = (&mut self.xtwx[k], &mut self.xtwz[k]);
+            for r in 0..p {
+                let xr = self.x[r];
+                if xr == 0.0 {
+                    continue;
+                }
+                let wr = ww * xr;
+                b[r] += wr * z;
+                let row = &mut a[r * p..(r + 1) * p];
+                for (c, xc) in row.iter_mut().zip(&self.x).skip(r) {
+                    *c += wr * xc;
+                }
+            }
+            if beta.is_some() {
+                self.dev[k] += fam.deviance(w, w * y, w * lay.s(y), mu);
+                if k == 0 && fam != Family::Gaussian {
+                    let at_zero = y == 0.0 && mu < 1e-8;
+                    let at_one = fam.binary() && y == 1.0 && mu > 1.0 - 1e-8;
+                    self.extreme += u64::from(at_zero || at_one);
+                }
+            }
+        }
+    }
+
+    /// Record `i`'s score `u` into its PSU (`run`: the stretch's PSU
+    /// being summed).
+    fn score(
+        &mut self,
+        beta: &[f64],
+        (y, w): (f64, f64),
+        vals: &[Vec<f64>],
+        i: usize,
+        run: &mut Run,
+    ) {
+        let lay = &*self.lay;
+        let fam = lay.family;
+        let eta = dot(&self.x, beta);
+        let mu = fam.mu(eta);
+        let g = w * (y - mu) * fam.dmu(eta) / fam.var(mu);
+        let Some(t) = self.taylor.as_deref() else {
+            return;
+        };
+        let h = match lay.strata {
+            None => 0,
+            Some(k) => {
+                let key = (vals[k][i] * t.scale).round() as i64;
+                match t.keys.binary_search(&key) {
+                    Ok(h) => h,
+                    Err(_) => {
+                        self.unknown += 1;
+                        return;
+                    }
+                }
+            }
+        };
+        let psu = match lay.cluster {
+            // Every record its own PSU: closed at once.
+            None => {
+                let u: Vec<f64> = self.x.iter().map(|x| x * g).collect();
+                self.close(h, &u);
+                return;
+            }
+            Some(k) => vals[k][i].to_bits(),
+        };
+        if run.key != Some((h, psu)) {
+            self.end_run(run, t.contiguous);
+            run.key = Some((h, psu));
+            run.u.clear();
+            run.u.resize(self.x.len(), 0.0);
+        }
+        for (s, x) in run.u.iter_mut().zip(&self.x) {
+            *s += x * g;
+        }
+    }
+
+    /// The run ends: closed when it is neither the stretch's first nor
+    /// (called from `add`'s end) its last, and PSUs are contiguous; kept
+    /// open otherwise.
+    fn end_run(&mut self, run: &mut Run, contiguous: bool) {
+        let Some(key) = run.key.take() else { return };
+        if contiguous && !run.first {
+            self.close(key.0, &run.u);
+        } else {
+            let e = self
+                .open
+                .entry(key)
+                .or_insert_with(|| vec![0.0; run.u.len()]);
+            for (a, b) in e.iter_mut().zip(&run.u) {
+                *a += b;
+            }
+        }
+        run.first = false;
+    }
+
+    /// A PSU's total `u` into its stratum's sums.
+    fn close(&mut self, h: usize, u: &[f64]) {
+        let p = u.len();
+        let s = self.strata.entry(h).or_insert_with(|| Strata {
+            s1: vec![0.0; p],
+            s2: vec![0.0; p * p],
+            psus: 0,
+        });
+        s.psus += 1;
+        for r in 0..p {
+            s.s1[r] += u[r];
+            for c in 0..p {
+                s.s2[r * p + c] += u[r] * u[c];
+            }
+        }
+    }
+}
+
+/// The PSU being summed in a stretch of records.
+struct Run {
+    key: Option<(usize, u64)>,
+    u: Vec<f64>,
+    first: bool,
+}
+
+impl FoldState for State {
+    fn add(&mut self, rows: &FoldRows<'_>) {
+        let lay = self.lay.clone();
+        let pass = self.pass.clone();
+        let mut run = Run {
+            key: None,
+            u: Vec::new(),
+            first: true,
+        };
+        let mut x = std::mem::take(&mut self.x);
+        for (i, &cell) in rows.cells.iter().enumerate() {
+            let Some((y, w)) = lay.record(cell, rows.values, i, &mut x) else {
+                continue;
+            };
+            self.x.clone_from(&x);
+            match &*pass {
+                Pass::Count => {
+                    let c = cell as usize;
+                    if c >= self.used.len() {
+                        self.used.resize(c + 1, 0);
+                    }
+                    self.used[c] += 1;
+                    self.n += 1;
+                    self.sums[0] += w;
+                    self.sums[1] += w * y;
+                    self.sums[2] += w * lay.s(y);
+                }
+                Pass::Irls(fits) => self.irls(fits, y, w, rows.values, i),
+                Pass::Scores(beta) => self.score(beta, (y, w), rows.values, i, &mut run),
+            }
+        }
+        self.x = x;
+        // The stretch's last PSU may continue in the next one.
+        run.first = true;
+        self.end_run(&mut run, false);
+    }
+
+    fn merge(&mut self, other: Box<dyn FoldState>) {
+        let o = *other
+            .into_any()
+            .downcast::<State>()
+            .expect("one fold, one state type");
+        if o.used.len() > self.used.len() {
+            self.used.resize(o.used.len(), 0);
+        }
+        for (a, b) in self.used.iter_mut().zip(&o.used) {
+            *a += b;
+        }
+        self.n += o.n;
+        for k in 0..3 {
+            self.sums[k] += o.sums[k];
+        }
+        for (a, b) in self.xtwx.iter_mut().zip(&o.xtwx) {
+            add(a, b);
+        }
+        for (a, b) in self.xtwz.iter_mut().zip(&o.xtwz) {
+            add(a, b);
+        }
+        add(&mut self.dev, &o.dev);
+        self.extreme += o.extreme;
+        self.unknown += o.unknown;
+        for (h, s) in o.strata {
+            match self.strata.get_mut(&h) {
+                Some(t) => {
+                    add(&mut t.s1, &s.s1);
+                    add(&mut t.s2, &s.s2);
+                    t.psus += s.psus;
+                }
+                None => {
+                    self.strata.insert(h, s);
+                }
+            }
+        }
+        for (k, u) in o.open {
+            match self.open.get_mut(&k) {
+                Some(v) => add(v, &u),
+                None => {
+                    self.open.insert(k, u);
+                }
+            }
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+fn add(a: &mut [f64], b: &[f64]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+/// What the counting pass found.
+pub(crate) struct Counted {
+    /// Per dimension, its planned categories (a record's cell indexes them).
+    pub planned: Vec<Vec<Category>>,
+    /// Per dimension, the categories of the complete records.
+    pub occurring: Vec<Vec<Category>>,
+    /// Complete records.
+    pub n: u64,
+    /// Their `Σ w`, `Σ w·y` and `Σ w·s`.
+    pub sums: [f64; 3],
+}
+
+/// A model's passes over the records of a query.
+pub(crate) struct Passes<'a> {
+    pub ds: &'a Dataset,
+    /// The query: the coding's dimensions, the filter, the weight; its
+    /// fold's values are the [`Layout`]'s.
+    pub query: Query,
+    pub values: Vec<String>,
+    pub opts: &'a ScanOptions,
+    pub taylor: Option<Arc<TaylorKeys>>,
+}
+
+impl Passes<'_> {
+    fn run(&self, lay: &Arc<Layout>, pass: Pass) -> crate::Result<(State, Vec<Vec<Category>>)> {
+        let pass = Arc::new(pass);
+        let (l, p, t) = (lay.clone(), pass.clone(), self.taylor.clone());
+        let mut q = self.query.clone();
+        q.fold = Some(Fold {
+            values: self.values.clone(),
+            make: Arc::new(move || Box::new(State::new(&l, &p, &t)) as Box<dyn FoldState>),
+        });
+        let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
+        let state = match folded.state {
+            Some(s) => *s
+                .into_any()
+                .downcast::<State>()
+                .expect("the fold's own state"),
+            None => State::new(lay, &pass, &self.taylor),
+        };
+        Ok((state, folded.categories))
+    }
+
+    /// Counts the complete records of each planned cell: the categories
+    /// each dimension has among them (the levels), and the records, `Σ w`,
+    /// `Σ w·y` and `Σ w·s` of all of them.
+    pub(crate) fn count(&self, lay: &Arc<Layout>) -> crate::Result<Counted> {
+        let (st, planned) = self.run(lay, Pass::Count)?;
+        let shape: Vec<usize> = planned.iter().map(|c| c.len().max(1)).collect();
+        let mut keep: Vec<Vec<bool>> = shape.iter().map(|&k| vec![false; k]).collect();
+        for (c, &n) in st.used.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let mut r = c;
+            for d in (0..shape.len()).rev() {
+                keep[d][r % shape[d]] = true;
+                r /= shape[d];
+            }
+        }
+        let occurring = planned
+            .iter()
+            .zip(&keep)
+            .map(|(cats, k)| {
+                cats.iter()
+                    .zip(k)
+                    .filter(|(_, &k)| k)
+                    .map(|(c, _)| c.clone())
+                    .collect()
+            })
+            .collect();
+        Ok(Counted {
+            planned,
+            occurring,
+            n: st.n,
+            sums: st.sums,
+        })
+    }
+
+    /// IRLS from R's start (`replicates`: `None`) or each replicate's
+    /// refit from `start`; per fit its result (`None`: not converged or
+    /// singular), and records fitted at 0 or 1 by the first.
+    pub(crate) fn fit(
+        &self,
+        lay: &Arc<Layout>,
+        names: &[String],
+        start: Option<&[f64]>,
+        replicates: usize,
+    ) -> crate::Result<(Vec<Result<Fit, ModelError>>, u64)> {
+        let p = lay.p;
+        let k = if start.is_some() { replicates } else { 1 };
+        let mut betas: Vec<Option<Vec<f64>>> = vec![start.map(|s| s.to_vec()); k];
+        let mut out: Vec<Option<Result<Fit, ModelError>>> = vec![None; k];
+        let mut dev_old = vec![f64::INFINITY; k];
+        let mut extreme = 0;
+        for it in 1..=MAX_ITER + 1 {
+            let active: Vec<usize> = (0..k).filter(|&f| out[f].is_none()).collect();
+            if active.is_empty() {
+                break;
+            }
+            let fits = active
+                .iter()
+                .map(|&f| (betas[f].clone(), start.map(|_| f)))
+                .collect();
+            let (st, _) = self.run(lay, Pass::Irls(fits))?;
+            if start.is_none() {
+                extreme = st.extreme;
+            }
+            for (a, &f) in active.iter().enumerate() {
+                let mut m = st.xtwx[a].clone();
+                for r in 0..p {
+                    for c in 0..r {
+                        m[r * p + c] = m[c * p + r];
+                    }
+                }
+                let dev = st.dev[a];
+                let had = betas[f].is_some();
+                // Converged: the deviance at this pass's coefficients
+                // stopped moving (a linear model: at its second pass).
+                // One more step from this pass's sums, with its
+                // information matrix (as R's glm.fit keeps the last
+                // weights' QR).
+                if had {
+                    let gaussian = lay.family == Family::Gaussian;
+                    let settled = (dev - dev_old[f]).abs() / (dev.abs() + 0.1) < 1e-12;
+                    if (gaussian && start.is_none()) || settled {
+                        out[f] = Some(invert(&m, p, names).map(|ainv| {
+                            Fit {
+                                beta: (0..p)
+                                    .map(|r| dot(&ainv[r * p..(r + 1) * p], &st.xtwz[a]))
+                                    .collect(),
+                                ainv,
+                                iterations: it - 1,
+                                deviance: dev,
+                            }
+                        }));
+                        continue;
+                    }
+                }
+                if !dev.is_finite() || it > MAX_ITER {
+                    out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
+                    continue;
+                }
+                match invert(&m, p, names) {
+                    Ok(ainv) => {
+                        let beta: Vec<f64> = (0..p)
+                            .map(|r| dot(&ainv[r * p..(r + 1) * p], &st.xtwz[a]))
+                            .collect();
+                        if beta.iter().any(|b| !b.is_finite()) {
+                            out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
+                            continue;
+                        }
+                        if lay.family == Family::Gaussian && start.is_some() {
+                            // Weighted least squares: exact in one step.
+                            out[f] = Some(Ok(Fit {
+                                beta,
+                                ainv,
+                                iterations: 1,
+                                deviance: f64::NAN,
+                            }));
+                            continue;
+                        }
+                        betas[f] = Some(beta);
+                        dev_old[f] = if had { dev } else { f64::INFINITY };
+                    }
+                    Err(e) => out[f] = Some(Err(e)),
+                }
+            }
+        }
+        Ok((
+            out.into_iter()
+                .map(|o| {
+                    o.unwrap_or(Err(ModelError::NoConvergence {
+                        iterations: MAX_ITER,
+                    }))
+                })
+                .collect(),
+            extreme,
+        ))
+    }
+
+    /// The design covariance of the score totals at `beta` (`coef`: per
+    /// stratum `(c_h, d_h)`), its scale for averaged lonely PSUs, and the
+    /// PSUs and strata with records in the model.
+    pub(crate) fn scores(
+        &self,
+        lay: &Arc<Layout>,
+        beta: &[f64],
+        coef: &[[f64; 2]],
+        average: &[bool],
+    ) -> crate::Result<(Vec<f64>, f64, u64, u64)> {
+        let p = lay.p;
+        let (mut st, _) = self.run(lay, Pass::Scores(beta.to_vec()))?;
+        if st.unknown > 0 {
+            return Err(crate::Error::UnknownStrata {
+                records: st.unknown,
+            });
+        }
+        for ((h, _), u) in std::mem::take(&mut st.open) {
+            st.close(h, &u);
+        }
+        let mut v = vec![0.0; p * p];
+        let (mut psus, mut with_var) = (0u64, 0usize);
+        for (&h, s) in &st.strata {
+            psus += s.psus;
+            with_var += usize::from(!average.get(h).copied().unwrap_or(false));
+            let [c, d] = coef[h];
+            for r in 0..p {
+                for k in 0..p {
+                    v[r * p + k] += c * s.s2[r * p + k] - d * s.s1[r] * s.s1[k];
+                }
+            }
+        }
+        let strata = st.strata.len();
+        let scale = if average.is_empty() {
+            1.0
+        } else {
+            strata as f64 / with_var as f64
+        };
+        Ok((v, scale, psus, strata as u64))
+    }
+}
+
+/// A model fitted record by record (see the module's text).
+pub(crate) fn regress(
+    ds: &Dataset,
+    req: &crate::Request,
+    (formula, f): (&str, &microtab_engine::Formula),
+    family: Family,
+    opts: &ScanOptions,
+) -> crate::Result<crate::model::Regression> {
+    use super::summary::{model_based, summarize};
+    let design = crate::checks::design_of(ds, req, false)?;
+    let mut coding = Coding::new(ds, f, family, true)?;
+    let (passes, mut lay) = setup(ds, req, (&coding, &design), family, opts)?;
+    let replicates = lay.replicates.clone();
+    let Counted {
+        planned,
+        occurring,
+        n,
+        sums,
+    } = passes.count(&Arc::new(lay.clone()))?;
+    coding.set_levels(&occurring)?;
+    let names = coding.names.clone();
+    lay.p = names.len();
+    lay.colvals = coding.column_values();
+    lay.cells = planned_cells(&coding, &planned);
+    let lay = Arc::new(lay);
+    if n == 0 || sums[0] == 0.0 {
+        return Err(ModelError::Empty.into());
+    }
+    if (n as usize) < lay.p {
+        return Err(ModelError::TooFew {
+            columns: lay.p,
+            cells: n as usize,
+        }
+        .into());
+    }
+    let (mut fits, extreme) = passes.fit(&lay, &names, None, 0)?;
+    let full = fits.remove(0)?;
+    let mut notes = Vec::new();
+    if extreme > 0 {
+        notes.push(format!(
+            "{extreme} records are fitted at probability 0 or 1: separation (a predictor that decides the outcome) makes the estimates and standard errors of its terms unreliable"
+        ));
+    }
+    let p = lay.p;
+    let sandwich = |coef: &[[f64; 2]], average: &[bool]| -> crate::Result<(Vec<f64>, u64, u64)> {
+        let (v, scale, psus, strata) = passes.scores(&lay, &full.beta, coef, average)?;
+        let a = &full.ainv;
+        let mut va = vec![0.0; p * p];
+        for r in 0..p {
+            for c in 0..p {
+                va[r * p + c] = (0..p).map(|k| v[r * p + k] * a[k * p + c]).sum::<f64>();
+            }
+        }
+        let cov = (0..p * p)
+            .map(|x| {
+                scale
+                    * (0..p)
+                        .map(|k| a[(x / p) * p + k] * va[k * p + x % p])
+                        .sum::<f64>()
+            })
+            .collect();
+        Ok((cov, psus, strata))
+    };
+    let cells = super::fit::Cells {
+        p,
+        x: vec![0.0; p],
+        n: vec![n],
+        w: vec![sums[0]],
+        y: vec![sums[1]],
+        s: vec![sums[2]],
+        s_known: true,
+    };
+    let mut domain_df = None;
+    let (cov, method) = match &design {
+        Some((_, v)) if !replicates.is_empty() => {
+            let (refits, _) = passes.fit(&lay, &names, Some(&full.beta), replicates.len())?;
+            let betas: Vec<Option<Vec<f64>>> =
+                refits.into_iter().map(|r| r.ok().map(|f| f.beta)).collect();
+            let dropped = betas.iter().filter(|b| b.is_none()).count();
+            if dropped > 0 {
+                notes.push(format!(
+                    "{dropped} replicates could not be refitted and were left out"
+                ));
+            }
+            let cov = v.covariance(&full.beta, &betas);
+            (
+                (0..p * p).map(|i| cov[i / p][i % p]).collect(),
+                format!("replicate weights ({})", v.info.kind),
+            )
+        }
+        Some((d, _)) => {
+            let t = d
+                .taylor
+                .as_ref()
+                .expect("a design with replicates or Taylor");
+            let (coef, average) = crate::taylor::coefficients(t);
+            let (cov, psus, strata) = sandwich(&coef, &average)?;
+            domain_df = Some(psus as f64 - strata as f64);
+            (cov, "linearization".to_string())
+        }
+        None if lay.weight.is_some() => {
+            notes.push(
+                "no survey design: sandwich (HC0) standard errors, each record independent".into(),
+            );
+            (
+                sandwich(&[[1.0, 0.0]], &[])?.0,
+                "sandwich (HC0)".to_string(),
+            )
+        }
+        None => (
+            model_based(family, &cells, &full),
+            "model-based".to_string(),
+        ),
+    };
+    let weights = {
+        let q = Query {
+            fold: None,
+            ..passes.query.clone()
+        };
+        microtab_engine::weight_cases(ds, &q, opts, n)?
+    };
+    let wname = passes
+        .query
+        .weight
+        .as_deref()
+        .map(|n| ds.variable(n))
+        .transpose()?;
+    crate::checks::check_weights(req, &weights, wname.map(|v| v.name.as_str()))?;
+    let survey = design.as_ref().map(|(_, v)| {
+        let mut v = v.clone();
+        if let Some(df) = domain_df {
+            v.info.df = df;
+        }
+        v
+    });
+    let mut r = summarize(
+        (ds, formula, family, req),
+        (&cells, &full, cov, &names),
+        (survey.as_ref(), method, notes),
+        (passes.query.weight.clone(), weights),
+        coding.intercept,
+    );
+    r.fitted_on = "records".into();
+    Ok(r)
+}
+
+/// Each planned cell's columns (numeric parts at 1) and outcome.
+fn planned_cells(
+    coding: &Coding,
+    planned: &[Vec<Category>],
+) -> Vec<Option<(Vec<f64>, Option<f64>)>> {
+    let shape: Vec<usize> = planned.iter().map(|c| c.len().max(1)).collect();
+    let total: usize = shape.iter().product();
+    let none = Category {
+        value: microtab_engine::Value::Null,
+        display: String::new(),
+        label: None,
+        missing: true,
+    };
+    (0..total)
+        .map(|c| {
+            let mut r = c;
+            let mut idx = vec![0; shape.len()];
+            for d in (0..shape.len()).rev() {
+                idx[d] = r % shape[d];
+                r /= shape[d];
+            }
+            let cats: Vec<&Category> = idx
+                .iter()
+                .enumerate()
+                .map(|(d, &i)| planned[d].get(i).unwrap_or(&none))
+                .collect();
+            let x = coding.row(&cats)?;
+            let y = match coding.has_outcome_dim() {
+                true => Some(coding.y(&cats)?),
+                false => None,
+            };
+            Some((x, y))
+        })
+        .collect()
+}
+
+/// The passes' query and values, and the layout of a record's values
+/// (its cells filled in once the levels are known).
+fn setup<'a>(
+    ds: &'a Dataset,
+    req: &crate::Request,
+    (coding, design): (
+        &Coding,
+        &Option<(microtab_store::Design, crate::survey::Survey)>,
+    ),
+    family: Family,
+    opts: &'a ScanOptions,
+) -> crate::Result<(Passes<'a>, Layout)> {
+    use super::summary::model_query;
+    let mut query = model_query(ds, req, coding, design)?;
+    query.max_cells = Some(req.max_cells);
+    let replicates = std::mem::take(&mut query.replicates);
+    let taylor = design.as_ref().and_then(|(d, _)| d.taylor.clone());
+    // The fold's values: the model's, the weight, the replicate weights,
+    // the strata and the PSUs.
+    let mut values = coding.values.clone();
+    let model_values = values.len();
+    let weight = query.weight.clone().map(|w| {
+        values.push(w);
+        values.len() - 1
+    });
+    let reps = values.len()..values.len() + replicates.len();
+    values.extend(replicates.iter().cloned());
+    let mut push = |name: &Option<String>| {
+        name.clone().map(|n| {
+            values.push(n);
+            values.len() - 1
+        })
+    };
+    let (strata, cluster) = match &taylor {
+        Some(t) => (push(&t.strata), push(&t.cluster)),
+        None => (None, None),
+    };
+    let keys = match (&taylor, &query.weight) {
+        (Some(t), _) => Some(TaylorKeys {
+            keys: t.strata_keys.clone(),
+            scale: match &t.strata {
+                Some(s) => ds.variable(s)?.scale(),
+                None => 1.0,
+            },
+            contiguous: t.contiguous,
+        }),
+        (None, Some(_)) if design.is_none() => Some(TaylorKeys {
+            keys: vec![0],
+            scale: 1.0,
+            contiguous: true,
+        }),
+        _ => None,
+    };
+    let passes = Passes {
+        ds,
+        query,
+        values,
+        opts,
+        taylor: keys.map(Arc::new),
+    };
+    let lay = Layout {
+        p: 0,
+        cells: Vec::new(),
+        colvals: Vec::new(),
+        model_values,
+        y: coding.y_value,
+        weight,
+        replicates: reps,
+        strata,
+        cluster,
+        family,
+    };
+    Ok((passes, lay))
+}

@@ -1,0 +1,69 @@
+//! A caller's fold ([`crate::Query::fold`]): each morsel's counted
+//! records, their cells and the fold's values in displayed units, handed
+//! to the worker's state.
+
+use crate::fold::{FoldRows, FoldState};
+use crate::kernels::Val;
+use crate::physical::FoldPlan;
+use microtab_store::{match_column, ColumnData};
+
+pub(crate) struct FoldAcc {
+    pub(crate) state: Box<dyn FoldState>,
+    rows: Vec<usize>,
+    cells: Vec<u32>,
+    values: Vec<Vec<f64>>,
+}
+
+impl FoldAcc {
+    pub(crate) fn new(fp: &FoldPlan<'_>) -> Self {
+        FoldAcc {
+            state: (fp.make)(),
+            rows: Vec::new(),
+            cells: Vec::new(),
+            values: vec![Vec::new(); fp.values.len()],
+        }
+    }
+
+    /// Hands the rows `r` of the morsel whose cell (`idx`, from `r.start`)
+    /// is counted (below `trash`) to the state.
+    pub(crate) fn morsel(
+        &mut self,
+        fp: &FoldPlan<'_>,
+        slots: &[usize],
+        (idx, trash): (&[u32], u32),
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+    ) {
+        self.rows.clear();
+        self.cells.clear();
+        for (i, &c) in idx.iter().enumerate().take(r.len()) {
+            if c < trash {
+                self.rows.push(r.start + i);
+                self.cells.push(c);
+            }
+        }
+        if self.rows.is_empty() {
+            return;
+        }
+        for ((out, (_, ex, scale)), &slot) in self.values.iter_mut().zip(&fp.values).zip(slots) {
+            out.clear();
+            let rows = &self.rows;
+            let shown = |v: f64| {
+                let missing = v.is_nan()
+                    || ex.null_code.is_some_and(|n| v == n as f64)
+                    || ex.missing.contains(&v);
+                if missing {
+                    f64::NAN
+                } else {
+                    v / scale
+                }
+            };
+            match_column!(data[slot], |v| out
+                .extend(rows.iter().map(|&i| shown(v[i].f()))));
+        }
+        self.state.add(&FoldRows {
+            cells: &self.cells,
+            values: &self.values,
+        });
+    }
+}
