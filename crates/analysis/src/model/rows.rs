@@ -176,51 +176,120 @@ impl State {
         }
     }
 
+    /// One IRLS step's sums of each fit over a batch of records (fit by
+    /// fit, so a replicate's weights are read in order).
     fn irls(
         &mut self,
         fits: &[(Option<Vec<f64>>, Option<usize>)],
-        y: f64,
-        w0: f64,
+        batch: &Batch,
         vals: &[Vec<f64>],
-        i: usize,
     ) {
-        let lay = &*self.lay;
+        let lay = self.lay.clone();
         let (p, fam) = (lay.p, lay.family);
+        if fam == Family::Gaussian && fits.iter().all(|(_, r)| r.is_some()) {
+            return self.linear_refits(fits, batch, vals);
+        }
         for (k, (beta, wsrc)) in fits.iter().enumerate() {
-            let w = match wsrc {
-                None => w0,
-                Some(r) => vals[lay.replicates.start + r][i],
-            };
-            if w == 0.0 {
-                continue;
-            }
-            let eta = match beta {
-                Some(b) => dot(&self.x, b),
-                None => fam.eta(fam.start(y)),
-            };
-            let (mu, d) = (fam.mu(eta), fam.dmu(eta));
-            let ww = w * d * d / fam.var(mu);
-            let z = eta + (y - mu) / d;
+            let wcol = wsrc.map(|r| &vals[lay.replicates.start + r][..]);
             let (a, b) = (&mut self.xtwx[k], &mut self.xtwz[k]);
-            for r in 0..p {
-                let xr = self.x[r];
-                if xr == 0.0 {
+            let (mut dev, mut extreme) = (0.0, 0u64);
+            for (j, &i) in batch.idx.iter().enumerate() {
+                let w = match wcol {
+                    None => batch.w[j],
+                    Some(c) => c[i],
+                };
+                if w == 0.0 {
                     continue;
                 }
-                let wr = ww * xr;
-                b[r] += wr * z;
-                let row = &mut a[r * p..(r + 1) * p];
-                for (c, xc) in row.iter_mut().zip(&self.x).skip(r) {
-                    *c += wr * xc;
+                let (x, y) = (&batch.x[j * p..(j + 1) * p], batch.y[j]);
+                let (ww, z, mu) = if fam == Family::Gaussian {
+                    // Identity link: the working response is y, whatever
+                    // β (a replicate's refit needs no η).
+                    let mu = match beta {
+                        Some(b) if wsrc.is_none() => dot(x, b),
+                        _ => y,
+                    };
+                    (w, y, mu)
+                } else {
+                    let eta = match beta {
+                        Some(b) => dot(x, b),
+                        None => fam.eta(fam.start(y)),
+                    };
+                    let (mu, d) = (fam.mu(eta), fam.dmu(eta));
+                    (w * d * d / fam.var(mu), eta + (y - mu) / d, mu)
+                };
+                for r in 0..p {
+                    let xr = x[r];
+                    if xr == 0.0 {
+                        continue;
+                    }
+                    let wr = ww * xr;
+                    b[r] += wr * z;
+                    let row = &mut a[r * p..(r + 1) * p];
+                    for (c, xc) in row.iter_mut().zip(x).skip(r) {
+                        *c += wr * xc;
+                    }
                 }
-            }
-            if beta.is_some() {
-                self.dev[k] += fam.deviance(w, w * y, w * lay.s(y), mu);
-                if k == 0 && fam != Family::Gaussian {
+                if beta.is_some() && wsrc.is_none() {
+                    dev += fam.deviance(w, w * y, w * lay.s(y), mu);
                     let at_zero = y == 0.0 && mu < 1e-8;
                     let at_one = fam.binary() && y == 1.0 && mu > 1.0 - 1e-8;
-                    self.extreme += u64::from(at_zero || at_one);
+                    extreme += u64::from(fam != Family::Gaussian && (at_zero || at_one));
                 }
+            }
+            self.dev[k] += dev;
+            if k == 0 {
+                self.extreme += extreme;
+            }
+        }
+    }
+
+    /// The replicates' refits of a linear model: each record's `x x'`
+    /// (upper triangle) and `x y` once, then per replicate their sum
+    /// weighted by its weights.
+    fn linear_refits(
+        &mut self,
+        fits: &[(Option<Vec<f64>>, Option<usize>)],
+        batch: &Batch,
+        vals: &[Vec<f64>],
+    ) {
+        let p = self.lay.p;
+        let m = p * (p + 1) / 2 + p;
+        let n = batch.idx.len();
+        let mut o = vec![0.0; n * m];
+        for j in 0..n {
+            let (x, y) = (&batch.x[j * p..(j + 1) * p], batch.y[j]);
+            let row = &mut o[j * m..(j + 1) * m];
+            let mut at = 0;
+            for r in 0..p {
+                for c in r..p {
+                    row[at] = x[r] * x[c];
+                    at += 1;
+                }
+            }
+            for r in 0..p {
+                row[at + r] = x[r] * y;
+            }
+        }
+        let mut acc = vec![0.0; m];
+        for (k, (_, wsrc)) in fits.iter().enumerate() {
+            let col = &vals[self.lay.replicates.start + wsrc.expect("a replicate")];
+            acc.iter_mut().for_each(|a| *a = 0.0);
+            for (j, &i) in batch.idx.iter().enumerate() {
+                let w = col[i];
+                for (a, v) in acc.iter_mut().zip(&o[j * m..(j + 1) * m]) {
+                    *a += w * v;
+                }
+            }
+            let mut at = 0;
+            for r in 0..p {
+                for c in r..p {
+                    self.xtwx[k][r * p + c] += acc[at];
+                    at += 1;
+                }
+            }
+            for r in 0..p {
+                self.xtwz[k][r] += acc[at + r];
             }
         }
     }
@@ -313,6 +382,16 @@ impl State {
     }
 }
 
+/// A stretch's complete records: their columns (`p` each), outcomes,
+/// weights and positions in the stretch.
+#[derive(Default)]
+struct Batch {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    w: Vec<f64>,
+    idx: Vec<usize>,
+}
+
 /// The PSU being summed in a stretch of records.
 struct Run {
     key: Option<(usize, u64)>,
@@ -330,6 +409,7 @@ impl FoldState for State {
             first: true,
         };
         let mut x = std::mem::take(&mut self.x);
+        let mut batch = Batch::default();
         for (i, &cell) in rows.cells.iter().enumerate() {
             let Some((y, w)) = lay.record(cell, rows.values, i, &mut x) else {
                 continue;
@@ -347,11 +427,19 @@ impl FoldState for State {
                     self.sums[1] += w * y;
                     self.sums[2] += w * lay.s(y);
                 }
-                Pass::Irls(fits) => self.irls(fits, y, w, rows.values, i),
+                Pass::Irls(_) => {
+                    batch.x.extend_from_slice(&x);
+                    batch.y.push(y);
+                    batch.w.push(w);
+                    batch.idx.push(i);
+                }
                 Pass::Scores(beta) => self.score(beta, (y, w), rows.values, i, &mut run),
             }
         }
         self.x = x;
+        if let Pass::Irls(fits) = &*pass {
+            self.irls(fits, &batch, rows.values);
+        }
         // The stretch's last PSU may continue in the next one.
         run.first = true;
         self.end_run(&mut run, false);
@@ -442,8 +530,15 @@ impl Passes<'_> {
         let pass = Arc::new(pass);
         let (l, p, t) = (lay.clone(), pass.clone(), self.taylor.clone());
         let mut q = self.query.clone();
+        // The replicate weights, last, are read only by their refits.
+        let refits = matches!(&*pass, Pass::Irls(f) if f.iter().any(|(_, r)| r.is_some()));
+        let n = if refits {
+            self.values.len()
+        } else {
+            lay.replicates.start
+        };
         q.fold = Some(Fold {
-            values: self.values.clone(),
+            values: self.values[..n].to_vec(),
             make: Arc::new(move || Box::new(State::new(&l, &p, &t)) as Box<dyn FoldState>),
         });
         let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
@@ -500,10 +595,16 @@ impl Passes<'_> {
         &self,
         lay: &Arc<Layout>,
         names: &[String],
-        start: Option<&[f64]>,
+        start: Option<(&[f64], f64)>,
         replicates: usize,
     ) -> crate::Result<(Vec<Result<Fit, ModelError>>, u64)> {
         let p = lay.p;
+        // The replicates' refits, from the full fit (its coefficients and
+        // deviance): converged when the step's Newton decrement `Δβ' A
+        // Δβ / 2` (the deviance it gains) is below 1e-12 of the full
+        // deviance, so no deviance is summed record by record.
+        let (start, full_dev) = (start.map(|s| s.0), start.map_or(0.0, |s| s.1));
+        let replicate = start.is_some();
         let k = if start.is_some() { replicates } else { 1 };
         let mut betas: Vec<Option<Vec<f64>>> = vec![start.map(|s| s.to_vec()); k];
         let mut out: Vec<Option<Result<Fit, ModelError>>> = vec![None; k];
@@ -536,7 +637,7 @@ impl Passes<'_> {
                 // One more step from this pass's sums, with its
                 // information matrix (as R's glm.fit keeps the last
                 // weights' QR).
-                if had {
+                if had && !replicate {
                     let gaussian = lay.family == Family::Gaussian;
                     let settled = (dev - dev_old[f]).abs() / (dev.abs() + 0.1) < 1e-12;
                     if (gaussian && start.is_none()) || settled {
@@ -557,6 +658,7 @@ impl Passes<'_> {
                     out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
                     continue;
                 }
+                let from = betas[f].clone();
                 match invert(&m, p, names) {
                     Ok(ainv) => {
                         let beta: Vec<f64> = (0..p)
@@ -575,6 +677,20 @@ impl Passes<'_> {
                                 deviance: f64::NAN,
                             }));
                             continue;
+                        }
+                        if let (true, Some(b0)) = (replicate, &from) {
+                            let d: Vec<f64> = beta.iter().zip(b0).map(|(x, y)| x - y).collect();
+                            let dec: f64 =
+                                (0..p).map(|r| d[r] * dot(&m[r * p..(r + 1) * p], &d)).sum();
+                            if dec / 2.0 <= 1e-12 * (full_dev.abs() + 0.1) {
+                                out[f] = Some(Ok(Fit {
+                                    beta,
+                                    ainv,
+                                    iterations: it,
+                                    deviance: f64::NAN,
+                                }));
+                                continue;
+                            }
                         }
                         betas[f] = Some(beta);
                         dev_old[f] = if had { dev } else { f64::INFINITY };
@@ -712,7 +828,12 @@ pub(crate) fn regress(
     let mut domain_df = None;
     let (cov, method) = match &design {
         Some((_, v)) if !replicates.is_empty() => {
-            let (refits, _) = passes.fit(&lay, &names, Some(&full.beta), replicates.len())?;
+            let (refits, _) = passes.fit(
+                &lay,
+                &names,
+                Some((&full.beta, full.deviance)),
+                replicates.len(),
+            )?;
             let betas: Vec<Option<Vec<f64>>> =
                 refits.into_iter().map(|r| r.ok().map(|f| f.beta)).collect();
             let dropped = betas.iter().filter(|b| b.is_none()).count();
@@ -836,16 +957,15 @@ fn setup<'a>(
     query.max_cells = Some(req.max_cells);
     let replicates = std::mem::take(&mut query.replicates);
     let taylor = design.as_ref().and_then(|(d, _)| d.taylor.clone());
-    // The fold's values: the model's, the weight, the replicate weights,
-    // the strata and the PSUs.
+    // The fold's values: the model's, the weight, the strata and the
+    // PSUs, the replicate weights (last: read only by their refits).
+
     let mut values = coding.values.clone();
     let model_values = values.len();
     let weight = query.weight.clone().map(|w| {
         values.push(w);
         values.len() - 1
     });
-    let reps = values.len()..values.len() + replicates.len();
-    values.extend(replicates.iter().cloned());
     let mut push = |name: &Option<String>| {
         name.clone().map(|n| {
             values.push(n);
@@ -856,6 +976,8 @@ fn setup<'a>(
         Some(t) => (push(&t.strata), push(&t.cluster)),
         None => (None, None),
     };
+    let reps = values.len()..values.len() + replicates.len();
+    values.extend(replicates.iter().cloned());
     let keys = match (&taylor, &query.weight) {
         (Some(t), _) => Some(TaylorKeys {
             keys: t.strata_keys.clone(),

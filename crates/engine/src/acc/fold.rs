@@ -58,8 +58,13 @@ impl FoldAcc {
                     v / scale
                 }
             };
-            match_column!(data[slot], |v| out
-                .extend(rows.iter().map(|&i| shown(v[i].f()))));
+            if ex.missing.is_empty() && ex.null_code.is_none() && *scale == 1.0 {
+                // Nothing to look for (replicate weights).
+                match_column!(data[slot], |v| out.extend(rows.iter().map(|&i| v[i].f())));
+            } else {
+                match_column!(data[slot], |v| out
+                    .extend(rows.iter().map(|&i| shown(v[i].f()))));
+            }
         }
         self.state.add(&FoldRows {
             cells: &self.cells,
