@@ -344,6 +344,67 @@ def test_differences_match_r_svycontrast_and_svyttest(api, kind):
     assert "Difference from yes = 0" in text
 
 
+R_SHARES = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]; kind <- a[3]
+d <- switch(kind,
+  strat=svydesign(ids=~1, strata=~stype, fpc=~fpc, weights=~pw, data=data),
+  clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
+  jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
+                  combined.weights=TRUE, mse=FALSE))
+# Each row category's share by column, compared with the column elem, in
+# the domain of schools with meals of at least 10 (a filter).
+d <- subset(d, meals >= 10)
+rows <- NULL
+for (r in c(0, 1)) {
+  d2 <- update(d, z=as.numeric(yes == r))
+  b <- svyby(~z, ~stype_txt, d2, svymean, covmat=TRUE)
+  ct <- svycontrast(b, list(high=c(-1, 1, 0), middle=c(-1, 0, 1)))
+  rows <- rbind(rows, data.frame(row=r, key=names(coef(ct)), base=coef(b)[1], est=coef(ct),
+                                 se=SE(ct)))
+}
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1"])
+def test_share_differences_match_r_svyby_svycontrast(api, kind):
+    csv = api["dir"] / ("strat.csv" if kind == "strat" else "clus.csv")
+    want = rscript(api["dir"] / "shares.R", R_SHARES, csv, api["dir"] / f"shares_{kind}.csv", kind)
+    ds = api[kind]
+    args = ["tab", ds, "yes", "stype_txt", "--diff", "elem", "--filter", "meals(10-*)"]
+    got = run_json(*args)["comparisons"]
+    assert [c["row"] for c in got] == ["0", "1"]
+    for c in got:
+        assert c["base"] == "elem"
+        by = {d["group"]: d for d in c["differences"]}
+        assert set(by) == {"high", "middle"}
+        for w in (r for r in want if r["row"] == c["row"]):
+            assert close(c["base_estimate"], float(w["base"]))
+            g = by[w["key"]]
+            assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"]))
+    # CSV: each cell's difference from the base column; the text: a table per row.
+    lines = run(*args, "--format", "csv").stdout.strip().splitlines()
+    head = lines[0].split(",")
+    assert head[-6:] == ["diff", "diff_se", "diff_t", "diff_p", "diff_lo", "diff_hi"]
+    cells = [dict(zip(head, line.split(","))) for line in lines[1:]]
+    for c in got:
+        for d in c["differences"]:
+            (cell,) = [x for x in cells if x["row"] == c["row"] and x["col"] == d["group"]]
+            assert float(cell["diff"]) == pytest.approx(d["estimate"], rel=1e-12)
+        (base,) = [x for x in cells if x["row"] == c["row"] and x["col"] == "elem"]
+        assert base["diff"] == ""
+    text = run(*args).stdout
+    assert "Share of yes = 1: difference from stype_txt = elem" in text
+    for bad, why in [(["--diff", "elem", "--control", "stype"], "one grouping variable"),
+                     (["--diff", "nope"], "nope")]:
+        p = run("tab", ds, "yes", "stype_txt", *bad, ok=False)
+        assert why in p.stderr, p.stderr
+    p = run("tab", ds, "api00(r: 0-699; 700-*)", "stype_txt", "--diff", "elem", ok=False)
+    assert "recode" in p.stderr
+
+
 def test_differences_refuse_what_they_cannot_answer(api):
     p = run("means", api["clus"], "api00", "--by", "stype,yes", "--diff", "E", ok=False)
     assert p.returncode == 1 and "one grouping variable, not 2" in p.stderr

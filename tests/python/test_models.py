@@ -129,6 +129,18 @@ def test_differences_from_python_match_r(data):
         d.means("INCTOT", by="RACE").differences()
 
 
+def test_share_differences_from_python_equal_the_cli(data):
+    ds, _ = data
+    d = mt.open(ds)
+    t = d.tab("EMPSTAT", "SEX", diff=1, filter="AGE(18-*)")
+    assert same(t.to_dict(), cli_json("tab", ds, "EMPSTAT", "SEX", "--diff", "1", "--filter", "AGE(18-*)"))
+    df = t.differences()
+    assert list(df.columns) == ["row", "col", "estimate", "se", "t", "p", "lo", "hi"]
+    assert len(df) == len(t.comparisons) and set(df["col"]) == {"2"}
+    with pytest.raises(mt.QueryError, match="no comparison"):
+        d.tab("EMPSTAT", "SEX").differences()
+
+
 def test_regress_over_http_equals_the_cli(data, tmp_path):
     ds, _ = data
     proc, url = serve(ds.parent)

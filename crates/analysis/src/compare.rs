@@ -46,6 +46,48 @@ pub struct Comparison {
     pub method: String,
 }
 
+/// One row category's shares compared across the columns.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowComparison {
+    /// The row category's displayed value.
+    pub row: String,
+    /// Its value label.
+    pub label: Option<String>,
+    /// Its share in each column minus its share in the base column.
+    #[serde(flatten)]
+    pub comparison: Comparison,
+}
+
+/// For each row category of `rows` (a plain variable's), its share among
+/// the records of each category of `col` minus its share in the column
+/// `base`: the mean of the condition `row(r)` compared across the columns
+/// ([`compare_means`]), R's `svyby(~I(row == r), ~col, svymean, covmat =
+/// TRUE)` + `svycontrast`.
+pub fn compare_shares(
+    ds: &Dataset,
+    req: &Request,
+    (row, col, base): (&str, &str, &str),
+    rows: &[microtab_engine::Category],
+    opts: &ScanOptions,
+) -> Result<Vec<RowComparison>> {
+    if ds.variable(row).map(|v| v.name != row).unwrap_or(true) {
+        return Err(crate::Error::CompareRecode {
+            var: row.to_string(),
+        });
+    }
+    rows.iter()
+        .filter(|r| !r.missing)
+        .map(|r| {
+            let cond = format!("{}({})", name_in(ds, row), quote_value(&r.display));
+            Ok(RowComparison {
+                row: r.display.clone(),
+                label: r.label.clone(),
+                comparison: compare_means(ds, req, &cond, col, base, opts)?,
+            })
+        })
+        .collect()
+}
+
 /// `var`'s mean in each group of `by` minus its mean in the group `base`
 /// (a displayed value of `by`), under `req`'s options (filter, weight,
 /// design, level). `var` may be a condition (`EMPSTAT(1)`): the shares are

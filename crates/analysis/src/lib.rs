@@ -91,6 +91,13 @@ pub enum Error {
         /// The grouping variables given.
         count: usize,
     },
+    /// Shares compared across columns of a recoded (or restricted) row
+    /// variable.
+    #[error("differences of shares need a row variable as stored, not the recode {var}")]
+    CompareRecode {
+        /// The row argument given.
+        var: String,
+    },
     /// A model cannot be fitted.
     #[error(transparent)]
     Model(#[from] crate::model::error::ModelError),
@@ -205,9 +212,11 @@ impl microtab_store::Remedied for Error {
             }),
             Error::Catalog(e) => e.remedy(),
             Error::InDataset { error, .. } => error.remedy(),
-            Error::Design(_) | Error::Io { .. } | Error::Model(_) | Error::CompareGroups { .. } => {
-                None
-            }
+            Error::Design(_)
+            | Error::Io { .. }
+            | Error::Model(_)
+            | Error::CompareGroups { .. }
+            | Error::CompareRecode { .. } => None,
         }
     }
 }

@@ -180,7 +180,7 @@ impl Params {
 
     /// The [`Request`] for `analysis` (`freq`, `tab`, `means` or
     /// `regress`): `var` (freq, means), `row`, `col`, `control`, `pct`,
-    /// `stats`, `z` (tab), `by` and `diff` (means), `formula` and `family`
+    /// `stats`, `z` (tab), `by` (means), `diff` (means, tab), `formula` and `family`
     /// (regress), and the options every analysis shares. Errors name
     /// the parameter and what was expected.
     pub fn request(self, analysis: &str) -> Result<Request, String> {

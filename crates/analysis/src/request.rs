@@ -148,7 +148,9 @@ pub struct Request {
     /// design it needs the covariance of every pair of a table's cells.
     pub z: bool,
     /// Means: compare each group of the (one) grouping variable with the
-    /// group of this displayed value ([`crate::compare`]).
+    /// group of this displayed value; crosstabs (no control variable):
+    /// each row category's share in each column with its share in the
+    /// column of this displayed value ([`crate::compare`]).
     pub diff: Option<String>,
 }
 

@@ -447,6 +447,10 @@ pub struct Crosstab {
     pub stats: bool,
     /// Whether each table has its cells' z-statistics.
     pub z: bool,
+    /// With a base column (`Request::diff`): per row category, each
+    /// column's share of it minus the base column's share
+    /// ([`crate::compare::compare_shares`]).
+    pub comparisons: Option<Vec<crate::compare::RowComparison>>,
     cube: Cube,
     survey: Option<Survey>,
 }
@@ -811,6 +815,7 @@ impl Crosstab {
             pct,
             stats,
             z,
+            comparisons: None,
             cube,
             survey,
         }
@@ -1107,6 +1112,9 @@ result_json!(
         if x.z {
             m.serialize_entry("z_along", &x.z_along())?;
             m.serialize_entry("z_method", x.z_method())?;
+        }
+        if let Some(c) = &x.comparisons {
+            m.serialize_entry("comparisons", c)?;
         }
     },
     tables

@@ -193,6 +193,26 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             ds, req, var, g, base, opts,
         )?));
     }
+    if let (
+        Some(base),
+        Answer::Tab(x),
+        Analysis::Tab {
+            row, col, control, ..
+        },
+    ) = (&req.diff, &mut answer, &req.analysis)
+    {
+        if control.is_some() {
+            return Err(Error::CompareGroups { count: 2 });
+        }
+        let rows = x.tables().next().map(|t| t.rows).unwrap_or_default();
+        x.comparisons = Some(crate::compare::compare_shares(
+            ds,
+            req,
+            (row, col, base),
+            &rows,
+            opts,
+        )?);
+    }
     Ok(answer)
 }
 

@@ -135,12 +135,7 @@ fn a_fold_sees_each_counted_record_once_with_its_values() {
         let folded = pool
             .install(|| fold_rows(&ds, &query(), &ScanOptions::default()))
             .unwrap();
-        let sums = folded
-            .state
-            .unwrap()
-            .into_any()
-            .downcast::<Sums>()
-            .unwrap();
+        let sums = folded.state.unwrap().into_any().downcast::<Sums>().unwrap();
         // The planned categories: A 1..5, B 0..2 (the filter keeps 0, 1).
         let cats: Vec<Vec<String>> = folded
             .categories

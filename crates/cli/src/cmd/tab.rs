@@ -43,6 +43,12 @@ pub struct Args {
     /// standard error of the difference (SDA's coloured cells).
     #[arg(long)]
     z: bool,
+    /// Compare the columns with the column of this value: each row
+    /// category's share in each column minus its share in the base
+    /// column, with the SE of the difference, t, p and interval (R svyby +
+    /// svycontrast; a plain row variable, no --control).
+    #[arg(long, value_name = "BASE")]
+    diff: Option<String>,
     #[command(flatten)]
     show: ShowArgs,
 }
@@ -83,7 +89,10 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
         pct: a.pct,
         stats: a.stats,
     };
-    let x: Crosstab = answer_in(ds, &a.q, analysis, a.show.include_missing, |r| r.z = a.z)?;
+    let x: Crosstab = answer_in(ds, &a.q, analysis, a.show.include_missing, |r| {
+        r.z = a.z;
+        r.diff = a.diff.clone();
+    })?;
     let mut out = stdout();
     match a.q.format {
         Format::Json => write_json(&mut out, &x)?,
@@ -114,6 +123,11 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
             // The table's test, repeated on each of its cells' lines.
             if x.stats {
                 head.extend(csv_stats_head(se));
+            }
+            if x.comparisons.is_some() {
+                head.extend(
+                    ["diff", "diff_se", "diff_t", "diff_p", "diff_lo", "diff_hi"].map(String::from),
+                );
             }
             out.write_all(csv_line(&head).as_bytes())?;
             for t in x.tables() {
@@ -147,6 +161,21 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                         }
                         if x.stats {
                             line.extend(csv_stats(&t, se));
+                        }
+                        if let Some(cs) = &x.comparisons {
+                            // The row's share in this column less the
+                            // base column's (empty for the base).
+                            let d = cs.iter().find(|rc| rc.row == r.display).and_then(|rc| {
+                                rc.comparison
+                                    .differences
+                                    .iter()
+                                    .find(|d| d.group == c.display)
+                            });
+                            let v = d.map_or([None; 6], |d| {
+                                let i = &d.inference;
+                                [i.estimate, i.se, i.t, i.p, i.lo, i.hi].map(Some)
+                            });
+                            line.extend(v.map(csv_num));
                         }
                         out.write_all(csv_line(&line).as_bytes())?;
                     }
@@ -307,6 +336,19 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                 }
                 text.push('\n');
                 out.write_all(text.as_bytes())?;
+            }
+            for rc in x.comparisons.iter().flatten() {
+                let level = x.context.design.as_ref().map_or(95.0, |d| 100.0 * d.level);
+                let row = match &rc.label {
+                    Some(l) if !a.show.codes => format!("{} ({l})", rc.row),
+                    _ => rc.row.clone(),
+                };
+                let title = format!(
+                    "Share of {} = {row}: difference from {} = {}",
+                    x.row_var, x.col_var, rc.comparison.base
+                );
+                let table = crate::cmd::regress::comparison_table(&rc.comparison, &title, level);
+                out.write_all(format!("{table}\n").as_bytes())?;
             }
             out.write_all(
                 weight_note(&x.context.weight_cases, x.context.weight.as_deref()).as_bytes(),

@@ -352,20 +352,25 @@ class _Queries:
             filter: str | None = None, pct: str | None = None, stats: bool = False,  # noqa: A002
             include_missing: bool = False, design: bool = True, level: float = 0.95,
             pct_ci: str | None = None, z: bool = False, max_cells: int | None = None,
-            allow_negative_weights: bool = False) -> "Crosstab":
+            allow_negative_weights: bool = False, diff: Any = None) -> "Crosstab":
         """Crosstab of ``row`` by ``col`` (one table per category of
         ``control``); ``pct`` is ``"row"``, ``"col"`` or ``"total"``;
         ``stats`` adds chi-square (Rao–Scott under a design) and the
         association measures; ``z`` each cell's z-statistic (its column
         percentage, row percentage with ``pct="row"``, less the whole
         table's, over the design-based SE of the difference); ``level``,
-        ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`."""
+        ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`.
+        ``diff=BASE`` (no ``control``) compares the columns with the column
+        ``BASE``: each row category's share in each column minus its share
+        in the base column, with the design-based SE, t, p and interval
+        (:meth:`Crosstab.differences`; R ``svyby`` + ``svycontrast``)."""
         if pct_ci is not None and pct_ci not in ("logit", "korn-graubard", "beta"):
             raise ArgumentError(f"pct_ci={pct_ci!r}: expected 'logit' or 'korn-graubard'")
         return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
                                    "level": _level(level), "pct_ci": pct_ci, "z": z,
+                                   "diff": None if diff is None else str(diff),
                                    **_limits(max_cells, allow_negative_weights)}))
 
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
@@ -1072,6 +1077,27 @@ class Crosstab(_Result):
         the association measures), ``rao_scott`` under a design."""
         t = self.tables[table]
         return {k: t.get(k) for k in ("stats", "rao_scott") if t.get(k) is not None}
+
+    @property
+    def comparisons(self) -> list | None:
+        """With ``diff=``: per row category (``row``, ``label``), the base
+        column, the row's share in it (``base_estimate``), each other
+        column's difference (``differences``: ``group``, ``estimate``,
+        ``se``, ``t``, ``p``, ``lo``, ``hi``), the df and the Wald test."""
+        return self._d.get("comparisons")
+
+    def differences(self):
+        """With ``diff=``: a ``pandas.DataFrame``, one row per row category
+        and column: the row's share in the column minus its share in the
+        base column (``row``, ``col``, ``estimate``, ``se``, ``t``, ``p``,
+        ``lo``, ``hi``)."""
+        import pandas as pd
+        cs = self.comparisons
+        if cs is None:
+            raise QueryError("no comparison: ask for one with tab(..., diff=BASE)")
+        recs = [{"row": c["row"], "col": d["group"], **{k: d[k] for k in ("estimate", "se", "t", "p", "lo", "hi")}}
+                for c in cs for d in c["differences"]]
+        return pd.DataFrame(recs, columns=["row", "col", "estimate", "se", "t", "p", "lo", "hi"])
 
     def __repr__(self) -> str:
         return f"<microtab.Crosstab {self._d.get('row_var')} × {self._d.get('col_var')}: {len(self.tables)} table(s)>"
