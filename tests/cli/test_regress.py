@@ -121,6 +121,10 @@ CASES = [
      "gaussian", "meals(10-100)", "meals >= 10"),
     ("jk1", "api00 ~ meals + factor(stype) - 1", "api00 ~ meals + factor(stype) - 1",
      "gaussian", "enroll(200-5000)", "enroll >= 200 & enroll <= 5000"),
+    # A domain in 8 of the 15 clusters: R's degf is the rank of its
+    # records' replicate weights less one (7, not the design's 14).
+    ("jk1", "api00 ~ meals + factor(yes)", "api00 ~ meals + factor(yes)", "gaussian",
+     "stype(H)", "stype == 'H'"),
 ]
 
 # Continuous predictors with too many combinations for a cube: fitted
@@ -149,6 +153,7 @@ RECORD_CASES = [
     ("jk1", "api00 ~ meals + mobility + api99 + ell + factor(stype) - 1",
      "api00 ~ meals + mobility + api99 + ell + factor(stype) - 1",
      "gaussian", "enroll(200-5000)", "enroll >= 200 & enroll <= 5000"),
+    ("jk1", ROWS, ROWS, "gaussian", "stype(H)", "stype == 'H'"),
 ]
 
 

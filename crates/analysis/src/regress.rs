@@ -67,10 +67,25 @@ fn by_cells(
     let mut notes = Vec::new();
     let mut domain_df = None;
     let (cov, method) = match (&design, &cube.replicates) {
-        (Some((_, v)), Some(reps)) => (
-            replicate_cov(family, &cells, &coding, &cube, reps, &full, v, &mut notes)?,
-            format!("replicate weights ({})", v.info.kind),
-        ),
+        (Some((_, v)), Some(reps)) => {
+            // R's degf() of the model's domain: the rank of its records'
+            // replicate weights, less one.
+            let width = reps.w.len();
+            let sums = (0..cube.counts.len())
+                .filter(|&c| coding.in_model(c))
+                .map(|c| reps.w.iter().map(|w| w[c]).collect());
+            domain_df = Some(match crate::model::degf::full_rank_degf(sums, width) {
+                Some(df) => df,
+                None => {
+                    let complete: Vec<String> = q.measure.iter().cloned().collect();
+                    crate::model::degf::replicate_degf(ds, &q, &complete, &q.replicates, opts)?
+                }
+            });
+            (
+                replicate_cov(family, &cells, &coding, &cube, reps, &full, v, &mut notes)?,
+                format!("replicate weights ({})", v.info.kind),
+            )
+        }
         (Some((d, _)), None) => {
             let t = d
                 .taylor

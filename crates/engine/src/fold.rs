@@ -26,6 +26,11 @@ pub trait FoldState: Send {
     fn merge(&mut self, other: Box<dyn FoldState>);
     /// The state, to be downcast by its maker.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Whether further records would change nothing: the scan then stops
+    /// handing them over (it still reads its other columns).
+    fn done(&self) -> bool {
+        false
+    }
 }
 
 /// Sums of the caller's over the records a query counts (see

@@ -358,6 +358,11 @@ impl Coding {
         out
     }
 
+    /// Whether cube cell `c` is in the model (after [`Self::cells`]).
+    pub(crate) fn in_model(&self, c: usize) -> bool {
+        self.cell_map.get(c).is_some_and(|&m| m != usize::MAX)
+    }
+
     /// Whether the outcome is a dimension (binary, or a condition).
     pub(crate) fn has_outcome_dim(&self) -> bool {
         self.outcome_dim.is_some()

@@ -15,6 +15,7 @@
 //! `crate::regress` runs the scans.
 
 pub(crate) mod coding;
+pub(crate) mod degf;
 pub(crate) mod error;
 pub(crate) mod fit;
 pub(crate) mod rows;

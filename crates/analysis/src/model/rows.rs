@@ -828,25 +828,9 @@ pub(crate) fn regress(
     let mut domain_df = None;
     let (cov, method) = match &design {
         Some((_, v)) if !replicates.is_empty() => {
-            let (refits, _) = passes.fit(
-                &lay,
-                &names,
-                Some((&full.beta, full.deviance)),
-                replicates.len(),
-            )?;
-            let betas: Vec<Option<Vec<f64>>> =
-                refits.into_iter().map(|r| r.ok().map(|f| f.beta)).collect();
-            let dropped = betas.iter().filter(|b| b.is_none()).count();
-            if dropped > 0 {
-                notes.push(format!(
-                    "{dropped} replicates could not be refitted and were left out"
-                ));
-            }
-            let cov = v.covariance(&full.beta, &betas);
-            (
-                (0..p * p).map(|i| cov[i / p][i % p]).collect(),
-                format!("replicate weights ({})", v.info.kind),
-            )
+            let (cov, df) = replicate_variance(&passes, &lay, (&full, &names), v, &mut notes)?;
+            domain_df = Some(df);
+            (cov, format!("replicate weights ({})", v.info.kind))
         }
         Some((d, _)) => {
             let t = d
@@ -1014,4 +998,38 @@ fn setup<'a>(
         family,
     };
     Ok((passes, lay))
+}
+
+/// The replicates' refits record by record: the coefficients' covariance
+/// (R `svrVar`), and the domain's degrees of freedom.
+fn replicate_variance(
+    passes: &Passes<'_>,
+    lay: &Arc<Layout>,
+    (full, names): (&Fit, &[String]),
+    v: &crate::survey::Survey,
+    notes: &mut Vec<String>,
+) -> crate::Result<(Vec<f64>, f64)> {
+    let p = lay.p;
+    let (refits, _) = passes.fit(
+        lay,
+        names,
+        Some((&full.beta, full.deviance)),
+        lay.replicates.len(),
+    )?;
+    let betas: Vec<Option<Vec<f64>>> = refits.into_iter().map(|r| r.ok().map(|f| f.beta)).collect();
+    let dropped = betas.iter().filter(|b| b.is_none()).count();
+    if dropped > 0 {
+        notes.push(format!(
+            "{dropped} replicates could not be refitted and were left out"
+        ));
+    }
+    let cov = v.covariance(&full.beta, &betas);
+    let df = super::degf::replicate_degf(
+        passes.ds,
+        &passes.query,
+        &passes.values[..lay.model_values],
+        &passes.values[lay.replicates.clone()],
+        passes.opts,
+    )?;
+    Ok(((0..p * p).map(|i| cov[i / p][i % p]).collect(), df))
 }

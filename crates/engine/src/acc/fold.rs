@@ -34,6 +34,9 @@ impl FoldAcc {
         data: &[ColumnData<'_>],
         r: std::ops::Range<usize>,
     ) {
+        if self.state.done() {
+            return;
+        }
         self.rows.clear();
         self.cells.clear();
         for (i, &c) in idx.iter().enumerate().take(r.len()) {

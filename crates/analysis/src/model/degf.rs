@@ -1,0 +1,156 @@
+//! The degrees of freedom of a replicate design over a model's domain.
+//! R's `degf` of an `svyrep.design` is the rank of its replicate weights
+//! (the records' rows of them) less one; over a subset, that of the
+//! subset's rows. A domain that lies in a few of the design's clusters
+//! (JK1, BRR) or has fewer records than replicates has fewer degrees of
+//! freedom than the whole design, and its t tests and intervals use
+//! them, as R's `svyglm` on `subset(design, …)` does.
+
+use microtab_engine::{Fold, FoldRows, FoldState, Query, ScanOptions};
+use microtab_store::Dataset;
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A row is independent of the basis when what is left of it after
+/// projection is above this share of its length (R's `qr` tolerance).
+const TOL: f64 = 1e-5;
+/// Distinct rows remembered to skip repeats (JK1's rows repeat per
+/// cluster); past it, rows are projected without the lookup.
+const SEEN: usize = 1 << 16;
+
+struct Rank {
+    /// The values that must be present for a record to count, first.
+    complete: usize,
+    width: usize,
+    basis: Vec<Vec<f64>>,
+    seen: HashSet<Vec<i64>>,
+    row: Vec<f64>,
+}
+
+impl Rank {
+    fn new(complete: usize, width: usize) -> Rank {
+        Rank {
+            complete,
+            width,
+            basis: Vec::new(),
+            seen: HashSet::new(),
+            row: vec![0.0; width],
+        }
+    }
+
+    /// Adds `row` (its length normalized) to the basis when independent.
+    fn offer(&mut self, mut row: Vec<f64>) {
+        let norm = row.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm == 0.0 || !norm.is_finite() {
+            return;
+        }
+        row.iter_mut().for_each(|x| *x /= norm);
+        if self.seen.len() < SEEN {
+            let key: Vec<i64> = row.iter().map(|x| (x * 1e12).round() as i64).collect();
+            if !self.seen.insert(key) {
+                return;
+            }
+        }
+        // Gram–Schmidt, twice for accuracy.
+        for _ in 0..2 {
+            for b in &self.basis {
+                let d: f64 = b.iter().zip(&row).map(|(x, y)| x * y).sum();
+                row.iter_mut().zip(b).for_each(|(r, x)| *r -= d * x);
+            }
+        }
+        let left = row.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if left > TOL {
+            row.iter_mut().for_each(|x| *x /= left);
+            self.basis.push(row);
+        }
+    }
+}
+
+impl FoldState for Rank {
+    #[allow(clippy::needless_range_loop)]
+    fn add(&mut self, rows: &FoldRows<'_>) {
+        let v = rows.values;
+        for i in 0..rows.cells.len() {
+            if self.basis.len() == self.width {
+                return;
+            }
+            if (0..self.complete).any(|k| v[k][i].is_nan()) {
+                continue;
+            }
+            for (j, r) in self.row.iter_mut().enumerate() {
+                *r = v[self.complete + j][i];
+            }
+            let row = self.row.clone();
+            self.offer(row);
+        }
+    }
+
+    fn merge(&mut self, other: Box<dyn FoldState>) {
+        let o = other
+            .into_any()
+            .downcast::<Rank>()
+            .expect("one fold, one state");
+        for b in o.basis {
+            if self.basis.len() == self.width {
+                return;
+            }
+            self.seen.clear();
+            self.offer(b);
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+
+    fn done(&self) -> bool {
+        self.basis.len() == self.width
+    }
+}
+
+/// The rank of `rows` (each of the replicates' width), less one, when it
+/// is full: the rows' sums over groups of records (a cube's cells) span
+/// no more than the records' rows, so a full rank of the sums is the
+/// records' rank, without reading them.
+pub(crate) fn full_rank_degf(rows: impl Iterator<Item = Vec<f64>>, width: usize) -> Option<f64> {
+    let mut r = Rank::new(0, width);
+    for row in rows {
+        if r.basis.len() == width {
+            break;
+        }
+        r.offer(row);
+    }
+    (r.basis.len() == width).then(|| width.saturating_sub(1) as f64)
+}
+
+/// The rank of the replicate weights of the records `query` counts that
+/// have every one of `complete`, less one.
+pub(crate) fn replicate_degf(
+    ds: &Dataset,
+    query: &Query,
+    complete: &[String],
+    replicates: &[String],
+    opts: &ScanOptions,
+) -> crate::Result<f64> {
+    let (c, w) = (complete.len(), replicates.len());
+    let mut q = Query {
+        replicates: Vec::new(),
+        measure: None,
+        taylor: None,
+        ..query.clone()
+    };
+    q.fold = Some(Fold {
+        values: complete.iter().chain(replicates).cloned().collect(),
+        make: Arc::new(move || Box::new(Rank::new(c, w)) as Box<dyn FoldState>),
+    });
+    let folded = microtab_engine::fold_rows(ds, &q, opts)?;
+    let rank = folded.state.map_or(0, |s| {
+        s.into_any()
+            .downcast::<Rank>()
+            .expect("the fold's own state")
+            .basis
+            .len()
+    });
+    Ok(rank.saturating_sub(1) as f64)
+}
