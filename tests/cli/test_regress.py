@@ -299,7 +299,7 @@ def test_bad_models_are_errors_that_say_why(api):
             assert p.returncode == 1 and needle in p.stderr, p.stderr
 
 
-R_DIFF = r"""
+R_DESIGNS = r"""
 suppressMessages(library(survey))
 a <- commandArgs(trailingOnly=TRUE)
 data <- read.csv(a[1]); out <- a[2]; kind <- a[3]
@@ -308,6 +308,9 @@ d <- switch(kind,
   clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
   jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
                   combined.weights=TRUE, mse=FALSE))
+"""
+
+R_DIFF = R_DESIGNS + r"""
 # The domain of schools with ell under 50 (a filter), by a text variable.
 sub <- subset(d, ell < 50)
 b <- svyby(~api00, ~stype_txt, sub, svymean, covmat=TRUE)
@@ -349,15 +352,7 @@ def test_differences_match_r_svycontrast_and_svyttest(api, kind):
     assert "Difference from yes = 0" in text
 
 
-R_SHARES = r"""
-suppressMessages(library(survey))
-a <- commandArgs(trailingOnly=TRUE)
-data <- read.csv(a[1]); out <- a[2]; kind <- a[3]
-d <- switch(kind,
-  strat=svydesign(ids=~1, strata=~stype, fpc=~fpc, weights=~pw, data=data),
-  clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
-  jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
-                  combined.weights=TRUE, mse=FALSE))
+R_SHARES = R_DESIGNS + r"""
 # Each row category's share by column, compared with the column elem, in
 # the domain of schools with meals of at least 10 (a filter).
 d <- subset(d, meals >= 10)

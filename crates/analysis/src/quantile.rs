@@ -148,14 +148,8 @@ pub(crate) fn quantiles(
 
 /// The displayed categories of cube cell `c`, outermost first.
 fn categories(cube: &Cube, c: usize) -> Vec<String> {
-    let shape = cube.shape();
-    let mut idx = vec![0; shape.len()];
-    let mut r = c;
-    for d in (0..shape.len()).rev() {
-        idx[d] = r % shape[d];
-        r /= shape[d];
-    }
-    idx.iter()
+    cube.index_of(c)
+        .iter()
         .enumerate()
         .map(|(d, &i)| cube.dims[d].categories[i].display.clone())
         .collect()

@@ -196,19 +196,7 @@ fn sandwich(
         });
     }
     let s = t.scores.expect("scores asked for");
-    let a = &full.ainv;
-    // A⁻¹ Σ A⁻¹, Σ scaled for averaged lonely PSUs.
-    let mut sa = vec![0.0; p * p];
-    for i in 0..p {
-        for j in 0..p {
-            sa[i * p + j] = (0..p).map(|k| s[i * p + k] * a[k * p + j]).sum::<f64>();
-        }
-    }
-    let cov = (0..p * p)
-        .map(|x| {
-            let (i, j) = (x / p, x % p);
-            t.all_scale * (0..p).map(|k| a[i * p + k] * sa[k * p + j]).sum::<f64>()
-        })
-        .collect();
+    // Σ scaled for averaged lonely PSUs.
+    let cov = fit::sandwich(&full.ainv, &s, p, t.all_scale);
     Ok((cov, t.domain_psus, t.domain_strata))
 }

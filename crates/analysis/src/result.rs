@@ -1327,12 +1327,7 @@ impl Means {
             .enumerate()
             .filter(|(_, m)| m.n > 0)
             .map(move |(c, m)| {
-                let mut idx = vec![0; shape.len()];
-                let mut r = c;
-                for d in (0..shape.len()).rev() {
-                    idx[d] = r % shape[d];
-                    r /= shape[d];
-                }
+                let idx = microtab_engine::unravel(c, &shape);
                 Group {
                     by: idx
                         .iter()

@@ -41,14 +41,12 @@ impl Cube {
 
     /// The category tuple of cell `c` (the inverse of [`Self::cell`]).
     pub fn index_of(&self, c: usize) -> Vec<usize> {
-        let mut idx = vec![0; self.dims.len()];
-        let mut r = c;
-        for (d, dim) in self.dims.iter().enumerate().rev() {
-            let n = dim.categories.len().max(1);
-            idx[d] = r % n;
-            r /= n;
-        }
-        idx
+        let shape: Vec<usize> = self
+            .dims
+            .iter()
+            .map(|d| d.categories.len().max(1))
+            .collect();
+        crate::layout::unravel(c, &shape)
     }
 
     /// The categories of cell `c`, outermost first.

@@ -112,3 +112,15 @@ impl Layout {
             .collect()
     }
 }
+
+/// The index along each dimension of cell `c` of a row-major table of
+/// `shape` (the last dimension fastest).
+pub fn unravel(c: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    let mut r = c;
+    for d in (0..shape.len()).rev() {
+        idx[d] = r % shape[d];
+        r /= shape[d];
+    }
+    idx
+}

@@ -90,7 +90,7 @@ pub use expr::Program;
 pub use filter::{parse_filter, Term};
 pub use fold::{Fold, FoldRows, FoldState};
 pub use formula::{parse_formula, Formula, Outcome, Part};
-pub use layout::Dim;
+pub use layout::{unravel, Dim};
 pub use list::{arg_list, list_cases, list_vars, split_list, var_names, ListQuery};
 pub use microtab_io::ReadPath;
 pub use partial::{Partial, PartialDim, RepCellSums, RepPartial, Summed, Sums};

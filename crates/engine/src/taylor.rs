@@ -134,12 +134,7 @@ fn group_map(
         .product();
     let map = (0..cells)
         .map(|c| {
-            let mut r = c;
-            let mut idx = vec![0; shape.len()];
-            for d in (0..shape.len()).rev() {
-                idx[d] = r % shape[d];
-                r /= shape[d];
-            }
+            let idx = crate::layout::unravel(c, &shape);
             let mut g = 0usize;
             for d in 0..shape.len() {
                 if keep[d] {
@@ -283,13 +278,8 @@ fn score_table(
     let k = sc.len;
     let shape: Vec<usize> = plans.iter().map(|p| p.categories.len().max(1)).collect();
     let (mut a, mut b) = (vec![0.0; cells * k], vec![0.0; cells * k]);
-    let mut idx = vec![0; shape.len()];
     for c in 0..cells {
-        let mut r = c;
-        for d in (0..shape.len()).rev() {
-            idx[d] = r % shape[d];
-            r /= shape[d];
-        }
+        let idx = crate::layout::unravel(c, &shape);
         let cats: Option<Vec<&crate::Category>> = plans
             .iter()
             .zip(&idx)

@@ -150,6 +150,23 @@ fn final_ainv(
     invert(&m, p, names)
 }
 
+/// The sandwich `scale · A⁻¹ S A⁻¹` (`p × p`, row-major): a fit's
+/// `(X'WX)⁻¹` around the design covariance `S` of its score totals.
+pub(crate) fn sandwich(ainv: &[f64], s: &[f64], p: usize, scale: f64) -> Vec<f64> {
+    let mut sa = vec![0.0; p * p];
+    for i in 0..p {
+        for j in 0..p {
+            sa[i * p + j] = (0..p).map(|k| s[i * p + k] * ainv[k * p + j]).sum::<f64>();
+        }
+    }
+    (0..p * p)
+        .map(|x| {
+            let (i, j) = (x / p, x % p);
+            scale * (0..p).map(|k| ainv[i * p + k] * sa[k * p + j]).sum::<f64>()
+        })
+        .collect()
+}
+
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -563,10 +563,8 @@ impl Passes<'_> {
             if n == 0 {
                 continue;
             }
-            let mut r = c;
-            for d in (0..shape.len()).rev() {
-                keep[d][r % shape[d]] = true;
-                r /= shape[d];
+            for (d, i) in microtab_engine::unravel(c, &shape).into_iter().enumerate() {
+                keep[d][i] = true;
             }
         }
         let occurring = planned
@@ -799,22 +797,7 @@ pub(crate) fn regress(
     let p = lay.p;
     let sandwich = |coef: &[[f64; 2]], average: &[bool]| -> crate::Result<(Vec<f64>, u64, u64)> {
         let (v, scale, psus, strata) = passes.scores(&lay, &full.beta, coef, average)?;
-        let a = &full.ainv;
-        let mut va = vec![0.0; p * p];
-        for r in 0..p {
-            for c in 0..p {
-                va[r * p + c] = (0..p).map(|k| v[r * p + k] * a[k * p + c]).sum::<f64>();
-            }
-        }
-        let cov = (0..p * p)
-            .map(|x| {
-                scale
-                    * (0..p)
-                        .map(|k| a[(x / p) * p + k] * va[k * p + x % p])
-                        .sum::<f64>()
-            })
-            .collect();
-        Ok((cov, psus, strata))
+        Ok((super::fit::sandwich(&full.ainv, &v, p, scale), psus, strata))
     };
     let cells = super::fit::Cells {
         p,
@@ -903,13 +886,7 @@ fn planned_cells(
     };
     (0..total)
         .map(|c| {
-            let mut r = c;
-            let mut idx = vec![0; shape.len()];
-            for d in (0..shape.len()).rev() {
-                idx[d] = r % shape[d];
-                r /= shape[d];
-            }
-            let cats: Vec<&Category> = idx
+            let cats: Vec<&Category> = microtab_engine::unravel(c, &shape)
                 .iter()
                 .enumerate()
                 .map(|(d, &i)| planned[d].get(i).unwrap_or(&none))
