@@ -70,11 +70,14 @@ pub fn compare_shares(
     rows: &[microtab_engine::Category],
     opts: &ScanOptions,
 ) -> Result<Vec<RowComparison>> {
-    if ds.variable(row).map(|v| v.name != row).unwrap_or(true) {
+    // A variable as stored (its name as the dataset spells it); a recode
+    // or a restriction has no condition of a category.
+    let Ok(var) = ds.variable(row) else {
         return Err(crate::Error::CompareRecode {
             var: row.to_string(),
         });
-    }
+    };
+    let row = var.name.as_str();
     rows.iter()
         .filter(|r| !r.missing)
         .map(|r| {

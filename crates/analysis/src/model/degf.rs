@@ -95,7 +95,6 @@ impl FoldState for Rank {
             if self.basis.len() == self.width {
                 return;
             }
-            self.seen.clear();
             self.offer(b);
         }
     }

@@ -294,11 +294,11 @@ impl State {
         }
     }
 
-    /// Record `i`'s score `u` into its PSU (`run`: the stretch's PSU
-    /// being summed).
+    /// Record `i`'s score `u` (its columns `x`) into its PSU (`run`: the
+    /// stretch's PSU being summed).
     fn score(
         &mut self,
-        beta: &[f64],
+        (x, beta): (&[f64], &[f64]),
         (y, w): (f64, f64),
         vals: &[Vec<f64>],
         i: usize,
@@ -306,7 +306,7 @@ impl State {
     ) {
         let lay = &*self.lay;
         let fam = lay.family;
-        let eta = dot(&self.x, beta);
+        let eta = dot(x, beta);
         let mu = fam.mu(eta);
         let g = w * (y - mu) * fam.dmu(eta) / fam.var(mu);
         let Some(t) = self.taylor.as_deref() else {
@@ -314,6 +314,11 @@ impl State {
         };
         let h = match lay.strata {
             None => 0,
+            // A missing stratum is in none of the design's strata.
+            Some(k) if vals[k][i].is_nan() => {
+                self.unknown += 1;
+                return;
+            }
             Some(k) => {
                 let key = (vals[k][i] * t.scale).round() as i64;
                 match t.keys.binary_search(&key) {
@@ -328,7 +333,7 @@ impl State {
         let psu = match lay.cluster {
             // Every record its own PSU: closed at once.
             None => {
-                let u: Vec<f64> = self.x.iter().map(|x| x * g).collect();
+                let u: Vec<f64> = x.iter().map(|x| x * g).collect();
                 self.close(h, &u);
                 return;
             }
@@ -338,9 +343,9 @@ impl State {
             self.end_run(run, t.contiguous);
             run.key = Some((h, psu));
             run.u.clear();
-            run.u.resize(self.x.len(), 0.0);
+            run.u.resize(x.len(), 0.0);
         }
-        for (s, x) in run.u.iter_mut().zip(&self.x) {
+        for (s, x) in run.u.iter_mut().zip(x) {
             *s += x * g;
         }
     }
@@ -414,7 +419,6 @@ impl FoldState for State {
             let Some((y, w)) = lay.record(cell, rows.values, i, &mut x) else {
                 continue;
             };
-            self.x.clone_from(&x);
             match &*pass {
                 Pass::Count => {
                     let c = cell as usize;
@@ -433,7 +437,7 @@ impl FoldState for State {
                     batch.w.push(w);
                     batch.idx.push(i);
                 }
-                Pass::Scores(beta) => self.score(beta, (y, w), rows.values, i, &mut run),
+                Pass::Scores(beta) => self.score((&x, beta), (y, w), rows.values, i, &mut run),
             }
         }
         self.x = x;
