@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv as csvmod
 import json
+import math
 import os
 import re
 import subprocess
@@ -452,3 +453,70 @@ def _read_column_file(path, var: dict, rows: int):
         info = np.iinfo(dt)
         out = np.where(packed == (1 << bits) - 1, info.max if info.min == 0 else info.min, out)
     return out.astype(dt)
+
+
+# --------------------------------------------------------------------------
+# R's api data under three designs (regress, ratio, corr)
+# --------------------------------------------------------------------------
+
+R_DATA = r"""
+suppressMessages(library(survey))
+data(api)
+out <- commandArgs(trailingOnly=TRUE)[1]
+prep <- function(s) {
+  s$yes <- as.integer(s$sch.wide == "Yes")
+  s$stype <- as.character(s$stype)
+  s$stype_txt <- c(E="elem", H="high", M="middle")[s$stype]
+  # Missing values: a missing-code on ell (999) in a few records.
+  s$ell2 <- s$ell; s$ell2[seq(5, nrow(s), by=17)] <- 999
+  s
+}
+s <- prep(apistrat)
+keep <- c("snum","stype","stype_txt","dnum","fpc","pw","api00","api99","ell","ell2","meals",
+          "mobility","enroll","yes")
+write.csv(s[, keep], file.path(out, "strat.csv"), row.names=FALSE)
+c1 <- prep(apiclus1)
+d <- svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=c1)
+jk <- as.svrepdesign(d, type="JK1")
+r <- as.data.frame(weights(jk, "analysis")); names(r) <- paste0("R", seq_len(ncol(r)))
+write.csv(cbind(c1[, keep], r), file.path(out, "clus.csv"), row.names=FALSE)
+"""
+
+
+@pytest.fixture(scope="session")
+def api(tmp_path_factory):
+    d = tmp_path_factory.mktemp("api")
+    (d / "data.R").write_text(R_DATA)
+    p = subprocess.run(["Rscript", str(d / "data.R"), str(d)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    strat, clus, jk1 = d / "strat.mtab", d / "clus.mtab", d / "jk1.mtab"
+    for csv, ds in [(d / "strat.csv", strat), (d / "clus.csv", clus), (d / "clus.csv", jk1)]:
+        run("import", csv, ds, "--missing", "ell2=999")
+    run("design", strat, "--weight", "pw", "--strata", "stype", "--fpc", "fpc")
+    run("design", clus, "--weight", "pw", "--cluster", "dnum", "--fpc", "fpc")
+    run("design", jk1, "--weight", "pw", "--repweights", "R1-R15", "--type", "jk1", "--no-mse")
+    return {"dir": d, "strat": strat, "clus": clus, "jk1": jk1}
+
+
+R_DESIGNS = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]; kind <- a[3]
+d <- switch(kind,
+  strat=svydesign(ids=~1, strata=~stype, fpc=~fpc, weights=~pw, data=data),
+  clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
+  jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
+                  combined.weights=TRUE, mse=FALSE))
+"""
+
+
+def close(a, b, rel=1e-6):
+    if b is None or (isinstance(b, float) and math.isnan(b)):
+        return a is None or (isinstance(a, float) and math.isnan(a))
+    return a == pytest.approx(b, rel=rel, abs=1e-300)
+
+
+def close_p(g, want):
+    """A p-value: its relative error is the t's times about t², so it is
+    compared to 1e-6·max(1, t²) (the t itself to 1e-6)."""
+    return close(g["p"], want, rel=1e-6 * max(1.0, g["t"] ** 2))

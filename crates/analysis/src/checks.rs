@@ -100,3 +100,21 @@ pub(crate) fn check_weights(
     }
     Ok(())
 }
+
+/// The weight's cases among the query's records, refused when negative
+/// unless the request allows it.
+pub(crate) fn weights_ok(
+    ds: &Dataset,
+    req: &Request,
+    q: &Query,
+    opts: &microtab_engine::ScanOptions,
+) -> Result<Option<WeightCases>> {
+    let q = Query {
+        fold: None,
+        ..q.clone()
+    };
+    let weights = microtab_engine::weight_cases(ds, &q, opts, 0)?;
+    let name = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
+    check_weights(req, &weights, name.map(|v| v.name.as_str()))?;
+    Ok(weights)
+}

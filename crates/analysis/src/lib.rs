@@ -41,21 +41,26 @@
 mod checks;
 mod codebook;
 pub mod compare;
+pub mod corr;
 mod describe;
 mod design;
 mod family;
 mod html;
+mod json;
 pub mod model;
 mod params;
 mod quantile;
+pub mod ratio;
 mod regress;
 mod request;
 mod result;
 mod run;
 pub mod settings;
 mod split;
+mod sums;
 pub mod survey;
 mod taylor;
+pub mod ttest;
 
 pub use codebook::{anchor, codebook_html, CodebookEntry, CodebookHtml, CodebookPage, TopValue};
 pub use describe::{design_summary, DatasetInfo, Shown, VariableInfo};
@@ -97,6 +102,21 @@ pub enum Error {
     CompareRecode {
         /// The row argument given.
         var: String,
+    },
+    /// A ratio's or a correlation's variable is text.
+    #[error("{variable} is a text variable: a ratio or a correlation needs numbers")]
+    NotNumeric {
+        /// The variable.
+        variable: String,
+    },
+    /// No record has every variable an estimate needs.
+    #[error("no record has a value of every variable used (after the filter)")]
+    NoRecords,
+    /// A correlation matrix of fewer than two variables, or of one twice.
+    #[error("a correlation matrix needs two or more different variables: {given}")]
+    CorrVariables {
+        /// The variables given, as given.
+        given: String,
     },
     /// A model cannot be fitted.
     #[error(transparent)]
@@ -216,7 +236,10 @@ impl microtab_store::Remedied for Error {
             | Error::Io { .. }
             | Error::Model(_)
             | Error::CompareGroups { .. }
-            | Error::CompareRecode { .. } => None,
+            | Error::CompareRecode { .. }
+            | Error::NotNumeric { .. }
+            | Error::NoRecords
+            | Error::CorrVariables { .. } => None,
         }
     }
 }

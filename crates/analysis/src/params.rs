@@ -31,6 +31,10 @@ pub const PARAMS: &[&str] = &[
     "formula",
     "family",
     "diff",
+    "numerator",
+    "denominator",
+    "vars",
+    "test_mean",
 ];
 
 /// A request's options as named, typed parameters: what a Python call's
@@ -86,6 +90,14 @@ pub struct Params {
     pub family: Option<crate::family::Family>,
     /// Compare each group with the group of this value (means).
     pub diff: Option<String>,
+    /// The ratio's numerator (ratio).
+    pub numerator: Option<String>,
+    /// The ratio's denominator (ratio).
+    pub denominator: Option<String>,
+    /// The variables correlated (corr).
+    pub vars: Vec<String>,
+    /// Test each group's mean against this value (means).
+    pub test_mean: Option<f64>,
 }
 
 fn flag(name: &str, v: &str) -> Result<bool, String> {
@@ -129,7 +141,7 @@ impl Params {
                     PARAMS.join(", ")
                 ));
             }
-            if !matches!(k, "by" | "quantiles") {
+            if !matches!(k, "by" | "quantiles" | "vars") {
                 if seen.contains(&k) {
                     return Err(format!("parameter {k} is given twice"));
                 }
@@ -144,6 +156,10 @@ impl Params {
                 "weight" => p.weight = text(v),
                 "formula" => p.formula = text(v),
                 "diff" => p.diff = text(v),
+                "numerator" => p.numerator = text(v),
+                "denominator" => p.denominator = text(v),
+                "vars" => p.vars.extend(text(v)),
+                "test_mean" => p.test_mean = Some(number(k, v, "a number")?),
                 "family" => {
                     p.family = text(v)
                         .map(|x| x.parse().map_err(|e| format!("family: {e}")))
@@ -180,8 +196,10 @@ impl Params {
 
     /// The [`Request`] for `analysis` (`freq`, `tab`, `means` or
     /// `regress`): `var` (freq, means), `row`, `col`, `control`, `pct`,
-    /// `stats`, `z` (tab), `by` (means), `diff` (means, tab), `formula` and `family`
-    /// (regress), and the options every analysis shares. Errors name
+    /// `stats`, `z` (tab), `by` (means, ratio), `diff` (means, tab),
+    /// `test_mean` (means), `formula` and `family` (regress), `numerator`
+    /// and `denominator` (ratio), `vars` (corr), and the options every
+    /// analysis shares. Errors name
     /// the parameter and what was expected.
     pub fn request(self, analysis: &str) -> Result<Request, String> {
         fn need(k: &str, v: Option<String>) -> Result<String, String> {
@@ -211,9 +229,20 @@ impl Params {
                 formula: need("formula", self.formula)?,
                 family: self.family.unwrap_or(crate::family::Family::Gaussian),
             },
+            "ratio" => Analysis::Ratio {
+                numerator: need("numerator", self.numerator)?,
+                denominator: need("denominator", self.denominator)?,
+                by: self.by,
+            },
+            "corr" => {
+                if self.vars.len() < 2 {
+                    return Err("corr needs parameter 'vars' naming two or more variables".into());
+                }
+                Analysis::Corr { vars: self.vars }
+            }
             other => {
                 return Err(format!(
-                    "unknown analysis {other:?}: expected freq, tab, means or regress"
+                    "unknown analysis {other:?}: expected freq, tab, means, regress, ratio or corr"
                 ))
             }
         };
@@ -250,6 +279,12 @@ impl Params {
         }
         r.pct_interval = self.pct_ci.unwrap_or_default();
         r.diff = self.diff;
+        if let Some(v) = self.test_mean {
+            if !v.is_finite() {
+                return Err(format!("test_mean={v}: expected a finite number"));
+            }
+        }
+        r.test_mean = self.test_mean;
         Ok(r)
     }
 }

@@ -104,6 +104,20 @@ pub enum Analysis {
         /// The family and link.
         family: crate::family::Family,
     },
+    /// The ratio of two totals per group (R `svyratio`).
+    Ratio {
+        /// The numerator's variable.
+        numerator: String,
+        /// The denominator's variable.
+        denominator: String,
+        /// Grouping variables (none: one ratio).
+        by: Vec<String>,
+    },
+    /// Weighted correlations of two or more variables (SDA CORRTAB).
+    Corr {
+        /// The variables.
+        vars: Vec<String>,
+    },
 }
 
 /// A request: an analysis and the options every analysis shares.
@@ -152,6 +166,9 @@ pub struct Request {
     /// each row category's share in each column with its share in the
     /// column of this displayed value ([`crate::compare`]).
     pub diff: Option<String>,
+    /// Means: test each group's mean (and the total's) against this value
+    /// (R `svyttest(I(y − value) ~ 0)`).
+    pub test_mean: Option<f64>,
 }
 
 impl Request {
@@ -176,6 +193,7 @@ impl Request {
             pct_interval: PctInterval::Logit,
             z: false,
             diff: None,
+            test_mean: None,
         }
     }
 
@@ -187,8 +205,10 @@ impl Request {
                 row, col, control, ..
             } => control.iter().chain([row, col]).cloned().collect(),
             Analysis::Means { by, .. } => by.clone(),
-            // A model's query is built from its formula (crate::model).
-            Analysis::Regress { .. } => Vec::new(),
+            Analysis::Ratio { by, .. } => by.clone(),
+            // A model's query is built from its formula (crate::model);
+            // correlations' by crate::corr.
+            Analysis::Regress { .. } | Analysis::Corr { .. } => Vec::new(),
         }
     }
 }

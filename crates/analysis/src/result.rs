@@ -2,6 +2,7 @@
 //! (frequency rows, tables, groups) on demand, so that rendering or
 //! serializing a result of any size never builds all of it in memory.
 
+use crate::json::{CategoryJson, ValueJson};
 use crate::survey::{
     proportions, ratio_variance, share_variance, DesignInfo, RaoScott, Survey, Uncertainty,
 };
@@ -22,38 +23,6 @@ where
 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq((self.0)())
-    }
-}
-
-/// A category as `{"value", "label", "missing"}`, or, without `missing`
-/// (`.1` false), as `{"value", "label"}` (a group of means, never a
-/// missing category).
-struct CategoryJson<'a>(&'a Category, bool);
-
-impl Serialize for CategoryJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let CategoryJson(c, missing) = *self;
-        let mut m = s.serialize_struct("Category", if missing { 3 } else { 2 })?;
-        m.serialize_field("value", &ValueJson(&c.value))?;
-        m.serialize_field("label", &c.label)?;
-        if missing {
-            m.serialize_field("missing", &c.missing)?;
-        }
-        m.end()
-    }
-}
-
-/// A value as a JSON number, string or null.
-struct ValueJson<'a>(&'a Value);
-
-impl Serialize for ValueJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Int(i) => s.serialize_i64(*i),
-            Value::Num(x) => s.serialize_f64(*x),
-            Value::Str(t) => s.serialize_str(t),
-            Value::Null => s.serialize_none(),
-        }
     }
 }
 
@@ -183,6 +152,10 @@ pub enum Answer {
     Means(Means),
     /// A regression model.
     Regress(Box<crate::model::Regression>),
+    /// Ratios of totals.
+    Ratio(Box<crate::ratio::Ratio>),
+    /// A correlation matrix.
+    Corr(Box<crate::corr::Correlations>),
 }
 
 impl Serialize for Answer {
@@ -192,6 +165,8 @@ impl Serialize for Answer {
             Answer::Tab(t) => t.serialize(s),
             Answer::Means(m) => m.serialize(s),
             Answer::Regress(r) => r.serialize(s),
+            Answer::Ratio(r) => r.serialize(s),
+            Answer::Corr(r) => r.serialize(s),
         }
     }
 }
@@ -217,7 +192,9 @@ answer_kinds!(
     Freq(Frequencies),
     Tab(Crosstab),
     Means(Means),
-    Regress(Box<crate::model::Regression>)
+    Regress(Box<crate::model::Regression>),
+    Ratio(Box<crate::ratio::Ratio>),
+    Corr(Box<crate::corr::Correlations>)
 );
 
 // ---------------------------------------------------------------- freq
@@ -1167,6 +1144,9 @@ pub struct Means {
     pub total_quantiles: Vec<crate::Quantile>,
     /// Each group's mean minus the base group's (`Request::diff`).
     pub comparison: Option<Box<crate::compare::Comparison>>,
+    /// Each group's mean (and the total's) tested against a value
+    /// ([`Request::test_mean`](crate::Request::test_mean)).
+    pub test: Option<Box<crate::ttest::MeanTests>>,
     cube: Cube,
     survey: Option<Survey>,
     /// Each group's quantiles (cube order).
@@ -1240,6 +1220,7 @@ impl Means {
             total_se: None,
             total_quantiles: quantiles.total,
             comparison: None,
+            test: None,
             cube,
             survey,
             quantiles: quantiles.cells,
@@ -1355,6 +1336,9 @@ result_json!(
         }
         if let Some(c) = &means.comparison {
             m.serialize_entry("comparison", c)?;
+        }
+        if let Some(t) = &means.test {
+            m.serialize_entry("test", t)?;
         }
     },
     groups

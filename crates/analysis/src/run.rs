@@ -39,9 +39,10 @@ fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
                 (*stats || req.z).then_some(0),
             )
         }
-        Analysis::Means { .. } | Analysis::Regress { .. } => {
-            (vec![margin(vec![false; dims], false)], None)
-        }
+        Analysis::Means { .. }
+        | Analysis::Regress { .. }
+        | Analysis::Ratio { .. }
+        | Analysis::Corr { .. } => (vec![margin(vec![false; dims], false)], None),
     };
     TaylorQuery {
         margins,
@@ -131,6 +132,24 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             ds, req, formula, *family, opts,
         )?)));
     }
+    if let Analysis::Ratio {
+        numerator,
+        denominator,
+        by,
+    } = &req.analysis
+    {
+        return Ok(Answer::Ratio(Box::new(crate::ratio::ratio(
+            ds,
+            req,
+            (numerator, denominator, by),
+            opts,
+        )?)));
+    }
+    if let Analysis::Corr { vars } = &req.analysis {
+        return Ok(Answer::Corr(Box::new(crate::corr::corr(
+            ds, req, vars, opts,
+        )?)));
+    }
     check_values(&[ds], req)?;
     let (q, cube, weights, design) =
         scan(ds, req, (opts, false), microtab_engine::run_with, |c| {
@@ -192,6 +211,20 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         m.comparison = Some(Box::new(crate::compare::compare_means(
             ds, req, var, g, base, opts,
         )?));
+    }
+    if let (Some(value), Answer::Means(m), Analysis::Means { var, by }) =
+        (req.test_mean, &mut answer, &req.analysis)
+    {
+        let mut spread: crate::ttest::Spread = m
+            .groups()
+            .map(|g| {
+                let key = g.by.iter().map(|c| c.display.clone()).collect();
+                (key, (g.stat.sd, g.stat.n))
+            })
+            .collect();
+        spread.insert(Vec::new(), (m.total.sd, m.total.n));
+        let t = crate::ttest::test_means(ds, req, (var, by, value), &spread, opts)?;
+        m.test = Some(Box::new(t));
     }
     if let (
         Some(base),
@@ -295,7 +328,9 @@ fn answer(
             let (name, label) = measure.expect("means have an analysis variable");
             Answer::Means(Means::new(context, name, label, cube, survey, quantiles))
         }
-        Analysis::Regress { .. } => unreachable!("a regression is answered by crate::model"),
+        Analysis::Regress { .. } | Analysis::Ratio { .. } | Analysis::Corr { .. } => {
+            unreachable!("answered by crate::model, crate::ratio and crate::corr")
+        }
     }
 }
 
@@ -323,9 +358,14 @@ pub struct Partial {
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
-    if matches!(req.analysis, Analysis::Regress { .. }) || req.diff.is_some() {
+    if matches!(
+        req.analysis,
+        Analysis::Regress { .. } | Analysis::Ratio { .. } | Analysis::Corr { .. }
+    ) || req.diff.is_some()
+        || req.test_mean.is_some()
+    {
         return Err(Error::Design(
-            "regressions and comparisons with a base group are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+            "regressions, ratios, correlations and comparisons are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
         ));
     }
     if !req.quantiles.is_empty() {

@@ -254,6 +254,38 @@ impl Survey {
         }
     }
 
+    /// No design: each of `n` records its own PSU in one stratum (R's
+    /// `svydesign(ids = ~1)`), `n − 1` degrees of freedom.
+    pub(crate) fn records(weight: Option<&str>, n: u64, level: f64, limits: (u64, f64)) -> Self {
+        let df = n as f64 - 1.0;
+        Survey {
+            srs_ok: false,
+            zeros: None,
+            info: DesignInfo {
+                method: "records",
+                kind: "each record independent",
+                weight: weight.unwrap_or_default().to_string(),
+                replicates: None,
+                scale: None,
+                mse: None,
+                strata: None,
+                cluster: None,
+                fpc: None,
+                lonely_psu: None,
+                psus: Some(n),
+                strata_count: Some(1),
+                rank: None,
+                df,
+                pct_interval: crate::PctInterval::Logit,
+                level,
+                min_n: limits.0,
+                max_cv: limits.1,
+            },
+            rscales: Vec::new(),
+            t: t_quantile(level, df),
+        }
+    }
+
     /// The variance of an estimate `est` whose replicate estimates are
     /// `reps` (one per replicate weight). A replicate whose estimate is
     /// undefined (not finite: its domain has no weight in it) is left out

@@ -269,10 +269,14 @@ pub fn answer_in<T: TryFrom<Answer>>(
     adjust: impl FnOnce(&mut microtab_analysis::Request),
 ) -> Result<T> {
     let mut req = q.request(analysis, include_missing);
-    if let (Analysis::Means { by, .. }, Some(first)) = (&mut req.analysis, ds.first()) {
+    if let Some(first) = ds.first() {
         // One grammar for lists of names: an argument that names a
         // variable is whole, any other a list (`--by "SEX,RACE(1,3)"`).
-        *by = var_names(first, by);
+        match &mut req.analysis {
+            Analysis::Means { by, .. } | Analysis::Ratio { by, .. } => *by = var_names(first, by),
+            Analysis::Corr { vars } => *vars = var_names(first, vars),
+            _ => {}
+        }
     }
     adjust(&mut req);
     let a = run_timed(ds, &req, q)?;

@@ -46,6 +46,12 @@ enum Command {
     /// A regression model (linear, logit, probit, Poisson) with
     /// design-based standard errors, from an R-style formula.
     Regress(cmd::regress::Args),
+    /// The ratio of two totals (income per person), per group, with its
+    /// design-based standard error.
+    Ratio(cmd::ratio::Args),
+    /// Weighted correlations of two or more variables with design-based
+    /// standard errors.
+    Corr(cmd::corr::Args),
     /// Set or clear a variable's user-missing codes.
     Missing(cmd::missing::Args),
     /// Set value labels and the variable label of a variable.
@@ -87,6 +93,8 @@ fn main() {
         Command::Tab(a) => cmd::tab::run(a),
         Command::Means(a) => cmd::means::run(a),
         Command::Regress(a) => cmd::regress::run(a),
+        Command::Ratio(a) => cmd::ratio::run(a),
+        Command::Corr(a) => cmd::corr::run(a),
         Command::Missing(a) => cmd::missing::run(a),
         Command::Label(a) => cmd::label::run(a),
         Command::Design(a) => cmd::design::run(a),

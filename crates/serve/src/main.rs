@@ -165,7 +165,8 @@ fn estimate(ds: &Dataset, req: &microtab_analysis::Request) -> (u64, u64) {
             .flatten()
             .cloned()
             .collect(),
-        A::Means { by, .. } => by.clone(),
+        A::Means { by, .. } | A::Ratio { by, .. } => by.clone(),
+        A::Corr { .. } => Vec::new(),
         // A model's cube: every variable of its terms, and its outcome.
         A::Regress { formula, .. } => microtab_engine::parse_formula(formula)
             .map(|f| {
@@ -184,7 +185,10 @@ fn estimate(ds: &Dataset, req: &microtab_analysis::Request) -> (u64, u64) {
     let cells = cells.min(req.max_cells as u64).max(1);
     let design = ds.manifest().design.as_ref().filter(|_| req.use_design);
     let weighted = req.weight.is_some() || design.is_some();
-    let measured = matches!(req.analysis, A::Means { .. } | A::Regress { .. });
+    let measured = matches!(
+        req.analysis,
+        A::Means { .. } | A::Regress { .. } | A::Ratio { .. } | A::Corr { .. }
+    );
     let reps = design
         .and_then(|d| d.replicates.as_ref())
         .map_or(0, |r| r.weights.len() as u64);
@@ -263,10 +267,13 @@ async fn analyse(
     Path((name, kind)): Path<(String, String)>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    if !matches!(kind.as_str(), "freq" | "tab" | "means" | "regress") {
+    if !matches!(
+        kind.as_str(),
+        "freq" | "tab" | "means" | "regress" | "ratio" | "corr"
+    ) {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
-            format!("no analysis {kind:?}: expected freq, tab, means or regress"),
+            format!("no analysis {kind:?}: expected freq, tab, means, regress, ratio or corr"),
             None,
         ));
     }
@@ -283,11 +290,12 @@ async fn analyse(
         )));
     }
     let mut p = microtab_analysis::Params::from_pairs(&params).map_err(bad)?;
-    if !p.by.is_empty() {
-        // Each `by` value is one grouping argument when it names a
+    if !p.by.is_empty() || !p.vars.is_empty() {
+        // Each `by` (or `vars`) value is one argument when it names a
         // variable, else a list in the CLI's grammar (`by=A,B`).
         let ds = open(&app.path(&name)?, &name)?;
         p.by = microtab_engine::var_names(&ds, &p.by);
+        p.vars = microtab_engine::var_names(&ds, &p.vars);
     }
     let req = p.request(&kind).map_err(bad)?;
     let start = Instant::now();

@@ -9,7 +9,7 @@
 use microtab_engine::{Fold, FoldRows, FoldState, Query, ScanOptions};
 use microtab_store::Dataset;
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A row is independent of the basis when what is left of it after
@@ -152,4 +152,94 @@ pub(crate) fn replicate_degf(
             .len()
     });
     Ok(rank.saturating_sub(1) as f64)
+}
+
+/// Per cell of a query's table, the rank of its records' replicate
+/// weights.
+struct Ranks {
+    width: usize,
+    cells: HashMap<u32, Rank>,
+}
+
+impl FoldState for Ranks {
+    fn add(&mut self, rows: &FoldRows<'_>) {
+        let width = self.width;
+        for (i, &c) in rows.cells.iter().enumerate() {
+            let r = self.cells.entry(c).or_insert_with(|| Rank::new(0, width));
+            if r.basis.len() == width {
+                continue;
+            }
+            let row = (0..width).map(|j| rows.values[j][i]).collect();
+            r.offer(row);
+        }
+    }
+
+    fn merge(&mut self, other: Box<dyn FoldState>) {
+        let o = other
+            .into_any()
+            .downcast::<Ranks>()
+            .expect("one fold, one state");
+        for (c, r) in o.cells {
+            let mine = self.cells.entry(c).or_insert_with(|| Rank::new(0, r.width));
+            for b in r.basis {
+                if mine.basis.len() == mine.width {
+                    break;
+                }
+                mine.offer(b);
+            }
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// R's `degf` of each cell's domain of `query`'s table (its group of
+/// records, whatever their values) and of all its records: the rank of
+/// the records' replicate weights less one; `cells` per planned cell
+/// (`None`: no record).
+pub(crate) fn replicate_degf_by(
+    ds: &Dataset,
+    query: &Query,
+    replicates: &[String],
+    cells: usize,
+    opts: &ScanOptions,
+) -> crate::Result<(Vec<Option<f64>>, f64)> {
+    let width = replicates.len();
+    let mut q = Query {
+        replicates: Vec::new(),
+        measure: None,
+        taylor: None,
+        ..query.clone()
+    };
+    q.fold = Some(Fold {
+        values: replicates.to_vec(),
+        make: Arc::new(move || {
+            Box::new(Ranks {
+                width,
+                cells: HashMap::new(),
+            }) as Box<dyn FoldState>
+        }),
+    });
+    let folded = microtab_engine::fold_rows(ds, &q, opts)?;
+    let ranks = folded.state.map_or(HashMap::new(), |s| {
+        s.into_any()
+            .downcast::<Ranks>()
+            .expect("the fold's own state")
+            .cells
+    });
+    let df = |r: &Rank| r.basis.len().saturating_sub(1) as f64;
+    let per = (0..cells as u32).map(|c| ranks.get(&c).map(df)).collect();
+    // The rank of all records: of the union of the cells' bases.
+    let mut all = Rank::new(0, width);
+    for r in ranks.into_values() {
+        for b in r.basis {
+            if all.basis.len() == width {
+                break;
+            }
+            all.offer(b);
+        }
+    }
+    Ok((per, df(&all)))
 }

@@ -61,7 +61,7 @@ pub(crate) fn model_based(family: Family, cells: &Cells, full: &fit::Fit) -> Vec
 }
 
 /// Two-sided p of `t` with `df` (`None`: normal).
-fn p_two_sided(t: f64, df: Option<f64>) -> f64 {
+pub(crate) fn p_two_sided(t: f64, df: Option<f64>) -> f64 {
     if !t.is_finite() {
         return f64::NAN;
     }

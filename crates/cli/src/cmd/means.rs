@@ -36,6 +36,11 @@ pub struct Args {
     /// the difference, t, p and interval (R svyttest, svycontrast).
     #[arg(long, value_name = "BASE")]
     diff: Option<String>,
+    /// Test each group's mean, and the total's, against this value: the
+    /// mean less it, with its design-based SE, t on R's svyttest degrees
+    /// of freedom, p and interval.
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    test_mean: Option<f64>,
     #[command(flatten)]
     q: QueryArgs,
 }
@@ -72,6 +77,7 @@ pub fn run(a: Args) -> Result<()> {
     let m: Means = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
         r.quantiles = ps.clone();
         r.diff = a.diff.clone();
+        r.test_mean = a.test_mean;
     })?;
     let mut out = stdout();
     match a.q.format {
@@ -96,6 +102,20 @@ pub fn run(a: Args) -> Result<()> {
                     ["diff", "diff_se", "diff_t", "diff_p", "diff_lo", "diff_hi"].map(String::from),
                 );
             }
+            if m.test.is_some() {
+                head.extend(
+                    [
+                        "test_diff",
+                        "test_se",
+                        "test_t",
+                        "test_df",
+                        "test_p",
+                        "test_lo",
+                        "test_hi",
+                    ]
+                    .map(String::from),
+                );
+            }
             out.write_all(csv_line(&head).as_bytes())?;
             // A group's difference from the base (none for the base and
             // the total: empty fields).
@@ -111,7 +131,27 @@ pub fn run(a: Args) -> Result<()> {
                 });
                 f.extend(v.map(csv_num));
             };
-            let line = |first: Vec<String>, s: &Stat, u: &Option<Uncertainty>, qs: &[Quantile]| {
+            // A group's (or the total's) test against the value.
+            let test = |first: &[String], total: bool, f: &mut Vec<String>| {
+                let Some(t) = &m.test else { return };
+                let found = if total {
+                    Some(&t.total)
+                } else {
+                    t.groups
+                        .iter()
+                        .find(|g| g.by.iter().map(plain_value).collect::<Vec<_>>() == first)
+                };
+                let v = found.map_or([None; 7], |g| match &g.inference {
+                    Some(i) => [i.estimate, i.se, i.t, g.df, i.p, i.lo, i.hi].map(Some),
+                    None => [None; 7],
+                });
+                f.extend(v.map(csv_num));
+            };
+            let line = |first: Vec<String>,
+                        total: bool,
+                        s: &Stat,
+                        u: &Option<Uncertainty>,
+                        qs: &[Quantile]| {
                 let key = first.clone();
                 let mut f = first;
                 f.extend([
@@ -129,15 +169,16 @@ pub fn run(a: Args) -> Result<()> {
                     }
                 }
                 diff(&key, &mut f);
+                test(&key, total, &mut f);
                 csv_line(&f)
             };
             for g in m.groups() {
                 let first = g.by.iter().map(|c| plain_value(c)).collect();
-                out.write_all(line(first, &g.stat, &g.mean_se, g.quantiles).as_bytes())?;
+                out.write_all(line(first, false, &g.stat, &g.mean_se, g.quantiles).as_bytes())?;
             }
             let mut first = vec!["Total".to_string()];
             first.resize(m.by.len().max(1), String::new());
-            out.write_all(line(first, &m.total, &m.total_se, &m.total_quantiles).as_bytes())?;
+            out.write_all(line(first, true, &m.total, &m.total_se, &m.total_quantiles).as_bytes())?;
         }
         Format::Table => {
             let se = m.context.design.as_ref().map(|d| 100.0 * d.level);
@@ -221,6 +262,10 @@ pub fn run(a: Args) -> Result<()> {
                 out.write_all(
                     crate::cmd::regress::comparison_table(cmp, &title, level).as_bytes(),
                 )?;
+            }
+            if let Some(t) = &m.test {
+                let level = m.context.design.as_ref().map_or(95.0, |d| 100.0 * d.level);
+                out.write_all(crate::cmd::regress::test_table(t, &m.by, level).as_bytes())?;
             }
         }
     }

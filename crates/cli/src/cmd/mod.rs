@@ -1,6 +1,7 @@
 //! One module per subcommand: its arguments and `run`.
 
 pub mod codebook;
+pub mod corr;
 pub mod derive;
 pub mod design;
 pub mod external;
@@ -13,6 +14,7 @@ pub mod label;
 pub mod list;
 pub mod means;
 pub mod missing;
+pub mod ratio;
 pub mod regress;
 pub mod split;
 pub mod subset;

@@ -62,7 +62,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 /// A number for the table: 6 significant digits.
-fn num(x: f64) -> String {
+pub(crate) fn num(x: f64) -> String {
     if x.is_finite() {
         fmt_sig(x, 6)
     } else {
@@ -71,7 +71,7 @@ fn num(x: f64) -> String {
 }
 
 /// A p-value as R prints small ones.
-fn pval(p: f64) -> String {
+pub(crate) fn pval(p: f64) -> String {
     if p.is_nan() {
         "NaN".into()
     } else if p < 2e-16 {
@@ -82,7 +82,7 @@ fn pval(p: f64) -> String {
 }
 
 /// The header of a table of estimates with their t tests and intervals.
-fn inference_head(first: &str, stat: &str, level: f64) -> Vec<String> {
+pub(crate) fn inference_head(first: &str, stat: &str, level: f64) -> Vec<String> {
     let level = fmt_sig(level, 4);
     [
         first,
@@ -99,7 +99,7 @@ fn inference_head(first: &str, stat: &str, level: f64) -> Vec<String> {
 }
 
 /// A row of such a table.
-fn inference_row(name: &str, i: &Inference) -> Vec<String> {
+pub(crate) fn inference_row(name: &str, i: &Inference) -> Vec<String> {
     vec![
         name.to_string(),
         num(i.estimate),
@@ -145,6 +145,44 @@ pub fn comparison_table(c: &Comparison, title: &str, level: f64) -> String {
     if let Some(w) = &c.wald {
         s.push_str(&wald_line("that every group equals the base", w));
     }
+    s
+}
+
+/// Means tested against a value (`means --test-mean`), as text.
+pub fn test_table(t: &microtab_analysis::ttest::MeanTests, by: &[String], level: f64) -> String {
+    let mut head = inference_head(&by.join(" × "), "t", level);
+    head[1] = format!("mean − {}", num(t.value));
+    head.insert(4, "df".into());
+    let rows: Vec<Vec<String>> = t
+        .groups
+        .iter()
+        .chain([&t.total])
+        .map(|g| {
+            let name = if g.by.is_empty() {
+                "Total".to_string()
+            } else {
+                g.by.iter()
+                    .map(|c| crate::render::category_text(c, false))
+                    .collect::<Vec<_>>()
+                    .join(" × ")
+            };
+            let mut r = match &g.inference {
+                Some(i) => inference_row(&name, i),
+                None => {
+                    let mut r = vec![name];
+                    r.extend(std::iter::repeat_n("–".to_string(), 6));
+                    r
+                }
+            };
+            r.insert(4, num(g.df));
+            r
+        })
+        .collect();
+    let mut align = vec![Align::Right; 8];
+    align[0] = Align::Left;
+    let mut s = format!("\nTest of mean = {}\n", num(t.value));
+    s.push_str(&text_table(&head, &rows, &align));
+    s.push_str(&format!("standard errors: {}\n", t.method));
     s
 }
 

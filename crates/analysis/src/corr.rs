@@ -1,0 +1,349 @@
+//! Weighted Pearson correlations of several variables (SDA's CORRTAB),
+//! with design-based standard errors.
+//!
+//! The records with a value of every variable are used (listwise, as R's
+//! `svyvar(na.rm = TRUE)`). With means `m` and `W = Σ w`, the covariance
+//! is `C_ab = Σ w (x_a − m_a)(x_b − m_b) / W` and the correlation
+//! `r_ab = C_ab / √(C_aa C_bb)`; the covariance matrix shown is R's
+//! `svyvar` (`C · n/(n − 1)`).
+//!
+//! Standard errors:
+//! - replicate weights: each replicate's correlation from its own means
+//!   and covariances (R `withReplicates` of `cov.wt(cor = TRUE)`);
+//! - Taylor: the linearization of `r` (R `svycontrast` of `svyvar`): each
+//!   record's `w/W · [(d_a d_b − C_ab)/√(C_aa C_bb) − r/2 ((d_a² − C_aa)/C_aa
+//!   + (d_b² − C_bb)/C_bb)]`, `d = x − m`, totalled by PSU;
+//! - no design, weighted: the same, each record its own PSU;
+//! - no design, unweighted: Pearson's `SE = √((1 − r²)/(n − 2))` on
+//!   `n − 2` df (the t test of `scipy.stats.pearsonr`), with Fisher's
+//!   interval `tanh(atanh r ± z/√(n − 3))`.
+//!
+//! Three scans at most: the means, the centred cross products (with the
+//! replicates'), and under linearization the influences.
+
+use crate::model::Inference;
+use crate::ratio::{inference, numeric, survey_of};
+use crate::sums::{Influence, Scan, Spec};
+use crate::survey::DesignInfo;
+use crate::{Request, Result};
+use microtab_engine::ScanOptions;
+use microtab_store::Dataset;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// A correlation matrix.
+#[derive(Debug, Clone, Serialize)]
+pub struct Correlations {
+    /// The dataset (its path; the HTTP API gives its served name).
+    pub dataset: String,
+    /// The variables, in the order given.
+    pub variables: Vec<String>,
+    /// Records with a value of every variable.
+    pub n: u64,
+    /// Their weight (records when unweighted).
+    pub weighted_n: f64,
+    /// Each variable's weighted mean.
+    pub means: Vec<f64>,
+    /// Each variable's weighted standard deviation (`√(C_aa · n/(n − 1))`).
+    pub sds: Vec<f64>,
+    /// The correlations, row by row (1 on the diagonal).
+    pub matrix: Vec<Vec<f64>>,
+    /// The covariances, row by row (R `svyvar`).
+    pub covariance: Vec<Vec<f64>>,
+    /// Each pair once (`a` before `b` in the order given): its
+    /// correlation with SE, t (against 0), p and interval.
+    pub pairs: Vec<Pair>,
+    /// Degrees of freedom of the t tests.
+    pub df: f64,
+    /// How the standard errors were computed.
+    pub method: String,
+    /// The design, when one was used.
+    pub design: Option<DesignInfo>,
+    /// The weight, if any.
+    pub weight: Option<String>,
+    /// The filter, if any.
+    pub filter: Option<String>,
+    /// The confidence level of the intervals.
+    pub level: f64,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+/// One pair's correlation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pair {
+    /// The first variable.
+    pub a: String,
+    /// The second.
+    pub b: String,
+    /// `r` with its inference (`None`: a variable is constant).
+    #[serde(flatten)]
+    pub inference: Option<Inference>,
+}
+
+/// Position of `(a, b)`, `a ≤ b`, in the upper triangle of `p` variables.
+fn tri(p: usize, a: usize, b: usize) -> usize {
+    a * p - a * (a + 1) / 2 + b
+}
+
+/// Covariances (`Σ w d_a d_b / W − T_a T_b / W²`) from the totals
+/// `[W, T_a…, T_ab…]` of centred values.
+fn covariances(t: &[f64], p: usize) -> Vec<f64> {
+    let w = t[0];
+    let mut c = vec![0.0; p * p];
+    for a in 0..p {
+        for b in a..p {
+            let v = t[1 + p + tri(p, a, b)] / w - t[1 + a] * t[1 + b] / (w * w);
+            (c[a * p + b], c[b * p + a]) = (v, v);
+        }
+    }
+    c
+}
+
+fn correlation(c: &[f64], p: usize, a: usize, b: usize) -> f64 {
+    c[a * p + b] / (c[a * p + a] * c[b * p + b]).sqrt()
+}
+
+/// The variables as stored: two or more different numeric ones.
+fn names_of(ds: &Dataset, vars: &[String]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for v in vars {
+        let n = numeric(ds, v)?.to_string();
+        if names.contains(&n) {
+            names.clear();
+            break;
+        }
+        names.push(n);
+    }
+    if names.len() < 2 {
+        return Err(crate::Error::CorrVariables {
+            given: vars.join(", "),
+        });
+    }
+    Ok(names)
+}
+
+/// Fisher's interval `tanh(atanh r ± z/√(n − 3))` (scipy's
+/// `confidence_interval`) in place of the Wald one.
+fn fisher(mut i: Inference, n: u64, level: f64) -> Inference {
+    let z = microtab_engine::stats::t_quantile(level, f64::INFINITY);
+    let h = z / (n as f64 - 3.0).sqrt();
+    let a = i.estimate.atanh();
+    (i.lo, i.hi) = ((a - h).tanh(), (a + h).tanh());
+    i
+}
+
+/// The linearized variance of each pair's correlation: a scan of each
+/// record's influence (the module's text), totalled by PSU.
+fn linearized(
+    scan: &Scan<'_>,
+    record: crate::sums::Record,
+    (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
+    (w, p, k): (f64, usize, usize),
+) -> Result<Vec<f64>> {
+    let (c, r, pi) = (c.to_vec(), r.to_vec(), pairs.to_vec());
+    let influence: Influence = Arc::new(move |_g, a: &[f64], wi: f64, u: &mut [f64]| {
+        for (q, &(x, y)) in pi.iter().enumerate() {
+            let (cxx, cyy, cxy) = (c[x * p + x], c[y * p + y], c[x * p + y]);
+            let (dx, dy) = (a[1 + x], a[1 + y]);
+            u[q] = wi / w
+                * ((dx * dy - cxy) / (cxx * cyy).sqrt()
+                    - r[q] / 2.0 * ((dx * dx - cxx) / cxx + (dy * dy - cyy) / cyy));
+        }
+    });
+    let third = scan.run(Spec {
+        k,
+        values: p,
+        record,
+        replicates: false,
+        taylor: Some(Some((influence, pairs.len()))),
+        full: false,
+        all: false,
+        skip_zero: false,
+    })?;
+    Ok(third.cov[0].clone())
+}
+
+/// Each pair's variance from its replicates' correlations (each from its
+/// replicate's totals), and the most replicates left out.
+fn replicate_vars(
+    reps: &[f64],
+    (r, pairs): (&[f64], &[(usize, usize)]),
+    survey: &crate::survey::Survey,
+    (p, k): (usize, usize),
+) -> (Vec<f64>, u32) {
+    let mut dropped = 0;
+    let v = pairs
+        .iter()
+        .zip(r)
+        .map(|(&(a, b), &est)| {
+            let each: Vec<f64> = reps
+                .chunks(k)
+                .map(|t| correlation(&covariances(t, p), p, a, b))
+                .collect();
+            let v = survey.variance(est, &each);
+            dropped = dropped.max(v.dropped);
+            v.v
+        })
+        .collect();
+    (v, dropped)
+}
+
+/// The correlation matrix and R's `svyvar` covariances (`C·n/(n − 1)`).
+#[allow(clippy::type_complexity)]
+fn matrices(c: &[f64], p: usize, n: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let matrix = (0..p)
+        .map(|a| {
+            (0..p)
+                .map(|b| if a == b { 1.0 } else { correlation(c, p, a, b) })
+                .collect()
+        })
+        .collect();
+    let covariance = (0..p)
+        .map(|a| (0..p).map(|b| c[a * p + b] * n / (n - 1.0)).collect())
+        .collect();
+    (matrix, covariance)
+}
+
+/// The correlations of `vars` over `ds`.
+pub fn corr(
+    ds: &Dataset,
+    req: &Request,
+    vars: &[String],
+    opts: &ScanOptions,
+) -> Result<Correlations> {
+    let names = names_of(ds, vars)?;
+    let p = names.len();
+    let design = crate::checks::design_of(ds, req, false)?;
+    let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
+    let complete = |v: &[f64]| v.iter().all(|x| !x.is_nan());
+    // The means.
+    let first = scan.run(Spec {
+        k: 1 + p,
+        values: p,
+        record: Arc::new(move |v: &[f64], a: &mut [f64]| {
+            if !complete(v) {
+                return false;
+            }
+            a[0] = 1.0;
+            a[1..].copy_from_slice(v);
+            true
+        }),
+        replicates: false,
+        taylor: None,
+        full: false,
+        all: false,
+        skip_zero: false,
+    })?;
+    let g = &first.groups[0];
+    if g.n == 0 || g.t[0] == 0.0 {
+        return Err(crate::Error::NoRecords);
+    }
+    crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+    let n = g.n;
+    let mean: Vec<f64> = (0..p).map(|a| g.t[1 + a] / g.t[0]).collect();
+    // The centred cross products (and each replicate's).
+    let k = 1 + p + p * (p + 1) / 2;
+    let centre = mean.clone();
+    let record = Arc::new(move |v: &[f64], a: &mut [f64]| {
+        if !complete(v) {
+            return false;
+        }
+        a[0] = 1.0;
+        for j in 0..p {
+            a[1 + j] = v[j] - centre[j];
+        }
+        for x in 0..p {
+            for y in x..p {
+                a[1 + p + tri(p, x, y)] = a[1 + x] * a[1 + y];
+            }
+        }
+        true
+    });
+    let replicated = scan.replicated();
+    let second = scan.run(Spec {
+        k,
+        values: p,
+        record: record.clone(),
+        replicates: replicated,
+        taylor: None,
+        full: false,
+        all: false,
+        skip_zero: false,
+    })?;
+    let g = &second.groups[0];
+    let w = g.t[0];
+    let c = covariances(&g.t, p);
+    let unweighted_plain = design.is_none() && scan.query.weight.is_none();
+    let (survey, method) = survey_of(req, &design, scan.query.weight.as_deref(), n);
+    let pairs_idx: Vec<(usize, usize)> = (0..p)
+        .flat_map(|a| (a + 1..p).map(move |b| (a, b)))
+        .collect();
+    let r: Vec<f64> = pairs_idx
+        .iter()
+        .map(|&(a, b)| correlation(&c, p, a, b))
+        .collect();
+    let mut notes = Vec::new();
+    let (vars_r, df, method): (Vec<f64>, f64, String) = if unweighted_plain {
+        let nf = n as f64;
+        (
+            r.iter().map(|r| (1.0 - r * r) / (nf - 2.0)).collect(),
+            nf - 2.0,
+            "Pearson (unweighted, no survey design)".to_string(),
+        )
+    } else if replicated {
+        let (v, dropped) = replicate_vars(&g.reps, (&r, &pairs_idx), &survey, (p, k));
+        if dropped > 0 {
+            notes.push(format!(
+                "up to {dropped} replicates had a constant variable and were left out"
+            ));
+        }
+        (v, survey.info.df, method)
+    } else {
+        let v = linearized(&scan, record, (&c, &r, &pairs_idx), (w, p, k))?;
+        (v, survey.info.df, method)
+    };
+    let level = req.level;
+    let pairs = pairs_idx
+        .iter()
+        .enumerate()
+        .map(|(q, &(a, b))| Pair {
+            a: names[a].clone(),
+            b: names[b].clone(),
+            inference: r[q].is_finite().then(|| {
+                let i = inference(r[q], vars_r[q].max(0.0).sqrt(), df, level);
+                if unweighted_plain {
+                    fisher(i, n, level)
+                } else {
+                    i
+                }
+            }),
+        })
+        .collect();
+    let nf = n as f64;
+    let (matrix, covariance) = matrices(&c, p, nf);
+    Ok(Correlations {
+        dataset: ds.dir().display().to_string(),
+        variables: names,
+        n,
+        weighted_n: w,
+        means: mean
+            .iter()
+            .enumerate()
+            .map(|(a, m)| m + g.t[1 + a] / w)
+            .collect(),
+        sds: (0..p)
+            .map(|a| (c[a * p + a] * nf / (nf - 1.0)).sqrt())
+            .collect(),
+        matrix,
+        covariance,
+        pairs,
+        df,
+        method,
+        design: design.as_ref().map(|(_, v)| v.info.clone()),
+        weight: scan.query.weight.clone(),
+        filter: req.filter.clone(),
+        level,
+        notes,
+    })
+}

@@ -1,0 +1,225 @@
+//! Ratios of two totals, `R = Σ w·y / Σ w·x` (R `svyratio`, Stata
+//! `ratio`), per group, with design-based standard errors.
+//!
+//! Records with either variable missing are out (R's `na.rm = TRUE`: a
+//! domain, not a rebuilt design). Under replicate weights each
+//! replicate's ratio is `Σ w_r·y / Σ w_r·x`; under a Taylor design the
+//! variance is the linearization `(V_Y − 2R·C_YX + R²·V_X) / X²` from the
+//! design covariance of the two totals, which is R's `svyratio` (the
+//! variance of the scores `(y − R·x)/X`). Without a design each record is
+//! its own PSU: R's `svydesign(ids = ~1)` of the dataset, of which a
+//! filter or a group is a domain.
+
+use crate::model::Inference;
+use crate::sums::{Scan, Spec, Sums};
+use crate::survey::{DesignInfo, Survey};
+use crate::{Request, Result};
+use microtab_engine::{Category, ScanOptions};
+use microtab_store::Dataset;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// A ratio of totals per group.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    /// The dataset (its path; the HTTP API gives its served name).
+    pub dataset: String,
+    /// The numerator's variable.
+    pub numerator: String,
+    /// The denominator's variable.
+    pub denominator: String,
+    /// The grouping variables.
+    pub by: Vec<String>,
+    /// Per group with records (in the grouping variables' order; none
+    /// without grouping variables).
+    pub groups: Vec<RatioRow>,
+    /// All groups together.
+    pub total: RatioRow,
+    /// Degrees of freedom of the t tests and intervals: the design's
+    /// (PSUs − strata, or the replicates' rank − 1), records − 1 without
+    /// one.
+    pub df: f64,
+    /// How the standard errors were computed.
+    pub method: String,
+    /// The design, when one was used.
+    pub design: Option<DesignInfo>,
+    /// The weight, if any.
+    pub weight: Option<String>,
+    /// The filter, if any.
+    pub filter: Option<String>,
+    /// The confidence level of the intervals.
+    pub level: f64,
+    /// Remarks (replicates left out …).
+    pub notes: Vec<String>,
+}
+
+/// One group's ratio.
+#[derive(Debug, Clone, Serialize)]
+pub struct RatioRow {
+    /// The group's category of each grouping variable (none for the
+    /// total; `{value, label}` in JSON, as a means group's).
+    #[serde(serialize_with = "crate::json::categories_json")]
+    pub by: Vec<Category>,
+    /// Records with both variables.
+    pub n: u64,
+    /// `Σ w·y` over them.
+    pub numerator_total: f64,
+    /// `Σ w·x` over them.
+    pub denominator_total: f64,
+    /// The ratio with its SE, t (against 0), p and interval; `None` when
+    /// the denominator's total is 0.
+    #[serde(flatten)]
+    pub inference: Option<Inference>,
+}
+
+/// The numeric variable `name` (text has no totals).
+pub(crate) fn numeric<'a>(ds: &'a Dataset, name: &str) -> Result<&'a str> {
+    let v = ds.variable(name)?;
+    if v.kind == microtab_store::Kind::String {
+        return Err(crate::Error::NotNumeric {
+            variable: v.name.clone(),
+        });
+    }
+    Ok(&v.name)
+}
+
+/// An estimate with its SE and the t test and interval on `df`.
+pub(crate) fn inference(est: f64, se: f64, df: f64, level: f64) -> Inference {
+    let t = est / se;
+    let q = microtab_engine::stats::t_quantile(level, df);
+    Inference {
+        estimate: est,
+        se,
+        t,
+        p: crate::model::summary::p_two_sided(t, Some(df)),
+        lo: est - q * se,
+        hi: est + q * se,
+    }
+}
+
+/// The design and the no-design stand-in (each record its own PSU).
+pub(crate) fn survey_of(
+    req: &Request,
+    design: &Option<(microtab_store::Design, Survey)>,
+    weight: Option<&str>,
+    records: u64,
+) -> (Survey, String) {
+    match design {
+        Some((_, v)) => {
+            let method = match v.info.method {
+                "replicate" => format!("replicate weights ({})", v.info.kind),
+                _ => "linearization".to_string(),
+            };
+            (v.clone(), method)
+        }
+        None => (
+            Survey::records(weight, records, req.level, (req.min_n, req.max_cv)),
+            "linearization, each record independent (no survey design)".to_string(),
+        ),
+    }
+}
+
+/// The ratio `numerator / denominator` per group of `by` over `ds`.
+pub fn ratio(
+    ds: &Dataset,
+    req: &Request,
+    (numerator, denominator, by): (&str, &str, &[String]),
+    opts: &ScanOptions,
+) -> Result<Ratio> {
+    let design = crate::checks::design_of(ds, req, false)?;
+    let values = [
+        numeric(ds, numerator)?.to_string(),
+        numeric(ds, denominator)?.to_string(),
+    ];
+    let scan = Scan::new(ds, req, (by, &values), &design, opts)?;
+    let replicated = scan.replicated();
+    let sums = scan.run(Spec {
+        k: 2,
+        values: 2,
+        record: Arc::new(|v: &[f64], a: &mut [f64]| {
+            if v[0].is_nan() || v[1].is_nan() {
+                return false;
+            }
+            (a[0], a[1]) = (v[0], v[1]);
+            true
+        }),
+        replicates: replicated,
+        taylor: (!replicated).then_some(None),
+        full: true,
+        all: true,
+        skip_zero: false,
+    })?;
+    crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+    let records: u64 = sums.groups.iter().map(|g| g.n).sum();
+    let (survey, method) = survey_of(req, &design, scan.query.weight.as_deref(), records);
+    let mut dropped_max = 0;
+    let Sums {
+        groups,
+        all,
+        cov,
+        categories,
+        ..
+    } = &sums;
+    let shape: Vec<usize> = categories.iter().map(|c| c.len().max(1)).collect();
+    let df = survey.info.df;
+    let row = |g: &crate::sums::Group, c: usize, dropped: &mut u32| -> RatioRow {
+        let (y, x) = (g.t[0], g.t[1]);
+        let est = y / x;
+        let var = if replicated {
+            let reps: Vec<f64> = g.reps.chunks(2).map(|r| r[0] / r[1]).collect();
+            let v = survey.variance(est, &reps);
+            *dropped = (*dropped).max(v.dropped);
+            v.v
+        } else {
+            let v = &cov[c];
+            crate::survey::ratio_variance(y, x, [v[0], v[1], v[3]])
+        };
+        RatioRow {
+            by: Vec::new(),
+            n: g.n,
+            numerator_total: y,
+            denominator_total: x,
+            inference: (x != 0.0 && g.n > 0)
+                .then(|| inference(est, var.max(0.0).sqrt(), df, req.level)),
+        }
+    };
+    let rows = groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.n > 0 && !by.is_empty())
+        .map(|(c, g)| {
+            let mut r = row(g, c, &mut dropped_max);
+            r.by = microtab_engine::unravel(c, &shape)
+                .iter()
+                .enumerate()
+                .map(|(d, &i)| categories[d][i].clone())
+                .collect();
+            r
+        })
+        .collect();
+    let total = row(all, groups.len(), &mut dropped_max);
+    if total.n == 0 {
+        return Err(crate::Error::NoRecords);
+    }
+    let mut notes = Vec::new();
+    if dropped_max > 0 {
+        notes.push(format!(
+            "up to {dropped_max} replicates had a denominator total of 0 in a group and were left out of its variance"
+        ));
+    }
+    Ok(Ratio {
+        dataset: ds.dir().display().to_string(),
+        numerator: values[0].clone(),
+        denominator: values[1].clone(),
+        by: by.to_vec(),
+        groups: rows,
+        total,
+        df,
+        method,
+        design: design.as_ref().map(|(_, v)| v.info.clone()),
+        weight: scan.query.weight.clone(),
+        filter: req.filter.clone(),
+        level: req.level,
+        notes,
+    })
+}

@@ -1,0 +1,600 @@
+//! Design sums of a vector per record, group by group, in one scan: for
+//! estimators that are smooth functions of a few totals (a ratio of two
+//! totals, a correlation) and whose sums the engine's kernels do not keep.
+//!
+//! Each complete record `i` of group `g` brings a vector `a_i` (length
+//! `k`) and its weight `w_i`. Per group the scan sums
+//! - `T_g = Σ w_i a_i` and the records;
+//! - under replicate weights, each replicate's `Σ w_ri a_i`;
+//! - under a Taylor design (and without one, each of the dataset's
+//!   records its own PSU: R's `svydesign(ids = ~1)`),
+//!   per stratum `h` the sums over its PSUs `j` of `u_hj` and `u_hj u_hj'`
+//!   (or only its squares), `u_hj` the PSU's total of a vector per record:
+//!   `w_i a_i`, or the estimator's linearized value (its influence) when
+//!   the caller gives one. The design variance of `Σ u` is then
+//!   `Σ_h c_h Σ_j u_hj u_hj' − d_h (Σ_j u_hj)(Σ_j u_hj)'`.
+//!
+//! Records outside a group (other groups, filtered out, incomplete)
+//! bring zeros to its PSUs' totals, so each group is a domain of the whole
+//! design, as R's `svyby` and `subset` make it.
+
+use crate::model::rows::TaylorKeys;
+use crate::survey::Survey;
+use crate::Request;
+use microtab_engine::{Category, Fold, FoldRows, FoldState, Query, ScanOptions};
+use microtab_store::{Dataset, Design};
+use std::any::Any;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A record's analysis values into its vector `a`: `false` when the
+/// record is incomplete (a value missing) and out.
+pub(crate) type Record = Arc<dyn Fn(&[f64], &mut [f64]) -> bool + Send + Sync>;
+
+/// A record's linearized value `u` from its group (`None`: all groups),
+/// its vector `a` and weight.
+pub(crate) type Influence = Arc<dyn Fn(Option<usize>, &[f64], f64, &mut [f64]) + Send + Sync>;
+
+/// What one scan sums.
+#[derive(Clone)]
+pub(crate) struct Spec {
+    /// The vector's length.
+    pub k: usize,
+    /// The analysis values, first in the fold's values.
+    pub values: usize,
+    pub record: Record,
+    /// Sum each replicate's totals.
+    pub replicates: bool,
+    /// The Taylor sums: of `u` given by this (its length), else of `w·a`.
+    pub taylor: Option<Option<(Influence, usize)>>,
+    /// The Taylor sums' cross products (else only their squares).
+    pub full: bool,
+    /// Also sum every record into one group of all.
+    pub all: bool,
+    /// Leave out records of weight 0 (R's `degf` does not count their
+    /// PSUs).
+    pub skip_zero: bool,
+}
+
+/// Where a record's design values are among the fold's values.
+#[derive(Clone)]
+pub(crate) struct Places {
+    pub weight: Option<usize>,
+    pub strata: Option<usize>,
+    pub cluster: Option<usize>,
+    pub replicates: Range<usize>,
+    pub keys: Option<Arc<TaylorKeys>>,
+}
+
+/// One group's sums.
+#[derive(Clone, Default)]
+pub(crate) struct Group {
+    /// Its complete records.
+    pub n: u64,
+    /// `Σ w a`.
+    pub t: Vec<f64>,
+    /// Per replicate `r`, `Σ w_r a` at `r·k`.
+    pub reps: Vec<f64>,
+}
+
+#[derive(Clone, Default)]
+struct Strata {
+    s1: Vec<f64>,
+    s2: Vec<f64>,
+    psus: u64,
+}
+
+const ALL: u32 = u32::MAX;
+
+/// A PSU's totals, per group.
+type PsuTotals = Vec<(u32, Vec<f64>)>;
+
+/// A worker's sums.
+struct State {
+    spec: Arc<Spec>,
+    at: Arc<Places>,
+    groups: Vec<Group>,
+    all: Group,
+    strata: HashMap<(usize, u32), Strata>,
+    open: HashMap<(usize, u64), PsuTotals>,
+    unknown: u64,
+}
+
+/// The PSU being summed in a stretch of records: per group its `u`.
+struct Run {
+    key: Option<(usize, u64)>,
+    u: Vec<(u32, Vec<f64>)>,
+    first: bool,
+}
+
+fn add(a: &mut [f64], b: &[f64]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+fn add_to(run: &mut Vec<(u32, Vec<f64>)>, g: u32, u: &[f64]) {
+    match run.iter_mut().find(|(h, _)| *h == g) {
+        Some((_, v)) => add(v, u),
+        None => run.push((g, u.to_vec())),
+    }
+}
+
+impl State {
+    fn new(spec: &Arc<Spec>, at: &Arc<Places>) -> State {
+        State {
+            spec: spec.clone(),
+            at: at.clone(),
+            groups: Vec::new(),
+            all: Group::default(),
+            strata: HashMap::new(),
+            open: HashMap::new(),
+            unknown: 0,
+        }
+    }
+
+    fn group(&mut self, g: u32) -> &mut Group {
+        let k = self.spec.k;
+        let r = if self.spec.replicates {
+            self.at.replicates.len()
+        } else {
+            0
+        };
+        let new = || Group {
+            n: 0,
+            t: vec![0.0; k],
+            reps: vec![0.0; r * k],
+        };
+        if g == ALL {
+            if self.all.t.is_empty() {
+                self.all = new();
+            }
+            return &mut self.all;
+        }
+        let g = g as usize;
+        while self.groups.len() <= g {
+            self.groups.push(Group::default());
+        }
+        if self.groups[g].t.is_empty() {
+            self.groups[g] = new();
+        }
+        &mut self.groups[g]
+    }
+
+    /// A PSU's totals into its stratum's sums, group by group.
+    fn close(&mut self, h: usize, run: Vec<(u32, Vec<f64>)>) {
+        let full = self.spec.full;
+        for (g, u) in run {
+            let m = u.len();
+            let s = self.strata.entry((h, g)).or_insert_with(|| Strata {
+                s1: vec![0.0; m],
+                s2: vec![0.0; if full { m * m } else { m }],
+                psus: 0,
+            });
+            s.psus += 1;
+            add(&mut s.s1, &u);
+            if full {
+                for r in 0..m {
+                    for c in 0..m {
+                        s.s2[r * m + c] += u[r] * u[c];
+                    }
+                }
+            } else {
+                for (s2, x) in s.s2.iter_mut().zip(&u) {
+                    *s2 += x * x;
+                }
+            }
+        }
+    }
+
+    fn end_run(&mut self, run: &mut Run, contiguous: bool) {
+        let Some(key) = run.key.take() else { return };
+        let u = std::mem::take(&mut run.u);
+        if contiguous && !run.first {
+            self.close(key.0, u);
+        } else {
+            let e = self.open.entry(key).or_default();
+            for (g, v) in u {
+                add_to(e, g, &v);
+            }
+        }
+        run.first = false;
+    }
+
+    /// Record `i`'s stratum (`None`: in none the design knows).
+    fn stratum(&mut self, vals: &[Vec<f64>], i: usize, t: &TaylorKeys) -> Option<usize> {
+        let Some(k) = self.at.strata else {
+            return Some(0);
+        };
+        let v = vals[k][i];
+        let h = (!v.is_nan())
+            .then(|| t.keys.binary_search(&((v * t.scale).round() as i64)).ok())
+            .flatten();
+        if h.is_none() {
+            self.unknown += 1;
+        }
+        h
+    }
+}
+
+impl FoldState for State {
+    fn add(&mut self, rows: &FoldRows<'_>) {
+        let spec = self.spec.clone();
+        let at = self.at.clone();
+        let (k, nv) = (spec.k, spec.values);
+        let mut vals = vec![0.0; nv];
+        // The stretch's complete records: cell, position, weight, vector.
+        let mut cells = Vec::new();
+        let mut idx = Vec::new();
+        let mut ws = Vec::new();
+        let mut a = Vec::new();
+        let mut one = vec![0.0; k];
+        for (i, &cell) in rows.cells.iter().enumerate() {
+            for (j, v) in vals.iter_mut().enumerate() {
+                *v = rows.values[j][i];
+            }
+            let w = at.weight.map_or(1.0, |j| rows.values[j][i]);
+            if w.is_nan() || (spec.skip_zero && w == 0.0) || !(spec.record)(&vals, &mut one) {
+                continue;
+            }
+            cells.push(cell);
+            idx.push(i);
+            ws.push(w);
+            a.extend_from_slice(&one);
+        }
+        let targets = |c: u32| [Some(c), spec.all.then_some(ALL)];
+        for (r, (&c, &w)) in cells.iter().zip(&ws).enumerate() {
+            for g in targets(c).into_iter().flatten() {
+                let grp = self.group(g);
+                grp.n += 1;
+                for (t, x) in grp.t.iter_mut().zip(&a[r * k..(r + 1) * k]) {
+                    *t += w * x;
+                }
+            }
+        }
+        if spec.replicates {
+            // Replicate by replicate, so each weight column is read in order.
+            for (rep, col) in at.replicates.clone().enumerate() {
+                let wr = &rows.values[col];
+                for (r, (&c, &i)) in cells.iter().zip(&idx).enumerate() {
+                    let w = wr[i];
+                    if w.is_nan() {
+                        continue;
+                    }
+                    for g in targets(c).into_iter().flatten() {
+                        let grp = self.group(g);
+                        let s = &mut grp.reps[rep * k..(rep + 1) * k];
+                        for (t, x) in s.iter_mut().zip(&a[r * k..(r + 1) * k]) {
+                            *t += w * x;
+                        }
+                    }
+                }
+            }
+        }
+        let (Some(how), Some(keys)) = (&spec.taylor, at.keys.clone()) else {
+            return;
+        };
+        let mut run = Run {
+            key: None,
+            u: Vec::new(),
+            first: true,
+        };
+        let m = how.as_ref().map_or(k, |h| h.1);
+        let mut u = vec![0.0; m];
+        for (r, (&c, &i)) in cells.iter().zip(&idx).enumerate() {
+            let Some(h) = self.stratum(rows.values, i, &keys) else {
+                continue;
+            };
+            let ar = &a[r * k..(r + 1) * k];
+            let w = ws[r];
+            let mut each = Vec::with_capacity(2);
+            for g in targets(c).into_iter().flatten() {
+                match how {
+                    Some((f, _)) => f((g != ALL).then_some(g as usize), ar, w, &mut u),
+                    None => {
+                        for (x, y) in u.iter_mut().zip(ar) {
+                            *x = w * y;
+                        }
+                    }
+                }
+                each.push((g, u.clone()));
+            }
+            match at.cluster {
+                // Every record its own PSU: closed at once.
+                None => self.close(h, each),
+                Some(j) => {
+                    let psu = rows.values[j][i].to_bits();
+                    if run.key != Some((h, psu)) {
+                        self.end_run(&mut run, keys.contiguous);
+                        run.key = Some((h, psu));
+                    }
+                    for (g, v) in each {
+                        add_to(&mut run.u, g, &v);
+                    }
+                }
+            }
+        }
+        // The stretch's last PSU may continue in the next one.
+        run.first = true;
+        self.end_run(&mut run, false);
+    }
+
+    fn merge(&mut self, other: Box<dyn FoldState>) {
+        let o = *other
+            .into_any()
+            .downcast::<State>()
+            .expect("one fold, one state type");
+        let merge_group = |a: &mut Group, b: Group| {
+            if b.t.is_empty() {
+                return;
+            }
+            if a.t.is_empty() {
+                *a = b;
+                return;
+            }
+            a.n += b.n;
+            add(&mut a.t, &b.t);
+            add(&mut a.reps, &b.reps);
+        };
+        for (g, b) in o.groups.into_iter().enumerate() {
+            if self.groups.len() <= g {
+                self.groups.resize(g + 1, Group::default());
+            }
+            merge_group(&mut self.groups[g], b);
+        }
+        merge_group(&mut self.all, o.all);
+        self.unknown += o.unknown;
+        for (key, s) in o.strata {
+            match self.strata.get_mut(&key) {
+                Some(t) => {
+                    add(&mut t.s1, &s.s1);
+                    add(&mut t.s2, &s.s2);
+                    t.psus += s.psus;
+                }
+                None => {
+                    self.strata.insert(key, s);
+                }
+            }
+        }
+        for (key, u) in o.open {
+            let e = self.open.entry(key).or_default();
+            for (g, v) in u {
+                add_to(e, g, &v);
+            }
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// A scan's sums, finished.
+pub(crate) struct Sums {
+    /// Per planned cell of the grouping variables (row-major), its sums.
+    pub groups: Vec<Group>,
+    /// Every group's together (when asked for).
+    pub all: Group,
+    /// Per group (and `all`, last), the design covariance of its `Σ u`
+    /// (`m × m`, or its diagonal), when the scan had Taylor sums.
+    pub cov: Vec<Vec<f64>>,
+    /// Per group (and `all`, last), its PSUs and strata (R's `degf` of
+    /// the domain is their difference), when the scan had Taylor sums.
+    pub psus: Vec<(u64, u64)>,
+    /// The grouping variables' planned categories.
+    pub categories: Vec<Vec<Category>>,
+}
+
+/// A scan's query and where its design values are.
+pub(crate) struct Scan<'a> {
+    pub ds: &'a Dataset,
+    pub query: Query,
+    pub values: Vec<String>,
+    pub at: Arc<Places>,
+    pub opts: &'a ScanOptions,
+    /// Per stratum `(c_h, d_h)` and the strata whose lonely PSU is
+    /// averaged (Taylor designs, or each record its own PSU without one).
+    pub coef: Option<(Vec<[f64; 2]>, Vec<bool>)>,
+}
+
+impl Scan<'_> {
+    /// The scan for the analysis values `values` grouped by `by`, with the
+    /// request's filter and weight and its design's.
+    pub(crate) fn new<'a>(
+        ds: &'a Dataset,
+        req: &Request,
+        (by, values): (&[String], &[String]),
+        design: &Option<(Design, Survey)>,
+        opts: &'a ScanOptions,
+    ) -> crate::Result<Scan<'a>> {
+        let query = Query {
+            filter: match &req.filter {
+                Some(t) => microtab_engine::parse_filter(t)?,
+                None => Vec::new(),
+            },
+            group_by: by.to_vec(),
+            weight: design
+                .as_ref()
+                .map_or(req.weight.clone(), |(d, _)| Some(d.weight.clone())),
+            max_cells: Some(req.max_cells),
+            ..Query::default()
+        };
+        microtab_engine::check_values(&[ds], &query.filter, &query.group_by)?;
+        crate::checks::verify(ds, req, &query)?;
+        let mut names = values.to_vec();
+        let mut push = |n: &Option<String>| {
+            n.clone().map(|n| {
+                names.push(n);
+                names.len() - 1
+            })
+        };
+        let weight = push(&query.weight);
+        let taylor = design.as_ref().and_then(|(d, _)| d.taylor.clone());
+        let (strata, cluster) = match &taylor {
+            Some(t) => (push(&t.strata), push(&t.cluster)),
+            None => (None, None),
+        };
+        let reps = design
+            .as_ref()
+            .and_then(|(d, _)| d.replicates.as_ref())
+            .map_or(Vec::new(), |r| r.weights.clone());
+        let replicates = names.len()..names.len() + reps.len();
+        names.extend(reps);
+        let (keys, coef) = match &taylor {
+            Some(t) => (
+                Some(TaylorKeys {
+                    keys: t.strata_keys.clone(),
+                    scale: match &t.strata {
+                        Some(s) => ds.variable(s)?.scale(),
+                        None => 1.0,
+                    },
+                    contiguous: t.contiguous,
+                }),
+                Some(crate::taylor::coefficients(t)),
+            ),
+            // Without a design: each record its own PSU, in one stratum
+            // (its coefficients once the records are counted).
+            None if design.is_none() => (
+                Some(TaylorKeys {
+                    keys: vec![0],
+                    scale: 1.0,
+                    contiguous: true,
+                }),
+                None,
+            ),
+            None => (None, None),
+        };
+        Ok(Scan {
+            ds,
+            query,
+            values: names,
+            at: Arc::new(Places {
+                weight,
+                strata,
+                cluster,
+                replicates,
+                keys: keys.map(Arc::new),
+            }),
+            opts,
+            coef,
+        })
+    }
+
+    /// Whether the scan's design is replicate weights.
+    pub(crate) fn replicated(&self) -> bool {
+        !self.at.replicates.is_empty()
+    }
+
+    /// Sums `spec` over the query's records.
+    pub(crate) fn run(&self, spec: Spec) -> crate::Result<Sums> {
+        let spec = Arc::new(spec);
+        let (s, a) = (spec.clone(), self.at.clone());
+        let mut q = self.query.clone();
+        let n = if spec.replicates {
+            self.values.len()
+        } else {
+            self.at.replicates.start
+        };
+        q.fold = Some(Fold {
+            values: self.values[..n].to_vec(),
+            make: Arc::new(move || Box::new(State::new(&s, &a)) as Box<dyn FoldState>),
+        });
+        let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
+        let mut st = match folded.state {
+            Some(s) => *s
+                .into_any()
+                .downcast::<State>()
+                .expect("the fold's own state"),
+            None => State::new(&spec, &self.at),
+        };
+        if st.unknown > 0 {
+            return Err(crate::Error::UnknownStrata {
+                records: st.unknown,
+            });
+        }
+        let cells: usize = folded.categories.iter().map(|c| c.len().max(1)).product();
+        let (k, r) = (
+            spec.k,
+            if spec.replicates {
+                self.at.replicates.len()
+            } else {
+                0
+            },
+        );
+        for g in 0..cells.max(st.groups.len()) {
+            st.group(g as u32);
+        }
+        st.group(ALL);
+        st.groups.truncate(cells);
+        debug_assert!(st
+            .groups
+            .iter()
+            .all(|g| g.t.len() == k && g.reps.len() == r * k));
+        let mut psus = Vec::new();
+        let cov = match &spec.taylor {
+            Some(how) => {
+                for ((h, _), u) in std::mem::take(&mut st.open) {
+                    st.close(h, u);
+                }
+                let m = how.as_ref().map_or(k, |h| h.1);
+                let n = self.ds.rows() as f64;
+                let (coef, average) = match &self.coef {
+                    Some((c, a)) => (c.clone(), a.clone()),
+                    // R's svydesign(ids = ~1) of the dataset's records
+                    // (a filter or a group is a domain of it).
+                    None => (vec![[n / (n - 1.0), 1.0 / (n - 1.0)]], Vec::new()),
+                };
+                (0..=cells)
+                    .map(|g| {
+                        let g = if g == cells { ALL } else { g as u32 };
+                        let s = st.strata.iter().filter(|((_, x), _)| *x == g);
+                        psus.push(s.fold((0, 0), |(p, h), (_, s)| (p + s.psus, h + 1)));
+                        covariance(&st.strata, g, (m, spec.full), (&coef, &average))
+                    })
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        Ok(Sums {
+            groups: st.groups,
+            all: st.all,
+            cov,
+            psus,
+            categories: folded.categories,
+        })
+    }
+}
+
+/// Group `g`'s `Σ_h c_h S2_h − d_h S1_h S1_h'`, scaled up for strata
+/// whose lonely PSU is averaged (as [`crate::model`]'s sandwich).
+fn covariance(
+    strata: &HashMap<(usize, u32), Strata>,
+    g: u32,
+    (m, full): (usize, bool),
+    (coef, average): (&[[f64; 2]], &[bool]),
+) -> Vec<f64> {
+    let mut v = vec![0.0; if full { m * m } else { m }];
+    let (mut count, mut with_var) = (0usize, 0usize);
+    for ((h, _), s) in strata.iter().filter(|((_, x), _)| *x == g) {
+        count += 1;
+        with_var += usize::from(!average.get(*h).copied().unwrap_or(false));
+        let [c, d] = coef[*h];
+        if full {
+            for r in 0..m {
+                for k in 0..m {
+                    v[r * m + k] += c * s.s2[r * m + k] - d * s.s1[r] * s.s1[k];
+                }
+            }
+        } else {
+            for ((v, s2), s1) in v.iter_mut().zip(&s.s2).zip(&s.s1) {
+                *v += c * s2 - d * s1 * s1;
+            }
+        }
+    }
+    if !average.is_empty() && with_var > 0 {
+        let scale = count as f64 / with_var as f64;
+        v.iter_mut().for_each(|x| *x *= scale);
+    }
+    v
+}

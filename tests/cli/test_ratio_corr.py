@@ -1,0 +1,229 @@
+"""`microtab ratio` and `microtab corr` against R survey on R's own api
+data: `svyratio` (alone and by group with `svyby`, in a domain, with a
+missing code), `svyvar`, and the correlation's SE — R's delta method
+(`svycontrast` of `svymean`s of the products) under linearization, R's
+`withReplicates` of `cov.wt(cor = TRUE)` under replicate weights — for a
+stratified design with FPC, a cluster design with FPC and JK1 replicates;
+without a design against `svydesign(ids = ~1)` and scipy's Pearson test."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from conftest import R_DESIGNS, close, close_p, rscript, run, run_json
+
+R_RC = R_DESIGNS + r"""
+if (kind == "none") d <- svydesign(ids=~1, weights=~pw, data=data)
+d$variables$ell2[d$variables$ell2 == 999] <- NA
+out_rows <- list()
+add <- function(what, key, est, se) out_rows[[length(out_rows) + 1]] <<-
+  data.frame(what=what, key=key, est=est, se=se)
+r <- svyratio(~api00, ~enroll, d)
+add("ratio", "all", coef(r), SE(r))
+b <- svyby(~api00, ~stype_txt, denominator=~enroll, design=d, svyratio)
+add("ratio_by", as.character(b$stype_txt), coef(b), SE(b))
+# A domain (a filter) and a numerator with a missing code.
+b <- svyby(~ell2, ~stype, denominator=~meals, design=subset(d, api00 >= 600), svyratio,
+           na.rm=TRUE)
+add("ratio_dom", as.character(b$stype), coef(b), SE(b))
+sub <- subset(d, !is.na(ell2))
+v <- svyvar(~api00+ell2+meals, sub)
+vm <- as.matrix(v)
+add("cov", c("api00:ell2", "api00:meals", "ell2:meals", "api00:api00"),
+    c(vm[1,2], vm[1,3], vm[2,3], vm[1,1]), NA)
+pairs <- list(c("api00", "ell2"), c("api00", "meals"), c("ell2", "meals"))
+if (inherits(d, "svyrep.design")) {
+  reps <- withReplicates(sub, function(w, data) {
+    cc <- cov.wt(data[, c("api00", "ell2", "meals")], w, cor=TRUE)$cor
+    c(cc[1,2], cc[1,3], cc[2,3])
+  })
+  add("corr", sapply(pairs, paste, collapse=":"), coef(reps), SE(reps))
+} else {
+  for (p in pairs) {
+    x <- sub$variables[[p[1]]]; y <- sub$variables[[p[2]]]
+    s2 <- update(sub, x=x, y=y, xy=x*y, xx=x^2, yy=y^2)
+    m <- svymean(~x+y+xy+xx+yy, s2)
+    ct <- svycontrast(m, quote((xy - x*y)/sqrt((xx - x^2)*(yy - y^2))))
+    add("corr", paste(p, collapse=":"), coef(ct), SE(ct))
+  }
+}
+write.csv(do.call(rbind, out_rows), out, row.names=FALSE)
+"""
+
+
+def want(api, kind):
+    csv = api["dir"] / ("clus.csv" if kind in ("clus", "jk1") else "strat.csv")
+    rows = rscript(api["dir"] / "rc.R", R_RC, csv, api["dir"] / f"rc_{kind}.csv", kind)
+    by = {}
+    for r in rows:
+        by[(r["what"], r["key"])] = (float(r["est"]), None if r["se"] in ("NA", "") else float(r["se"]))
+    return by
+
+
+def groups(res):
+    return {g["by"][0]["value"]: g for g in res["groups"]}
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1", "none"])
+def test_ratio_matches_r_svyratio(api, kind):
+    w = want(api, kind)
+    ds = api["strat" if kind == "none" else kind]
+    extra = ["--no-design", "--weight", "pw"] if kind == "none" else []
+    got = run_json("ratio", ds, "api00", "enroll", *extra)
+    assert got["groups"] == []
+    est, se = w[("ratio", "all")]
+    t = got["total"]
+    assert close(t["estimate"], est) and close(t["se"], se), (t, est, se)
+    assert t["numerator_total"] / t["denominator_total"] == pytest.approx(est, rel=1e-12)
+    # By a text variable; the total beside the groups is the one above.
+    got = run_json("ratio", ds, "api00", "enroll", "--by", "stype_txt", *extra)
+    g = groups(got)
+    for key in ("elem", "high", "middle"):
+        est, se = w[("ratio_by", key)]
+        assert close(g[key]["estimate"], est) and close(g[key]["se"], se), (key, g[key], est, se)
+    assert close(got["total"]["se"], w[("ratio", "all")][1])
+    # A domain, and records whose numerator is a missing code left out.
+    got = run_json("ratio", ds, "ell2", "meals", "--by", "stype", "--filter", "api00(600-2000)",
+                   *extra)
+    g = groups(got)
+    for key in ("E", "H", "M"):
+        est, se = w[("ratio_dom", key)]
+        assert close(g[key]["estimate"], est) and close(g[key]["se"], se), (key, g[key], est, se)
+    if kind != "none":
+        assert got["df"] == got["design"]["df"]
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1", "none"])
+def test_corr_matches_r(api, kind):
+    w = want(api, kind)
+    ds = api["strat" if kind == "none" else kind]
+    extra = ["--no-design", "--weight", "pw"] if kind == "none" else []
+    got = run_json("corr", ds, "api00", "ell2", "meals", *extra)
+    assert got["variables"] == ["api00", "ell2", "meals"]
+    pairs = {f'{p["a"]}:{p["b"]}': p for p in got["pairs"]}
+    for key in ("api00:ell2", "api00:meals", "ell2:meals"):
+        est, se = w[("corr", key)]
+        g = pairs[key]
+        assert close(g["estimate"], est) and close(g["se"], se), (key, g, est, se)
+        assert g["t"] == pytest.approx(g["estimate"] / g["se"], rel=1e-12)
+    c = got["covariance"]
+    for (i, j), key in [((0, 1), "api00:ell2"), ((0, 2), "api00:meals"), ((1, 2), "ell2:meals"),
+                        ((0, 0), "api00:api00")]:
+        assert close(c[i][j], w[("cov", key)][0]) and c[i][j] == c[j][i]
+    m = got["matrix"]
+    assert m[0][0] == 1.0 and m[0][1] == pytest.approx(pairs["api00:ell2"]["estimate"], rel=1e-12)
+
+
+def test_unweighted_corr_is_pearsons_test(api):
+    """No design, no weight: r, its t test on n − 2 df and Fisher's interval
+    are scipy's pearsonr; means and SDs numpy's (listwise: ell2's missing
+    code drops its records)."""
+    import csv
+    rows = list(csv.DictReader(open(api["dir"] / "strat.csv")))
+    rows = [r for r in rows if r["ell2"] != "999"]
+    x = np.array([float(r["api00"]) for r in rows])
+    y = np.array([float(r["ell2"]) for r in rows])
+    got = run_json("corr", api["strat"], "api00", "ell2", "--no-design")
+    (p,) = got["pairs"]
+    want_ = stats.pearsonr(x, y)
+    ci = want_.confidence_interval(0.95)
+    assert got["n"] == len(x) and got["df"] == len(x) - 2
+    assert p["estimate"] == pytest.approx(want_.statistic, rel=1e-12)
+    assert close_p(p, want_.pvalue)
+    assert p["lo"] == pytest.approx(ci.low, rel=1e-9) and p["hi"] == pytest.approx(ci.high, rel=1e-9)
+    assert got["means"] == pytest.approx([x.mean(), y.mean()], rel=1e-12)
+    assert got["sds"] == pytest.approx([x.std(ddof=1), y.std(ddof=1)], rel=1e-12)
+
+
+def test_ratio_and_corr_refuse_what_they_cannot_answer(api):
+    ds = api["strat"]
+    for args, needle in [
+        (["ratio", ds, "stype_txt", "enroll"], "stype_txt is a text variable"),
+        (["ratio", ds, "api00", "enroll", "--filter", "api00(2000-3000)"], "no record"),
+        (["corr", ds, "api00", "api00"], "two or more different variables"),
+        (["corr", ds, "api00", "nosuch"], "nosuch"),
+        (["corr", ds, "api00", "stype_txt"], "text variable"),
+    ]:
+        p = run(*args, ok=False)
+        assert p.returncode == 1 and needle in p.stderr, (args, p.stderr)
+    # A constant variable has no correlation: no number, not a NaN.
+    got = run_json("corr", ds, "api00", "meals", "--filter", "meals(0-0)", "--no-design")
+    assert got["pairs"][0].get("estimate") is None
+
+
+def test_ratio_text_and_csv(api):
+    ds = api["jk1"]
+    text = run("ratio", ds, "api00", "enroll", "--by", "stype_txt").stdout
+    assert "Ratio of the totals of api00 to enroll" in text and "Total" in text
+    assert "replicate weights (jk1)" in text
+    j = run_json("ratio", ds, "api00", "enroll", "--by", "stype_txt")
+    lines = run("ratio", ds, "api00", "enroll", "--by", "stype_txt", "--format", "csv").stdout.splitlines()
+    assert lines[0] == "stype_txt,n,numerator_total,denominator_total,ratio,se,lo,hi"
+    elem = lines[1].split(",")
+    g = groups(j)["elem"]
+    assert elem[0] == "elem" and float(elem[4]) == g["estimate"] and float(elem[5]) == g["se"]
+    assert lines[-1].startswith("Total,")
+    text = run("corr", ds, "api00", "ell", "meals").stdout
+    assert "api00 × ell" in text and "records: " in text
+    assert not math.isnan(run_json("corr", ds, "api00", "ell")["pairs"][0]["se"])
+
+
+R_TTEST = R_DESIGNS + r"""
+if (kind == "none") d <- svydesign(ids=~1, weights=~pw, data=data)
+d$variables$ell2[d$variables$ell2 == 999] <- NA
+rows <- NULL
+one <- function(key, des) {
+  t <- svyttest(I(ell2 - 25) ~ 0, des, na.rm=TRUE)
+  rows <<- rbind(rows, data.frame(key=key, est=unname(t$estimate),
+                                  se=unname(t$estimate / t$statistic),
+                                  df=unname(t$parameter), p=t$p.value))
+}
+# In the domain of schools with api00 of at least 600 (a filter), by stype.
+dom <- subset(d, api00 >= 600)
+for (s in c("E", "H", "M")) one(s, subset(dom, stype == s))
+one("Total", dom)
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1", "none"])
+def test_test_mean_matches_r_svyttest(api, kind):
+    """`means --test-mean`: per group and in total, R's one-sample
+    `svyttest` of a domain (its df: the domain's degf − 1), with a
+    missing code in the analysis variable."""
+    csv = api["dir"] / ("clus.csv" if kind in ("clus", "jk1") else "strat.csv")
+    want_ = rscript(api["dir"] / "tt.R", R_TTEST, csv, api["dir"] / f"tt_{kind}.csv", kind)
+    ds = api["strat" if kind == "none" else kind]
+    extra = ["--no-design", "--weight", "pw"] if kind == "none" else []
+    got = run_json("means", ds, "ell2", "--by", "stype", "--test-mean", "25",
+                   "--filter", "api00(600-2000)", *extra)["test"]
+    assert got["value"] == 25
+    by = {g["by"][0]["value"]: g for g in got["groups"]} | {"Total": got["total"]}
+    for w in want_:
+        g = by[w["key"]]
+        assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"])), (w, g)
+        assert g["df"] == float(w["df"]), (w, g)
+        assert close_p(g, float(w["p"]))
+        assert g["mean"] == pytest.approx(float(w["est"]) + 25, rel=1e-12)
+
+
+def test_unweighted_test_mean_is_scipys(api):
+    import csv
+    rows = [r for r in csv.DictReader(open(api["dir"] / "strat.csv")) if r["ell2"] != "999"]
+    got = run_json("means", api["strat"], "ell2", "--by", "stype", "--test-mean", "25",
+                   "--no-design")["test"]
+    for g in got["groups"]:
+        x = np.array([float(r["ell2"]) for r in rows if r["stype"] == g["by"][0]["value"]])
+        t = stats.ttest_1samp(x, 25)
+        ci = t.confidence_interval(0.95)
+        assert g["t"] == pytest.approx(t.statistic, rel=1e-9) and g["df"] == len(x) - 1
+        assert close_p(g, t.pvalue)
+        assert g["lo"] + 25 == pytest.approx(ci.low, rel=1e-9)
+    csv_out = run("means", api["strat"], "ell2", "--by", "stype", "--test-mean", "25",
+                  "--no-design", "--format", "csv").stdout.splitlines()
+    assert csv_out[0].endswith("test_diff,test_se,test_t,test_df,test_p,test_lo,test_hi")
+    assert csv_out[-1].startswith("Total,") and csv_out[-1].split(",")[-5] == str(got["total"]["t"])
+    text = run("means", api["strat"], "ell2", "--by", "stype", "--test-mean", "-3", "--no-design").stdout
+    assert "Test of mean = -3" in text and "mean − -3" in text
