@@ -46,7 +46,18 @@ b <- svyby(~INCTOT, ~RACE, subset(des, AGE >= 18), svymean, covmat=TRUE, na.rm=T
 k <- length(coef(b))
 ct <- svycontrast(b, lapply(2:k, function(i) { v <- rep(0, k); v[1] <- -1; v[i] <- 1; v }))
 c <- data.frame(term=as.character(b$RACE[-1]), est=coef(ct), se=SE(ct), p=NA, model="c")
-write.csv(rbind(g, l, w, c), out, row.names=FALSE)
+rr <- svyby(~INCWAGE, ~SEX, denominator=~INCTOT, design=des, svyratio, na.rm=TRUE)
+r <- data.frame(term=as.character(rr$SEX), est=coef(rr), se=SE(rr), p=NA, model="r")
+cc <- withReplicates(subset(des, !is.na(INCTOT)), function(w, data) {
+  m <- cov.wt(data[, c("AGE", "INCTOT", "INCWAGE")], w, cor=TRUE)$cor
+  c(m[1, 2], m[1, 3], m[2, 3])
+})
+k <- data.frame(term=c("AGE:INCTOT", "AGE:INCWAGE", "INCTOT:INCWAGE"), est=coef(cc), se=SE(cc),
+                p=NA, model="k")
+tt <- svyttest(I(INCTOT - 30000) ~ 0, subset(des, SEX == 2), na.rm=TRUE)
+t <- data.frame(term="2", est=unname(tt$estimate), se=unname(tt$estimate / tt$statistic),
+                p=unname(tt$parameter), model="t")
+write.csv(rbind(g, l, w, c, r, k, t), out, row.names=FALSE)
 """
 
 
@@ -129,6 +140,43 @@ def test_differences_from_python_match_r(data):
         d.means("INCTOT", by="RACE").differences()
 
 
+def test_ratio_corr_and_test_mean_from_python_match_r_and_the_cli(data):
+    ds, want = data
+    d = mt.open(ds)
+    w = {(x["model"], x["term"]): x for x in want}
+    r = d.ratio("INCWAGE", "INCTOT", by="SEX")
+    assert same(r.to_dict(), cli_json("ratio", ds, "INCWAGE", "INCTOT", "--by", "SEX"))
+    df = r.to_pandas()
+    assert list(df.columns) == ["SEX", "n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi"]
+    assert list(df["SEX"]) == [1, 2, "Total"]
+    for _, row in df.iloc[:2].iterrows():
+        x = w[("r", str(row["SEX"]))]
+        assert rel(row["ratio"], float(x["est"])) and rel(row["se"], float(x["se"]))
+    assert r.method == "replicate weights (sdr)"
+    c = d.corr("AGE", "INCTOT", "INCWAGE")
+    assert same(c.to_dict(), cli_json("corr", ds, "AGE", "INCTOT", "INCWAGE"))
+    assert c.to_dict() == d.corr(["AGE", "INCTOT", "INCWAGE"]).to_dict()
+    for _, p in c.to_pandas().iterrows():
+        x = w[("k", f"{p['a']}:{p['b']}")]
+        assert rel(p["r"], float(x["est"])) and rel(p["se"], float(x["se"]))
+    assert c.matrix.loc["AGE", "INCTOT"] == c.matrix.loc["INCTOT", "AGE"]
+    assert c.matrix.loc["AGE", "AGE"] == 1.0 and c.covariance.shape == (3, 3)
+    m = d.means("INCTOT", by="SEX", test_mean=30000)
+    assert same(m.to_dict(), cli_json("means", ds, "INCTOT", "--by", "SEX", "--test-mean", "30000"))
+    t = m.tests()
+    assert list(t["SEX"]) == [1, 2, "Total"]
+    row, x = t.iloc[1], w[("t", "2")]
+    assert rel(row["estimate"], float(x["est"])) and rel(row["se"], float(x["se"]))
+    assert row["df"] == float(x["p"])
+    assert row["mean"] == pytest.approx(row["estimate"] + 30000, rel=1e-12)
+    with pytest.raises(mt.QueryError, match="no test"):
+        d.means("INCTOT", by="SEX").tests()
+    with pytest.raises(ValueError, match="test_mean"):
+        d.means("INCTOT", by="SEX", test_mean=float("nan"))
+    with pytest.raises(mt.ArgumentError, match="two or more"):
+        d.corr("AGE")
+
+
 def test_share_differences_from_python_equal_the_cli(data):
     ds, _ = data
     d = mt.open(ds)
@@ -157,6 +205,19 @@ def test_regress_over_http_equals_the_cli(data, tmp_path):
         with urllib.request.urlopen(f"{url}/api/v1/datasets/{ds.stem}/means?{q}") as resp:
             got = json.loads(resp.read())
         assert got["comparison"] == cli_json("means", ds, "INCTOT", "--by", "RACE", "--diff", "1")["comparison"]
+        for kind, params, args in [
+                ("ratio", [("numerator", "INCWAGE"), ("denominator", "INCTOT"), ("by", "SEX")],
+                 ["ratio", ds, "INCWAGE", "INCTOT", "--by", "SEX"]),
+                ("corr", [("vars", "AGE"), ("vars", "INCTOT")], ["corr", ds, "AGE", "INCTOT"]),
+                ("corr", [("vars", "AGE,INCTOT")], ["corr", ds, "AGE", "INCTOT"]),
+                ("means", [("var", "INCTOT"), ("by", "SEX"), ("test_mean", "30000")],
+                 ["means", ds, "INCTOT", "--by", "SEX", "--test-mean", "30000"])]:
+            q = urllib.parse.urlencode(params)
+            with urllib.request.urlopen(f"{url}/api/v1/datasets/{ds.stem}/{kind}?{q}") as resp:
+                got = json.loads(resp.read())
+            want = cli_json(*args)
+            assert got.pop("dataset") == ds.stem and want.pop("dataset") == str(ds)
+            assert same(got, want), kind
         q = urllib.parse.urlencode({"formula": "INCTOT ~ AGE", "family": "nope"})
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(f"{url}/api/v1/datasets/{ds.stem}/regress?{q}")

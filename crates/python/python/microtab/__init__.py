@@ -58,6 +58,8 @@ __all__ = [
     "Crosstab",
     "Means",
     "Regression",
+    "Ratio",
+    "Correlations",
     "MicrotabError",
     "QueryError",
     "TooLargeError",
@@ -377,7 +379,7 @@ class _Queries:
               filter: str | None = None, median: bool = False,  # noqa: A002
               percentiles: Iterable[float] = (), design: bool = True, level: float = 0.95,
               max_cells: int | None = None, allow_negative_weights: bool = False,
-              diff: Any = None) -> "Means":
+              diff: Any = None, test_mean: float | None = None) -> "Means":
         """Weighted mean, SD, N and sum of weights of ``var`` per group of
         ``by`` (one name, or a list of names: each is one variable or
         recode, whatever characters it holds), with medians/percentiles on
@@ -387,7 +389,10 @@ class _Queries:
         ``diff=BASE`` (one ``by`` variable) also compares each group with
         the group whose value is ``BASE``: its mean minus the base's with
         the design-based SE of the difference, t, p and interval
-        (:meth:`Means.differences`; R ``svyttest``, ``svycontrast``)."""
+        (:meth:`Means.differences`; R ``svyttest``, ``svycontrast``).
+        ``test_mean=VALUE`` tests each group's mean, and the total's,
+        against ``VALUE`` (:meth:`Means.tests`; R's one-sample ``svyttest``
+        of each group's domain, on its degrees of freedom less one)."""
         by = [by] if isinstance(by, str) else list(by or ())
         if not by:
             raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
@@ -400,6 +405,7 @@ class _Queries:
         return Means(self._ask({"analysis": "means", "var": var, "by": by, "weight": weight,
                                 "filter": filter, "design": design, "level": level,
                                 "quantiles": q, "diff": None if diff is None else str(diff),
+                                "test_mean": None if test_mean is None else _number("test_mean", test_mean),
                                 **_limits(max_cells, allow_negative_weights)}))
 
     def regress(self, formula: str, *, family: str = "gaussian", weight: str | None = None,
@@ -423,6 +429,40 @@ class _Queries:
                                      "weight": weight, "filter": filter, "design": design,
                                      "level": _level(level),
                                      **_limits(max_cells, allow_negative_weights)}))
+
+
+    def ratio(self, numerator: str, denominator: str, by: str | Sequence[str] = (), *,
+              weight: str | None = None, filter: str | None = None,  # noqa: A002
+              design: bool = True, level: float = 0.95, max_cells: int | None = None,
+              allow_negative_weights: bool = False) -> "Ratio":
+        """The ratio of the weighted totals of ``numerator`` and
+        ``denominator`` (income per person), overall and per group of
+        ``by``, with its design-based SE and interval (R ``svyratio``;
+        records missing either variable are left out). Without a design
+        each record is its own PSU (R ``svydesign(ids = ~1)``). The other
+        arguments as for :meth:`means`. Returns a :class:`Ratio`."""
+        by = [by] if isinstance(by, str) else list(by or ())
+        return Ratio(self._ask({"analysis": "ratio", "numerator": numerator,
+                                "denominator": denominator, "by": by, "weight": weight,
+                                "filter": filter, "design": design, "level": _level(level),
+                                **_limits(max_cells, allow_negative_weights)}))
+
+    def corr(self, *vars: str, weight: str | None = None,  # noqa: A002
+             filter: str | None = None, design: bool = True,  # noqa: A002
+             level: float = 0.95, allow_negative_weights: bool = False) -> "Correlations":
+        """Weighted Pearson correlations of two or more numeric variables
+        (SDA CORRTAB) over the records with a value of each, with
+        design-based SEs, t tests and intervals (replicate correlations, or
+        the linearization over the design's PSUs); unweighted without a
+        design, Pearson's test (``scipy.stats.pearsonr``). ``corr("A",
+        "B", "C")`` or ``corr(["A", "B", "C"])``. Returns a
+        :class:`Correlations`."""
+        names = list(vars[0]) if len(vars) == 1 and not isinstance(vars[0], str) else list(vars)
+        if len(names) < 2:
+            raise ArgumentError(f"corr needs two or more variables, got {names}")
+        return Correlations(self._ask({"analysis": "corr", "vars": names, "weight": weight,
+                                       "filter": filter, "design": design, "level": _level(level),
+                                       **_limits(None, allow_negative_weights)}))
 
 
 class Variable:
@@ -1145,8 +1185,106 @@ class Means(_Result):
             raise QueryError("no comparison: ask for one with means(..., diff=BASE)")
         return pd.DataFrame(c["differences"], columns=["group", "estimate", "se", "t", "p", "lo", "hi"])
 
+    @property
+    def test(self) -> dict | None:
+        """With ``test_mean=``: the value, each group's test and the
+        total's (``mean``, ``df``, and the mean less the value as
+        ``estimate`` with ``se``, ``t``, ``p``, ``lo``, ``hi``), ``method``."""
+        return self._d.get("test")
+
+    def tests(self):
+        """With ``test_mean=``: a ``pandas.DataFrame``, one row per group
+        and one for the total (``Total`` in the first grouping column):
+        ``mean``, ``estimate`` (the mean less the value), ``se``, ``t``,
+        ``df``, ``p``, ``lo``, ``hi``."""
+        import pandas as pd
+        t = self.test
+        if t is None:
+            raise QueryError("no test: ask for one with means(..., test_mean=VALUE)")
+        by = self._d.get("by", [])
+        cols = ["mean", "estimate", "se", "t", "df", "p", "lo", "hi"]
+        recs = []
+        for g in [*t["groups"], t["total"]]:
+            rec = {name: (b["value"] if g["by"] else None) for name, b in
+                   zip(by, g["by"] or [{}] * len(by))}
+            if not g["by"] and by:
+                rec[by[0]] = "Total"
+            rec.update({k: g.get(k) for k in cols})
+            recs.append(rec)
+        return pd.DataFrame(recs, columns=[*by, *cols])
+
     def __repr__(self) -> str:
         return f"<microtab.Means of {self._d.get('variable')}: {len(self.groups)} groups>"
+
+
+class Ratio(_Result):
+    """Ratios of totals (:meth:`Dataset.ratio`): ``groups`` and ``total``
+    (each with ``by``, ``n``, ``numerator_total``, ``denominator_total``,
+    and the ratio as ``estimate`` with ``se``, ``t``, ``p``, ``lo``,
+    ``hi``), ``df``, ``method``."""
+
+    groups = _member("groups", "The groups that have records (a list of dicts; none without by).")
+    total = _member("total", "All groups together (a dict).")
+    df = _member("df", "Degrees of freedom of the intervals.")
+    method = _member("method", "How the standard errors were computed.")
+
+    def to_pandas(self):
+        """One row per group, then the total (``Total`` in the first
+        grouping column): n, the totals, ratio, se, lo, hi."""
+        import pandas as pd
+        by = self._d.get("by", [])
+        cols = ["n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi"]
+        recs = []
+        for g in [*self.groups, self.total]:
+            rec = {name: b["value"] for name, b in zip(by, g["by"])}
+            if not g["by"] and by:
+                rec[by[0]] = "Total"
+            rec.update({"n": g["n"], "numerator_total": g["numerator_total"],
+                        "denominator_total": g["denominator_total"], "ratio": g.get("estimate"),
+                        "se": g.get("se"), "lo": g.get("lo"), "hi": g.get("hi")})
+            recs.append(rec)
+        return pd.DataFrame(recs, columns=[*by, *cols])
+
+    def __repr__(self) -> str:
+        return f"<microtab.Ratio {self._d.get('numerator')} / {self._d.get('denominator')}>"
+
+
+class Correlations(_Result):
+    """A correlation matrix (:meth:`Dataset.corr`): ``matrix`` and
+    ``covariance`` (DataFrames indexed by variable), ``pairs`` (each pair's
+    ``a``, ``b``, ``estimate``, ``se``, ``t``, ``p``, ``lo``, ``hi``),
+    ``n``, ``weighted_n``, ``means``, ``sds``, ``df``, ``method``."""
+
+    variables = _member("variables", "The variables, in the order given.")
+    n = _member("n", "Records with a value of every variable.")
+    weighted_n = _member("weighted_n", "Their weight.")
+    df = _member("df", "Degrees of freedom of the t tests.")
+    method = _member("method", "How the standard errors were computed.")
+    pairs = _member("pairs", "Each pair once (a list of dicts).")
+
+    @property
+    def matrix(self):
+        """The correlations as a ``pandas.DataFrame`` indexed by variable."""
+        import pandas as pd
+        v = self.variables
+        return pd.DataFrame(self._d["matrix"], index=v, columns=v)
+
+    @property
+    def covariance(self):
+        """The covariances (R ``svyvar``) indexed by variable."""
+        import pandas as pd
+        v = self.variables
+        return pd.DataFrame(self._d["covariance"], index=v, columns=v)
+
+    def to_pandas(self):
+        """One row per pair: a, b, r, se, t, p, lo, hi."""
+        import pandas as pd
+        recs = [{"a": p["a"], "b": p["b"], "r": p.get("estimate"),
+                 **{k: p.get(k) for k in ("se", "t", "p", "lo", "hi")}} for p in self.pairs]
+        return pd.DataFrame(recs, columns=["a", "b", "r", "se", "t", "p", "lo", "hi"])
+
+    def __repr__(self) -> str:
+        return f"<microtab.Correlations of {', '.join(self.variables)}: n = {self.n}>"
 
 
 class Regression(_Result):
