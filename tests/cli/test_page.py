@@ -430,3 +430,115 @@ def test_an_error_says_what_to_do_on_the_page(server, browser):
     assert wait_answer(browser) == ""
     assert "design=off" in browser.current_url and "weight=AGE" in browser.current_url
     check_against_duckdb(page_cells(browser), duck_cells(con, "EDUC", "SEX", weight="AGE"))
+
+
+def inference_rows(d, caption_part):
+    """The rows of the page's estimates table whose caption holds
+    `caption_part`: {name: [estimate, se, t, p, ci]} as shown."""
+    return d.execute_script("""
+      const t = [...document.querySelectorAll('table.inference')]
+        .find(t => t.querySelector('caption').textContent.includes(arguments[0]));
+      if (!t) return null;
+      const out = {};
+      for (const tr of t.querySelectorAll('tbody tr'))
+        out[tr.querySelector('th').textContent] = [...tr.querySelectorAll('td')].map(td => td.textContent);
+      return out;""", caption_part)
+
+
+def test_regression_and_compare_means(server, browser):
+    """The page's Regression and Compare-means analyses: filled by hand and
+    by a variable's buttons, the numbers the API's (which R checks,
+    tests/cli/test_regress.py), the URL shared and an SDA REGRESS URL
+    followed."""
+    base, _ = server
+    browser.get(base + "/analysis/census")
+    browser.find_element(By.CSS_SELECTOR, 'input[name="kind"][value="regress"]').click()
+    # The formula field shows, the row field does not.
+    assert browser.find_element(By.ID, "f-formula").is_displayed()
+    assert not browser.find_element(By.ID, "f-row").is_displayed()
+    browser.find_element(By.ID, "f-formula").send_keys("EMPSTAT(1) ~ AGE + factor(SEX)")
+    Select(browser.find_element(By.ID, "f-family")).select_by_value("logit")
+    browser.find_element(By.ID, "f-filter").send_keys("AGE(16-*)")
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    url = browser.current_url
+    assert "kind=regress" in url and "family=logit" in url and "row=" not in url
+    want = api(base, "/api/v1/datasets/census/regress?" + urllib.parse.urlencode(
+        {"formula": "EMPSTAT(1) ~ AGE + factor(SEX)", "family": "logit", "filter": "AGE(16-*)"}))
+    rows = inference_rows(browser, "Logit model")
+    assert list(rows) == [c["term"] for c in want["coefficients"]]
+    for c in want["coefficients"]:
+        est, se, t, p, ci = rows[c["term"]]
+        assert num(est) == pytest.approx(c["estimate"], rel=1e-5)
+        assert num(se) == pytest.approx(c["se"], rel=1e-3)
+        lo, hi = (num(x) for x in ci.split(" – "))
+        assert lo == pytest.approx(c["lo"], rel=1e-4) and hi == pytest.approx(c["hi"], rel=1e-4)
+    legend = browser.find_element(By.ID, "legend").text
+    assert want["method"] in legend and "Wald test" in legend
+    # Its CSV is the coefficients.
+    text = browser.execute_async_script("""const done = arguments[0];
+        fetch(document.getElementById('dl-csv').href).then(r => r.text()).then(done)""")
+    lines = text.strip().splitlines()
+    assert lines[0] == "term,estimate,se,t,p,lo,hi" and len(lines) == 1 + len(want["coefficients"])
+    shot(browser, "regression")
+    # The shared URL gives the same model in a fresh browser.
+    other = make_driver()
+    try:
+        other.get(url)
+        assert wait_answer(other) == ""
+        assert inference_rows(other, "Logit model") == rows
+        assert other.find_element(By.ID, "f-formula").get_attribute("value") == "EMPSTAT(1) ~ AGE + factor(SEX)"
+    finally:
+        other.quit()
+
+    # Compare means: INCTOT by RACE against RACE 1.
+    browser.get(base + "/analysis/census")
+    browser.find_element(By.CSS_SELECTOR, 'input[name="kind"][value="compare"]').click()
+    assert browser.find_element(By.ID, "f-base").is_displayed()
+    assert not browser.find_element(By.ID, "f-col").is_displayed()
+    browser.find_element(By.ID, "f-dep").send_keys("INCTOT")
+    browser.find_element(By.ID, "f-row").send_keys("RACE")
+    browser.find_element(By.ID, "f-base").send_keys("1")
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    assert "kind=compare" in browser.current_url and "base=1" in browser.current_url
+    want = api(base, "/api/v1/datasets/census/means?var=INCTOT&by=RACE&diff=1")["comparison"]
+    rows = inference_rows(browser, "Difference from RACE = 1")
+    assert list(rows) == [d["group"] for d in want["differences"]]
+    for d in want["differences"]:
+        est, se, *_ = rows[d["group"]]
+        assert num(est) == pytest.approx(d["estimate"], rel=1e-5)
+        assert num(se) == pytest.approx(d["se"], rel=1e-3)
+    text = browser.find_element(By.ID, "result").text
+    assert f"standard errors: {want['method']}" in text
+    # (4 replicates: no Wald test of 8 differences on their 3 df.)
+    assert ("Wald test that every group equals the base" in text) == (want["wald"] is not None)
+    assert browser.find_elements(By.CSS_SELECTOR, "table.means")  # the means beside
+    shot(browser, "compare-means")
+
+    # A variable's "Model" button writes the formula.
+    browser.get(base + "/analysis/census")
+    for name in ("INCTOT", "AGE"):
+        browser.find_element(By.CSS_SELECTOR, f'button.var[data-name="{name}"]').click()
+        WebDriverWait(browser, 10).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, '#vinfo-body button[data-field="formula"]'))
+        browser.find_element(By.CSS_SELECTOR, '#vinfo-body button[data-field="formula"]').click()
+    assert browser.find_element(By.ID, "f-formula").get_attribute("value") == "INCTOT ~ AGE"
+    assert browser.find_element(By.CSS_SELECTOR, 'input[name="kind"][value="regress"]').is_selected()
+
+    # SDA's REGRESS URL: the same model on the page, and as JSON.
+    sda = base + "/sdaweb/analysis/exec?" + urllib.parse.urlencode({
+        "sdaprog": "regress", "dataset": "census", "dep": "INCTOT", "indep": "AGE, SEX",
+        "filters": "age(25-64)", "weightlist": "PERWT"})
+    browser.get(sda)
+    assert wait_answer(browser) == ""
+    assert "kind=regress" in browser.current_url
+    assert browser.find_element(By.ID, "f-formula").get_attribute("value") == "INCTOT ~ AGE + SEX"
+    j = api(base, "/sdaweb/analysis/exec?" + urllib.parse.urlencode({
+        "sdaprog": "regress", "dataset": "census", "dep": "INCTOT", "indep": "AGE, SEX",
+        "filters": "age(25-64)", "weightlist": "PERWT"}))
+    assert j["formula"] == "INCTOT ~ AGE + SEX" and j["filter"] == "age(25-64)"
+    assert [c["term"] for c in j["coefficients"]] == ["(Intercept)", "AGE", "SEX"]
+    with pytest.raises(urllib.error.HTTPError) as e:
+        api(base, "/sdaweb/analysis/exec?sdaprog=regress&dataset=census&dep=INCTOT&indep=d:RACE")
+    assert e.value.code == 400 and "factor(RACE)" in e.value.read().decode()

@@ -119,6 +119,86 @@ pub(crate) fn survey_of(
     }
 }
 
+/// A filter term keeping the records with a value of `var`.
+fn present(var: &str) -> microtab_engine::Term {
+    microtab_engine::Term {
+        var: var.to_string(),
+        cond: microtab_engine::Cond::Set(vec![microtab_engine::Item::Range(None, None)]),
+        text: format!("{var}(*-*)"),
+    }
+}
+
+/// Under replicate weights, the groups' totals and each replicate's from
+/// the engine's means kernel (exact integer sums, the cost of a `means`
+/// query each): `Σ w·y` and `Σ w_r·y` over the records with both values,
+/// then the same of `x`.
+fn replicate_sums(
+    ds: &Dataset,
+    query: &microtab_engine::Query,
+    values: &[String; 2],
+    opts: &ScanOptions,
+) -> Result<Sums> {
+    let design = ds.manifest().design.as_ref();
+    let reps = design
+        .and_then(|d| d.replicates.as_ref())
+        .map_or(Vec::new(), |r| r.weights.clone());
+    let cube = |measure: &str, other: &str| {
+        let mut filter = query.filter.clone();
+        filter.push(present(other));
+        let q = microtab_engine::Query {
+            filter,
+            measure: Some(measure.to_string()),
+            replicates: reps.clone(),
+            fold: None,
+            ..query.clone()
+        };
+        microtab_engine::run_with(ds, &q, opts)
+    };
+    let (cy, cx) = (cube(&values[0], &values[1])?, cube(&values[1], &values[0])?);
+    let cells = cy.counts.len();
+    let r = reps.len();
+    let moments = |c: &microtab_engine::Cube| c.moments.clone().unwrap_or_default();
+    let (my, mx) = (moments(&cy), moments(&cx));
+    let wx = |c: &microtab_engine::Cube| {
+        c.replicates
+            .as_ref()
+            .and_then(|x| x.wx.clone())
+            .unwrap_or_default()
+    };
+    let (ry, rx) = (wx(&cy), wx(&cx));
+    let groups: Vec<crate::sums::Group> = (0..cells)
+        .map(|c| {
+            let total = |m: &[microtab_engine::Moments]| m.get(c).map_or(0.0, |m| m.mean * m.w);
+            crate::sums::Group {
+                n: my.get(c).map_or(0, |m| m.n),
+                t: vec![total(&my), total(&mx)],
+                reps: (0..r).flat_map(|k| [ry[k][c], rx[k][c]]).collect(),
+            }
+        })
+        .collect();
+    let mut all = crate::sums::Group {
+        n: 0,
+        t: vec![0.0; 2],
+        reps: vec![0.0; 2 * r],
+    };
+    for g in &groups {
+        all.n += g.n;
+        for (a, b) in all.t.iter_mut().zip(&g.t) {
+            *a += b;
+        }
+        for (a, b) in all.reps.iter_mut().zip(&g.reps) {
+            *a += b;
+        }
+    }
+    Ok(Sums {
+        groups,
+        all,
+        cov: Vec::new(),
+        psus: Vec::new(),
+        categories: cy.dims.iter().map(|d| d.categories.clone()).collect(),
+    })
+}
+
 /// The ratio `numerator / denominator` per group of `by` over `ds`.
 pub fn ratio(
     ds: &Dataset,
@@ -133,22 +213,26 @@ pub fn ratio(
     ];
     let scan = Scan::new(ds, req, (by, &values), &design, opts)?;
     let replicated = scan.replicated();
-    let sums = scan.run(Spec {
-        k: 2,
-        values: 2,
-        record: Arc::new(|v: &[f64], a: &mut [f64]| {
-            if v[0].is_nan() || v[1].is_nan() {
-                return false;
-            }
-            (a[0], a[1]) = (v[0], v[1]);
-            true
-        }),
-        replicates: replicated,
-        taylor: (!replicated).then_some(None),
-        full: true,
-        all: true,
-        skip_zero: false,
-    })?;
+    let sums = if replicated {
+        replicate_sums(ds, &scan.query, &values, opts)?
+    } else {
+        scan.run(Spec {
+            k: 2,
+            values: 2,
+            record: Arc::new(|v: &[f64], a: &mut [f64]| {
+                if v[0].is_nan() || v[1].is_nan() {
+                    return false;
+                }
+                (a[0], a[1]) = (v[0], v[1]);
+                true
+            }),
+            replicates: false,
+            taylor: Some(None),
+            full: true,
+            all: true,
+            skip_zero: false,
+        })?
+    };
     crate::checks::weights_ok(ds, req, &scan.query, opts)?;
     let records: u64 = sums.groups.iter().map(|g| g.n).sum();
     let (survey, method) = survey_of(req, &design, scan.query.weight.as_deref(), records);

@@ -215,14 +215,20 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     if let (Some(value), Answer::Means(m), Analysis::Means { var, by }) =
         (req.test_mean, &mut answer, &req.analysis)
     {
+        let known = |s: &crate::Stat, u: &Option<crate::survey::Uncertainty>| crate::ttest::Known {
+            sd: s.sd,
+            n: s.n,
+            mean: s.mean,
+            se: u.map(|u| u.se),
+        };
         let mut spread: crate::ttest::Spread = m
             .groups()
             .map(|g| {
                 let key = g.by.iter().map(|c| c.display.clone()).collect();
-                (key, (g.stat.sd, g.stat.n))
+                (key, known(&g.stat, &g.mean_se))
             })
             .collect();
-        spread.insert(Vec::new(), (m.total.sd, m.total.n));
+        spread.insert(Vec::new(), known(&m.total, &m.total_se));
         let t = crate::ttest::test_means(ds, req, (var, by, value), &spread, opts)?;
         m.test = Some(Box::new(t));
     }

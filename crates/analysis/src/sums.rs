@@ -50,7 +50,9 @@ pub(crate) struct Spec {
     pub taylor: Option<Option<(Influence, usize)>>,
     /// The Taylor sums' cross products (else only their squares).
     pub full: bool,
-    /// Also sum every record into one group of all.
+    /// Also sum every record into one group of all (only with the Taylor
+    /// sums of `w·a`, whose PSU totals add across groups, not with an
+    /// influence).
     pub all: bool,
     /// Leave out records of weight 0 (R's `degf` does not count their
     /// PSUs).
@@ -96,7 +98,8 @@ struct State {
     at: Arc<Places>,
     groups: Vec<Group>,
     all: Group,
-    strata: HashMap<(usize, u32), Strata>,
+    /// Per slot (0: all groups, `g + 1`: group `g`), per stratum.
+    strata: Vec<Vec<Strata>>,
     open: HashMap<(usize, u64), PsuTotals>,
     unknown: u64,
 }
@@ -104,8 +107,37 @@ struct State {
 /// The PSU being summed in a stretch of records: per group its `u`.
 struct Run {
     key: Option<(usize, u64)>,
+    /// Per group of the PSU its total (the first `used`; the rest are
+    /// buffers kept for the next PSU).
     u: Vec<(u32, Vec<f64>)>,
+    used: usize,
     first: bool,
+}
+
+impl Run {
+    fn add(&mut self, g: u32, u: &[f64]) {
+        if let Some((_, v)) = self.u[..self.used].iter_mut().find(|(h, _)| *h == g) {
+            return add(v, u);
+        }
+        if self.used < self.u.len() {
+            let e = &mut self.u[self.used];
+            e.0 = g;
+            e.1.clear();
+            e.1.extend_from_slice(u);
+        } else {
+            self.u.push((g, u.to_vec()));
+        }
+        self.used += 1;
+    }
+}
+
+/// The slot of group `g` in [`State::strata`].
+fn slot(g: u32) -> usize {
+    if g == ALL {
+        0
+    } else {
+        g as usize + 1
+    }
 }
 
 fn add(a: &mut [f64], b: &[f64]) {
@@ -128,7 +160,7 @@ impl State {
             at: at.clone(),
             groups: Vec::new(),
             all: Group::default(),
-            strata: HashMap::new(),
+            strata: Vec::new(),
             open: HashMap::new(),
             unknown: 0,
         }
@@ -162,41 +194,74 @@ impl State {
         &mut self.groups[g]
     }
 
-    /// A PSU's totals into its stratum's sums, group by group.
-    fn close(&mut self, h: usize, run: Vec<(u32, Vec<f64>)>) {
+    /// A PSU's totals into its stratum's sums, group by group (and, with
+    /// [`Spec::all`], their sum into the group of all).
+    fn close(&mut self, h: usize, run: &[(u32, Vec<f64>)]) {
+        if self.spec.all && run.len() > 1 {
+            let mut sum = vec![0.0; run[0].1.len()];
+            for (_, u) in run {
+                add(&mut sum, u);
+            }
+            self.close_group(h, ALL, &sum);
+            for (g, u) in run {
+                self.close_group(h, *g, u);
+            }
+        } else {
+            for (g, u) in run {
+                self.close_one(h, *g, u);
+            }
+        }
+    }
+
+    /// One group's PSU total (and, with [`Spec::all`], the same into the
+    /// group of all: the PSU holds no other group's records).
+    fn close_one(&mut self, h: usize, g: u32, u: &[f64]) {
+        if self.spec.all {
+            self.close_group(h, ALL, u);
+        }
+        self.close_group(h, g, u);
+    }
+
+    fn close_group(&mut self, h: usize, g: u32, u: &[f64]) {
         let full = self.spec.full;
-        for (g, u) in run {
-            let m = u.len();
-            let s = self.strata.entry((h, g)).or_insert_with(|| Strata {
-                s1: vec![0.0; m],
-                s2: vec![0.0; if full { m * m } else { m }],
-                psus: 0,
-            });
-            s.psus += 1;
-            add(&mut s.s1, &u);
-            if full {
-                for r in 0..m {
-                    for c in 0..m {
-                        s.s2[r * m + c] += u[r] * u[c];
-                    }
+        let m = u.len();
+        let sl = slot(g);
+        if self.strata.len() <= sl {
+            self.strata.resize(sl + 1, Vec::new());
+        }
+        let by = &mut self.strata[sl];
+        if by.len() <= h {
+            by.resize(h + 1, Strata::default());
+        }
+        let s = &mut by[h];
+        if s.s1.is_empty() {
+            s.s1 = vec![0.0; m];
+            s.s2 = vec![0.0; if full { m * m } else { m }];
+        }
+        s.psus += 1;
+        add(&mut s.s1, u);
+        if full {
+            for r in 0..m {
+                for c in 0..m {
+                    s.s2[r * m + c] += u[r] * u[c];
                 }
-            } else {
-                for (s2, x) in s.s2.iter_mut().zip(&u) {
-                    *s2 += x * x;
-                }
+            }
+        } else {
+            for (s2, x) in s.s2.iter_mut().zip(u) {
+                *s2 += x * x;
             }
         }
     }
 
     fn end_run(&mut self, run: &mut Run, contiguous: bool) {
         let Some(key) = run.key.take() else { return };
-        let u = std::mem::take(&mut run.u);
+        let used = std::mem::take(&mut run.used);
         if contiguous && !run.first {
-            self.close(key.0, u);
+            self.close(key.0, &run.u[..used]);
         } else {
             let e = self.open.entry(key).or_default();
-            for (g, v) in u {
-                add_to(e, g, &v);
+            for (g, v) in &run.u[..used] {
+                add_to(e, *g, v);
             }
         }
         run.first = false;
@@ -207,10 +272,7 @@ impl State {
         let Some(k) = self.at.strata else {
             return Some(0);
         };
-        let v = vals[k][i];
-        let h = (!v.is_nan())
-            .then(|| t.keys.binary_search(&((v * t.scale).round() as i64)).ok())
-            .flatten();
+        let h = t.index(vals[k][i]);
         if h.is_none() {
             self.unknown += 1;
         }
@@ -225,7 +287,7 @@ impl FoldState for State {
         let (k, nv) = (spec.k, spec.values);
         let mut vals = vec![0.0; nv];
         // The stretch's complete records: cell, position, weight, vector.
-        let mut cells = Vec::new();
+        let mut cells: Vec<usize> = Vec::new();
         let mut idx = Vec::new();
         let mut ws = Vec::new();
         let mut a = Vec::new();
@@ -238,19 +300,25 @@ impl FoldState for State {
             if w.is_nan() || (spec.skip_zero && w == 0.0) || !(spec.record)(&vals, &mut one) {
                 continue;
             }
-            cells.push(cell);
+            cells.push(cell as usize);
             idx.push(i);
             ws.push(w);
             a.extend_from_slice(&one);
         }
-        let targets = |c: u32| [Some(c), spec.all.then_some(ALL)];
-        for (r, (&c, &w)) in cells.iter().zip(&ws).enumerate() {
-            for g in targets(c).into_iter().flatten() {
-                let grp = self.group(g);
-                grp.n += 1;
-                for (t, x) in grp.t.iter_mut().zip(&a[r * k..(r + 1) * k]) {
-                    *t += w * x;
+        // Every group of the stretch made once: the loops below index them.
+        if let Some(&max) = cells.iter().max() {
+            self.group(max as u32);
+            for &c in &cells {
+                if self.groups[c].t.is_empty() {
+                    self.group(c as u32);
                 }
+            }
+        }
+        for (r, (&c, &w)) in cells.iter().zip(&ws).enumerate() {
+            let grp = &mut self.groups[c];
+            grp.n += 1;
+            for (t, x) in grp.t.iter_mut().zip(&a[r * k..(r + 1) * k]) {
+                *t += w * x;
             }
         }
         if spec.replicates {
@@ -262,12 +330,9 @@ impl FoldState for State {
                     if w.is_nan() {
                         continue;
                     }
-                    for g in targets(c).into_iter().flatten() {
-                        let grp = self.group(g);
-                        let s = &mut grp.reps[rep * k..(rep + 1) * k];
-                        for (t, x) in s.iter_mut().zip(&a[r * k..(r + 1) * k]) {
-                            *t += w * x;
-                        }
+                    let s = &mut self.groups[c].reps[rep * k..(rep + 1) * k];
+                    for (t, x) in s.iter_mut().zip(&a[r * k..(r + 1) * k]) {
+                        *t += w * x;
                     }
                 }
             }
@@ -278,6 +343,7 @@ impl FoldState for State {
         let mut run = Run {
             key: None,
             u: Vec::new(),
+            used: 0,
             first: true,
         };
         let m = how.as_ref().map_or(k, |h| h.1);
@@ -288,30 +354,24 @@ impl FoldState for State {
             };
             let ar = &a[r * k..(r + 1) * k];
             let w = ws[r];
-            let mut each = Vec::with_capacity(2);
-            for g in targets(c).into_iter().flatten() {
-                match how {
-                    Some((f, _)) => f((g != ALL).then_some(g as usize), ar, w, &mut u),
-                    None => {
-                        for (x, y) in u.iter_mut().zip(ar) {
-                            *x = w * y;
-                        }
+            match how {
+                Some((f, _)) => f(Some(c), ar, w, &mut u),
+                None => {
+                    for (x, y) in u.iter_mut().zip(ar) {
+                        *x = w * y;
                     }
                 }
-                each.push((g, u.clone()));
             }
             match at.cluster {
                 // Every record its own PSU: closed at once.
-                None => self.close(h, each),
+                None => self.close_one(h, c as u32, &u),
                 Some(j) => {
                     let psu = rows.values[j][i].to_bits();
                     if run.key != Some((h, psu)) {
                         self.end_run(&mut run, keys.contiguous);
                         run.key = Some((h, psu));
                     }
-                    for (g, v) in each {
-                        add_to(&mut run.u, g, &v);
-                    }
+                    run.add(c as u32, &u);
                 }
             }
         }
@@ -345,16 +405,24 @@ impl FoldState for State {
         }
         merge_group(&mut self.all, o.all);
         self.unknown += o.unknown;
-        for (key, s) in o.strata {
-            match self.strata.get_mut(&key) {
-                Some(t) => {
-                    add(&mut t.s1, &s.s1);
-                    add(&mut t.s2, &s.s2);
-                    t.psus += s.psus;
+        if o.strata.len() > self.strata.len() {
+            self.strata.resize(o.strata.len(), Vec::new());
+        }
+        for (mine, theirs) in self.strata.iter_mut().zip(o.strata) {
+            if theirs.len() > mine.len() {
+                mine.resize(theirs.len(), Strata::default());
+            }
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                if b.s1.is_empty() {
+                    continue;
                 }
-                None => {
-                    self.strata.insert(key, s);
+                if a.s1.is_empty() {
+                    *a = b;
+                    continue;
                 }
+                add(&mut a.s1, &b.s1);
+                add(&mut a.s2, &b.s2);
+                a.psus += b.psus;
             }
         }
         for (key, u) in o.open {
@@ -443,26 +511,12 @@ impl Scan<'_> {
         names.extend(reps);
         let (keys, coef) = match &taylor {
             Some(t) => (
-                Some(TaylorKeys {
-                    keys: t.strata_keys.clone(),
-                    scale: match &t.strata {
-                        Some(s) => ds.variable(s)?.scale(),
-                        None => 1.0,
-                    },
-                    contiguous: t.contiguous,
-                }),
+                Some(TaylorKeys::of(ds, Some(t))?),
                 Some(crate::taylor::coefficients(t)),
             ),
             // Without a design: each record its own PSU, in one stratum
             // (its coefficients once the records are counted).
-            None if design.is_none() => (
-                Some(TaylorKeys {
-                    keys: vec![0],
-                    scale: 1.0,
-                    contiguous: true,
-                }),
-                None,
-            ),
+            None if design.is_none() => (Some(TaylorKeys::of(ds, None)?), None),
             None => (None, None),
         };
         Ok(Scan {
@@ -522,11 +576,18 @@ impl Scan<'_> {
                 0
             },
         );
+        debug_assert!(!spec.all || !matches!(spec.taylor, Some(Some(_))));
         for g in 0..cells.max(st.groups.len()) {
             st.group(g as u32);
         }
-        st.group(ALL);
         st.groups.truncate(cells);
+        // All groups: every complete record is in one of them.
+        st.group(ALL);
+        for g in &st.groups {
+            st.all.n += g.n;
+            add(&mut st.all.t, &g.t);
+            add(&mut st.all.reps, &g.reps);
+        }
         debug_assert!(st
             .groups
             .iter()
@@ -535,7 +596,7 @@ impl Scan<'_> {
         let cov = match &spec.taylor {
             Some(how) => {
                 for ((h, _), u) in std::mem::take(&mut st.open) {
-                    st.close(h, u);
+                    st.close(h, &u);
                 }
                 let m = how.as_ref().map_or(k, |h| h.1);
                 let n = self.ds.rows() as f64;
@@ -548,9 +609,10 @@ impl Scan<'_> {
                 (0..=cells)
                     .map(|g| {
                         let g = if g == cells { ALL } else { g as u32 };
-                        let s = st.strata.iter().filter(|((_, x), _)| *x == g);
-                        psus.push(s.fold((0, 0), |(p, h), (_, s)| (p + s.psus, h + 1)));
-                        covariance(&st.strata, g, (m, spec.full), (&coef, &average))
+                        let by: &[Strata] = st.strata.get(slot(g)).map_or(&[], |v| &v[..]);
+                        let s = by.iter().filter(|s| s.psus > 0);
+                        psus.push(s.fold((0, 0), |(p, h), s| (p + s.psus, h + 1)));
+                        covariance(by, (m, spec.full), (&coef, &average))
                     })
                     .collect()
             }
@@ -566,20 +628,19 @@ impl Scan<'_> {
     }
 }
 
-/// Group `g`'s `Σ_h c_h S2_h − d_h S1_h S1_h'`, scaled up for strata
+/// A group's `Σ_h c_h S2_h − d_h S1_h S1_h'` (its strata's sums), scaled up for strata
 /// whose lonely PSU is averaged (as [`crate::model`]'s sandwich).
 fn covariance(
-    strata: &HashMap<(usize, u32), Strata>,
-    g: u32,
+    strata: &[Strata],
     (m, full): (usize, bool),
     (coef, average): (&[[f64; 2]], &[bool]),
 ) -> Vec<f64> {
     let mut v = vec![0.0; if full { m * m } else { m }];
     let (mut count, mut with_var) = (0usize, 0usize);
-    for ((h, _), s) in strata.iter().filter(|((_, x), _)| *x == g) {
+    for (h, s) in strata.iter().enumerate().filter(|(_, s)| s.psus > 0) {
         count += 1;
-        with_var += usize::from(!average.get(*h).copied().unwrap_or(false));
-        let [c, d] = coef[*h];
+        with_var += usize::from(!average.get(h).copied().unwrap_or(false));
+        let [c, d] = coef[h];
         if full {
             for r in 0..m {
                 for k in 0..m {

@@ -52,12 +52,24 @@ pub struct MeanTest {
     pub inference: Option<Inference>,
 }
 
-/// Per group (its categories' displayed values; none: all groups), its
-/// SD and records, for the classic test.
-pub(crate) type Spread = HashMap<Vec<String>, (Option<f64>, u64)>;
+/// A group's numbers from the means answer: its SD and records (the
+/// classic test's), and under a design its mean and that mean's SE.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Known {
+    pub sd: Option<f64>,
+    pub n: u64,
+    pub mean: Option<f64>,
+    pub se: Option<f64>,
+}
+
+/// Per group (its categories' displayed values; none: all groups), what
+/// the means answer knows of it.
+pub(crate) type Spread = HashMap<Vec<String>, Known>;
 
 /// Tests the mean of `var` in each group of `by` (and in all) against
-/// `value`; `spread` is the groups' SDs and records (the classic test's).
+/// `value`; `spread` is what the means answer knows of each group: under
+/// a design its mean and SE (R's `svymean`, which `svyttest` tests), so
+/// the scans here count only the domains' degrees of freedom.
 pub(crate) fn test_means(
     ds: &Dataset,
     req: &Request,
@@ -70,7 +82,9 @@ pub(crate) fn test_means(
     let scan = Scan::new(ds, req, (by, &values), &design, opts)?;
     let replicated = scan.replicated();
     // Every record of the group counts for its PSUs; those with a value
-    // for the mean: `[y, 1]`, else `[0, 0]`.
+    // for the mean: `[y, 1]`, else `[0, 0]`. Without a design (weighted)
+    // the sums give the SE too.
+    let weighted_only = design.is_none() && scan.query.weight.is_some();
     let sums = scan.run(Spec {
         k: 2,
         values: 1,
@@ -82,9 +96,9 @@ pub(crate) fn test_means(
             };
             true
         }),
-        replicates: replicated,
+        replicates: false,
         taylor: (!replicated).then_some(None),
-        full: true,
+        full: weighted_only,
         all: true,
         skip_zero: true,
     })?;
@@ -92,12 +106,15 @@ pub(crate) fn test_means(
     let (ranks, all_rank) = match &design {
         Some((d, _)) if replicated => {
             let reps = &d.replicates.as_ref().expect("replicate weights").weights;
-            crate::model::degf::replicate_degf_by(ds, &scan.query, reps, cells, opts)?
+            let expect = (0..cells as u32)
+                .filter(|&c| sums.groups[c as usize].n > 0)
+                .collect();
+            crate::model::degf::replicate_degf_by(ds, &scan.query, reps, (cells, expect), opts)?
         }
         _ => (Vec::new(), 0.0),
     };
     let plain = design.is_none() && scan.query.weight.is_none();
-    let (survey, method) = survey_of(req, &design, scan.query.weight.as_deref(), 0);
+    let (_, method) = survey_of(req, &design, scan.query.weight.as_deref(), 0);
     let method = if plain {
         "one-sample t test (unweighted, no survey design)".to_string()
     } else {
@@ -109,24 +126,25 @@ pub(crate) fn test_means(
         if w == 0.0 {
             return None;
         }
-        let mean = y / w;
-        let (se, df) = if plain {
-            let key: Vec<String> = cats.iter().map(|c| c.display.clone()).collect();
-            let (sd, n) = *spread.get(&key)?;
-            (sd.map(|s| s / (n as f64).sqrt()), n as f64 - 1.0)
-        } else if replicated {
-            let reps: Vec<f64> = g.reps.chunks(2).map(|r| r[0] / r[1]).collect();
-            let v = survey.variance(mean, &reps).v;
-            let df = if c == cells { all_rank } else { ranks[c]? };
-            (v.is_finite().then(|| v.max(0.0).sqrt()), df - 1.0)
-        } else {
+        let key: Vec<String> = cats.iter().map(|c| c.display.clone()).collect();
+        let known = *spread.get(&key)?;
+        let (mean, se, df) = if plain {
+            let n = known.n as f64;
+            (y / w, known.sd.map(|s| s / n.sqrt()), n - 1.0)
+        } else if weighted_only {
             let v = &sums.cov[c];
             let var = crate::survey::ratio_variance(y, w, [v[0], v[1], v[3]]);
             let (p, h) = sums.psus[c];
-            (
-                var.is_finite().then(|| var.max(0.0).sqrt()),
-                p as f64 - h as f64 - 1.0,
-            )
+            let se = var.is_finite().then(|| var.max(0.0).sqrt());
+            (y / w, se, p as f64 - h as f64 - 1.0)
+        } else {
+            let df = if replicated {
+                (if c == cells { all_rank } else { ranks[c]? }) - 1.0
+            } else {
+                let (p, h) = sums.psus[c];
+                p as f64 - h as f64 - 1.0
+            };
+            (known.mean?, known.se, df)
         };
         Some(MeanTest {
             by: cats,

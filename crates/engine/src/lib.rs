@@ -87,7 +87,7 @@ pub use derive::{check_name, compute, recode, DeriveOptions, Derived, RecodeOpti
 pub use exact::ExactSum;
 pub use exec::{fold_rows, run, run_partial, run_traced, run_with};
 pub use expr::Program;
-pub use filter::{parse_filter, Term};
+pub use filter::{parse_filter, Cond, Item, Term};
 pub use fold::{Fold, FoldRows, FoldState};
 pub use formula::{parse_formula, Formula, Outcome, Part};
 pub use layout::{unravel, Dim};

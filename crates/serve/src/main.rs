@@ -507,7 +507,8 @@ const SDA_DISPLAY: &[&str] = &[
 
 /// Translates an SDA query URL (`/sdaweb/analysis/exec?formid=tbf&
 /// sdaprog=tables&dataset=…&row=…&column=…&filters=…&weightlist=…&
-/// rowpct=on&design=complex&cflevel=95`, or `sdaprog=means&dep=…`) into
+/// rowpct=on&design=complex&cflevel=95`, `sdaprog=means&dep=…`, or
+/// `sdaprog=regress&dep=…&indep=…` and SDA's logit and probit) into
 /// this API's URL for the same question, and redirects there (303).
 async fn sda(
     State(app): State<Arc<App>>,
@@ -602,9 +603,39 @@ async fn sda(
                 "freq"
             }
         }
+    } else if matches!(prog.as_str(), "regress" | "logit" | "probit") {
+        // SDA's REGRESS and LOGIT/PROBIT: a dependent variable and a list
+        // of independent ones, as a formula.
+        let dep = take(&mut p, "dep")
+            .ok_or_else(|| bad("an SDA regression URL names its dependent variable (dep=)"))?;
+        let indep = take(&mut p, "indep")
+            .or_else(|| take(&mut p, "indeps"))
+            .ok_or_else(|| bad("an SDA regression URL names its independent variables (indep=)"))?;
+        let terms = microtab_analysis::split_list(&indep, true);
+        if let Some((t, (prefix, var))) = terms.iter().find_map(|t| {
+            t.split_once(':')
+                .filter(|(a, _)| a.len() <= 2 && !a.contains('('))
+                .map(|x| (t, x))
+        }) {
+            let instead = if prefix.eq_ignore_ascii_case("d") {
+                format!("factor({var})")
+            } else {
+                "the term in R's formula syntax".to_string()
+            };
+            return Err(bad(format!(
+                "the SDA term {t:?} (a dummy or product prefix) is not translated: write {instead} in a formula (regress?formula=…, or the page's Regression)"
+            )));
+        }
+        out.push(("formula", format!("{dep} ~ {}", terms.join(" + "))));
+        let family = match prog.as_str() {
+            "regress" => "gaussian",
+            f => f,
+        };
+        out.push(("family", family.to_string()));
+        "regress"
     } else {
         return Err(bad(format!(
-            "sdaprog={prog:?}: microtab answers SDA's tables and means"
+            "sdaprog={prog:?}: microtab answers SDA's tables, means, regress, logit and probit"
         )));
     };
     if let Some(f) = take(&mut p, "filters") {
@@ -658,8 +689,8 @@ async fn sda(
         .is_some_and(|a| a.contains("text/html"));
     let url = if html {
         let mut q: Vec<(&str, String)> = Vec::new();
-        if kind == "means" {
-            q.push(("kind", "means".into()));
+        if kind == "means" || kind == "regress" {
+            q.push(("kind", kind.into()));
         }
         for (k, v) in &out {
             match (kind, *k) {

@@ -41,6 +41,9 @@ pub const PAGE_PARAMS: &[&str] = &[
     "show",
     "shown",
     "chart",
+    "formula",
+    "family",
+    "base",
 ];
 
 fn head(title: &str) -> String {
@@ -121,9 +124,26 @@ fn first<'a>(p: &'a Params, k: &str) -> Option<&'a str> {
 /// The API URL of the page's query (as `app.js` builds it), or `None`
 /// when it has no row variable yet.
 pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<String> {
-    let row = first(p, "row")?;
     let mut q: Vec<(&str, String)> = Vec::new();
-    let kind = if first(p, "kind") == Some("means") {
+    let page_kind = first(p, "kind").unwrap_or("table");
+    let row = if page_kind == "regress" {
+        ""
+    } else {
+        first(p, "row")?
+    };
+    let kind = if page_kind == "regress" {
+        q.push(("formula", first(p, "formula")?.to_string()));
+        q.push((
+            "family",
+            first(p, "family").unwrap_or("gaussian").to_string(),
+        ));
+        "regress"
+    } else if page_kind == "compare" {
+        q.push(("var", first(p, "dep")?.to_string()));
+        q.push(("by", row.to_string()));
+        q.push(("diff", first(p, "base")?.to_string()));
+        "means"
+    } else if page_kind == "means" {
         q.push(("var", first(p, "dep")?.to_string()));
         let by: Vec<&str> = ["row", "col", "control"]
             .iter()
@@ -237,7 +257,7 @@ async fn analysis_page(
     let ds = open(&app.path(&name)?, &name)?;
     let m = ds.manifest();
     let val = |k: &str| esc(first(&p, k).unwrap_or(""));
-    let means = first(&p, "kind") == Some("means");
+    let kind = first(&p, "kind").unwrap_or("table");
     // Display choices made (`show=…`, or the form's `shown` when none is
     // ticked), or the defaults.
     let shown: Vec<&str> = p
@@ -308,20 +328,37 @@ async fn analysis_page(
 <form id=\"form\" method=\"get\" action=\"/analysis/{u}\">\n\
 <fieldset class=\"kind\"><legend>Analysis</legend>\
 <label><input type=\"radio\" name=\"kind\" value=\"table\"{}> Frequencies or crosstab</label>\
-<label><input type=\"radio\" name=\"kind\" value=\"means\"{}> Means</label></fieldset>\n\
+<label><input type=\"radio\" name=\"kind\" value=\"means\"{}> Means</label>\
+<label><input type=\"radio\" name=\"kind\" value=\"compare\"{}> Compare means</label>\
+<label><input type=\"radio\" name=\"kind\" value=\"regress\"{}> Regression</label></fieldset>\n\
 <div class=\"fields\">\n\
+<div class=\"regress-only wide\"><label for=\"f-formula\">Model, as R writes it</label>\
+<input id=\"f-formula\" name=\"formula\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" placeholder=\"INCTOT ~ AGE + factor(SEX) + factor(EDUC)\" aria-describedby=\"formula-help\">\
+<p id=\"formula-help\" class=\"hint\">Outcome <code>~</code> predictors: numbers as they are, <code>factor(EDUC)</code> for categories (the first is the base; <code>factor(EDUC, base = 6)</code>), <code>A:B</code> or <code>A*B</code> for interactions, <code>- 1</code> for no intercept, a condition such as <code>EMPSTAT(1)</code> as a 0/1 outcome.</p></div>\n\
+<div class=\"regress-only\"><label for=\"f-family\">Family</label><select id=\"f-family\" name=\"family\">\
+<option value=\"gaussian\"{}>linear (gaussian)</option><option value=\"logit\"{}>logit</option>\
+<option value=\"probit\"{}>probit</option><option value=\"poisson\"{}>Poisson</option></select></div>\n\
 <div class=\"means-only\"><label for=\"f-dep\">Dependent variable (means)</label>\
 <input id=\"f-dep\" name=\"dep\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
-<div><label for=\"f-row\">Row</label><input id=\"f-row\" name=\"row\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" aria-describedby=\"recode-help\"></div>\n\
-<div><label for=\"f-col\">Column <span class=\"opt\">(optional)</span></label><input id=\"f-col\" name=\"col\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" aria-describedby=\"recode-help\"></div>\n\
-<div><label for=\"f-control\">Control <span class=\"opt\">(optional: one table per category)</span></label><input id=\"f-control\" name=\"control\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
-<p id=\"recode-help\" class=\"hint wide\">A variable may be recoded for this table: <code>AGE(r: 0-17 \"Child\"; 18-64; 65-*)</code>, or limited to some values: <code>EDUC(6-11)</code>.</p>\n\
+<div class=\"not-regress\"><label for=\"f-row\"><span class=\"row-word\">Row</span><span class=\"group-word\">Groups</span></label><input id=\"f-row\" name=\"row\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" aria-describedby=\"recode-help\"></div>\n\
+<div class=\"compare-only\"><label for=\"f-base\">Base group <span class=\"opt\">(its value: every other group is compared with it)</span></label><input id=\"f-base\" name=\"base\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
+<div class=\"table-means\"><label for=\"f-col\">Column <span class=\"opt\">(optional)</span></label><input id=\"f-col\" name=\"col\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" aria-describedby=\"recode-help\"></div>\n\
+<div class=\"table-means\"><label for=\"f-control\">Control <span class=\"opt\">(optional: one table per category)</span></label><input id=\"f-control\" name=\"control\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
+<p id=\"recode-help\" class=\"hint wide not-regress\">A variable may be recoded for this table: <code>AGE(r: 0-17 \"Child\"; 18-64; 65-*)</code>, or limited to some values: <code>EDUC(6-11)</code>.</p>\n\
 <div class=\"wide\"><label for=\"f-filter\">Selection filter <span class=\"opt\">(optional)</span></label><input id=\"f-filter\" name=\"filter\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" placeholder=\"AGE(25-64) SEX(2)\" aria-describedby=\"filter-help\">\
 <p id=\"filter-help\" class=\"hint\">SDA's syntax: <code>AGE(25-64), RACE(1,2)</code>; comparisons too: <code>INCTOT &lt; 9999999</code>.</p></div>\n",
-        checked(!means),
-        checked(means),
+        checked(!matches!(kind, "means" | "compare" | "regress")),
+        checked(kind == "means"),
+        checked(kind == "compare"),
+        checked(kind == "regress"),
+        val("formula"),
+        sel("family", "gaussian", true),
+        sel("family", "logit", false),
+        sel("family", "probit", false),
+        sel("family", "poisson", false),
         val("dep"),
         val("row"),
+        val("base"),
         val("col"),
         val("control"),
         val("filter"),
@@ -350,7 +387,7 @@ async fn analysis_page(
     h += "</select></div>\n";
     let _ = writeln!(
         h,
-        "<div><label for=\"f-pct\">Percentages</label><select id=\"f-pct\" name=\"pct\">\
+        "<div class=\"table-only\"><label for=\"f-pct\">Percentages</label><select id=\"f-pct\" name=\"pct\">\
 <option value=\"col\"{}>of each column</option><option value=\"row\"{}>of each row</option>\
 <option value=\"total\"{}>of the table</option><option value=\"none\"{}>none</option></select></div>",
         sel("pct", "col", true),
@@ -386,10 +423,10 @@ async fn analysis_page(
     h += "</div>\n";
     let _ = write!(
         h,
-        "<fieldset class=\"checks\"><legend>Options</legend>\
+        "<fieldset class=\"checks table-only\"><legend>Options</legend>\
 <label><input type=\"checkbox\" name=\"stats\" value=\"on\"{}> Test of independence and association measures</label>\
 <label><input type=\"checkbox\" name=\"include_missing\" value=\"on\"{}> Show missing values as categories</label></fieldset>\n\
-<fieldset class=\"checks\"><legend>Show</legend>\
+<fieldset class=\"checks not-regress\"><legend>Show</legend>\
 <label><input type=\"checkbox\" name=\"show\" value=\"se\"{}> Standard errors</label>\
 <label><input type=\"checkbox\" name=\"show\" value=\"ci\"{}> Confidence intervals</label>\
 <label><input type=\"checkbox\" name=\"show\" value=\"w\"{}> Weighted N</label>\
@@ -408,9 +445,9 @@ async fn analysis_page(
     let _ = write!(
         h,
         "<input type=\"hidden\" name=\"shown\" value=\"1\">\
-<div class=\"actions\"><label for=\"f-chart\">Chart</label><select id=\"f-chart\" name=\"chart\">\
-<option value=\"stacked\"{}>stacked bars</option><option value=\"bar\"{}>bars</option><option value=\"none\"{}>none</option></select>\
-<button type=\"submit\" id=\"run\">Run the table</button> <button type=\"reset\" id=\"clear\">Clear</button></div>\n</form>\n",
+<div class=\"actions\"><span class=\"not-regress\"><label for=\"f-chart\">Chart</label> <select id=\"f-chart\" name=\"chart\">\
+<option value=\"stacked\"{}>stacked bars</option><option value=\"bar\"{}>bars</option><option value=\"none\"{}>none</option></select></span>\
+<button type=\"submit\" id=\"run\">Run</button> <button type=\"reset\" id=\"clear\">Clear</button></div>\n</form>\n",
         sel("chart", "stacked", true),
         sel("chart", "bar", false),
         sel("chart", "none", false),

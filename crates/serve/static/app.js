@@ -61,12 +61,27 @@ const API_OF_PAGE = ["filter", "weight", "level"];
 
 // The API URL of the page's parameters (the server's api_url does the same).
 export function apiUrl(p) {
+  const pk = p.get("kind") || "table";
   const row = (p.get("row") || "").trim();
-  if (!row) return null;
+  if (!row && pk !== "regress") return null;
   const q = [];
   let kind;
   const put = (k, v) => q.push(`${k}=${enc(v)}`);
-  if (p.get("kind") === "means") {
+  if (pk === "regress") {
+    const f = (p.get("formula") || "").trim();
+    if (!f) return null;
+    put("formula", f);
+    put("family", p.get("family") || "gaussian");
+    kind = "regress";
+  } else if (pk === "compare") {
+    const dep = (p.get("dep") || "").trim();
+    const base = (p.get("base") || "").trim();
+    if (!dep || !base) return null;
+    put("var", dep);
+    put("by", row);
+    put("diff", base);
+    kind = "means";
+  } else if (pk === "means") {
     const dep = (p.get("dep") || "").trim();
     if (!dep) return null;
     put("var", dep);
@@ -105,10 +120,19 @@ function pageParams(form) {
   for (const [k, v] of new FormData(form)) {
     if (typeof v === "string" && v.trim() !== "") p.append(k, v.trim());
   }
-  if (p.get("kind") === "table") {
-    p.delete("kind");
-    p.delete("dep");
+  // Only what the analysis chosen reads: a shared URL says no more.
+  const own = {
+    table: ["row", "col", "control", "pct", "stats", "include_missing", "show", "chart"],
+    means: ["dep", "row", "col", "control", "show", "chart"],
+    compare: ["dep", "row", "base", "show", "chart"],
+    regress: ["formula", "family"],
+  };
+  const kind = p.get("kind") || "table";
+  for (const k of ["dep", "row", "col", "control", "pct", "stats", "include_missing", "show", "chart", "formula", "family", "base"]) {
+    if (!own[kind].includes(k)) p.delete(k);
   }
+  if (kind === "table") p.delete("kind");
+  if (kind === "regress") p.delete("shown");
   if (p.get("pct") === "col") p.delete("pct");
   if (p.get("chart") === "stacked") p.delete("chart");
   if (p.get("level") === "0.95") p.delete("level");
@@ -129,7 +153,7 @@ function fillForm(form, p) {
       if (v !== null && ![...e.options].some((o) => o.value === v)) e.append(el("option", { value: v }, v));
       e.value = v ?? e.querySelector("option[selected]")?.value ?? e.options[0].value;
       if (v === null) {
-        const dflt = { pct: "col", chart: "stacked", level: "0.95", design: "on", weight: "" }[e.name];
+        const dflt = { pct: "col", chart: "stacked", level: "0.95", design: "on", weight: "", family: "gaussian" }[e.name];
         if (dflt !== undefined) e.value = dflt;
       }
     } else if (e.tagName === "INPUT") e.value = p.get(e.name) || "";
@@ -138,10 +162,13 @@ function fillForm(form, p) {
 }
 
 function syncKind(form) {
-  const means = form.querySelector('input[name="kind"][value="means"]')?.checked;
-  document.body.classList.toggle("means", !!means);
-  const dep = $("f-dep");
-  if (dep) dep.required = !!means;
+  const kind = form.querySelector('input[name="kind"]:checked')?.value || "table";
+  for (const k of ["means", "compare", "regress"]) document.body.classList.toggle(k, kind === k);
+  const need = { "f-dep": ["means", "compare"], "f-base": ["compare"], "f-formula": ["regress"], "f-row": ["table", "means", "compare"] };
+  for (const [id, kinds] of Object.entries(need)) {
+    const e = $(id);
+    if (e) e.required = kinds.includes(kind);
+  }
 }
 
 // ------------------------------------------------------------ rendering
@@ -379,6 +406,60 @@ function renderMeans(j, show) {
   return [el("section", { class: "xtab" }, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Means" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
 }
 
+// A p-value as R prints small ones.
+function fmtP(p) {
+  if (p === null || p === undefined || Number.isNaN(p)) return "";
+  return p < 2e-16 ? "<2e-16" : fmtSig(p, 3);
+}
+
+// Estimates with their SE, t, p and interval (coefficients, differences).
+function inferenceTable(caption, first, rows, level, stat = "t") {
+  const tbl = el("table", { class: "xt inference" });
+  tbl.append(el("caption", {}, caption));
+  tbl.append(el("thead", {}, el("tr", {}, ...[first, "Estimate", "SE", stat, "p", `${Math.round(level * 100)}% CI`].map((h) => el("th", { scope: "col" }, h)))));
+  const tb = el("tbody");
+  for (const [name, i] of rows) {
+    tb.append(el("tr", {}, el("th", { scope: "row" }, name),
+      el("td", { class: "num" }, fmtSig(i.estimate)), el("td", { class: "num" }, fmtSig(i.se, 4)),
+      el("td", { class: "num" }, fmtSig(i.t, 4)), el("td", { class: "num" }, fmtP(i.p)),
+      el("td", { class: "num" }, `${fmtSig(i.lo, 5)} – ${fmtSig(i.hi, 5)}`)));
+  }
+  tbl.append(tb);
+  return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": caption }, tbl);
+}
+
+function waldText(w, what) {
+  if (!w) return "";
+  return `Wald test ${what}: F = ${fmtSig(w.f, 5)} on ${fmtSig(w.ndf)} and ${w.ddf === null ? "∞" : fmtSig(w.ddf)} df, p = ${fmtP(w.p)}.`;
+}
+
+function renderRegress(j) {
+  const fam = { gaussian: "Linear", logit: "Logit", probit: "Probit", poisson: "Poisson" }[j.family] || j.family;
+  const stat = j.df === null ? "z" : "t";
+  const t = inferenceTable(`${fam} model: ${j.formula}`, "Term", j.coefficients.map((c) => [c.term, c]), j.level, stat);
+  const lines = [
+    `${fmtN(j.n)} records, weighted N ${fmtSig(j.weighted_n)}; standard errors: ${j.method}.`,
+    j.df !== null ? `Degrees of freedom of the t tests: ${fmtSig(j.df)}${j.design_df !== null ? ` (design df ${fmtSig(j.design_df)} + 1 − ${j.coefficients.length} coefficients)` : ""}.` : "Normal (z) tests: no design degrees of freedom.",
+    j.r_squared !== null ? `R² ${fmtSig(j.r_squared, 4)}.` : j.pseudo_r_squared !== null ? `Deviance ${fmtSig(j.deviance)}, null deviance ${fmtSig(j.null_deviance)}, pseudo-R² ${fmtSig(j.pseudo_r_squared, 4)}.` : "",
+    waldText(j.wald, "that every coefficient but the intercept is 0"),
+    ...j.notes.map((n) => `Note: ${n}.`),
+  ].filter((x) => x);
+  return [el("section", { class: "xtab" }, t), el("div", { id: "legend", class: "legend" }, ...lines.map((x) => el("p", {}, x)))];
+}
+
+function renderCompare(j, show) {
+  const c = j.comparison;
+  const parts = renderMeans(j, show);
+  const level = j.design ? j.design.level : 0.95;
+  const t = inferenceTable(`Difference from ${j.by[0]} = ${c.base} (its mean ${fmtSig(c.base_estimate)})`, j.by[0], c.differences.map((d) => [d.group, d]), level, c.df === null ? "z" : "t");
+  const lines = [
+    `Each group's mean minus the mean of ${j.by[0]} = ${c.base}; standard errors: ${c.method}${c.df !== null && c.df > 0 ? `, ${fmtSig(c.df)} df` : ""}.`,
+    c.df !== null && c.df <= 0 ? `No t tests or intervals: the design's degrees of freedom (${fmtSig(c.df + c.differences.length)}) are not more than the ${c.differences.length} differences (R's svyglm gives ${fmtSig(c.df)} residual df).` : "",
+    waldText(c.wald, "that every group equals the base"),
+  ].filter((x) => x);
+  return [...parts, el("section", { class: "xtab diffs" }, t, ...lines.map((x) => el("p", { class: "legend" }, x)))];
+}
+
 // ------------------------------------------------------------ the chart
 
 // Okabe–Ito: told apart with every common colour-vision deficiency.
@@ -511,6 +592,12 @@ export function toCsv(j, kind) {
     const design = !!j.design;
     push(["value", "label", "missing", "count", "weighted", "percent", ...(design ? [...seHead("weighted"), ...seHead("percent")] : [])]);
     for (const r of j.rows) push([r.value, r.label ?? "", r.missing, r.count, r.weighted ?? "", r.percent ?? "", ...(design ? [...se(r.weighted_se), ...se(r.percent_se)] : [])]);
+  } else if (kind === "regress") {
+    push(["term", "estimate", "se", "t", "p", "lo", "hi"]);
+    for (const c of j.coefficients) push([c.term, c.estimate, c.se, c.t, c.p, c.lo, c.hi]);
+  } else if (kind === "compare") {
+    push([j.by[0], "estimate", "se", "t", "p", "lo", "hi"]);
+    for (const d of j.comparison.differences) push([d.group, d.estimate, d.se, d.t, d.p, d.lo, d.hi]);
   } else {
     const design = !!j.design;
     push([...j.by.flatMap((b) => [b, `${b}_label`]), "mean", "sd", "n", "sum_weights", ...(design ? seHead("mean") : [])]);
@@ -561,7 +648,8 @@ async function run(p) {
   $("error").textContent = "";
   if (!api) {
     result.replaceChildren();
-    $("status").textContent = p.get("kind") === "means" && p.get("row") ? "Name the dependent variable." : "";
+    const pk = p.get("kind") || "table";
+    $("status").textContent = pk === "regress" ? "Write the model." : pk === "compare" && p.get("row") ? "Name the dependent variable and the base group." : pk === "means" && p.get("row") ? "Name the dependent variable." : "";
     return;
   }
   $("status").textContent = "Running…";
@@ -584,8 +672,9 @@ async function run(p) {
     return;
   }
   if (mine !== latest) return;
-  const kind = api.split("?")[0].split("/").pop();
-  const counted = kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : j.total.n;
+  const pk = p.get("kind") || "table";
+  const kind = pk === "compare" ? "compare" : api.split("?")[0].split("/").pop();
+  const counted = kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : kind === "regress" ? j.n : j.total.n;
   if (counted === 0) {
     result.removeAttribute("aria-busy");
     result.replaceChildren(el("p", { class: "empty" }, `No records are counted${j.filter ? `: the filter ${j.filter} matches none` : ""}${p.get("include_missing") ? "" : " (or every value is missing)"}.`));
@@ -594,8 +683,8 @@ async function run(p) {
   }
   const show = new Set(p.getAll("show"));
   if (!p.get("shown") && !show.size) ["se", "w", "colour"].forEach((x) => show.add(x));
-  const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : renderMeans(j, show);
-  const c = chartOf(j, kind, p.get("chart") || "stacked");
+  const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : kind === "regress" ? renderRegress(j) : kind === "compare" ? renderCompare(j, show) : renderMeans(j, show);
+  const c = kind === "regress" ? null : chartOf(j, kind === "compare" ? "means" : kind, p.get("chart") || "stacked");
   const fig = c && c.tagName.toLowerCase() === "svg" ? el("figure", { class: "fig" }, c, el("figcaption", {}, "Hover a bar for its value; the table holds every number.")) : c;
   const head = el("div", { class: "meta" }, el("p", {}, `${meta.name}: ${fmtN(counted)} records counted${j.filter ? `, filter ${j.filter}` : ""}${j.weight ? `, weight ${j.weight}` : ", unweighted"}.`), downloads(j, kind, api));
   result.replaceChildren(head, el("div", { class: "answer" }, el("div", { class: "tables" }, parts), fig));
@@ -622,16 +711,24 @@ async function showVariable(name) {
   }
   const v = j.variable;
   const use = el("div", { class: "use", role: "group", "aria-label": `Put ${name} in the form` });
-  for (const [field, label] of [["row", "Row"], ["col", "Column"], ["control", "Control"], ["dep", "Dependent"], ["filter", "Filter"]]) {
+  for (const [field, label] of [["row", "Row"], ["col", "Column"], ["control", "Control"], ["dep", "Dependent"], ["formula", "Model"], ["filter", "Filter"]]) {
     const b = el("button", { type: "button", "data-field": field }, label);
     b.addEventListener("click", () => {
       const input = $(`f-${field}`);
       // Names that are not plain identifiers are quoted for the grammar.
       const ref = /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : `"${name}"`;
       if (field === "filter") input.value = `${input.value ? `${input.value} ` : ""}${ref}()`;
+      else if (field === "formula") {
+        // The first variable is the outcome; each next one a term (text
+        // variables are factors by themselves).
+        const f = input.value.trim();
+        input.value = !f ? `${ref} ~ ` : /~\s*$/.test(f) ? `${f} ${ref}` : `${f} + ${ref}`;
+        document.querySelector('input[name="kind"][value="regress"]').checked = true;
+        syncKind($("form"));
+      }
       else if (ref !== name) input.value = ref;
       else if (ref === name) input.value = name;
-      if (field === "dep") {
+      if (field === "dep" && !document.querySelector('input[name="kind"][value="compare"]').checked) {
         document.querySelector('input[name="kind"][value="means"]').checked = true;
         syncKind($("form"));
       }

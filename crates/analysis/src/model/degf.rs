@@ -159,6 +159,9 @@ pub(crate) fn replicate_degf(
 struct Ranks {
     width: usize,
     cells: HashMap<u32, Rank>,
+    /// The cells known to have records: once each is of full rank, no
+    /// record can change an answer.
+    expect: Arc<Vec<u32>>,
 }
 
 impl FoldState for Ranks {
@@ -193,19 +196,31 @@ impl FoldState for Ranks {
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
+
+    fn done(&self) -> bool {
+        !self.expect.is_empty()
+            && self.expect.iter().all(|c| {
+                self.cells
+                    .get(c)
+                    .is_some_and(|r| r.basis.len() == self.width)
+            })
+    }
 }
 
 /// R's `degf` of each cell's domain of `query`'s table (its group of
 /// records, whatever their values) and of all its records: the rank of
 /// the records' replicate weights less one; `cells` per planned cell
-/// (`None`: no record).
+/// (`None`: no record). `expect`: the cells known to have records (the
+/// scan stops once each is of full rank; a worker's state stops on its
+/// own, so each worker may stop before the others).
 pub(crate) fn replicate_degf_by(
     ds: &Dataset,
     query: &Query,
     replicates: &[String],
-    cells: usize,
+    (cells, expect): (usize, Vec<u32>),
     opts: &ScanOptions,
 ) -> crate::Result<(Vec<Option<f64>>, f64)> {
+    let expect = Arc::new(expect);
     let width = replicates.len();
     let mut q = Query {
         replicates: Vec::new(),
@@ -219,6 +234,7 @@ pub(crate) fn replicate_degf_by(
             Box::new(Ranks {
                 width,
                 cells: HashMap::new(),
+                expect: expect.clone(),
             }) as Box<dyn FoldState>
         }),
     });

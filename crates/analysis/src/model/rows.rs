@@ -149,6 +149,61 @@ pub(crate) struct TaylorKeys {
     pub scale: f64,
     /// Each PSU's records are one run.
     pub contiguous: bool,
+    /// When the keys span a short range: per key − the first, its index
+    /// (`u32::MAX`: none), so a record's stratum is one load.
+    dense: Option<(i64, Vec<u32>)>,
+}
+
+impl TaylorKeys {
+    /// A Taylor design's strata (`t`), or without one (`None`) a single
+    /// stratum.
+    pub(crate) fn of(ds: &Dataset, t: Option<&microtab_store::Taylor>) -> crate::Result<Self> {
+        let Some(t) = t else {
+            return Ok(TaylorKeys {
+                keys: vec![0],
+                scale: 1.0,
+                contiguous: true,
+                dense: None,
+            });
+        };
+        let keys = t.strata_keys.clone();
+        let dense = match (keys.first(), keys.last()) {
+            (Some(&lo), Some(&hi)) if hi.checked_sub(lo).is_some_and(|d| d < 1 << 22) => {
+                let mut v = vec![u32::MAX; (hi - lo + 1) as usize];
+                for (h, &k) in keys.iter().enumerate() {
+                    v[(k - lo) as usize] = h as u32;
+                }
+                Some((lo, v))
+            }
+            _ => None,
+        };
+        Ok(TaylorKeys {
+            keys,
+            scale: match &t.strata {
+                Some(s) => ds.variable(s)?.scale(),
+                None => 1.0,
+            },
+            contiguous: t.contiguous,
+            dense,
+        })
+    }
+
+    /// The stratum of a record whose strata value (displayed) is `v`
+    /// (`None`: missing, or a stratum the design does not know).
+    #[inline]
+    pub(crate) fn index(&self, v: f64) -> Option<usize> {
+        if v.is_nan() {
+            return None;
+        }
+        let key = (v * self.scale).round() as i64;
+        match &self.dense {
+            Some((lo, table)) => {
+                let h = *table.get(usize::try_from(key.checked_sub(*lo)?).ok()?)?;
+                (h != u32::MAX).then_some(h as usize)
+            }
+            None => self.keys.binary_search(&key).ok(),
+        }
+    }
 }
 
 impl State {
@@ -315,20 +370,13 @@ impl State {
         let h = match lay.strata {
             None => 0,
             // A missing stratum is in none of the design's strata.
-            Some(k) if vals[k][i].is_nan() => {
-                self.unknown += 1;
-                return;
-            }
-            Some(k) => {
-                let key = (vals[k][i] * t.scale).round() as i64;
-                match t.keys.binary_search(&key) {
-                    Ok(h) => h,
-                    Err(_) => {
-                        self.unknown += 1;
-                        return;
-                    }
+            Some(k) => match t.index(vals[k][i]) {
+                Some(h) => h,
+                None => {
+                    self.unknown += 1;
+                    return;
                 }
-            }
+            },
         };
         let psu = match lay.cluster {
             // Every record its own PSU: closed at once.
@@ -944,19 +992,8 @@ fn setup<'a>(
     let reps = values.len()..values.len() + replicates.len();
     values.extend(replicates.iter().cloned());
     let keys = match (&taylor, &query.weight) {
-        (Some(t), _) => Some(TaylorKeys {
-            keys: t.strata_keys.clone(),
-            scale: match &t.strata {
-                Some(s) => ds.variable(s)?.scale(),
-                None => 1.0,
-            },
-            contiguous: t.contiguous,
-        }),
-        (None, Some(_)) if design.is_none() => Some(TaylorKeys {
-            keys: vec![0],
-            scale: 1.0,
-            contiguous: true,
-        }),
+        (Some(t), _) => Some(TaylorKeys::of(ds, Some(t))?),
+        (None, Some(_)) if design.is_none() => Some(TaylorKeys::of(ds, None)?),
         _ => None,
     };
     let passes = Passes {
