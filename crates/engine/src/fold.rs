@@ -31,6 +31,12 @@ pub trait FoldState: Send {
     fn done(&self) -> bool {
         false
     }
+    /// Whether the scan may end now: [`done`](Self::done), and the caller
+    /// wants nothing else of the scan (the query's table is then left
+    /// incomplete). Each worker ends on its own state's word.
+    fn stop(&self) -> bool {
+        false
+    }
 }
 
 /// Sums of the caller's over the records a query counts (see

@@ -64,6 +64,9 @@ pub(crate) fn scan_mapped(
                         break 'scan;
                     }
                 }
+                if acc.stopped() {
+                    break 'scan;
+                }
             }
             // Keep resident memory bounded by the stretch being counted.
             for c in cols {
@@ -227,6 +230,9 @@ pub(crate) fn scan_inline(
                     break 'scan;
                 }
             }
+            if acc.stopped() {
+                break 'scan;
+            }
         }
         Ok(acc)
     });
@@ -308,6 +314,10 @@ pub(crate) fn scan_streamed(
                         stream.recycle(seg);
                         break 'scan;
                     }
+                }
+                if acc.stopped() {
+                    stream.recycle(seg);
+                    break 'scan;
                 }
                 s = e;
             }

@@ -187,3 +187,70 @@ fn a_fold_has_no_partial_result() {
     let e = run_partial(&ds, &query(), &ScanOptions::default()).unwrap_err();
     assert!(e.to_string().contains("no partial result"), "{e}");
 }
+
+/// Counts records and ends the scan once it has `enough`.
+struct Enough {
+    seen: u64,
+    enough: u64,
+}
+
+impl FoldState for Enough {
+    fn add(&mut self, rows: &FoldRows<'_>) {
+        self.seen += rows.cells.len() as u64;
+    }
+    fn merge(&mut self, other: Box<dyn FoldState>) {
+        self.seen += other.into_any().downcast::<Enough>().unwrap().seen;
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn done(&self) -> bool {
+        self.seen >= self.enough
+    }
+    fn stop(&self) -> bool {
+        self.done()
+    }
+}
+
+#[test]
+fn a_fold_that_stops_ends_each_workers_scan() {
+    let recs = records();
+    let (_dir, ds) = dataset(&recs);
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let q = Query {
+            fold: Some(Fold {
+                values: vec!["X".into()],
+                make: Arc::new(|| {
+                    Box::new(Enough {
+                        seen: 0,
+                        enough: 1000,
+                    }) as Box<dyn FoldState>
+                }),
+            }),
+            ..Query::default()
+        };
+        let folded = pool
+            .install(|| fold_rows(&ds, &q, &ScanOptions::default()))
+            .unwrap();
+        let seen = folded
+            .state
+            .unwrap()
+            .into_any()
+            .downcast::<Enough>()
+            .unwrap()
+            .seen;
+        // Each worker stops after the morsel that gave it 1,000 records:
+        // far fewer than the 300,000 records.
+        assert!(
+            (1000..=threads as u64 * 70_000).contains(&seen),
+            "{seen} records seen ({threads} threads)"
+        );
+        // Its table is left incomplete (the caller wanted none).
+        let counted: u64 = folded.cube.counts.iter().sum();
+        assert!(counted < recs.len() as u64, "{counted}");
+    }
+}

@@ -106,6 +106,10 @@ impl FoldState for Rank {
     fn done(&self) -> bool {
         self.basis.len() == self.width
     }
+
+    fn stop(&self) -> bool {
+        self.done()
+    }
 }
 
 /// The rank of `rows` (each of the replicates' width), less one, when it
@@ -195,6 +199,10 @@ impl FoldState for Ranks {
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+
+    fn stop(&self) -> bool {
+        self.done()
     }
 
     fn done(&self) -> bool {

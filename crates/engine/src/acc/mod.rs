@@ -198,6 +198,11 @@ impl Acc {
         self
     }
 
+    /// Whether the fold's state ends the scan ([`FoldState::stop`](crate::fold::FoldState::stop)).
+    pub(crate) fn stopped(&self) -> bool {
+        self.fold_acc.as_ref().is_some_and(|f| f.state.stop())
+    }
+
     /// The fold's state, once the workers' accumulators are merged.
     pub(crate) fn take_fold(&mut self) -> Option<Box<dyn crate::fold::FoldState>> {
         self.fold_acc.take().map(|f| f.state)
