@@ -93,6 +93,9 @@ def test_ratio_matches_r_svyratio(api, kind):
         assert close(g[key]["estimate"], est) and close(g[key]["se"], se), (key, g[key], est, se)
     if kind != "none":
         assert got["df"] == got["design"]["df"]
+    else:
+        # svydesign(ids = ~1, weights = ~pw) of the 200 records: 199 df.
+        assert got["df"] == 199
 
 
 @pytest.mark.parametrize("kind", ["strat", "clus", "jk1", "none"])
@@ -114,6 +117,8 @@ def test_corr_matches_r(api, kind):
         assert close(c[i][j], w[("cov", key)][0]) and c[i][j] == c[j][i]
     m = got["matrix"]
     assert m[0][0] == 1.0 and m[0][1] == pytest.approx(pairs["api00:ell2"]["estimate"], rel=1e-12)
+    # A correlation's interval stays within [-1, 1].
+    assert all(-1 <= p["lo"] <= p["hi"] <= 1 for p in got["pairs"])
 
 
 def test_unweighted_corr_is_pearsons_test(api):
@@ -160,7 +165,8 @@ def test_ratio_text_and_csv(api):
     assert "replicate weights (jk1)" in text
     j = run_json("ratio", ds, "api00", "enroll", "--by", "stype_txt")
     lines = run("ratio", ds, "api00", "enroll", "--by", "stype_txt", "--format", "csv").stdout.splitlines()
-    assert lines[0] == "stype_txt,n,numerator_total,denominator_total,ratio,se,lo,hi"
+    assert lines[0] == ("stype_txt,n,numerator_total,denominator_total,ratio,se,lo,hi,cv,unreliable,"
+                        "replicates_dropped")
     elem = lines[1].split(",")
     g = groups(j)["elem"]
     assert elem[0] == "elem" and float(elem[4]) == g["estimate"] and float(elem[5]) == g["se"]
@@ -227,3 +233,42 @@ def test_unweighted_test_mean_is_scipys(api):
     assert csv_out[-1].startswith("Total,") and csv_out[-1].split(",")[-5] == str(got["total"]["t"])
     text = run("means", api["strat"], "ell2", "--by", "stype", "--test-mean", "-3", "--no-design").stdout
     assert "Test of mean = -3" in text and "mean − -3" in text
+
+
+def test_edges_perfect_constant_missing_weight_and_flags(tmp_path):
+    """A perfect correlation is 1 with p = 0 (scipy), a constant variable
+    has none; records with a missing weight are left out with a note (R
+    refuses them); small groups are flagged; p-values in CSV stay short."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(50, 10, 60).round(2)
+    rows = ["a,b,c,d,w,g"]
+    for i, x in enumerate(a):
+        w = "" if i == 7 else f"{1 + i % 4}"
+        rows.append(f"{x},{2 * x + 1:.2f},3,{rng.normal():.4f},{w},{1 + (i % 10 == 0)}")
+    (tmp_path / "e.csv").write_text("\n".join(rows) + "\n")
+    ds = tmp_path / "e.mtab"
+    run("import", tmp_path / "e.csv", ds)
+    got = run_json("corr", ds, "a", "b", "c", "d", "--no-design")
+    pairs = {f'{p["a"]}:{p["b"]}': p for p in got["pairs"]}
+    assert pairs["a:b"]["estimate"] == 1.0 and pairs["a:b"]["p"] == 0.0 and pairs["a:b"]["t"] is None
+    assert stats.pearsonr(a, 2 * a + 1).pvalue == 0.0
+    assert pairs["a:c"].get("estimate") is None and got["matrix"][2][2] is None
+    text = run("corr", ds, "a", "b", "c", "d", "--no-design").stdout
+    assert "∞" in text and "NaN" not in text
+    # The missing weight: left out, said so; R on the other 59 records.
+    r = run_json("ratio", ds, "a", "d", "--weight", "w", "--no-design")
+    assert r["notes"] and "1 records with a missing weight w" in r["notes"][0]
+    assert r["df"] == 58
+    keep = [i for i in range(60) if i != 7]
+    w = np.array([1 + i % 4 for i in keep], float)
+    y = a[keep]
+    assert r["total"]["numerator_total"] == pytest.approx((w * y).sum(), rel=1e-12)
+    # Groups under --min-n are flagged (the table marks them).
+    r = run_json("ratio", ds, "a", "b", "--by", "g", "--no-design", "--min-n", "10")
+    flags = {g["by"][0]["value"]: g["unreliable"] for g in r["groups"]}
+    assert flags == {1: False, 2: True}
+    assert "* unreliable" in run("ratio", ds, "a", "b", "--by", "g", "--no-design", "--min-n", "10").stdout
+    p = run("means", ds, "a", "--by", "g", "--test-mean", "nan", ok=False)
+    assert "--test-mean: expected a finite number" in p.stderr
+    out = run("corr", ds, "a", "b", "d", "--no-design", "--format", "csv").stdout
+    assert max(len(f) for line in out.splitlines() for f in line.split(",")) < 40

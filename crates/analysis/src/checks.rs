@@ -111,10 +111,40 @@ pub(crate) fn weights_ok(
 ) -> Result<Option<WeightCases>> {
     let q = Query {
         fold: None,
+        measure: None,
+        replicates: Vec::new(),
+        taylor: None,
         ..q.clone()
     };
-    let weights = microtab_engine::weight_cases(ds, &q, opts, 0)?;
+    // The records the weighted query counts (those of missing weight are
+    // not), when the weight can be missing.
+    let counted = match &q.weight {
+        Some(w) => {
+            let v = ds.variable(w)?;
+            if v.nulls > 0 || !v.missing_codes.is_empty() {
+                microtab_engine::run_with(ds, &q, opts)?.counts.iter().sum()
+            } else {
+                0
+            }
+        }
+        None => 0,
+    };
+    let weights = microtab_engine::weight_cases(ds, &q, opts, counted)?;
     let name = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, name.map(|v| v.name.as_str()))?;
     Ok(weights)
+}
+
+/// The note on the records left out for a missing weight, if any.
+pub(crate) fn missing_weight_note(
+    cases: &Option<WeightCases>,
+    weight: Option<&str>,
+) -> Option<String> {
+    let n = cases.as_ref().map_or(0, |c| c.missing);
+    (n > 0).then(|| {
+        format!(
+            "{n} records with a missing weight {} are left out",
+            weight.unwrap_or_default()
+        )
+    })
 }

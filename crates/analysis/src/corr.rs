@@ -123,6 +123,19 @@ fn names_of(ds: &Dataset, vars: &[String]) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// A perfect correlation (to within rounding): `r = ±1` with no
+/// spread, `t` infinite (`null` in JSON), `p` 0 (as scipy's `pearsonr`).
+fn perfect(sign: f64) -> Inference {
+    Inference {
+        estimate: sign,
+        se: 0.0,
+        t: sign * f64::INFINITY,
+        p: 0.0,
+        lo: sign,
+        hi: sign,
+    }
+}
+
 /// Fisher's interval `tanh(atanh r ± z/√(n − 3))` (scipy's
 /// `confidence_interval`) in place of the Wald one.
 fn fisher(mut i: Inference, n: u64, level: f64) -> Inference {
@@ -195,7 +208,15 @@ fn matrices(c: &[f64], p: usize, n: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let matrix = (0..p)
         .map(|a| {
             (0..p)
-                .map(|b| if a == b { 1.0 } else { correlation(c, p, a, b) })
+                .map(|b| {
+                    // A constant variable correlates with nothing, itself
+                    // included.
+                    if a == b && c[a * p + a] > 0.0 {
+                        1.0
+                    } else {
+                        correlation(c, p, a, b)
+                    }
+                })
                 .collect()
         })
         .collect();
@@ -203,6 +224,27 @@ fn matrices(c: &[f64], p: usize, n: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
         .map(|a| (0..p).map(|b| c[a * p + b] * n / (n - 1.0)).collect())
         .collect();
     (matrix, covariance)
+}
+
+/// The first scan: the records with every value, their weight and `Σ w·x`.
+fn means_pass(scan: &Scan<'_>, p: usize) -> Result<crate::sums::Sums> {
+    scan.run(Spec {
+        k: 1 + p,
+        values: p,
+        record: Arc::new(move |v: &[f64], a: &mut [f64]| {
+            if v.iter().any(|x| x.is_nan()) {
+                return false;
+            }
+            a[0] = 1.0;
+            a[1..].copy_from_slice(v);
+            true
+        }),
+        replicates: false,
+        taylor: None,
+        full: false,
+        all: false,
+        skip_zero: false,
+    })
 }
 
 /// The correlations of `vars` over `ds`.
@@ -217,29 +259,12 @@ pub fn corr(
     let design = crate::checks::design_of(ds, req, false)?;
     let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
     let complete = |v: &[f64]| v.iter().all(|x| !x.is_nan());
-    // The means.
-    let first = scan.run(Spec {
-        k: 1 + p,
-        values: p,
-        record: Arc::new(move |v: &[f64], a: &mut [f64]| {
-            if !complete(v) {
-                return false;
-            }
-            a[0] = 1.0;
-            a[1..].copy_from_slice(v);
-            true
-        }),
-        replicates: false,
-        taylor: None,
-        full: false,
-        all: false,
-        skip_zero: false,
-    })?;
+    let first = means_pass(&scan, p)?;
     let g = &first.groups[0];
     if g.n == 0 || g.t[0] == 0.0 {
         return Err(crate::Error::NoRecords);
     }
-    crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+    let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
     let n = g.n;
     let mean: Vec<f64> = (0..p).map(|a| g.t[1 + a] / g.t[0]).collect();
     // The centred cross products (and each replicate's).
@@ -275,7 +300,12 @@ pub fn corr(
     let w = g.t[0];
     let c = covariances(&g.t, p);
     let unweighted_plain = design.is_none() && scan.query.weight.is_none();
-    let (survey, method) = survey_of(req, &design, scan.query.weight.as_deref(), n);
+    let (survey, method) = survey_of(
+        req,
+        &design,
+        scan.query.weight.as_deref(),
+        scan.plain_df_records(),
+    );
     let pairs_idx: Vec<(usize, usize)> = (0..p)
         .flat_map(|a| (a + 1..p).map(move |b| (a, b)))
         .collect();
@@ -283,7 +313,10 @@ pub fn corr(
         .iter()
         .map(|&(a, b)| correlation(&c, p, a, b))
         .collect();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> =
+        crate::checks::missing_weight_note(&cases, scan.query.weight.as_deref())
+            .into_iter()
+            .collect();
     let (vars_r, df, method): (Vec<f64>, f64, String) = if unweighted_plain {
         let nf = n as f64;
         (
@@ -311,11 +344,19 @@ pub fn corr(
             a: names[a].clone(),
             b: names[b].clone(),
             inference: r[q].is_finite().then(|| {
+                if 1.0 - r[q].abs() <= 1e-12 {
+                    return perfect(r[q].signum());
+                }
                 let i = inference(r[q], vars_r[q].max(0.0).sqrt(), df, level);
                 if unweighted_plain {
                     fisher(i, n, level)
                 } else {
-                    i
+                    // A correlation lies in [−1, 1]; so does its interval.
+                    Inference {
+                        lo: i.lo.max(-1.0),
+                        hi: i.hi.min(1.0),
+                        ..i
+                    }
                 }
             }),
         })

@@ -67,9 +67,17 @@ pub struct RatioRow {
     /// `Σ w·x` over them.
     pub denominator_total: f64,
     /// The ratio with its SE, t (against 0), p and interval; `None` when
-    /// the denominator's total is 0.
+    /// the denominator's total is 0 (the SE `NaN`, `null` in JSON, when the
+    /// variance cancels to rounding).
     #[serde(flatten)]
     pub inference: Option<Inference>,
+    /// Its coefficient of variation (SE / |ratio|).
+    pub cv: Option<f64>,
+    /// Fewer records than the request's `min_n`, or a CV above its
+    /// `max_cv`.
+    pub unreliable: bool,
+    /// Replicates left out (their denominator total is 0 in the group).
+    pub replicates_dropped: u32,
 }
 
 /// The numeric variable `name` (text has no totals).
@@ -196,6 +204,7 @@ fn replicate_sums(
         cov: Vec::new(),
         psus: Vec::new(),
         categories: cy.dims.iter().map(|d| d.categories.clone()).collect(),
+        names: cy.dims.iter().map(|d| d.var.name.clone()).collect(),
     })
 }
 
@@ -233,9 +242,13 @@ pub fn ratio(
             skip_zero: false,
         })?
     };
-    crate::checks::weights_ok(ds, req, &scan.query, opts)?;
-    let records: u64 = sums.groups.iter().map(|g| g.n).sum();
-    let (survey, method) = survey_of(req, &design, scan.query.weight.as_deref(), records);
+    let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+    let (survey, method) = survey_of(
+        req,
+        &design,
+        scan.query.weight.as_deref(),
+        scan.plain_df_records(),
+    );
     let mut dropped_max = 0;
     let Sums {
         groups,
@@ -246,25 +259,52 @@ pub fn ratio(
     } = &sums;
     let shape: Vec<usize> = categories.iter().map(|c| c.len().max(1)).collect();
     let df = survey.info.df;
-    let row = |g: &crate::sums::Group, c: usize, dropped: &mut u32| -> RatioRow {
+    let mut cancelled = false;
+    let mut row = |g: &crate::sums::Group, c: usize, dropped: &mut u32| -> RatioRow {
         let (y, x) = (g.t[0], g.t[1]);
         let est = y / x;
+        let mut replicates_dropped = 0;
         let var = if replicated {
             let reps: Vec<f64> = g.reps.chunks(2).map(|r| r[0] / r[1]).collect();
             let v = survey.variance(est, &reps);
             *dropped = (*dropped).max(v.dropped);
+            replicates_dropped = v.dropped;
             v.v
         } else {
             let v = &cov[c];
-            crate::survey::ratio_variance(y, x, [v[0], v[1], v[3]])
+            // The linearization from the totals' covariance cancels: when
+            // what is left is rounding (y nearly proportional to x), the
+            // variance is not known to any digit.
+            let (a, b, d) = (v[0], v[1], v[3]);
+            let size = a.abs() + 2.0 * (est * b).abs() + est * est * d.abs();
+            if size > 0.0 && (a - 2.0 * est * b + est * est * d).abs() <= 1e-11 * size {
+                cancelled = true;
+                f64::NAN
+            } else {
+                crate::survey::ratio_variance(y, x, [a, b, d])
+            }
         };
+        let inference = (x != 0.0 && g.n > 0).then(|| {
+            let se = if var.is_nan() {
+                f64::NAN
+            } else {
+                var.max(0.0).sqrt()
+            };
+            inference(est, se, df, req.level)
+        });
+        let cv = inference
+            .as_ref()
+            .filter(|i| i.estimate != 0.0 && i.se.is_finite())
+            .map(|i| i.se / i.estimate.abs());
         RatioRow {
             by: Vec::new(),
             n: g.n,
             numerator_total: y,
             denominator_total: x,
-            inference: (x != 0.0 && g.n > 0)
-                .then(|| inference(est, var.max(0.0).sqrt(), df, req.level)),
+            inference,
+            cv,
+            unreliable: g.n < req.min_n || cv.is_some_and(|cv| cv > req.max_cv),
+            replicates_dropped,
         }
     };
     let rows = groups
@@ -285,7 +325,16 @@ pub fn ratio(
     if total.n == 0 {
         return Err(crate::Error::NoRecords);
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> =
+        crate::checks::missing_weight_note(&cases, scan.query.weight.as_deref())
+            .into_iter()
+            .collect();
+    if cancelled {
+        notes.push(format!(
+            "in a group the variance of the ratio cancels to rounding ({} nearly proportional to {}): no standard error",
+            values[0], values[1]
+        ));
+    }
     if dropped_max > 0 {
         notes.push(format!(
             "up to {dropped_max} replicates had a denominator total of 0 in a group and were left out of its variance"
@@ -295,7 +344,7 @@ pub fn ratio(
         dataset: ds.dir().display().to_string(),
         numerator: values[0].clone(),
         denominator: values[1].clone(),
-        by: by.to_vec(),
+        by: sums.names.clone(),
         groups: rows,
         total,
         df,

@@ -452,6 +452,8 @@ pub(crate) struct Sums {
     pub psus: Vec<(u64, u64)>,
     /// The grouping variables' planned categories.
     pub categories: Vec<Vec<Category>>,
+    /// The grouping variables' names (a recode's variable's).
+    pub names: Vec<String>,
 }
 
 /// A scan's query and where its design values are.
@@ -464,6 +466,10 @@ pub(crate) struct Scan<'a> {
     /// Per stratum `(c_h, d_h)` and the strata whose lonely PSU is
     /// averaged (Taylor designs, or each record its own PSU without one).
     pub coef: Option<(Vec<[f64; 2]>, Vec<bool>)>,
+    /// Without a design: the dataset's records with a weight (each its own
+    /// PSU; a filter or a group is a domain of them), and those of them
+    /// whose weight is 0 (not in R's `degf`).
+    pub records: (u64, u64),
 }
 
 impl Scan<'_> {
@@ -519,7 +525,22 @@ impl Scan<'_> {
             None if design.is_none() => (Some(TaylorKeys::of(ds, None)?), None),
             None => (None, None),
         };
+        let records = if design.is_some() {
+            (0, 0)
+        } else {
+            // R's svydesign(ids = ~1, weights = ~W) of the records with a
+            // weight (it refuses missing ones).
+            let q = Query {
+                weight: query.weight.clone(),
+                max_cells: Some(1),
+                ..Query::default()
+            };
+            let n: u64 = microtab_engine::run_with(ds, &q, opts)?.counts.iter().sum();
+            let zero = microtab_engine::weight_cases(ds, &q, opts, n)?.map_or(0, |w| w.zero);
+            (n, zero)
+        };
         Ok(Scan {
+            records,
             ds,
             query,
             values: names,
@@ -533,6 +554,12 @@ impl Scan<'_> {
             opts,
             coef,
         })
+    }
+
+    /// Without a design, the degrees of freedom: the records of non-zero
+    /// weight less one (R's `degf`).
+    pub(crate) fn plain_df_records(&self) -> u64 {
+        self.records.0 - self.records.1
     }
 
     /// Whether the scan's design is replicate weights.
@@ -599,7 +626,7 @@ impl Scan<'_> {
                     st.close(h, &u);
                 }
                 let m = how.as_ref().map_or(k, |h| h.1);
-                let n = self.ds.rows() as f64;
+                let n = self.records.0 as f64;
                 let (coef, average) = match &self.coef {
                     Some((c, a)) => (c.clone(), a.clone()),
                     // R's svydesign(ids = ~1) of the dataset's records
@@ -624,6 +651,12 @@ impl Scan<'_> {
             cov,
             psus,
             categories: folded.categories,
+            names: folded
+                .cube
+                .dims
+                .iter()
+                .map(|d| d.var.name.clone())
+                .collect(),
         })
     }
 }

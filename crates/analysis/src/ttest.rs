@@ -150,9 +150,22 @@ pub(crate) fn test_means(
             by: cats,
             mean,
             df,
-            inference: se
-                .filter(|_| df > 0.0)
-                .map(|se| inference(mean - value, se, df, req.level)),
+            // Without degrees of freedom (a domain in one PSU), the
+            // difference and its SE but no test or interval.
+            inference: se.map(|se| {
+                if df > 0.0 {
+                    inference(mean - value, se, df, req.level)
+                } else {
+                    Inference {
+                        estimate: mean - value,
+                        se,
+                        t: f64::NAN,
+                        p: f64::NAN,
+                        lo: f64::NAN,
+                        hi: f64::NAN,
+                    }
+                }
+            }),
         })
     };
     let groups = sums

@@ -45,8 +45,16 @@ pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
 /// Optional float for CSV (empty when absent or not a number: an
 /// undefined statistic is never written as one).
 pub fn csv_num(x: Option<f64>) -> String {
+    // Shortest round-trip text; very small or large numbers (a p-value of
+    // 1e-200) in exponent form rather than hundreds of digits.
     x.filter(|v| v.is_finite())
-        .map(|v| format!("{v}"))
+        .map(|v| {
+            if v != 0.0 && (v.abs() < 1e-6 || v.abs() >= 1e21) {
+                format!("{v:e}")
+            } else {
+                format!("{v}")
+            }
+        })
         .unwrap_or_default()
 }
 

@@ -75,7 +75,14 @@ fn table(c: &Correlations) -> String {
     let rows: Vec<Vec<String>> = (0..p)
         .map(|a| {
             let mut v = vec![c.variables[a].clone()];
-            v.extend((0..p).map(|b| format!("{:.4}", c.matrix[a][b])));
+            v.extend((0..p).map(|b| {
+                let r = c.matrix[a][b];
+                if r.is_finite() {
+                    format!("{r:.4}")
+                } else {
+                    "–".into()
+                }
+            }));
             v
         })
         .collect();

@@ -74,6 +74,9 @@ pub fn run(a: Args) -> Result<()> {
             ps.push(p / 100.0);
         }
     }
+    if a.test_mean.is_some_and(|v| !v.is_finite()) {
+        anyhow::bail!("--test-mean: expected a finite number");
+    }
     let m: Means = answer_with(&a.data.dataset, &a.q, analysis, false, |r| {
         r.quantiles = ps.clone();
         r.diff = a.diff.clone();

@@ -2,7 +2,9 @@
 
 use crate::cmd::regress::num;
 use crate::common::{answer_with, write_json, Format, QueryArgs};
-use crate::render::{category_text, csv_line, csv_num, fmt_sig, stdout, text_table, Align};
+use crate::render::{
+    category_text, csv_line, csv_num, fmt_sig, plain_value, stdout, text_table, Align,
+};
 use anyhow::Result;
 use microtab_analysis::ratio::{Ratio, RatioRow};
 use microtab_analysis::Analysis;
@@ -49,6 +51,9 @@ pub fn run(a: Args) -> Result<()> {
                     "se",
                     "lo",
                     "hi",
+                    "cv",
+                    "unreliable",
+                    "replicates_dropped",
                 ]
                 .map(String::from),
             );
@@ -61,9 +66,14 @@ pub fn run(a: Args) -> Result<()> {
                     }
                     v
                 } else {
-                    row.by.iter().map(|c| c.display.clone()).collect()
+                    row.by.iter().map(plain_value).collect()
                 };
                 cells.extend(numbers(row).map(csv_num));
+                cells.extend([
+                    csv_num(row.cv),
+                    row.unreliable.to_string(),
+                    row.replicates_dropped.to_string(),
+                ]);
                 write!(out, "{}", csv_line(&cells))?;
             }
         }
@@ -84,6 +94,7 @@ fn numbers(row: &RatioRow) -> [Option<f64>; 7] {
         i.map(|i| i.lo),
         i.map(|i| i.hi),
     ]
+    .map(|x| x.filter(|v| v.is_finite()))
 }
 
 fn table(r: &Ratio) -> String {
@@ -129,6 +140,9 @@ fn table(r: &Ratio) -> String {
             };
             let mut v = vec![name];
             v.extend(numbers(row).map(|x| x.map_or("–".into(), num)));
+            if row.unreliable {
+                v[4].push('*');
+            }
             v
         })
         .collect();
@@ -140,6 +154,9 @@ fn table(r: &Ratio) -> String {
         num(r.df),
         r.method
     ));
+    if r.groups.iter().chain([&r.total]).any(|g| g.unreliable) {
+        s.push_str("* unreliable: fewer records than --min-n, or a coefficient of variation above --max-cv\n");
+    }
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));
     }

@@ -65,6 +65,8 @@ pub fn run(a: Args) -> Result<()> {
 pub(crate) fn num(x: f64) -> String {
     if x.is_finite() {
         fmt_sig(x, 6)
+    } else if x.is_infinite() {
+        if x > 0.0 { "∞" } else { "−∞" }.into()
     } else {
         "NaN".into()
     }
@@ -138,8 +140,14 @@ pub fn comparison_table(c: &Comparison, title: &str, level: f64) -> String {
         &rows,
         &align,
     ));
-    if let Some(df) = c.df {
-        s.push_str(&format!("df of the t tests: {}   ", num(df)));
+    match c.df {
+        Some(df) if df <= 0.0 => s.push_str(&format!(
+            "no t tests or intervals: the design's {} degrees of freedom are not more than the {} differences   ",
+            num(df + c.differences.len() as f64),
+            c.differences.len()
+        )),
+        Some(df) => s.push_str(&format!("df of the t tests: {}   ", num(df))),
+        None => {}
     }
     s.push_str(&format!("standard errors: {}\n", c.method));
     if let Some(w) = &c.wald {
