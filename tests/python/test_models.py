@@ -147,7 +147,9 @@ def test_ratio_corr_and_test_mean_from_python_match_r_and_the_cli(data):
     r = d.ratio("INCWAGE", "INCTOT", by="SEX")
     assert same(r.to_dict(), cli_json("ratio", ds, "INCWAGE", "INCTOT", "--by", "SEX"))
     df = r.to_pandas()
-    assert list(df.columns) == ["SEX", "n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi"]
+    assert list(df.columns) == ["SEX", "n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi",
+                                "cv", "unreliable"]
+    assert not df["unreliable"].any() and (df["cv"] > 0).all()
     assert list(df["SEX"]) == [1, 2, "Total"]
     for _, row in df.iloc[:2].iterrows():
         x = w[("r", str(row["SEX"]))]

@@ -1230,10 +1230,12 @@ class Ratio(_Result):
 
     def to_pandas(self):
         """One row per group, then the total (``Total`` in the first
-        grouping column): n, the totals, ratio, se, lo, hi."""
+        grouping column): n, the totals, ratio, se, lo, hi, cv and the
+        unreliable flag (fewer than 30 records, or a CV above 30%)."""
         import pandas as pd
         by = self._d.get("by", [])
-        cols = ["n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi"]
+        cols = ["n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi", "cv",
+                "unreliable"]
         recs = []
         for g in [*self.groups, self.total]:
             rec = {name: b["value"] for name, b in zip(by, g["by"])}
@@ -1241,7 +1243,8 @@ class Ratio(_Result):
                 rec[by[0]] = "Total"
             rec.update({"n": g["n"], "numerator_total": g["numerator_total"],
                         "denominator_total": g["denominator_total"], "ratio": g.get("estimate"),
-                        "se": g.get("se"), "lo": g.get("lo"), "hi": g.get("hi")})
+                        "se": g.get("se"), "lo": g.get("lo"), "hi": g.get("hi"),
+                        "cv": g.get("cv"), "unreliable": g.get("unreliable")})
             recs.append(rec)
         return pd.DataFrame(recs, columns=[*by, *cols])
 
