@@ -190,13 +190,7 @@ fn replicate_sums(
         reps: vec![0.0; 2 * r],
     };
     for g in &groups {
-        all.n += g.n;
-        for (a, b) in all.t.iter_mut().zip(&g.t) {
-            *a += b;
-        }
-        for (a, b) in all.reps.iter_mut().zip(&g.reps) {
-            *a += b;
-        }
+        all.absorb(g);
     }
     Ok(Sums {
         groups,

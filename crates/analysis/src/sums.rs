@@ -32,9 +32,9 @@ use std::sync::Arc;
 /// record is incomplete (a value missing) and out.
 pub(crate) type Record = Arc<dyn Fn(&[f64], &mut [f64]) -> bool + Send + Sync>;
 
-/// A record's linearized value `u` from its group (`None`: all groups),
+/// A record's linearized value `u` from its group (a cell index),
 /// its vector `a` and weight.
-pub(crate) type Influence = Arc<dyn Fn(Option<usize>, &[f64], f64, &mut [f64]) + Send + Sync>;
+pub(crate) type Influence = Arc<dyn Fn(usize, &[f64], f64, &mut [f64]) + Send + Sync>;
 
 /// What one scan sums.
 #[derive(Clone)]
@@ -78,6 +78,16 @@ pub(crate) struct Group {
     pub t: Vec<f64>,
     /// Per replicate `r`, `Σ w_r a` at `r·k`.
     pub reps: Vec<f64>,
+}
+
+impl Group {
+    /// Adds another group's sums (of the same shape; an empty one adds
+    /// nothing).
+    pub(crate) fn absorb(&mut self, o: &Group) {
+        self.n += o.n;
+        add(&mut self.t, &o.t);
+        add(&mut self.reps, &o.reps);
+    }
 }
 
 #[derive(Clone, Default)]
@@ -355,7 +365,7 @@ impl FoldState for State {
             let ar = &a[r * k..(r + 1) * k];
             let w = ws[r];
             match how {
-                Some((f, _)) => f(Some(c), ar, w, &mut u),
+                Some((f, _)) => f(c, ar, w, &mut u),
                 None => {
                     for (x, y) in u.iter_mut().zip(ar) {
                         *x = w * y;
@@ -385,25 +395,16 @@ impl FoldState for State {
             .into_any()
             .downcast::<State>()
             .expect("one fold, one state type");
-        let merge_group = |a: &mut Group, b: Group| {
-            if b.t.is_empty() {
-                return;
-            }
-            if a.t.is_empty() {
-                *a = b;
-                return;
-            }
-            a.n += b.n;
-            add(&mut a.t, &b.t);
-            add(&mut a.reps, &b.reps);
-        };
         for (g, b) in o.groups.into_iter().enumerate() {
             if self.groups.len() <= g {
                 self.groups.resize(g + 1, Group::default());
             }
-            merge_group(&mut self.groups[g], b);
+            if self.groups[g].t.is_empty() {
+                self.groups[g] = b;
+            } else {
+                self.groups[g].absorb(&b);
+            }
         }
-        merge_group(&mut self.all, o.all);
         self.unknown += o.unknown;
         if o.strata.len() > self.strata.len() {
             self.strata.resize(o.strata.len(), Vec::new());
@@ -611,9 +612,7 @@ impl Scan<'_> {
         // All groups: every complete record is in one of them.
         st.group(ALL);
         for g in &st.groups {
-            st.all.n += g.n;
-            add(&mut st.all.t, &g.t);
-            add(&mut st.all.reps, &g.reps);
+            st.all.absorb(g);
         }
         debug_assert!(st
             .groups

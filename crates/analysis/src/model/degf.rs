@@ -39,6 +39,17 @@ impl Rank {
         }
     }
 
+    /// Offers `rows` (another state's basis, or sums of rows) until the
+    /// basis is full.
+    fn absorb(&mut self, rows: impl IntoIterator<Item = Vec<f64>>) {
+        for b in rows {
+            if self.basis.len() == self.width {
+                return;
+            }
+            self.offer(b);
+        }
+    }
+
     /// Adds `row` (its length normalized) to the basis when independent.
     fn offer(&mut self, mut row: Vec<f64>) {
         let norm = row.iter().map(|x| x * x).sum::<f64>().sqrt();
@@ -91,12 +102,7 @@ impl FoldState for Rank {
             .into_any()
             .downcast::<Rank>()
             .expect("one fold, one state");
-        for b in o.basis {
-            if self.basis.len() == self.width {
-                return;
-            }
-            self.offer(b);
-        }
+        self.absorb(o.basis);
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -118,12 +124,7 @@ impl FoldState for Rank {
 /// records' rank, without reading them.
 pub(crate) fn full_rank_degf(rows: impl Iterator<Item = Vec<f64>>, width: usize) -> Option<f64> {
     let mut r = Rank::new(0, width);
-    for row in rows {
-        if r.basis.len() == width {
-            break;
-        }
-        r.offer(row);
-    }
+    r.absorb(rows);
     (r.basis.len() == width).then(|| width.saturating_sub(1) as f64)
 }
 
@@ -188,12 +189,7 @@ impl FoldState for Ranks {
             .expect("one fold, one state");
         for (c, r) in o.cells {
             let mine = self.cells.entry(c).or_insert_with(|| Rank::new(0, r.width));
-            for b in r.basis {
-                if mine.basis.len() == mine.width {
-                    break;
-                }
-                mine.offer(b);
-            }
+            mine.absorb(r.basis);
         }
     }
 
@@ -258,12 +254,7 @@ pub(crate) fn replicate_degf_by(
     // The rank of all records: of the union of the cells' bases.
     let mut all = Rank::new(0, width);
     for r in ranks.into_values() {
-        for b in r.basis {
-            if all.basis.len() == width {
-                break;
-            }
-            all.offer(b);
-        }
+        all.absorb(r.basis);
     }
     Ok((per, df(&all)))
 }
