@@ -261,6 +261,16 @@ def rscript(script, text, *args, out=None):
         return list(csvmod.DictReader(f))
 
 
+def r_design(api, kind, name, text, *args):
+    """R as the oracle on the api data of design `kind` (`strat`, `clus`,
+    `jk1`, `none`): `text` run as NAME.R with the data's CSV, an output
+    NAME_KIND.csv, `kind` and `args`; the rows it writes, as dicts."""
+    csv = api["dir"] / ("strat.csv" if kind in ("strat", "none") else "clus.csv")
+    tag = f"_{abs(hash(args))}" if args else ""
+    out = api["dir"] / f"{name}_{kind}{tag}.csv"
+    return rscript(api["dir"] / f"{name}.R", text, csv, out, kind, *args)
+
+
 def r_estimates(rows, cols=("est", "se", "lo", "hi"), na=("NA", "")):
     """{(what, key): (est, se, lo, hi)} of the rows an R script's `add()`
     wrote (`na`: R's missing, read as None)."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import R_DESIGNS, close, close_p, rscript, run, run_json
+from conftest import R_DESIGNS, close, close_p, r_design, rscript, run, run_json
 
 R_RC = R_DESIGNS + r"""
 if (kind == "none") d <- svydesign(ids=~1, weights=~pw, data=data)
@@ -54,8 +54,7 @@ write.csv(do.call(rbind, out_rows), out, row.names=FALSE)
 
 
 def want(api, kind):
-    csv = api["dir"] / ("clus.csv" if kind in ("clus", "jk1") else "strat.csv")
-    rows = rscript(api["dir"] / "rc.R", R_RC, csv, api["dir"] / f"rc_{kind}.csv", kind)
+    rows = r_design(api, kind, "rc", R_RC)
     by = {}
     for r in rows:
         by[(r["what"], r["key"])] = (float(r["est"]), None if r["se"] in ("NA", "") else float(r["se"]))
@@ -199,8 +198,7 @@ def test_test_mean_matches_r_svyttest(api, kind):
     """`means --test-mean`: per group and in total, R's one-sample
     `svyttest` of a domain (its df: the domain's degf − 1), with a
     missing code in the analysis variable."""
-    csv = api["dir"] / ("clus.csv" if kind in ("clus", "jk1") else "strat.csv")
-    want_ = rscript(api["dir"] / "tt.R", R_TTEST, csv, api["dir"] / f"tt_{kind}.csv", kind)
+    want_ = r_design(api, kind, "tt", R_TTEST)
     ds = api["strat" if kind == "none" else kind]
     extra = ["--no-design", "--weight", "pw"] if kind == "none" else []
     got = run_json("means", ds, "ell2", "--by", "stype", "--test-mean", "25",

@@ -9,7 +9,7 @@ converged answers agree to 1e-8."""
 
 import pytest
 
-from conftest import R_DESIGNS, close, close_p, rscript, run, run_json
+from conftest import R_DESIGNS, close, close_p, r_design, rscript, run, run_json
 
 R_FIT = r"""
 suppressMessages(library(survey))
@@ -41,9 +41,7 @@ write.csv(rows, out, row.names=FALSE)
 
 
 def r_fit(api, kind, formula, family, sub=""):
-    csv = api["dir"] / ("strat.csv" if kind == "strat" else "clus.csv")
-    out = api["dir"] / f"r_{abs(hash((kind, formula, family, sub)))}.csv"
-    return rscript(api["dir"] / "fit.R", R_FIT, csv, out, kind, formula, family, sub)
+    return r_design(api, kind, "fit", R_FIT, formula, family, sub)
 
 
 CASES = [
@@ -263,8 +261,7 @@ write.csv(rows, out, row.names=FALSE)
 
 @pytest.mark.parametrize("kind", ["strat", "clus", "jk1"])
 def test_differences_match_r_svycontrast_and_svyttest(api, kind):
-    csv = api["dir"] / ("strat.csv" if kind == "strat" else "clus.csv")
-    want = rscript(api["dir"] / "diff.R", R_DIFF, csv, api["dir"] / f"diff_{kind}.csv", kind)
+    want = r_design(api, kind, "diff", R_DIFF)
     ds = api[kind]
     got = run_json("means", ds, "api00", "--by", "stype_txt", "--diff", "elem",
                    "--filter", "ell(0-49)")["comparison"]
@@ -307,8 +304,7 @@ write.csv(rows, out, row.names=FALSE)
 
 @pytest.mark.parametrize("kind", ["strat", "clus", "jk1"])
 def test_share_differences_match_r_svyby_svycontrast(api, kind):
-    csv = api["dir"] / ("strat.csv" if kind == "strat" else "clus.csv")
-    want = rscript(api["dir"] / "shares.R", R_SHARES, csv, api["dir"] / f"shares_{kind}.csv", kind)
+    want = r_design(api, kind, "shares", R_SHARES)
     ds = api[kind]
     args = ["tab", ds, "yes", "stype_txt", "--diff", "elem", "--filter", "meals(10-*)"]
     got = run_json(*args)["comparisons"]

@@ -148,6 +148,6 @@ fn comparison(r: Regression, base: &str, factor: &str) -> Comparison {
         differences,
         df: r.df,
         wald: r.wald,
-        method: r.method,
+        method: r.provenance.method,
     }
 }

@@ -22,9 +22,9 @@
 //! replicates'), and under linearization the influences.
 
 use crate::model::Inference;
-use crate::ratio::{inference, numeric, survey_of};
+use crate::ratio::{inference, numeric, survey_in, survey_of};
 use crate::sums::{Influence, Scan, Spec};
-use crate::survey::DesignInfo;
+use crate::survey::Provenance;
 use crate::{Request, Result};
 use microtab_engine::ScanOptions;
 use microtab_store::Dataset;
@@ -55,18 +55,9 @@ pub struct Correlations {
     pub pairs: Vec<Pair>,
     /// Degrees of freedom of the t tests.
     pub df: f64,
-    /// How the standard errors were computed.
-    pub method: String,
-    /// The design, when one was used.
-    pub design: Option<DesignInfo>,
-    /// The weight, if any.
-    pub weight: Option<String>,
-    /// The filter, if any.
-    pub filter: Option<String>,
-    /// The confidence level of the intervals.
-    pub level: f64,
-    /// Remarks.
-    pub notes: Vec<String>,
+    /// How the standard errors were computed, and over what.
+    #[serde(flatten)]
+    pub provenance: Provenance,
 }
 
 /// One pair's correlation.
@@ -380,11 +371,12 @@ pub fn corr(
         covariance,
         pairs,
         df,
-        method,
-        design: design.as_ref().map(|(_, v)| v.info.clone()),
-        weight: scan.query.weight.clone(),
-        filter: req.filter.clone(),
-        level,
-        notes,
+        provenance: Provenance::new(
+            method,
+            survey_in(&design),
+            scan.query.weight.clone(),
+            req,
+            notes,
+        ),
     })
 }

@@ -12,7 +12,7 @@
 
 use crate::model::Inference;
 use crate::sums::{Scan, Spec, Sums};
-use crate::survey::{DesignInfo, Survey};
+use crate::survey::{Provenance, Survey};
 use crate::{Request, Result};
 use microtab_engine::{Category, ScanOptions};
 use microtab_store::Dataset;
@@ -39,18 +39,9 @@ pub struct Ratio {
     /// (PSUs − strata, or the replicates' rank − 1), records − 1 without
     /// one.
     pub df: f64,
-    /// How the standard errors were computed.
-    pub method: String,
-    /// The design, when one was used.
-    pub design: Option<DesignInfo>,
-    /// The weight, if any.
-    pub weight: Option<String>,
-    /// The filter, if any.
-    pub filter: Option<String>,
-    /// The confidence level of the intervals.
-    pub level: f64,
-    /// Remarks (replicates left out …).
-    pub notes: Vec<String>,
+    /// How the standard errors were computed, and over what.
+    #[serde(flatten)]
+    pub provenance: Provenance,
 }
 
 /// One group's ratio.
@@ -103,6 +94,11 @@ pub(crate) fn inference(est: f64, se: f64, df: f64, level: f64) -> Inference {
         lo: est - q * se,
         hi: est + q * se,
     }
+}
+
+/// The survey of a design, if any.
+pub(crate) fn survey_in(design: &Option<(microtab_store::Design, Survey)>) -> Option<&Survey> {
+    design.as_ref().map(|(_, v)| v)
 }
 
 /// The design and the no-design stand-in (each record its own PSU).
@@ -342,11 +338,12 @@ pub fn ratio(
         groups: rows,
         total,
         df,
-        method,
-        design: design.as_ref().map(|(_, v)| v.info.clone()),
-        weight: scan.query.weight.clone(),
-        filter: req.filter.clone(),
-        level: req.level,
-        notes,
+        provenance: Provenance::new(
+            method,
+            survey_in(&design),
+            scan.query.weight.clone(),
+            req,
+            notes,
+        ),
     })
 }

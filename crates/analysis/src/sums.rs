@@ -21,7 +21,7 @@
 use crate::model::rows::TaylorKeys;
 use crate::survey::Survey;
 use crate::Request;
-use microtab_engine::{Category, Fold, FoldRows, FoldState, Query, ScanOptions};
+use microtab_engine::{state_of, Category, Fold, FoldRows, FoldState, Query, ScanOptions};
 use microtab_store::{Dataset, Design};
 use std::any::Any;
 use std::collections::HashMap;
@@ -391,10 +391,7 @@ impl FoldState for State {
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
-        let o = *other
-            .into_any()
-            .downcast::<State>()
-            .expect("one fold, one state type");
+        let o: State = state_of(other);
         for (g, b) in o.groups.into_iter().enumerate() {
             if self.groups.len() <= g {
                 self.groups.resize(g + 1, Group::default());
@@ -584,10 +581,7 @@ impl Scan<'_> {
         });
         let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
         let mut st = match folded.state {
-            Some(s) => *s
-                .into_any()
-                .downcast::<State>()
-                .expect("the fold's own state"),
+            Some(s) => state_of(s),
             None => State::new(&spec, &self.at),
         };
         if st.unknown > 0 {

@@ -13,6 +13,47 @@ use microtab_engine::stats::t_quantile;
 use microtab_store::{RepType, Replicates};
 use serde::Serialize;
 
+/// What a model's, ratio's or correlation's inference rests on: how its
+/// standard errors were computed, over which records, with which weight
+/// and level (flattened into each result's JSON).
+#[derive(Debug, Clone, Serialize)]
+pub struct Provenance {
+    /// How the standard errors were computed.
+    pub method: String,
+    /// The design, when one was used.
+    pub design: Option<DesignInfo>,
+    /// The weight, if any.
+    pub weight: Option<String>,
+    /// The filter, if any.
+    pub filter: Option<String>,
+    /// The confidence level of the intervals.
+    pub level: f64,
+    /// Remarks on the method (the sandwich without a design, replicates
+    /// left out, records of missing weight …).
+    pub notes: Vec<String>,
+}
+
+impl Provenance {
+    /// The provenance of a result of `req` computed by `method` under
+    /// `design` (if any), weighted by `weight`.
+    pub(crate) fn new(
+        method: String,
+        design: Option<&Survey>,
+        weight: Option<String>,
+        req: &crate::Request,
+        notes: Vec<String>,
+    ) -> Provenance {
+        Provenance {
+            method,
+            design: design.map(|v| v.info.clone()),
+            weight,
+            filter: req.filter.clone(),
+            level: req.level,
+            notes,
+        }
+    }
+}
+
 /// The design a result's standard errors come from, shown with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DesignInfo {

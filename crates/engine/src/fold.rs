@@ -39,6 +39,19 @@ pub trait FoldState: Send {
     }
 }
 
+/// A fold's state as the type its maker made (a worker's state handed to
+/// [`FoldState::merge`], or the scan's merged state).
+///
+/// # Panics
+/// When the state is of another type: a fold's workers all share one
+/// maker, so this is a caller's bug.
+pub fn state_of<T: 'static>(state: Box<dyn FoldState>) -> T {
+    *state
+        .into_any()
+        .downcast::<T>()
+        .expect("a fold's states are all of its maker's type")
+}
+
 /// Sums of the caller's over the records a query counts (see
 /// [`crate::fold_rows`]).
 #[derive(Clone)]

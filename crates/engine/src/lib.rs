@@ -88,7 +88,7 @@ pub use exact::ExactSum;
 pub use exec::{fold_rows, run, run_partial, run_traced, run_with};
 pub use expr::Program;
 pub use filter::{parse_filter, Cond, Item, Term};
-pub use fold::{Fold, FoldRows, FoldState};
+pub use fold::{state_of, Fold, FoldRows, FoldState};
 pub use formula::{parse_formula, Formula, Outcome, Part};
 pub use layout::{unravel, Dim};
 pub use list::{arg_list, list_cases, list_vars, split_list, var_names, ListQuery};

@@ -5,10 +5,11 @@
 //! (decimals applied; a missing code, an empty value as `NaN`), over
 //! enough records for many morsels and both workers.
 
+mod common;
+
 use microtab_engine::{
-    fold_rows, parse_filter, run_partial, Fold, FoldRows, FoldState, Query, ScanOptions,
+    fold_rows, parse_filter, run_partial, state_of, Fold, FoldRows, FoldState, Query, ScanOptions,
 };
-use microtab_ingest::{import_csv, CsvOptions};
 use microtab_store::Dataset;
 use std::any::Any;
 use std::fmt::Write;
@@ -22,18 +23,12 @@ struct Rec {
 }
 
 fn records() -> Vec<Rec> {
-    let mut st = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        st
-    };
+    let mut next = common::xorshift(0x2545_F491_4F6C_DD1Du64);
     (0..300_000)
         .map(|_| {
             let r = next();
             Rec {
-                a: (r % 13 != 0).then_some(1 + (r >> 8) as i64 % 5),
+                a: (!r.is_multiple_of(13)).then_some(1 + (r >> 8) as i64 % 5),
                 b: (r >> 16) as i64 % 3,
                 // -999.99 is a missing code.
                 x: match r % 31 {
@@ -48,7 +43,6 @@ fn records() -> Vec<Rec> {
 }
 
 fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
-    let dir = tempfile::tempdir().unwrap();
     let mut t = String::from("A,B,X,W\n");
     for r in recs {
         let a = r.a.map(|a| a.to_string()).unwrap_or_default();
@@ -58,15 +52,7 @@ fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
         });
         writeln!(t, "{a},{},{x},{}", r.b, r.w).unwrap();
     }
-    let csv = dir.path().join("f.csv");
-    std::fs::write(&csv, t).unwrap();
-    let out = dir.path().join("f.mtab");
-    let opts = CsvOptions {
-        missing: vec![("X".into(), vec!["-999.99".into()])],
-        ..CsvOptions::default()
-    };
-    import_csv(&csv, &out, false, &opts).unwrap();
-    (dir, Dataset::open(&out).unwrap())
+    common::import("f", &t, &[("X", &["-999.99"])])
 }
 
 /// Per cell: records, records with X, Σ X, Σ W·X (X in displayed units).
@@ -94,7 +80,7 @@ impl FoldState for Sums {
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
-        let o = other.into_any().downcast::<Sums>().unwrap();
+        let o: Sums = state_of(other);
         if o.cells.len() > self.cells.len() {
             self.cells.resize(o.cells.len(), [0.0; 4]);
         }
@@ -123,19 +109,26 @@ fn query() -> Query {
     }
 }
 
-#[test]
-fn a_fold_sees_each_counted_record_once_with_its_values() {
-    let recs = records();
-    let (_dir, ds) = dataset(&recs);
-    for threads in [1, 2] {
+/// Pools of one and of two workers.
+fn pools() -> impl Iterator<Item = (usize, rayon::ThreadPool)> {
+    [1, 2].into_iter().map(|threads| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
+        (threads, pool)
+    })
+}
+
+#[test]
+fn a_fold_sees_each_counted_record_once_with_its_values() {
+    let recs = records();
+    let (_dir, ds) = dataset(&recs);
+    for (threads, pool) in pools() {
         let folded = pool
             .install(|| fold_rows(&ds, &query(), &ScanOptions::default()))
             .unwrap();
-        let sums = folded.state.unwrap().into_any().downcast::<Sums>().unwrap();
+        let sums: Sums = state_of(folded.state.unwrap());
         // The planned categories: A 1..5, B 0..2 (the filter keeps 0, 1).
         let cats: Vec<Vec<String>> = folded
             .categories
@@ -199,7 +192,7 @@ impl FoldState for Enough {
         self.seen += rows.cells.len() as u64;
     }
     fn merge(&mut self, other: Box<dyn FoldState>) {
-        self.seen += other.into_any().downcast::<Enough>().unwrap().seen;
+        self.seen += state_of::<Enough>(other).seen;
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
@@ -216,11 +209,7 @@ impl FoldState for Enough {
 fn a_fold_that_stops_ends_each_workers_scan() {
     let recs = records();
     let (_dir, ds) = dataset(&recs);
-    for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
+    for (threads, pool) in pools() {
         let q = Query {
             fold: Some(Fold {
                 values: vec!["X".into()],
@@ -236,13 +225,7 @@ fn a_fold_that_stops_ends_each_workers_scan() {
         let folded = pool
             .install(|| fold_rows(&ds, &q, &ScanOptions::default()))
             .unwrap();
-        let seen = folded
-            .state
-            .unwrap()
-            .into_any()
-            .downcast::<Enough>()
-            .unwrap()
-            .seen;
+        let seen = folded.state.map(state_of::<Enough>).unwrap().seen;
         // Each worker stops after the morsel that gave it 1,000 records:
         // far fewer than the 300,000 records.
         assert!(

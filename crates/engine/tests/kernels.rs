@@ -5,8 +5,9 @@
 //! column, u16 tables, hashed wide and float groupings, evaluated filters,
 //! exact and float means), each recomputed here row by row.
 
+mod common;
+
 use microtab_engine::{parse_filter, run_traced, Cube, Query, ScanOptions, TaylorQuery, Value};
-use microtab_ingest::{import_csv, CsvOptions};
 use microtab_io::ReadPath;
 use microtab_store::{Dataset, PhysType};
 use std::collections::BTreeMap;
@@ -43,29 +44,23 @@ struct Rec {
 }
 
 fn records() -> Vec<Rec> {
-    let mut st = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        st
-    };
+    let mut next = common::xorshift(0x2545_F491_4F6C_DD1Du64);
     (0..ROWS)
         .map(|_| {
             let r = [next(), next(), next(), next()];
             Rec {
-                a: (r[0] % 31 != 0).then_some(1 + (r[0] >> 5) as i64 % 5),
+                a: (!r[0].is_multiple_of(31)).then_some(1 + (r[0] >> 5) as i64 % 5),
                 b: (r[0] % 37 != 1).then_some((r[0] >> 9) as i64 % 251),
                 c: (r[0] >> 20) as i64 % 1200,
                 d: (r[0] >> 32) as i64 % 101 - 50,
                 e: (r[1] % 4_000_000_000) as i64,
-                g: (r[1] % 13 != 0).then(|| ((r[1] >> 32) % 64) as f64 * 1.5e-1),
+                g: (!r[1].is_multiple_of(13)).then(|| ((r[1] >> 32) % 64) as f64 * 1.5e-1),
                 s: ["north", "south", "east", "west", "n/a x"][(r[1] >> 40) as usize % 5],
-                w: (r[2] % 23 != 0).then_some((r[2] >> 8) as i64 % 101),
+                w: (!r[2].is_multiple_of(23)).then_some((r[2] >> 8) as i64 % 101),
                 wd: 1 + (r[2] >> 20) as i64 % 5000,
                 wf: ((r[2] >> 36) % 1000) as f64 * 0.37e1,
                 r: (r[1] % 41 != 3).then(|| {
-                    if r[1] % 53 == 0 {
+                    if r[1].is_multiple_of(53) {
                         777
                     } else {
                         (r[1] >> 20) as i64 % 30_000_000
@@ -74,8 +69,8 @@ fn records() -> Vec<Rec> {
                 wn: (r[3] % 201) as i64 - 100,
                 h: 1 + (r[3] >> 16) as i64 % 4,
                 p: (r[3] >> 24) as i64 % 300,
-                x: (r[2] % 19 != 0).then(|| {
-                    if r[2] % 7 == 0 {
+                x: (!r[2].is_multiple_of(19)).then(|| {
+                    if r[2].is_multiple_of(7) {
                         9999
                     } else {
                         (r[2] >> 44) as i64 % 20_000 - 3000
@@ -87,7 +82,6 @@ fn records() -> Vec<Rec> {
 }
 
 fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
-    let dir = tempfile::tempdir().unwrap();
     let mut t = String::from("A,B,C,D,E,G,S,W,WD,WF,X,R,WN,H,P\n");
     let o = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     for r in recs {
@@ -113,19 +107,11 @@ fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
         )
         .unwrap();
     }
-    let csv = dir.path().join("k.csv");
-    std::fs::write(&csv, t).unwrap();
-    let target = dir.path().join("k.mtab");
-    let opts = CsvOptions {
-        missing: vec![
-            ("B".into(), vec!["250".into()]),
-            ("X".into(), vec!["9999".into()]),
-            ("R".into(), vec!["777".into()]),
-        ],
-        ..CsvOptions::default()
-    };
-    import_csv(&csv, &target, false, &opts).unwrap();
-    let ds = Dataset::open(&target).unwrap();
+    let (dir, ds) = common::import(
+        "k",
+        &t,
+        &[("B", &["250"]), ("X", &["9999"]), ("R", &["777"])],
+    );
     // The types this test means to cover.
     let ty = |n: &str| ds.variable(n).unwrap().ty;
     assert_eq!(

@@ -7,10 +7,11 @@
 //! and an analysis variable far from 0 (shifted), whole and as partial
 //! results over row ranges merged (the Dask path).
 
+mod common;
+
 use microtab_engine::{
     parse_filter, run, run_partial, Category, Query, ScanOptions, Scores, TaylorQuery,
 };
-use microtab_ingest::{import_csv, CsvOptions};
 use microtab_store::Dataset;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -25,21 +26,15 @@ struct Rec {
 }
 
 fn records(contiguous: bool) -> Vec<Rec> {
-    let mut st = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        st
-    };
+    let mut next = common::xorshift(0x9E37_79B9_7F4A_7C15u64);
     let mut v: Vec<Rec> = (0..20_000)
         .map(|i| {
             let r = next();
             Rec {
-                a: (r % 17 != 0).then_some(1 + (r >> 8) as i64 % 4),
+                a: (!r.is_multiple_of(17)).then_some(1 + (r >> 8) as i64 % 4),
                 // Far from 0 for its spread (the engine shifts it); 9999
                 // is a missing code.
-                x: if r % 29 == 0 {
+                x: if r.is_multiple_of(29) {
                     9999
                 } else {
                     1_000_000 + (r >> 20) as i64 % 500
@@ -58,7 +53,6 @@ fn records(contiguous: bool) -> Vec<Rec> {
 }
 
 fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
-    let dir = tempfile::tempdir().unwrap();
     let mut t = String::from("A,X,W,H,P\n");
     for r in recs {
         let a = r.a.map(|a| a.to_string()).unwrap_or_default();
@@ -73,16 +67,7 @@ fn dataset(recs: &[Rec]) -> (tempfile::TempDir, Dataset) {
         )
         .unwrap();
     }
-    let csv = dir.path().join("s.csv");
-    std::fs::write(&csv, t).unwrap();
-    let out = dir.path().join("s.mtab");
-    let opts = CsvOptions {
-        missing: vec![("X".into(), vec!["9999".into()])],
-        ..CsvOptions::default()
-    };
-    import_csv(&csv, &out, false, &opts).unwrap();
-    let ds = Dataset::open(&out).unwrap();
-    (dir, ds)
+    common::import("s", &t, &[("X", &["9999"])])
 }
 
 /// The coefficients of a cell of category `a`.

@@ -6,7 +6,7 @@
 //! freedom than the whole design, and its t tests and intervals use
 //! them, as R's `svyglm` on `subset(design, …)` does.
 
-use microtab_engine::{Fold, FoldRows, FoldState, Query, ScanOptions};
+use microtab_engine::{state_of, Fold, FoldRows, FoldState, Query, ScanOptions};
 use microtab_store::Dataset;
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
@@ -98,11 +98,7 @@ impl FoldState for Rank {
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
-        let o = other
-            .into_any()
-            .downcast::<Rank>()
-            .expect("one fold, one state");
-        self.absorb(o.basis);
+        self.absorb(state_of::<Rank>(other).basis);
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -128,6 +124,17 @@ pub(crate) fn full_rank_degf(rows: impl Iterator<Item = Vec<f64>>, width: usize)
     (r.basis.len() == width).then(|| width.saturating_sub(1) as f64)
 }
 
+/// `query` without the sums a rank fold needs none of (its records are
+/// the same).
+fn records_only(query: &Query) -> Query {
+    Query {
+        replicates: Vec::new(),
+        measure: None,
+        taylor: None,
+        ..query.clone()
+    }
+}
+
 /// The rank of the replicate weights of the records `query` counts that
 /// have every one of `complete`, less one.
 pub(crate) fn replicate_degf(
@@ -138,24 +145,13 @@ pub(crate) fn replicate_degf(
     opts: &ScanOptions,
 ) -> crate::Result<f64> {
     let (c, w) = (complete.len(), replicates.len());
-    let mut q = Query {
-        replicates: Vec::new(),
-        measure: None,
-        taylor: None,
-        ..query.clone()
-    };
+    let mut q = records_only(query);
     q.fold = Some(Fold {
         values: complete.iter().chain(replicates).cloned().collect(),
         make: Arc::new(move || Box::new(Rank::new(c, w)) as Box<dyn FoldState>),
     });
     let folded = microtab_engine::fold_rows(ds, &q, opts)?;
-    let rank = folded.state.map_or(0, |s| {
-        s.into_any()
-            .downcast::<Rank>()
-            .expect("the fold's own state")
-            .basis
-            .len()
-    });
+    let rank = folded.state.map_or(0, |s| state_of::<Rank>(s).basis.len());
     Ok(rank.saturating_sub(1) as f64)
 }
 
@@ -183,11 +179,7 @@ impl FoldState for Ranks {
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
-        let o = other
-            .into_any()
-            .downcast::<Ranks>()
-            .expect("one fold, one state");
-        for (c, r) in o.cells {
+        for (c, r) in state_of::<Ranks>(other).cells {
             let mine = self.cells.entry(c).or_insert_with(|| Rank::new(0, r.width));
             mine.absorb(r.basis);
         }
@@ -226,12 +218,7 @@ pub(crate) fn replicate_degf_by(
 ) -> crate::Result<(Vec<Option<f64>>, f64)> {
     let expect = Arc::new(expect);
     let width = replicates.len();
-    let mut q = Query {
-        replicates: Vec::new(),
-        measure: None,
-        taylor: None,
-        ..query.clone()
-    };
+    let mut q = records_only(query);
     q.fold = Some(Fold {
         values: replicates.to_vec(),
         make: Arc::new(move || {
@@ -243,12 +230,9 @@ pub(crate) fn replicate_degf_by(
         }),
     });
     let folded = microtab_engine::fold_rows(ds, &q, opts)?;
-    let ranks = folded.state.map_or(HashMap::new(), |s| {
-        s.into_any()
-            .downcast::<Ranks>()
-            .expect("the fold's own state")
-            .cells
-    });
+    let ranks = folded
+        .state
+        .map_or(HashMap::new(), |s| state_of::<Ranks>(s).cells);
     let df = |r: &Rank| r.basis.len().saturating_sub(1) as f64;
     let per = (0..cells as u32).map(|c| ranks.get(&c).map(df)).collect();
     // The rank of all records: of the union of the cells' bases.

@@ -23,7 +23,7 @@ pub(crate) mod summary;
 
 pub use crate::family::Family;
 
-use crate::survey::DesignInfo;
+use crate::survey::Provenance;
 use serde::Serialize;
 
 pub use error::ModelError;
@@ -70,22 +70,12 @@ pub struct Regression {
     /// combinations, one scan) or `records` (predictors with too many
     /// combinations: a pass over the records per IRLS step).
     pub fitted_on: String,
-    /// How the standard errors were computed.
-    pub method: String,
-    /// The design, when one was used.
-    pub design: Option<DesignInfo>,
-    /// The weight, if any.
-    pub weight: Option<String>,
-    /// The filter, if any.
-    pub filter: Option<String>,
     /// Records of the domain whose weight is negative, zero or missing
     /// (weighted models).
     pub weight_cases: Option<microtab_engine::WeightCases>,
-    /// The confidence level of the intervals.
-    pub level: f64,
-    /// Remarks on the method (the sandwich without a design, replicates
-    /// left out …).
-    pub notes: Vec<String>,
+    /// How the standard errors were computed, and over what.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// The covariance matrix of the estimates, row by row.
     pub covariance: Vec<Vec<f64>>,
 }

@@ -11,7 +11,7 @@ use super::coding::Coding;
 use super::fit::{dot, invert, Fit};
 use super::ModelError;
 use crate::family::Family;
-use microtab_engine::{Category, Fold, FoldRows, FoldState, Query, ScanOptions};
+use microtab_engine::{state_of, Category, Fold, FoldRows, FoldState, Query, ScanOptions};
 use microtab_store::Dataset;
 use std::any::Any;
 use std::collections::HashMap;
@@ -498,10 +498,7 @@ impl FoldState for State {
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
-        let o = *other
-            .into_any()
-            .downcast::<State>()
-            .expect("one fold, one state type");
+        let o: State = state_of(other);
         if o.used.len() > self.used.len() {
             self.used.resize(o.used.len(), 0);
         }
@@ -595,10 +592,7 @@ impl Passes<'_> {
         });
         let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
         let state = match folded.state {
-            Some(s) => *s
-                .into_any()
-                .downcast::<State>()
-                .expect("the fold's own state"),
+            Some(s) => state_of(s),
             None => State::new(lay, &pass, &self.taylor),
         };
         Ok((state, folded.categories))

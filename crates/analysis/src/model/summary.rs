@@ -5,7 +5,7 @@
 use super::coding::Coding;
 use super::fit::{self, dot, Cells};
 use super::{Coefficient, Family, Inference, Regression, Wald};
-use crate::survey::Survey;
+use crate::survey::{Provenance, Survey};
 use crate::Request;
 use microtab_engine::Query;
 use microtab_store::Dataset;
@@ -151,13 +151,8 @@ pub(crate) fn summarize(
         wald,
         iterations: full.iterations,
         fitted_on: "cells".into(),
-        method,
-        design: survey.map(|v| v.info.clone()),
-        weight,
-        filter: req.filter.clone(),
         weight_cases,
-        level: req.level,
-        notes,
+        provenance: Provenance::new(method, survey, weight, req, notes),
         covariance: (0..p).map(|i| cov[i * p..(i + 1) * p].to_vec()).collect(),
     }
 }

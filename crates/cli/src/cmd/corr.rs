@@ -1,7 +1,9 @@
 //! `microtab corr`: weighted correlations of several variables (SDA
 //! CORRTAB) with design-based standard errors.
 
-use crate::cmd::regress::{inference_head, inference_row, num};
+use crate::cmd::regress::{
+    heading, inference_fields, inference_head, inference_or_dashes, notes, num,
+};
 use crate::common::{answer_with, write_json, Format, QueryArgs};
 use crate::render::{csv_line, csv_num, stdout, text_table, Align};
 use anyhow::Result;
@@ -38,20 +40,9 @@ pub fn run(a: Args) -> Result<()> {
                 csv_line(&["a", "b", "r", "se", "t", "p", "lo", "hi", "n"].map(String::from))
             )?;
             for p in &c.pairs {
-                let i = p.inference.as_ref();
                 let mut cells = vec![p.a.clone(), p.b.clone()];
-                cells.extend(
-                    [
-                        i.map(|i| i.estimate),
-                        i.map(|i| i.se),
-                        i.map(|i| i.t),
-                        i.map(|i| i.p),
-                        i.map(|i| i.lo),
-                        i.map(|i| i.hi),
-                        Some(c.n as f64),
-                    ]
-                    .map(csv_num),
-                );
+                cells.extend(inference_fields(p.inference.as_ref()).map(csv_num));
+                cells.push(csv_num(Some(c.n as f64)));
                 write!(out, "{}", csv_line(&cells))?;
             }
         }
@@ -61,14 +52,8 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 fn table(c: &Correlations) -> String {
-    let mut s = format!("Correlations of {}\n", c.variables.join(", "));
-    if let Some(f) = &c.filter {
-        s.push_str(&format!("filter: {f}\n"));
-    }
-    if let Some(w) = &c.weight {
-        s.push_str(&format!("weight: {w}\n"));
-    }
-    s.push('\n');
+    let pv = &c.provenance;
+    let mut s = heading(format!("Correlations of {}", c.variables.join(", ")), pv);
     let p = c.variables.len();
     let mut header = vec![String::new()];
     header.extend(c.variables.iter().cloned());
@@ -97,18 +82,11 @@ fn table(c: &Correlations) -> String {
         .iter()
         .map(|pair| {
             let name = format!("{} × {}", pair.a, pair.b);
-            match &pair.inference {
-                Some(i) => inference_row(&name, i),
-                None => {
-                    let mut v = vec![name];
-                    v.extend(std::iter::repeat_n("–".to_string(), 6));
-                    v
-                }
-            }
+            inference_or_dashes(name, pair.inference.as_ref())
         })
         .collect();
     s.push_str(&text_table(
-        &inference_head("pair", "t", c.level * 100.0),
+        &inference_head("pair", "t", pv.level * 100.0),
         &rows,
         &align,
     ));
@@ -117,7 +95,7 @@ fn table(c: &Correlations) -> String {
         c.n,
         num(c.weighted_n),
         num(c.df),
-        c.method
+        pv.method
     ));
     let mut mh = vec!["variable".to_string(), "mean".into(), "sd".into()];
     mh.truncate(3);
@@ -130,8 +108,6 @@ fn table(c: &Correlations) -> String {
         &rows,
         &[Align::Left, Align::Right, Align::Right],
     ));
-    for n in &c.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
+    s.push_str(&notes(pv));
     s
 }

@@ -1,6 +1,6 @@
 //! `microtab ratio`: the ratio of two totals per group (R `svyratio`).
 
-use crate::cmd::regress::num;
+use crate::cmd::regress::{heading, notes, num};
 use crate::common::{answer_with, write_json, Format, QueryArgs};
 use crate::render::{
     category_text, csv_line, csv_num, fmt_sig, plain_value, stdout, text_table, Align,
@@ -98,18 +98,13 @@ fn numbers(row: &RatioRow) -> [Option<f64>; 7] {
 }
 
 fn table(r: &Ratio) -> String {
-    let mut s = format!(
-        "Ratio of the totals of {} to {}\n",
+    let p = &r.provenance;
+    let title = format!(
+        "Ratio of the totals of {} to {}",
         r.numerator, r.denominator
     );
-    if let Some(f) = &r.filter {
-        s.push_str(&format!("filter: {f}\n"));
-    }
-    if let Some(w) = &r.weight {
-        s.push_str(&format!("weight: {w}\n"));
-    }
-    s.push('\n');
-    let level = fmt_sig(r.level * 100.0, 4);
+    let mut s = heading(title, p);
+    let level = fmt_sig(p.level * 100.0, 4);
     let mut header: Vec<String> = if r.by.is_empty() {
         vec![String::new()]
     } else {
@@ -152,13 +147,11 @@ fn table(r: &Ratio) -> String {
     s.push_str(&format!(
         "df of the intervals: {}   standard errors: {}\n",
         num(r.df),
-        r.method
+        p.method
     ));
     if r.groups.iter().chain([&r.total]).any(|g| g.unreliable) {
         s.push_str("* unreliable: fewer records than --min-n, or a coefficient of variation above --max-cv\n");
     }
-    for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
+    s.push_str(&notes(p));
     s
 }

@@ -6,6 +6,7 @@ use crate::render::{csv_line, csv_num, fmt_sig, stdout, text_table, Align};
 use anyhow::Result;
 use microtab_analysis::compare::Comparison;
 use microtab_analysis::model::{Family, Inference, Regression, Wald};
+use microtab_analysis::survey::Provenance;
 use microtab_analysis::Analysis;
 use std::io::Write;
 
@@ -40,20 +41,9 @@ pub fn run(a: Args) -> Result<()> {
         Format::Csv => {
             writeln!(out, "term,estimate,se,t,p,lo,hi")?;
             for c in &r.coefficients {
-                let f = |x: f64| csv_num(Some(x));
-                write!(
-                    out,
-                    "{}",
-                    csv_line(&[
-                        c.term.clone(),
-                        f(c.inference.estimate),
-                        f(c.inference.se),
-                        f(c.inference.t),
-                        f(c.inference.p),
-                        f(c.inference.lo),
-                        f(c.inference.hi)
-                    ])
-                )?;
+                let mut cells = vec![c.term.clone()];
+                cells.extend(inference_fields(Some(&c.inference)).map(csv_num));
+                write!(out, "{}", csv_line(&cells))?;
             }
         }
         Format::Table => write!(out, "{}", table(&r))?,
@@ -111,6 +101,43 @@ pub(crate) fn inference_row(name: &str, i: &Inference) -> Vec<String> {
         num(i.lo),
         num(i.hi),
     ]
+}
+
+/// A row of such a table, dashes where there is no inference.
+pub(crate) fn inference_or_dashes(name: String, i: Option<&Inference>) -> Vec<String> {
+    match i {
+        Some(i) => inference_row(&name, i),
+        None => {
+            let mut v = vec![name];
+            v.extend(std::iter::repeat_n("–".to_string(), 6));
+            v
+        }
+    }
+}
+
+/// An inference's fields in the order of [`inference_head`] (for CSV).
+pub(crate) fn inference_fields(i: Option<&Inference>) -> [Option<f64>; 6] {
+    i.map_or([None; 6], |i| {
+        [i.estimate, i.se, i.t, i.p, i.lo, i.hi].map(Some)
+    })
+}
+
+/// A result's title, then its filter and weight, then a blank line.
+pub(crate) fn heading(title: String, p: &Provenance) -> String {
+    let mut s = title + "\n";
+    if let Some(f) = &p.filter {
+        s.push_str(&format!("filter: {f}\n"));
+    }
+    if let Some(w) = &p.weight {
+        s.push_str(&format!("weight: {w}\n"));
+    }
+    s.push('\n');
+    s
+}
+
+/// A result's notes, a line each.
+pub(crate) fn notes(p: &Provenance) -> String {
+    p.notes.iter().map(|n| format!("note: {n}\n")).collect()
 }
 
 /// A Wald test as a line of text.
@@ -174,14 +201,7 @@ pub fn test_table(t: &microtab_analysis::ttest::MeanTests, by: &[String], level:
                     .collect::<Vec<_>>()
                     .join(" × ")
             };
-            let mut r = match &g.inference {
-                Some(i) => inference_row(&name, i),
-                None => {
-                    let mut r = vec![name];
-                    r.extend(std::iter::repeat_n("–".to_string(), 6));
-                    r
-                }
-            };
+            let mut r = inference_or_dashes(name, g.inference.as_ref());
             r.insert(4, num(g.df));
             r
         })
@@ -196,16 +216,10 @@ pub fn test_table(t: &microtab_analysis::ttest::MeanTests, by: &[String], level:
 
 /// The text table: coefficients, then the model's summary.
 fn table(r: &Regression) -> String {
-    let mut s = format!("{} model: {}\n", r.family.name(), r.formula);
-    if let Some(f) = &r.filter {
-        s.push_str(&format!("filter: {f}\n"));
-    }
-    if let Some(w) = &r.weight {
-        s.push_str(&format!("weight: {w}\n"));
-    }
-    s.push('\n');
+    let p = &r.provenance;
+    let mut s = heading(format!("{} model: {}", r.family.name(), r.formula), p);
     let stat = if r.df.is_some() { "t" } else { "z" };
-    let header = inference_head("term", stat, r.level * 100.0);
+    let header = inference_head("term", stat, p.level * 100.0);
     let rows: Vec<Vec<String>> = r
         .coefficients
         .iter()
@@ -219,7 +233,7 @@ fn table(r: &Regression) -> String {
         "records: {}   weighted N: {}   standard errors: {}\n",
         r.n,
         num(r.weighted_n),
-        r.method
+        p.method
     ));
     if let Some(df) = r.df {
         s.push_str(&format!("df of the t tests: {}", num(df)));
@@ -249,8 +263,6 @@ fn table(r: &Regression) -> String {
     if let Some(w) = &r.wald {
         s.push_str(&wald_line("of all terms", w));
     }
-    for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
+    s.push_str(&notes(p));
     s
 }
