@@ -10,7 +10,8 @@ rounds, the spread (min–max of the rounds' medians) and new/old, and each
 pair's outputs are compared byte for byte (CSV).
 
     python3 bench/ab_shapes.py OLD_BINARY NEW_BINARY bench/data/census.mtab \\
-        [--rep-dataset bench/data/census_rep.mtab] [--rounds 5] [--repeat 5]
+        [--rep-dataset bench/data/census_rep.mtab] [--rounds 5] [--repeat 5] \\
+        [--only F1,F4] [--no-design]
 
 The datasets are made by `bench/shapes.py` / `bench/survey.py`.
 """
@@ -72,6 +73,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", help="comma-separated shape names (survey ones as T1, T2, M1)")
+    ap.add_argument("--no-design", action="store_true",
+                    help="ignore the dataset's survey design (shapes on a replicate-design dataset)")
     a = ap.parse_args()
     only = set(a.only.split(",")) if a.only else None
     print("| shape | old ms (spread) | new ms (spread) | new/old | same output |")
@@ -80,6 +83,8 @@ def main():
     for name, (_desc, args, _where, _kind) in shapes.SHAPES.items():
         if only and name not in only:
             continue
+        if a.no_design:
+            args += " --no-design"
         cmds = {b: shapes.mt_cmd(b, a.dataset, args) for b in (a.old, a.new)}
         ok &= compare(name, cmds, a.rounds, a.repeat)
     if a.rep_dataset:

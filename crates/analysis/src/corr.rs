@@ -22,7 +22,7 @@
 //! replicates'), and under linearization the influences.
 
 use crate::model::Inference;
-use crate::ratio::{inference, numeric, survey_in, survey_of};
+use crate::ratio::{inference, numeric, provenance, survey_of};
 use crate::sums::{Influence, Scan, Spec};
 use crate::survey::Provenance;
 use crate::{Request, Result};
@@ -371,12 +371,6 @@ pub fn corr(
         covariance,
         pairs,
         df,
-        provenance: Provenance::new(
-            method,
-            survey_in(&design),
-            scan.query.weight.clone(),
-            req,
-            notes,
-        ),
+        provenance: provenance(method, &design, &scan, req, notes),
     })
 }

@@ -96,9 +96,17 @@ pub(crate) fn inference(est: f64, se: f64, df: f64, level: f64) -> Inference {
     }
 }
 
-/// The survey of a design, if any.
-pub(crate) fn survey_in(design: &Option<(microtab_store::Design, Survey)>) -> Option<&Survey> {
-    design.as_ref().map(|(_, v)| v)
+/// The provenance of a result computed by `method` over `scan`'s records
+/// under `design`, if any.
+pub(crate) fn provenance(
+    method: String,
+    design: &Option<(microtab_store::Design, Survey)>,
+    scan: &Scan,
+    req: &Request,
+    notes: Vec<String>,
+) -> Provenance {
+    let survey = design.as_ref().map(|(_, v)| v);
+    Provenance::new(method, survey, scan.query.weight.clone(), req, notes)
 }
 
 /// The design and the no-design stand-in (each record its own PSU).
@@ -338,12 +346,6 @@ pub fn ratio(
         groups: rows,
         total,
         df,
-        provenance: Provenance::new(
-            method,
-            survey_in(&design),
-            scan.query.weight.clone(),
-            req,
-            notes,
-        ),
+        provenance: provenance(method, &design, &scan, req, notes),
     })
 }
