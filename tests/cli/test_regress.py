@@ -343,3 +343,23 @@ def test_differences_refuse_what_they_cannot_answer(api):
     assert p.returncode == 1 and "one grouping variable, not 2" in p.stderr
     p = run("means", api["clus"], "api00", "--by", "stype", "--diff", "Q", ok=False)
     assert p.returncode == 1 and "base Q is not one of its categories" in p.stderr
+
+
+def test_a_model_over_a_catalog_of_parts_equals_the_whole(api, tmp_path):
+    """`regress` over a catalog of parts (the pattern and catalog forms the
+    tables take): fitted on the merged cube, the replicates refitted on the
+    merged replicate sums — the whole dataset's model, which matches R
+    above. Weighted without a design (HC0) a second round sums the scores."""
+    cat = tmp_path / "jk1.parts"
+    run("split", api["jk1"], cat, "--parts", "3")
+    for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
+        for formula, family in [("api00 ~ ell + factor(stype)", "gaussian"),
+                                ("yes ~ ell + factor(stype)", "logit")]:
+            args = [formula, "--family", family, *extra]
+            whole = run_json("regress", api["jk1"], *args)
+            parts = run_json("regress", cat, *args)
+            assert parts["method"] == whole["method"]
+            assert parts["df"] == whole["df"]
+            for a, b in zip(parts["coefficients"], whole["coefficients"]):
+                assert a["term"] == b["term"]
+                assert close(a["estimate"], b["estimate"], 1e-12) and close(a["se"], b["se"], 1e-9)

@@ -435,3 +435,73 @@ def test_a_text_value_no_part_has_is_an_error_over_parts(tmp_path):
         parts.freq("S", filter="G(female)")
     with pytest.raises(mt.QueryError, match="did you mean 'Male'"):
         parts.tab("S", 'G(r: "male"; *)')
+
+
+MODELS = [
+    ("INCTOT ~ AGE + factor(SEX) + factor(EDUC)", "gaussian", {}),
+    ("EMPSTAT(1) ~ AGE(r: 16-24; 25-54; 55-*) + factor(SEX)", "logit", dict(filter="AGE(16-*)")),
+    ("INCWAGE ~ factor(MARST) * factor(SEX)", "poisson", dict(filter="INCWAGE<999998")),
+]
+
+
+def model_close(got, want):
+    """A model over parts against the whole: every coefficient, SE, t, p and
+    interval, the df, n, the Wald test (1e-9; p 1e-6); the covariance
+    matrix to 1e-9 of √(V_ii·V_jj) (an off-diagonal element near 0 is a
+    difference of large sums: element-wise, its last digits move)."""
+    for k in ("dataset", "fitted_on"):
+        got.pop(k, None), want.pop(k, None)
+    c, v = got.pop("covariance"), want.pop("covariance")
+    assert len(c) == len(v)
+    for i in range(len(v)):
+        for j in range(len(v)):
+            assert abs(c[i][j] - v[i][j]) <= 1e-9 * (v[i][i] * v[j][j]) ** 0.5, (i, j)
+    close(got, want)
+
+
+@pytest.mark.parametrize("formula,family,kw", MODELS, ids=[m[1] for m in MODELS])
+def test_models_over_parts_equal_the_whole(data, taylor, client, formula, family, kw):
+    """A model over parts is fitted on the merged cube of its variables;
+    under replicate weights the refits give its SEs in one round, under a
+    Taylor design (and weighted without one: HC0) a second round sums the
+    fit's scores per PSU (a PSU cut by a range's edge merged by key). Over
+    ranges of records, shuffled records and datasets, on the cluster and
+    here: the whole dataset's model."""
+    d, ds, _ = data
+    td, _, t, s = taylor
+    cases = [
+        (ds, [mtd.split(ds, 7), mtd.parts(str(d / "part*.mtab"))], {}),
+        (t, [mtd.split(t, 7), mtd.split(s, 5), mtd.parts(str(td / "st*.mtab"))], {}),
+        (ds, [mtd.split(ds, 5), mtd.parts(str(d / "part*.mtab"))], dict(design=False, weight="PERWT")),
+        (ds, [mtd.split(ds, 3)], dict(design=False)),
+    ]
+    for whole_ds, partses, extra in cases:
+        whole = mt.open(whole_ds).regress(formula, family=family, **kw, **extra).to_dict()
+        for i, parts in enumerate(partses):
+            c = client if i % 2 else None
+            got = mtd.on(c, parts, fan_in=3).regress(formula, family=family, **kw, **extra).to_dict()
+            assert got["method"] == whole["method"], (whole_ds, extra)
+            model_close(got, dict(whole))
+
+
+def test_a_model_of_a_small_domain_takes_its_df_from_the_parts_records(data, client):
+    """A domain with fewer cells than replicate weights: its df is the rank
+    of its records' replicate weights (R's degf of the subset), found by a
+    second round in which each part gives a basis of its own."""
+    _, ds, _ = data
+    # 1,138 records (rank 8: df 7), and 4 (rank 4: df 3), each in 2 cells.
+    for flt, df in [("STATEFIP(6) AGE(30-31)", 7), ("STATEFIP(10) AGE(40) MARST(1)", 3)]:
+        whole = mt.open(ds).regress("INCTOT ~ factor(SEX)", filter=flt).to_dict()
+        assert whole["design"]["df"] == df
+        for c, parts in [(None, mtd.split(ds, 4)), (client, mtd.split(ds, 9))]:
+            got = mtd.on(c, parts).regress("INCTOT ~ factor(SEX)", filter=flt).to_dict()
+            assert got["design"]["df"] == df
+            model_close(got, dict(whole))
+
+
+def test_a_model_on_too_many_combinations_over_parts_is_refused(data):
+    """Predictors with more combinations than a cube holds are fitted record
+    by record over one dataset; over parts the error says so."""
+    _, ds, _ = data
+    with pytest.raises(mt.QueryError, match="record by record, over one whole dataset"):
+        mtd.on(None, mtd.split(ds, 2)).regress("INCTOT ~ INCWAGE + AGE + factor(EDUC)")

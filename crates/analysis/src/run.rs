@@ -359,19 +359,51 @@ pub struct Partial {
     /// A Taylor design's PSU structure in each dataset, by dataset.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taylor: Vec<(String, microtab_store::Taylor)>,
+    /// A model's coding and round (regressions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::model::parts::ModelPart>,
+}
+
+/// What merged partial results give: the answer, or a further round of
+/// partial results to compute over every part ([`partial_round`]), merge
+/// and finish again (a model under a Taylor design: the scores of its
+/// fit).
+#[derive(Debug)]
+// Given once per query: not worth boxing the answer.
+#[allow(clippy::large_enum_variant)]
+pub enum Step {
+    /// The answer.
+    Answer(Answer),
+    /// Another round.
+    Again(crate::model::parts::Round),
 }
 
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
 /// [`Partial`]. Negative weights are checked when the parts are finished.
 pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partial> {
-    if matches!(
-        req.analysis,
-        Analysis::Regress { .. } | Analysis::Ratio { .. } | Analysis::Corr { .. }
-    ) || req.diff.is_some()
+    partial_round(ds, req, None, opts)
+}
+
+/// [`partial`] in a further `round` that [`Partial::step`] asked for
+/// (`None`: the first).
+pub fn partial_round(
+    ds: &Dataset,
+    req: &Request,
+    round: Option<&crate::model::parts::Round>,
+    opts: &ScanOptions,
+) -> Result<Partial> {
+    if matches!(req.analysis, Analysis::Regress { .. }) {
+        let (cube, weights, design, model) = crate::model::parts::partial(ds, req, round, opts)?;
+        let mut p = Partial::of(ds, cube, weights, design);
+        p.model = Some(model);
+        return Ok(p);
+    }
+    if matches!(req.analysis, Analysis::Ratio { .. } | Analysis::Corr { .. })
+        || req.diff.is_some()
         || req.test_mean.is_some()
     {
         return Err(Error::Design(
-            "regressions, ratios, correlations and comparisons are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+            "ratios, correlations and comparisons are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
         ));
     }
     if !req.quantiles.is_empty() {
@@ -383,23 +415,33 @@ pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partia
         scan(ds, req, (opts, true), microtab_engine::run_partial, |c| {
             &c.counts
         })?;
-    let name = ds.dir().display().to_string();
-    let design = design.map(|(d, _)| d);
-    let taylor = design
-        .as_ref()
-        .and_then(|d| d.taylor.clone())
-        .map(|t| vec![(name.clone(), t)])
-        .unwrap_or_default();
-    Ok(Partial {
-        datasets: vec![name],
-        weight_cases,
-        cube,
-        design,
-        taylor,
-    })
+    Ok(Partial::of(ds, cube, weight_cases, design.map(|(d, _)| d)))
 }
 
 impl Partial {
+    /// The partial result of `ds` from its engine partial `cube`.
+    pub(crate) fn of(
+        ds: &Dataset,
+        cube: microtab_engine::Partial,
+        weight_cases: Option<WeightCases>,
+        design: Option<Design>,
+    ) -> Partial {
+        let name = ds.dir().display().to_string();
+        let taylor = design
+            .as_ref()
+            .and_then(|d| d.taylor.clone())
+            .map(|t| vec![(name.clone(), t)])
+            .unwrap_or_default();
+        Partial {
+            datasets: vec![name],
+            weight_cases,
+            cube,
+            design,
+            taylor,
+            model: None,
+        }
+    }
+
     /// Merges two parts of the same request: exact, associative and
     /// commutative (see [`microtab_engine::Partial::merge`]).
     pub fn merge(self, o: Partial) -> Result<Partial> {
@@ -470,22 +512,63 @@ impl Partial {
             }
         }
         taylor.sort_by(|a, b| a.0.cmp(&b.0));
+        let model = match (self.model, o.model) {
+            (Some(a), Some(b)) => Some(a.merge(b)?),
+            (None, None) => None,
+            _ => {
+                return Err(Error::Design(
+                    "a model's partial result cannot be merged with another request's".into(),
+                ))
+            }
+        };
         Ok(Partial {
             datasets,
             weight_cases,
             cube: self.cube.merge(o.cube)?,
             design,
             taylor,
+            model,
         })
     }
 
     /// The answer to `req` (the request the parts were computed for) from
-    /// the merged parts.
+    /// the merged parts; an error when it needs another round (see
+    /// [`Partial::step`]).
     pub fn finish(&self, req: &Request) -> Result<Answer> {
+        match self.step(req)? {
+            Step::Answer(a) => Ok(a),
+            Step::Again(_) => Err(Error::Design(
+                "this request needs another round of partial results (Partial::step)".into(),
+            )),
+        }
+    }
+
+    /// The answer to `req` (the request the parts were computed for) from
+    /// the merged parts, or the further round it needs.
+    pub fn step(&self, req: &Request) -> Result<Step> {
+        if let Some(m) = &self.model {
+            return Ok(
+                match crate::model::parts::step(
+                    (&self.datasets, &self.cube, self.weight_cases),
+                    m,
+                    req,
+                    self.survey(req),
+                )? {
+                    Ok(r) => Step::Answer(Answer::Regress(Box::new(r))),
+                    Err(round) => Step::Again(round),
+                },
+            );
+        }
         let weight = self.cube.weight.as_ref().map(|w| w.name.as_str());
         check_weights(req, &self.weight_cases, weight)?;
+        let survey = self.survey(req);
+        self.answer(req, survey).map(Step::Answer)
+    }
+
+    /// The design's variance formula over the merged parts.
+    fn survey(&self, req: &Request) -> Option<Survey> {
         let limits = (req.min_n, req.max_cv);
-        let survey = self.design.as_ref().and_then(|d| {
+        self.design.as_ref().and_then(|d| {
             let mut v = match (&d.replicates, &d.taylor) {
                 (Some(r), _) => Survey::new(&d.weight, r, req.level, limits),
                 (None, Some(_)) => {
@@ -502,7 +585,11 @@ impl Partial {
             };
             v.info.pct_interval = req.pct_interval;
             Some(v)
-        });
+        })
+    }
+
+    /// The rest of [`Partial::step`] for the requests of one round.
+    fn answer(&self, req: &Request, survey: Option<Survey>) -> Result<Answer> {
         let cube = self.cube.finish();
         if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
             return Err(Error::UnknownStrata {
@@ -566,26 +653,37 @@ impl Partial {
 }
 
 /// Answers `req` over several datasets with the same variables as if they
-/// were one: a partial result of each, merged exactly, finished.
+/// were one: a partial result of each, merged exactly, finished (in as
+/// many rounds as the request needs: [`Partial::step`]).
 pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Result<Answer> {
     check_values(&datasets.iter().collect::<Vec<_>>(), req)?;
-    let mut acc: Option<Partial> = None;
-    for ds in datasets {
-        let name = ds.dir().display().to_string();
-        let here = |e: Error| Error::InDataset {
-            dataset: name.clone(),
-            error: Box::new(e),
+    let mut round = None;
+    // A model takes at most two rounds.
+    for _ in 0..3 {
+        let mut acc: Option<Partial> = None;
+        for ds in datasets {
+            let name = ds.dir().display().to_string();
+            let here = |e: Error| Error::InDataset {
+                dataset: name.clone(),
+                error: Box::new(e),
+            };
+            let p = partial_round(ds, req, round.as_ref(), opts).map_err(here)?;
+            acc = Some(match acc {
+                Some(a) => a.merge(p).map_err(here)?,
+                None => p,
+            });
+        }
+        let Some(p) = acc else {
+            return Err(Error::Engine(microtab_engine::Error::Invalid(
+                "no datasets to answer from".into(),
+            )));
         };
-        let p = partial(ds, req, opts).map_err(here)?;
-        acc = Some(match acc {
-            Some(a) => a.merge(p).map_err(here)?,
-            None => p,
-        });
+        match p.step(req)? {
+            Step::Answer(a) => return Ok(a),
+            Step::Again(r) => round = Some(r),
+        }
     }
-    match acc {
-        Some(p) => p.finish(req),
-        None => Err(Error::Engine(microtab_engine::Error::Invalid(
-            "no datasets to answer from".into(),
-        ))),
-    }
+    Err(Error::Design(
+        "the request took more rounds than it may".into(),
+    ))
 }

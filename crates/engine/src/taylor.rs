@@ -1451,14 +1451,17 @@ impl TaylorPartial {
         y.recentre(shift);
         // The strata, each from one dataset: the same (dataset, key) is
         // one stratum (ranges of a dataset); the same value in two
-        // datasets is refused.
+        // datasets is refused, unless its PSUs are not centred (`d = 0`,
+        // each record its own PSU without a design: HC0), when its sum of
+        // squares is the sum of the datasets'.
         let mut strata: Vec<PartStratum> = x.strata.iter().chain(&y.strata).cloned().collect();
         strata.sort_by(|a, b| (&a.source, a.key).cmp(&(&b.source, b.key)));
         strata.dedup_by(|q, p| (&p.source, p.key) == (&q.source, q.key));
         let mut by_value: HashMap<&str, &PartStratum> = HashMap::new();
         for st in &strata {
             if let Some(other) = by_value.insert(&st.value, st) {
-                if other.source != st.source {
+                let uncentred = st.d == 0.0 && other.d == 0.0 && st.c == other.c;
+                if other.source != st.source && !uncentred {
                     return Err(crate::core::Error::Invalid(if x.stratified {
                         format!(
                             "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them (import the data as one dataset and split it by records, or use replicate weights)",

@@ -128,17 +128,26 @@ fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<Strin
 /// A request's partial result over the dataset at `path` (only records
 /// `start..end` when given): the analysis layer's exact `Partial`,
 /// serialized (JSON; every f64 written so it reads back bit for bit), to
-/// be merged with others and finished where the parts meet (Dask).
+/// be merged with others and finished where the parts meet (Dask); in a
+/// further `round` that `_finish` asked for (`None`: the first).
 #[pyfunction]
-#[pyo3(signature = (path, spec, start=None, end=None))]
+#[pyo3(signature = (path, spec, start=None, end=None, round=None))]
 fn _partial<'py>(
     py: Python<'py>,
     path: &str,
     spec: &str,
     start: Option<u64>,
     end: Option<u64>,
+    round: Option<Vec<u8>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut req = request(spec)?;
+    let round: Option<microtab_analysis::Round> = round
+        .map(|b| {
+            serde_json::from_slice(&b).map_err(|e| {
+                MicrotabError::new_err(format!("not a round of microtab partial results: {e}"))
+            })
+        })
+        .transpose()?;
     let path = path.to_string();
     let bytes = py.detach(move || -> PyResult<Vec<u8>> {
         let ds = open(&path)?;
@@ -152,7 +161,8 @@ fn _partial<'py>(
             }
             req.rows = Some(a..b);
         }
-        let p = microtab_analysis::partial(&ds, &req, &scan_options()?).map_err(analysis_error)?;
+        let p = microtab_analysis::partial_round(&ds, &req, round.as_ref(), &scan_options()?)
+            .map_err(analysis_error)?;
         to_json(&p).map(String::into_bytes)
     })?;
     Ok(PyBytes::new(py, &bytes))
@@ -196,14 +206,22 @@ fn _merge<'py>(py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBy
 }
 
 /// The answer to a request (JSON object) from its merged partial result,
-/// as the analysis layer's JSON.
+/// as the analysis layer's JSON (`str`), or the further round of partial
+/// results it needs (`bytes`: pass it to `_partial` for every part, merge,
+/// finish again).
 #[pyfunction]
-fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<String> {
+fn _finish(py: Python<'_>, part: Vec<u8>, spec: &str) -> PyResult<Py<PyAny>> {
     let req = request(spec)?;
-    py.detach(move || -> PyResult<String> {
+    let step = py.detach(move || -> PyResult<Result<String, Vec<u8>>> {
         let p = read_partial(&part)?;
-        let a = p.finish(&req).map_err(analysis_error)?;
-        to_json(&a)
+        match p.step(&req).map_err(analysis_error)? {
+            microtab_analysis::Step::Answer(a) => to_json(&a).map(Ok),
+            microtab_analysis::Step::Again(r) => to_json(&r).map(|s| Err(s.into_bytes())),
+        }
+    })?;
+    Ok(match step {
+        Ok(answer) => answer.into_pyobject(py)?.into_any().unbind(),
+        Err(round) => PyBytes::new(py, &round).into_any().unbind(),
     })
 }
 

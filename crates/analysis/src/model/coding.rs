@@ -10,9 +10,10 @@ use super::ModelError;
 use crate::family::Family;
 use microtab_engine::{Category, Cube, Formula, RepCells, Value};
 use microtab_store::{Dataset, Kind};
+use serde::{Deserialize, Serialize};
 
 /// How one part of a term becomes columns.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct PartCode {
     /// Its dimension in the query (`usize::MAX` for a value).
     dim: usize,
@@ -27,8 +28,9 @@ struct PartCode {
     text: String,
 }
 
-/// The coding of a model over its query's dimensions.
-#[derive(Debug, Clone)]
+/// The coding of a model over its query's dimensions (serializable: the
+/// parts of a model computed elsewhere carry it; see [`crate::run`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Coding {
     /// The query's grouping arguments: the parts' specs, then the
     /// outcome's when it is a dimension.
@@ -55,6 +57,7 @@ pub(crate) struct Coding {
     /// The outcome is a condition (category 1 of its recode is 1).
     condition: bool,
     /// Per cube cell, its model cell (`usize::MAX`: none).
+    #[serde(skip)]
     cell_map: Vec<usize>,
     family: Family,
 }
@@ -356,6 +359,11 @@ impl Coding {
             out.extend(std::iter::repeat_n(vals, width));
         }
         out
+    }
+
+    /// The model's family.
+    pub(crate) fn family(&self) -> Family {
+        self.family
     }
 
     /// Whether cube cell `c` is in the model (after [`Self::cells`]).

@@ -144,6 +144,21 @@ pub(crate) fn replicate_degf(
     replicates: &[String],
     opts: &ScanOptions,
 ) -> crate::Result<f64> {
+    let basis = replicate_basis(ds, query, complete, replicates, opts)?;
+    Ok(basis.len().saturating_sub(1) as f64)
+}
+
+/// An orthonormal basis of the replicate weights of the records `query`
+/// counts that have every one of `complete` (over [`Query::rows`] when
+/// set): the parts of a model computed elsewhere carry theirs, and
+/// [`basis_degf`] unites them.
+pub(crate) fn replicate_basis(
+    ds: &Dataset,
+    query: &Query,
+    complete: &[String],
+    replicates: &[String],
+    opts: &ScanOptions,
+) -> crate::Result<Vec<Vec<f64>>> {
     let (c, w) = (complete.len(), replicates.len());
     let mut q = records_only(query);
     q.fold = Some(Fold {
@@ -151,8 +166,17 @@ pub(crate) fn replicate_degf(
         make: Arc::new(move || Box::new(Rank::new(c, w)) as Box<dyn FoldState>),
     });
     let folded = microtab_engine::fold_rows(ds, &q, opts)?;
-    let rank = folded.state.map_or(0, |s| state_of::<Rank>(s).basis.len());
-    Ok(rank.saturating_sub(1) as f64)
+    Ok(folded
+        .state
+        .map_or(Vec::new(), |s| state_of::<Rank>(s).basis))
+}
+
+/// A basis of the union of two parts' ([`replicate_basis`]).
+pub(crate) fn unite_bases(a: Vec<Vec<f64>>, b: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
+    let width = a.first().or(b.first()).map_or(0, Vec::len);
+    let mut r = Rank::new(0, width);
+    r.absorb(a.into_iter().chain(b));
+    r.basis
 }
 
 /// Per cell of a query's table, the rank of its records' replicate

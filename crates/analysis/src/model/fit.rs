@@ -28,7 +28,7 @@ pub(crate) struct Cells {
 }
 
 /// A fitted model.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fit {
     pub beta: Vec<f64>,
     /// `(X'WX)⁻¹` with the final working weights (R's `cov.unscaled`).

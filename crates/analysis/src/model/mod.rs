@@ -18,6 +18,8 @@ pub(crate) mod coding;
 pub(crate) mod degf;
 pub(crate) mod error;
 pub(crate) mod fit;
+pub(crate) mod fitted;
+pub(crate) mod parts;
 pub(crate) mod rows;
 pub(crate) mod summary;
 

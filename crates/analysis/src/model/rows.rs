@@ -859,7 +859,7 @@ pub(crate) fn regress(
         Some((_, v)) if !replicates.is_empty() => {
             let (cov, df) = replicate_variance(&passes, &lay, (&full, &names), v, &mut notes)?;
             domain_df = Some(df);
-            (cov, format!("replicate weights ({})", v.info.kind))
+            (cov, super::fitted::replicate_method(v))
         }
         Some((d, _)) => {
             let t = d
@@ -872,9 +872,7 @@ pub(crate) fn regress(
             (cov, "linearization".to_string())
         }
         None if lay.weight.is_some() => {
-            notes.push(
-                "no survey design: sandwich (HC0) standard errors, each record independent".into(),
-            );
+            notes.push(super::fitted::HC0_NOTE.into());
             (
                 sandwich(&[[1.0, 0.0]], &[])?.0,
                 "sandwich (HC0)".to_string(),
@@ -907,7 +905,7 @@ pub(crate) fn regress(
         v
     });
     let mut r = summarize(
-        (ds, formula, family, req),
+        (&ds.dir().display().to_string(), formula, family, req),
         (&cells, &full, cov, &names),
         (survey.as_ref(), method, notes),
         (passes.query.weight.clone(), weights),

@@ -75,7 +75,7 @@ pub(crate) fn p_two_sided(t: f64, df: Option<f64>) -> f64 {
 /// The regression's summary: coefficients with inference, model fit,
 /// the Wald test of all non-intercept columns.
 pub(crate) fn summarize(
-    (ds, formula, family, req): (&Dataset, &str, Family, &Request),
+    (dataset, formula, family, req): (&str, &str, Family, &Request),
     (cells, full, cov, names): (&Cells, &fit::Fit, Vec<f64>, &[String]),
     (survey, method, mut notes): (Option<&Survey>, String, Vec<String>),
     (weight, weight_cases): (Option<String>, Option<microtab_engine::WeightCases>),
@@ -134,7 +134,7 @@ pub(crate) fn summarize(
     let tested: Vec<usize> = (usize::from(intercept)..p).collect();
     let wald = wald(&full.beta, &cov, p, &tested, df);
     Regression {
-        dataset: ds.dir().display().to_string(),
+        dataset: dataset.to_string(),
         formula: formula.to_string(),
         family,
         coefficients,

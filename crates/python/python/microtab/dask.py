@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 from . import QueryError, _Queries
 from ._microtab import _catalog_parts, _check_values, _finish, _info, _merge, _partial
 
-__all__ = ["Part", "parts", "split", "on", "partial", "merge", "finish"]
+__all__ = ["Part", "parts", "split", "on", "partial", "merge", "step", "finish"]
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,10 @@ def split(path: str, n: int) -> list[Part]:
     return [Part(path, a, b) for a, b in zip(edges, edges[1:]) if b > a] or [Part(path, 0, 0)]
 
 
-def partial(part: Part, spec: str) -> bytes:
-    """The exact partial result of a request (``spec``: JSON) over one part."""
-    return _partial(part.path, spec, part.start, part.end)
+def partial(part: Part, spec: str, round: bytes | None = None) -> bytes:
+    """The exact partial result of a request (``spec``: JSON) over one part,
+    in a further ``round`` that :func:`step` asked for (``None``: the first)."""
+    return _partial(part.path, spec, part.start, part.end, round)
 
 
 def merge(*ps: bytes) -> bytes:
@@ -85,10 +86,23 @@ def merge(*ps: bytes) -> bytes:
     return _merge(list(ps))
 
 
+def step(p: bytes, spec: str) -> dict | bytes:
+    """The answer (the analysis layer's JSON, as a dict) from a merged
+    partial result, or the further round of partial results it needs
+    (``bytes``: a model under a Taylor design sums its fit's scores over
+    the parts; compute :func:`partial` of every part in that round, merge,
+    and step again)."""
+    out = _finish(p, spec)
+    return out if isinstance(out, bytes) else json.loads(out)
+
+
 def finish(p: bytes, spec: str) -> dict:
     """The answer (the analysis layer's JSON, as a dict) from a merged
-    partial result."""
-    return json.loads(_finish(p, spec))
+    partial result of a request answered in one round."""
+    out = step(p, spec)
+    if isinstance(out, bytes):
+        raise QueryError("this request needs another round of partial results: use step()")
+    return out
 
 
 def _check_disjoint(parts: list[Part]) -> None:
@@ -133,12 +147,24 @@ class on(_Queries):
         # A text value no part has is an error, judged here over all the
         # parts at once (each part alone may lack a value others have).
         _check_values(sorted({p.path for p in self.parts}), spec)
+        round = None
+        # A model takes at most two rounds (the scores of its fit).
+        for _ in range(3):
+            out = step(self._merged(spec, round), spec)
+            if not isinstance(out, bytes):
+                return out
+            round = out
+        raise QueryError("the request took more rounds than it may")
+
+    def _merged(self, spec: str, round: bytes | None) -> bytes:
+        """Every part's partial result in ``round``, merged (in a tree of
+        ``fan_in`` on the workers)."""
         if self.client is None:
-            return finish(merge(*(partial(p, spec) for p in self.parts)), spec)
-        futures = [self.client.submit(partial, p, spec, pure=False, retries=self.retries)
+            return merge(*(partial(p, spec, round) for p in self.parts))
+        futures = [self.client.submit(partial, p, spec, round, pure=False, retries=self.retries)
                    for p in self.parts]
         while len(futures) > 1:
             futures = [self.client.submit(merge, *futures[i:i + self.fan_in], retries=self.retries)
                        if len(futures[i:i + self.fan_in]) > 1 else futures[i]
                        for i in range(0, len(futures), self.fan_in)]
-        return finish(futures[0].result(), spec)
+        return futures[0].result()
