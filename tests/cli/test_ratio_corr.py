@@ -270,3 +270,20 @@ def test_edges_perfect_constant_missing_weight_and_flags(tmp_path):
     assert "--test-mean: expected a finite number" in p.stderr
     out = run("corr", ds, "a", "b", "d", "--no-design", "--format", "csv").stdout
     assert max(len(f) for line in out.splitlines() for f in line.split(",")) < 40
+
+
+def test_a_ratio_over_a_catalog_of_parts_equals_the_whole(api, tmp_path):
+    """`ratio` over a catalog of parts: each part's group totals and
+    replicate totals (or, without a design, its records' sums of squares),
+    merged — the whole dataset's ratio, which matches R above."""
+    cat = tmp_path / "jk1.parts"
+    run("split", api["jk1"], cat, "--parts", "3")
+    for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
+        for by in ([], ["--by", "stype"]):
+            args = ["api00", "api99", *by, *extra, "--filter", "ell(0-40)"]
+            whole = run_json("ratio", api["jk1"], *args)
+            parts = run_json("ratio", cat, *args)
+            assert parts["method"] == whole["method"] and parts["df"] == whole["df"]
+            for a, b in zip(parts["groups"] + [parts["total"]], whole["groups"] + [whole["total"]]):
+                assert a["by"] == b["by"] and a["n"] == b["n"]
+                assert close(a["estimate"], b["estimate"], 1e-12) and close(a["se"], b["se"], 1e-9)

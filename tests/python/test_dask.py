@@ -505,3 +505,28 @@ def test_a_model_on_too_many_combinations_over_parts_is_refused(data):
     _, ds, _ = data
     with pytest.raises(mt.QueryError, match="record by record, over one whole dataset"):
         mtd.on(None, mtd.split(ds, 2)).regress("INCTOT ~ INCWAGE + AGE + factor(EDUC)")
+
+
+@pytest.mark.parametrize("by", [[], ["SEX", "MARST"]], ids=["total", "by"])
+def test_ratios_over_parts_equal_the_whole(data, taylor, client, by):
+    """A ratio over parts: each part's per-group totals (and replicates'),
+    under a Taylor design its PSUs' totals by stratum — a PSU cut by a
+    range's edge kept open and merged by key — merged exactly; over ranges,
+    shuffled records, datasets, on the cluster and here: the whole
+    dataset's ratio (which test_models checks against R)."""
+    d, ds, _ = data
+    td, _, t, s = taylor
+    cases = [
+        (ds, [mtd.split(ds, 7), mtd.parts(str(d / "part*.mtab"))], {}),
+        (t, [mtd.split(t, 7), mtd.split(s, 5), mtd.parts(str(td / "st*.mtab"))], {}),
+        (ds, [mtd.split(ds, 5), mtd.parts(str(d / "part*.mtab"))], dict(design=False, weight="PERWT")),
+        (ds, [mtd.split(ds, 3)], dict(design=False)),
+    ]
+    for whole_ds, partses, extra in cases:
+        whole = mt.open(whole_ds).ratio("INCTOT", "AGE", by, filter="INCTOT<9999999", **extra).to_dict()
+        for i, parts in enumerate(partses):
+            c = client if i % 2 else None
+            got = mtd.on(c, parts, fan_in=3).ratio("INCTOT", "AGE", by, filter="INCTOT<9999999",
+                                                   **extra).to_dict()
+            got.pop("dataset"), whole.pop("dataset", None)
+            close(got, whole)

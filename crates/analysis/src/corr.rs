@@ -293,7 +293,7 @@ pub fn corr(
     let unweighted_plain = design.is_none() && scan.query.weight.is_none();
     let (survey, method) = survey_of(
         req,
-        &design,
+        design.as_ref().map(|(_, v)| v),
         scan.query.weight.as_deref(),
         scan.plain_df_records(),
     );

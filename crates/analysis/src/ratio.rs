@@ -14,7 +14,7 @@ use crate::model::Inference;
 use crate::sums::{Scan, Spec, Sums};
 use crate::survey::{Provenance, Survey};
 use crate::{Request, Result};
-use microtab_engine::{Category, ScanOptions};
+use microtab_engine::{Category, ScanOptions, WeightCases};
 use microtab_store::Dataset;
 use serde::Serialize;
 use std::sync::Arc;
@@ -109,15 +109,90 @@ pub(crate) fn provenance(
     Provenance::new(method, survey, scan.query.weight.clone(), req, notes)
 }
 
+/// The sums of a ratio: per record `(y, x)` when both are present, the
+/// replicates' (under replicate weights), else the design covariance of
+/// the two totals (Taylor, or each record its own PSU).
+fn spec(replicates: bool) -> Spec {
+    Spec {
+        k: 2,
+        values: 2,
+        record: Arc::new(|v: &[f64], a: &mut [f64]| {
+            if v[0].is_nan() || v[1].is_nan() {
+                return false;
+            }
+            (a[0], a[1]) = (v[0], v[1]);
+            true
+        }),
+        replicates,
+        taylor: (!replicates).then_some(None),
+        full: true,
+        all: !replicates,
+        skip_zero: false,
+    }
+}
+
+/// The ratio's variables (numeric) and the scan of them under `design`.
+fn scan_of<'a>(
+    ds: &'a Dataset,
+    req: &Request,
+    (numerator, denominator, by): (&str, &str, &[String]),
+    design: &Option<(microtab_store::Design, Survey)>,
+    opts: &'a ScanOptions,
+) -> Result<([String; 2], Scan<'a>)> {
+    let values = [
+        numeric(ds, numerator)?.to_string(),
+        numeric(ds, denominator)?.to_string(),
+    ];
+    let scan = Scan::new(ds, req, (by, &values), design, opts)?;
+    Ok((values, scan))
+}
+
+/// A ratio's sums over part of the data (a range of records, one of
+/// several datasets): the fold's, replicates included, to merge with the
+/// other parts' (see [`crate::Partial`]).
+pub(crate) fn part(
+    ds: &Dataset,
+    req: &Request,
+    ratio: (&str, &str, &[String]),
+    opts: &ScanOptions,
+) -> Result<crate::sums::SumsPart> {
+    let design = crate::checks::design_of(ds, req, true)?;
+    let (_, scan) = scan_of(ds, req, ratio, &design, opts)?;
+    scan.part(spec(scan.replicated()))
+}
+
+/// The ratio from merged parts' sums (see [`part`]).
+pub(crate) fn of_parts(
+    sums: crate::sums::SumsPart,
+    req: &Request,
+    (numerator, denominator, by): (&str, &str, &[String]),
+    (dataset, survey, weight, cases): (String, Option<Survey>, Option<&str>, Option<WeightCases>),
+) -> Result<Ratio> {
+    let records = sums.records();
+    let sums = sums.finish()?;
+    let replicated = survey
+        .as_ref()
+        .is_some_and(|v| v.info.method == "replicate");
+    let (survey_, method) = survey_of(req, survey.as_ref(), weight, records);
+    let values = [numerator.to_string(), denominator.to_string()];
+    build(
+        &sums,
+        req,
+        (&values, by, replicated),
+        (survey_, method, survey.as_ref()),
+        (dataset, weight, &cases),
+    )
+}
+
 /// The design and the no-design stand-in (each record its own PSU).
 pub(crate) fn survey_of(
     req: &Request,
-    design: &Option<(microtab_store::Design, Survey)>,
+    design: Option<&Survey>,
     weight: Option<&str>,
     records: u64,
 ) -> (Survey, String) {
     match design {
-        Some((_, v)) => {
+        Some(v) => {
             let method = match v.info.method {
                 "replicate" => format!("replicate weights ({})", v.info.kind),
                 _ => "linearization".to_string(),
@@ -214,39 +289,34 @@ pub fn ratio(
     opts: &ScanOptions,
 ) -> Result<Ratio> {
     let design = crate::checks::design_of(ds, req, false)?;
-    let values = [
-        numeric(ds, numerator)?.to_string(),
-        numeric(ds, denominator)?.to_string(),
-    ];
-    let scan = Scan::new(ds, req, (by, &values), &design, opts)?;
+    let (values, scan) = scan_of(ds, req, (numerator, denominator, by), &design, opts)?;
     let replicated = scan.replicated();
     let sums = if replicated {
         replicate_sums(ds, &scan.query, &values, opts)?
     } else {
-        scan.run(Spec {
-            k: 2,
-            values: 2,
-            record: Arc::new(|v: &[f64], a: &mut [f64]| {
-                if v[0].is_nan() || v[1].is_nan() {
-                    return false;
-                }
-                (a[0], a[1]) = (v[0], v[1]);
-                true
-            }),
-            replicates: false,
-            taylor: Some(None),
-            full: true,
-            all: true,
-            skip_zero: false,
-        })?
+        scan.run(spec(false))?
     };
     let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
-    let (survey, method) = survey_of(
+    let survey = design.as_ref().map(|(_, v)| v);
+    let weight = scan.query.weight.as_deref();
+    let (survey_, method) = survey_of(req, survey, weight, scan.plain_df_records());
+    build(
+        &sums,
         req,
-        &design,
-        scan.query.weight.as_deref(),
-        scan.plain_df_records(),
-    );
+        (&values, by, replicated),
+        (survey_, method, survey),
+        (ds.dir().display().to_string(), weight, &cases),
+    )
+}
+
+/// The ratio per group and in total from the groups' sums.
+fn build(
+    sums: &Sums,
+    req: &Request,
+    (values, by, replicated): (&[String; 2], &[String], bool),
+    (survey, method, design): (Survey, String, Option<&Survey>),
+    (dataset, weight, cases): (String, Option<&str>, &Option<WeightCases>),
+) -> Result<Ratio> {
     let mut dropped_max = 0;
     let Sums {
         groups,
@@ -254,7 +324,7 @@ pub fn ratio(
         cov,
         categories,
         ..
-    } = &sums;
+    } = sums;
     let shape: Vec<usize> = categories.iter().map(|c| c.len().max(1)).collect();
     let df = survey.info.df;
     let mut cancelled = false;
@@ -323,10 +393,9 @@ pub fn ratio(
     if total.n == 0 {
         return Err(crate::Error::NoRecords);
     }
-    let mut notes: Vec<String> =
-        crate::checks::missing_weight_note(&cases, scan.query.weight.as_deref())
-            .into_iter()
-            .collect();
+    let mut notes: Vec<String> = crate::checks::missing_weight_note(cases, weight)
+        .into_iter()
+        .collect();
     if cancelled {
         notes.push(format!(
             "in a group the variance of the ratio cancels to rounding ({} nearly proportional to {}): no standard error",
@@ -339,13 +408,13 @@ pub fn ratio(
         ));
     }
     Ok(Ratio {
-        dataset: ds.dir().display().to_string(),
+        dataset,
         numerator: values[0].clone(),
         denominator: values[1].clone(),
         by: sums.names.clone(),
         groups: rows,
         total,
         df,
-        provenance: provenance(method, &design, &scan, req, notes),
+        provenance: Provenance::new(method, design, weight.map(str::to_string), req, notes),
     })
 }

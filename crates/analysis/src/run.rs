@@ -362,6 +362,9 @@ pub struct Partial {
     /// A model's coding and round (regressions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::model::parts::ModelPart>,
+    /// The sums of a fold (ratios).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sums: Option<crate::sums::SumsPart>,
 }
 
 /// What merged partial results give: the answer, or a further round of
@@ -398,12 +401,31 @@ pub fn partial_round(
         p.model = Some(model);
         return Ok(p);
     }
-    if matches!(req.analysis, Analysis::Ratio { .. } | Analysis::Corr { .. })
+    if let Analysis::Ratio {
+        numerator,
+        denominator,
+        by,
+    } = &req.analysis
+    {
+        // The groups' records and the weight's cases from a count (no
+        // design sums), the ratio's sums from its fold.
+        let design = design_of(ds, req, true)?;
+        let mut q = query(req, design.as_ref().map(|(d, _)| d))?;
+        (q.taylor, q.replicates) = (None, Vec::new());
+        verify(ds, req, &q)?;
+        let cube = microtab_engine::run_partial(ds, &q, opts)?;
+        let weights = weight_cases(ds, &q, opts, cube.counts.iter().sum())?;
+        let sums = crate::ratio::part(ds, req, (numerator, denominator, by), opts)?;
+        let mut p = Partial::of(ds, cube, weights, design.map(|(d, _)| d));
+        p.sums = Some(sums);
+        return Ok(p);
+    }
+    if matches!(req.analysis, Analysis::Corr { .. })
         || req.diff.is_some()
         || req.test_mean.is_some()
     {
         return Err(Error::Design(
-            "ratios, correlations and comparisons are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+            "correlations and comparisons are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
         ));
     }
     if !req.quantiles.is_empty() {
@@ -439,6 +461,7 @@ impl Partial {
             design,
             taylor,
             model: None,
+            sums: None,
         }
     }
 
@@ -512,6 +535,15 @@ impl Partial {
             }
         }
         taylor.sort_by(|a, b| a.0.cmp(&b.0));
+        let sums = match (self.sums, o.sums) {
+            (Some(a), Some(b)) => Some(a.merge(b)?),
+            (None, None) => None,
+            _ => {
+                return Err(Error::Design(
+                    "a ratio's partial result cannot be merged with another request's".into(),
+                ))
+            }
+        };
         let model = match (self.model, o.model) {
             (Some(a), Some(b)) => Some(a.merge(b)?),
             (None, None) => None,
@@ -528,6 +560,7 @@ impl Partial {
             design,
             taylor,
             model,
+            sums,
         })
     }
 
@@ -562,6 +595,23 @@ impl Partial {
         let weight = self.cube.weight.as_ref().map(|w| w.name.as_str());
         check_weights(req, &self.weight_cases, weight)?;
         let survey = self.survey(req);
+        if let (
+            Some(sums),
+            Analysis::Ratio {
+                numerator,
+                denominator,
+                by,
+            },
+        ) = (&self.sums, &req.analysis)
+        {
+            let r = crate::ratio::of_parts(
+                sums.clone(),
+                req,
+                (numerator, denominator, by),
+                (self.datasets.join(", "), survey, weight, self.weight_cases),
+            )?;
+            return Ok(Step::Answer(Answer::Ratio(Box::new(r))));
+        }
         self.answer(req, survey).map(Step::Answer)
     }
 

@@ -18,6 +18,10 @@
 //! bring zeros to its PSUs' totals, so each group is a domain of the whole
 //! design, as R's `svyby` and `subset` make it.
 
+mod part;
+
+pub(crate) use part::{PartStratum, SumsPart};
+
 use crate::model::rows::TaylorKeys;
 use crate::survey::Survey;
 use crate::Request;
@@ -490,6 +494,7 @@ impl Scan<'_> {
                 .as_ref()
                 .map_or(req.weight.clone(), |(d, _)| Some(d.weight.clone())),
             max_cells: Some(req.max_cells),
+            rows: req.rows.clone(),
             ..Query::default()
         };
         microtab_engine::check_values(&[ds], &query.filter, &query.group_by)?;
@@ -531,6 +536,7 @@ impl Scan<'_> {
             let q = Query {
                 weight: query.weight.clone(),
                 max_cells: Some(1),
+                rows: req.rows.clone(),
                 ..Query::default()
             };
             let n: u64 = microtab_engine::run_with(ds, &q, opts)?.counts.iter().sum();
@@ -565,9 +571,9 @@ impl Scan<'_> {
         !self.at.replicates.is_empty()
     }
 
-    /// Sums `spec` over the query's records.
-    pub(crate) fn run(&self, spec: Spec) -> crate::Result<Sums> {
-        let spec = Arc::new(spec);
+    /// The fold of `spec` over the query's records: the merged state, the
+    /// grouping variables' planned categories and names.
+    fn fold(&self, spec: &Arc<Spec>) -> crate::Result<(State, Vec<Vec<Category>>, Vec<String>)> {
         let (s, a) = (spec.clone(), self.at.clone());
         let mut q = self.query.clone();
         let n = if spec.replicates {
@@ -580,78 +586,125 @@ impl Scan<'_> {
             make: Arc::new(move || Box::new(State::new(&s, &a)) as Box<dyn FoldState>),
         });
         let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
-        let mut st = match folded.state {
+        let st = match folded.state {
             Some(s) => state_of(s),
-            None => State::new(&spec, &self.at),
+            None => State::new(spec, &self.at),
         };
-        if st.unknown > 0 {
-            return Err(crate::Error::UnknownStrata {
-                records: st.unknown,
-            });
-        }
-        let cells: usize = folded.categories.iter().map(|c| c.len().max(1)).product();
-        let (k, r) = (
-            spec.k,
-            if spec.replicates {
-                self.at.replicates.len()
-            } else {
-                0
-            },
-        );
-        debug_assert!(!spec.all || !matches!(spec.taylor, Some(Some(_))));
-        for g in 0..cells.max(st.groups.len()) {
-            st.group(g as u32);
-        }
-        st.groups.truncate(cells);
-        // All groups: every complete record is in one of them.
-        st.group(ALL);
-        for g in &st.groups {
-            st.all.absorb(g);
-        }
-        debug_assert!(st
-            .groups
+        let names = folded
+            .cube
+            .dims
             .iter()
-            .all(|g| g.t.len() == k && g.reps.len() == r * k));
-        let mut psus = Vec::new();
-        let cov = match &spec.taylor {
-            Some(how) => {
-                for ((h, _), u) in std::mem::take(&mut st.open) {
-                    st.close(h, &u);
-                }
-                let m = how.as_ref().map_or(k, |h| h.1);
-                let n = self.records.0 as f64;
-                let (coef, average) = match &self.coef {
-                    Some((c, a)) => (c.clone(), a.clone()),
-                    // R's svydesign(ids = ~1) of the dataset's records
-                    // (a filter or a group is a domain of it).
-                    None => (vec![[n / (n - 1.0), 1.0 / (n - 1.0)]], Vec::new()),
-                };
-                (0..=cells)
-                    .map(|g| {
-                        let g = if g == cells { ALL } else { g as u32 };
-                        let by: &[Strata] = st.strata.get(slot(g)).map_or(&[], |v| &v[..]);
-                        let s = by.iter().filter(|s| s.psus > 0);
-                        psus.push(s.fold((0, 0), |(p, h), s| (p + s.psus, h + 1)));
-                        covariance(by, (m, spec.full), (&coef, &average))
+            .map(|d| d.var.name.clone())
+            .collect();
+        Ok((st, folded.categories, names))
+    }
+
+    /// Sums `spec` over the query's records.
+    pub(crate) fn run(&self, spec: Spec) -> crate::Result<Sums> {
+        let spec = Arc::new(spec);
+        let (st, categories, names) = self.fold(&spec)?;
+        finish(st, (categories, names), &self.coef, self.records.0)
+    }
+
+    /// Sums `spec` over the query's records (its [`Query::rows`] when
+    /// set) as a part that merges with other parts' ([`SumsPart`]).
+    pub(crate) fn part(&self, spec: Spec) -> crate::Result<SumsPart> {
+        let spec = Arc::new(spec);
+        let (st, categories, names) = self.fold(&spec)?;
+        let strata = match (&self.at.keys, &self.coef) {
+            (Some(keys), Some((coef, average))) => {
+                let values = crate::taylor::strata_values(self.ds)?;
+                keys.keys
+                    .iter()
+                    .enumerate()
+                    .map(|(h, &key)| PartStratum {
+                        source: self.ds.dir().display().to_string(),
+                        key,
+                        value: values.get(h).cloned().unwrap_or_else(|| key.to_string()),
+                        c: coef[h][0],
+                        d: coef[h][1],
+                        lonely: average.get(h).copied().unwrap_or(false),
                     })
                     .collect()
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
-        Ok(Sums {
-            groups: st.groups,
-            all: st.all,
-            cov,
-            psus,
-            categories: folded.categories,
-            names: folded
-                .cube
-                .dims
-                .iter()
-                .map(|d| d.var.name.clone())
-                .collect(),
-        })
+        Ok(SumsPart::of(st, (categories, names), strata, self.records))
     }
+}
+
+/// The finished sums of a fold's merged state `st`: every PSU closed, the
+/// groups' covariances with the strata's coefficients `coef` (`None`:
+/// each of `records` records its own PSU, no design).
+fn finish(
+    mut st: State,
+    (categories, names): (Vec<Vec<Category>>, Vec<String>),
+    coef: &Option<(Vec<[f64; 2]>, Vec<bool>)>,
+    records: u64,
+) -> crate::Result<Sums> {
+    let spec = st.spec.clone();
+    if st.unknown > 0 {
+        return Err(crate::Error::UnknownStrata {
+            records: st.unknown,
+        });
+    }
+    let cells: usize = categories.iter().map(|c| c.len().max(1)).product();
+    let (k, r) = (
+        spec.k,
+        if spec.replicates {
+            st.at.replicates.len()
+        } else {
+            0
+        },
+    );
+    debug_assert!(!spec.all || !matches!(spec.taylor, Some(Some(_))));
+    for g in 0..cells.max(st.groups.len()) {
+        st.group(g as u32);
+    }
+    st.groups.truncate(cells);
+    // All groups: every complete record is in one of them.
+    st.group(ALL);
+    for g in &st.groups {
+        st.all.absorb(g);
+    }
+    debug_assert!(st
+        .groups
+        .iter()
+        .all(|g| g.t.len() == k && g.reps.len() == r * k));
+    let mut psus = Vec::new();
+    let cov = match &spec.taylor {
+        Some(how) => {
+            for ((h, _), u) in std::mem::take(&mut st.open) {
+                st.close(h, &u);
+            }
+            let m = how.as_ref().map_or(k, |h| h.1);
+            let n = records as f64;
+            let (coef, average) = match coef {
+                Some((c, a)) => (c.clone(), a.clone()),
+                // R's svydesign(ids = ~1) of the dataset's records
+                // (a filter or a group is a domain of it).
+                None => (vec![[n / (n - 1.0), 1.0 / (n - 1.0)]], Vec::new()),
+            };
+            (0..=cells)
+                .map(|g| {
+                    let g = if g == cells { ALL } else { g as u32 };
+                    let by: &[Strata] = st.strata.get(slot(g)).map_or(&[], |v| &v[..]);
+                    let s = by.iter().filter(|s| s.psus > 0);
+                    psus.push(s.fold((0, 0), |(p, h), s| (p + s.psus, h + 1)));
+                    covariance(by, (m, spec.full), (&coef, &average))
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Ok(Sums {
+        groups: st.groups,
+        all: st.all,
+        cov,
+        psus,
+        categories,
+        names,
+    })
 }
 
 /// A group's `Σ_h c_h S2_h − d_h S1_h S1_h'` (its strata's sums), scaled up for strata

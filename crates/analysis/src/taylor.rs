@@ -344,6 +344,41 @@ fn populations(
     Ok(sizes)
 }
 
+/// The strata of the Taylor design of `ds` as the data gives them (text,
+/// or numbers with their decimals and no trailing zeros), in the order of
+/// its keys: parts of different datasets compare strata by them.
+pub(crate) fn strata_values(ds: &Dataset) -> Result<Vec<String>> {
+    let Some(t) = ds
+        .manifest()
+        .design
+        .as_ref()
+        .and_then(|d| d.taylor.as_ref())
+    else {
+        return Ok(Vec::new());
+    };
+    let Some(name) = &t.strata else {
+        return Ok(vec![String::new(); t.strata_keys.len()]);
+    };
+    let var = ds.variable(name)?;
+    let dict = match var.kind {
+        Kind::String => Some(ds.dictionary(var)?),
+        _ => None,
+    };
+    Ok(t.strata_keys
+        .iter()
+        .map(|&k| match &dict {
+            Some(d) => d.get(k as usize).cloned().unwrap_or_else(|| k.to_string()),
+            None => {
+                let s = microtab_store::codec::display_int(var.decimals, k);
+                match s.contains('.') {
+                    true => s.trim_end_matches('0').trim_end_matches('.').to_string(),
+                    false => s,
+                }
+            }
+        })
+        .collect())
+}
+
 /// The engine's Taylor query of design `t`: its strata, PSUs and
 /// coefficients, no margins or scores yet.
 pub(crate) fn query_of(t: &Taylor) -> microtab_engine::TaylorQuery {

@@ -114,7 +114,12 @@ pub(crate) fn test_means(
         _ => (Vec::new(), 0.0),
     };
     let plain = design.is_none() && scan.query.weight.is_none();
-    let (_, method) = survey_of(req, &design, scan.query.weight.as_deref(), 0);
+    let (_, method) = survey_of(
+        req,
+        design.as_ref().map(|(_, v)| v),
+        scan.query.weight.as_deref(),
+        0,
+    );
     let method = if plain {
         "one-sample t test (unweighted, no survey design)".to_string()
     } else {
