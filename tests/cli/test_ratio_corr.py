@@ -287,3 +287,22 @@ def test_a_ratio_over_a_catalog_of_parts_equals_the_whole(api, tmp_path):
             for a, b in zip(parts["groups"] + [parts["total"]], whole["groups"] + [whole["total"]]):
                 assert a["by"] == b["by"] and a["n"] == b["n"]
                 assert close(a["estimate"], b["estimate"], 1e-12) and close(a["se"], b["se"], 1e-9)
+
+
+def test_correlations_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
+    """`corr` over a catalog of parts: a round of partial sums per scan (the
+    means, the centred cross products with the replicates', under
+    linearization the influences), each merged — the whole dataset's
+    correlations, which match R above."""
+    cat = tmp_path / "jk1c.parts"
+    run("split", api["jk1"], cat, "--parts", "3")
+    for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
+        args = ["api00", "api99", "ell", "meals", *extra, "--filter", "ell(0-60)"]
+        whole = run_json("corr", api["jk1"], *args)
+        parts = run_json("corr", cat, *args)
+        assert (parts["method"], parts["df"], parts["n"]) == (whole["method"], whole["df"], whole["n"])
+        for a, b in zip(parts["pairs"], whole["pairs"]):
+            assert (a["a"], a["b"]) == (b["a"], b["b"])
+            assert close(a["estimate"], b["estimate"], 1e-12) and close(a["se"], b["se"], 1e-9)
+        for x, y in zip(parts["means"] + parts["sds"], whole["means"] + whole["sds"]):
+            assert close(x, y, 1e-12)

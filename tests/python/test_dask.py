@@ -437,6 +437,21 @@ def test_a_text_value_no_part_has_is_an_error_over_parts(tmp_path):
         parts.tab("S", 'G(r: "male"; *)')
 
 
+def design_cases(data, taylor):
+    """(the whole dataset, ways to cut it into parts, query options): a
+    replicate design over ranges and state datasets; a Taylor design over
+    ranges, shuffled records' ranges and state datasets (strata within
+    states); weighted without a design (HC0); unweighted."""
+    d, ds, _ = data
+    td, _, t, s = taylor
+    return [
+        (ds, [mtd.split(ds, 7), mtd.parts(str(d / "part*.mtab"))], {}),
+        (t, [mtd.split(t, 7), mtd.split(s, 5), mtd.parts(str(td / "st*.mtab"))], {}),
+        (ds, [mtd.split(ds, 5), mtd.parts(str(d / "part*.mtab"))], dict(design=False, weight="PERWT")),
+        (ds, [mtd.split(ds, 3)], dict(design=False)),
+    ]
+
+
 MODELS = [
     ("INCTOT ~ AGE + factor(SEX) + factor(EDUC)", "gaussian", {}),
     ("EMPSTAT(1) ~ AGE(r: 16-24; 25-54; 55-*) + factor(SEX)", "logit", dict(filter="AGE(16-*)")),
@@ -467,15 +482,7 @@ def test_models_over_parts_equal_the_whole(data, taylor, client, formula, family
     fit's scores per PSU (a PSU cut by a range's edge merged by key). Over
     ranges of records, shuffled records and datasets, on the cluster and
     here: the whole dataset's model."""
-    d, ds, _ = data
-    td, _, t, s = taylor
-    cases = [
-        (ds, [mtd.split(ds, 7), mtd.parts(str(d / "part*.mtab"))], {}),
-        (t, [mtd.split(t, 7), mtd.split(s, 5), mtd.parts(str(td / "st*.mtab"))], {}),
-        (ds, [mtd.split(ds, 5), mtd.parts(str(d / "part*.mtab"))], dict(design=False, weight="PERWT")),
-        (ds, [mtd.split(ds, 3)], dict(design=False)),
-    ]
-    for whole_ds, partses, extra in cases:
+    for whole_ds, partses, extra in design_cases(data, taylor):
         whole = mt.open(whole_ds).regress(formula, family=family, **kw, **extra).to_dict()
         for i, parts in enumerate(partses):
             c = client if i % 2 else None
@@ -514,15 +521,7 @@ def test_ratios_over_parts_equal_the_whole(data, taylor, client, by):
     range's edge kept open and merged by key — merged exactly; over ranges,
     shuffled records, datasets, on the cluster and here: the whole
     dataset's ratio (which test_models checks against R)."""
-    d, ds, _ = data
-    td, _, t, s = taylor
-    cases = [
-        (ds, [mtd.split(ds, 7), mtd.parts(str(d / "part*.mtab"))], {}),
-        (t, [mtd.split(t, 7), mtd.split(s, 5), mtd.parts(str(td / "st*.mtab"))], {}),
-        (ds, [mtd.split(ds, 5), mtd.parts(str(d / "part*.mtab"))], dict(design=False, weight="PERWT")),
-        (ds, [mtd.split(ds, 3)], dict(design=False)),
-    ]
-    for whole_ds, partses, extra in cases:
+    for whole_ds, partses, extra in design_cases(data, taylor):
         whole = mt.open(whole_ds).ratio("INCTOT", "AGE", by, filter="INCTOT<9999999", **extra).to_dict()
         for i, parts in enumerate(partses):
             c = client if i % 2 else None
@@ -530,3 +529,31 @@ def test_ratios_over_parts_equal_the_whole(data, taylor, client, by):
                                                    **extra).to_dict()
             got.pop("dataset"), whole.pop("dataset", None)
             close(got, whole)
+
+
+def test_correlations_over_parts_equal_the_whole(data, taylor, client):
+    """Correlations over parts: a round per scan (means; centred cross
+    products with the replicates'; under a Taylor design or weighted
+    without one, each record's influence totalled by PSU), each merged:
+    the whole dataset's matrix, SEs, df and intervals."""
+    for whole_ds, partses, extra in design_cases(data, taylor):
+        whole = mt.open(whole_ds).corr("INCTOT", "AGE", "UHRSWORK", filter="INCTOT<9999999",
+                                       **extra).to_dict()
+        whole.pop("dataset")
+        for i, parts in enumerate(partses):
+            c = client if i % 2 else None
+            got = mtd.on(c, parts, fan_in=3).corr("INCTOT", "AGE", "UHRSWORK", filter="INCTOT<9999999",
+                                                  **extra).to_dict()
+            got.pop("dataset")
+            close(got, whole)
+
+
+def test_comparisons_over_parts_are_refused(data):
+    """`--diff` and one-sample tests are answered over one whole dataset:
+    over parts the error says so."""
+    _, ds, _ = data
+    on = mtd.on(None, mtd.split(ds, 2))
+    with pytest.raises(mt.QueryError, match="over one whole dataset"):
+        on.means("INCTOT", by="SEX", diff="1")
+    with pytest.raises(mt.QueryError, match="over one whole dataset"):
+        on.means("INCTOT", test_mean=1000.0)

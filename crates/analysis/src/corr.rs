@@ -22,13 +22,13 @@
 //! replicates'), and under linearization the influences.
 
 use crate::model::Inference;
-use crate::ratio::{inference, numeric, provenance, survey_of};
+use crate::ratio::{inference, numeric, survey_of};
 use crate::sums::{Influence, Scan, Spec};
 use crate::survey::Provenance;
 use crate::{Request, Result};
 use microtab_engine::ScanOptions;
 use microtab_store::Dataset;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// A correlation matrix.
@@ -137,15 +137,15 @@ fn fisher(mut i: Inference, n: u64, level: f64) -> Inference {
     i
 }
 
-/// The linearized variance of each pair's correlation: a scan of each
-/// record's influence (the module's text), totalled by PSU.
-fn linearized(
-    scan: &Scan<'_>,
+/// The scan of each record's influence on each pair's correlation (the
+/// module's text), totalled by PSU: its design variance is the pair's.
+fn influence_spec(
     record: crate::sums::Record,
     (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
     (w, p, k): (f64, usize, usize),
-) -> Result<Vec<f64>> {
+) -> Spec {
     let (c, r, pi) = (c.to_vec(), r.to_vec(), pairs.to_vec());
+    let n_pairs = pi.len();
     let influence: Influence = Arc::new(move |_g, a: &[f64], wi: f64, u: &mut [f64]| {
         for (q, &(x, y)) in pi.iter().enumerate() {
             let (cxx, cyy, cxy) = (c[x * p + x], c[y * p + y], c[x * p + y]);
@@ -155,17 +155,16 @@ fn linearized(
                     - r[q] / 2.0 * ((dx * dx - cxx) / cxx + (dy * dy - cyy) / cyy));
         }
     });
-    let third = scan.run(Spec {
+    Spec {
         k,
         values: p,
         record,
         replicates: false,
-        taylor: Some(Some((influence, pairs.len()))),
+        taylor: Some(Some((influence, n_pairs))),
         full: false,
         all: false,
         skip_zero: false,
-    })?;
-    Ok(third.cov[0].clone())
+    }
 }
 
 /// Each pair's variance from its replicates' correlations (each from its
@@ -217,52 +216,43 @@ fn matrices(c: &[f64], p: usize, n: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     (matrix, covariance)
 }
 
-/// The first scan: the records with every value, their weight and `Σ w·x`.
-fn means_pass(scan: &Scan<'_>, p: usize) -> Result<crate::sums::Sums> {
-    scan.run(Spec {
-        k: 1 + p,
-        values: p,
-        record: Arc::new(move |v: &[f64], a: &mut [f64]| {
-            if v.iter().any(|x| x.is_nan()) {
-                return false;
-            }
-            a[0] = 1.0;
-            a[1..].copy_from_slice(v);
-            true
-        }),
-        replicates: false,
-        taylor: None,
-        full: false,
-        all: false,
-        skip_zero: false,
-    })
+/// The scans of a correlation matrix, one after another (over parts of
+/// the data, a round of partial results each).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Stage {
+    /// The records with every value, their weight and `Σ w·x`.
+    Means,
+    /// The cross products of the values less `centre` (the means), with
+    /// the replicates'.
+    Cross { centre: Vec<f64> },
+    /// Each record's influence, from the centred totals `t` of the `n`
+    /// records (linearization).
+    Influence {
+        centre: Vec<f64>,
+        t: Vec<f64>,
+        n: u64,
+    },
 }
 
-/// The correlations of `vars` over `ds`.
-pub fn corr(
-    ds: &Dataset,
-    req: &Request,
-    vars: &[String],
-    opts: &ScanOptions,
-) -> Result<Correlations> {
-    let names = names_of(ds, vars)?;
-    let p = names.len();
-    let design = crate::checks::design_of(ds, req, false)?;
-    let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
-    let complete = |v: &[f64]| v.iter().all(|x| !x.is_nan());
-    let first = means_pass(&scan, p)?;
-    let g = &first.groups[0];
-    if g.n == 0 || g.t[0] == 0.0 {
-        return Err(crate::Error::NoRecords);
-    }
-    let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
-    let n = g.n;
-    let mean: Vec<f64> = (0..p).map(|a| g.t[1 + a] / g.t[0]).collect();
-    // The centred cross products (and each replicate's).
-    let k = 1 + p + p * (p + 1) / 2;
-    let centre = mean.clone();
-    let record = Arc::new(move |v: &[f64], a: &mut [f64]| {
-        if !complete(v) {
+/// Where a correlation's scans stand.
+pub(crate) enum Next {
+    /// Done.
+    Done(Box<Correlations>),
+    /// Another scan.
+    Scan(Stage),
+}
+
+/// The totals' length of `p` centred variables: `[W, T_a…, T_ab…]`.
+fn width(p: usize) -> usize {
+    1 + p + p * (p + 1) / 2
+}
+
+/// A record's centred values and their cross products (`false`: a value
+/// is missing).
+fn centred(centre: Vec<f64>) -> crate::sums::Record {
+    let p = centre.len();
+    Arc::new(move |v: &[f64], a: &mut [f64]| {
+        if v.iter().any(|x| x.is_nan()) {
             return false;
         }
         a[0] = 1.0;
@@ -275,65 +265,138 @@ pub fn corr(
             }
         }
         true
-    });
-    let replicated = scan.replicated();
-    let second = scan.run(Spec {
-        k,
-        values: p,
-        record: record.clone(),
-        replicates: replicated,
-        taylor: None,
-        full: false,
-        all: false,
-        skip_zero: false,
-    })?;
-    let g = &second.groups[0];
-    let w = g.t[0];
-    let c = covariances(&g.t, p);
-    let unweighted_plain = design.is_none() && scan.query.weight.is_none();
-    let (survey, method) = survey_of(
-        req,
-        design.as_ref().map(|(_, v)| v),
-        scan.query.weight.as_deref(),
-        scan.plain_df_records(),
-    );
-    let pairs_idx: Vec<(usize, usize)> = (0..p)
+    })
+}
+
+/// The pairs of `p` variables, and their correlations from the centred
+/// totals `t`.
+fn pairs_of(t: &[f64], p: usize) -> (Vec<(usize, usize)>, Vec<f64>) {
+    let c = covariances(t, p);
+    let pairs: Vec<(usize, usize)> = (0..p)
         .flat_map(|a| (a + 1..p).map(move |b| (a, b)))
         .collect();
-    let r: Vec<f64> = pairs_idx
+    let r = pairs
         .iter()
         .map(|&(a, b)| correlation(&c, p, a, b))
         .collect();
-    let mut notes: Vec<String> =
-        crate::checks::missing_weight_note(&cases, scan.query.weight.as_deref())
-            .into_iter()
-            .collect();
-    let (vars_r, df, method): (Vec<f64>, f64, String) = if unweighted_plain {
-        let nf = n as f64;
-        (
-            r.iter().map(|r| (1.0 - r * r) / (nf - 2.0)).collect(),
-            nf - 2.0,
-            "Pearson (unweighted, no survey design)".to_string(),
-        )
-    } else if replicated {
-        let (v, dropped) = replicate_vars(&g.reps, (&r, &pairs_idx), &survey, (p, k));
-        if dropped > 0 {
-            notes.push(format!(
-                "up to {dropped} replicates had a constant variable and were left out"
-            ));
+    (pairs, r)
+}
+
+/// The sums of a stage's scan of `p` variables.
+fn spec_of(stage: &Stage, p: usize, replicated: bool) -> Spec {
+    match stage {
+        Stage::Means => Spec {
+            k: 1 + p,
+            values: p,
+            record: Arc::new(move |v: &[f64], a: &mut [f64]| {
+                if v.iter().any(|x| x.is_nan()) {
+                    return false;
+                }
+                a[0] = 1.0;
+                a[1..].copy_from_slice(v);
+                true
+            }),
+            replicates: false,
+            taylor: None,
+            full: false,
+            all: false,
+            skip_zero: false,
+        },
+        Stage::Cross { centre } => Spec {
+            k: width(p),
+            values: p,
+            record: centred(centre.clone()),
+            replicates: replicated,
+            taylor: None,
+            full: false,
+            all: false,
+            skip_zero: false,
+        },
+        Stage::Influence { centre, t, .. } => {
+            let (pairs, r) = pairs_of(t, p);
+            influence_spec(
+                centred(centre.clone()),
+                (&covariances(t, p), &r, &pairs),
+                (t[0], p, width(p)),
+            )
         }
-        (v, survey.info.df, method)
-    } else {
-        let v = linearized(&scan, record, (&c, &r, &pairs_idx), (w, p, k))?;
-        (v, survey.info.df, method)
+    }
+}
+
+/// What a correlation's result rests on beside its sums.
+pub(crate) struct Setting<'a> {
+    pub names: &'a [String],
+    pub req: &'a Request,
+    /// The design's variance formula, if any.
+    pub survey: Option<&'a crate::survey::Survey>,
+    pub weight: Option<&'a str>,
+    /// Without a design, the records of non-zero weight.
+    pub records: u64,
+    pub cases: &'a Option<microtab_engine::WeightCases>,
+    pub dataset: String,
+}
+
+/// The next stage, or the result, from a stage's sums.
+pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> Result<Next> {
+    let p = s.names.len();
+    let g = &sums.groups[0];
+    let unweighted_plain = s.survey.is_none() && s.weight.is_none();
+    let replicated = s.survey.is_some_and(|v| v.info.method == "replicate");
+    let (survey, method) = survey_of(s.req, s.survey, s.weight, s.records);
+    let (centre, t, n, vars_r) = match stage {
+        Stage::Means => {
+            if g.n == 0 || g.t[0] == 0.0 {
+                return Err(crate::Error::NoRecords);
+            }
+            let centre = (0..p).map(|a| g.t[1 + a] / g.t[0]).collect();
+            return Ok(Next::Scan(Stage::Cross { centre }));
+        }
+        Stage::Cross { centre } => {
+            let (_, r) = pairs_of(&g.t, p);
+            let nf = g.n as f64;
+            if unweighted_plain {
+                let v = r.iter().map(|r| (1.0 - r * r) / (nf - 2.0)).collect();
+                (centre, &g.t, g.n, Some(v))
+            } else if replicated {
+                (centre, &g.t, g.n, None)
+            } else {
+                return Ok(Next::Scan(Stage::Influence {
+                    centre: centre.clone(),
+                    t: g.t.clone(),
+                    n: g.n,
+                }));
+            }
+        }
+        Stage::Influence { centre, t, n } => (centre, t, *n, Some(sums.cov[0].clone())),
     };
-    let level = req.level;
+    let (pairs_idx, r) = pairs_of(t, p);
+    let mut notes: Vec<String> = crate::checks::missing_weight_note(s.cases, s.weight)
+        .into_iter()
+        .collect();
+    let (vars_r, df, method) = match vars_r {
+        Some(v) if unweighted_plain => (
+            v,
+            n as f64 - 2.0,
+            "Pearson (unweighted, no survey design)".to_string(),
+        ),
+        Some(v) => (v, survey.info.df, method),
+        None => {
+            let (v, dropped) = replicate_vars(&g.reps, (&r, &pairs_idx), &survey, (p, width(p)));
+            if dropped > 0 {
+                notes.push(format!(
+                    "up to {dropped} replicates had a constant variable and were left out"
+                ));
+            }
+            (v, survey.info.df, method)
+        }
+    };
+    let level = s.req.level;
     let pairs = pairs_idx
         .iter()
         .enumerate()
         .map(|(q, &(a, b))| Pair {
-            a: names[a].clone(),
-            b: names[b].clone(),
+            a: s.names[a].clone(),
+            b: s.names[b].clone(),
             inference: r[q].is_finite().then(|| {
                 if 1.0 - r[q].abs() <= 1e-12 {
                     return perfect(r[q].signum());
@@ -353,16 +416,18 @@ pub fn corr(
         })
         .collect();
     let nf = n as f64;
+    let (w, c) = (t[0], covariances(t, p));
     let (matrix, covariance) = matrices(&c, p, nf);
-    Ok(Correlations {
-        dataset: ds.dir().display().to_string(),
-        variables: names,
+    let weight = s.weight.map(str::to_string);
+    Ok(Next::Done(Box::new(Correlations {
+        dataset: s.dataset.clone(),
+        variables: s.names.to_vec(),
         n,
         weighted_n: w,
-        means: mean
+        means: centre
             .iter()
             .enumerate()
-            .map(|(a, m)| m + g.t[1 + a] / w)
+            .map(|(a, m)| m + t[1 + a] / w)
             .collect(),
         sds: (0..p)
             .map(|a| (c[a * p + a] * nf / (nf - 1.0)).sqrt())
@@ -371,6 +436,55 @@ pub fn corr(
         covariance,
         pairs,
         df,
-        provenance: provenance(method, &design, &scan, req, notes),
-    })
+        provenance: Provenance::new(method, s.survey, weight, s.req, notes),
+    })))
+}
+
+/// The correlations of `vars` over `ds`.
+pub fn corr(
+    ds: &Dataset,
+    req: &Request,
+    vars: &[String],
+    opts: &ScanOptions,
+) -> Result<Correlations> {
+    let names = names_of(ds, vars)?;
+    let design = crate::checks::design_of(ds, req, false)?;
+    let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
+    let mut stage = Stage::Means;
+    let mut cases = None;
+    loop {
+        let sums = scan.run(spec_of(&stage, names.len(), scan.replicated()))?;
+        if stage == Stage::Means {
+            cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+        }
+        let setting = Setting {
+            names: &names,
+            req,
+            survey: design.as_ref().map(|(_, v)| v),
+            weight: scan.query.weight.as_deref(),
+            records: scan.plain_df_records(),
+            cases: &cases,
+            dataset: ds.dir().display().to_string(),
+        };
+        match advance(&stage, &sums, &setting)? {
+            Next::Done(c) => return Ok(*c),
+            Next::Scan(next) => stage = next,
+        }
+    }
+}
+
+/// A stage's sums over part of the data (a range of records, one of
+/// several datasets), to merge with the other parts'.
+pub(crate) fn part(
+    ds: &Dataset,
+    req: &Request,
+    vars: &[String],
+    stage: &Stage,
+    opts: &ScanOptions,
+) -> Result<(Vec<String>, crate::sums::SumsPart)> {
+    let names = names_of(ds, vars)?;
+    let design = crate::checks::design_of(ds, req, true)?;
+    let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
+    let sums = scan.part(spec_of(stage, names.len(), scan.replicated()))?;
+    Ok((names, sums))
 }

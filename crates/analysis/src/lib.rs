@@ -67,14 +67,13 @@ pub use describe::{design_summary, DatasetInfo, Shown, VariableInfo};
 pub use design::{build_design, replicate_names, DesignSpec};
 pub use html::{fmt_sig, group_digits, group_float, html_escape};
 pub use microtab_engine::{Category, ScanOptions, Value, WeightCases};
-pub use model::parts::Round;
 pub use params::{split_list, Params, PARAMS};
 pub use quantile::Quantile;
 pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
-pub use run::{check_values, partial, partial_round, run, run_many, Partial, Step};
+pub use run::{check_values, partial, partial_round, run, run_many, Partial, Round, Step};
 pub use settings::{Settings, SettingsError, SettingsInfo};
 pub use split::{
     catalog, catalog_parts, remove_stale_staging, split, Catalog, CatalogError, CatalogPart,

@@ -96,19 +96,6 @@ pub(crate) fn inference(est: f64, se: f64, df: f64, level: f64) -> Inference {
     }
 }
 
-/// The provenance of a result computed by `method` over `scan`'s records
-/// under `design`, if any.
-pub(crate) fn provenance(
-    method: String,
-    design: &Option<(microtab_store::Design, Survey)>,
-    scan: &Scan,
-    req: &Request,
-    notes: Vec<String>,
-) -> Provenance {
-    let survey = design.as_ref().map(|(_, v)| v);
-    Provenance::new(method, survey, scan.query.weight.clone(), req, notes)
-}
-
 /// The sums of a ratio: per record `(y, x)` when both are present, the
 /// replicates' (under replicate weights), else the design covariance of
 /// the two totals (Taylor, or each record its own PSU).

@@ -2,7 +2,9 @@
 //! and the typed result.
 
 use crate::checks::{check_weights, design_of, verify};
+use crate::model::parts::ModelPart;
 use crate::result::{Answer, Context, Crosstab, Frequencies, Means};
+use crate::sums::SumsPart;
 use crate::survey::Survey;
 use crate::{Analysis, Error, Request, Result};
 use microtab_engine::{
@@ -361,10 +363,25 @@ pub struct Partial {
     pub taylor: Vec<(String, microtab_store::Taylor)>,
     /// A model's coding and round (regressions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<crate::model::parts::ModelPart>,
-    /// The sums of a fold (ratios).
+    pub model: Option<ModelPart>,
+    /// The sums of a fold (ratios, correlations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) sums: Option<crate::sums::SumsPart>,
+    pub(crate) sums: Option<SumsPart>,
+    /// A correlation's round and its variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) corr: Option<(crate::corr::Stage, Vec<String>)>,
+}
+
+/// A further round of partial results a request needs (see [`Step`]):
+/// computed by [`partial_round`] over every part, merged and finished as
+/// the first round was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round(RoundOf);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum RoundOf {
+    Model(crate::model::parts::Stage),
+    Corr(crate::corr::Stage),
 }
 
 /// What merged partial results give: the answer, or a further round of
@@ -378,7 +395,7 @@ pub enum Step {
     /// The answer.
     Answer(Answer),
     /// Another round.
-    Again(crate::model::parts::Round),
+    Again(Round),
 }
 
 /// Computes `req` over `ds` (only [`Request::rows`] when set) as a
@@ -392,40 +409,64 @@ pub fn partial(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Partia
 pub fn partial_round(
     ds: &Dataset,
     req: &Request,
-    round: Option<&crate::model::parts::Round>,
+    round: Option<&Round>,
     opts: &ScanOptions,
 ) -> Result<Partial> {
+    let wrong =
+        || Error::Design("a round of another request: compute the first round again".into());
     if matches!(req.analysis, Analysis::Regress { .. }) {
-        let (cube, weights, design, model) = crate::model::parts::partial(ds, req, round, opts)?;
+        let stage = match round.map(|r| &r.0) {
+            None => None,
+            Some(RoundOf::Model(s)) => Some(s),
+            Some(_) => return Err(wrong()),
+        };
+        let (cube, weights, design, model) = crate::model::parts::partial(ds, req, stage, opts)?;
         let mut p = Partial::of(ds, cube, weights, design);
         p.model = Some(model);
         return Ok(p);
     }
-    if let Analysis::Ratio {
-        numerator,
-        denominator,
-        by,
-    } = &req.analysis
-    {
+    if matches!(req.analysis, Analysis::Ratio { .. } | Analysis::Corr { .. }) {
         // The groups' records and the weight's cases from a count (no
-        // design sums), the ratio's sums from its fold.
+        // design sums), the estimator's sums from its fold.
         let design = design_of(ds, req, true)?;
         let mut q = query(req, design.as_ref().map(|(d, _)| d))?;
         (q.taylor, q.replicates) = (None, Vec::new());
         verify(ds, req, &q)?;
         let cube = microtab_engine::run_partial(ds, &q, opts)?;
         let weights = weight_cases(ds, &q, opts, cube.counts.iter().sum())?;
-        let sums = crate::ratio::part(ds, req, (numerator, denominator, by), opts)?;
         let mut p = Partial::of(ds, cube, weights, design.map(|(d, _)| d));
-        p.sums = Some(sums);
+        match (&req.analysis, round.map(|r| &r.0)) {
+            (
+                Analysis::Ratio {
+                    numerator,
+                    denominator,
+                    by,
+                },
+                None,
+            ) => {
+                p.sums = Some(crate::ratio::part(
+                    ds,
+                    req,
+                    (numerator, denominator, by),
+                    opts,
+                )?)
+            }
+            (Analysis::Corr { vars }, stage @ (None | Some(RoundOf::Corr(_)))) => {
+                let stage = match stage {
+                    Some(RoundOf::Corr(s)) => s.clone(),
+                    _ => crate::corr::Stage::Means,
+                };
+                let (names, sums) = crate::corr::part(ds, req, vars, &stage, opts)?;
+                p.sums = Some(sums);
+                p.corr = Some((stage, names));
+            }
+            _ => return Err(wrong()),
+        }
         return Ok(p);
     }
-    if matches!(req.analysis, Analysis::Corr { .. })
-        || req.diff.is_some()
-        || req.test_mean.is_some()
-    {
+    if req.diff.is_some() || req.test_mean.is_some() {
         return Err(Error::Design(
-            "correlations and comparisons are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+            "comparisons with a base group and one-sample tests are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
         ));
     }
     if !req.quantiles.is_empty() {
@@ -462,6 +503,7 @@ impl Partial {
             taylor,
             model: None,
             sums: None,
+            corr: None,
         }
     }
 
@@ -535,24 +577,14 @@ impl Partial {
             }
         }
         taylor.sort_by(|a, b| a.0.cmp(&b.0));
-        let sums = match (self.sums, o.sums) {
-            (Some(a), Some(b)) => Some(a.merge(b)?),
-            (None, None) => None,
-            _ => {
-                return Err(Error::Design(
-                    "a ratio's partial result cannot be merged with another request's".into(),
-                ))
-            }
-        };
-        let model = match (self.model, o.model) {
-            (Some(a), Some(b)) => Some(a.merge(b)?),
-            (None, None) => None,
-            _ => {
-                return Err(Error::Design(
-                    "a model's partial result cannot be merged with another request's".into(),
-                ))
-            }
-        };
+        let sums = both(self.sums, o.sums, SumsPart::merge)?;
+        let corr = both(self.corr, o.corr, |a, b| match a == b {
+            true => Ok(a),
+            false => Err(Error::Design(
+                "the parts are of different rounds: compute them again".into(),
+            )),
+        })?;
+        let model = both(self.model, o.model, ModelPart::merge)?;
         Ok(Partial {
             datasets,
             weight_cases,
@@ -561,6 +593,7 @@ impl Partial {
             taylor,
             model,
             sums,
+            corr,
         })
     }
 
@@ -588,7 +621,7 @@ impl Partial {
                     self.survey(req),
                 )? {
                     Ok(r) => Step::Answer(Answer::Regress(Box::new(r))),
-                    Err(round) => Step::Again(round),
+                    Err(stage) => Step::Again(Round(RoundOf::Model(stage))),
                 },
             );
         }
@@ -611,6 +644,23 @@ impl Partial {
                 (self.datasets.join(", "), survey, weight, self.weight_cases),
             )?;
             return Ok(Step::Answer(Answer::Ratio(Box::new(r))));
+        }
+        if let (Some(sums), Some((stage, names))) = (&self.sums, &self.corr) {
+            let records = sums.records();
+            let sums = sums.clone().finish()?;
+            let setting = crate::corr::Setting {
+                names,
+                req,
+                survey: survey.as_ref(),
+                weight,
+                records,
+                cases: &self.weight_cases,
+                dataset: self.datasets.join(", "),
+            };
+            return Ok(match crate::corr::advance(stage, &sums, &setting)? {
+                crate::corr::Next::Done(c) => Step::Answer(Answer::Corr(c)),
+                crate::corr::Next::Scan(s) => Step::Again(Round(RoundOf::Corr(s))),
+            });
         }
         self.answer(req, survey).map(Step::Answer)
     }
@@ -699,6 +749,18 @@ impl Partial {
             out.rows += t.rows;
         }
         Some(out)
+    }
+}
+
+/// Two parts' `Option`al sums merged by `merge`: both or neither (a part
+/// of another request has none).
+fn both<T>(a: Option<T>, b: Option<T>, merge: impl Fn(T, T) -> Result<T>) -> Result<Option<T>> {
+    match (a, b) {
+        (Some(a), Some(b)) => merge(a, b).map(Some),
+        (None, None) => Ok(None),
+        _ => Err(Error::Design(
+            "the parts are of different requests: compute them again".into(),
+        )),
     }
 }
 

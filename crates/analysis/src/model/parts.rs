@@ -25,14 +25,9 @@ use microtab_engine::{parse_formula, ScanOptions, WeightCases};
 use microtab_store::Dataset;
 use serde::{Deserialize, Serialize};
 
-/// A further round of partial results a request needs (see
-/// [`crate::Step`]): computed by [`crate::partial_round`] over every part,
-/// merged and finished as the first round was.
+/// A model's round of partial results (see [`crate::Round`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Round(Stage);
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-enum Stage {
+pub(crate) enum Stage {
     /// The model's cube (the first round).
     Cube,
     /// The cube again, and each part's basis of its replicate weights.
@@ -43,7 +38,7 @@ enum Stage {
 
 /// A fit whose scores a round sums, and the coding of its columns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Scored {
+pub(crate) struct Scored {
     coding: Coding,
     fit: Fit,
 }
@@ -80,7 +75,7 @@ pub(crate) type Part = (
 pub(crate) fn partial(
     ds: &Dataset,
     req: &Request,
-    round: Option<&Round>,
+    round: Option<&Stage>,
     opts: &ScanOptions,
 ) -> Result<Part> {
     let (formula, family) = model_of(req);
@@ -89,7 +84,7 @@ pub(crate) fn partial(
     let coding = Coding::new(ds, &f, family, false)?;
     let mut q = model_query(ds, req, &coding, &design)?;
     q.rows = req.rows.clone();
-    let stage = round.map_or(Stage::Cube, |r| r.0.clone());
+    let stage = round.cloned().unwrap_or(Stage::Cube);
     let mut basis = Vec::new();
     let coding = match &stage {
         Stage::Cube => coding,
@@ -152,7 +147,7 @@ pub(crate) fn step(
     m: &ModelPart,
     req: &Request,
     survey: Option<Survey>,
-) -> Result<std::result::Result<Regression, Round>> {
+) -> Result<std::result::Result<Regression, Stage>> {
     let (formula, family) = model_of(req);
     let weight = part.weight.as_ref().map(|w| w.name.clone());
     check_weights(req, &weight_cases, weight.as_deref())?;
@@ -176,7 +171,7 @@ pub(crate) fn step(
             let df = match (df, stage) {
                 (Some(df), _) => df,
                 (None, Stage::Rank) => m.basis.len().saturating_sub(1) as f64,
-                (None, _) => return Ok(Err(Round(Stage::Rank))),
+                (None, _) => return Ok(Err(Stage::Rank)),
             };
             (fitted, cov, replicate_method(v), Some(df))
         }
@@ -184,10 +179,10 @@ pub(crate) fn step(
             // Taylor, or weighted without a design: the sandwich's
             // scores, summed by the parts under this fit.
             let fitted = Fitted::new(m.coding.clone(), &cube, family)?;
-            return Ok(Err(Round(Stage::Scores(Box::new(Scored {
+            return Ok(Err(Stage::Scores(Box::new(Scored {
                 coding: fitted.coding,
                 fit: fitted.full,
-            })))));
+            }))));
         }
         _ => {
             let fitted = Fitted::new(m.coding.clone(), &cube, family)?;
