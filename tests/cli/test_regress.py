@@ -363,3 +363,25 @@ def test_a_model_over_a_catalog_of_parts_equals_the_whole(api, tmp_path):
             for a, b in zip(parts["coefficients"], whole["coefficients"]):
                 assert a["term"] == b["term"]
                 assert close(a["estimate"], b["estimate"], 1e-12) and close(a["se"], b["se"], 1e-9)
+
+
+def test_means_compared_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
+    """`means --diff` over a catalog of parts: the means from the merged
+    cube, the differences from the comparison's model over the parts (a
+    second round of partial results for its scores when weighted without a
+    design) — the whole dataset's, which match R above."""
+    cat = tmp_path / "jk1d.parts"
+    run("split", api["jk1"], cat, "--parts", "3")
+    for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
+        args = ["api00", "--by", "stype", "--diff", "E", *extra, "--filter", "ell(0-60)"]
+        whole = run_json("means", api["jk1"], *args)
+        parts = run_json("means", cat, *args)
+        w, p = whole["comparison"], parts["comparison"]
+        assert (p["base"], p["df"], p["method"]) == (w["base"], w["df"], w["method"])
+        for a, b in zip(p["differences"], w["differences"]):
+            assert a["group"] == b["group"]
+            assert close(a["estimate"], b["estimate"], 1e-9) and close(a["se"], b["se"], 1e-9)
+        assert close(p["wald"]["f"], w["wald"]["f"], 1e-9)
+    # Shares compared across columns are answered over one dataset only.
+    p = run("tab", cat, "yes", "stype", "--diff", "E", ok=False)
+    assert "over one whole dataset" in p.stderr

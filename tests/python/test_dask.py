@@ -548,12 +548,29 @@ def test_correlations_over_parts_equal_the_whole(data, taylor, client):
             close(got, whole)
 
 
-def test_comparisons_over_parts_are_refused(data):
-    """`--diff` and one-sample tests are answered over one whole dataset:
-    over parts the error says so."""
+def test_means_compared_over_parts_equal_the_whole(data, taylor, client):
+    """Means compared with a base group over parts: the means from the
+    merged cube, the differences (and their Wald test) from the comparison's
+    model over the same parts, in its rounds (its scores under a Taylor
+    design): the whole dataset's."""
+    for whole_ds, partses, extra in design_cases(data, taylor):
+        kw = dict(by="MARST", diff="1", filter="INCTOT<9999999", **extra)
+        whole = mt.open(whole_ds).means("INCTOT", **kw).to_dict()
+        whole.pop("dataset")
+        for i, parts in enumerate(partses):
+            c = client if i % 2 else None
+            got = mtd.on(c, parts, fan_in=3).means("INCTOT", **kw).to_dict()
+            got.pop("dataset")
+            assert got["comparison"]["differences"], whole_ds
+            close(got, whole)
+
+
+def test_shares_compared_and_tests_over_parts_are_refused(data):
+    """Shares compared across columns and one-sample tests are answered over
+    one whole dataset: over parts the error says so."""
     _, ds, _ = data
     on = mtd.on(None, mtd.split(ds, 2))
     with pytest.raises(mt.QueryError, match="over one whole dataset"):
-        on.means("INCTOT", by="SEX", diff="1")
+        on.tab("SEX", "MARST", diff="1")
     with pytest.raises(mt.QueryError, match="over one whole dataset"):
         on.means("INCTOT", test_mean=1000.0)

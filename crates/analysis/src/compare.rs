@@ -103,10 +103,30 @@ pub fn compare_means(
     base: &str,
     opts: &ScanOptions,
 ) -> Result<Comparison> {
-    let factor = format!("factor({}, base = {})", name_in(ds, by), quote_value(base));
-    let formula = format!("{} ~ {factor}", name_in(ds, var));
+    let (formula, factor) = model_of(ds, var, by, base);
     let r = crate::regress::regress(ds, req, &formula, Family::Gaussian, opts)?;
     Ok(comparison(r, base, &factor))
+}
+
+/// The model whose coefficients are `var`'s differences between the
+/// groups of `by` and the group `base`, and its factor's name.
+pub(crate) fn model_of(ds: &Dataset, var: &str, by: &str, base: &str) -> (String, String) {
+    let factor = format!("factor({}, base = {})", name_in(ds, by), quote_value(base));
+    (format!("{} ~ {factor}", name_in(ds, var)), factor)
+}
+
+/// The request of that model under `req`'s options.
+pub(crate) fn model_request(req: &Request, formula: &str) -> Request {
+    Request {
+        analysis: crate::Analysis::Regress {
+            formula: formula.to_string(),
+            family: Family::Gaussian,
+        },
+        diff: None,
+        test_mean: None,
+        quantiles: Vec::new(),
+        ..req.clone()
+    }
 }
 
 /// A variable's whole name as the formula grammar reads it (between
@@ -133,7 +153,7 @@ fn quote_value(v: &str) -> String {
 
 /// The regression's coefficients as differences from the base (the
 /// columns of `factor` are named `factor` + the group's value).
-fn comparison(r: Regression, base: &str, factor: &str) -> Comparison {
+pub(crate) fn comparison(r: Regression, base: &str, factor: &str) -> Comparison {
     let mut coefs = r.coefficients.into_iter();
     let intercept = coefs.next().expect("a model with an intercept");
     let differences = coefs

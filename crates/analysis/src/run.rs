@@ -370,6 +370,9 @@ pub struct Partial {
     /// A correlation's round and its variables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) corr: Option<(crate::corr::Stage, Vec<String>)>,
+    /// Means compared with a base group: the comparison's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) compare: Option<Compare>,
 }
 
 /// A further round of partial results a request needs (see [`Step`]):
@@ -382,6 +385,18 @@ pub struct Round(RoundOf);
 enum RoundOf {
     Model(crate::model::parts::Stage),
     Corr(crate::corr::Stage),
+    /// The comparison's model's round (means with a base group).
+    Compare(Box<Round>),
+}
+
+/// Groups' means compared with a base group over parts: the model whose
+/// coefficients are the differences, as a partial result of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Compare {
+    formula: String,
+    factor: String,
+    base: String,
+    part: Box<Partial>,
 }
 
 /// What merged partial results give: the answer, or a further round of
@@ -464,9 +479,34 @@ pub fn partial_round(
         }
         return Ok(p);
     }
+    if let (Some(base), Analysis::Means { var, by }) = (&req.diff, &req.analysis) {
+        let [g] = by.as_slice() else {
+            return Err(Error::CompareGroups { count: by.len() });
+        };
+        let inner = match round.map(|r| &r.0) {
+            None => None,
+            Some(RoundOf::Compare(r)) => Some(&**r),
+            Some(_) => return Err(wrong()),
+        };
+        let (formula, factor) = crate::compare::model_of(ds, var, g, base);
+        let mreq = crate::compare::model_request(req, &formula);
+        let part = Box::new(partial_round(ds, &mreq, inner, opts)?);
+        let means = Request {
+            diff: None,
+            ..req.clone()
+        };
+        let mut p = partial_round(ds, &means, None, opts)?;
+        p.compare = Some(Compare {
+            formula,
+            factor,
+            base: base.clone(),
+            part,
+        });
+        return Ok(p);
+    }
     if req.diff.is_some() || req.test_mean.is_some() {
         return Err(Error::Design(
-            "comparisons with a base group and one-sample tests are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
+            "shares compared with a base column and one-sample tests are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
         ));
     }
     if !req.quantiles.is_empty() {
@@ -504,6 +544,7 @@ impl Partial {
             model: None,
             sums: None,
             corr: None,
+            compare: None,
         }
     }
 
@@ -578,6 +619,17 @@ impl Partial {
         }
         taylor.sort_by(|a, b| a.0.cmp(&b.0));
         let sums = both(self.sums, o.sums, SumsPart::merge)?;
+        let compare = both(self.compare, o.compare, |a, b| {
+            if (&a.formula, &a.factor, &a.base) != (&b.formula, &b.factor, &b.base) {
+                return Err(Error::Design(
+                    "the parts are of different comparisons: compute them again".into(),
+                ));
+            }
+            Ok(Compare {
+                part: Box::new(a.part.merge(*b.part)?),
+                ..a
+            })
+        })?;
         let corr = both(self.corr, o.corr, |a, b| match a == b {
             true => Ok(a),
             false => Err(Error::Design(
@@ -594,6 +646,7 @@ impl Partial {
             model,
             sums,
             corr,
+            compare,
         })
     }
 
@@ -612,6 +665,17 @@ impl Partial {
     /// The answer to `req` (the request the parts were computed for) from
     /// the merged parts, or the further round it needs.
     pub fn step(&self, req: &Request) -> Result<Step> {
+        let mut comparison = None;
+        if let Some(c) = &self.compare {
+            let mreq = crate::compare::model_request(req, &c.formula);
+            match c.part.step(&mreq)? {
+                Step::Again(r) => return Ok(Step::Again(Round(RoundOf::Compare(Box::new(r))))),
+                Step::Answer(Answer::Regress(r)) => {
+                    comparison = Some(crate::compare::comparison(*r, &c.base, &c.factor));
+                }
+                Step::Answer(_) => unreachable!("a comparison's model"),
+            }
+        }
         if let Some(m) = &self.model {
             return Ok(
                 match crate::model::parts::step(
@@ -662,7 +726,11 @@ impl Partial {
                 crate::corr::Next::Scan(s) => Step::Again(Round(RoundOf::Corr(s))),
             });
         }
-        self.answer(req, survey).map(Step::Answer)
+        let mut answer = self.answer(req, survey)?;
+        if let (Some(c), Answer::Means(m)) = (comparison, &mut answer) {
+            m.comparison = Some(Box::new(c));
+        }
+        Ok(Step::Answer(answer))
     }
 
     /// The design's variance formula over the merged parts.
