@@ -306,3 +306,19 @@ def test_correlations_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
             assert close(a["estimate"], b["estimate"], 1e-12) and close(a["se"], b["se"], 1e-9)
         for x, y in zip(parts["means"] + parts["sds"], whole["means"] + whole["sds"]):
             assert close(x, y, 1e-12)
+
+
+def test_a_constant_variable_has_no_correlation_weighted_or_not(api):
+    """A variable constant in the domain (`yes` among the schools with
+    yes = 1) correlates with nothing, weighted too: its weighted mean is
+    not exactly the constant in doubles, so its variance, left as
+    rounding, is taken as 0 (no estimate, none on the diagonal, SD 0)."""
+    for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
+        for ds in (api["jk1"], api["strat"]):
+            got = run_json("corr", ds, "api00", "yes", "meals", "--filter", "yes(1)", *extra)
+            by = {(p["a"], p["b"]): p for p in got["pairs"]}
+            assert by[("api00", "yes")].get("estimate") is None
+            assert by[("yes", "meals")].get("estimate") is None
+            assert by[("api00", "meals")]["estimate"] is not None
+            assert got["matrix"][1][1] is None and got["sds"][1] == 0.0
+            assert got["covariance"][1] == [0.0, 0.0, 0.0]

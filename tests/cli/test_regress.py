@@ -66,6 +66,12 @@ CASES = [
      "gaussian", "meals(10-100)", "meals >= 10"),
     ("jk1", "api00 ~ meals + factor(stype) - 1", "api00 ~ meals + factor(stype) - 1",
      "gaussian", "enroll(200-5000)", "enroll >= 200 & enroll <= 5000"),
+    # Without an intercept R codes the first factor by indicators, the
+    # others by contrasts.
+    ("clus", "api00 ~ factor(stype) + factor(yes) - 1", "api00 ~ factor(stype) + factor(yes) - 1",
+     "gaussian", None, ""),
+    ("strat", "api00 ~ meals + stype_txt + factor(yes, base = 1) - 1",
+     "api00 ~ meals + stype_txt + relevel(factor(yes), '1') - 1", "gaussian", None, ""),
     # A domain in 8 of the 15 clusters: R's degf is the rank of its
     # records' replicate weights less one (7, not the design's 14).
     ("jk1", "api00 ~ meals + factor(yes)", "api00 ~ meals + factor(yes)", "gaussian",

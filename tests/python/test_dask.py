@@ -574,3 +574,32 @@ def test_shares_compared_and_tests_over_parts_are_refused(data):
         on.tab("SEX", "MARST", diff="1")
     with pytest.raises(mt.QueryError, match="over one whole dataset"):
         on.means("INCTOT", test_mean=1000.0)
+
+
+def test_parts_and_rounds_answer_only_their_own_request(taylor):
+    """Partial results, and rounds, carry the request they are of: merging,
+    finishing or computing a round under another request (another formula,
+    family, filter, weight, analysis) is refused, never answered under the
+    other request's labels."""
+    _, _, t, _ = taylor
+    parts = mtd.split(t, 3)
+    spec = lambda **kw: json.dumps({"analysis": "regress", "formula": "INCTOT ~ AGE + factor(SEX)",
+                                    "family": "gaussian", **kw})
+    a = spec()
+    merged = mtd.merge(*[mtd.partial(p, a) for p in parts])
+    rnd = mtd.step(merged, a)
+    assert isinstance(rnd, bytes)  # the Taylor scores' round
+    for other in (spec(formula="INCTOT ~ AGE + factor(MARST)"), spec(family="poisson"),
+                  spec(filter="AGE(20-*)"), json.dumps({"analysis": "ratio", "numerator": "INCTOT",
+                                                        "denominator": "AGE"})):
+        with pytest.raises(mt.QueryError, match="another request"):
+            mtd.step(merged, other)
+        with pytest.raises(mt.QueryError, match="another request"):
+            mtd.partial(parts[0], other, rnd)
+        with pytest.raises(mt.QueryError, match="another request"):
+            mtd.merge(mtd.partial(parts[0], a), mtd.partial(parts[1], other))
+    c1 = json.dumps({"analysis": "corr", "vars": ["INCTOT", "AGE"]})
+    c2 = json.dumps({"analysis": "corr", "vars": ["INCWAGE", "AGE"]})
+    r1 = mtd.step(mtd.merge(*[mtd.partial(p, c1) for p in parts]), c1)
+    with pytest.raises(mt.QueryError, match="another request"):
+        mtd.partial(parts[0], c2, r1)

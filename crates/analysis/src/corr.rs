@@ -78,14 +78,25 @@ fn tri(p: usize, a: usize, b: usize) -> usize {
 }
 
 /// Covariances (`Σ w d_a d_b / W − T_a T_b / W²`) from the totals
-/// `[W, T_a…, T_ab…]` of centred values.
-fn covariances(t: &[f64], p: usize) -> Vec<f64> {
+/// `[W, T_a…, T_ab…]` of values less `centre`. A variable whose variance
+/// is below what doubles can tell from its mean (`(1e-14·m)²`: a
+/// constant, whose weighted mean is not exactly itself) is constant: its
+/// variance and covariances are 0.
+fn covariances(t: &[f64], centre: &[f64], p: usize) -> Vec<f64> {
     let w = t[0];
     let mut c = vec![0.0; p * p];
     for a in 0..p {
         for b in a..p {
             let v = t[1 + p + tri(p, a, b)] / w - t[1 + a] * t[1 + b] / (w * w);
             (c[a * p + b], c[b * p + a]) = (v, v);
+        }
+    }
+    for a in 0..p {
+        let m = centre[a] + t[1 + a] / w;
+        if c[a * p + a] <= (1e-14 * m).powi(2) {
+            for b in 0..p {
+                (c[a * p + b], c[b * p + a]) = (0.0, 0.0);
+            }
         }
     }
     c
@@ -171,7 +182,7 @@ fn influence_spec(
 /// replicate's totals), and the most replicates left out.
 fn replicate_vars(
     reps: &[f64],
-    (r, pairs): (&[f64], &[(usize, usize)]),
+    (r, pairs, centre): (&[f64], &[(usize, usize)], &[f64]),
     survey: &crate::survey::Survey,
     (p, k): (usize, usize),
 ) -> (Vec<f64>, u32) {
@@ -180,9 +191,13 @@ fn replicate_vars(
         .iter()
         .zip(r)
         .map(|(&(a, b), &est)| {
+            if !est.is_finite() {
+                // No estimate (a constant variable): no variance.
+                return f64::NAN;
+            }
             let each: Vec<f64> = reps
                 .chunks(k)
-                .map(|t| correlation(&covariances(t, p), p, a, b))
+                .map(|t| correlation(&covariances(t, centre, p), p, a, b))
                 .collect();
             let v = survey.variance(est, &each);
             dropped = dropped.max(v.dropped);
@@ -268,10 +283,10 @@ fn centred(centre: Vec<f64>) -> crate::sums::Record {
     })
 }
 
-/// The pairs of `p` variables, and their correlations from the centred
-/// totals `t`.
-fn pairs_of(t: &[f64], p: usize) -> (Vec<(usize, usize)>, Vec<f64>) {
-    let c = covariances(t, p);
+/// The pairs of `p` variables, and their correlations from the totals `t`
+/// of values less `centre`.
+fn pairs_of(t: &[f64], centre: &[f64], p: usize) -> (Vec<(usize, usize)>, Vec<f64>) {
+    let c = covariances(t, centre, p);
     let pairs: Vec<(usize, usize)> = (0..p)
         .flat_map(|a| (a + 1..p).map(move |b| (a, b)))
         .collect();
@@ -313,10 +328,10 @@ fn spec_of(stage: &Stage, p: usize, replicated: bool) -> Spec {
             skip_zero: false,
         },
         Stage::Influence { centre, t, .. } => {
-            let (pairs, r) = pairs_of(t, p);
+            let (pairs, r) = pairs_of(t, centre, p);
             influence_spec(
                 centred(centre.clone()),
-                (&covariances(t, p), &r, &pairs),
+                (&covariances(t, centre, p), &r, &pairs),
                 (t[0], p, width(p)),
             )
         }
@@ -352,7 +367,7 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
             return Ok(Next::Scan(Stage::Cross { centre }));
         }
         Stage::Cross { centre } => {
-            let (_, r) = pairs_of(&g.t, p);
+            let (_, r) = pairs_of(&g.t, centre, p);
             let nf = g.n as f64;
             if unweighted_plain {
                 let v = r.iter().map(|r| (1.0 - r * r) / (nf - 2.0)).collect();
@@ -369,7 +384,7 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
         }
         Stage::Influence { centre, t, n } => (centre, t, *n, Some(sums.cov[0].clone())),
     };
-    let (pairs_idx, r) = pairs_of(t, p);
+    let (pairs_idx, r) = pairs_of(t, centre, p);
     let mut notes: Vec<String> = crate::checks::missing_weight_note(s.cases, s.weight)
         .into_iter()
         .collect();
@@ -381,7 +396,8 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
         ),
         Some(v) => (v, survey.info.df, method),
         None => {
-            let (v, dropped) = replicate_vars(&g.reps, (&r, &pairs_idx), &survey, (p, width(p)));
+            let (v, dropped) =
+                replicate_vars(&g.reps, (&r, &pairs_idx, centre), &survey, (p, width(p)));
             if dropped > 0 {
                 notes.push(format!(
                     "up to {dropped} replicates had a constant variable and were left out"
@@ -416,7 +432,7 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
         })
         .collect();
     let nf = n as f64;
-    let (w, c) = (t[0], covariances(t, p));
+    let (w, c) = (t[0], covariances(t, centre, p));
     let (matrix, covariance) = matrices(&c, p, nf);
     let weight = s.weight.map(str::to_string);
     Ok(Next::Done(Box::new(Correlations {
@@ -449,7 +465,7 @@ pub fn corr(
 ) -> Result<Correlations> {
     let names = names_of(ds, vars)?;
     let design = crate::checks::design_of(ds, req, false)?;
-    let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
+    let scan = Scan::new(ds, req, (&[], &names), (&design, true), opts)?;
     let mut stage = Stage::Means;
     let mut cases = None;
     loop {
@@ -484,7 +500,7 @@ pub(crate) fn part(
 ) -> Result<(Vec<String>, crate::sums::SumsPart)> {
     let names = names_of(ds, vars)?;
     let design = crate::checks::design_of(ds, req, true)?;
-    let scan = Scan::new(ds, req, (&[], &names), &design, opts)?;
+    let scan = Scan::new(ds, req, (&[], &names), (&design, false), opts)?;
     let sums = scan.part(spec_of(stage, names.len(), scan.replicated()))?;
     Ok((names, sums))
 }

@@ -123,7 +123,7 @@ fn scan_of<'a>(
     ds: &'a Dataset,
     req: &Request,
     (numerator, denominator, by): (&str, &str, &[String]),
-    design: &Option<(microtab_store::Design, Survey)>,
+    design: (&Option<(microtab_store::Design, Survey)>, bool),
     opts: &'a ScanOptions,
 ) -> Result<([String; 2], Scan<'a>)> {
     let values = [
@@ -144,7 +144,7 @@ pub(crate) fn part(
     opts: &ScanOptions,
 ) -> Result<crate::sums::SumsPart> {
     let design = crate::checks::design_of(ds, req, true)?;
-    let (_, scan) = scan_of(ds, req, ratio, &design, opts)?;
+    let (_, scan) = scan_of(ds, req, ratio, (&design, false), opts)?;
     scan.part(spec(scan.replicated()))
 }
 
@@ -276,7 +276,7 @@ pub fn ratio(
     opts: &ScanOptions,
 ) -> Result<Ratio> {
     let design = crate::checks::design_of(ds, req, false)?;
-    let (values, scan) = scan_of(ds, req, (numerator, denominator, by), &design, opts)?;
+    let (values, scan) = scan_of(ds, req, (numerator, denominator, by), (&design, true), opts)?;
     let replicated = scan.replicated();
     let sums = if replicated {
         replicate_sums(ds, &scan.query, &values, opts)?

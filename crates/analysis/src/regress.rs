@@ -40,7 +40,7 @@ fn by_cells(
 ) -> crate::Result<Regression> {
     let design = crate::checks::design_of(ds, req, false)?;
     let coding = Coding::new(ds, f, family, false)?;
-    let mut q = model_query(ds, req, &coding, &design)?;
+    let mut q = model_query(ds, req, &coding, &design, true)?;
     let cube = microtab_engine::run_with(ds, &q, opts)?;
     let counted: u64 = cube.counts.iter().sum();
     let weights = microtab_engine::weight_cases(ds, &q, opts, counted)?;

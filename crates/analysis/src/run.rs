@@ -373,13 +373,41 @@ pub struct Partial {
     /// Means compared with a base group: the comparison's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) compare: Option<Compare>,
+    /// The request the part is of ([`fingerprint`]).
+    #[serde(default)]
+    request: String,
 }
 
 /// A further round of partial results a request needs (see [`Step`]):
 /// computed by [`partial_round`] over every part, merged and finished as
 /// the first round was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Round(RoundOf);
+pub struct Round {
+    of: RoundOf,
+    /// The request it is a round of ([`fingerprint`]).
+    request: String,
+}
+
+/// What identifies a request's partial results: every option but the
+/// records a part covers (and whether whole files are checked). Parts and
+/// rounds of one request merge and finish only with that request.
+fn fingerprint(req: &Request) -> String {
+    format!(
+        "{:?}",
+        Request {
+            rows: None,
+            verify: false,
+            ..req.clone()
+        }
+    )
+}
+
+/// An error for parts, or a round, of another request.
+fn other_request() -> Error {
+    Error::Design(
+        "the partial results are of another request (or a round of another request): compute them again for this one".into(),
+    )
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 enum RoundOf {
@@ -427,10 +455,26 @@ pub fn partial_round(
     round: Option<&Round>,
     opts: &ScanOptions,
 ) -> Result<Partial> {
+    let request = fingerprint(req);
+    if round.is_some_and(|r| r.request != request) {
+        return Err(other_request());
+    }
+    let mut p = answer_part(ds, req, round, opts)?;
+    p.request = request;
+    Ok(p)
+}
+
+/// [`partial_round`] once the round is known to be the request's.
+fn answer_part(
+    ds: &Dataset,
+    req: &Request,
+    round: Option<&Round>,
+    opts: &ScanOptions,
+) -> Result<Partial> {
     let wrong =
         || Error::Design("a round of another request: compute the first round again".into());
     if matches!(req.analysis, Analysis::Regress { .. }) {
-        let stage = match round.map(|r| &r.0) {
+        let stage = match round.map(|r| &r.of) {
             None => None,
             Some(RoundOf::Model(s)) => Some(s),
             Some(_) => return Err(wrong()),
@@ -450,7 +494,7 @@ pub fn partial_round(
         let cube = microtab_engine::run_partial(ds, &q, opts)?;
         let weights = weight_cases(ds, &q, opts, cube.counts.iter().sum())?;
         let mut p = Partial::of(ds, cube, weights, design.map(|(d, _)| d));
-        match (&req.analysis, round.map(|r| &r.0)) {
+        match (&req.analysis, round.map(|r| &r.of)) {
             (
                 Analysis::Ratio {
                     numerator,
@@ -483,7 +527,7 @@ pub fn partial_round(
         let [g] = by.as_slice() else {
             return Err(Error::CompareGroups { count: by.len() });
         };
-        let inner = match round.map(|r| &r.0) {
+        let inner = match round.map(|r| &r.of) {
             None => None,
             Some(RoundOf::Compare(r)) => Some(&**r),
             Some(_) => return Err(wrong()),
@@ -545,12 +589,16 @@ impl Partial {
             sums: None,
             corr: None,
             compare: None,
+            request: String::new(),
         }
     }
 
     /// Merges two parts of the same request: exact, associative and
     /// commutative (see [`microtab_engine::Partial::merge`]).
     pub fn merge(self, o: Partial) -> Result<Partial> {
+        if self.request != o.request {
+            return Err(other_request());
+        }
         let mut datasets = self.datasets;
         datasets.extend(o.datasets);
         datasets.sort();
@@ -647,6 +695,7 @@ impl Partial {
             sums,
             corr,
             compare,
+            request: self.request,
         })
     }
 
@@ -665,11 +714,21 @@ impl Partial {
     /// The answer to `req` (the request the parts were computed for) from
     /// the merged parts, or the further round it needs.
     pub fn step(&self, req: &Request) -> Result<Step> {
+        let request = fingerprint(req);
+        if self.request != request {
+            return Err(other_request());
+        }
+        let again = |of: RoundOf| {
+            Ok(Step::Again(Round {
+                of,
+                request: request.clone(),
+            }))
+        };
         let mut comparison = None;
         if let Some(c) = &self.compare {
             let mreq = crate::compare::model_request(req, &c.formula);
             match c.part.step(&mreq)? {
-                Step::Again(r) => return Ok(Step::Again(Round(RoundOf::Compare(Box::new(r))))),
+                Step::Again(r) => return again(RoundOf::Compare(Box::new(r))),
                 Step::Answer(Answer::Regress(r)) => {
                     comparison = Some(crate::compare::comparison(*r, &c.base, &c.factor));
                 }
@@ -685,7 +744,7 @@ impl Partial {
                     self.survey(req),
                 )? {
                     Ok(r) => Step::Answer(Answer::Regress(Box::new(r))),
-                    Err(stage) => Step::Again(Round(RoundOf::Model(stage))),
+                    Err(stage) => return again(RoundOf::Model(stage)),
                 },
             );
         }
@@ -723,7 +782,7 @@ impl Partial {
             };
             return Ok(match crate::corr::advance(stage, &sums, &setting)? {
                 crate::corr::Next::Done(c) => Step::Answer(Answer::Corr(c)),
-                crate::corr::Next::Scan(s) => Step::Again(Round(RoundOf::Corr(s))),
+                crate::corr::Next::Scan(s) => return again(RoundOf::Corr(s)),
             });
         }
         let mut answer = self.answer(req, survey)?;

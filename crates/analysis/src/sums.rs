@@ -476,12 +476,14 @@ pub(crate) struct Scan<'a> {
 
 impl Scan<'_> {
     /// The scan for the analysis values `values` grouped by `by`, with the
-    /// request's filter and weight and its design's.
+    /// request's filter and weight and its design's; with `check`, a text
+    /// value the filter or a recode names must be in `ds` (parts of the
+    /// data are checked once over all by whoever merges them).
     pub(crate) fn new<'a>(
         ds: &'a Dataset,
         req: &Request,
         (by, values): (&[String], &[String]),
-        design: &Option<(Design, Survey)>,
+        (design, check): (&Option<(Design, Survey)>, bool),
         opts: &'a ScanOptions,
     ) -> crate::Result<Scan<'a>> {
         let query = Query {
@@ -497,7 +499,9 @@ impl Scan<'_> {
             rows: req.rows.clone(),
             ..Query::default()
         };
-        microtab_engine::check_values(&[ds], &query.filter, &query.group_by)?;
+        if check {
+            microtab_engine::check_values(&[ds], &query.filter, &query.group_by)?;
+        }
         crate::checks::verify(ds, req, &query)?;
         let mut names = values.to_vec();
         let mut push = |n: &Option<String>| {

@@ -79,7 +79,7 @@ pub(crate) fn test_means(
 ) -> Result<MeanTests> {
     let design = crate::checks::design_of(ds, req, false)?;
     let values = [crate::ratio::numeric(ds, var)?.to_string()];
-    let scan = Scan::new(ds, req, (by, &values), &design, opts)?;
+    let scan = Scan::new(ds, req, (by, &values), (&design, true), opts)?;
     let replicated = scan.replicated();
     // Every record of the group counts for its PSUs; those with a value
     // for the mean: `[y, 1]`, else `[0, 0]`. Without a design (weighted)

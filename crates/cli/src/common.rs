@@ -118,7 +118,7 @@ impl QueryArgs {
 pub fn open(path: &Path) -> Result<Dataset> {
     if path.join(microtab_analysis::CATALOG).is_file() && !path.join("manifest.json").exists() {
         anyhow::bail!(
-            "{} is a catalog of parts (microtab split): freq, tab and means answer over all of them; this command takes one dataset, such as one of its parts ({})",
+            "{} is a catalog of parts (microtab split): freq, tab, means, regress, ratio and corr answer over all of them; this command takes one dataset, such as one of its parts ({})",
             path.display(),
             path.join("part-001.mtab").display()
         );

@@ -141,17 +141,17 @@ impl Coding {
             terms.push(term);
         }
         // R's rule: a factor in term T is coded by contrasts when T
-        // without it is in the model (the empty term: the intercept).
+        // without it is in the model (the empty term counting as in it);
+        // without an intercept, the first factor of the first term that
+        // has one is coded by indicators instead (R `model.matrix`).
         let part_sets: Vec<Vec<usize>> = terms.clone();
         let has = |set: &[usize]| -> bool {
-            if set.is_empty() {
-                return f.intercept;
-            }
-            part_sets
-                .iter()
-                .any(|t| t.len() == set.len() && set.iter().all(|p| t.contains(p)))
+            set.is_empty()
+                || part_sets
+                    .iter()
+                    .any(|t| t.len() == set.len() && set.iter().all(|p| t.contains(p)))
         };
-        let terms: Vec<Vec<(usize, bool)>> = terms
+        let mut terms: Vec<Vec<(usize, bool)>> = terms
             .iter()
             .map(|t| {
                 t.iter()
@@ -162,6 +162,15 @@ impl Coding {
                     .collect()
             })
             .collect();
+        if !f.intercept {
+            if let Some(first) = terms
+                .iter_mut()
+                .flat_map(|t| t.iter_mut())
+                .find(|(p, _)| parts[*p].levels.is_some())
+            {
+                first.1 = false;
+            }
+        }
         let outcome_var = ds.variable(&f.outcome.name)?;
         // A binary outcome is a dimension (its values are checked, and
         // the cells' sums are Σ w over y = 1); a count or a measurement

@@ -82,7 +82,7 @@ pub(crate) fn partial(
     let f = parse_formula(formula)?;
     let design = design_of(ds, req, true)?;
     let coding = Coding::new(ds, &f, family, false)?;
-    let mut q = model_query(ds, req, &coding, &design)?;
+    let mut q = model_query(ds, req, &coding, &design, false)?;
     q.rows = req.rows.clone();
     let stage = round.cloned().unwrap_or(Stage::Cube);
     let mut basis = Vec::new();

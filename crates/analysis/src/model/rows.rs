@@ -958,7 +958,7 @@ fn setup<'a>(
     opts: &'a ScanOptions,
 ) -> crate::Result<(Passes<'a>, Layout)> {
     use super::summary::model_query;
-    let mut query = model_query(ds, req, coding, design)?;
+    let mut query = model_query(ds, req, coding, design, true)?;
     query.max_cells = Some(req.max_cells);
     let replicates = std::mem::take(&mut query.replicates);
     let taylor = design.as_ref().and_then(|(d, _)| d.taylor.clone());

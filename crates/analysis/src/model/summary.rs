@@ -17,12 +17,16 @@ fn cube_limit(req: &Request, replicates: usize) -> usize {
 }
 
 /// The query of a model's scans: its dimensions (and measure), the
-/// filter, the weight, the replicate weights.
+/// filter, the weight, the replicate weights. With `check`, a text value
+/// the filter or a recode names must be in `ds` (over parts of the data,
+/// whoever merges them checks it once over all: a part may lack a value
+/// others have).
 pub(crate) fn model_query(
     ds: &Dataset,
     req: &Request,
     coding: &Coding,
     design: &Option<(microtab_store::Design, Survey)>,
+    check: bool,
 ) -> crate::Result<Query> {
     let replicates = design
         .as_ref()
@@ -42,7 +46,9 @@ pub(crate) fn model_query(
         replicates,
         ..Query::default()
     };
-    microtab_engine::check_values(&[ds], &q.filter, &q.group_by)?;
+    if check {
+        microtab_engine::check_values(&[ds], &q.filter, &q.group_by)?;
+    }
     crate::checks::verify(ds, req, &q)?;
     Ok(q)
 }
