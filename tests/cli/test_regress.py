@@ -391,3 +391,34 @@ def test_means_compared_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
     # Shares compared across columns are answered over one dataset only.
     p = run("tab", cat, "yes", "stype", "--diff", "E", ok=False)
     assert "over one whole dataset" in p.stderr
+
+
+R_DEVIANCE = R_DESIGNS + r"""
+# R's deviance of a binary model is the records' (-2 log-likelihood), on
+# weights rescaled to mean 1; saturated models included.
+rows <- NULL
+for (f in c("yes ~ factor(stype)", "yes ~ ell + factor(stype)", "yes ~ 1")) {
+  m <- svyglm(as.formula(f), d, family=quasibinomial(), control=glm.control(epsilon=1e-12))
+  w <- weights(d, "sampling")
+  rows <- rbind(rows, data.frame(f=f, dev=deviance(m) * sum(w) / length(w),
+                                 null=m$null.deviance * sum(w) / length(w),
+                                 b=coef(m)[1]))
+}
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1"])
+def test_binary_deviance_is_the_records_as_in_r(api, kind):
+    """A logit's deviance and null deviance are the records' (-2 × the
+    log-likelihood, R's), on the cube and record by record alike; a
+    saturated model (one coefficient per cell) converges and has a
+    deviance, not 0 and a pseudo-R² of 1."""
+    want = r_design(api, kind, "dev", R_DEVIANCE)
+    for w in want:
+        formula = w["f"]
+        got = run_json("regress", api[kind], formula, "--family", "logit")
+        assert close(got["deviance"], float(w["dev"]), 1e-8), formula
+        assert close(got["null_deviance"], float(w["null"]), 1e-8), formula
+        assert close(got["coefficients"][0]["estimate"], float(w["b"]), 1e-7), formula
+        assert 0 <= got["pseudo_r_squared"] < 1

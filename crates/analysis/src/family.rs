@@ -93,12 +93,14 @@ impl Family {
     /// A cell's deviance: `2 Σ w (ℓ(y) − ℓ(μ))` from `W`, `Y = Σ w y`,
     /// `S = Σ w y²` (gaussian) or `Σ w y log y` (poisson) and `μ`.
     pub(crate) fn deviance(self, w: f64, y: f64, s: f64, mu: f64) -> f64 {
-        let xlogx = |a: f64, b: f64| if a > 0.0 { a * (a / b).ln() } else { 0.0 };
         match self {
             Family::Gaussian => s - 2.0 * mu * y + mu * mu * w,
             Family::Logit | Family::Probit => {
-                // y is 0/1: Y of the cell's weight has y = 1.
-                2.0 * (xlogx(y, w * mu) + xlogx(w - y, w * (1.0 - mu)))
+                // y is 0/1: Y of the cell's weight has y = 1. The records'
+                // deviance (R's), −2 × their log-likelihood, not the
+                // cells' (which is 0 for a saturated model).
+                let ylog = |a: f64, m: f64| if a > 0.0 { a * m.ln() } else { 0.0 };
+                -2.0 * (ylog(y, mu) + ylog(w - y, 1.0 - mu))
             }
             Family::Poisson => 2.0 * (s - y * mu.ln() - (y - w * mu)),
         }
