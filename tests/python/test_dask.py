@@ -573,7 +573,7 @@ def test_shares_compared_and_tests_over_parts_are_refused(data):
     with pytest.raises(mt.QueryError, match="over one whole dataset"):
         on.tab("SEX", "MARST", diff="1")
     with pytest.raises(mt.QueryError, match="over one whole dataset"):
-        on.means("INCTOT", test_mean=1000.0)
+        on.means("INCTOT", by="SEX", test_mean=1000.0)
 
 
 def test_parts_and_rounds_answer_only_their_own_request(taylor):
