@@ -20,7 +20,8 @@
 
 mod part;
 
-pub(crate) use part::{PartStratum, SumsPart};
+use microtab_engine::PartStratum;
+pub(crate) use part::SumsPart;
 
 use crate::model::rows::TaylorKeys;
 use crate::survey::Survey;

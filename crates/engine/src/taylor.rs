@@ -1011,6 +1011,55 @@ pub struct PartStratum {
     pub source: String,
 }
 
+/// Two parts' strata united: each from one dataset, the same (dataset,
+/// key) is one stratum (ranges of a dataset); the same value in two
+/// datasets is refused (its variance rests on its PSU count in one of
+/// them), unless its PSUs are not centred (`d = 0`: each record its own
+/// PSU without a design, HC0), when its sum of squares is the sum of the
+/// datasets'. Also where each part's strata are in the united list.
+///
+/// # Errors
+/// [`crate::Error::Invalid`] for a stratum value in two datasets.
+pub fn unite_strata(
+    a: &[PartStratum],
+    b: &[PartStratum],
+    stratified: bool,
+) -> crate::core::Result<(Vec<PartStratum>, [Vec<usize>; 2])> {
+    let mut strata: Vec<PartStratum> = a.iter().chain(b).cloned().collect();
+    strata.sort_by(|a, b| (&a.source, a.key).cmp(&(&b.source, b.key)));
+    strata.dedup_by(|q, p| (&p.source, p.key) == (&q.source, q.key));
+    let mut by_value: HashMap<&str, &PartStratum> = HashMap::new();
+    for st in &strata {
+        if let Some(other) = by_value.insert(&st.value, st) {
+            let uncentred = st.d == 0.0 && other.d == 0.0 && st.c == other.c;
+            if other.source != st.source && !uncentred {
+                return Err(crate::core::Error::Invalid(if stratified {
+                    format!(
+                        "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them (import the data as one dataset and split it by records, or use replicate weights)",
+                        st.value, other.source, st.source
+                    )
+                } else {
+                    format!(
+                        "the Taylor design has no strata, so its one stratum spans two datasets ({} and {}): its variance rests on the PSU count of the whole, which neither knows (set strata that lie within each dataset, answer the records as one dataset, or use replicate weights)",
+                        other.source, st.source
+                    )
+                }));
+            }
+        }
+    }
+    let index = |list: &[PartStratum]| -> Vec<usize> {
+        list.iter()
+            .map(|st| {
+                strata
+                    .binary_search_by(|q| (&q.source, q.key).cmp(&(&st.source, st.key)))
+                    .expect("united")
+            })
+            .collect()
+    };
+    let maps = [index(a), index(b)];
+    Ok((strata, maps))
+}
+
 /// One PSU's (or fragment's) totals per cell: `(cell, Σ w, Σ w·y,
 /// records)`, displayed units.
 pub type PartEntries = Vec<(u32, f64, f64, f64)>;
@@ -1449,43 +1498,11 @@ impl TaylorPartial {
         let shift = x.shift.min(y.shift);
         x.recentre(shift);
         y.recentre(shift);
-        // The strata, each from one dataset: the same (dataset, key) is
-        // one stratum (ranges of a dataset); the same value in two
-        // datasets is refused, unless its PSUs are not centred (`d = 0`,
-        // each record its own PSU without a design: HC0), when its sum of
-        // squares is the sum of the datasets'.
-        let mut strata: Vec<PartStratum> = x.strata.iter().chain(&y.strata).cloned().collect();
-        strata.sort_by(|a, b| (&a.source, a.key).cmp(&(&b.source, b.key)));
-        strata.dedup_by(|q, p| (&p.source, p.key) == (&q.source, q.key));
-        let mut by_value: HashMap<&str, &PartStratum> = HashMap::new();
-        for st in &strata {
-            if let Some(other) = by_value.insert(&st.value, st) {
-                let uncentred = st.d == 0.0 && other.d == 0.0 && st.c == other.c;
-                if other.source != st.source && !uncentred {
-                    return Err(crate::core::Error::Invalid(if x.stratified {
-                        format!(
-                            "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them (import the data as one dataset and split it by records, or use replicate weights)",
-                            st.value, other.source, st.source
-                        )
-                    } else {
-                        format!(
-                            "the Taylor design has no strata, so its one stratum spans two datasets ({} and {}): its variance rests on the PSU count of the whole, which neither knows (set strata that lie within each dataset, answer the records as one dataset, or use replicate weights)",
-                            other.source, st.source
-                        )
-                    }));
-                }
-            }
-        }
-        let index = |list: &[PartStratum]| -> Vec<u32> {
-            list.iter()
-                .map(|st| {
-                    strata
-                        .binary_search_by(|q| (&q.source, q.key).cmp(&(&st.source, st.key)))
-                        .expect("united") as u32
-                })
-                .collect()
-        };
-        let (ix, iy) = (index(&x.strata), index(&y.strata));
+        let (strata, [ix, iy]) = unite_strata(&x.strata, &y.strata, x.stratified)?;
+        let (ix, iy): (Vec<u32>, Vec<u32>) = (
+            ix.into_iter().map(|i| i as u32).collect(),
+            iy.into_iter().map(|i| i as u32).collect(),
+        );
         for (t, ix) in [(&mut x, &ix), (&mut y, &iy)] {
             for e in &mut t.totals {
                 e.0 = ix[e.0 as usize];

@@ -8,26 +8,10 @@
 
 use super::{PsuTotals, State, Strata, ALL};
 use crate::sums::{Group, Spec, Sums};
-use microtab_engine::Category;
+use microtab_engine::{Category, PartStratum};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A stratum of a part's Taylor sums.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PartStratum {
-    /// The dataset whose design it is.
-    pub source: String,
-    /// Its stored value.
-    pub key: i64,
-    /// Its value as the data gives it.
-    pub value: String,
-    /// `c_h`, `d_h`.
-    pub c: f64,
-    pub d: f64,
-    /// A lonely PSU's stratum whose variance is averaged.
-    pub lonely: bool,
-}
 
 /// One group's sums, serializable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -209,37 +193,19 @@ impl SumsPart {
             cell_map(&o.categories, &maps[1]),
         ];
         // Strata by (dataset, key); a value in two datasets is refused
-        // unless its PSUs are not centred (d = 0).
-        let mut strata: Vec<PartStratum> = self.strata.iter().chain(&o.strata).cloned().collect();
-        strata.sort_by(|a, b| (&a.source, a.key).cmp(&(&b.source, b.key)));
-        strata.dedup_by(|q, p| (&p.source, p.key) == (&q.source, q.key));
-        let mut by_value: HashMap<&str, &PartStratum> = HashMap::new();
-        for st in &strata {
-            if let Some(other) = by_value.insert(&st.value, st) {
-                if other.source != st.source && !(st.d == 0.0 && other.d == 0.0) {
-                    return Err(crate::Error::Design(format!(
-                        "the Taylor design's stratum {} is in two datasets ({} and {}): its variance rests on its PSU count in one dataset, so parts of different datasets can only be merged when each stratum lies within one of them",
-                        if st.value.is_empty() { "(the one stratum)" } else { &st.value },
-                        other.source,
-                        st.source
-                    )));
-                }
-            }
-        }
-        let sm = |list: &[PartStratum]| -> Vec<usize> {
-            list.iter()
-                .map(|st| {
-                    strata
-                        .binary_search_by(|q| (&q.source, q.key).cmp(&(&st.source, st.key)))
-                        .expect("united")
-                })
-                .collect()
-        };
+        // unless its PSUs are not centred (the engine's rule).
+        let stratified = self
+            .strata
+            .iter()
+            .chain(&o.strata)
+            .any(|s| !s.value.is_empty());
+        let (strata, [sa, sb]) =
+            microtab_engine::unite_strata(&self.strata, &o.strata, stratified)?;
         // Without a design every part has the one stratum 0.
         let smaps = if strata.is_empty() {
             [vec![0], vec![0]]
         } else {
-            [sm(&self.strata), sm(&o.strata)]
+            [sa, sb]
         };
         let cells: usize = shape.iter().product();
         let mut out = SumsPart {
