@@ -10,6 +10,7 @@ converged answers agree to 1e-8."""
 import pytest
 
 from conftest import R_DESIGNS, close, close_p, r_design, rscript, run, run_json
+from answers import same_answer  # tests/ is on sys.path (conftest)
 
 R_FIT = r"""
 suppressMessages(library(survey))
@@ -388,9 +389,37 @@ def test_means_compared_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
             assert a["group"] == b["group"]
             assert close(a["estimate"], b["estimate"], 1e-9) and close(a["se"], b["se"], 1e-9)
         assert close(p["wald"]["f"], w["wald"]["f"], 1e-9)
-    # Shares compared across columns are answered over one dataset only.
-    p = run("tab", cat, "yes", "stype", "--diff", "E", ok=False)
-    assert "over one whole dataset" in p.stderr
+
+
+def test_shares_compared_and_tests_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
+    """`tab --diff` over a catalog of parts (a round for the table's row
+    categories, then each row's model in its rounds) and `means
+    --test-mean` (the tests' sums merged; under replicate weights each
+    group's basis of its replicate weights, united for R's domain df): the
+    whole dataset's answers, which match R in test_ratio_corr.py and above.
+    The domain `dnum(0-300)` lies in a few clusters (R's domain df 3, not
+    the design's 14), some parts have none of its records."""
+    cat = tmp_path / "jk1t.parts"
+    run("split", api["jk1"], cat, "--parts", "3")
+    for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
+        for args in (["tab", "{}", "yes", "stype", "--diff", "E", "--filter", "ell(0-60)"],
+                     ["tab", "{}", "stype_txt", "yes", "--diff", "0", "--filter", "dnum(0-300)"],
+                     ["means", "{}", "api00", "--by", "stype", "--test-mean", "650",
+                      "--filter", "ell(0-60)"],
+                     ["means", "{}", "api00", "--by", "stype", "--test-mean", "650",
+                      "--filter", "dnum(0-300)"],
+                     ["means", "{}", "api00", "--by", "stype", "--diff", "E",
+                      "--test-mean", "650"]):
+            at = args.index("{}")
+            whole = run_json(*args[:at], api["jk1"], *args[at + 1:], *extra)
+            parts = run_json(*args[:at], cat, *args[at + 1:], *extra)
+            got = parts.get("comparisons") or parts.get("test")
+            assert got, (args, extra)
+            same_answer(parts, whole)
+    # The recoded row variable and a control variable are refused over parts
+    # as over one dataset.
+    p = run("tab", cat, "ell(r: 0-30; 31-*)", "stype", "--diff", "E", ok=False)
+    assert "recode" in p.stderr, p.stderr
 
 
 R_DEVIANCE = R_DESIGNS + r"""

@@ -19,6 +19,7 @@ import microtab as mt
 distributed = pytest.importorskip("distributed")
 import microtab.dask as mtd  # noqa: E402
 from test_api import census_dataset, cli, duck_census, replicate_design  # noqa: E402
+from answers import same_answer as close  # noqa: E402  (tests/ is on sys.path: test_api)
 
 
 @pytest.fixture(scope="module")
@@ -129,25 +130,6 @@ def taylor(tmp_path_factory):
         cli("subset", t, d / f"st{i}.mtab", "--filter", f)
         cli("design", d / f"st{i}.mtab", *TAYLOR)
     return d, csv, t, s
-
-
-def close(a, b, path=""):
-    """Equal structure; numbers to 1e-9 relative (Rao–Scott p-values,
-    whose incomplete beta moves at 1e-9 between runs on one machine, to
-    1e-6): Taylor sums are rounded per part, unlike replicate ones."""
-    if isinstance(a, dict):
-        assert set(a) - {"dataset"} == set(b) - {"dataset"}, path
-        for k in set(a) - {"dataset"}:
-            close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            close(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and isinstance(b, float):
-        rel = 1e-6 if path.endswith(".p") else 1e-9
-        assert a == pytest.approx(b, rel=rel, abs=1e-12, nan_ok=True), path
-    else:
-        assert a == b, path
 
 
 TAYLOR_QUERIES = QUERIES
@@ -565,15 +547,26 @@ def test_means_compared_over_parts_equal_the_whole(data, taylor, client):
             close(got, whole)
 
 
-def test_shares_compared_and_tests_over_parts_are_refused(data):
-    """Shares compared across columns and one-sample tests are answered over
-    one whole dataset: over parts the error says so."""
-    _, ds, _ = data
-    on = mtd.on(None, mtd.split(ds, 2))
-    with pytest.raises(mt.QueryError, match="over one whole dataset"):
-        on.tab("SEX", "MARST", diff="1")
-    with pytest.raises(mt.QueryError, match="over one whole dataset"):
-        on.means("INCTOT", by="SEX", test_mean=1000.0)
+def test_shares_compared_and_tests_over_parts_equal_the_whole(data, taylor, client):
+    """Shares compared across columns over parts (a round for the table's
+    row categories, then each row's model in its rounds: its scores under a
+    Taylor design) and one-sample tests (the tests' sums with their PSUs
+    merged by key; under replicate weights each group's basis of its
+    replicate weights): the whole dataset's answers, for every design and
+    way of cutting it."""
+    for whole_ds, partses, extra in design_cases(data, taylor):
+        asks = [("tab", ("MARST", "SEX"), dict(diff="2", filter="AGE(18-*)", **extra)),
+                ("means", ("INCTOT",), dict(by="SEX", test_mean=20000.0, filter="INCTOT<9999999",
+                                            **extra))]
+        for kind, args, kw in asks:
+            whole = getattr(mt.open(whole_ds), kind)(*args, **kw).to_dict()
+            whole.pop("dataset")
+            assert whole.get("comparisons") or whole.get("test"), (kind, whole_ds)
+            for i, parts in enumerate(partses):
+                c = client if i % 2 else None
+                got = getattr(mtd.on(c, parts, fan_in=3), kind)(*args, **kw).to_dict()
+                got.pop("dataset")
+                close(got, whole)
 
 
 def test_parts_and_rounds_answer_only_their_own_request(taylor):

@@ -70,6 +70,24 @@ pub fn compare_shares(
     rows: &[microtab_engine::Category],
     opts: &ScanOptions,
 ) -> Result<Vec<RowComparison>> {
+    rows.iter()
+        .filter(|r| !r.missing)
+        .map(|r| {
+            let (formula, factor) = share_model(ds, (row, col, base), &r.display)?;
+            let m = crate::regress::regress(ds, req, &formula, Family::Gaussian, opts)?;
+            Ok(row_comparison(r, comparison(m, base, &factor)))
+        })
+        .collect()
+}
+
+/// The model of the shares of the row category `value` of `row` (a
+/// plain variable's) compared across the columns of `col` with `base`,
+/// and its factor's name.
+pub(crate) fn share_model(
+    ds: &Dataset,
+    (row, col, base): (&str, &str, &str),
+    value: &str,
+) -> Result<(String, String)> {
     // A variable as stored (its name as the dataset spells it); a recode
     // or a restriction has no condition of a category.
     let Ok(var) = ds.variable(row) else {
@@ -77,18 +95,17 @@ pub fn compare_shares(
             var: row.to_string(),
         });
     };
-    let row = var.name.as_str();
-    rows.iter()
-        .filter(|r| !r.missing)
-        .map(|r| {
-            let cond = format!("{}({})", name_in(ds, row), quote_value(&r.display));
-            Ok(RowComparison {
-                row: r.display.clone(),
-                label: r.label.clone(),
-                comparison: compare_means(ds, req, &cond, col, base, opts)?,
-            })
-        })
-        .collect()
+    let cond = format!("{}({})", name_in(ds, &var.name), quote_value(value));
+    Ok(model_of(ds, &cond, col, base))
+}
+
+/// A row category's comparison.
+pub(crate) fn row_comparison(r: &microtab_engine::Category, c: Comparison) -> RowComparison {
+    RowComparison {
+        row: r.display.clone(),
+        label: r.label.clone(),
+        comparison: c,
+    }
 }
 
 /// `var`'s mean in each group of `by` minus its mean in the group `base`

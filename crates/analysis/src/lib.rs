@@ -73,7 +73,9 @@ pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{
     Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
 };
-pub use run::{check_values, partial, partial_round, run, run_many, Partial, Round, Step};
+pub use run::{
+    check_values, partial, partial_round, run, run_many, Partial, Round, Step, MAX_ROUNDS,
+};
 pub use settings::{Settings, SettingsError, SettingsInfo};
 pub use split::{
     catalog, catalog_parts, remove_stale_staging, split, Catalog, CatalogError, CatalogPart,

@@ -217,21 +217,7 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     if let (Some(value), Answer::Means(m), Analysis::Means { var, by }) =
         (req.test_mean, &mut answer, &req.analysis)
     {
-        let known = |s: &crate::Stat, u: &Option<crate::survey::Uncertainty>| crate::ttest::Known {
-            sd: s.sd,
-            n: s.n,
-            mean: s.mean,
-            se: u.map(|u| u.se),
-        };
-        let mut spread: crate::ttest::Spread = m
-            .groups()
-            .map(|g| {
-                let key = g.by.iter().map(|c| c.display.clone()).collect();
-                (key, known(&g.stat, &g.mean_se))
-            })
-            .collect();
-        spread.insert(Vec::new(), known(&m.total, &m.total_se));
-        let t = crate::ttest::test_means(ds, req, (var, by, value), &spread, opts)?;
+        let t = crate::ttest::test_means(ds, req, (var, by, value), &spread_of(m), opts)?;
         m.test = Some(Box::new(t));
     }
     if let (
@@ -255,6 +241,26 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         )?);
     }
     Ok(answer)
+}
+
+/// What the means answer `m` knows of each group (and of all, the empty
+/// key) for its one-sample tests.
+fn spread_of(m: &Means) -> crate::ttest::Spread {
+    let known = |s: &crate::Stat, u: &Option<crate::survey::Uncertainty>| crate::ttest::Known {
+        sd: s.sd,
+        n: s.n,
+        mean: s.mean,
+        se: u.map(|u| u.se),
+    };
+    let mut spread: crate::ttest::Spread = m
+        .groups()
+        .map(|g| {
+            let key = g.by.iter().map(|c| c.display.clone()).collect();
+            (key, known(&g.stat, &g.mean_se))
+        })
+        .collect();
+    spread.insert(Vec::new(), known(&m.total, &m.total_se));
+    spread
 }
 
 /// Per cell of `cube`, its rows of weight 0 as `zero` (the query's rows
@@ -370,6 +376,13 @@ pub struct Partial {
     /// A correlation's round and its variables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) corr: Option<(crate::corr::Stage, Vec<String>)>,
+    /// Means tested against a value: the tests' sums.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) test: Option<crate::ttest::TestPart>,
+    /// Shares compared with a base column: per row category, its
+    /// comparison's model (from the second round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) shares: Option<Vec<Share>>,
     /// Means compared with a base group: the comparison's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) compare: Option<Compare>,
@@ -415,6 +428,9 @@ enum RoundOf {
     Corr(crate::corr::Stage),
     /// The comparison's model's round (means with a base group).
     Compare(Box<Round>),
+    /// Each row category's comparison's model's round (`None`: its first;
+    /// shares compared with a base column).
+    Shares(Vec<(microtab_engine::Category, Option<Round>)>),
 }
 
 /// Groups' means compared with a base group over parts: the model whose
@@ -426,6 +442,20 @@ pub(crate) struct Compare {
     base: String,
     part: Box<Partial>,
 }
+
+/// One row category's shares compared with a base column over parts: the
+/// model whose coefficients are the differences, in its round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Share {
+    row: microtab_engine::Category,
+    formula: String,
+    factor: String,
+    round: Option<Round>,
+    part: Box<Partial>,
+}
+
+/// Row categories and their models' next rounds.
+type RoundRows = Vec<(microtab_engine::Category, Option<Round>)>;
 
 /// What merged partial results give: the answer, or a further round of
 /// partial results to compute over every part ([`partial_round`]), merge
@@ -548,10 +578,48 @@ fn answer_part(
         });
         return Ok(p);
     }
-    if req.diff.is_some() || req.test_mean.is_some() {
-        return Err(Error::Design(
-            "shares compared with a base column and one-sample tests are answered over one whole dataset: not yet over several datasets or a range of rows".into(),
-        ));
+    if let (
+        Some(base),
+        Analysis::Tab {
+            row, col, control, ..
+        },
+    ) = (&req.diff, &req.analysis)
+    {
+        if control.is_some() {
+            return Err(Error::CompareGroups { count: 2 });
+        }
+        let rows = match round.map(|r| &r.of) {
+            None => None,
+            Some(RoundOf::Shares(rows)) => Some(rows),
+            Some(_) => return Err(wrong()),
+        };
+        // A recoded row variable is refused before any scan.
+        crate::compare::share_model(ds, (row, col, base), "")?;
+        let table = Request {
+            diff: None,
+            ..req.clone()
+        };
+        let mut p = partial_round(ds, &table, None, opts)?;
+        p.shares = rows
+            .map(|rows| {
+                rows.iter()
+                    .map(|(r, round)| {
+                        let (formula, factor) =
+                            crate::compare::share_model(ds, (row, col, base), &r.display)?;
+                        let mreq = crate::compare::model_request(req, &formula);
+                        let part = Box::new(partial_round(ds, &mreq, round.as_ref(), opts)?);
+                        Ok(Share {
+                            row: r.clone(),
+                            formula,
+                            factor,
+                            round: round.clone(),
+                            part,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })
+            .transpose()?;
+        return Ok(p);
     }
     if !req.quantiles.is_empty() {
         return Err(Error::Design(
@@ -562,7 +630,11 @@ fn answer_part(
         scan(ds, req, (opts, true), microtab_engine::run_partial, |c| {
             &c.counts
         })?;
-    Ok(Partial::of(ds, cube, weight_cases, design.map(|(d, _)| d)))
+    let mut p = Partial::of(ds, cube, weight_cases, design.map(|(d, _)| d));
+    if let (Some(_), Analysis::Means { var, by }) = (req.test_mean, &req.analysis) {
+        p.test = Some(crate::ttest::part(ds, req, (var, by), opts)?);
+    }
+    Ok(p)
 }
 
 impl Partial {
@@ -588,6 +660,8 @@ impl Partial {
             model: None,
             sums: None,
             corr: None,
+            test: None,
+            shares: None,
             compare: None,
             request: String::new(),
         }
@@ -685,6 +759,28 @@ impl Partial {
             )),
         })?;
         let model = both(self.model, o.model, ModelPart::merge)?;
+        let test = both(self.test, o.test, crate::ttest::TestPart::merge)?;
+        let shares = both(self.shares, o.shares, |a, b| {
+            if a.len() != b.len() {
+                return Err(Error::Design(
+                    "the parts are of different rounds: compute them again".into(),
+                ));
+            }
+            a.into_iter()
+                .zip(b)
+                .map(|(a, b)| {
+                    if (&a.row, &a.formula, &a.round) != (&b.row, &b.formula, &b.round) {
+                        return Err(Error::Design(
+                            "the parts are of different rounds: compute them again".into(),
+                        ));
+                    }
+                    Ok(Share {
+                        part: Box::new(a.part.merge(*b.part)?),
+                        ..a
+                    })
+                })
+                .collect()
+        })?;
         Ok(Partial {
             datasets,
             weight_cases,
@@ -694,6 +790,8 @@ impl Partial {
             model,
             sums,
             corr,
+            test,
+            shares,
             compare,
             request: self.request,
         })
@@ -785,9 +883,42 @@ impl Partial {
                 crate::corr::Next::Scan(s) => return again(RoundOf::Corr(s)),
             });
         }
-        let mut answer = self.answer(req, survey)?;
+        let mut answer = self.answer(req, survey.clone())?;
+        if let (Some(base), Answer::Tab(x)) = (&req.diff, &mut answer) {
+            match &self.shares {
+                // The first round: the table's row categories.
+                None => {
+                    let rows: RoundRows = x
+                        .tables()
+                        .next()
+                        .map(|t| t.rows)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|r| !r.missing)
+                        .map(|r| (r.clone(), None))
+                        .collect();
+                    if !rows.is_empty() {
+                        return again(RoundOf::Shares(rows));
+                    }
+                    x.comparisons = Some(Vec::new());
+                }
+                Some(shares) => match shared(shares, req, base)? {
+                    Ok(c) => x.comparisons = Some(c),
+                    Err(rows) => return again(RoundOf::Shares(rows)),
+                },
+            }
+        }
         if let (Some(c), Answer::Means(m)) = (comparison, &mut answer) {
             m.comparison = Some(Box::new(c));
+        }
+        if let (Some(t), Some(value), Answer::Means(m)) = (&self.test, req.test_mean, &mut answer) {
+            let spread = spread_of(m);
+            m.test = Some(Box::new(t.clone().finish(
+                req,
+                value,
+                survey.as_ref(),
+                &spread,
+            )?));
         }
         Ok(Step::Answer(answer))
     }
@@ -879,6 +1010,33 @@ impl Partial {
     }
 }
 
+/// Shares compared with a base column from the merged parts' `shares`:
+/// the comparisons, or each row's next round.
+fn shared(
+    shares: &[Share],
+    req: &Request,
+    base: &str,
+) -> Result<std::result::Result<Vec<crate::compare::RowComparison>, RoundRows>> {
+    let (mut done, mut next, mut pending) = (Vec::new(), Vec::new(), false);
+    for s in shares {
+        let mreq = crate::compare::model_request(req, &s.formula);
+        match s.part.step(&mreq)? {
+            Step::Again(r) => {
+                pending = true;
+                next.push((s.row.clone(), Some(r)));
+            }
+            Step::Answer(Answer::Regress(r)) => {
+                // Answered: the same round again while others go on.
+                next.push((s.row.clone(), s.round.clone()));
+                let c = crate::compare::comparison(*r, base, &s.factor);
+                done.push(crate::compare::row_comparison(&s.row, c));
+            }
+            Step::Answer(_) => unreachable!("a comparison's model"),
+        }
+    }
+    Ok(if pending { Err(next) } else { Ok(done) })
+}
+
 /// Two parts' `Option`al sums merged by `merge`: both or neither (a part
 /// of another request has none).
 fn both<T>(a: Option<T>, b: Option<T>, merge: impl Fn(T, T) -> Result<T>) -> Result<Option<T>> {
@@ -891,14 +1049,18 @@ fn both<T>(a: Option<T>, b: Option<T>, merge: impl Fn(T, T) -> Result<T>) -> Res
     }
 }
 
+/// The most rounds of partial results a request takes: a table's shares
+/// compared with a base column take one for the table's rows, then their
+/// models' (at most three: the cube, a rank or the scores).
+pub const MAX_ROUNDS: usize = 5;
+
 /// Answers `req` over several datasets with the same variables as if they
 /// were one: a partial result of each, merged exactly, finished (in as
 /// many rounds as the request needs: [`Partial::step`]).
 pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Result<Answer> {
     check_values(&datasets.iter().collect::<Vec<_>>(), req)?;
     let mut round = None;
-    // A model takes at most two rounds.
-    for _ in 0..3 {
+    for _ in 0..MAX_ROUNDS {
         let mut acc: Option<Partial> = None;
         for ds in datasets {
             let name = ds.dir().display().to_string();

@@ -18,7 +18,7 @@ use crate::sums::{Scan, Spec};
 use crate::{Request, Result};
 use microtab_engine::{Category, ScanOptions};
 use microtab_store::Dataset;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -66,26 +66,13 @@ pub(crate) struct Known {
 /// the means answer knows of it.
 pub(crate) type Spread = HashMap<Vec<String>, Known>;
 
-/// Tests the mean of `var` in each group of `by` (and in all) against
-/// `value`; `spread` is what the means answer knows of each group: under
-/// a design its mean and SE (R's `svymean`, which `svyttest` tests), so
-/// the scans here count only the domains' degrees of freedom.
-pub(crate) fn test_means(
-    ds: &Dataset,
-    req: &Request,
-    (var, by, value): (&str, &[String], f64),
-    spread: &Spread,
-    opts: &ScanOptions,
-) -> Result<MeanTests> {
-    let design = crate::checks::design_of(ds, req, false)?;
-    let values = [crate::ratio::numeric(ds, var)?.to_string()];
-    let scan = Scan::new(ds, req, (by, &values), (&design, true), opts)?;
-    let replicated = scan.replicated();
-    // Every record of the group counts for its PSUs; those with a value
-    // for the mean: `[y, 1]`, else `[0, 0]`. Without a design (weighted)
-    // the sums give the SE too.
-    let weighted_only = design.is_none() && scan.query.weight.is_some();
-    let sums = scan.run(Spec {
+/// The sums of the tests: per record of the group `[y, 1]` with a value
+/// for the mean, else `[0, 0]` (every record of the group counts for its
+/// PSUs); the design sums of PSUs (Taylor, or without a design each
+/// record its own PSU), with their covariance when weighted without a
+/// design (`weighted_only`: the sums give the SE too).
+fn spec(replicated: bool, weighted_only: bool) -> Spec {
+    Spec {
         k: 2,
         values: 1,
         record: Arc::new(|v: &[f64], a: &mut [f64]| {
@@ -101,10 +88,59 @@ pub(crate) fn test_means(
         full: weighted_only,
         all: true,
         skip_zero: true,
-    })?;
+    }
+}
+
+/// How the tests' standard errors and degrees of freedom come.
+#[derive(Debug, Clone, Copy)]
+struct Kind {
+    /// Unweighted, no design: the classic test.
+    plain: bool,
+    /// Weighted without a design: the SE from the sums.
+    weighted_only: bool,
+    /// Replicate weights: the df from the ranks.
+    replicated: bool,
+}
+
+/// The scan of the tests' sums and how they are tested.
+fn scan_of<'a>(
+    ds: &'a Dataset,
+    req: &Request,
+    (var, by): (&str, &[String]),
+    design: (
+        &Option<(microtab_store::Design, crate::survey::Survey)>,
+        bool,
+    ),
+    opts: &'a ScanOptions,
+) -> Result<(Scan<'a>, Kind)> {
+    let values = [crate::ratio::numeric(ds, var)?.to_string()];
+    let scan = Scan::new(ds, req, (by, &values), design, opts)?;
+    let none = design.0.is_none();
+    let kind = Kind {
+        plain: none && scan.query.weight.is_none(),
+        weighted_only: none && scan.query.weight.is_some(),
+        replicated: scan.replicated(),
+    };
+    Ok((scan, kind))
+}
+
+/// Tests the mean of `var` in each group of `by` (and in all) against
+/// `value`; `spread` is what the means answer knows of each group: under
+/// a design its mean and SE (R's `svymean`, which `svyttest` tests), so
+/// the scans here count only the domains' degrees of freedom.
+pub(crate) fn test_means(
+    ds: &Dataset,
+    req: &Request,
+    (var, by, value): (&str, &[String], f64),
+    spread: &Spread,
+    opts: &ScanOptions,
+) -> Result<MeanTests> {
+    let design = crate::checks::design_of(ds, req, false)?;
+    let (scan, kind) = scan_of(ds, req, (var, by), (&design, true), opts)?;
+    let sums = scan.run(spec(kind.replicated, kind.weighted_only))?;
     let cells = sums.groups.len();
-    let (ranks, all_rank) = match &design {
-        Some((d, _)) if replicated => {
+    let ranks = match &design {
+        Some((d, _)) if kind.replicated => {
             let reps = &d.replicates.as_ref().expect("replicate weights").weights;
             let expect = (0..cells as u32)
                 .filter(|&c| sums.groups[c as usize].n > 0)
@@ -113,13 +149,144 @@ pub(crate) fn test_means(
         }
         _ => (Vec::new(), 0.0),
     };
-    let plain = design.is_none() && scan.query.weight.is_none();
     let (_, method) = survey_of(
         req,
         design.as_ref().map(|(_, v)| v),
         scan.query.weight.as_deref(),
         0,
     );
+    build(&sums, ranks, (kind, method), (value, req.level), spread)
+}
+
+/// The tests' sums over part of the data (a range of records, one of
+/// several datasets), to merge with the other parts' (see
+/// [`crate::Partial`]): the fold's sums and, under replicate weights,
+/// each group's basis of its records' replicate weights (by its
+/// categories' values, as the parts' cells differ).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TestPart {
+    sums: crate::sums::SumsPart,
+    bases: Vec<(GroupKey, Vec<Vec<f64>>)>,
+    weighted: bool,
+}
+
+/// A group's key among the parts: its categories' displayed values, and
+/// whether each is a missing code.
+type GroupKey = Vec<(String, bool)>;
+
+/// The key of cell `c` of the planned categories `cats` (of `shape`).
+fn key_of(cats: &[Vec<Category>], shape: &[usize], c: usize) -> GroupKey {
+    microtab_engine::unravel(c, shape)
+        .iter()
+        .enumerate()
+        .map(|(d, &i)| {
+            let c = &cats[d][i];
+            (c.display.clone(), c.missing)
+        })
+        .collect()
+}
+
+/// The tests' [`TestPart`] of `ds` (its [`Request::rows`] when set).
+pub(crate) fn part(
+    ds: &Dataset,
+    req: &Request,
+    (var, by): (&str, &[String]),
+    opts: &ScanOptions,
+) -> Result<TestPart> {
+    let design = crate::checks::design_of(ds, req, true)?;
+    let (scan, kind) = scan_of(ds, req, (var, by), (&design, false), opts)?;
+    let sums = scan.part(spec(kind.replicated, kind.weighted_only))?;
+    let mut bases = Vec::new();
+    if let (Some((d, _)), true) = (&design, kind.replicated) {
+        let (cats, counts) = sums.cells();
+        let shape: Vec<usize> = cats.iter().map(|c| c.len().max(1)).collect();
+        let expect = (0..counts.len() as u32)
+            .filter(|&c| counts[c as usize] > 0)
+            .collect();
+        let reps = &d.replicates.as_ref().expect("replicate weights").weights;
+        let by_cell = crate::model::degf::replicate_bases_by(ds, &scan.query, reps, expect, opts)?;
+        bases = by_cell
+            .into_iter()
+            .map(|(c, b)| (key_of(&cats, &shape, c as usize), b))
+            .collect();
+        bases.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    Ok(TestPart {
+        sums,
+        bases,
+        weighted: scan.query.weight.is_some(),
+    })
+}
+
+impl TestPart {
+    /// Unites two parts' sums and bases.
+    pub(crate) fn merge(self, o: TestPart) -> Result<TestPart> {
+        let sums = self.sums.merge(o.sums)?;
+        let mut bases: HashMap<_, _> = self.bases.into_iter().collect();
+        for (k, b) in o.bases {
+            let mine = bases.remove(&k).unwrap_or_default();
+            bases.insert(k, crate::model::degf::unite_bases(mine, b));
+        }
+        let mut bases: Vec<_> = bases.into_iter().collect();
+        bases.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(TestPart {
+            sums,
+            bases,
+            weighted: self.weighted,
+        })
+    }
+
+    /// The tests from the merged parts, `survey` the parts' design.
+    pub(crate) fn finish(
+        self,
+        req: &Request,
+        value: f64,
+        survey: Option<&crate::survey::Survey>,
+        spread: &Spread,
+    ) -> Result<MeanTests> {
+        let replicated = survey.is_some_and(|v| v.info.method == "replicate");
+        let kind = Kind {
+            plain: survey.is_none() && !self.weighted,
+            weighted_only: survey.is_none() && self.weighted,
+            replicated,
+        };
+        let records = self.sums.records();
+        let sums = self.sums.finish()?;
+        let cells = sums.groups.len();
+        let ranks = if replicated {
+            let shape: Vec<usize> = sums.categories.iter().map(|c| c.len().max(1)).collect();
+            let at: HashMap<_, _> = (0..cells)
+                .map(|c| (key_of(&sums.categories, &shape, c), c as u32))
+                .collect();
+            let bases = self
+                .bases
+                .into_iter()
+                .filter_map(|(k, b)| Some((*at.get(&k)?, b)))
+                .collect();
+            crate::model::degf::degf_of_bases(bases, cells)
+        } else {
+            (Vec::new(), 0.0)
+        };
+        let (_, method) = survey_of(req, survey, None, records);
+        build(&sums, ranks, (kind, method), (value, req.level), spread)
+    }
+}
+
+/// The tests from the sums, the replicate domains' df (`ranks`: per
+/// cell and of all), and the means answer's `spread`.
+fn build(
+    sums: &crate::sums::Sums,
+    (ranks, all_rank): (Vec<Option<f64>>, f64),
+    (kind, method): (Kind, String),
+    (value, level): (f64, f64),
+    spread: &Spread,
+) -> Result<MeanTests> {
+    let Kind {
+        plain,
+        weighted_only,
+        replicated,
+    } = kind;
+    let cells = sums.groups.len();
     let method = if plain {
         "one-sample t test (unweighted, no survey design)".to_string()
     } else {
@@ -159,7 +326,7 @@ pub(crate) fn test_means(
             // difference and its SE but no test or interval.
             inference: se.map(|se| {
                 if df > 0.0 {
-                    inference(mean - value, se, df, req.level)
+                    inference(mean - value, se, df, level)
                 } else {
                     Inference {
                         estimate: mean - value,

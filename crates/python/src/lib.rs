@@ -613,6 +613,7 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("ChangedError", py.get_type::<ChangedError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
+    m.add("_MAX_ROUNDS", microtab_analysis::MAX_ROUNDS)?;
     m.add_function(wrap_pyfunction!(_info, m)?)?;
     m.add_function(wrap_pyfunction!(_catalog_parts, m)?)?;
     m.add_function(wrap_pyfunction!(_split, m)?)?;

@@ -227,19 +227,18 @@ impl FoldState for Ranks {
     }
 }
 
-/// R's `degf` of each cell's domain of `query`'s table (its group of
-/// records, whatever their values) and of all its records: the rank of
-/// the records' replicate weights less one; `cells` per planned cell
-/// (`None`: no record). `expect`: the cells known to have records (the
-/// scan stops once each is of full rank; a worker's state stops on its
-/// own, so each worker may stop before the others).
-pub(crate) fn replicate_degf_by(
+/// Per cell of `query`'s table (its group of records, whatever their
+/// values), an orthonormal basis of its records' replicate weights (over
+/// [`Query::rows`] when set). `expect`: the cells known to have records
+/// (the scan stops once each is of full rank; a worker's state stops on
+/// its own, so each worker may stop before the others).
+pub(crate) fn replicate_bases_by(
     ds: &Dataset,
     query: &Query,
     replicates: &[String],
-    (cells, expect): (usize, Vec<u32>),
+    expect: Vec<u32>,
     opts: &ScanOptions,
-) -> crate::Result<(Vec<Option<f64>>, f64)> {
+) -> crate::Result<HashMap<u32, Vec<Vec<f64>>>> {
     let expect = Arc::new(expect);
     let width = replicates.len();
     let mut q = records_only(query);
@@ -257,12 +256,33 @@ pub(crate) fn replicate_degf_by(
     let ranks = folded
         .state
         .map_or(HashMap::new(), |s| state_of::<Ranks>(s).cells);
-    let df = |r: &Rank| r.basis.len().saturating_sub(1) as f64;
-    let per = (0..cells as u32).map(|c| ranks.get(&c).map(df)).collect();
+    Ok(ranks.into_iter().map(|(c, r)| (c, r.basis)).collect())
+}
+
+/// R's `degf` of each cell's domain (`bases`: per planned cell of
+/// `cells`, its basis of [`replicate_bases_by`]) and of all the cells'
+/// records: the rank of the records' replicate weights less one (`None`:
+/// no record).
+pub(crate) fn degf_of_bases(
+    bases: HashMap<u32, Vec<Vec<f64>>>,
+    cells: usize,
+) -> (Vec<Option<f64>>, f64) {
+    let df = |b: &Vec<Vec<f64>>| b.len().saturating_sub(1) as f64;
+    let per = (0..cells as u32).map(|c| bases.get(&c).map(df)).collect();
     // The rank of all records: of the union of the cells' bases.
-    let mut all = Rank::new(0, width);
-    for r in ranks.into_values() {
-        all.absorb(r.basis);
-    }
-    Ok((per, df(&all)))
+    let all = bases.into_values().fold(Vec::new(), unite_bases);
+    (per, df(&all))
+}
+
+/// R's `degf` of each cell's domain of `query`'s table and of all its
+/// records ([`replicate_bases_by`], [`degf_of_bases`]).
+pub(crate) fn replicate_degf_by(
+    ds: &Dataset,
+    query: &Query,
+    replicates: &[String],
+    (cells, expect): (usize, Vec<u32>),
+    opts: &ScanOptions,
+) -> crate::Result<(Vec<Option<f64>>, f64)> {
+    let bases = replicate_bases_by(ds, query, replicates, expect, opts)?;
+    Ok(degf_of_bases(bases, cells))
 }

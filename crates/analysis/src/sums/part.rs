@@ -151,6 +151,13 @@ impl SumsPart {
         }
     }
 
+    /// The grouping variables' planned categories, and per planned cell
+    /// its records.
+    pub(crate) fn cells(&self) -> (Vec<Vec<Category>>, Vec<u64>) {
+        let n = self.groups.iter().map(|g| g.n).collect();
+        (self.categories.clone(), n)
+    }
+
     /// Without a design, the records of non-zero weight (each its own
     /// PSU: R's `degf` is one fewer).
     pub(crate) fn records(&self) -> u64 {

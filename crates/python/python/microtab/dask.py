@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from . import QueryError, _Queries
-from ._microtab import _catalog_parts, _check_values, _finish, _info, _merge, _partial
+from ._microtab import _MAX_ROUNDS, _catalog_parts, _check_values, _finish, _info, _merge, _partial
 
 __all__ = ["Part", "parts", "split", "on", "partial", "merge", "step", "finish"]
 
@@ -148,8 +148,10 @@ class on(_Queries):
         # parts at once (each part alone may lack a value others have).
         _check_values(sorted({p.path for p in self.parts}), spec)
         round = None
-        # A model takes at most two rounds (the scores of its fit).
-        for _ in range(3):
+        # A model takes a round for its cube, then maybe one for its scores
+        # or the rank of its replicate weights; shares compared across
+        # columns one more first, for the table's rows.
+        for _ in range(_MAX_ROUNDS):
             out = step(self._merged(spec, round), spec)
             if not isinstance(out, bytes):
                 return out
