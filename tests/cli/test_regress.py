@@ -356,16 +356,24 @@ def test_a_model_over_a_catalog_of_parts_equals_the_whole(api, tmp_path):
     """`regress` over a catalog of parts (the pattern and catalog forms the
     tables take): fitted on the merged cube, the replicates refitted on the
     merged replicate sums — the whole dataset's model, which matches R
-    above. Weighted without a design (HC0) a second round sums the scores."""
+    above. Weighted without a design (HC0) a second round sums the scores.
+    A model on too many combinations for a cube is fitted record by record
+    over the parts, a round per pass."""
     cat = tmp_path / "jk1.parts"
     run("split", api["jk1"], cat, "--parts", "3")
     for extra in ([], ["--no-design", "--weight", "pw"], ["--no-design"]):
         for formula, family in [("api00 ~ ell + factor(stype)", "gaussian"),
-                                ("yes ~ ell + factor(stype)", "logit")]:
+                                ("yes ~ ell + factor(stype)", "logit"),
+                                # Too many combinations: record by record.
+                                ("api00 ~ ell + meals + mobility + api99 + factor(stype)",
+                                 "gaussian"),
+                                ("yes ~ ell + meals + mobility + api99", "logit")]:
             args = [formula, "--family", family, *extra]
             whole = run_json("regress", api["jk1"], *args)
             parts = run_json("regress", cat, *args)
             assert parts["method"] == whole["method"]
+            assert parts["fitted_on"] == whole["fitted_on"]
+            assert close(parts["wald"]["f"], whole["wald"]["f"], 1e-9)
             assert parts["df"] == whole["df"]
             for a, b in zip(parts["coefficients"], whole["coefficients"]):
                 assert a["term"] == b["term"]

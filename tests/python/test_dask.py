@@ -438,6 +438,10 @@ MODELS = [
     ("INCTOT ~ AGE + factor(SEX) + factor(EDUC)", "gaussian", {}),
     ("EMPSTAT(1) ~ AGE(r: 16-24; 25-54; 55-*) + factor(SEX)", "logit", dict(filter="AGE(16-*)")),
     ("INCWAGE ~ factor(MARST) * factor(SEX)", "poisson", dict(filter="INCWAGE<999998")),
+    # Too many combinations for a cube: fitted record by record, a round per
+    # pass.
+    ("INCTOT ~ AGE + INCWAGE + factor(SEX)", "gaussian", dict(filter="INCWAGE<999998")),
+    ("EMPSTAT(1) ~ INCTOT + AGE + factor(SEX)", "logit", dict(filter="AGE(16-*) INCTOT<9999999")),
 ]
 
 
@@ -461,15 +465,19 @@ def test_models_over_parts_equal_the_whole(data, taylor, client, formula, family
     """A model over parts is fitted on the merged cube of its variables;
     under replicate weights the refits give its SEs in one round, under a
     Taylor design (and weighted without one: HC0) a second round sums the
-    fit's scores per PSU (a PSU cut by a range's edge merged by key). Over
-    ranges of records, shuffled records and datasets, on the cluster and
-    here: the whole dataset's model."""
+    fit's scores per PSU (a PSU cut by a range's edge merged by key). A
+    model on too many combinations is fitted record by record: a round
+    counts the records, one per IRLS step (and per step of the replicates'
+    refits), then the scores or the replicate weights' rank. Over ranges
+    of records, shuffled records and datasets, on the cluster and here: the
+    whole dataset's model."""
     for whole_ds, partses, extra in design_cases(data, taylor):
         whole = mt.open(whole_ds).regress(formula, family=family, **kw, **extra).to_dict()
         for i, parts in enumerate(partses):
             c = client if i % 2 else None
             got = mtd.on(c, parts, fan_in=3).regress(formula, family=family, **kw, **extra).to_dict()
             assert got["method"] == whole["method"], (whole_ds, extra)
+            assert got["fitted_on"] == whole["fitted_on"], (whole_ds, extra)
             model_close(got, dict(whole))
 
 
@@ -488,12 +496,19 @@ def test_a_model_of_a_small_domain_takes_its_df_from_the_parts_records(data, cli
             model_close(got, dict(whole))
 
 
-def test_a_model_on_too_many_combinations_over_parts_is_refused(data):
-    """Predictors with more combinations than a cube holds are fitted record
-    by record over one dataset; over parts the error says so."""
-    _, ds, _ = data
-    with pytest.raises(mt.QueryError, match="record by record, over one whole dataset"):
-        mtd.on(None, mtd.split(ds, 2)).regress("INCTOT ~ INCWAGE + AGE + factor(EDUC)")
+def test_a_model_fitted_on_cells_in_one_dataset_and_on_records_in_another_is_refused(tmp_path):
+    """Datasets whose model would be fitted on its cube in one and record by
+    record in another (far more combinations in one) are refused with an
+    error that says so, not merged."""
+    d = tmp_path
+    (d / "a.csv").write_text("Y,X\n" + "".join(f"{i % 7},{i % 3}\n" for i in range(60)))
+    (d / "b.csv").write_text("Y,X\n" + "".join(f"{i % 7},{i * 1000}\n" for i in range(5000)))
+    for n in "ab":
+        cli("import", d / f"{n}.csv", d / f"{n}.mtab")
+    one = mt.open(str(d / "b.mtab")).regress("Y ~ X", max_cells=100).to_dict()
+    assert one["fitted_on"] == "records"
+    with pytest.raises(mt.QueryError, match="record by record in others"):
+        mtd.on(None, mtd.parts(str(d / "*.mtab"))).regress("Y ~ X", max_cells=100)
 
 
 @pytest.mark.parametrize("by", [[], ["SEX", "MARST"]], ids=["total", "by"])

@@ -40,3 +40,38 @@ impl Serialize for ValueJson<'_> {
         }
     }
 }
+
+/// A number that may be NaN or infinite (unknown, diverged) in a partial
+/// result's JSON (which has neither): `null` there, NaN when read back.
+pub(crate) mod unknown_nan {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `x`, or `null` when it is not finite.
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match x.is_finite() {
+            true => s.serialize_some(x),
+            false => s.serialize_none(),
+        }
+    }
+
+    /// Reads a number, `null` as NaN.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}
+
+/// [`unknown_nan`] for a list of numbers.
+pub(crate) mod unknown_nans {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `v`, each number that is not finite as `null`.
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|x| x.is_finite().then_some(*x)))
+    }
+
+    /// Reads a list of numbers, `null` as NaN.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        let v = Vec::<Option<f64>>::deserialize(d)?;
+        Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+    }
+}

@@ -740,6 +740,8 @@ impl Partial {
             }
         }
         taylor.sort_by(|a, b| a.0.cmp(&b.0));
+        // The model first: its error names a mismatch the cubes' would not.
+        let model = both(self.model, o.model, ModelPart::merge)?;
         let sums = both(self.sums, o.sums, SumsPart::merge)?;
         let compare = both(self.compare, o.compare, |a, b| {
             if (&a.formula, &a.factor, &a.base) != (&b.formula, &b.factor, &b.base) {
@@ -758,7 +760,7 @@ impl Partial {
                 "the parts are of different rounds: compute them again".into(),
             )),
         })?;
-        let model = both(self.model, o.model, ModelPart::merge)?;
+
         let test = both(self.test, o.test, crate::ttest::TestPart::merge)?;
         let shares = both(self.shares, o.shares, |a, b| {
             if a.len() != b.len() {
@@ -839,7 +841,7 @@ impl Partial {
                     (&self.datasets, &self.cube, self.weight_cases),
                     m,
                     req,
-                    self.survey(req),
+                    (self.survey(req), self.replicates()),
                 )? {
                     Ok(r) => Step::Answer(Answer::Regress(Box::new(r))),
                     Err(stage) => return again(RoundOf::Model(stage)),
@@ -921,6 +923,14 @@ impl Partial {
             )?));
         }
         Ok(Step::Answer(answer))
+    }
+
+    /// The design's replicate weights (0: none).
+    fn replicates(&self) -> usize {
+        self.design
+            .as_ref()
+            .and_then(|d| d.replicates.as_ref())
+            .map_or(0, |r| r.weights.len())
     }
 
     /// The design's variance formula over the merged parts.
@@ -1049,10 +1059,12 @@ fn both<T>(a: Option<T>, b: Option<T>, merge: impl Fn(T, T) -> Result<T>) -> Res
     }
 }
 
-/// The most rounds of partial results a request takes: a table's shares
+/// The most rounds of partial results a request takes: a model fitted
+/// record by record takes one per IRLS step of its fit and of its
+/// replicates' refits (at most 101 each) and three more; a table's shares
 /// compared with a base column take one for the table's rows, then their
-/// models' (at most three: the cube, a rank or the scores).
-pub const MAX_ROUNDS: usize = 5;
+/// models' (the cube, a rank or the scores).
+pub const MAX_ROUNDS: usize = 256;
 
 /// Answers `req` over several datasets with the same variables as if they
 /// were one: a partial result of each, merged exactly, finished (in as

@@ -21,7 +21,7 @@
 mod part;
 
 use microtab_engine::PartStratum;
-pub(crate) use part::SumsPart;
+pub(crate) use part::{unite_categories, SumsPart};
 
 use crate::model::rows::TaylorKeys;
 use crate::survey::Survey;
@@ -618,24 +618,36 @@ impl Scan<'_> {
         let (st, categories, names) = self.fold(&spec)?;
         let strata = match (&self.at.keys, &self.coef) {
             (Some(keys), Some((coef, average))) => {
-                let values = crate::taylor::strata_values(self.ds)?;
-                keys.keys
-                    .iter()
-                    .enumerate()
-                    .map(|(h, &key)| PartStratum {
-                        source: self.ds.dir().display().to_string(),
-                        key,
-                        value: values.get(h).cloned().unwrap_or_else(|| key.to_string()),
-                        c: coef[h][0],
-                        d: coef[h][1],
-                        lonely: average.get(h).copied().unwrap_or(false),
-                    })
-                    .collect()
+                part_strata(self.ds, &keys.keys, (coef, average))?
             }
             _ => Vec::new(),
         };
         Ok(SumsPart::of(st, (categories, names), strata, self.records))
     }
+}
+
+/// A Taylor design's strata of `ds` (their stored `keys`) as parts give
+/// them to be united with other parts' (by dataset and key; by value
+/// across datasets), with their coefficients `(c_h, d_h)` and whether
+/// their lonely PSU is averaged.
+pub(crate) fn part_strata(
+    ds: &Dataset,
+    keys: &[i64],
+    (coef, average): (&[[f64; 2]], &[bool]),
+) -> crate::Result<Vec<PartStratum>> {
+    let values = crate::taylor::strata_values(ds)?;
+    Ok(keys
+        .iter()
+        .enumerate()
+        .map(|(h, &key)| PartStratum {
+            source: ds.dir().display().to_string(),
+            key,
+            value: values.get(h).cloned().unwrap_or_else(|| key.to_string()),
+            c: coef[h][0],
+            d: coef[h][1],
+            lonely: average.get(h).copied().unwrap_or(false),
+        })
+        .collect())
 }
 
 /// The finished sums of a fold's merged state `st`: every PSU closed, the

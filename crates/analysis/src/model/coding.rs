@@ -419,7 +419,7 @@ impl Coding {
             if !bad.is_empty() {
                 return Err(ModelError::NotBinary {
                     variable: self.outcome.clone(),
-                    family: self.family.name(),
+                    family: self.family.name().to_string(),
                     values: list(&bad),
                 }
                 .into());

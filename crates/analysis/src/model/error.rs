@@ -1,7 +1,7 @@
 //! Why a model cannot be fitted: a leaf, so the crate's `Error` can hold it.
 
 /// Why a model cannot be fitted (facts; each front end words them).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ModelError {
     /// A column is a linear combination of those before it (or constant
     /// like the intercept) in the model's records.
@@ -29,7 +29,7 @@ pub enum ModelError {
         /// The outcome variable.
         variable: String,
         /// The family.
-        family: &'static str,
+        family: String,
         /// Some of its other values.
         values: String,
     },

@@ -34,6 +34,8 @@ pub(crate) struct Fit {
     /// `(X'WX)⁻¹` with the final working weights (R's `cov.unscaled`).
     pub ainv: Vec<f64>,
     pub iterations: usize,
+    /// NaN when not summed (a replicate's refit): written as `null`.
+    #[serde(with = "crate::json::unknown_nan")]
     pub deviance: f64,
 }
 

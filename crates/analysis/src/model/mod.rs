@@ -20,6 +20,7 @@ pub(crate) mod error;
 pub(crate) mod fit;
 pub(crate) mod fitted;
 pub(crate) mod parts;
+pub(crate) mod records;
 pub(crate) mod rows;
 pub(crate) mod summary;
 

@@ -34,6 +34,9 @@ pub(crate) enum Stage {
     Rank,
     /// The cube with each PSU's scores under a fit.
     Scores(Box<Scored>),
+    /// A model on too many combinations for a cube, fitted record by
+    /// record in rounds of its own ([`super::records`]).
+    Records(Box<super::records::RowsStage>),
 }
 
 /// A fit whose scores a round sums, and the coding of its columns.
@@ -51,6 +54,9 @@ pub struct ModelPart {
     /// A rank round's basis of the parts' replicate weights.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     basis: Vec<Vec<f64>>,
+    /// A round's sums of a model fitted record by record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rows: Option<super::records::RowsSums>,
 }
 
 /// The model's formula and family of `req`.
@@ -80,6 +86,9 @@ pub(crate) fn partial(
 ) -> Result<Part> {
     let (formula, family) = model_of(req);
     let f = parse_formula(formula)?;
+    if let Some(Stage::Records(rs)) = round {
+        return by_records(ds, req, (&f, family), rs, opts);
+    }
     let design = design_of(ds, req, true)?;
     let coding = Coding::new(ds, &f, family, false)?;
     let mut q = model_query(ds, req, &coding, &design, false)?;
@@ -107,12 +116,14 @@ pub(crate) fn partial(
             scores_with(&mut q, tq, fitted, &fit.beta);
             fitted.clone()
         }
+        Stage::Records(_) => unreachable!("answered above"),
     };
     let cube = match microtab_engine::run_partial(ds, &q, opts) {
-        Err(microtab_engine::Error::TooManyCells { limit, .. }) => {
-            return Err(Error::Design(format!(
-                "the model's predictors have more than {limit} combinations: such a model is fitted record by record, over one whole dataset; over several datasets or ranges of records only models on fewer combinations (factors, ages, recodes) are fitted"
-            )))
+        // Too many combinations for a cube (known before any record is
+        // read): fitted record by record, this round counting the records.
+        Err(microtab_engine::Error::TooManyCells { .. }) if stage == Stage::Cube => {
+            let count = super::records::RowsStage::Count;
+            return by_records(ds, req, (&f, family), &count, opts);
         }
         r => r?,
     };
@@ -122,6 +133,34 @@ pub(crate) fn partial(
         coding,
         stage,
         basis,
+        rows: None,
+    };
+    Ok((cube, weights, design.map(|(d, _)| d), model))
+}
+
+/// A round of the model fitted record by record over `ds` (see
+/// [`super::records`]): its sums, beside an engine partial of no records
+/// (the parts' datasets and design are merged as for every request).
+fn by_records(
+    ds: &Dataset,
+    req: &Request,
+    (f, family): (&microtab_engine::Formula, Family),
+    stage: &super::records::RowsStage,
+    opts: &ScanOptions,
+) -> Result<Part> {
+    let design = design_of(ds, req, true)?;
+    let (sums, weights) = super::records::partial(ds, req, (f, family), stage, opts)?;
+    let none = microtab_engine::Query {
+        rows: Some(0..0),
+        max_cells: Some(1),
+        ..Default::default()
+    };
+    let cube = microtab_engine::run_partial(ds, &none, opts)?;
+    let model = ModelPart {
+        coding: Coding::new(ds, f, family, true)?,
+        stage: Stage::Records(Box::new(stage.clone())),
+        basis: Vec::new(),
+        rows: Some(sums),
     };
     Ok((cube, weights, design.map(|(d, _)| d), model))
 }
@@ -129,7 +168,16 @@ pub(crate) fn partial(
 impl ModelPart {
     /// Unites two parts' (of the same round of the same model).
     pub(crate) fn merge(mut self, o: ModelPart) -> Result<ModelPart> {
-        if self.stage != o.stage || self.coding != o.coding {
+        let records = |m: &ModelPart| matches!(m.stage, Stage::Records(_));
+        if records(&self) != records(&o) {
+            return Err(Error::Design(
+                "the model is fitted on the cube of its predictors' combinations in some datasets and record by record in others (their combinations are many more in some): answer them one by one, or with a model on fewer combinations".into(),
+            ));
+        }
+        // Compared as written: a stage holds NaN (a refit's deviance, not
+        // summed), which is never equal to itself.
+        let json = |s: &Stage| serde_json::to_string(s).ok();
+        if json(&self.stage) != json(&o.stage) || self.coding != o.coding {
             return Err(Error::Design(
                 "the parts are of different models or rounds: compute them again".into(),
             ));
@@ -137,6 +185,10 @@ impl ModelPart {
         if !o.basis.is_empty() {
             self.basis = super::degf::unite_bases(self.basis, o.basis);
         }
+        self.rows = match (self.rows, o.rows) {
+            (Some(a), Some(b)) => Some(a.merge(b)?),
+            (a, b) => a.or(b),
+        };
         Ok(self)
     }
 }
@@ -146,8 +198,16 @@ pub(crate) fn step(
     (datasets, part, weight_cases): (&[String], &microtab_engine::Partial, Option<WeightCases>),
     m: &ModelPart,
     req: &Request,
-    survey: Option<Survey>,
+    (survey, replicates): (Option<Survey>, usize),
 ) -> Result<std::result::Result<Regression, Stage>> {
+    if let (Stage::Records(rs), Some(sums)) = (&m.stage, &m.rows) {
+        return Ok(super::records::step(
+            (datasets, req, survey),
+            (&m.coding, rs, sums),
+            (weight_cases, replicates),
+        )?
+        .map_err(|next| Stage::Records(Box::new(next))));
+    }
     let (formula, family) = model_of(req);
     let weight = part.weight.as_ref().map(|w| w.name.clone());
     check_weights(req, &weight_cases, weight.as_deref())?;

@@ -13,6 +13,7 @@ use super::ModelError;
 use crate::family::Family;
 use microtab_engine::{state_of, Category, Fold, FoldRows, FoldState, Query, ScanOptions};
 use microtab_store::Dataset;
+use serde::{Deserialize, Serialize};
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -95,29 +96,294 @@ impl Layout {
     }
 }
 
+/// The fits of an IRLS pass: each one's coefficients (`None`: R's start
+/// from the outcome) and weight (`None`: the weight, else replicate `r`).
+pub(crate) type Fits = Vec<(Option<Vec<f64>>, Option<usize>)>;
+
 /// What one pass sums.
 #[derive(Clone)]
-enum Pass {
+pub(crate) enum Pass {
     /// Complete records per planned cell.
     Count,
     /// One IRLS step per fit: each fit's coefficients (`None`: R's start
     /// from the outcome) and weight (`None`: the weight, else replicate
     /// `r`).
-    Irls(Vec<(Option<Vec<f64>>, Option<usize>)>),
+    Irls(Fits),
     /// The scores `w·x·(y − μ)·μ'/V` at the coefficients, by PSU.
     Scores(Vec<f64>),
 }
 
+/// One IRLS pass's sums, per fit of [`Driver::fits`]: `X'WX` (upper
+/// triangle), `X'Wz`, the deviance at its coefficients; and the records
+/// the full fit puts at 0 or 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IrlsSums {
+    pub xtwx: Vec<Vec<f64>>,
+    pub xtwz: Vec<Vec<f64>>,
+    /// A diverged fit's is not finite: `null` in JSON.
+    #[serde(with = "crate::json::unknown_nans")]
+    pub dev: Vec<f64>,
+    pub extreme: u64,
+}
+
+impl IrlsSums {
+    /// Adds another part's sums of the same pass.
+    pub(crate) fn merge(mut self, o: &IrlsSums) -> IrlsSums {
+        add_irls(
+            (&mut self.xtwx, &mut self.xtwz, &mut self.dev),
+            (&o.xtwx, &o.xtwz, &o.dev),
+        );
+        self.extreme += o.extreme;
+        self
+    }
+}
+
+/// Adds one pass's `X'WX`, `X'Wz` and deviances per fit to another's.
+fn add_irls(
+    (xtwx, xtwz, dev): (&mut [Vec<f64>], &mut [Vec<f64>], &mut [f64]),
+    (ox, oz, od): (&[Vec<f64>], &[Vec<f64>], &[f64]),
+) {
+    for (a, b) in xtwx.iter_mut().zip(ox).chain(xtwz.iter_mut().zip(oz)) {
+        add(a, b);
+    }
+    add(dev, od);
+}
+
+/// IRLS fits under way: the full fit from R's start, or the replicates'
+/// refits from the full fit. Each step is one pass of sums over the
+/// records ([`Driver::fits`] says which, [`Driver::absorb`] takes them),
+/// so the passes can be made over one dataset or over parts in rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Driver {
+    /// The full fit's coefficients (replicate refits).
+    start: Option<Vec<f64>>,
+    /// The full fit's deviance (replicate refits).
+    full_dev: f64,
+    betas: Vec<Option<Vec<f64>>>,
+    out: Vec<Option<Result<Fit, ModelError>>>,
+    /// Each fit's deviance at its last coefficients (`None`: none yet).
+    dev_old: Vec<Option<f64>>,
+    /// The next pass's iteration.
+    it: usize,
+    /// Records the full fit puts at 0 or 1.
+    pub extreme: u64,
+}
+
+impl Driver {
+    /// The full fit (`start`: `None`), or the refits of `replicates`
+    /// replicates from the full fit's coefficients and deviance.
+    pub(crate) fn new(start: Option<(&[f64], f64)>, replicates: usize) -> Driver {
+        let k = if start.is_some() { replicates } else { 1 };
+        Driver {
+            start: start.map(|s| s.0.to_vec()),
+            full_dev: start.map_or(0.0, |s| s.1),
+            betas: vec![start.map(|s| s.0.to_vec()); k],
+            out: vec![None; k],
+            dev_old: vec![None; k],
+            it: 1,
+            extreme: 0,
+        }
+    }
+
+    /// Whether these are the replicates' refits.
+    pub(crate) fn refits(&self) -> bool {
+        self.start.is_some()
+    }
+
+    fn active(&self) -> Vec<usize> {
+        (0..self.out.len())
+            .filter(|&f| self.out[f].is_none())
+            .collect()
+    }
+
+    /// The fits whose sums the next pass makes: each one's coefficients
+    /// (`None`: R's start from the outcome) and weight (`None`: the
+    /// weight, else replicate `r`); `None` when every fit is done.
+    pub(crate) fn fits(&self) -> Option<Fits> {
+        let active = self.active();
+        if active.is_empty() || self.it > MAX_ITER + 1 {
+            return None;
+        }
+        Some(
+            active
+                .iter()
+                .map(|&f| (self.betas[f].clone(), self.start.as_ref().map(|_| f)))
+                .collect(),
+        )
+    }
+
+    /// One step of every fit from its pass's sums `st` (a model of `p`
+    /// columns named `names`).
+    pub(crate) fn absorb(&mut self, st: &IrlsSums, (p, family): (usize, Family), names: &[String]) {
+        // The replicates' refits converge when the step's Newton decrement
+        // `Δβ' A Δβ / 2` (the deviance it gains) is below 1e-12 of the full
+        // deviance, so no deviance is summed record by record.
+        let (start, full_dev, it) = (self.start.as_deref(), self.full_dev, self.it);
+        let replicate = start.is_some();
+        if !replicate {
+            self.extreme = st.extreme;
+        }
+        for (a, f) in self.active().into_iter().enumerate() {
+            let mut m = st.xtwx[a].clone();
+            for r in 0..p {
+                for c in 0..r {
+                    m[r * p + c] = m[c * p + r];
+                }
+            }
+            let dev = st.dev[a];
+            let had = self.betas[f].is_some();
+            // Converged: the deviance at this pass's coefficients stopped
+            // moving (a linear model: at its second pass). One more step
+            // from this pass's sums, with its information matrix (as R's
+            // glm.fit keeps the last weights' QR).
+            if had && !replicate {
+                let gaussian = family == Family::Gaussian;
+                let settled = self.dev_old[f]
+                    .is_some_and(|old| (dev - old).abs() / (dev.abs() + 0.1) < 1e-12);
+                if (gaussian && start.is_none()) || settled {
+                    self.out[f] = Some(invert(&m, p, names).map(|ainv| {
+                        Fit {
+                            beta: (0..p)
+                                .map(|r| dot(&ainv[r * p..(r + 1) * p], &st.xtwz[a]))
+                                .collect(),
+                            ainv,
+                            iterations: it - 1,
+                            deviance: dev,
+                        }
+                    }));
+                    continue;
+                }
+            }
+            if !dev.is_finite() || it > MAX_ITER {
+                self.out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
+                continue;
+            }
+            let from = self.betas[f].clone();
+            match invert(&m, p, names) {
+                Ok(ainv) => {
+                    let beta: Vec<f64> = (0..p)
+                        .map(|r| dot(&ainv[r * p..(r + 1) * p], &st.xtwz[a]))
+                        .collect();
+                    if beta.iter().any(|b| !b.is_finite()) {
+                        self.out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
+                        continue;
+                    }
+                    if family == Family::Gaussian && replicate {
+                        // Weighted least squares: exact in one step.
+                        self.out[f] = Some(Ok(Fit {
+                            beta,
+                            ainv,
+                            iterations: 1,
+                            deviance: f64::NAN,
+                        }));
+                        continue;
+                    }
+                    if let (true, Some(b0)) = (replicate, &from) {
+                        let d: Vec<f64> = beta.iter().zip(b0).map(|(x, y)| x - y).collect();
+                        let dec: f64 = (0..p).map(|r| d[r] * dot(&m[r * p..(r + 1) * p], &d)).sum();
+                        if dec / 2.0 <= 1e-12 * (full_dev.abs() + 0.1) {
+                            self.out[f] = Some(Ok(Fit {
+                                beta,
+                                ainv,
+                                iterations: it,
+                                deviance: f64::NAN,
+                            }));
+                            continue;
+                        }
+                    }
+                    self.betas[f] = Some(beta);
+                    self.dev_old[f] = had.then_some(dev);
+                }
+                Err(e) => self.out[f] = Some(Err(e)),
+            }
+        }
+        self.it += 1;
+    }
+
+    /// Each fit's result (not converged: an error).
+    pub(crate) fn results(self) -> Vec<Result<Fit, ModelError>> {
+        self.out
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or(Err(ModelError::NoConvergence {
+                    iterations: MAX_ITER,
+                }))
+            })
+            .collect()
+    }
+}
+
 /// Per stratum, `Σ_j u_hj` and `Σ_j u_hj u_hj'` over its PSUs' totals.
-#[derive(Clone, Default)]
-struct Strata {
-    s1: Vec<f64>,
-    s2: Vec<f64>,
-    psus: u64,
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Strata {
+    pub s1: Vec<f64>,
+    pub s2: Vec<f64>,
+    pub psus: u64,
+}
+
+impl Strata {
+    /// A PSU's total `u` into the sums.
+    pub(crate) fn close(&mut self, u: &[f64]) {
+        let p = u.len();
+        if self.s1.is_empty() {
+            (self.s1, self.s2) = (vec![0.0; p], vec![0.0; p * p]);
+        }
+        self.psus += 1;
+        for r in 0..p {
+            self.s1[r] += u[r];
+            for c in 0..p {
+                self.s2[r * p + c] += u[r] * u[c];
+            }
+        }
+    }
+
+    /// Adds another's sums (of the same strata).
+    pub(crate) fn absorb(&mut self, o: &Strata) {
+        if self.s1.is_empty() {
+            *self = o.clone();
+        } else if !o.s1.is_empty() {
+            add(&mut self.s1, &o.s1);
+            add(&mut self.s2, &o.s2);
+            self.psus += o.psus;
+        }
+    }
+}
+
+/// The design covariance of score totals of `p` columns from their
+/// strata's sums, each with its `(c_h, d_h)` and whether its lonely PSU
+/// is averaged (`average`: whether the design averages any): the
+/// covariance, its scale for the averaged strata, and the PSUs and strata
+/// with records.
+pub(crate) fn score_covariance<'a>(
+    strata: impl Iterator<Item = (&'a Strata, [f64; 2], bool)>,
+    p: usize,
+    average: bool,
+) -> (Vec<f64>, f64, u64, u64) {
+    let mut v = vec![0.0; p * p];
+    let (mut psus, mut with_var, mut count) = (0u64, 0usize, 0u64);
+    for (s, [c, d], averaged) in strata {
+        if s.psus == 0 {
+            continue;
+        }
+        count += 1;
+        psus += s.psus;
+        with_var += usize::from(!averaged);
+        for r in 0..p {
+            for k in 0..p {
+                v[r * p + k] += c * s.s2[r * p + k] - d * s.s1[r] * s.s1[k];
+            }
+        }
+    }
+    let scale = if average {
+        count as f64 / with_var as f64
+    } else {
+        1.0
+    };
+    (v, scale, psus, count)
 }
 
 /// A worker's sums of one pass.
-struct State {
+pub(crate) struct State {
     lay: Arc<Layout>,
     pass: Arc<Pass>,
     taylor: Option<Arc<TaylorKeys>>,
@@ -419,21 +685,29 @@ impl State {
 
     /// A PSU's total `u` into its stratum's sums.
     fn close(&mut self, h: usize, u: &[f64]) {
-        let p = u.len();
-        let s = self.strata.entry(h).or_insert_with(|| Strata {
-            s1: vec![0.0; p],
-            s2: vec![0.0; p * p],
-            psus: 0,
-        });
-        s.psus += 1;
-        for r in 0..p {
-            s.s1[r] += u[r];
-            for c in 0..p {
-                s.s2[r * p + c] += u[r] * u[c];
-            }
+        self.strata.entry(h).or_default().close(u);
+    }
+
+    /// The IRLS sums of the pass.
+    pub(crate) fn irls_sums(&self) -> IrlsSums {
+        IrlsSums {
+            xtwx: self.xtwx.clone(),
+            xtwz: self.xtwz.clone(),
+            dev: self.dev.clone(),
+            extreme: self.extreme,
         }
     }
+
+    /// The scores pass's sums: per stratum (its index in the design's
+    /// strata) of its closed PSUs, the PSUs left open by stratum and key,
+    /// and the records in no stratum the design knows.
+    pub(crate) fn into_scores(self) -> ScoreSums {
+        (self.strata, self.open, self.unknown)
+    }
 }
+
+/// What [`State::into_scores`] gives.
+pub(crate) type ScoreSums = (HashMap<usize, Strata>, HashMap<(usize, u64), Vec<f64>>, u64);
 
 /// A stretch's complete records: their columns (`p` each), outcomes,
 /// weights and positions in the stretch.
@@ -509,26 +783,14 @@ impl FoldState for State {
         for k in 0..3 {
             self.sums[k] += o.sums[k];
         }
-        for (a, b) in self.xtwx.iter_mut().zip(&o.xtwx) {
-            add(a, b);
-        }
-        for (a, b) in self.xtwz.iter_mut().zip(&o.xtwz) {
-            add(a, b);
-        }
-        add(&mut self.dev, &o.dev);
+        add_irls(
+            (&mut self.xtwx, &mut self.xtwz, &mut self.dev),
+            (&o.xtwx, &o.xtwz, &o.dev),
+        );
         self.extreme += o.extreme;
         self.unknown += o.unknown;
         for (h, s) in o.strata {
-            match self.strata.get_mut(&h) {
-                Some(t) => {
-                    add(&mut t.s1, &s.s1);
-                    add(&mut t.s2, &s.s2);
-                    t.psus += s.psus;
-                }
-                None => {
-                    self.strata.insert(h, s);
-                }
-            }
+            self.strata.entry(h).or_default().absorb(&s);
         }
         for (k, u) in o.open {
             match self.open.get_mut(&k) {
@@ -575,7 +837,11 @@ pub(crate) struct Passes<'a> {
 }
 
 impl Passes<'_> {
-    fn run(&self, lay: &Arc<Layout>, pass: Pass) -> crate::Result<(State, Vec<Vec<Category>>)> {
+    pub(crate) fn run(
+        &self,
+        lay: &Arc<Layout>,
+        pass: Pass,
+    ) -> crate::Result<(State, Vec<Vec<Category>>)> {
         let pass = Arc::new(pass);
         let (l, p, t) = (lay.clone(), pass.clone(), self.taylor.clone());
         let mut q = self.query.clone();
@@ -642,117 +908,24 @@ impl Passes<'_> {
         start: Option<(&[f64], f64)>,
         replicates: usize,
     ) -> crate::Result<(Vec<Result<Fit, ModelError>>, u64)> {
-        let p = lay.p;
-        // The replicates' refits, from the full fit (its coefficients and
-        // deviance): converged when the step's Newton decrement `Δβ' A
-        // Δβ / 2` (the deviance it gains) is below 1e-12 of the full
-        // deviance, so no deviance is summed record by record.
-        let (start, full_dev) = (start.map(|s| s.0), start.map_or(0.0, |s| s.1));
-        let replicate = start.is_some();
-        let k = if start.is_some() { replicates } else { 1 };
-        let mut betas: Vec<Option<Vec<f64>>> = vec![start.map(|s| s.to_vec()); k];
-        let mut out: Vec<Option<Result<Fit, ModelError>>> = vec![None; k];
-        let mut dev_old = vec![f64::INFINITY; k];
-        let mut extreme = 0;
-        for it in 1..=MAX_ITER + 1 {
-            let active: Vec<usize> = (0..k).filter(|&f| out[f].is_none()).collect();
-            if active.is_empty() {
-                break;
-            }
-            let fits = active
-                .iter()
-                .map(|&f| (betas[f].clone(), start.map(|_| f)))
-                .collect();
+        let mut d = Driver::new(start, replicates);
+        while let Some(fits) = d.fits() {
             let (st, _) = self.run(lay, Pass::Irls(fits))?;
-            if start.is_none() {
-                extreme = st.extreme;
-            }
-            for (a, &f) in active.iter().enumerate() {
-                let mut m = st.xtwx[a].clone();
-                for r in 0..p {
-                    for c in 0..r {
-                        m[r * p + c] = m[c * p + r];
-                    }
-                }
-                let dev = st.dev[a];
-                let had = betas[f].is_some();
-                // Converged: the deviance at this pass's coefficients
-                // stopped moving (a linear model: at its second pass).
-                // One more step from this pass's sums, with its
-                // information matrix (as R's glm.fit keeps the last
-                // weights' QR).
-                if had && !replicate {
-                    let gaussian = lay.family == Family::Gaussian;
-                    let settled = (dev - dev_old[f]).abs() / (dev.abs() + 0.1) < 1e-12;
-                    if (gaussian && start.is_none()) || settled {
-                        out[f] = Some(invert(&m, p, names).map(|ainv| {
-                            Fit {
-                                beta: (0..p)
-                                    .map(|r| dot(&ainv[r * p..(r + 1) * p], &st.xtwz[a]))
-                                    .collect(),
-                                ainv,
-                                iterations: it - 1,
-                                deviance: dev,
-                            }
-                        }));
-                        continue;
-                    }
-                }
-                if !dev.is_finite() || it > MAX_ITER {
-                    out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
-                    continue;
-                }
-                let from = betas[f].clone();
-                match invert(&m, p, names) {
-                    Ok(ainv) => {
-                        let beta: Vec<f64> = (0..p)
-                            .map(|r| dot(&ainv[r * p..(r + 1) * p], &st.xtwz[a]))
-                            .collect();
-                        if beta.iter().any(|b| !b.is_finite()) {
-                            out[f] = Some(Err(ModelError::NoConvergence { iterations: it }));
-                            continue;
-                        }
-                        if lay.family == Family::Gaussian && start.is_some() {
-                            // Weighted least squares: exact in one step.
-                            out[f] = Some(Ok(Fit {
-                                beta,
-                                ainv,
-                                iterations: 1,
-                                deviance: f64::NAN,
-                            }));
-                            continue;
-                        }
-                        if let (true, Some(b0)) = (replicate, &from) {
-                            let d: Vec<f64> = beta.iter().zip(b0).map(|(x, y)| x - y).collect();
-                            let dec: f64 =
-                                (0..p).map(|r| d[r] * dot(&m[r * p..(r + 1) * p], &d)).sum();
-                            if dec / 2.0 <= 1e-12 * (full_dev.abs() + 0.1) {
-                                out[f] = Some(Ok(Fit {
-                                    beta,
-                                    ainv,
-                                    iterations: it,
-                                    deviance: f64::NAN,
-                                }));
-                                continue;
-                            }
-                        }
-                        betas[f] = Some(beta);
-                        dev_old[f] = if had { dev } else { f64::INFINITY };
-                    }
-                    Err(e) => out[f] = Some(Err(e)),
-                }
-            }
+            d.absorb(&st.irls_sums(), (lay.p, lay.family), names);
         }
-        Ok((
-            out.into_iter()
-                .map(|o| {
-                    o.unwrap_or(Err(ModelError::NoConvergence {
-                        iterations: MAX_ITER,
-                    }))
-                })
-                .collect(),
-            extreme,
-        ))
+        let extreme = d.extreme;
+        Ok((d.results(), extreme))
+    }
+
+    /// Each planned category of the query's grouping variables (a
+    /// record's cell indexes them), without reading a record.
+    pub(crate) fn planned(&self) -> crate::Result<Vec<Vec<Category>>> {
+        let q = Query {
+            fold: None,
+            rows: Some(0..0),
+            ..self.query.clone()
+        };
+        Ok(microtab_engine::fold_rows(self.ds, &q, self.opts)?.categories)
     }
 
     /// The design covariance of the score totals at `beta` (`coef`: per
@@ -775,26 +948,19 @@ impl Passes<'_> {
         for ((h, _), u) in std::mem::take(&mut st.open) {
             st.close(h, &u);
         }
-        let mut v = vec![0.0; p * p];
-        let (mut psus, mut with_var) = (0u64, 0usize);
-        for (&h, s) in &st.strata {
-            psus += s.psus;
-            with_var += usize::from(!average.get(h).copied().unwrap_or(false));
-            let [c, d] = coef[h];
-            for r in 0..p {
-                for k in 0..p {
-                    v[r * p + k] += c * s.s2[r * p + k] - d * s.s1[r] * s.s1[k];
-                }
-            }
-        }
-        let strata = st.strata.len();
-        let scale = if average.is_empty() {
-            1.0
-        } else {
-            strata as f64 / with_var as f64
-        };
-        Ok((v, scale, psus, strata as u64))
+        let strata = st
+            .strata
+            .iter()
+            .map(|(&h, s)| (s, coef[h], average.get(h).copied().unwrap_or(false)));
+        Ok(score_covariance(strata, p, !average.is_empty()))
     }
+}
+
+/// The note on records fitted at probability 0 or 1.
+pub(crate) fn separation_note(extreme: u64) -> String {
+    format!(
+        "{extreme} records are fitted at probability 0 or 1: separation (a predictor that decides the outcome) makes the estimates and standard errors of its terms unreliable"
+    )
 }
 
 /// A model fitted record by record (see the module's text).
@@ -836,9 +1002,7 @@ pub(crate) fn regress(
     let full = fits.remove(0)?;
     let mut notes = Vec::new();
     if extreme > 0 {
-        notes.push(format!(
-            "{extreme} records are fitted at probability 0 or 1: separation (a predictor that decides the outcome) makes the estimates and standard errors of its terms unreliable"
-        ));
+        notes.push(separation_note(extreme));
     }
     let p = lay.p;
     let sandwich = |coef: &[[f64; 2]], average: &[bool]| -> crate::Result<(Vec<f64>, u64, u64)> {
@@ -916,7 +1080,7 @@ pub(crate) fn regress(
 }
 
 /// Each planned cell's columns (numeric parts at 1) and outcome.
-fn planned_cells(
+pub(crate) fn planned_cells(
     coding: &Coding,
     planned: &[Vec<Category>],
 ) -> Vec<Option<(Vec<f64>, Option<f64>)>> {
@@ -947,7 +1111,7 @@ fn planned_cells(
 
 /// The passes' query and values, and the layout of a record's values
 /// (its cells filled in once the levels are known).
-fn setup<'a>(
+pub(crate) fn setup<'a>(
     ds: &'a Dataset,
     req: &crate::Request,
     (coding, design): (

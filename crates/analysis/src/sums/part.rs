@@ -64,6 +64,12 @@ fn add(a: &mut Vec<f64>, b: &[f64]) {
     }
 }
 
+/// The union of two parts' categories of one variable, by value (numbers
+/// ascending, then text).
+pub(crate) fn unite_categories(a: &[Category], b: &[Category]) -> Vec<Category> {
+    unite(a, b).0
+}
+
 /// The union of two parts' categories of one variable (by value, numbers
 /// ascending, then text), and where each part's go in it.
 fn unite(a: &[Category], b: &[Category]) -> (Vec<Category>, [Vec<usize>; 2]) {
