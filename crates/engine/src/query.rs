@@ -77,7 +77,11 @@ pub struct TaylorQuery {
     pub average: Vec<bool>,
     /// Linear scores whose design covariance is wanted (a model's
     /// estimating equations, a contrast of domain means), into
-    /// [`TaylorCells::scores`](crate::TaylorCells::scores).
+    /// [`TaylorCells::scores`](crate::TaylorCells::scores). Without
+    /// margins or full tables, only the scores' covariance is computed
+    /// (each stratum keeps its score total, not its totals per cell: a
+    /// few numbers per stratum whatever the cells), and the cells'
+    /// variances are NaN.
     pub scores: Option<Scores>,
 }
 

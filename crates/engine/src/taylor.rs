@@ -114,6 +114,10 @@ pub(crate) struct TaylorPlan<'a> {
     /// The same in displayed units, as the query gave them (what a
     /// partial result carries).
     raw_scores: Option<(Vec<f64>, Vec<f64>)>,
+    /// Only the scores' covariance is asked for (no margins, no full
+    /// tables): each stratum keeps its score total instead of its totals
+    /// per cell, and the cells' variances are not computed (NaN).
+    scores_only: bool,
 }
 
 /// Each planned cell's index over the dimensions `keep` selects (and its
@@ -221,6 +225,7 @@ impl<'a> TaylorPlan<'a> {
             full,
             scores: None,
             raw_scores: None,
+            scores_only: false,
         }
         .with_scores(q.scores.as_ref().map(|sc| score_table(sc, plans, cells)), {
             let xs = measure.map_or(1.0, |v| v.scale());
@@ -248,6 +253,7 @@ impl<'a> TaylorPlan<'a> {
             let fb = b.iter().map(|b| b / (ws * xs)).collect();
             self.scores = Some((k, fa, fb));
             self.raw_scores = Some((a, b));
+            self.scores_only = self.groups.is_empty() && self.full.is_none();
         }
         self
     }
@@ -293,11 +299,14 @@ fn score_table(
     (k, a, b)
 }
 
-/// Each stratum's totals per cell: `[Σ w, Σ w·x, records]`.
+/// Each stratum's totals per cell: `[Σ w, Σ w·x, records]`; or, when only
+/// linear scores are asked for, per stratum (its index) the total of its
+/// PSUs' scores and its records.
 #[derive(Debug, Clone)]
 enum StrataSums {
     Dense(Vec<[f64; 3]>),
     Sparse(HashMap<u64, [f64; 3]>),
+    Scores(HashMap<u32, (Vec<f64>, f64)>),
 }
 
 /// One PSU's (or a PSU fragment's) totals: `(cell, Σ w, Σ w·x, records)`.
@@ -423,7 +432,9 @@ impl TaylorAcc {
                 )?,
                 None => Vec::new(),
             },
-            strata: if p.dense {
+            strata: if p.scores_only {
+                StrataSums::Scores(HashMap::new())
+            } else if p.dense {
                 StrataSums::Dense(filled(
                     p.keys.len().saturating_mul(n),
                     [0.0; 3],
@@ -531,6 +542,14 @@ impl TaylorAcc {
     fn close(&mut self, p: &TaylorPlan<'_>, h: usize, z: &[(u32, f64, f64, f64)]) {
         let n = p.cells + 1;
         self.psus += 1;
+        if let (Some((len, a, b)), StrataSums::Scores(m)) = (&p.scores, &mut self.strata) {
+            score_vector(&mut self.sv, *len, (a, b), z);
+            let e = m.entry(h as u32).or_insert_with(|| (vec![0.0; *len], 0.0));
+            add(&mut e.0, &self.sv);
+            e.1 += z.iter().map(|e| e.3).sum::<f64>();
+            self.score_outer(*len, p.coef[h][0]);
+            return;
+        }
         match &mut self.strata {
             StrataSums::Dense(v) => {
                 for &(c, w, y, k) in z {
@@ -548,6 +567,7 @@ impl TaylorAcc {
                     e[2] += k;
                 }
             }
+            StrataSums::Scores(_) => unreachable!("closed above"),
         }
         self.products(p, p.coef[h][0], z);
     }
@@ -622,13 +642,14 @@ impl TaylorAcc {
         k: f64,
         z: &[(u32, f64, f64, f64)],
     ) {
-        self.sv.clear();
-        self.sv.resize(len, 0.0);
-        for &(c, w, y, _) in z {
-            let at = c as usize * len;
-            for (j, s) in self.sv.iter_mut().enumerate() {
-                *s += w * a[at + j] + y * b[at + j];
-            }
+        score_vector(&mut self.sv, len, (a, b), z);
+        self.score_outer(len, k);
+    }
+
+    /// Adds `k·s·s'` for the score `s` in `self.sv`.
+    fn score_outer(&mut self, len: usize, k: f64) {
+        if k == 0.0 {
+            return;
         }
         for i in 0..len {
             let ki = k * self.sv[i];
@@ -643,6 +664,9 @@ impl TaylorAcc {
 
     /// Unites two workers' sums.
     pub(crate) fn merge(&mut self, o: TaylorAcc) {
+        if let (StrataSums::Scores(a), StrataSums::Scores(b)) = (&mut self.strata, &o.strata) {
+            add_stratum_scores(a, b.iter().map(|(&h, e)| (h, (&e.0, e.1))));
+        }
         add_products(
             (&mut self.cell, &o.cell),
             (&mut self.groups, &o.groups),
@@ -661,6 +685,7 @@ impl TaylorAcc {
                     e[2] += v[2];
                 }
             }
+            (StrataSums::Scores(_), StrataSums::Scores(_)) => {}
             _ => unreachable!("one plan, one kind of strata sums"),
         }
         for (k, v) in o.frags {
@@ -706,6 +731,11 @@ impl TaylorAcc {
                 .filter(|(_, e)| e[2] != 0.0)
                 .map(|(&i, _)| i as usize / n)
                 .collect(),
+            StrataSums::Scores(m) => m
+                .iter()
+                .filter(|(_, e)| e.1 != 0.0)
+                .map(|(&h, _)| h as usize)
+                .collect(),
         };
         seen.sort_unstable();
         seen.dedup();
@@ -732,6 +762,24 @@ impl TaylorAcc {
     /// would, times −d_h); the lonely-PSU scales of its strata.
     fn subtract_strata(&mut self, p: &TaylorPlan<'_>) -> Average {
         let n = p.cells + 1;
+        if let (Some((len, ..)), StrataSums::Scores(m)) = (&p.scores, &self.strata) {
+            // Each stratum's score total enters as a PSU's would, times
+            // −d_h (in stratum order, so the sums do not depend on the
+            // map's).
+            let mut by: Vec<(u32, Vec<f64>)> = m
+                .iter()
+                .filter(|(_, e)| e.1 != 0.0)
+                .map(|(&h, e)| (h, e.0.clone()))
+                .collect();
+            by.sort_unstable_by_key(|e| e.0);
+            let listed: Vec<(usize, u32, f64, f64)> =
+                by.iter().map(|e| (e.0 as usize, 0, 0.0, 0.0)).collect();
+            for (h, sv) in by {
+                self.sv = sv;
+                self.score_outer(*len, -p.coef[h as usize][1]);
+            }
+            return Average::new(p, &listed);
+        }
         // Each stratum's non-zero totals, stratum by stratum.
         let mut by_stratum: Vec<(usize, u32, f64, f64)> = match &self.strata {
             StrataSums::Dense(v) => v
@@ -744,6 +792,7 @@ impl TaylorAcc {
                 .iter()
                 .map(|(&i, e)| ((i as usize) / n, (i as usize % n) as u32, e[0], e[1]))
                 .collect(),
+            StrataSums::Scores(_) => unreachable!("answered above"),
         };
         by_stratum.sort_unstable_by_key(|e| (e.0, e.1));
         let avg = Average::new(p, &by_stratum);
@@ -849,7 +898,11 @@ impl TaylorAcc {
             .collect();
         let mut cell_scale = vec![1.0; total];
         for &(dst, c) in &counted_cells {
-            cell[dst] = scale3(self.cell[c]);
+            // Not computed when only the scores are asked for.
+            cell[dst] = match p.scores_only {
+                true => [f64::NAN; 3],
+                false => scale3(self.cell[c]),
+            };
             cell_scale[dst] = avg.cell(c);
         }
         for (m, (map, _)) in p.groups.iter().enumerate() {
@@ -1106,6 +1159,11 @@ pub struct TaylorPartial {
     /// Closed PSUs' totals per stratum (its index in `strata`) and cell:
     /// `[Σ w, Σ w·y, records]`.
     pub totals: Vec<(u32, u32, [f64; 3])>,
+    /// When only linear scores were asked for, instead of `totals`: per
+    /// stratum (its index in `strata`) its closed PSUs' score total and
+    /// records, displayed units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strata_scores: Vec<(u32, Vec<f64>, f64)>,
     /// Open PSUs by (stratum index in `strata`, cluster key).
     pub open: Vec<((u32, i64), PartEntries)>,
     /// Records (or open PSUs) in strata the design does not know.
@@ -1134,6 +1192,36 @@ pub struct PartScores {
 
 fn yes() -> bool {
     true
+}
+
+/// The linear score `s = Σ w·a_c + y·b_c` of the totals `z` (per cell
+/// `a_c`, `b_c`: `len` each) into `sv`.
+fn score_vector(
+    sv: &mut Vec<f64>,
+    len: usize,
+    (a, b): (&[f64], &[f64]),
+    z: &[(u32, f64, f64, f64)],
+) {
+    sv.clear();
+    sv.resize(len, 0.0);
+    for &(c, w, y, _) in z {
+        let at = c as usize * len;
+        for (j, s) in sv.iter_mut().enumerate() {
+            *s += w * a[at + j] + y * b[at + j];
+        }
+    }
+}
+
+/// Adds strata's score totals and records (by stratum index) to `m`.
+fn add_stratum_scores<'a>(
+    m: &mut HashMap<u32, (Vec<f64>, f64)>,
+    from: impl Iterator<Item = (u32, (&'a Vec<f64>, f64))>,
+) {
+    for (h, (s, n)) in from {
+        let e = m.entry(h).or_insert_with(|| (vec![0.0; s.len()], 0.0));
+        add(&mut e.0, s);
+        e.1 += n;
+    }
 }
 
 /// Index over the dimensions `keep` selects of each flat index of `shape`.
@@ -1283,8 +1371,14 @@ impl TaylorAcc {
                 .iter()
                 .filter_map(|(&i, e)| tot(i as usize / n, i as usize % n, e))
                 .collect(),
+            StrataSums::Scores(_) => Vec::new(),
         };
         totals.sort_unstable_by_key(|e| (e.0, e.1));
+        let mut strata_scores: Vec<(u32, Vec<f64>, f64)> = match &self.strata {
+            StrataSums::Scores(m) => m.iter().map(|(&h, e)| (h, e.0.clone(), e.1)).collect(),
+            _ => Vec::new(),
+        };
+        strata_scores.sort_unstable_by_key(|e| e.0);
         let open = kept
             .into_iter()
             .map(|(key, z)| {
@@ -1326,6 +1420,7 @@ impl TaylorAcc {
             cross,
             full_cov,
             totals,
+            strata_scores,
             open,
             unknown: self.unknown,
             psus: self.psus,
@@ -1457,6 +1552,7 @@ impl TaylorPartial {
             cross,
             full_cov,
             totals,
+            strata_scores: self.strata_scores.clone(),
             open,
             unknown: self.unknown,
             psus: self.psus,
@@ -1507,6 +1603,9 @@ impl TaylorPartial {
             for e in &mut t.totals {
                 e.0 = ix[e.0 as usize];
             }
+            for e in &mut t.strata_scores {
+                e.0 = ix[e.0 as usize];
+            }
             for e in &mut t.open {
                 e.0 .0 = ix[e.0 .0 as usize];
             }
@@ -1555,6 +1654,18 @@ impl TaylorPartial {
             }
             same
         });
+        let mut scores = std::mem::take(&mut x.strata_scores);
+        scores.extend(y.strata_scores);
+        scores.sort_by_key(|e| e.0);
+        scores.dedup_by(|q, p| {
+            let same = p.0 == q.0;
+            if same {
+                add(&mut p.1, &q.1);
+                p.2 += q.2;
+            }
+            same
+        });
+        x.strata_scores = scores;
         let mut open = std::mem::take(&mut x.open);
         open.extend(y.open);
         open.sort_by_key(|e| e.0);
@@ -1643,10 +1754,14 @@ impl TaylorPartial {
             let slot = match &mut acc.strata {
                 StrataSums::Dense(v) => &mut v[i],
                 StrataSums::Sparse(m) => m.entry(i as u64).or_insert([0.0; 3]),
+                StrataSums::Scores(_) => unreachable!("a part of only scores has no totals"),
             };
             for k in 0..3 {
                 slot[k] += e[k];
             }
+        }
+        if let StrataSums::Scores(m) = &mut acc.strata {
+            add_stratum_scores(m, self.strata_scores.iter().map(|(h, s, n)| (*h, (s, *n))));
         }
         for ((h, c), z) in &self.open {
             acc.frags.insert((*h as i64, *c), z.clone());
