@@ -3,7 +3,8 @@
 against the same query over the whole dataset (issue 29): the cost of
 answering in rounds of exact partial results (each part scanned, its
 result serialized, merged, finished; a second round for Taylor scores,
-a round per correlation scan).
+a round per correlation scan, per row category of shares compared, per
+pass of a model fitted record by record).
 
 Each query runs over the whole dataset (`mt.open(ds)`) and over `--parts`
 ranges of its records answered here one after another
@@ -35,6 +36,10 @@ QUERIES = [
     ("ratio by SEX", lambda q: q.ratio("INCTOT", "PERNUM", by="SEX", filter="INCTOT<9999999")),
     ("corr of 3", lambda q: q.corr("INCTOT", "AGE", "UHRSWORK", filter="INCTOT<9999999")),
     ("means diff", lambda q: q.means("INCTOT", by="SEX", diff="1", filter="INCTOT<9999999")),
+    ("means test-mean", lambda q: q.means("INCTOT", by="SEX", test_mean=30000.0, filter="INCTOT<9999999")),
+    ("tab diff (shares)", lambda q: q.tab("MARST", "SEX", diff="1")),
+    ("regress wide (records)", lambda q: q.regress("INCTOT ~ AGE + INCWAGE + factor(SEX)",
+                                                   filter="INCWAGE<999998")),
 ]
 
 

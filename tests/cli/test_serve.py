@@ -200,7 +200,11 @@ def test_sda_urls_are_translated(server):
     assert st == 200 and body["by"] == ["RACE", "SEX"]
     for bad_url, needle in [("/sda?dataset=nope&row=SEX", "no dataset"),
                             ("/sda?dataset=census&row=SEX&column=EDUC&rowpct=on&colpct=on", "one per table"),
-                            ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate")]:
+                            ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate"),
+                            # SDA's totals or differences are not means: refused, not
+                            # answered as means.
+                            ("/sda?sdaprog=means&dataset=census&dep=INCTOT&row=SEX&main=totals",
+                             "diff=BASE")]:
         st, body = get(base, bad_url)
         assert st in (400, 404) and needle in body["error"], body
 

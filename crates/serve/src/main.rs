@@ -562,6 +562,14 @@ async fn sda(
         .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
         .collect();
     let kind = if prog == "means" || form == "mnf" {
+        // SDA's main statistic: means are what microtab gives; its totals
+        // and differences from a base category are other numbers, so a URL
+        // asking for them is refused rather than answered with means.
+        if let Some(m) = take(&mut p, "main").filter(|m| !m.eq_ignore_ascii_case("means")) {
+            return Err(bad(format!(
+                "main={m:?}: an SDA means URL is translated for its means (main=means); differences from a base group are asked for with diff=BASE (GET /api/v1/datasets/{dataset}/means?var=…&by=…&diff=BASE, or the page's Compare means)"
+            )));
+        }
         let dep = take(&mut p, "dep")
             .ok_or_else(|| bad("an SDA means URL names its dependent variable (dep=)"))?;
         out.push(("var", dep));
