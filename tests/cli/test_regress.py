@@ -399,6 +399,54 @@ def test_means_compared_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
         assert close(p["wald"]["f"], w["wald"]["f"], 1e-9)
 
 
+R_CONSTANT_SHARES = R_DESIGNS + r"""
+# Each district's share by school type (a district's schools are often of
+# one or two types only): where both columns' shares are 0, R's difference
+# and its SE are exactly 0.
+d <- subset(d, ell <= 30)
+rows <- NULL
+for (r in sort(unique(d$variables$dnum))) {
+  d2 <- update(d, z=as.numeric(dnum == r))
+  b <- svyby(~z, ~stype_txt, d2, svymean, covmat=TRUE)
+  lv <- names(coef(b)); k <- length(lv)
+  cs <- lapply(2:k, function(i) { v <- rep(0, k); v[1] <- -1; v[i] <- 1; v })
+  names(cs) <- lv[2:k]
+  ct <- svycontrast(b, cs)
+  rows <- rbind(rows, data.frame(row=r, key=names(coef(ct)), est=coef(ct), se=SE(ct)))
+}
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1"])
+def test_share_differences_of_constant_shares_are_zero_as_in_r(api, kind):
+    """A row category with a share of 0 in the base column and in another
+    differs from it by exactly 0, with an SE of 0 (R's svycontrast): given
+    as 0 and 0 with no t, p or test (not the fit's rounding noise, whose t
+    would be anything), and left out of the Wald test."""
+    want = r_design(api, kind, "constshares", R_CONSTANT_SHARES)
+    got = run_json("tab", api[kind], "dnum", "stype_txt", "--diff", "elem", "--filter", "ell(0-30)")
+    by = {(c["row"], d["group"]): d for c in got["comparisons"] for d in c["differences"]}
+    zeros = 0
+    for w in want:
+        g = by[(w["row"], w["key"])]
+        assert g["estimate"] == pytest.approx(float(w["est"]), rel=1e-6, abs=1e-12)
+        assert g["se"] == pytest.approx(float(w["se"]), rel=1e-6, abs=1e-12)
+        if float(w["se"]) == 0.0 and float(w["est"]) == 0.0:
+            zeros += 1
+            assert (g["estimate"], g["se"], g["t"], g["p"]) == (0.0, 0.0, None, None)
+        else:
+            assert g["t"] is not None
+    assert zeros > 0
+    for c in got["comparisons"]:
+        # The test of the others (none when their covariance is singular:
+        # a share of 0 in both other columns makes their differences equal).
+        tested = [d for d in c["differences"] if d["t"] is not None]
+        assert c["wald"] is None or c["wald"]["ndf"] == len(tested)
+        if not tested:
+            assert c["wald"] is None
+
+
 def test_shares_compared_and_tests_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):
     """`tab --diff` over a catalog of parts (a round for the table's row
     categories, then each row's model in its rounds) and `means

@@ -170,21 +170,63 @@ fn quote_value(v: &str) -> String {
 
 /// The regression's coefficients as differences from the base (the
 /// columns of `factor` are named `factor` + the group's value).
+///
+/// A group whose values are one constant like the base's (a category's
+/// share of 0 in both columns) differs from it by exactly 0 with no
+/// sampling variance, as R's `svycontrast` gives it; the fit leaves
+/// rounding noise there (an estimate and an SE near 1e-16, whose t would
+/// be noise). Such a difference is given as 0 with an SE of 0 and no test,
+/// and is left out of the Wald test.
 pub(crate) fn comparison(r: Regression, base: &str, factor: &str) -> Comparison {
+    let p = r.coefficients.len();
+    let beta: Vec<f64> = r
+        .coefficients
+        .iter()
+        .map(|c| c.inference.estimate)
+        .collect();
+    // The groups' own estimates set the scale of the rounding noise.
+    let scale = beta[1..]
+        .iter()
+        .map(|d| (beta[0] + d).abs())
+        .fold(beta[0].abs(), f64::max);
+    let noise = 1e-12 * scale;
+    let mut tested = Vec::new();
     let mut coefs = r.coefficients.into_iter();
     let intercept = coefs.next().expect("a model with an intercept");
     let differences = coefs
-        .map(|c| Difference {
-            group: c.term.strip_prefix(factor).unwrap_or(&c.term).to_string(),
-            inference: c.inference,
+        .enumerate()
+        .map(|(i, c)| {
+            let mut inference = c.inference;
+            if inference.se <= noise && inference.estimate.abs() <= noise {
+                inference = Inference {
+                    estimate: 0.0,
+                    se: 0.0,
+                    t: f64::NAN,
+                    p: f64::NAN,
+                    lo: 0.0,
+                    hi: 0.0,
+                };
+            } else {
+                tested.push(i + 1);
+            }
+            Difference {
+                group: c.term.strip_prefix(factor).unwrap_or(&c.term).to_string(),
+                inference,
+            }
         })
         .collect();
+    let wald = if tested.len() + 1 == p {
+        r.wald
+    } else {
+        let cov: Vec<f64> = r.covariance.iter().flatten().copied().collect();
+        crate::model::summary::wald(&beta, &cov, p, &tested, r.df)
+    };
     Comparison {
         base: base.to_string(),
         base_estimate: intercept.inference.estimate,
         differences,
         df: r.df,
-        wald: r.wald,
+        wald,
         method: r.provenance.method,
     }
 }

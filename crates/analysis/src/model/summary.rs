@@ -165,7 +165,13 @@ pub(crate) fn summarize(
 
 /// The Wald test of the coefficients `tested` (R `regTermTest`, method
 /// "Wald": `β' V⁻¹ β / k` against F(k, df), or chi-square without df).
-fn wald(beta: &[f64], cov: &[f64], p: usize, tested: &[usize], df: Option<f64>) -> Option<Wald> {
+pub(crate) fn wald(
+    beta: &[f64],
+    cov: &[f64],
+    p: usize,
+    tested: &[usize],
+    df: Option<f64>,
+) -> Option<Wald> {
     let k = tested.len();
     if k == 0 {
         return None;
