@@ -7,6 +7,8 @@ missing values. R fits with glm.control(epsilon = 1e-12): R's default
 GLM standard errors by up to ~1e-5 relative (docs/SURVEY.md); the
 converged answers agree to 1e-8."""
 
+import csv
+
 import pytest
 
 from conftest import R_DESIGNS, close, close_p, r_design, rscript, run, run_json
@@ -445,6 +447,47 @@ def test_share_differences_of_constant_shares_are_zero_as_in_r(api, kind):
         assert c["wald"] is None or c["wald"]["ndf"] == len(tested)
         if not tested:
             assert c["wald"] is None
+
+
+R_ZERO_PSU = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+d <- read.csv(a[1])
+des <- svydesign(ids=~dnum, fpc=~fpc, weights=~zw, data=d)
+m <- svyglm(api00 ~ meals + enroll, des)
+s <- summary(m)$coefficients
+t <- svyttest(api00 ~ yes, des)
+write.csv(data.frame(term=c(rownames(s), "ttest"), df=c(rep(m$df.residual, nrow(s)), t$parameter),
+                     p=c(s[, 4], t$p.value)), a[2], row.names=FALSE)
+"""
+
+
+def test_zero_weight_psus_are_out_of_the_domain_df_as_in_r(api, tmp_path):
+    """A PSU whose records all have weight 0 is not a PSU of R's degf():
+    the df (so the t tests, p-values and intervals) of a model and of a
+    comparison under a Taylor design leave it out, as the design's df
+    does."""
+    rows = list(csv.DictReader(open(api["dir"] / "clus.csv")))
+    first = rows[0]["dnum"]
+    for r in rows:
+        r["zw"] = "0" if r["dnum"] == first else r["pw"]
+    path = tmp_path / "zw.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    ds = tmp_path / "zw.mtab"
+    run("import", path, ds, "--missing", "ell2=999")
+    run("design", ds, "--weight", "zw", "--cluster", "dnum", "--fpc", "fpc")
+    want = {r["term"]: r for r in rscript(tmp_path / "zw.R", R_ZERO_PSU, path, tmp_path / "zw_r.csv")}
+    got = run_json("regress", ds, "api00 ~ meals + enroll")
+    for c in got["coefficients"]:
+        w_ = want[c["term"]]
+        assert got["df"] == float(w_["df"])
+        assert close(c["p"], float(w_["p"]))
+    comp = run_json("means", ds, "api00", "--by", "yes", "--diff", "0")["comparison"]
+    assert comp["df"] == float(want["ttest"]["df"])
+    assert close(comp["differences"][0]["p"], float(want["ttest"]["p"]))
 
 
 def test_shares_compared_and_tests_over_a_catalog_of_parts_equal_the_whole(api, tmp_path):

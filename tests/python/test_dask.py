@@ -496,19 +496,23 @@ def test_a_model_of_a_small_domain_takes_its_df_from_the_parts_records(data, cli
             model_close(got, dict(whole))
 
 
-def test_a_model_fitted_on_cells_in_one_dataset_and_on_records_in_another_is_refused(tmp_path):
-    """Datasets whose model would be fitted on its cube in one and record by
-    record in another (far more combinations in one) are refused with an
-    error that says so, not merged."""
+def test_a_model_on_cells_in_one_dataset_and_on_records_in_another_is_fitted_on_records(tmp_path):
+    """Datasets (or a catalog's parts, written as datasets with their own
+    stored ranges) whose model fits a cube in some and not in others: the
+    merged parts count their records again and the model is fitted record
+    by record over all of them: the answer of the datasets as one."""
     d = tmp_path
-    (d / "a.csv").write_text("Y,X\n" + "".join(f"{i % 7},{i % 3}\n" for i in range(60)))
-    (d / "b.csv").write_text("Y,X\n" + "".join(f"{i % 7},{i * 1000}\n" for i in range(5000)))
-    for n in "ab":
+    a = "".join(f"{i % 7},{i % 3}\n" for i in range(60))
+    b = "".join(f"{i % 7},{i * 1000}\n" for i in range(5000))
+    for n, body in [("a", a), ("b", b), ("ab", a + b)]:
+        (d / f"{n}.csv").write_text("Y,X\n" + body)
         cli("import", d / f"{n}.csv", d / f"{n}.mtab")
-    one = mt.open(str(d / "b.mtab")).regress("Y ~ X", max_cells=100).to_dict()
-    assert one["fitted_on"] == "records"
-    with pytest.raises(mt.QueryError, match="record by record in others"):
-        mtd.on(None, mtd.parts(str(d / "*.mtab"))).regress("Y ~ X", max_cells=100)
+    assert mt.open(str(d / "a.mtab")).regress("Y ~ X", max_cells=100).to_dict()["fitted_on"] == "cells"
+    whole = mt.open(str(d / "ab.mtab")).regress("Y ~ X", max_cells=100).to_dict()
+    got = mtd.on(None, [mtd.Part(str(d / "a.mtab")), mtd.Part(str(d / "b.mtab"))]).regress(
+        "Y ~ X", max_cells=100).to_dict()
+    assert got["fitted_on"] == whole["fitted_on"] == "records"
+    model_close(got, whole)
 
 
 @pytest.mark.parametrize("by", [[], ["SEX", "MARST"]], ids=["total", "by"])

@@ -740,7 +740,17 @@ impl Partial {
             }
         }
         taylor.sort_by(|a, b| a.0.cmp(&b.0));
-        // The model first: its error names a mismatch the cubes' would not.
+        // A model fitted on its cube in one part and record by record in
+        // the other: the record-by-record part's cube (of no records) is
+        // kept, and every part counts its records in the next round.
+        let records = |p: &Option<ModelPart>| p.as_ref().is_some_and(ModelPart::records);
+        let cube = if records(&self.model) == records(&o.model) {
+            self.cube.merge(o.cube)?
+        } else if records(&self.model) {
+            self.cube
+        } else {
+            o.cube
+        };
         let model = both(self.model, o.model, ModelPart::merge)?;
         let sums = both(self.sums, o.sums, SumsPart::merge)?;
         let compare = both(self.compare, o.compare, |a, b| {
@@ -786,7 +796,7 @@ impl Partial {
         Ok(Partial {
             datasets,
             weight_cases,
-            cube: self.cube.merge(o.cube)?,
+            cube,
             design,
             taylor,
             model,

@@ -51,8 +51,8 @@ pub struct TaylorCells {
     /// totals, `len × len` row by row (not yet scaled by
     /// [`Self::all_scale`]).
     pub scores: Option<Vec<f64>>,
-    /// PSUs with records counted (the domain's PSUs: R's `degf()` of a
-    /// subset design counts these).
+    /// PSUs with records of non-zero weight counted (the domain's PSUs:
+    /// R's `degf()` of a subset design counts these).
     pub domain_psus: u64,
     /// Strata with records counted.
     pub domain_strata: u64,
@@ -541,12 +541,15 @@ impl TaylorAcc {
     /// Adds one whole PSU of stratum `h` (entries combined by cell).
     fn close(&mut self, p: &TaylorPlan<'_>, h: usize, z: &[(u32, f64, f64, f64)]) {
         let n = p.cells + 1;
-        self.psus += 1;
+        // R's degf() counts the PSUs (and strata) with a record of
+        // non-zero weight.
+        let live = z.iter().any(|e| e.1 != 0.0);
+        self.psus += u64::from(live);
         if let (Some((len, a, b)), StrataSums::Scores(m)) = (&p.scores, &mut self.strata) {
             score_vector(&mut self.sv, *len, (a, b), z);
             let e = m.entry(h as u32).or_insert_with(|| (vec![0.0; *len], 0.0));
             add(&mut e.0, &self.sv);
-            e.1 += z.iter().map(|e| e.3).sum::<f64>();
+            e.1 += f64::from(u8::from(live));
             self.score_outer(*len, p.coef[h][0]);
             return;
         }
@@ -716,19 +719,19 @@ impl TaylorAcc {
         }
     }
 
-    /// The strata with records counted.
+    /// The strata with records of non-zero weight counted (R's `degf()`).
     fn strata_counted(&self, p: &TaylorPlan<'_>) -> u64 {
         let n = p.cells + 1;
         let mut seen: Vec<usize> = match &self.strata {
             StrataSums::Dense(v) => v
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| e[2] != 0.0)
+                .filter(|(_, e)| e[0] != 0.0)
                 .map(|(i, _)| i / n)
                 .collect(),
             StrataSums::Sparse(m) => m
                 .iter()
-                .filter(|(_, e)| e[2] != 0.0)
+                .filter(|(_, e)| e[0] != 0.0)
                 .map(|(&i, _)| i as usize / n)
                 .collect(),
             StrataSums::Scores(m) => m

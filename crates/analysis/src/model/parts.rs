@@ -168,11 +168,13 @@ fn by_records(
 impl ModelPart {
     /// Unites two parts' (of the same round of the same model).
     pub(crate) fn merge(mut self, o: ModelPart) -> Result<ModelPart> {
-        let records = |m: &ModelPart| matches!(m.stage, Stage::Records(_));
-        if records(&self) != records(&o) {
-            return Err(Error::Design(
-                "the model is fitted on the cube of its predictors' combinations in some datasets and record by record in others (their combinations are many more in some): answer them one by one, or with a model on fewer combinations".into(),
-            ));
+        // A part fitted on its cube and one record by record (datasets, or
+        // parts written as datasets, whose stored ranges make the cube small
+        // enough in some): the model is fitted record by record, from a
+        // count of every part again ([`ModelPart::mixed`]).
+        if self.records() != o.records() {
+            let r = if self.records() { self } else { o };
+            return Ok(ModelPart { rows: None, ..r });
         }
         // Compared as written: a stage holds NaN (a refit's deviance, not
         // summed), which is never equal to itself.
@@ -185,11 +187,17 @@ impl ModelPart {
         if !o.basis.is_empty() {
             self.basis = super::degf::unite_bases(self.basis, o.basis);
         }
+        // Both parts' sums, or none: a part of both kinds on one side.
         self.rows = match (self.rows, o.rows) {
             (Some(a), Some(b)) => Some(a.merge(b)?),
-            (a, b) => a.or(b),
+            _ => None,
         };
         Ok(self)
+    }
+
+    /// Whether the model is fitted record by record.
+    pub(crate) fn records(&self) -> bool {
+        matches!(self.stage, Stage::Records(_))
     }
 }
 
@@ -200,13 +208,22 @@ pub(crate) fn step(
     req: &Request,
     (survey, replicates): (Option<Survey>, usize),
 ) -> Result<std::result::Result<Regression, Stage>> {
-    if let (Stage::Records(rs), Some(sums)) = (&m.stage, &m.rows) {
-        return Ok(super::records::step(
-            (datasets, req, survey),
-            (&m.coding, rs, sums),
-            (weight_cases, replicates),
-        )?
-        .map_err(|next| Stage::Records(Box::new(next))));
+    match (&m.stage, &m.rows) {
+        (Stage::Records(rs), Some(sums)) => {
+            return Ok(super::records::step(
+                (datasets, req, survey),
+                (&m.coding, rs, sums),
+                (weight_cases, replicates),
+            )?
+            .map_err(|next| Stage::Records(Box::new(next))))
+        }
+        // Parts of both kinds merged: every part counts its records.
+        (Stage::Records(_), None) => {
+            return Ok(Err(Stage::Records(Box::new(
+                super::records::RowsStage::Count,
+            ))))
+        }
+        _ => {}
     }
     let (formula, family) = model_of(req);
     let weight = part.weight.as_ref().map(|w| w.name.clone());

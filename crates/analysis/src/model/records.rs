@@ -107,7 +107,7 @@ pub(crate) fn partial(
 ) -> Result<RowsPart> {
     let design = crate::checks::design_of(ds, req, true)?;
     let coding = Coding::new(ds, formula, family, true)?;
-    let (mut passes, mut lay) = setup(ds, req, (&coding, &design), family, opts)?;
+    let (mut passes, mut lay) = setup(ds, req, (&coding, &design), (family, false), opts)?;
     passes.query.rows = req.rows.clone();
     let carry = match stage {
         RowsStage::Count => {

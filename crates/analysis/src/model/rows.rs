@@ -644,6 +644,11 @@ impl State {
                 }
             },
         };
+        // A record of weight 0 adds nothing, and its PSU is not counted
+        // in R's degf() unless another record is.
+        if w == 0.0 {
+            return;
+        }
         let psu = match lay.cluster {
             // Every record its own PSU: closed at once.
             None => {
@@ -974,7 +979,7 @@ pub(crate) fn regress(
     use super::summary::{model_based, summarize};
     let design = crate::checks::design_of(ds, req, false)?;
     let mut coding = Coding::new(ds, f, family, true)?;
-    let (passes, mut lay) = setup(ds, req, (&coding, &design), family, opts)?;
+    let (passes, mut lay) = setup(ds, req, (&coding, &design), (family, true), opts)?;
     let replicates = lay.replicates.clone();
     let Counted {
         planned,
@@ -1110,7 +1115,9 @@ pub(crate) fn planned_cells(
 }
 
 /// The passes' query and values, and the layout of a record's values
-/// (its cells filled in once the levels are known).
+/// (its cells filled in once the levels are known); with `check`, a text
+/// value the filter or a recode names must be in `ds` (parts of the data
+/// are checked once over all by whoever merges them).
 pub(crate) fn setup<'a>(
     ds: &'a Dataset,
     req: &crate::Request,
@@ -1118,11 +1125,11 @@ pub(crate) fn setup<'a>(
         &Coding,
         &Option<(microtab_store::Design, crate::survey::Survey)>,
     ),
-    family: Family,
+    (family, check): (Family, bool),
     opts: &'a ScanOptions,
 ) -> crate::Result<(Passes<'a>, Layout)> {
     use super::summary::model_query;
-    let mut query = model_query(ds, req, coding, design, true)?;
+    let mut query = model_query(ds, req, coding, design, check)?;
     query.max_cells = Some(req.max_cells);
     let replicates = std::mem::take(&mut query.replicates);
     let taylor = design.as_ref().and_then(|(d, _)| d.taylor.clone());
