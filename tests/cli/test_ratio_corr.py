@@ -322,3 +322,82 @@ def test_a_constant_variable_has_no_correlation_weighted_or_not(api):
             assert by[("api00", "meals")]["estimate"] is not None
             assert got["matrix"][1][1] is None and got["sds"][1] == 0.0
             assert got["covariance"][1] == [0.0, 0.0, 0.0]
+
+
+R_PSU_MISSING = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]
+data$ell2[data$ell2 == 999] <- NA
+rows <- NULL
+add <- function(what, key, est, se, df) rows <<- rbind(rows,
+  data.frame(what=what, key=key, est=unname(est), se=unname(se), df=df))
+for (kind in c("clus", "strat")) {
+  d <- if (kind == "clus") svydesign(ids=~dnum, weights=~pw, data=data) else
+    svydesign(ids=~dnum, strata=~half, weights=~pw, data=data)
+  for (s in c("E", "H", "M")) {
+    t <- svyttest(I(ell2 - 25) ~ 0, subset(d, stype == s), na.rm=TRUE)
+    add(paste0("test_", kind), s, t$estimate, t$estimate / t$statistic, t$parameter)
+  }
+  t <- svyttest(I(ell2 - 25) ~ 0, d, na.rm=TRUE)
+  add(paste0("test_", kind), "Total", t$estimate, t$estimate / t$statistic, t$parameter)
+  # A filter on the variable itself takes its missing records out of the
+  # domains.
+  f <- subset(d, ell2 < 999)
+  for (s in c("E", "H", "M")) {
+    t <- svyttest(I(ell2 - 25) ~ 0, subset(f, stype == s), na.rm=TRUE)
+    add(paste0("testf_", kind), s, t$estimate, t$estimate / t$statistic, t$parameter)
+  }
+  b <- svyby(~ell2, ~stype, denominator=~meals, design=d, svyratio, na.rm=TRUE)
+  add(paste0("ratio_", kind), as.character(b$stype), coef(b), SE(b), NA)
+  r <- svyratio(~ell2, ~meals, d, na.rm=TRUE)
+  add(paste0("ratio_", kind), "Total", coef(r), SE(r), NA)
+}
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+def test_test_mean_and_ratio_when_whole_psus_lack_the_value(api, tmp_path):
+    """Under a cluster design (and a stratified one), districts whose
+    records in a group all lack the analysis value still count in the
+    group's domain df (R's `degf` of the subset, as `svyttest` with
+    `na.rm = TRUE` uses it), though they add nothing to its mean; the
+    ratio's SE (the Taylor sums of `w·x` beside `w·y`) is R's
+    `svyratio`. Both from one scan of the means kernel."""
+    import csv
+    rows = list(csv.DictReader(open(api["dir"] / "clus.csv")))
+    dnums = sorted({int(r["dnum"]) for r in rows})
+    gone, high_gone = set(dnums[:3]), set(dnums[3:8])
+    for r in rows:
+        d = int(r["dnum"])
+        if d in gone or (d in high_gone and r["stype"] == "H"):
+            r["ell2"] = "999"
+        r["half"] = "1" if d < dnums[len(dnums) // 2] else "2"
+    src = tmp_path / "psu.csv"
+    with open(src, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    want_ = {(r["what"], r["key"]): r for r in rscript(tmp_path / "psu.R", R_PSU_MISSING, src,
+                                                        tmp_path / "psu_out.csv")}
+    for kind, design in [("clus", ["--cluster", "dnum"]),
+                         ("strat", ["--cluster", "dnum", "--strata", "half"])]:
+        ds = tmp_path / f"psu_{kind}.mtab"
+        run("import", src, ds, "--missing", "ell2=999")
+        run("design", ds, "--weight", "pw", *design)
+        got = run_json("means", ds, "ell2", "--by", "stype", "--test-mean", "25")["test"]
+        by = {g["by"][0]["value"]: g for g in got["groups"]} | {"Total": got["total"]}
+        for key in ("E", "H", "M", "Total"):
+            w, g = want_[(f"test_{kind}", key)], by[key]
+            assert g["df"] == float(w["df"]), (kind, key, g, w)
+            assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"])), (g, w)
+        got = run_json("means", ds, "ell2", "--by", "stype", "--test-mean", "25",
+                       "--filter", "ell2<999")["test"]
+        for g in got["groups"]:
+            w = want_[(f"testf_{kind}", g["by"][0]["value"])]
+            assert g["df"] == float(w["df"]) and close(g["se"], float(w["se"])), (kind, g, w)
+        got = run_json("ratio", ds, "ell2", "meals", "--by", "stype")
+        by = {g["by"][0]["value"]: g for g in got["groups"]} | {"Total": got["total"]}
+        for key in ("E", "H", "M", "Total"):
+            w, g = want_[(f"ratio_{kind}", key)], by[key]
+            assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"])), (g, w)

@@ -23,7 +23,7 @@
 
 use crate::model::Inference;
 use crate::ratio::{inference, numeric, survey_of};
-use crate::sums::{Influence, Scan, Spec};
+use crate::sums::{Influence, Scan, Spec, Sums};
 use crate::survey::Provenance;
 use crate::{Request, Result};
 use microtab_engine::ScanOptions;
@@ -456,6 +456,52 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
     })))
 }
 
+/// The first stage's sums (each variable's total over the records with
+/// every value, and their weight) from the engine's means kernel: a
+/// query a variable, as the `means` query of it (without the design's
+/// sums, which this stage does not need).
+fn means_sums(ds: &Dataset, scan: &Scan<'_>, names: &[String], opts: &ScanOptions) -> Result<Sums> {
+    let p = names.len();
+    let mut g = crate::sums::Group {
+        n: 0,
+        t: vec![0.0; 1 + p],
+        reps: Vec::new(),
+    };
+    for (a, name) in names.iter().enumerate() {
+        let mut filter = scan.query.filter.clone();
+        filter.extend(
+            names
+                .iter()
+                .filter(|o| *o != name)
+                .map(|o| crate::ratio::present(o)),
+        );
+        let q = microtab_engine::Query {
+            filter,
+            measure: Some(name.clone()),
+            group_by: Vec::new(),
+            fold: None,
+            ..scan.query.clone()
+        };
+        let cube = microtab_engine::run_with(ds, &q, opts)?;
+        let m = cube
+            .moments
+            .as_ref()
+            .and_then(|m| m.first().copied())
+            .unwrap_or_default();
+        // Every query counts the same records.
+        (g.n, g.t[0]) = (m.n, m.w);
+        g.t[1 + a] = m.mean * m.w;
+    }
+    Ok(Sums {
+        groups: vec![g],
+        all: crate::sums::Group::default(),
+        cov: Vec::new(),
+        psus: Vec::new(),
+        categories: Vec::new(),
+        names: Vec::new(),
+    })
+}
+
 /// The correlations of `vars` over `ds`.
 pub fn corr(
     ds: &Dataset,
@@ -469,7 +515,10 @@ pub fn corr(
     let mut stage = Stage::Means;
     let mut cases = None;
     loop {
-        let sums = scan.run(spec_of(&stage, names.len(), scan.replicated()))?;
+        let sums = match stage {
+            Stage::Means => means_sums(ds, &scan, &names, opts)?,
+            _ => scan.run(spec_of(&stage, names.len(), scan.replicated()))?,
+        };
         if stage == Stage::Means {
             cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
         }

@@ -194,7 +194,7 @@ pub(crate) fn survey_of(
 }
 
 /// A filter term keeping the records with a value of `var`.
-fn present(var: &str) -> microtab_engine::Term {
+pub(crate) fn present(var: &str) -> microtab_engine::Term {
     microtab_engine::Term {
         var: var.to_string(),
         cond: microtab_engine::Cond::Set(vec![microtab_engine::Item::Range(None, None)]),
@@ -268,6 +268,101 @@ fn replicate_sums(
     })
 }
 
+/// Under a Taylor design, the groups' totals and the design covariance
+/// of each group's two totals from the engine's Taylor sums in one scan
+/// of the means kernel: of `y` with `w·x` in the weight's place
+/// ([`microtab_engine::TaylorQuery::times`]), so each cell's `W` is
+/// `Σ w·x`; and `Σ w·x` itself from a means query of `x` without the
+/// design (the records with both values in each).
+fn taylor_sums(
+    ds: &Dataset,
+    query: &microtab_engine::Query,
+    (values, t): (&[String; 2], &microtab_store::Taylor),
+    opts: &ScanOptions,
+) -> Result<Sums> {
+    let tq = microtab_engine::TaylorQuery {
+        margins: vec![microtab_engine::Margin {
+            keep: vec![false; query.group_by.len()],
+            skip_missing: false,
+        }],
+        times: Some(values[1].clone()),
+        ..crate::taylor::query_of(t)
+    };
+    let q = microtab_engine::Query {
+        measure: Some(values[0].clone()),
+        taylor: Some(tq),
+        fold: None,
+        ..query.clone()
+    };
+    let cy = microtab_engine::run_with(ds, &q, opts)?;
+    let tc = cy.taylor.as_ref().expect("a Taylor query's sums");
+    if tc.unknown_strata > 0 {
+        return Err(crate::Error::UnknownStrata {
+            records: tc.unknown_strata,
+        });
+    }
+    let mut filter = query.filter.clone();
+    filter.push(present(&values[0]));
+    let qx = microtab_engine::Query {
+        filter,
+        measure: Some(values[1].clone()),
+        fold: None,
+        ..query.clone()
+    };
+    let cx = microtab_engine::run_with(ds, &qx, opts)?;
+    if cx.counts != cy.counts {
+        // Both count the records with both values: a difference is a bug.
+        return Err(crate::Error::Engine(microtab_engine::Error::Invalid(
+            "the ratio's two scans counted different records".into(),
+        )));
+    }
+    let total = |c: &microtab_engine::Cube, i: usize| {
+        c.moments
+            .as_ref()
+            .and_then(|m| m.get(i))
+            .map_or(0.0, |m| m.mean * m.w)
+    };
+    // `[Var(Y), Cov(Y, X), Cov(X, Y), Var(X)]` from `[Var(W), Cov(W, Y),
+    // Var(Y)]` of `W = Σ w·x`, scaled for averaged lonely PSUs.
+    let cov = |v: [f64; 3], scale: f64| {
+        let [vx, c, vy] = v.map(|x| x * scale);
+        vec![vy, c, c, vx]
+    };
+    let cells = cy.counts.len();
+    let groups: Vec<crate::sums::Group> = (0..cells)
+        .map(|c| crate::sums::Group {
+            n: cy.counts[c],
+            t: vec![total(&cy, c), total(&cx, c)],
+            reps: Vec::new(),
+        })
+        .collect();
+    let mut all = crate::sums::Group {
+        n: 0,
+        t: vec![0.0; 2],
+        reps: Vec::new(),
+    };
+    for g in &groups {
+        all.absorb(g);
+    }
+    let mut covs: Vec<Vec<f64>> = (0..cells)
+        .map(|c| cov(tc.cell[c], tc.cell_scale[c]))
+        .collect();
+    let whole = tc
+        .margins
+        .first()
+        .and_then(|m| m.var.first().copied())
+        .unwrap_or([0.0; 3]);
+    covs.push(cov(whole, tc.all_scale));
+    Ok(Sums {
+        groups,
+        all,
+        cov: covs,
+        psus: Vec::new(),
+        categories: cy.dims.iter().map(|d| d.categories.clone()).collect(),
+        names: cy.dims.iter().map(|d| d.var.name.clone()).collect(),
+    })
+}
+
 /// The ratio `numerator / denominator` per group of `by` over `ds`.
 pub fn ratio(
     ds: &Dataset,
@@ -278,10 +373,11 @@ pub fn ratio(
     let design = crate::checks::design_of(ds, req, false)?;
     let (values, scan) = scan_of(ds, req, (numerator, denominator, by), (&design, true), opts)?;
     let replicated = scan.replicated();
-    let sums = if replicated {
-        replicate_sums(ds, &scan.query, &values, opts)?
-    } else {
-        scan.run(spec(false))?
+    let taylor = design.as_ref().and_then(|(d, _)| d.taylor.as_ref());
+    let sums = match taylor {
+        _ if replicated => replicate_sums(ds, &scan.query, &values, opts)?,
+        Some(t) => taylor_sums(ds, &scan.query, (&values, t), opts)?,
+        None => scan.run(spec(false))?,
     };
     let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
     let survey = design.as_ref().map(|(_, v)| v);

@@ -110,7 +110,14 @@ fn scan<C>(
     counts: impl Fn(&C) -> &[u64],
 ) -> Result<Scanned<C>> {
     let design = design_of(ds, req, partial)?;
-    let q = query(req, design.as_ref().map(|(d, _)| d))?;
+    let mut q = query(req, design.as_ref().map(|(d, _)| d))?;
+    if let (Some(t), false, Analysis::Means { .. }, Some(_)) =
+        (&mut q.taylor, partial, &req.analysis, req.test_mean)
+    {
+        // The tests' degrees of freedom: each group's domain, counted in
+        // the same scan.
+        t.domains = true;
+    }
     verify(ds, req, &q)?;
     let cube = engine(ds, &q, opts)?;
     let counted = counts(&cube).iter().sum();
@@ -203,6 +210,11 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     } else {
         None
     };
+    let domains = cube
+        .taylor
+        .as_ref()
+        .and_then(|t| t.domains.as_ref())
+        .map(|d| crate::ttest::keyed_domains(&cube, d));
     let mut answer = answer(req, context, cube, measure, survey, quantiles);
     if let (Some(base), Answer::Means(m), Analysis::Means { var, by }) =
         (&req.diff, &mut answer, &req.analysis)
@@ -217,7 +229,10 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     if let (Some(value), Answer::Means(m), Analysis::Means { var, by }) =
         (req.test_mean, &mut answer, &req.analysis)
     {
-        let t = crate::ttest::test_means(ds, req, (var, by, value), &spread_of(m), opts)?;
+        let t = match &domains {
+            Some(d) => crate::ttest::of_domains(req, value, m, &spread_of(m), d)?,
+            None => crate::ttest::test_means(ds, req, (var, by, value), &spread_of(m), opts)?,
+        };
         m.test = Some(Box::new(t));
     }
     if let (

@@ -95,11 +95,114 @@ impl Group {
     }
 }
 
+/// Per slot (0: all groups, `g + 1`: group `g`), per stratum, the sums
+/// of its closed PSUs' totals, flat: `[psus, s1 (m), s2 (m² or m)]` a
+/// stratum, so closing a PSU touches one stretch of memory (strata come
+/// in any order).
 #[derive(Clone, Default)]
-struct Strata {
-    s1: Vec<f64>,
-    s2: Vec<f64>,
-    psus: u64,
+pub(super) struct StrataSums {
+    /// The length of a PSU's total.
+    m: usize,
+    /// Cross products (else only squares).
+    full: bool,
+    slots: Vec<Vec<f64>>,
+}
+
+/// One stratum's sums, as [`StrataSums`] holds them.
+pub(super) struct Stratum<'a> {
+    pub psus: u64,
+    pub s1: &'a [f64],
+    pub s2: &'a [f64],
+}
+
+impl StrataSums {
+    fn new(m: usize, full: bool) -> Self {
+        StrataSums {
+            m,
+            full,
+            slots: Vec::new(),
+        }
+    }
+
+    fn width(&self) -> usize {
+        1 + self.m + if self.full { self.m * self.m } else { self.m }
+    }
+
+    /// Slot `sl`'s stratum `h`, made when new.
+    #[inline]
+    fn at(&mut self, sl: usize, h: usize) -> &mut [f64] {
+        let wd = self.width();
+        if self.slots.len() <= sl {
+            self.slots.resize(sl + 1, Vec::new());
+        }
+        let v = &mut self.slots[sl];
+        if v.len() < (h + 1) * wd {
+            v.resize((h + 1) * wd, 0.0);
+        }
+        &mut v[h * wd..(h + 1) * wd]
+    }
+
+    /// Adds a PSU's total `u` to slot `sl`'s stratum `h`.
+    #[inline]
+    fn close(&mut self, sl: usize, h: usize, u: &[f64]) {
+        let (m, full) = (self.m, self.full);
+        let e = self.at(sl, h);
+        e[0] += 1.0;
+        let (s1, s2) = e[1..].split_at_mut(m);
+        add(s1, u);
+        if full {
+            for (r, &ur) in u.iter().enumerate() {
+                for (s, &uc) in s2[r * m..(r + 1) * m].iter_mut().zip(u) {
+                    *s += ur * uc;
+                }
+            }
+        } else {
+            for ((s, &x), _) in s2.iter_mut().zip(u).zip(0..m) {
+                *s += x * x;
+            }
+        }
+    }
+
+    /// Slot `sl`'s strata, in order (those without PSUs too).
+    pub(super) fn slot(&self, sl: usize) -> impl Iterator<Item = Stratum<'_>> {
+        let (m, wd) = (self.m, self.width());
+        self.slots
+            .get(sl)
+            .map_or(&[][..], |v| &v[..])
+            .chunks_exact(wd)
+            .map(move |e| Stratum {
+                psus: e[0] as u64,
+                s1: &e[1..1 + m],
+                s2: &e[1 + m..],
+            })
+    }
+
+    /// The slots.
+    pub(super) fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Sets slot `sl`'s stratum `h` (a part's sums).
+    pub(super) fn set(&mut self, sl: usize, h: usize, (psus, s1, s2): (u64, &[f64], &[f64])) {
+        let m = self.m;
+        let e = self.at(sl, h);
+        e[0] = psus as f64;
+        e[1..1 + m].copy_from_slice(s1);
+        e[1 + m..].copy_from_slice(s2);
+    }
+
+    /// Adds another worker's sums.
+    fn absorb(&mut self, o: &StrataSums) {
+        if o.slots.len() > self.slots.len() {
+            self.slots.resize(o.slots.len(), Vec::new());
+        }
+        for (a, b) in self.slots.iter_mut().zip(&o.slots) {
+            if b.len() > a.len() {
+                a.resize(b.len(), 0.0);
+            }
+            add(a, b);
+        }
+    }
 }
 
 const ALL: u32 = u32::MAX;
@@ -113,37 +216,136 @@ struct State {
     at: Arc<Places>,
     groups: Vec<Group>,
     all: Group,
-    /// Per slot (0: all groups, `g + 1`: group `g`), per stratum.
-    strata: Vec<Vec<Strata>>,
+    strata: StrataSums,
+    /// A PSU's total over its groups (the group of all's).
+    sum: Vec<f64>,
     open: HashMap<(usize, u64), PsuTotals>,
     unknown: u64,
 }
 
-/// The PSU being summed in a stretch of records: per group its `u`.
+/// The PSU being summed in a stretch of records: its groups and per
+/// group its `u` (`m` numbers a group, flat).
 struct Run {
     key: Option<(usize, u64)>,
-    /// Per group of the PSU its total (the first `used`; the rest are
-    /// buffers kept for the next PSU).
-    u: Vec<(u32, Vec<f64>)>,
-    used: usize,
+    groups: Vec<u32>,
+    u: Vec<f64>,
     first: bool,
 }
 
 impl Run {
+    #[inline]
     fn add(&mut self, g: u32, u: &[f64]) {
-        if let Some((_, v)) = self.u[..self.used].iter_mut().find(|(h, _)| *h == g) {
-            return add(v, u);
+        let m = u.len();
+        match self.groups.iter().position(|&h| h == g) {
+            Some(i) => add(&mut self.u[i * m..(i + 1) * m], u),
+            None => {
+                self.groups.push(g);
+                self.u.extend_from_slice(u);
+            }
         }
-        if self.used < self.u.len() {
-            let e = &mut self.u[self.used];
-            e.0 = g;
-            e.1.clear();
-            e.1.extend_from_slice(u);
-        } else {
-            self.u.push((g, u.to_vec()));
-        }
-        self.used += 1;
     }
+}
+
+/// The length of a PSU's total under `spec`.
+fn m_of(spec: &Spec) -> usize {
+    match &spec.taylor {
+        Some(Some((_, m))) => *m,
+        _ => spec.k,
+    }
+}
+
+/// Adds each replicate's `Σ w_r a` over the records `idx` of a stretch
+/// (their vectors `a`, `k` a record), all of one group, into `reps`
+/// (`k` a replicate): block by block of records, each block's vectors
+/// transposed, so each sum is a dot product over the block.
+fn replicate_block(
+    reps: &mut [f64],
+    (a, k): (&[f64], usize),
+    idx: &[usize],
+    rows: &FoldRows<'_>,
+    at: &Places,
+) {
+    const BLOCK: usize = 512;
+    let (mut tr, mut wb) = (Vec::with_capacity(BLOCK * k), Vec::with_capacity(BLOCK));
+    for start in (0..idx.len()).step_by(BLOCK) {
+        let end = (start + BLOCK).min(idx.len());
+        let len = end - start;
+        tr.clear();
+        for j in 0..k {
+            tr.extend((start..end).map(|r| a[r * k + j]));
+        }
+        for (rep, col) in at.replicates.clone().enumerate() {
+            let wr = &rows.values[col];
+            // The block's weights: a stretch of the column when its
+            // records are (every record complete), else gathered.
+            let (first, last) = (idx[start], idx[end - 1]);
+            let w: &[f64] =
+                if last - first + 1 == len && !wr[first..=last].iter().any(|w| w.is_nan()) {
+                    &wr[first..=last]
+                } else {
+                    wb.clear();
+                    // A missing replicate weight adds nothing.
+                    wb.extend(idx[start..end].iter().map(|&i| match wr[i] {
+                        w if w.is_nan() => 0.0,
+                        w => w,
+                    }));
+                    &wb
+                };
+            for (j, s) in reps[rep * k..(rep + 1) * k].iter_mut().enumerate() {
+                *s += dot(w, &tr[j * len..(j + 1) * len]);
+            }
+        }
+    }
+}
+
+/// `Σ x_i y_i`, in eight lanes (so it vectorizes), with fused
+/// multiply-adds where the processor has them.
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the processor has the features the function is
+        // compiled for (checked just above).
+        return unsafe { dot_fma(x, y) };
+    }
+    dot_lanes(x, y)
+}
+
+/// [`dot`] compiled for AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_fma(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = [0.0f64; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let tail: f64 = xc
+        .remainder()
+        .iter()
+        .zip(yc.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (a, b) in xc.zip(yc) {
+        for l in 0..8 {
+            s[l] = a[l].mul_add(b[l], s[l]);
+        }
+    }
+    s.iter().sum::<f64>() + tail
+}
+
+/// [`dot`] on any processor.
+fn dot_lanes(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = [0.0; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let tail: f64 = xc
+        .remainder()
+        .iter()
+        .zip(yc.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (a, b) in xc.zip(yc) {
+        for l in 0..8 {
+            s[l] += a[l] * b[l];
+        }
+    }
+    s.iter().sum::<f64>() + tail
 }
 
 /// The slot of group `g` in [`State::strata`].
@@ -175,7 +377,8 @@ impl State {
             at: at.clone(),
             groups: Vec::new(),
             all: Group::default(),
-            strata: Vec::new(),
+            strata: StrataSums::new(m_of(spec), spec.full),
+            sum: Vec::new(),
             open: HashMap::new(),
             unknown: 0,
         }
@@ -210,76 +413,60 @@ impl State {
     }
 
     /// A PSU's totals into its stratum's sums, group by group (and, with
-    /// [`Spec::all`], their sum into the group of all).
-    fn close(&mut self, h: usize, run: &[(u32, Vec<f64>)]) {
-        if self.spec.all && run.len() > 1 {
-            let mut sum = vec![0.0; run[0].1.len()];
-            for (_, u) in run {
-                add(&mut sum, u);
-            }
-            self.close_group(h, ALL, &sum);
-            for (g, u) in run {
-                self.close_group(h, *g, u);
-            }
-        } else {
-            for (g, u) in run {
-                self.close_one(h, *g, u);
-            }
-        }
-    }
-
-    /// One group's PSU total (and, with [`Spec::all`], the same into the
-    /// group of all: the PSU holds no other group's records).
-    fn close_one(&mut self, h: usize, g: u32, u: &[f64]) {
+    /// [`Spec::all`], their sum into the group of all): its groups and
+    /// per group its total (`m` numbers a group, flat).
+    fn close(&mut self, h: usize, groups: &[u32], u: &[f64]) {
+        let m = self.strata.m;
         if self.spec.all {
-            self.close_group(h, ALL, u);
-        }
-        self.close_group(h, g, u);
-    }
-
-    fn close_group(&mut self, h: usize, g: u32, u: &[f64]) {
-        let full = self.spec.full;
-        let m = u.len();
-        let sl = slot(g);
-        if self.strata.len() <= sl {
-            self.strata.resize(sl + 1, Vec::new());
-        }
-        let by = &mut self.strata[sl];
-        if by.len() <= h {
-            by.resize(h + 1, Strata::default());
-        }
-        let s = &mut by[h];
-        if s.s1.is_empty() {
-            s.s1 = vec![0.0; m];
-            s.s2 = vec![0.0; if full { m * m } else { m }];
-        }
-        s.psus += 1;
-        add(&mut s.s1, u);
-        if full {
-            for r in 0..m {
-                for c in 0..m {
-                    s.s2[r * m + c] += u[r] * u[c];
+            if groups.len() > 1 {
+                let mut sum = std::mem::take(&mut self.sum);
+                sum.clear();
+                sum.extend_from_slice(&u[..m]);
+                for v in u[m..].chunks_exact(m) {
+                    add(&mut sum, v);
                 }
+                self.strata.close(0, h, &sum);
+                self.sum = sum;
+            } else {
+                self.strata.close(0, h, &u[..m]);
             }
-        } else {
-            for (s2, x) in s.s2.iter_mut().zip(u) {
-                *s2 += x * x;
-            }
+        }
+        for (g, v) in groups.iter().zip(u.chunks_exact(m)) {
+            self.strata.close(slot(*g), h, v);
         }
     }
 
     fn end_run(&mut self, run: &mut Run, contiguous: bool) {
         let Some(key) = run.key.take() else { return };
-        let used = std::mem::take(&mut run.used);
         if contiguous && !run.first {
-            self.close(key.0, &run.u[..used]);
+            self.close(key.0, &run.groups, &run.u);
         } else {
+            let m = self.strata.m;
             let e = self.open.entry(key).or_default();
-            for (g, v) in &run.u[..used] {
+            for (g, v) in run.groups.iter().zip(run.u.chunks_exact(m)) {
                 add_to(e, *g, v);
             }
         }
+        run.groups.clear();
+        run.u.clear();
         run.first = false;
+    }
+
+    /// Closes the PSUs kept open by key.
+    fn close_open(&mut self) {
+        let mut open: Vec<_> = std::mem::take(&mut self.open).into_iter().collect();
+        // In key order, so the sums do not depend on the hash map's.
+        open.sort_unstable_by_key(|e| e.0);
+        let (mut groups, mut u) = (Vec::new(), Vec::new());
+        for ((h, _), totals) in open {
+            groups.clear();
+            u.clear();
+            for (g, v) in totals {
+                groups.push(g);
+                u.extend_from_slice(&v);
+            }
+            self.close(h, &groups, &u);
+        }
     }
 
     /// Record `i`'s stratum (`None`: in none the design knows).
@@ -302,24 +489,29 @@ impl FoldState for State {
         let (k, nv) = (spec.k, spec.values);
         let mut vals = vec![0.0; nv];
         // The stretch's complete records: cell, position, weight, vector.
-        let mut cells: Vec<usize> = Vec::new();
-        let mut idx = Vec::new();
-        let mut ws = Vec::new();
-        let mut a = Vec::new();
-        let mut one = vec![0.0; k];
+        let n = rows.cells.len();
+        let mut cells: Vec<usize> = Vec::with_capacity(n);
+        let mut idx = Vec::with_capacity(n);
+        let mut ws = Vec::with_capacity(n);
+        let mut a = vec![0.0; n * k];
+        let mut r = 0;
         for (i, &cell) in rows.cells.iter().enumerate() {
             for (j, v) in vals.iter_mut().enumerate() {
                 *v = rows.values[j][i];
             }
             let w = at.weight.map_or(1.0, |j| rows.values[j][i]);
-            if w.is_nan() || (spec.skip_zero && w == 0.0) || !(spec.record)(&vals, &mut one) {
+            if w.is_nan()
+                || (spec.skip_zero && w == 0.0)
+                || !(spec.record)(&vals, &mut a[r * k..(r + 1) * k])
+            {
                 continue;
             }
             cells.push(cell as usize);
             idx.push(i);
             ws.push(w);
-            a.extend_from_slice(&one);
+            r += 1;
         }
+        a.truncate(r * k);
         // Every group of the stretch made once: the loops below index them.
         if let Some(&max) = cells.iter().max() {
             self.group(max as u32);
@@ -336,7 +528,11 @@ impl FoldState for State {
                 *t += w * x;
             }
         }
-        if spec.replicates {
+        if spec.replicates && cells.iter().all(|&c| Some(&c) == cells.first()) {
+            if let Some(&c) = cells.first() {
+                replicate_block(&mut self.groups[c].reps, (&a, k), &idx, rows, &at);
+            }
+        } else if spec.replicates {
             // Replicate by replicate, so each weight column is read in order.
             for (rep, col) in at.replicates.clone().enumerate() {
                 let wr = &rows.values[col];
@@ -357,8 +553,8 @@ impl FoldState for State {
         };
         let mut run = Run {
             key: None,
+            groups: Vec::new(),
             u: Vec::new(),
-            used: 0,
             first: true,
         };
         let m = how.as_ref().map_or(k, |h| h.1);
@@ -379,7 +575,7 @@ impl FoldState for State {
             }
             match at.cluster {
                 // Every record its own PSU: closed at once.
-                None => self.close_one(h, c as u32, &u),
+                None => self.close(h, &[c as u32], &u),
                 Some(j) => {
                     let psu = rows.values[j][i].to_bits();
                     if run.key != Some((h, psu)) {
@@ -408,26 +604,7 @@ impl FoldState for State {
             }
         }
         self.unknown += o.unknown;
-        if o.strata.len() > self.strata.len() {
-            self.strata.resize(o.strata.len(), Vec::new());
-        }
-        for (mine, theirs) in self.strata.iter_mut().zip(o.strata) {
-            if theirs.len() > mine.len() {
-                mine.resize(theirs.len(), Strata::default());
-            }
-            for (a, b) in mine.iter_mut().zip(theirs) {
-                if b.s1.is_empty() {
-                    continue;
-                }
-                if a.s1.is_empty() {
-                    *a = b;
-                    continue;
-                }
-                add(&mut a.s1, &b.s1);
-                add(&mut a.s2, &b.s2);
-                a.psus += b.psus;
-            }
-        }
+        self.strata.absorb(&o.strata);
         for (key, u) in o.open {
             let e = self.open.entry(key).or_default();
             for (g, v) in u {
@@ -691,9 +868,7 @@ fn finish(
     let mut psus = Vec::new();
     let cov = match &spec.taylor {
         Some(how) => {
-            for ((h, _), u) in std::mem::take(&mut st.open) {
-                st.close(h, &u);
-            }
+            st.close_open();
             let m = how.as_ref().map_or(k, |h| h.1);
             let n = records as f64;
             let (coef, average) = match coef {
@@ -705,10 +880,10 @@ fn finish(
             (0..=cells)
                 .map(|g| {
                     let g = if g == cells { ALL } else { g as u32 };
-                    let by: &[Strata] = st.strata.get(slot(g)).map_or(&[], |v| &v[..]);
-                    let s = by.iter().filter(|s| s.psus > 0);
+                    let by = || st.strata.slot(slot(g));
+                    let s = by().filter(|s| s.psus > 0);
                     psus.push(s.fold((0, 0), |(p, h), s| (p + s.psus, h + 1)));
-                    covariance(by, (m, spec.full), (&coef, &average))
+                    covariance(by(), (m, spec.full), (&coef, &average))
                 })
                 .collect()
         }
@@ -726,14 +901,14 @@ fn finish(
 
 /// A group's `Σ_h c_h S2_h − d_h S1_h S1_h'` (its strata's sums), scaled up for strata
 /// whose lonely PSU is averaged (as [`crate::model`]'s sandwich).
-fn covariance(
-    strata: &[Strata],
+fn covariance<'a>(
+    strata: impl Iterator<Item = Stratum<'a>>,
     (m, full): (usize, bool),
     (coef, average): (&[[f64; 2]], &[bool]),
 ) -> Vec<f64> {
     let mut v = vec![0.0; if full { m * m } else { m }];
     let (mut count, mut with_var) = (0usize, 0usize);
-    for (h, s) in strata.iter().enumerate().filter(|(_, s)| s.psus > 0) {
+    for (h, s) in strata.enumerate().filter(|(_, s)| s.psus > 0) {
         count += 1;
         with_var += usize::from(!average.get(h).copied().unwrap_or(false));
         let [c, d] = coef[h];
@@ -744,7 +919,7 @@ fn covariance(
                 }
             }
         } else {
-            for ((v, s2), s1) in v.iter_mut().zip(&s.s2).zip(&s.s1) {
+            for ((v, s2), s1) in v.iter_mut().zip(s.s2).zip(s.s1) {
                 *v += c * s2 - d * s1 * s1;
             }
         }

@@ -272,6 +272,93 @@ impl TestPart {
     }
 }
 
+/// Each group's domain (its categories' displayed values; none: all
+/// groups) `[PSUs, strata]`, from the means query's counts of them.
+pub(crate) type DomainsByKey = HashMap<Vec<String>, [u64; 2]>;
+
+/// The domains' counts of the means query's `cube` by group.
+pub(crate) fn keyed_domains(
+    cube: &microtab_engine::Cube,
+    d: &microtab_engine::Domains,
+) -> DomainsByKey {
+    let shape: Vec<usize> = cube.dims.iter().map(|d| d.categories.len()).collect();
+    let mut out: DomainsByKey = d
+        .cell
+        .iter()
+        .enumerate()
+        .map(|(c, &n)| {
+            let key = microtab_engine::unravel(c, &shape)
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| cube.dims[k].categories[i].display.clone())
+                .collect();
+            (key, n)
+        })
+        .collect();
+    out.insert(Vec::new(), d.all);
+    out
+}
+
+/// Under a Taylor design, the tests of the means answer `m` (its groups'
+/// means and SEs in `spread`) on each group's domain's degrees of
+/// freedom, which the means query counted (`domains`): R's `degf()` of
+/// the design subset to the group, less one.
+pub(crate) fn of_domains(
+    req: &Request,
+    value: f64,
+    m: &crate::Means,
+    spread: &Spread,
+    domains: &DomainsByKey,
+) -> Result<MeanTests> {
+    let test = |cats: Vec<Category>| -> Option<MeanTest> {
+        let key: Vec<String> = cats.iter().map(|c| c.display.clone()).collect();
+        let known = spread.get(&key)?;
+        let [p, h] = *domains.get(&key)?;
+        let df = p as f64 - h as f64 - 1.0;
+        tested(cats, (known.mean?, known.se, df), (value, req.level))
+    };
+    let groups = m
+        .groups()
+        .filter_map(|g| test(g.by.iter().map(|&c| c.clone()).collect()))
+        .collect();
+    let total = test(Vec::new()).ok_or(crate::Error::NoRecords)?;
+    Ok(MeanTests {
+        value,
+        groups,
+        total,
+        method: "linearization".to_string(),
+    })
+}
+
+/// A group's test of its `mean` (with its `se`) against `value` on `df`.
+fn tested(
+    cats: Vec<Category>,
+    (mean, se, df): (f64, Option<f64>, f64),
+    (value, level): (f64, f64),
+) -> Option<MeanTest> {
+    Some(MeanTest {
+        by: cats,
+        mean,
+        df,
+        // Without degrees of freedom (a domain in one PSU), the
+        // difference and its SE but no test or interval.
+        inference: se.map(|se| {
+            if df > 0.0 {
+                inference(mean - value, se, df, level)
+            } else {
+                Inference {
+                    estimate: mean - value,
+                    se,
+                    t: f64::NAN,
+                    p: f64::NAN,
+                    lo: f64::NAN,
+                    hi: f64::NAN,
+                }
+            }
+        }),
+    })
+}
+
 /// The tests from the sums, the replicate domains' df (`ranks`: per
 /// cell and of all), and the means answer's `spread`.
 fn build(
@@ -318,27 +405,7 @@ fn build(
             };
             (known.mean?, known.se, df)
         };
-        Some(MeanTest {
-            by: cats,
-            mean,
-            df,
-            // Without degrees of freedom (a domain in one PSU), the
-            // difference and its SE but no test or interval.
-            inference: se.map(|se| {
-                if df > 0.0 {
-                    inference(mean - value, se, df, level)
-                } else {
-                    Inference {
-                        estimate: mean - value,
-                        se,
-                        t: f64::NAN,
-                        p: f64::NAN,
-                        lo: f64::NAN,
-                        hi: f64::NAN,
-                    }
-                }
-            }),
-        })
+        tested(cats, (mean, se, df), (value, level))
     };
     let groups = sums
         .groups

@@ -131,6 +131,15 @@ fn partial_with<R>(
             "a fold of the caller's sums has no partial result".into(),
         ));
     }
+    if q.taylor
+        .as_ref()
+        .is_some_and(|t| t.domains || t.times.is_some())
+    {
+        return Err(Error::Invalid(
+            "the Taylor domains' counts and sums of a variable's totals have no partial result"
+                .into(),
+        ));
+    }
     let edges = taylor_edges(ds, q)?;
     execute(ds, q, opts, true, |s| {
         let plan = s.plan;
@@ -230,6 +239,9 @@ struct Columns {
     strata: Option<Column>,
     cluster: Option<Column>,
     split: Option<Column>,
+    /// The variable whose totals the Taylor sums take in place of the
+    /// weight's ([`crate::TaylorQuery::times`]).
+    times: Option<Column>,
     /// A fold's variables.
     values: Vec<Column>,
 }
@@ -245,6 +257,7 @@ impl Columns {
             .chain(self.replicates.iter())
             .chain(self.strata.iter())
             .chain(self.cluster.iter())
+            .chain(self.times.iter())
             .chain(self.split.iter())
             .chain(self.values.iter())
             .collect()
@@ -322,6 +335,17 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
         .iter()
         .cloned()
         .chain(specs.iter().filter_map(|s| s.valid.clone()))
+        // A record counts only with a value of the Taylor sums' variable.
+        .chain(
+            q.taylor
+                .as_ref()
+                .and_then(|t| t.times.as_ref())
+                .map(|v| crate::Term {
+                    var: v.clone(),
+                    cond: crate::Cond::Set(vec![crate::Item::Range(None, None)]),
+                    text: format!("{v}(*-*)"),
+                }),
+        )
         .collect();
     let filter_cols = open_all(&mut terms.iter().map(|t| t.var.as_str()))?;
     let mut c = Columns {
@@ -334,6 +358,7 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
         strata: None,
         cluster: None,
         split: None,
+        times: None,
         values: match &q.fold {
             Some(f) => open_all(&mut f.values.iter().map(|n| n.as_str()))?,
             None => Vec::new(),
@@ -346,6 +371,18 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
         numeric(w.var(), "a weight")?;
     }
     (c.strata, c.cluster) = taylor_columns(ds, q, &c, partial)?;
+    if let Some(t) = &q.taylor {
+        if t.times.is_some() && (t.scores.is_some() || t.domains) {
+            return Err(Error::Invalid(
+                "the Taylor sums of a variable's totals go with neither linear scores nor the domains' counts".into(),
+            ));
+        }
+        if let Some(v) = &t.times {
+            let col = ds.column(v)?;
+            numeric(col.var(), "a Taylor sums' variable")?;
+            c.times = Some(col);
+        }
+    }
     if let Some(s) = &q.split {
         let col = ds.column(&s.var)?;
         numeric(col.var(), "a split variable")?;
@@ -373,9 +410,12 @@ fn resolve_filters(
     terms: Vec<crate::Term>,
     cols: Vec<Column>,
 ) -> Result<Vec<(Column, Predicate)>> {
+    // The Taylor domains count records lacking the analysis value: a
+    // filter on it is kept for them.
+    let domains = q.taylor.as_ref().is_some_and(|t| t.domains);
     let excluded_anyway = |v: &microtab_store::Variable| {
         let is = |c: &Option<Column>| c.as_ref().is_some_and(|c| c.var().name == v.name);
-        is(&c.measure)
+        (is(&c.measure) && !domains)
             || is(&c.weight)
             || (!q.include_missing && c.dims.iter().any(|c| c.var().name == v.name))
     };
@@ -508,6 +548,7 @@ fn physical_plan<'a>(
         replicates: c.replicates.iter().map(|col| d.slot(col)).collect(),
         strata: c.strata.as_ref().map(|col| d.slot(col)),
         cluster: c.cluster.as_ref().map(|col| d.slot(col)),
+        times: c.times.as_ref().map(|col| d.slot(col)),
         split: c.split.as_ref().map(|col| d.slot(col)),
         values: c.values.iter().map(|col| d.slot(col)).collect(),
     };
@@ -532,7 +573,15 @@ fn physical_plan<'a>(
         && replicates_exact(&replicates, x, kernel.sums() == SumsKind::Exact, rows);
     let taylor = q.taylor.as_ref().map(|t| {
         let ws = w.map_or(1.0, |c| c.var().scale());
-        crate::taylor::TaylorPlan::new(t, plans, cells, c.strata.as_ref(), x.map(|c| c.var()), ws)
+        let tvar = c.times.as_ref().map(|c| c.var());
+        crate::taylor::TaylorPlan::new(
+            t,
+            plans,
+            cells,
+            c.strata.as_ref(),
+            (x.map(|c| c.var()), tvar),
+            ws,
+        )
     });
     let plan = Plan {
         cells,

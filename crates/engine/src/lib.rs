@@ -98,8 +98,8 @@ pub use quantile::Distribution;
 pub use query::{Margin, Query, Scores, Split, TaylorQuery};
 pub use recode::{check_values, parse_dim, parse_dim_in, DimSpec, Group};
 pub use taylor::{
-    unite_strata, MarginCov, PartEntries, PartScores, PartStratum, TaylorCells, TaylorPartial,
-    MAX_FULL,
+    unite_strata, Domains, MarginCov, PartEntries, PartScores, PartStratum, TaylorCells,
+    TaylorPartial, MAX_FULL,
 };
 pub use top::{top_values, value_counts, value_key, TopValues, ValueCounts, MAX_KEYS};
 pub use value::{Category, Value};

@@ -83,6 +83,22 @@ pub struct TaylorQuery {
     /// few numbers per stratum whatever the cells), and the cells'
     /// variances are NaN.
     pub scores: Option<Scores>,
+    /// Count each cell's domain, as R's `degf()` of the design subset to
+    /// it: its PSUs with a record of non-zero weight, and their strata,
+    /// records whose analysis value is missing included (R's `svyttest`
+    /// of a mean with `na.rm = TRUE` tests on the subset's `degf`), into
+    /// [`TaylorCells::domains`](crate::TaylorCells::domains). Not with a
+    /// partial result.
+    pub domains: bool,
+    /// The Taylor sums take `w·v` in place of the weight `w`, `v` this
+    /// numeric variable: each cell's `W` is then the total of `v`, and its
+    /// variances those of the totals of `v` and of the analysis variable
+    /// and their covariance (a ratio of two totals'). Records whose `v`
+    /// is missing are not counted (in the cube either); the analysis
+    /// variable is not shifted; the domains' PSUs count those with a
+    /// record of non-zero `w·v`. Not with linear scores, the domains'
+    /// counts or a partial result.
+    pub times: Option<String>,
 }
 
 /// A vector of linear scores: each record adds `w·a + w·x·b` to its PSU's

@@ -56,6 +56,20 @@ pub struct TaylorCells {
     pub domain_psus: u64,
     /// Strata with records counted.
     pub domain_strata: u64,
+    /// With [`TaylorQuery::domains`]: per cell and over all, the domain's
+    /// PSUs and strata.
+    pub domains: Option<Domains>,
+}
+
+/// The PSUs with a record of non-zero weight and their strata, per cell
+/// (as the cube's cells) and over all cells: each domain's `degf()` is
+/// their difference. Records whose analysis value is missing count.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Domains {
+    /// Per cell, `[PSUs, strata]`.
+    pub cell: Vec<[u64; 2]>,
+    /// Over all cells.
+    pub all: [u64; 2],
 }
 
 /// The covariances of a margin's totals.
@@ -118,6 +132,10 @@ pub(crate) struct TaylorPlan<'a> {
     /// tables): each stratum keeps its score total instead of its totals
     /// per cell, and the cells' variances are not computed (NaN).
     scores_only: bool,
+    /// Count the cells' domains ([`TaylorQuery::domains`]).
+    pub(crate) domains: bool,
+    /// With [`TaylorQuery::times`], its variable's `10^decimals`.
+    times: Option<f64>,
 }
 
 /// Each planned cell's index over the dimensions `keep` selects (and its
@@ -160,10 +178,19 @@ impl<'a> TaylorPlan<'a> {
         plans: &[DimPlan],
         cells: usize,
         strata: Option<&'a Column>,
-        measure: Option<&microtab_store::Variable>,
+        (measure, times): (
+            Option<&microtab_store::Variable>,
+            Option<&microtab_store::Variable>,
+        ),
         wscale: f64,
     ) -> Arc<Self> {
-        Arc::new(Self::build(q, plans, cells, strata, measure, wscale))
+        let mut p = Self::build(q, plans, cells, strata, measure, wscale);
+        if let Some(v) = times {
+            // `Y` and the totals of `v` are compared unshifted.
+            p.shift = 0.0;
+            p.times = Some(v.scale());
+        }
+        Arc::new(p)
     }
 
     fn build(
@@ -226,6 +253,8 @@ impl<'a> TaylorPlan<'a> {
             scores: None,
             raw_scores: None,
             scores_only: false,
+            domains: q.domains,
+            times: None,
         }
         .with_scores(q.scores.as_ref().map(|sc| score_table(sc, plans, cells)), {
             let xs = measure.map_or(1.0, |v| v.scale());
@@ -336,6 +365,155 @@ pub(crate) struct TaylorAcc {
     y: Vec<f64>,
     s: Vec<i64>,
     c: Vec<i64>,
+    /// The values of [`TaylorQuery::times`]' variable.
+    t: Vec<f64>,
+    /// The domains' counts ([`TaylorPlan::domains`]).
+    dom: Option<DomainCounts>,
+}
+
+/// A PSU entry's cell with this bit set marks a record of non-zero weight
+/// whose analysis value is missing: it counts for its cell's domain and
+/// adds nothing else. Entries sort by cell, so a PSU's marks come last.
+const MARK: u32 = 1 << 31;
+
+/// The domains' counts of a worker.
+#[derive(Debug, Clone)]
+struct DomainCounts {
+    /// Per planned cell, its PSUs; and over all.
+    psus: Vec<u64>,
+    all_psus: u64,
+    /// The (stratum, cell) pairs seen (`h · (cells + 1) + c`): a bit each
+    /// when dense, else a set; and the strata seen over all.
+    seen: Seen,
+    all_seen: Vec<u64>,
+    /// Per planned cell, the last PSU that counted it (PSUs numbered as
+    /// they close).
+    stamp: Vec<u64>,
+    psu: u64,
+    /// The cells of the PSU being closed whose records of non-zero weight
+    /// lack the analysis value (PSUs closed within a morsel; those kept
+    /// by key carry them as marked entries).
+    pending: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+enum Seen {
+    Bits(Vec<u64>),
+    Set(std::collections::HashSet<u64>),
+}
+
+impl Seen {
+    fn insert(&mut self, i: u64) {
+        match self {
+            Seen::Bits(b) => b[(i / 64) as usize] |= 1 << (i % 64),
+            Seen::Set(s) => {
+                s.insert(i);
+            }
+        }
+    }
+
+    fn for_each(&self, mut f: impl FnMut(u64)) {
+        match self {
+            Seen::Bits(b) => {
+                for (w, &bits) in b.iter().enumerate() {
+                    let mut x = bits;
+                    while x != 0 {
+                        let t = x.trailing_zeros() as u64;
+                        f(w as u64 * 64 + t);
+                        x &= x - 1;
+                    }
+                }
+            }
+            Seen::Set(s) => s.iter().for_each(|&i| f(i)),
+        }
+    }
+
+    fn merge(&mut self, o: Seen) {
+        match (self, o) {
+            (Seen::Bits(a), Seen::Bits(b)) => a.iter_mut().zip(b).for_each(|(x, y)| *x |= y),
+            (Seen::Set(a), Seen::Set(b)) => a.extend(b),
+            _ => unreachable!("one plan, one kind of set"),
+        }
+    }
+}
+
+impl DomainCounts {
+    fn new(p: &TaylorPlan<'_>) -> Self {
+        let n = p.cells + 1;
+        let pairs = p.keys.len().max(1) * n;
+        DomainCounts {
+            psus: vec![0; n],
+            all_psus: 0,
+            seen: if p.dense {
+                Seen::Bits(vec![0; pairs.div_ceil(64)])
+            } else {
+                Seen::Set(Default::default())
+            },
+            all_seen: vec![0; p.keys.len().max(1).div_ceil(64)],
+            stamp: vec![u64::MAX; n],
+            psu: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Counts one whole PSU of stratum `h` (entries combined by cell,
+    /// marks last).
+    fn count(&mut self, n: usize, h: usize, z: &[(u32, f64, f64, f64)]) {
+        self.psu += 1;
+        let mut any = false;
+        let live = z
+            .iter()
+            .filter(|e| e.0 & MARK != 0 || e.1 != 0.0)
+            .map(|e| e.0 & !MARK)
+            .chain(self.pending.drain(..));
+        for c in live {
+            if self.stamp[c as usize] != self.psu {
+                self.stamp[c as usize] = self.psu;
+                self.psus[c as usize] += 1;
+                self.seen.insert((h * n) as u64 + u64::from(c));
+                any = true;
+            }
+        }
+        if any {
+            self.all_psus += 1;
+            self.all_seen[h / 64] |= 1 << (h % 64);
+        }
+    }
+
+    fn merge(&mut self, o: DomainCounts) {
+        self.psus.iter_mut().zip(&o.psus).for_each(|(a, b)| *a += b);
+        self.all_psus += o.all_psus;
+        self.seen.merge(o.seen);
+        self.all_seen
+            .iter_mut()
+            .zip(&o.all_seen)
+            .for_each(|(a, b)| *a |= b);
+    }
+
+    /// Per compacted cell and over all, `[PSUs, strata]`.
+    fn finish(
+        &self,
+        p: &TaylorPlan<'_>,
+        layout: &Layout,
+        counted: &impl Fn(usize) -> bool,
+    ) -> Domains {
+        let n = p.cells + 1;
+        let mut strata = vec![0u64; n];
+        self.seen.for_each(|i| strata[(i % n as u64) as usize] += 1);
+        let mut cell = vec![[0, 0]; layout.total];
+        for c in (0..p.cells).filter(|&c| counted(c)) {
+            cell[layout.dst(c)] = [self.psus[c], strata[c]];
+        }
+        let all_strata = self
+            .all_seen
+            .iter()
+            .map(|b| u64::from(b.count_ones()))
+            .sum();
+        Domains {
+            cell,
+            all: [self.all_psus, all_strata],
+        }
+    }
 }
 
 fn to_f64(d: ColumnData<'_>, r: std::ops::Range<usize>, out: &mut Vec<f64>) {
@@ -457,26 +635,31 @@ impl TaylorAcc {
             y: Vec::new(),
             s: Vec::new(),
             c: Vec::new(),
+            t: Vec::new(),
+            dom: p.domains.then(|| DomainCounts::new(p)),
         })
     }
 
     /// Adds the rows `r` of a morsel: `idx` their cells (`trash` and
     /// beyond: not counted), `w` the weight column, `x` the analysis
-    /// variable's, `s`/`c` the strata and cluster columns.
+    /// variable's and [`TaylorQuery::times`]' (`v`, whose `w·v` take the
+    /// weight's place), `s`/`c` the strata and cluster columns; with
+    /// [`TaylorPlan::domains`], `pre` their cells before the analysis
+    /// variable's missing values were left out.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn morsel(
         &mut self,
         p: &TaylorPlan<'_>,
-        idx: &[u32],
+        (idx, pre): (&[u32], Option<&[u32]>),
         trash: u32,
         w: ColumnData<'_>,
-        x: Option<ColumnData<'_>>,
+        (x, v): (Option<ColumnData<'_>>, Option<ColumnData<'_>>),
         s: Option<ColumnData<'_>>,
         c: Option<ColumnData<'_>>,
         r: std::ops::Range<usize>,
     ) {
         let n = r.len();
-        if !idx[..n].iter().any(|&i| i < trash) {
+        if !pre.unwrap_or(idx)[..n].iter().any(|&i| i < trash) {
             return;
         }
         to_f64(w, r.clone(), &mut self.w);
@@ -490,6 +673,14 @@ impl TaylorAcc {
             None => {
                 self.y.clear();
                 self.y.resize(n, 0.0);
+            }
+        }
+        if let (Some(v), Some(vs)) = (v, p.times) {
+            // After `y`, which is of the weight alone; `v` in displayed
+            // units, so `w·v` is in the weight's.
+            to_f64(v, r.clone(), &mut self.t);
+            for (w, t) in self.w.iter_mut().zip(&self.t) {
+                *w *= t / vs;
             }
         }
         match s {
@@ -514,13 +705,23 @@ impl TaylorAcc {
                 }
             }
             z.clear();
+            let kept = clustered && (!p.contiguous || start == 0 || end == n);
             for (j, &i) in idx.iter().enumerate().take(end).skip(start) {
                 if i < trash {
                     z.push((i, self.w[j], self.y[j], 1.0));
+                } else if let (Some(pre), Some(d)) = (pre, self.dom.as_mut()) {
+                    // The analysis value missing: its cell's domain.
+                    if pre[j] < trash && self.w[j] != 0.0 {
+                        match kept {
+                            true => z.push((pre[j] | MARK, 0.0, 0.0, 0.0)),
+                            false => d.pending.push(pre[j]),
+                        }
+                    }
                 }
             }
-            if !z.is_empty() {
-                if clustered && (!p.contiguous || start == 0 || end == n) {
+            let pending = self.dom.as_ref().is_some_and(|d| !d.pending.is_empty());
+            if !z.is_empty() || pending {
+                if kept {
                     self.frags
                         .entry((self.s[start], self.c[start]))
                         .or_default()
@@ -529,7 +730,12 @@ impl TaylorAcc {
                     combine(&mut z);
                     match p.stratum(self.s[start]) {
                         Some(h) => self.close(p, h, &z),
-                        None => self.unknown += (end - start) as u64,
+                        None => {
+                            self.unknown += (end - start) as u64;
+                            if let Some(d) = self.dom.as_mut() {
+                                d.pending.clear();
+                            }
+                        }
                     }
                 }
             }
@@ -541,6 +747,18 @@ impl TaylorAcc {
     /// Adds one whole PSU of stratum `h` (entries combined by cell).
     fn close(&mut self, p: &TaylorPlan<'_>, h: usize, z: &[(u32, f64, f64, f64)]) {
         let n = p.cells + 1;
+        let z = match &mut self.dom {
+            Some(d) => {
+                d.count(n, h, z);
+                // Marks last: the rest is the PSU's counted records.
+                let z = &z[..z.partition_point(|e| e.0 & MARK == 0)];
+                if z.is_empty() {
+                    return;
+                }
+                z
+            }
+            None => z,
+        };
         // R's degf() counts the PSUs (and strata) with a record of
         // non-zero weight.
         let live = z.iter().any(|e| e.1 != 0.0);
@@ -678,6 +896,9 @@ impl TaylorAcc {
         add(&mut self.full, &o.full);
         add(&mut self.scores, &o.scores);
         self.psus += o.psus;
+        if let (Some(a), Some(b)) = (self.dom.as_mut(), o.dom) {
+            a.merge(b);
+        }
         match (&mut self.strata, o.strata) {
             (StrataSums::Dense(a), StrataSums::Dense(b)) => add3(a, &b),
             (StrataSums::Sparse(a), StrataSums::Sparse(b)) => {
@@ -712,9 +933,11 @@ impl TaylorAcc {
         let strata = self.strata_counted(p);
         let avg = self.subtract_strata(p);
         let psus = self.psus;
+        let domains = self.dom.as_ref().map(|d| d.finish(p, layout, &counted));
         TaylorCells {
             domain_psus: psus,
             domain_strata: strata,
+            domains,
             ..self.into_cells(p, layout, counted, scales, &avg)
         }
     }
@@ -864,6 +1087,7 @@ impl TaylorAcc {
                 scores,
                 domain_psus: 0,
                 domain_strata: 0,
+                domains: None,
             };
         }
         let mut cell = vec![[0.0; 3]; total];
@@ -963,6 +1187,7 @@ impl TaylorAcc {
             scores,
             domain_psus: 0,
             domain_strata: 0,
+            domains: None,
         }
     }
 }
@@ -1716,6 +1941,8 @@ impl TaylorPartial {
                 Vec::new()
             },
             scores: None,
+            domains: false,
+            times: None,
         };
         let mut p = TaylorPlan::build(&q, plans, cells, None, None, 1.0);
         p.shift = self.shift;

@@ -6,7 +6,7 @@
 //! (cut by a range's edge, or not contiguous) kept open by key until the
 //! parts are merged.
 
-use super::{PsuTotals, State, Strata, ALL};
+use super::{PsuTotals, State, ALL};
 use crate::sums::{Group, Spec, Sums};
 use microtab_engine::{Category, PartStratum};
 use serde::{Deserialize, Serialize};
@@ -138,15 +138,17 @@ impl SumsPart {
             categories,
             groups: st.groups.iter().map(group).collect(),
             strata,
-            sums: st
-                .strata
-                .iter()
-                .map(|by| {
-                    by.iter()
-                        .map(|s| PartStrata {
-                            s1: s.s1.clone(),
-                            s2: s.s2.clone(),
-                            psus: s.psus,
+            sums: (0..st.strata.slots())
+                .map(|sl| {
+                    st.strata
+                        .slot(sl)
+                        .map(|s| match s.psus {
+                            0 => PartStrata::default(),
+                            psus => PartStrata {
+                                s1: s.s1.to_vec(),
+                                s2: s.s2.to_vec(),
+                                psus,
+                            },
                         })
                         .collect()
                 })
@@ -314,19 +316,11 @@ impl SumsPart {
                 reps: g.reps,
             })
             .collect();
-        st.strata = self
-            .sums
-            .into_iter()
-            .map(|by| {
-                by.into_iter()
-                    .map(|s| Strata {
-                        s1: s.s1,
-                        s2: s.s2,
-                        psus: s.psus,
-                    })
-                    .collect()
-            })
-            .collect();
+        for (sl, by) in self.sums.iter().enumerate() {
+            for (h, s) in by.iter().enumerate().filter(|(_, s)| s.psus > 0) {
+                st.strata.set(sl, h, (s.psus, &s.s1, &s.s2));
+            }
+        }
         st.open = self
             .open
             .into_iter()

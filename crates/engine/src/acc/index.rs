@@ -63,6 +63,24 @@ impl Rows {
         self
     }
 
+    /// The cells of rows `r` as [`index`](Self::index) gives them, less
+    /// the rows whose weight is missing (the analysis variable's missing
+    /// values kept).
+    pub(crate) fn index_weighted(&mut self, m: &Morsel<'_, '_>) -> &[u32] {
+        self.index(m);
+        let (p, data, r) = (m.p, m.data, &m.r);
+        load!(
+            p.weight.as_ref(),
+            p.slots.weight,
+            data,
+            r,
+            load_values,
+            &mut self.idx,
+            &mut self.wbuf
+        );
+        &self.idx
+    }
+
     /// Loads the weight (when `weight`) and the analysis variable as
     /// `f64` into [`wbuf`](Self::wbuf) and [`xbuf`](Self::xbuf).
     pub(crate) fn load_f64(&mut self, m: &Morsel<'_, '_>, weight: bool) {

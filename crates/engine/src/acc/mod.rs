@@ -67,6 +67,9 @@ pub(crate) struct Acc {
     pub(crate) sums: CellSums,
     /// The morsel's cell index per row and the values loaded beside it.
     pub(crate) rows: Rows,
+    /// The cells before the analysis variable's missing values are left
+    /// out (the Taylor domains' counts).
+    pre: Rows,
     /// The fused kernels' per-morsel buffers.
     pub(crate) fused: fused::Scratch,
     /// Replicate sums ([`Plan::replicates`]).
@@ -98,6 +101,7 @@ impl Acc {
         Ok(Acc {
             sums,
             rows: Rows::default(),
+            pre: Rows::default(),
             fused: fused::Scratch::default(),
             reps: Replicates::new(p)?,
             taylor: p.taylor.as_deref().map(TaylorAcc::new).transpose()?,
@@ -122,7 +126,25 @@ impl Acc {
             let w = data[s.weight.expect("a Taylor design has a weight")];
             let x = s.measure.map(|k| data[k]);
             let (st, cl) = (s.strata.map(|k| data[k]), s.cluster.map(|k| data[k]));
-            t.morsel(tp, &self.rows.idx, trash, w, x, st, cl, r.clone());
+            let pre = match tp.domains {
+                true => Some(self.pre.index_weighted(&Morsel {
+                    p,
+                    data,
+                    r: r.clone(),
+                })),
+                false => None,
+            };
+            let tm = s.times.map(|k| data[k]);
+            t.morsel(
+                tp,
+                (&self.rows.idx, pre),
+                trash,
+                w,
+                (x, tm),
+                st,
+                cl,
+                r.clone(),
+            );
         }
         if let (Some(d), Some((xc, _))) = (self.dist.as_mut(), p.measure.as_ref()) {
             let w = s.weight.map(|k| data[k]);

@@ -157,6 +157,8 @@ pub(crate) struct Slots {
     pub(crate) strata: Option<usize>,
     /// The Taylor design's PSUs.
     pub(crate) cluster: Option<usize>,
+    /// The Taylor sums' variable ([`crate::TaylorQuery::times`]).
+    pub(crate) times: Option<usize>,
     /// The variables of a fold ([`crate::Query::fold`]).
     pub(crate) values: Vec<usize>,
     /// The variable of the per-cell split.
@@ -174,6 +176,7 @@ impl Slots {
             .chain(&self.replicates)
             .chain(&self.strata)
             .chain(&self.cluster)
+            .chain(&self.times)
             .chain(&self.split)
             .chain(&self.values)
             .copied()
