@@ -230,7 +230,13 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         (req.test_mean, &mut answer, &req.analysis)
     {
         let t = match &domains {
-            Some(d) => crate::ttest::of_domains(req, value, m, &spread_of(m), d)?,
+            Some(d) => {
+                let groups = m
+                    .groups()
+                    .map(|g| g.by.iter().map(|&c| c.clone()).collect())
+                    .collect();
+                crate::ttest::of_domains(req, value, groups, &spread_of(m), d)?
+            }
             None => crate::ttest::test_means(ds, req, (var, by, value), &spread_of(m), opts)?,
         };
         m.test = Some(Box::new(t));

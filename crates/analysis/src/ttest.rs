@@ -299,14 +299,14 @@ pub(crate) fn keyed_domains(
     out
 }
 
-/// Under a Taylor design, the tests of the means answer `m` (its groups'
-/// means and SEs in `spread`) on each group's domain's degrees of
-/// freedom, which the means query counted (`domains`): R's `degf()` of
-/// the design subset to the group, less one.
+/// Under a Taylor design, the tests of the means answer's groups (their
+/// categories, `groups`; their means and SEs in `spread`) on each group's
+/// domain's degrees of freedom, which the means query counted
+/// (`domains`): R's `degf()` of the design subset to the group, less one.
 pub(crate) fn of_domains(
     req: &Request,
     value: f64,
-    m: &crate::Means,
+    groups: Vec<Vec<Category>>,
     spread: &Spread,
     domains: &DomainsByKey,
 ) -> Result<MeanTests> {
@@ -317,10 +317,7 @@ pub(crate) fn of_domains(
         let df = p as f64 - h as f64 - 1.0;
         tested(cats, (known.mean?, known.se, df), (value, req.level))
     };
-    let groups = m
-        .groups()
-        .filter_map(|g| test(g.by.iter().map(|&c| c.clone()).collect()))
-        .collect();
+    let groups = groups.into_iter().filter_map(test).collect();
     let total = test(Vec::new()).ok_or(crate::Error::NoRecords)?;
     Ok(MeanTests {
         value,
