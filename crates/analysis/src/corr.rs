@@ -148,6 +148,55 @@ fn fisher(mut i: Inference, n: u64, level: f64) -> Inference {
     i
 }
 
+/// Per pair `(x, y)`, the influence `(dx·dy − cxy)/s − r/2·((dx² −
+/// cxx)/cxx + (dy² − cyy)/cyy)` (`s = √(cxx·cyy)`, `c` the covariances,
+/// `r` the correlations) as `dx·dy/s − dx²·r/(2cxx) − dy²·r/(2cyy) + r −
+/// cxy/s`: its four constants.
+fn influence_terms(
+    (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
+    p: usize,
+) -> Vec<(usize, usize, [f64; 4])> {
+    pairs
+        .iter()
+        .zip(r)
+        .map(|(&(x, y), &r)| {
+            let (cxx, cyy, cxy) = (c[x * p + x], c[y * p + y], c[x * p + y]);
+            let s = (cxx * cyy).sqrt();
+            (
+                x,
+                y,
+                [1.0 / s, r / (2.0 * cxx), r / (2.0 * cyy), r - cxy / s],
+            )
+        })
+        .collect()
+}
+
+/// The pairs' variances from the design covariance `cov` (`k × k`) of the
+/// totals of `w·a`, `a` a record's centred values and their products (the
+/// cross products' vector): a pair's influence is `w/W` times a linear
+/// combination `l·a` of them (its [`influence_terms`]), so its variance is
+/// `l' cov l / W²` — the influences' scan folded into the cross products'.
+fn pair_variances(
+    cov: &[f64],
+    (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
+    (w, p, k): (f64, usize, usize),
+) -> Vec<f64> {
+    influence_terms((c, r, pairs), p)
+        .into_iter()
+        .map(|(x, y, [is, ax, ay, con])| {
+            let at = |a: usize, b: usize| 1 + p + tri(p, a.min(b), a.max(b));
+            let l = [(0, con), (at(x, y), is), (at(x, x), -ax), (at(y, y), -ay)];
+            let mut v = 0.0;
+            for &(i, li) in &l {
+                for &(j, lj) in &l {
+                    v += li * lj * cov[i * k + j];
+                }
+            }
+            v / (w * w)
+        })
+        .collect()
+}
+
 /// The scan of each record's influence on each pair's correlation (the
 /// module's text), totalled by PSU: its design variance is the pair's.
 fn influence_spec(
@@ -155,15 +204,13 @@ fn influence_spec(
     (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
     (w, p, k): (f64, usize, usize),
 ) -> Spec {
-    let (c, r, pi) = (c.to_vec(), r.to_vec(), pairs.to_vec());
-    let n_pairs = pi.len();
+    let n_pairs = pairs.len();
+    let terms = influence_terms((c, r, pairs), p);
     let influence: Influence = Arc::new(move |_g, a: &[f64], wi: f64, u: &mut [f64]| {
-        for (q, &(x, y)) in pi.iter().enumerate() {
-            let (cxx, cyy, cxy) = (c[x * p + x], c[y * p + y], c[x * p + y]);
+        let f = wi / w;
+        for (u, &(x, y, [is, ax, ay, k])) in u.iter_mut().zip(&terms) {
             let (dx, dy) = (a[1 + x], a[1 + y]);
-            u[q] = wi / w
-                * ((dx * dy - cxy) / (cxx * cyy).sqrt()
-                    - r[q] / 2.0 * ((dx * dx - cxx) / cxx + (dy * dy - cyy) / cyy));
+            *u = f * (dx * dy * is - ax * dx * dx - ay * dy * dy + k);
         }
     });
     Spec {
@@ -266,18 +313,23 @@ fn width(p: usize) -> usize {
 /// is missing).
 fn centred(centre: Vec<f64>) -> crate::sums::Record {
     let p = centre.len();
+    // The products in `tri`'s order.
+    let products: Vec<(usize, usize)> = (0..p).flat_map(|x| (x..p).map(move |y| (x, y))).collect();
+    debug_assert!(products
+        .iter()
+        .enumerate()
+        .all(|(i, &(x, y))| tri(p, x, y) == i));
     Arc::new(move |v: &[f64], a: &mut [f64]| {
         if v.iter().any(|x| x.is_nan()) {
             return false;
         }
         a[0] = 1.0;
-        for j in 0..p {
-            a[1 + j] = v[j] - centre[j];
+        let (d, prods) = a.split_at_mut(1 + p);
+        for ((d, v), c) in d[1..].iter_mut().zip(v).zip(&centre) {
+            *d = v - c;
         }
-        for x in 0..p {
-            for y in x..p {
-                a[1 + p + tri(p, x, y)] = a[1 + x] * a[1 + y];
-            }
+        for (o, &(x, y)) in prods.iter_mut().zip(&products) {
+            *o = d[1 + x] * d[1 + y];
         }
         true
     })
@@ -514,10 +566,35 @@ pub fn corr(
     let scan = Scan::new(ds, req, (&[], &names), (&design, true), opts)?;
     let mut stage = Stage::Means;
     let mut cases = None;
+    let p = names.len();
+    // Linearized (a design, or weighted without one): the influences'
+    // design sums in the cross products' scan.
+    let linearized = !scan.replicated() && (design.is_some() || scan.query.weight.is_some());
     loop {
-        let sums = match stage {
+        let sums = match &stage {
             Stage::Means => means_sums(ds, &scan, &names, opts)?,
-            _ => scan.run(spec_of(&stage, names.len(), scan.replicated()))?,
+            Stage::Cross { centre } if linearized => {
+                let spec = Spec {
+                    taylor: Some(None),
+                    full: true,
+                    ..spec_of(&stage, p, false)
+                };
+                let sums = scan.run(spec)?;
+                let t = sums.groups[0].t.clone();
+                let (pairs, r) = pairs_of(&t, centre, p);
+                let c = covariances(&t, centre, p);
+                let vars = pair_variances(&sums.cov[0], (&c, &r, &pairs), (t[0], p, width(p)));
+                stage = Stage::Influence {
+                    centre: centre.clone(),
+                    t,
+                    n: sums.groups[0].n,
+                };
+                Sums {
+                    cov: vec![vars],
+                    ..sums
+                }
+            }
+            _ => scan.run(spec_of(&stage, p, scan.replicated()))?,
         };
         if stage == Stage::Means {
             cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;

@@ -758,10 +758,13 @@ impl Scan<'_> {
     fn fold(&self, spec: &Arc<Spec>) -> crate::Result<(State, Vec<Vec<Category>>, Vec<String>)> {
         let (s, a) = (spec.clone(), self.at.clone());
         let mut q = self.query.clone();
+        // The values the sums read: the design's only when summed.
         let n = if spec.replicates {
             self.values.len()
-        } else {
+        } else if spec.taylor.is_some() {
             self.at.replicates.start
+        } else {
+            self.at.weight.map_or(spec.values, |w| w + 1)
         };
         q.fold = Some(Fold {
             values: self.values[..n].to_vec(),

@@ -88,6 +88,10 @@ impl FoldAcc {
             if ex.missing.is_empty() && ex.null_code.is_none() && *scale == 1.0 {
                 // Nothing to look for (replicate weights).
                 match_column!(data[slot], |v| out.extend(rows.iter().map(|&i| v[i].f())));
+            } else if ex.missing.is_empty() && ex.null_code.is_none() {
+                // Nothing to look for, in decimals.
+                match_column!(data[slot], |v| out
+                    .extend(rows.iter().map(|&i| v[i].f() * inv)));
             } else {
                 match_column!(data[slot], |v| out
                     .extend(rows.iter().map(|&i| shown(v[i].f()))));
