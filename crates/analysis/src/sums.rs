@@ -106,6 +106,12 @@ pub(super) struct StrataSums {
     /// Cross products (else only squares).
     full: bool,
     slots: Vec<Vec<f64>>,
+    /// Each stratum's `c_h`, when known as the PSUs close (one dataset
+    /// under a design): the products `c_h·u·u'` are then summed per slot
+    /// in `prod`, not per stratum (a stratum keeps `[PSUs, S1]`, and
+    /// closing a PSU touches less memory).
+    c: Option<Arc<Vec<f64>>>,
+    prod: Vec<Vec<f64>>,
 }
 
 /// One stratum's sums, as [`StrataSums`] holds them.
@@ -116,16 +122,35 @@ pub(super) struct Stratum<'a> {
 }
 
 impl StrataSums {
-    fn new(m: usize, full: bool) -> Self {
+    fn new(m: usize, full: bool, c: Option<Arc<Vec<f64>>>) -> Self {
         StrataSums {
             m,
             full,
             slots: Vec::new(),
+            c,
+            prod: Vec::new(),
+        }
+    }
+
+    /// The length of a PSU's products.
+    fn products(&self) -> usize {
+        if self.full {
+            self.m * self.m
+        } else {
+            self.m
         }
     }
 
     fn width(&self) -> usize {
-        1 + self.m + if self.full { self.m * self.m } else { self.m }
+        1 + self.m + if self.c.is_some() { 0 } else { self.products() }
+    }
+
+    /// Slot `sl`'s `Σ_h c_h Σ_j u_hj u_hj'` when the strata's `c_h` were
+    /// known as the PSUs closed.
+    pub(super) fn prod(&self, sl: usize) -> Option<Vec<f64>> {
+        self.c.as_ref()?;
+        let n = self.products();
+        Some(self.prod.get(sl).cloned().unwrap_or_else(|| vec![0.0; n]))
     }
 
     /// Slot `sl`'s stratum `h`, made when new.
@@ -146,10 +171,34 @@ impl StrataSums {
     #[inline]
     fn close(&mut self, sl: usize, h: usize, u: &[f64]) {
         let (m, full) = (self.m, self.full);
+        let n = self.products();
+        let c = self.c.as_ref().map(|c| c[h]);
         let e = self.at(sl, h);
         e[0] += 1.0;
         let (s1, s2) = e[1..].split_at_mut(m);
         add(s1, u);
+        if let Some(c) = c {
+            if self.prod.len() <= sl {
+                self.prod.resize(sl + 1, Vec::new());
+            }
+            let p = &mut self.prod[sl];
+            if p.is_empty() {
+                p.resize(n, 0.0);
+            }
+            if full {
+                for (r, &ur) in u.iter().enumerate() {
+                    let cu = c * ur;
+                    for (s, &uc) in p[r * m..(r + 1) * m].iter_mut().zip(u) {
+                        *s += cu * uc;
+                    }
+                }
+            } else {
+                for (s, &x) in p.iter_mut().zip(u) {
+                    *s += c * x * x;
+                }
+            }
+            return;
+        }
         if full {
             for (r, &ur) in u.iter().enumerate() {
                 for (s, &uc) in s2[r * m..(r + 1) * m].iter_mut().zip(u) {
@@ -193,6 +242,16 @@ impl StrataSums {
 
     /// Adds another worker's sums.
     fn absorb(&mut self, o: &StrataSums) {
+        if o.prod.len() > self.prod.len() {
+            self.prod.resize(o.prod.len(), Vec::new());
+        }
+        for (a, b) in self.prod.iter_mut().zip(&o.prod) {
+            if a.is_empty() {
+                a.clone_from(b);
+            } else {
+                add(a, b);
+            }
+        }
         if o.slots.len() > self.slots.len() {
             self.slots.resize(o.slots.len(), Vec::new());
         }
@@ -371,13 +430,13 @@ fn add_to(run: &mut Vec<(u32, Vec<f64>)>, g: u32, u: &[f64]) {
 }
 
 impl State {
-    fn new(spec: &Arc<Spec>, at: &Arc<Places>) -> State {
+    fn new(spec: &Arc<Spec>, at: &Arc<Places>, c: Option<Arc<Vec<f64>>>) -> State {
         State {
             spec: spec.clone(),
             at: at.clone(),
             groups: Vec::new(),
             all: Group::default(),
-            strata: StrataSums::new(m_of(spec), spec.full),
+            strata: StrataSums::new(m_of(spec), spec.full, c),
             sum: Vec::new(),
             open: HashMap::new(),
             unknown: 0,
@@ -755,8 +814,20 @@ impl Scan<'_> {
 
     /// The fold of `spec` over the query's records: the merged state, the
     /// grouping variables' planned categories and names.
-    fn fold(&self, spec: &Arc<Spec>) -> crate::Result<(State, Vec<Vec<Category>>, Vec<String>)> {
+    fn fold(
+        &self,
+        spec: &Arc<Spec>,
+        whole: bool,
+    ) -> crate::Result<(State, Vec<Vec<Category>>, Vec<String>)> {
         let (s, a) = (spec.clone(), self.at.clone());
+        // Over the whole data the strata's `c_h` are final: products are
+        // summed with them as PSUs close (a part's strata are united and
+        // their PSUs may continue in another part).
+        let c: Option<Arc<Vec<f64>>> = match (&self.coef, whole) {
+            (Some((coef, _)), true) => Some(Arc::new(coef.iter().map(|c| c[0]).collect())),
+            _ => None,
+        };
+        let c2 = c.clone();
         let mut q = self.query.clone();
         // The values the sums read: the design's only when summed.
         let n = if spec.replicates {
@@ -768,12 +839,12 @@ impl Scan<'_> {
         };
         q.fold = Some(Fold {
             values: self.values[..n].to_vec(),
-            make: Arc::new(move || Box::new(State::new(&s, &a)) as Box<dyn FoldState>),
+            make: Arc::new(move || Box::new(State::new(&s, &a, c.clone())) as Box<dyn FoldState>),
         });
         let folded = microtab_engine::fold_rows(self.ds, &q, self.opts)?;
         let st = match folded.state {
             Some(s) => state_of(s),
-            None => State::new(spec, &self.at),
+            None => State::new(spec, &self.at, c2),
         };
         let names = folded
             .cube
@@ -787,7 +858,7 @@ impl Scan<'_> {
     /// Sums `spec` over the query's records.
     pub(crate) fn run(&self, spec: Spec) -> crate::Result<Sums> {
         let spec = Arc::new(spec);
-        let (st, categories, names) = self.fold(&spec)?;
+        let (st, categories, names) = self.fold(&spec, true)?;
         finish(st, (categories, names), &self.coef, self.records.0)
     }
 
@@ -795,7 +866,7 @@ impl Scan<'_> {
     /// set) as a part that merges with other parts' ([`SumsPart`]).
     pub(crate) fn part(&self, spec: Spec) -> crate::Result<SumsPart> {
         let spec = Arc::new(spec);
-        let (st, categories, names) = self.fold(&spec)?;
+        let (st, categories, names) = self.fold(&spec, false)?;
         let strata = match (&self.at.keys, &self.coef) {
             (Some(keys), Some((coef, average))) => {
                 part_strata(self.ds, &keys.keys, (coef, average))?
@@ -886,7 +957,8 @@ fn finish(
                     let by = || st.strata.slot(slot(g));
                     let s = by().filter(|s| s.psus > 0);
                     psus.push(s.fold((0, 0), |(p, h), s| (p + s.psus, h + 1)));
-                    covariance(by(), (m, spec.full), (&coef, &average))
+                    let prod = st.strata.prod(slot(g));
+                    covariance(by(), (m, spec.full), (&coef, &average), prod)
                 })
                 .collect()
         }
@@ -908,13 +980,32 @@ fn covariance<'a>(
     strata: impl Iterator<Item = Stratum<'a>>,
     (m, full): (usize, bool),
     (coef, average): (&[[f64; 2]], &[bool]),
+    prod: Option<Vec<f64>>,
 ) -> Vec<f64> {
-    let mut v = vec![0.0; if full { m * m } else { m }];
+    // `Σ_h c_h S2_h` summed as the PSUs closed, or from each stratum's.
+    let with_s2 = prod.is_none();
+    let mut v = prod.unwrap_or_else(|| vec![0.0; if full { m * m } else { m }]);
     let (mut count, mut with_var) = (0usize, 0usize);
     for (h, s) in strata.enumerate().filter(|(_, s)| s.psus > 0) {
         count += 1;
         with_var += usize::from(!average.get(h).copied().unwrap_or(false));
         let [c, d] = coef[h];
+        let c = if with_s2 { c } else { 0.0 };
+        if !with_s2 {
+            // S2 is not kept by stratum: only the centring.
+            if full {
+                for r in 0..m {
+                    for k in 0..m {
+                        v[r * m + k] -= d * s.s1[r] * s.s1[k];
+                    }
+                }
+            } else {
+                for (v, s1) in v.iter_mut().zip(s.s1) {
+                    *v -= d * s1 * s1;
+                }
+            }
+            continue;
+        }
         if full {
             for r in 0..m {
                 for k in 0..m {

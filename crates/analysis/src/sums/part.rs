@@ -306,7 +306,7 @@ impl SumsPart {
             replicates: 0..self.reps,
             keys: None,
         });
-        let mut st = State::new(&spec, &at);
+        let mut st = State::new(&spec, &at, None);
         st.groups = self
             .groups
             .into_iter()
