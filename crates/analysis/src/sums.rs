@@ -206,7 +206,7 @@ impl StrataSums {
                 }
             }
         } else {
-            for ((s, &x), _) in s2.iter_mut().zip(u).zip(0..m) {
+            for (s, &x) in s2.iter_mut().zip(u) {
                 *s += x * x;
             }
         }
@@ -233,6 +233,7 @@ impl StrataSums {
 
     /// Sets slot `sl`'s stratum `h` (a part's sums).
     pub(super) fn set(&mut self, sl: usize, h: usize, (psus, s1, s2): (u64, &[f64], &[f64])) {
+        debug_assert!(self.c.is_none(), "a part's products are kept by stratum");
         let m = self.m;
         let e = self.at(sl, h);
         e[0] = psus as f64;
@@ -373,6 +374,18 @@ fn dot(x: &[f64], y: &[f64]) -> f64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dot_fma(x: &[f64], y: &[f64]) -> f64 {
+    lanes(x, y, |a, b, s| a.mul_add(b, s))
+}
+
+/// [`dot`] on any processor.
+fn dot_lanes(x: &[f64], y: &[f64]) -> f64 {
+    lanes(x, y, |a, b, s| s + a * b)
+}
+
+/// `Σ x_i y_i` in eight lanes, `step(a, b, s)` adding `a·b` to a lane's
+/// `s` (inlined into each caller, so it is compiled for its features).
+#[inline(always)]
+fn lanes(x: &[f64], y: &[f64], step: impl Fn(f64, f64, f64) -> f64) -> f64 {
     let mut s = [0.0f64; 8];
     let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
     let tail: f64 = xc
@@ -383,25 +396,7 @@ unsafe fn dot_fma(x: &[f64], y: &[f64]) -> f64 {
         .sum();
     for (a, b) in xc.zip(yc) {
         for l in 0..8 {
-            s[l] = a[l].mul_add(b[l], s[l]);
-        }
-    }
-    s.iter().sum::<f64>() + tail
-}
-
-/// [`dot`] on any processor.
-fn dot_lanes(x: &[f64], y: &[f64]) -> f64 {
-    let mut s = [0.0; 8];
-    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
-    let tail: f64 = xc
-        .remainder()
-        .iter()
-        .zip(yc.remainder())
-        .map(|(a, b)| a * b)
-        .sum();
-    for (a, b) in xc.zip(yc) {
-        for l in 0..8 {
-            s[l] += a[l] * b[l];
+            s[l] = step(a[l], b[l], s[l]);
         }
     }
     s.iter().sum::<f64>() + tail
@@ -990,31 +985,17 @@ fn covariance<'a>(
         count += 1;
         with_var += usize::from(!average.get(h).copied().unwrap_or(false));
         let [c, d] = coef[h];
-        let c = if with_s2 { c } else { 0.0 };
-        if !with_s2 {
-            // S2 is not kept by stratum: only the centring.
-            if full {
-                for r in 0..m {
-                    for k in 0..m {
-                        v[r * m + k] -= d * s.s1[r] * s.s1[k];
-                    }
-                }
-            } else {
-                for (v, s1) in v.iter_mut().zip(s.s1) {
-                    *v -= d * s1 * s1;
-                }
-            }
-            continue;
-        }
+        // `c_h S2_h` from the stratum's own S2, unless summed already.
+        let s2 = |i: usize| if with_s2 { c * s.s2[i] } else { 0.0 };
         if full {
             for r in 0..m {
                 for k in 0..m {
-                    v[r * m + k] += c * s.s2[r * m + k] - d * s.s1[r] * s.s1[k];
+                    v[r * m + k] += s2(r * m + k) - d * s.s1[r] * s.s1[k];
                 }
             }
         } else {
-            for ((v, s2), s1) in v.iter_mut().zip(s.s2).zip(s.s1) {
-                *v += c * s2 - d * s1 * s1;
+            for (r, s1) in s.s1.iter().enumerate() {
+                v[r] += s2(r) - d * s1 * s1;
             }
         }
     }

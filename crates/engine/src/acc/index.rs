@@ -68,6 +68,12 @@ impl Rows {
     /// values kept).
     pub(crate) fn index_weighted(&mut self, m: &Morsel<'_, '_>) -> &[u32] {
         self.index(m);
+        self.load_weight(m);
+        &self.idx
+    }
+
+    /// Loads the weight as `f64` into [`wbuf`](Self::wbuf).
+    fn load_weight(&mut self, m: &Morsel<'_, '_>) {
         let (p, data, r) = (m.p, m.data, &m.r);
         load!(
             p.weight.as_ref(),
@@ -78,23 +84,15 @@ impl Rows {
             &mut self.idx,
             &mut self.wbuf
         );
-        &self.idx
     }
 
     /// Loads the weight (when `weight`) and the analysis variable as
     /// `f64` into [`wbuf`](Self::wbuf) and [`xbuf`](Self::xbuf).
     pub(crate) fn load_f64(&mut self, m: &Morsel<'_, '_>, weight: bool) {
+        if weight {
+            self.load_weight(m);
+        }
         let (p, data, r) = (m.p, m.data, &m.r);
-        let wrole = p.weight.as_ref().filter(|_| weight);
-        load!(
-            wrole,
-            p.slots.weight,
-            data,
-            r,
-            load_values,
-            &mut self.idx,
-            &mut self.wbuf
-        );
         load!(
             p.measure.as_ref(),
             p.slots.measure,
