@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Ratios, correlations and one-sample tests at census scale beside the
-`means` queries over the same variables, side by side in one run (issue
+"""Ratios, correlations, one-sample tests and differences between groups at
+census scale beside the `means` (or `tab`) queries over the same variables, side by side in one run (issue
 29's target: no more than the means query over the same variables).
 
-    python3 bench/estimators.py [--rows N] [--runs 5] [--cold]
+    python3 bench/estimators.py [--rows N] [--runs 5] [--cold] [--only TEXT]
 
 Designs: the 14.1 M-record census with 80 SDR replicate weights
 (bench/data/census_rep, made by bench/survey.py) and the one with strata
@@ -38,6 +38,17 @@ CASES = [
      [["means", "{ds}", "INCTOT", "--by", "SEX"]]),
     ("corr AGE INCTOT INCWAGE", ["corr", "{ds}", "AGE", "INCTOT", "INCWAGE"],
      [["means", "{ds}", v, "--by", "SEX"] for v in ("AGE", "INCTOT", "INCWAGE")]),
+    ("differences of mean INCTOT by EDUC from EDUC 6",
+     ["means", "{ds}", "INCTOT", "--by", "EDUC", "--diff", "6"],
+     [["means", "{ds}", "INCTOT", "--by", "EDUC"]]),
+    ("differences of mean INCTOT by SEX + test mean = 30000",
+     ["means", "{ds}", "INCTOT", "--by", "SEX", "--diff", "1", "--test-mean", "30000"],
+     [["means", "{ds}", "INCTOT", "--by", "SEX"]]),
+    # A table's shares compared across its columns, beside the table.
+    ("differences of EMPSTAT shares by SEX", ["tab", "{ds}", "EMPSTAT", "SEX", "--diff", "1"],
+     [["tab", "{ds}", "EMPSTAT", "SEX"]]),
+    ("differences of EDUC shares by RACE", ["tab", "{ds}", "EDUC", "RACE", "--diff", "1"],
+     [["tab", "{ds}", "EDUC", "RACE"]]),
 ]
 
 
@@ -62,6 +73,7 @@ def main():
     ap.add_argument("--reps", type=int, default=80)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--only", default="", help="the cases whose name holds this text")
     ap.add_argument("--bin", default=str(REPO / "target" / "release" / "microtab"))
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "estimators.json"))
     a = ap.parse_args()
@@ -69,7 +81,7 @@ def main():
     _, tay, _, _ = prepare_tay(a.bin, a.rows)
     out = {}
     for kind, ds in [("replicate (80 SDR)", rep), ("Taylor (household PSUs)", tay)]:
-        for name, args, means in CASES:
+        for name, args, means in (c for c in CASES if a.only in c[0]):
             fill = lambda xs: [str(ds) if x == "{ds}" else x for x in xs]  # noqa: E731
             est, est_range = warm(a.bin, fill(args), a.runs)
             base = [warm(a.bin, fill(m), a.runs)[0] for m in means]

@@ -332,9 +332,12 @@ data$ell2[data$ell2 == 999] <- NA
 rows <- NULL
 add <- function(what, key, est, se, df) rows <<- rbind(rows,
   data.frame(what=what, key=key, est=unname(est), se=unname(se), df=df))
-for (kind in c("clus", "strat")) {
-  d <- if (kind == "clus") svydesign(ids=~dnum, weights=~pw, data=data) else
-    svydesign(ids=~dnum, strata=~half, weights=~pw, data=data)
+for (kind in c("clus", "strat", "jk1")) {
+  d <- switch(kind,
+    clus=svydesign(ids=~dnum, weights=~pw, data=data),
+    strat=svydesign(ids=~dnum, strata=~half, weights=~pw, data=data),
+    jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
+                    combined.weights=TRUE, mse=FALSE))
   for (s in c("E", "H", "M")) {
     t <- svyttest(I(ell2 - 25) ~ 0, subset(d, stype == s), na.rm=TRUE)
     add(paste0("test_", kind), s, t$estimate, t$estimate / t$statistic, t$parameter)
@@ -363,7 +366,10 @@ def test_test_mean_and_ratio_when_whole_psus_lack_the_value(api, tmp_path):
     group's domain df (R's `degf` of the subset, as `svyttest` with
     `na.rm = TRUE` uses it), though they add nothing to its mean; the
     ratio's SE (the Taylor sums of `w·x` beside `w·y`) is R's
-    `svyratio`. Both from one scan of the means kernel."""
+    `svyratio`. Both from one scan of the means kernel. Under JK1
+    replicate weights the df is the rank of the group's records'
+    replicate weights (those lacking the value too), from one pass that
+    stops once each group's rank is full."""
     import csv
     rows = list(csv.DictReader(open(api["dir"] / "clus.csv")))
     dnums = sorted({int(r["dnum"]) for r in rows})
@@ -381,7 +387,8 @@ def test_test_mean_and_ratio_when_whole_psus_lack_the_value(api, tmp_path):
     want_ = {(r["what"], r["key"]): r for r in rscript(tmp_path / "psu.R", R_PSU_MISSING, src,
                                                         tmp_path / "psu_out.csv")}
     for kind, design in [("clus", ["--cluster", "dnum"]),
-                         ("strat", ["--cluster", "dnum", "--strata", "half"])]:
+                         ("strat", ["--cluster", "dnum", "--strata", "half"]),
+                         ("jk1", ["--repweights", "R1-R15", "--type", "jk1", "--no-mse"])]:
         ds = tmp_path / f"psu_{kind}.mtab"
         run("import", src, ds, "--missing", "ell2=999")
         run("design", ds, "--weight", "pw", *design)

@@ -8,6 +8,7 @@ GLM standard errors by up to ~1e-5 relative (docs/SURVEY.md); the
 converged answers agree to 1e-8."""
 
 import csv
+import math
 
 import pytest
 
@@ -550,3 +551,100 @@ def test_binary_deviance_is_the_records_as_in_r(api, kind):
         assert close(got["null_deviance"], float(w["null"]), 1e-8), formula
         assert close(got["coefficients"][0]["estimate"], float(w["b"]), 1e-7), formula
         assert 0 <= got["pseudo_r_squared"] < 1
+
+
+R_DIFF_MISSING = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1], na.strings=""); out <- a[2]; kind <- a[3]
+d <- switch(kind,
+  strat=svydesign(ids=~1, strata=~stype, fpc=~fpc, weights=~pw, data=data),
+  clus=svydesign(ids=~dnum, fpc=~fpc, weights=~pw, data=data),
+  jk1=svrepdesign(data=data, repweights="R[0-9]+", weights=~pw, type="JK1", scale=14/15,
+                  combined.weights=TRUE, mse=FALSE),
+  hc0=svydesign(ids=~1, weights=~pw, data=data))
+rows <- NULL
+add <- function(what, m, n) {
+  s <- summary(m)$coefficients
+  w <- regTermTest(m, ~grpf)
+  rows <<- rbind(rows,
+    data.frame(what=what, key=rownames(s)[-1], est=s[-1, 1], se=s[-1, 2], p=s[-1, 4],
+               df=m$df.residual, f=w$Ftest[1], fp=w$p[1], n=n))
+}
+data$grpf <- relevel(factor(data$grp), "elem")
+if (kind == "none") {
+  m <- lm(y ~ grpf, data=data)
+  s <- summary(m)$coefficients
+  f <- anova(m)
+  rows <- data.frame(what="mean", key=rownames(s)[-1], est=s[-1, 1], se=s[-1, 2], p=s[-1, 4],
+                     df=m$df.residual, f=f$`F value`[1], fp=f$`Pr(>F)`[1], n=nobs(m))
+} else {
+  # The complete cases' subset (the same domain; its degf is the
+  # subset's). The factor is not named g: svyglm on replicate designs
+  # evaluates its call, g, within the data.
+  d <- update(d, grpf=relevel(factor(grp), "elem"), z=as.numeric(yes == 1))
+  m <- svyglm(y ~ grpf, design=subset(d, !is.na(y) & !is.na(grp)))
+  add("mean", m, nrow(data))
+  m <- svyglm(z ~ grpf, design=subset(d, !is.na(grp)))
+  add("share", m, nrow(data))
+}
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("kind", ["strat", "clus", "jk1", "hc0", "none"])
+def test_differences_with_missing_values_match_r(api, kind, tmp_path):
+    """Differences answered from the means and table queries' own scans
+    (no model fitted) where the outcome lacks values — in single records
+    and in whole PSUs — and the grouping variable lacks values too, with
+    `--test-mean` in the same scan: estimates, SEs, p, the df (the
+    domain's PSUs − strata, or the rank of its replicate weights, + 1 −
+    groups) and the Wald test equal R's `svyglm` + `regTermTest` (`lm`
+    without a design; HC0 is R's `ids = ~1` SE without its n/(n − 1))."""
+    src = api["dir"] / ("strat.csv" if kind in ("strat", "none", "hc0") else "clus.csv")
+    rows = list(csv.DictReader(src.open()))
+    for i, r in enumerate(rows):
+        lost = i % 7 == 3 or (kind in ("clus", "jk1") and r["dnum"] == rows[0]["dnum"])
+        r["y"] = "" if lost else r["api00"]
+        r["grp"] = "" if i % 11 == 5 else r["stype_txt"]
+    data = tmp_path / "data.csv"
+    with data.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    ds = tmp_path / "d.mtab"
+    run("import", data, ds)
+    design = {
+        "strat": ["--weight", "pw", "--strata", "stype", "--fpc", "fpc"],
+        "clus": ["--weight", "pw", "--cluster", "dnum", "--fpc", "fpc"],
+        "jk1": ["--weight", "pw", "--repweights", "R1-R15", "--type", "jk1", "--no-mse"],
+    }
+    if kind in design:
+        run("design", ds, *design[kind])
+    extra = {"hc0": ["--weight", "pw"], "none": []}.get(kind, [])
+    want = rscript(tmp_path / "diff.R", R_DIFF_MISSING, data, tmp_path / "out.csv", kind)
+    got = {
+        "mean": run_json("means", ds, "y", "--by", "grp", "--diff", "elem", "--test-mean", "650",
+                         *extra)["comparison"],
+    }
+    if kind != "none":
+        (got["share"],) = [c for c in
+                           run_json("tab", ds, "yes", "grp", "--diff", "elem", *extra)["comparisons"]
+                           if c["row"] == "1"]
+    for what, c in got.items():
+        rs = {r["key"].removeprefix("grpf"): r for r in want if r["what"] == what}
+        assert {d["group"] for d in c["differences"]} == set(rs) == {"high", "middle"}
+        for d in c["differences"]:
+            r = rs[d["group"]]
+            n = float(r["n"])
+            # R's ids = ~1 design scales the HC0 variance by n/(n − 1),
+            # n its PSUs: every record, in the domain or not.
+            f = math.sqrt(n / (n - 1)) if kind == "hc0" else 1.0
+            assert close(d["estimate"], float(r["est"]), rel=1e-9), (what, d, r)
+            assert close(d["se"] * f, float(r["se"])), (what, d, r)
+            if kind != "hc0":
+                assert close_p(d, float(r["p"])), (what, d, r)
+        r = next(iter(rs.values()))
+        assert c["df"] == float(r["df"]), (what, c["df"], r)
+        if kind != "hc0":
+            assert close(c["wald"]["f"], float(r["f"])) and close(c["wald"]["p"], float(r["fp"]))

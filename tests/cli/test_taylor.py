@@ -62,13 +62,17 @@ def taylor_data(tmp_path_factory):
     return d, path, ds
 
 
-R_SCRIPT = r"""
+# The R scripts' start: the CSV, the design's arguments, INC's missing code.
+R_HEAD = r"""
 suppressMessages(library(survey))
 args <- commandArgs(trailingOnly=TRUE)
 d <- read.csv(args[1]); out <- args[2]
 strata <- args[3]; cluster <- args[4]; fpc <- args[5]; lonely <- args[6]
 options(survey.lonely.psu=lonely)
 d$INC[!is.na(d$INC) & d$INC == 99999] <- NA
+"""
+
+R_SCRIPT = R_HEAD + r"""
 d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX)
 f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
 des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
@@ -344,3 +348,54 @@ def test_edges_of_taylor_designs_match_r(tmp_path):
     assert run_json("freq", ds, "G", "--filter", "S(99)")["rows"] == []
     assert run_json("means", ds, "Y", "--by", "G", "--filter", "S(99)", "--median")["groups"] == []
     run("tab", ds, "G", "H", "--filter", "S(99)", "--stats")
+
+
+R_DIFF = R_HEAD + r"""
+d$E <- relevel(factor(d$EDUC), "2"); d$z <- as.numeric(d$SEX == 1)
+f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
+des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
+                 weights=~W, data=d, nest=TRUE)
+rows <- NULL
+add <- function(what, m) {
+  s <- summary(m)$coefficients
+  w <- regTermTest(m, ~E)
+  rows <<- rbind(rows, data.frame(what=what, key=sub("^E", "", rownames(s)[-1]), est=s[-1, 1],
+                                  se=s[-1, 2], p=s[-1, 4], df=m$df.residual, f=w$Ftest[1],
+                                  fp=w$p[1]))
+}
+add("mean", svyglm(INC ~ E, design=subset(des, !is.na(INC))))
+add("share", svyglm(z ~ E, design=des))
+write.csv(rows, out, row.names=FALSE)
+"""
+
+DIFF_CASES = [(name, flags, r_args, "fail") for name, flags, r_args in DESIGNS] + [
+    (f"lonely-{o}", ["--strata", "S", "--cluster", "C", "--lonely-psu", o], ("S", "C", ""), o)
+    for o in ["remove", "certainty", "adjust", "average"]]
+
+
+@pytest.mark.parametrize("name,flags,r_args,lonely", DIFF_CASES, ids=[c[0] for c in DIFF_CASES])
+def test_differences_match_r_under_each_design(tmp_path, name, flags, r_args, lonely):
+    """`means --diff` and `tab --diff`, answered from the query's own
+    Taylor sums (every pair of cells' totals), against R's `svyglm` of
+    the saturated model and `regTermTest`, under each design form (FPC
+    as sizes and fractions) and each lonely-PSU option: estimates, SEs,
+    p, the df and the Wald test."""
+    path = write_csv(tmp_path / "d.csv", rows_of(8, lonely=name.startswith("lonely")))
+    ds = tmp_path / "d.mtab"
+    run("import", path, ds, "--missing", "INC=99999")
+    run("design", ds, "--weight", "W", *flags)
+    want = rscript(tmp_path / "diff.R", R_DIFF, path, tmp_path / "out.csv", *r_args, lonely)
+    got = {"mean": run_json("means", ds, "INC", "--by", "EDUC", "--diff", "2")["comparison"]}
+    (got["share"],) = [c for c in run_json("tab", ds, "SEX", "EDUC", "--diff", "2")["comparisons"]
+                       if c["row"] == "1"]
+    for what, c in got.items():
+        rs = {r["key"]: r for r in want if r["what"] == what}
+        assert {d["group"] for d in c["differences"]} == set(rs), (what, c, rs)
+        for d in c["differences"]:
+            r = rs[d["group"]]
+            assert close(d["estimate"], float(r["est"]), 1e-9), (what, d, r)
+            assert close(d["se"], float(r["se"]), 1e-6), (what, d, r)
+            assert close(d["p"], float(r["p"]), 1e-6 * max(1.0, d["t"] ** 2)), (what, d, r)
+        r = next(iter(rs.values()))
+        assert c["df"] == float(r["df"]), (what, c["df"], r["df"])
+        assert close(c["wald"]["f"], float(r["f"]), 1e-6), (what, c["wald"], r)

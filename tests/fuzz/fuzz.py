@@ -731,10 +731,15 @@ def libm_macros(con, ulps):
     exponent as powi) may differ in the last bit, each function on its
     own, and a function that amplifies it (mod of a huge power, a
     comparison at equality) would then differ by more. A record agrees
-    when it agrees under one of the shifts."""
+    when it agrees under one of the shifts. A shift is `|u|` steps to the
+    next double (a product by 1 + u·2^-52 moves a value whose mantissa is
+    above 1.5 by two places, never one)."""
     for name, args, body in LIBM:
         u = ulps.get(name, 0) if isinstance(ulps, dict) else ulps
-        con.execute(f"CREATE OR REPLACE MACRO {name}{args} AS {body} * {repr(1 + u * 2.0 ** -52)}")
+        to = "'inf'::DOUBLE" if u > 0 else "'-inf'::DOUBLE"
+        for _ in range(abs(u)):
+            body = f"nextafter({body}, {to})"
+        con.execute(f"CREATE OR REPLACE MACRO {name}{args} AS {body}")
 
 
 NUM_VARS = {"A": 0, "U": 0, "I": 0, "L": 0, "D": 2, "E": 3}

@@ -88,15 +88,21 @@ pub(crate) fn share_model(
     (row, col, base): (&str, &str, &str),
     value: &str,
 ) -> Result<(String, String)> {
-    // A variable as stored (its name as the dataset spells it); a recode
-    // or a restriction has no condition of a category.
-    let Ok(var) = ds.variable(row) else {
-        return Err(crate::Error::CompareRecode {
-            var: row.to_string(),
-        });
-    };
+    let var = check_share_row(ds, row)?;
     let cond = format!("{}({})", name_in(ds, &var.name), quote_value(value));
     Ok(model_of(ds, &cond, col, base))
+}
+
+/// The variable of a table's rows whose shares are compared: a variable
+/// as stored (its name as the dataset spells it); a recode or a
+/// restriction has no condition of a category.
+pub(crate) fn check_share_row<'a>(
+    ds: &'a Dataset,
+    row: &str,
+) -> Result<&'a microtab_store::Variable> {
+    ds.variable(row).map_err(|_| crate::Error::CompareRecode {
+        var: row.to_string(),
+    })
 }
 
 /// A row category's comparison.
@@ -198,14 +204,7 @@ pub(crate) fn comparison(r: Regression, base: &str, factor: &str) -> Comparison 
         .map(|(i, c)| {
             let mut inference = c.inference;
             if inference.se <= noise && inference.estimate.abs() <= noise {
-                inference = Inference {
-                    estimate: 0.0,
-                    se: 0.0,
-                    t: f64::NAN,
-                    p: f64::NAN,
-                    lo: 0.0,
-                    hi: 0.0,
-                };
+                inference = Inference::exact_zero();
             } else {
                 tested.push(i + 1);
             }
@@ -221,9 +220,12 @@ pub(crate) fn comparison(r: Regression, base: &str, factor: &str) -> Comparison 
         let cov: Vec<f64> = r.covariance.iter().flatten().copied().collect();
         crate::model::summary::wald(&beta, &cov, p, &tested, r.df)
     };
+    // A base whose values are one constant 0 (a share of 0) is fitted
+    // as rounding noise.
+    let b0 = intercept.inference.estimate;
     Comparison {
         base: base.to_string(),
-        base_estimate: intercept.inference.estimate,
+        base_estimate: if b0.abs() <= noise { 0.0 } else { b0 },
         differences,
         df: r.df,
         wald,

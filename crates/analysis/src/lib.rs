@@ -41,6 +41,7 @@
 mod checks;
 mod codebook;
 pub mod compare;
+mod contrast;
 pub mod corr;
 mod describe;
 mod design;

@@ -118,6 +118,9 @@ fn scan<C>(
         // the same scan.
         t.domains = true;
     }
+    if !partial {
+        crate::contrast::prepare(&mut q, req);
+    }
     verify(ds, req, &q)?;
     let cube = engine(ds, &q, opts)?;
     let counted = counts(&cube).iter().sum();
@@ -160,7 +163,7 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         )?)));
     }
     check_values(&[ds], req)?;
-    let (q, cube, weights, design) =
+    let (q, mut cube, weights, design) =
         scan(ds, req, (opts, false), microtab_engine::run_with, |c| {
             &c.counts
         })?;
@@ -215,6 +218,12 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         .as_ref()
         .and_then(|t| t.domains.as_ref())
         .map(|d| crate::ttest::keyed_domains(&cube, d));
+    let mut direct = crate::contrast::from_scan(ds, req, &q, &mut cube, survey.as_ref(), opts)?;
+    // Replicate weights: the tests' domains' ranks, named by group.
+    let replicated = survey
+        .as_ref()
+        .filter(|v| v.info.method == "replicate" && !q.replicates.is_empty())
+        .map(crate::model::fitted::replicate_method);
     let mut answer = answer(req, context, cube, measure, survey, quantiles);
     if let (Some(base), Answer::Means(m), Analysis::Means { var, by }) =
         (&req.diff, &mut answer, &req.analysis)
@@ -222,22 +231,37 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         let [g] = by.as_slice() else {
             return Err(Error::CompareGroups { count: by.len() });
         };
-        m.comparison = Some(Box::new(crate::compare::compare_means(
-            ds, req, var, g, base, opts,
-        )?));
+        m.comparison = Some(Box::new(match direct.take() {
+            Some(crate::contrast::Direct::Means(c)) => c,
+            _ => crate::compare::compare_means(ds, req, var, g, base, opts)?,
+        }));
     }
     if let (Some(value), Answer::Means(m), Analysis::Means { var, by }) =
         (req.test_mean, &mut answer, &req.analysis)
     {
-        let t = match &domains {
-            Some(d) => {
-                let groups = m
-                    .groups()
-                    .map(|g| g.by.iter().map(|&c| c.clone()).collect())
-                    .collect();
-                crate::ttest::of_domains(req, value, groups, &spread_of(m), d)?
+        let groups: Vec<Vec<microtab_engine::Category>> = m
+            .groups()
+            .map(|g| g.by.iter().map(|&c| c.clone()).collect())
+            .collect();
+        let t = match (&domains, replicated) {
+            (Some(d), _) => {
+                let of = (d, "linearization".to_string());
+                crate::ttest::of_domains(req, value, groups, &spread_of(m), of)?
             }
-            None => crate::ttest::test_means(ds, req, (var, by, value), &spread_of(m), opts)?,
+            (None, Some(method)) => {
+                // One early-stopping pass over the replicate weights: the
+                // means query's records, whatever their value of `var`.
+                let keys = groups
+                    .iter()
+                    .map(|g| g.iter().map(|c| c.display.clone()).collect())
+                    .collect();
+                let degf =
+                    crate::model::degf::replicate_degf_by_key(ds, &q, &q.replicates, keys, opts)?;
+                crate::ttest::of_domains(req, value, groups, &spread_of(m), (&degf, method))?
+            }
+            (None, None) => {
+                crate::ttest::test_means(ds, req, (var, by, value), &spread_of(m), opts)?
+            }
         };
         m.test = Some(Box::new(t));
     }
@@ -253,13 +277,10 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             return Err(Error::CompareGroups { count: 2 });
         }
         let rows = x.tables().next().map(|t| t.rows).unwrap_or_default();
-        x.comparisons = Some(crate::compare::compare_shares(
-            ds,
-            req,
-            (row, col, base),
-            &rows,
-            opts,
-        )?);
+        x.comparisons = Some(match direct.take() {
+            Some(crate::contrast::Direct::Shares(c)) => c,
+            _ => crate::compare::compare_shares(ds, req, (row, col, base), &rows, opts)?,
+        });
     }
     Ok(answer)
 }
@@ -615,7 +636,7 @@ fn answer_part(
             Some(_) => return Err(wrong()),
         };
         // A recoded row variable is refused before any scan.
-        crate::compare::share_model(ds, (row, col, base), "")?;
+        crate::compare::check_share_row(ds, row)?;
         let table = Request {
             diff: None,
             ..req.clone()

@@ -274,15 +274,17 @@ impl TestPart {
 
 /// Each group's domain (its categories' displayed values; none: all
 /// groups) `[PSUs, strata]`, from the means query's counts of them.
-pub(crate) type DomainsByKey = HashMap<Vec<String>, [u64; 2]>;
+pub(crate) type DegfByKey = HashMap<Vec<String>, f64>;
 
-/// The domains' counts of the means query's `cube` by group.
+/// The domains' `degf` (PSUs − strata) of the means query's `cube` by
+/// group.
 pub(crate) fn keyed_domains(
     cube: &microtab_engine::Cube,
     d: &microtab_engine::Domains,
-) -> DomainsByKey {
+) -> DegfByKey {
     let shape: Vec<usize> = cube.dims.iter().map(|d| d.categories.len()).collect();
-    let mut out: DomainsByKey = d
+    let degf = |[p, h]: [u64; 2]| p as f64 - h as f64;
+    let mut out: DegfByKey = d
         .cell
         .iter()
         .enumerate()
@@ -292,29 +294,30 @@ pub(crate) fn keyed_domains(
                 .enumerate()
                 .map(|(k, &i)| cube.dims[k].categories[i].display.clone())
                 .collect();
-            (key, n)
+            (key, degf(n))
         })
         .collect();
-    out.insert(Vec::new(), d.all);
+    out.insert(Vec::new(), degf(d.all));
     out
 }
 
-/// Under a Taylor design, the tests of the means answer's groups (their
-/// categories, `groups`; their means and SEs in `spread`) on each group's
-/// domain's degrees of freedom, which the means query counted
-/// (`domains`): R's `degf()` of the design subset to the group, less one.
+/// The tests of the means answer's groups (their categories, `groups`;
+/// their means and SEs in `spread`) on each group's domain's degrees of
+/// freedom, `degf` by group (the empty key: all groups), less one, as R's
+/// one-sample `svyttest`: under a Taylor design the domains the means
+/// query counted, under replicate weights the ranks of the domains'
+/// replicate weights.
 pub(crate) fn of_domains(
     req: &Request,
     value: f64,
     groups: Vec<Vec<Category>>,
     spread: &Spread,
-    domains: &DomainsByKey,
+    (degf, method): (&DegfByKey, String),
 ) -> Result<MeanTests> {
     let test = |cats: Vec<Category>| -> Option<MeanTest> {
         let key: Vec<String> = cats.iter().map(|c| c.display.clone()).collect();
         let known = spread.get(&key)?;
-        let [p, h] = *domains.get(&key)?;
-        let df = p as f64 - h as f64 - 1.0;
+        let df = degf.get(&key)? - 1.0;
         tested(cats, (known.mean?, known.se, df), (value, req.level))
     };
     let groups = groups.into_iter().filter_map(test).collect();
@@ -323,7 +326,7 @@ pub(crate) fn of_domains(
         value,
         groups,
         total,
-        method: "linearization".to_string(),
+        method,
     })
 }
 

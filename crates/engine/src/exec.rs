@@ -133,10 +133,10 @@ fn partial_with<R>(
     }
     if q.taylor
         .as_ref()
-        .is_some_and(|t| t.domains || t.times.is_some())
+        .is_some_and(|t| t.domains || t.times.is_some() || t.full_values)
     {
         return Err(Error::Invalid(
-            "the Taylor domains' counts and sums of a variable's totals have no partial result"
+            "the Taylor domains' counts, sums of a variable's totals and covariances of the cells' values have no partial result"
                 .into(),
         ));
     }
@@ -581,6 +581,7 @@ fn physical_plan<'a>(
             c.strata.as_ref(),
             (x.map(|c| c.var()), tvar),
             ws,
+            partial,
         )
     });
     let plan = Plan {
@@ -603,6 +604,7 @@ fn physical_plan<'a>(
                 .iter()
                 .map(|col| (col, Exclusion::of(col.var()), col.var().scale()))
                 .collect(),
+            categories: std::sync::Arc::new(plans.iter().map(|p| p.categories.clone()).collect()),
         }),
     };
     Ok((plan, d.cols))

@@ -37,6 +37,11 @@ pub trait FoldState: Send {
     fn stop(&self) -> bool {
         false
     }
+    /// Told, before any record, each grouping variable's planned
+    /// categories (a record's cell is their indices, row-major, each
+    /// dimension at least one wide; as [`crate::exec::Folded::categories`]),
+    /// so a state can name in cells what it knows by categories.
+    fn planned(&mut self, _categories: &[Vec<crate::Category>]) {}
 }
 
 /// A fold's state as the type its maker made (a worker's state handed to

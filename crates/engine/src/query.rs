@@ -68,6 +68,11 @@ pub struct TaylorQuery {
     /// the covariance of every pair of cells' weighted counts is wanted
     /// (the Rao–Scott test).
     pub full: Option<usize>,
+    /// The full tables hold the covariances of every pair of cells'
+    /// totals `(W, Y)`, not of their weighted counts alone (differences
+    /// of domain means): `2k × 2k` per table of `k` cells, a cell's `W`
+    /// at `2a` and its `Y` at `2a + 1`. Not with a partial result.
+    pub full_values: bool,
     /// Lonely PSUs `average`d (R's `survey.lonely.psu = "average"`): per
     /// stratum, whether it is one whose variance is missing. A domain's
     /// variance is then scaled by its strata over its strata with a

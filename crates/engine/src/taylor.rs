@@ -33,8 +33,10 @@ pub struct TaylorCells {
     /// covariances of its cells' weighted counts: `full[t][a · k + b]`,
     /// `a` and `b` the cells' positions in the table (their index over the
     /// dimensions that margin does not keep, first outermost), `k` the
-    /// table's cells. `None` without one, or when the tables would hold
-    /// more than [`MAX_FULL`] entries.
+    /// table's cells. With [`TaylorQuery::full_values`], of the cells'
+    /// `(W, Y)`: `full[t][(2a + i) · 2k + 2b + j]`, `i`, `j` 0 for `W` and
+    /// 1 for `Y`. `None` without one, or when the tables would hold more
+    /// than [`MAX_FULL`] entries.
     pub full: Option<Vec<Vec<f64>>>,
     /// Records whose stratum the design does not know (a design that no
     /// longer fits its dataset).
@@ -87,6 +89,10 @@ pub struct MarginCov {
     pub scale: Vec<f64>,
 }
 
+/// A compacted cell's index over the dimensions a predicate keeps, and
+/// their cells.
+type Flat<'a> = dyn Fn(usize, &dyn Fn(usize) -> bool) -> (usize, usize) + 'a;
+
 /// Most entries of the full covariance tables.
 pub const MAX_FULL: usize = 1 << 22;
 
@@ -121,6 +127,14 @@ pub(crate) struct TaylorPlan<'a> {
     /// The full tables: each cell's table and position, the cells per
     /// table, the tables.
     full: Option<(Vec<u32>, Vec<u32>, usize, usize)>,
+    /// The full tables' totals per cell: 1 (`W`), or 2 (`W`, `Y`:
+    /// [`TaylorQuery::full_values`]).
+    full_width: usize,
+    /// The margins' sums are read off the full tables when the scan ends,
+    /// not summed PSU by PSU: each margin's groups lie within one table,
+    /// the tables hold every total the margins need (`Y` too, or no
+    /// analysis variable), and the result is not partial.
+    derive_margins: bool,
     dense: bool,
     /// Linear scores: their length, and per planned cell `a` and `b`
     /// (`len` each, row by row) in stored units, the shift folded in.
@@ -183,8 +197,16 @@ impl<'a> TaylorPlan<'a> {
             Option<&microtab_store::Variable>,
         ),
         wscale: f64,
+        partial: bool,
     ) -> Arc<Self> {
         let mut p = Self::build(q, plans, cells, strata, measure, wscale);
+        p.derive_margins = !partial
+            && p.full.is_some()
+            && (p.full_width == 2 || measure.is_none())
+            && p.keeps.iter().all(|keep| {
+                let full = &p.keeps[p.full_margin];
+                keep.iter().zip(full).all(|(&k, &f)| k || !f)
+            });
         if let Some(v) = times {
             // `Y` and the totals of `v` are compared unshifted.
             p.shift = 0.0;
@@ -229,7 +251,8 @@ impl<'a> TaylorPlan<'a> {
             let (table, tables) = group_map(plans, cells, keep, false);
             let inverse: Vec<bool> = keep.iter().map(|k| !k).collect();
             let (pos, size) = group_map(plans, cells, &inverse, false);
-            (tables.saturating_mul(size).saturating_mul(size) <= MAX_FULL)
+            let width = size.saturating_mul(1 + usize::from(q.full_values));
+            (tables.saturating_mul(width).saturating_mul(width) <= MAX_FULL)
                 .then_some((table, pos, size, tables))
         });
         TaylorPlan {
@@ -250,6 +273,8 @@ impl<'a> TaylorPlan<'a> {
             full_margin: q.full.unwrap_or(0),
             average: q.average.clone(),
             full,
+            full_width: 1 + usize::from(q.full_values),
+            derive_margins: false,
             scores: None,
             raw_scores: None,
             scores_only: false,
@@ -604,7 +629,9 @@ impl TaylorAcc {
                 .collect::<crate::core::Result<_>>()?,
             full: match &p.full {
                 Some((_, _, size, tables)) => filled(
-                    size.saturating_mul(*size).saturating_mul(*tables),
+                    (size * p.full_width)
+                        .saturating_mul(size * p.full_width)
+                        .saturating_mul(*tables),
                     0.0,
                     what("covariance sums"),
                 )?,
@@ -810,7 +837,11 @@ impl TaylorAcc {
             e[1] += k * w * y;
             e[2] += k * y * y;
         }
-        for (m, (map, _)) in p.groups.iter().enumerate() {
+        let margins = match p.derive_margins {
+            true => &[][..],
+            false => &p.groups[..],
+        };
+        for (m, (map, _)) in margins.iter().enumerate() {
             self.gz.clear();
             for &(c, w, y, _) in z {
                 let g = map[c as usize];
@@ -840,15 +871,26 @@ impl TaylorAcc {
             }
         }
         if let Some((table, pos, size, _)) = &p.full {
-            for &(a, wa, _, _) in z {
+            // Each pair of distinct cells once (the entries are one per
+            // cell); a cell with itself is `self.cell`'s, and the pairs'
+            // two orders are summed when the tables are read.
+            let (m, s) = (p.full_width, size * p.full_width);
+            for (x, &(a, wa, ya, _)) in z.iter().enumerate() {
                 let ta = table[a as usize];
                 if ta == NONE {
                     continue;
                 }
-                let base = ta as usize * size * size + pos[a as usize] as usize * size;
-                for &(b, wb, _, _) in z {
-                    if table[b as usize] == ta {
-                        self.full[base + pos[b as usize] as usize] += k * wa * wb;
+                let base = ta as usize * s * s + pos[a as usize] as usize * m * s;
+                for &(b, wb, yb, _) in &z[x + 1..] {
+                    if table[b as usize] != ta {
+                        continue;
+                    }
+                    let at = base + pos[b as usize] as usize * m;
+                    self.full[at] += k * wa * wb;
+                    if m == 2 {
+                        self.full[at + 1] += k * wa * yb;
+                        self.full[at + s] += k * ya * wb;
+                        self.full[at + s + 1] += k * ya * yb;
                     }
                 }
             }
@@ -932,6 +974,9 @@ impl TaylorAcc {
         self.close_kept(p);
         let strata = self.strata_counted(p);
         let avg = self.subtract_strata(p);
+        if p.derive_margins {
+            self.derive_margins(p);
+        }
         let psus = self.psus;
         let domains = self.dom.as_ref().map(|d| d.finish(p, layout, &counted));
         TaylorCells {
@@ -940,6 +985,91 @@ impl TaylorAcc {
             domains,
             ..self.into_cells(p, layout, counted, scales, &avg)
         }
+    }
+
+    /// Each margin's sums from the full tables ([`TaylorPlan::derive_margins`]):
+    /// a group's variances are the sums of its cells' pairs', a cell's
+    /// covariance with its group the sum of its own with each cell's.
+    fn derive_margins(&mut self, p: &TaylorPlan<'_>) {
+        if p.full.is_none() {
+            return;
+        }
+        let m = p.full_width;
+        let mut derived = Vec::new();
+        for (map, groups) in &p.groups {
+            let mut members: Vec<Vec<usize>> = vec![Vec::new(); *groups];
+            for c in 0..p.cells {
+                if map[c] != NONE {
+                    members[map[c] as usize].push(c);
+                }
+            }
+            let (mut var, mut cross) = (vec![[0.0; 3]; *groups], vec![0.0; self.cross[0].len()]);
+            for (g, cs) in members.iter().enumerate() {
+                for &a in cs {
+                    for &b in cs {
+                        let ww = self.pair(p, (a, b), (0, 0));
+                        cross[a] += ww;
+                        var[g][0] += ww;
+                        if m == 2 {
+                            var[g][1] += self.pair(p, (a, b), (0, 1));
+                            var[g][2] += self.pair(p, (a, b), (1, 1));
+                        }
+                    }
+                }
+            }
+            derived.push((var, cross));
+        }
+        for (mi, (var, cross)) in derived.into_iter().enumerate() {
+            self.groups[mi] = var;
+            self.cross[mi] = cross;
+        }
+    }
+
+    /// The covariance of total `i` of planned cell `a` and total `j` of
+    /// `b` (0: `W`, 1: `Y`; the cells in one full table), stored units:
+    /// a cell with itself is its own sums; two cells, their pair summed
+    /// in either order ([`TaylorAcc::products`] keeps each pair once).
+    fn pair(&self, p: &TaylorPlan<'_>, (a, b): (usize, usize), (i, j): (usize, usize)) -> f64 {
+        if a == b {
+            return self.cell[a][i + j];
+        }
+        let (table, pos, size, _) = p.full.as_ref().expect("full tables");
+        let (m, s) = (p.full_width, size * p.full_width);
+        let t = table[a] as usize * s * s;
+        let at = |x: usize, y: usize| t + pos[x] as usize * m * s + pos[y] as usize * m;
+        self.full[at(a, b) + i * s + j] + self.full[at(b, a) + j * s + i]
+    }
+
+    /// Per table of the [`TaylorQuery::full`] margin, the covariances of
+    /// its cells' totals in displayed units (`counted_cells`: compacted
+    /// and planned index of each cell with records; `flat`: a compacted
+    /// cell's index over the dimensions a predicate keeps, and their
+    /// cells).
+    fn full_tables(
+        &self,
+        p: &TaylorPlan<'_>,
+        counted_cells: &[(usize, usize)],
+        flat: &Flat<'_>,
+        unit: [f64; 3],
+    ) -> Vec<Vec<f64>> {
+        let (table, ..) = p.full.as_ref().expect("full tables");
+        let keep = &p.keeps[p.full_margin];
+        let (tables, m) = (flat(0, &|d| keep[d]).1, p.full_width);
+        let k = flat(0, &|d| !keep[d]).1 * m;
+        let mut out = vec![vec![0.0; k * k]; tables];
+        for &(da, a) in counted_cells {
+            let (ta, pa) = (flat(da, &|d| keep[d]).0, flat(da, &|d| !keep[d]).0);
+            for &(db, b) in counted_cells.iter().filter(|e| table[e.1] == table[a]) {
+                let pb = flat(db, &|d| !keep[d]).0;
+                for i in 0..m {
+                    for j in 0..m {
+                        out[ta][(pa * m + i) * k + pb * m + j] =
+                            self.pair(p, (a, b), (i, j)) / unit[i + j];
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The strata with records of non-zero weight counted (R's `degf()`).
@@ -1156,26 +1286,10 @@ impl TaylorAcc {
                 mc.cross[dst] = self.cross[m][c] / unit[0];
             }
         }
-        let full = p.full.as_ref().map(|(table, pos, size, _)| {
-            let keep = &p.keeps[p.full_margin];
-            let tables = flat(0, &|d| keep[d]).1;
-            let k = flat(0, &|d| !keep[d]).1;
-            let mut out = vec![vec![0.0; k * k]; tables];
-            for &(da, a) in &counted_cells {
-                let (ta, pa) = (flat(da, &|d| keep[d]).0, flat(da, &|d| !keep[d]).0);
-                for &(db, b) in &counted_cells {
-                    if table[b] != table[a] {
-                        continue;
-                    }
-                    let pb = flat(db, &|d| !keep[d]).0;
-                    out[ta][pa * k + pb] = self.full[table[a] as usize * size * size
-                        + pos[a] as usize * size
-                        + pos[b] as usize]
-                        / unit[0];
-                }
-            }
-            out
-        });
+        let full = p
+            .full
+            .as_ref()
+            .map(|_| self.full_tables(p, &counted_cells, &flat, unit));
         TaylorCells {
             cell,
             margins,
@@ -1935,6 +2049,7 @@ impl TaylorPartial {
                 })
                 .collect(),
             full: self.full,
+            full_values: false,
             average: if self.average {
                 self.strata.iter().map(|s| s.lonely).collect()
             } else {

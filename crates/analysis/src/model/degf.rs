@@ -187,6 +187,9 @@ struct Ranks {
     /// The cells known to have records: once each is of full rank, no
     /// record can change an answer.
     expect: Arc<Vec<u32>>,
+    /// The same by the groups' displayed values, named in cells when the
+    /// scan tells its categories ([`FoldState::planned`]).
+    keys: Option<Arc<HashSet<Vec<String>>>>,
 }
 
 impl FoldState for Ranks {
@@ -217,6 +220,19 @@ impl FoldState for Ranks {
         self.done()
     }
 
+    fn planned(&mut self, categories: &[Vec<microtab_engine::Category>]) {
+        let Some(keys) = &self.keys else {
+            return;
+        };
+        let shape: Vec<usize> = categories.iter().map(|c| c.len().max(1)).collect();
+        let cells: usize = shape.iter().product();
+        let expect = (0..cells)
+            .filter(|&c| keys.contains(&key_of(categories, &shape, c)))
+            .map(|c| c as u32)
+            .collect();
+        self.expect = Arc::new(expect);
+    }
+
     fn done(&self) -> bool {
         !self.expect.is_empty()
             && self.expect.iter().all(|c| {
@@ -239,19 +255,8 @@ pub(crate) fn replicate_bases_by(
     expect: Vec<u32>,
     opts: &ScanOptions,
 ) -> crate::Result<HashMap<u32, Vec<Vec<f64>>>> {
-    let expect = Arc::new(expect);
-    let width = replicates.len();
     let mut q = records_only(query);
-    q.fold = Some(Fold {
-        values: replicates.to_vec(),
-        make: Arc::new(move || {
-            Box::new(Ranks {
-                width,
-                cells: HashMap::new(),
-                expect: expect.clone(),
-            }) as Box<dyn FoldState>
-        }),
-    });
+    q.fold = Some(ranks_fold(replicates, Arc::new(expect), None));
     let folded = microtab_engine::fold_rows(ds, &q, opts)?;
     let ranks = folded
         .state
@@ -285,4 +290,69 @@ pub(crate) fn replicate_degf_by(
 ) -> crate::Result<(Vec<Option<f64>>, f64)> {
     let bases = replicate_bases_by(ds, query, replicates, expect, opts)?;
     Ok(degf_of_bases(bases, cells))
+}
+
+/// The fold of each cell's rank of `replicates`, expecting the cells
+/// `expect` (or the groups `keys`, by their values) to have records.
+fn ranks_fold(
+    replicates: &[String],
+    expect: Arc<Vec<u32>>,
+    keys: Option<Arc<HashSet<Vec<String>>>>,
+) -> Fold {
+    let width = replicates.len();
+    Fold {
+        values: replicates.to_vec(),
+        make: Arc::new(move || {
+            Box::new(Ranks {
+                width,
+                cells: HashMap::new(),
+                expect: expect.clone(),
+                keys: keys.clone(),
+            }) as Box<dyn FoldState>
+        }),
+    }
+}
+
+/// Cell `c`'s categories' displayed values (`categories` planned, of
+/// `shape`); a dimension without categories gives none.
+fn key_of(categories: &[Vec<microtab_engine::Category>], shape: &[usize], c: usize) -> Vec<String> {
+    microtab_engine::unravel(c, shape)
+        .iter()
+        .zip(categories)
+        .filter_map(|(&i, cats)| cats.get(i).map(|c| c.display.clone()))
+        .collect()
+}
+
+/// R's `degf` of each group's domain of `query`'s table — the rank of the
+/// replicate weights of its records, whatever their values, less one — by
+/// the group's categories' displayed values, and of all the groups'
+/// records (the empty key). `expect`: the groups known to have records,
+/// by their values (the scan stops once each is of full rank).
+pub(crate) fn replicate_degf_by_key(
+    ds: &Dataset,
+    query: &Query,
+    replicates: &[String],
+    expect: HashSet<Vec<String>>,
+    opts: &ScanOptions,
+) -> crate::Result<HashMap<Vec<String>, f64>> {
+    let mut q = records_only(query);
+    q.fold = Some(ranks_fold(
+        replicates,
+        Arc::new(Vec::new()),
+        Some(Arc::new(expect)),
+    ));
+    let folded = microtab_engine::fold_rows(ds, &q, opts)?;
+    let shape: Vec<usize> = folded.categories.iter().map(|c| c.len().max(1)).collect();
+    let cells = folded
+        .state
+        .map_or(HashMap::new(), |s| state_of::<Ranks>(s).cells);
+    let df = |b: &Vec<Vec<f64>>| b.len().saturating_sub(1) as f64;
+    let mut out = HashMap::new();
+    let mut all = Vec::new();
+    for (c, r) in cells {
+        out.insert(key_of(&folded.categories, &shape, c as usize), df(&r.basis));
+        all = unite_bases(all, r.basis);
+    }
+    out.insert(Vec::new(), df(&all));
+    Ok(out)
 }

@@ -110,6 +110,21 @@ pub struct Inference {
     pub hi: f64,
 }
 
+impl Inference {
+    /// A difference that is exactly 0 with no sampling variance: no test
+    /// or interval beyond the point.
+    pub(crate) fn exact_zero() -> Inference {
+        Inference {
+            estimate: 0.0,
+            se: 0.0,
+            t: f64::NAN,
+            p: f64::NAN,
+            lo: 0.0,
+            hi: 0.0,
+        }
+    }
+}
+
 /// A Wald F test of several coefficients.
 #[derive(Debug, Clone, Serialize)]
 pub struct Wald {

@@ -90,14 +90,19 @@ pub(crate) fn inference_head(first: &str, stat: &str, level: f64) -> Vec<String>
     .collect()
 }
 
-/// A row of such a table.
+/// A row of such a table; a dash where there is no test (a difference
+/// that is exactly 0 with no variance: no t or p).
 pub(crate) fn inference_row(name: &str, i: &Inference) -> Vec<String> {
+    let or_dash = |x: f64, f: fn(f64) -> String| match x.is_nan() {
+        true => "–".to_string(),
+        false => f(x),
+    };
     vec![
         name.to_string(),
         num(i.estimate),
         num(i.se),
-        num(i.t),
-        pval(i.p),
+        or_dash(i.t, num),
+        or_dash(i.p, pval),
         num(i.lo),
         num(i.hi),
     ]

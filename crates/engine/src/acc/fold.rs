@@ -19,8 +19,10 @@ pub(crate) struct FoldAcc {
 
 impl FoldAcc {
     pub(crate) fn new(fp: &FoldPlan<'_>) -> Self {
+        let mut state = (fp.make)();
+        state.planned(&fp.categories);
         FoldAcc {
-            state: (fp.make)(),
+            state,
             rows: Vec::new(),
             cells: Vec::new(),
             values: vec![Vec::new(); fp.values.len()],

@@ -233,6 +233,8 @@ pub(crate) struct Plan<'a> {
 pub(crate) struct FoldPlan<'a> {
     pub(crate) make: std::sync::Arc<dyn Fn() -> Box<dyn crate::fold::FoldState> + Send + Sync>,
     pub(crate) values: Vec<(&'a Column, Exclusion, f64)>,
+    /// Each grouping variable's planned categories.
+    pub(crate) categories: std::sync::Arc<Vec<Vec<crate::Category>>>,
 }
 
 impl<'a> Plan<'a> {
