@@ -553,6 +553,15 @@ def test_binary_deviance_is_the_records_as_in_r(api, kind):
         assert 0 <= got["pseudo_r_squared"] < 1
 
 
+def write_rows(path, rows):
+    """`rows` (dicts of one set of keys) as a CSV file at `path`."""
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
 R_DIFF_MISSING = r"""
 suppressMessages(library(survey))
 a <- commandArgs(trailingOnly=TRUE)
@@ -607,11 +616,7 @@ def test_differences_with_missing_values_match_r(api, kind, tmp_path):
         lost = i % 7 == 3 or (kind in ("clus", "jk1") and r["dnum"] == rows[0]["dnum"])
         r["y"] = "" if lost else r["api00"]
         r["grp"] = "" if i % 11 == 5 else r["stype_txt"]
-    data = tmp_path / "data.csv"
-    with data.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    data = write_rows(tmp_path / "data.csv", rows)
     ds = tmp_path / "d.mtab"
     run("import", data, ds)
     design = {
@@ -648,3 +653,32 @@ def test_differences_with_missing_values_match_r(api, kind, tmp_path):
         assert c["df"] == float(r["df"]), (what, c["df"], r)
         if kind != "hc0":
             assert close(c["wald"]["f"], float(r["f"])) and close(c["wald"]["p"], float(r["fp"]))
+
+
+def test_differences_with_missing_categories_and_repeated_labels(api, tmp_path):
+    """Under JK1 replicate weights, `tab --diff --include-missing` compares
+    the rows and columns that are not missing, on the df of their records
+    (the rank of those records' replicate weights): the same comparisons
+    as without `--include-missing`. Groups shown as the same value (a
+    recode giving two ranges one label) cannot be named apart: a
+    comparison or a test of them is an error saying so."""
+    rows = list(csv.DictReader((api["dir"] / "clus.csv").open()))
+    dnums = sorted({r["dnum"] for r in rows})
+    for r in rows:
+        # The row variable known only in three districts (9: missing).
+        r["A"] = r["yes"] if r["dnum"] in dnums[:3] else "9"
+    data = write_rows(tmp_path / "m.csv", rows)
+    ds = tmp_path / "m.mtab"
+    run("import", data, ds, "--missing", "A=9")
+    run("design", ds, "--weight", "pw", "--repweights", "R1-R15", "--type", "jk1", "--no-mse")
+    plain = run_json("tab", ds, "A", "stype_txt", "--diff", "elem")["comparisons"]
+    wide = run_json("tab", ds, "A", "stype_txt", "--diff", "elem", "--include-missing")["comparisons"]
+    assert [c["row"] for c in wide] == [c["row"] for c in plain] and plain
+    for a, b in zip(wide, plain):
+        assert a["df"] == b["df"] < 14, (a, b)
+        for x, y in zip(a["differences"], b["differences"]):
+            assert close(x["estimate"], y["estimate"], rel=1e-9) and close(x["se"], y["se"], rel=1e-9)
+    twice = 'stype(r: E "X"; H "Y"; M "X")'
+    for args in (["--diff", "Y"], ["--test-mean", "600"]):
+        p = run("means", api["jk1"], "api00", "--by", twice, *args, ok=False)
+        assert p.returncode == 1 and 'both shown as "X"' in p.stderr, p.stderr

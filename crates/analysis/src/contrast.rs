@@ -175,6 +175,9 @@ pub(crate) fn from_scan(
                 method,
             ))))
         }
+        // Missing categories counted in the cells: the model's domain is
+        // not the table's.
+        Analysis::Tab { .. } if req.include_missing => Ok(None),
         Analysis::Tab { row, .. } => {
             crate::compare::check_share_row(ds, row)?;
             let Some(t) = ShareTable::new(cube, weighted) else {
@@ -208,6 +211,41 @@ pub(crate) fn from_scan(
             Ok(Some(Direct::Shares(out)))
         }
         _ => Ok(None),
+    }
+}
+
+/// An error when two of the groups that `req` compares or tests (the
+/// means' groups; a table's columns) in `cube` are shown as the same
+/// values (a recode giving two ranges one label): comparisons and tests
+/// name groups by their values.
+pub(crate) fn check_groups(req: &Request, cube: &Cube) -> Result<()> {
+    if req.diff.is_none() && req.test_mean.is_none() {
+        return Ok(());
+    }
+    let names: Vec<String> = match &req.analysis {
+        Analysis::Means { .. } => (0..cube.counts.len())
+            .filter(|&c| cube.counts[c] > 0)
+            .map(|c| {
+                let cats = cube.categories_of(c);
+                cats.iter()
+                    .map(|c| c.display.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" × ")
+            })
+            .collect(),
+        Analysis::Tab { .. } => cube.dims.last().map_or(Vec::new(), |d| {
+            d.categories
+                .iter()
+                .filter(|c| !c.missing)
+                .map(|c| c.display.clone())
+                .collect()
+        }),
+        _ => Vec::new(),
+    };
+    let mut seen = std::collections::HashSet::new();
+    match names.into_iter().find(|n| !seen.insert(n.clone())) {
+        Some(value) => Err(crate::Error::SameValue { value }),
+        None => Ok(()),
     }
 }
 

@@ -106,6 +106,14 @@ pub enum Error {
         /// The row argument given.
         var: String,
     },
+    /// Two groups of a comparison or a test are shown as the same value
+    /// (a recode giving two ranges one label): they are named by their
+    /// values, so neither could be told apart.
+    #[error("two groups are both shown as {value:?}: comparisons and tests name groups by their values, so each needs its own")]
+    SameValue {
+        /// The value shown twice.
+        value: String,
+    },
     /// A ratio's or a correlation's variable is text.
     #[error("{variable} is a text variable: a ratio or a correlation needs numbers")]
     NotNumeric {
@@ -240,6 +248,7 @@ impl microtab_store::Remedied for Error {
             | Error::Model(_)
             | Error::CompareGroups { .. }
             | Error::CompareRecode { .. }
+            | Error::SameValue { .. }
             | Error::NotNumeric { .. }
             | Error::NoRecords
             | Error::CorrVariables { .. } => None,

@@ -218,6 +218,7 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
         .as_ref()
         .and_then(|t| t.domains.as_ref())
         .map(|d| crate::ttest::keyed_domains(&cube, d));
+    crate::contrast::check_groups(req, &cube)?;
     let mut direct = crate::contrast::from_scan(ds, req, &q, &mut cube, survey.as_ref(), opts)?;
     // Replicate weights: the tests' domains' ranks, named by group.
     let replicated = survey
