@@ -74,8 +74,11 @@ def _kill(proc):
         assert proc.returncode == 0, err
         return False
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+    _, err = proc.communicate()
+    if proc.returncode == 0:
+        # It finished between the poll and the signal.
+        return False
+    assert proc.returncode == -signal.SIGKILL, err
     return True
 
 

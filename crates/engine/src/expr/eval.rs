@@ -539,14 +539,13 @@ impl Node {
                 cx.map_i(x, |y| y / k)
             }
             Op::RoundF(x, nd) => {
-                let s = 10f64.powi(*nd);
                 let mut v = cx.ev(x).f();
                 // Beyond 2^52 a float has no fraction: rounding to n ≥ 0
                 // decimals leaves it (and x·10^n may overflow).
                 let big = 4503599627370496.0;
                 v.iter_mut().for_each(|y| {
                     if !(*nd >= 0 && y.abs() >= big) {
-                        *y = fin((*y * s).round() / s);
+                        *y = fin(round_decimals(*y, *nd));
                     }
                 });
                 Vals::F(v)
@@ -649,5 +648,81 @@ mod tests {
             assert_eq!(fmod_i(a, b), want, "{a} mod {b}");
         }
         assert_eq!(fmod_i(5, 0), NA);
+    }
+}
+
+/// `y` rounded to `nd` decimals (−9 ≤ nd ≤ 9), half away from zero, as
+/// the exact value of `y` is: `y·10^n` (or `y/10^−n`) rounded to a float
+/// can land on a half the exact value is not on (0.6575 is stored as
+/// 0.65749999…, and 0.65749999…·1000 rounds to 657.5), so a tie of the
+/// rounded quotient is settled by the sign of its rounding error.
+pub(crate) fn round_decimals(y: f64, nd: i32) -> f64 {
+    let d = 10f64.powi(nd.abs());
+    // t ≈ the exact y·10^nd, and err's sign: exact − t.
+    let (t, err) = if nd >= 0 {
+        let (p, e) = two_product(y, d);
+        (p, e)
+    } else {
+        let t = y / d;
+        let (p, e) = two_product(t, d);
+        // y − t·d, exactly (y and p are within a rounding of each other).
+        (t, (y - p) - e)
+    };
+    let mut r = t.round();
+    if (t - t.trunc()).abs() == 0.5 && err != 0.0 && (err > 0.0) != (t > 0.0) {
+        // The exact value is on zero's side of the half.
+        r = t.trunc();
+    }
+    if nd >= 0 {
+        r / d
+    } else {
+        r * d
+    }
+}
+
+/// `a·b` as a float and the exact error of that product (Dekker's
+/// product by Veltkamp's split; no fused multiply-add, which would call
+/// the C library).
+fn two_product(a: f64, b: f64) -> (f64, f64) {
+    let split = |x: f64| {
+        let c = 134_217_729.0 * x;
+        let hi = c - (c - x);
+        (hi, x - hi)
+    };
+    let p = a * b;
+    if !p.is_finite() {
+        return (p, 0.0);
+    }
+    let ((ah, al), (bh, bl)) = (split(a), split(b));
+    (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::round_decimals;
+
+    /// Against Python's `round`, which rounds the exact value of the float
+    /// (ties of the exact value, which it sends to even, left out: here
+    /// they go away from zero).
+    #[test]
+    fn ties_of_the_product_follow_the_exact_value() {
+        for (y, nd, want) in [
+            (-1.315 / -2.0, 3, 0.657),
+            (0.6575, 3, 0.657),
+            (-0.6575, 3, -0.657),
+            (2.675, 2, 2.67),
+            (1.005, 2, 1.0),
+            (0.125, 2, 0.13),
+            (-0.125, 2, -0.13),
+            (2.5, 0, 3.0),
+            (-2.5, 0, -3.0),
+            (1250.0, -2, 1300.0),
+            (-1250.0, -2, -1300.0),
+            (1249.9999999999998, -2, 1200.0),
+            (0.285, 2, 0.28),
+            (1.0e-5, 3, 0.0),
+        ] {
+            assert_eq!(round_decimals(y, nd), want, "round({y:?}, {nd})");
+        }
     }
 }
