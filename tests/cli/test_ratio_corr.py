@@ -408,3 +408,68 @@ def test_test_mean_and_ratio_when_whole_psus_lack_the_value(api, tmp_path):
         for key in ("E", "H", "M", "Total"):
             w, g = want_[(f"ratio_{kind}", key)], by[key]
             assert close(g["estimate"], float(w["est"])) and close(g["se"], float(w["se"])), (g, w)
+
+
+R_CORR_FAR = r"""
+suppressMessages(library(survey))
+a <- commandArgs(trailingOnly=TRUE)
+data <- read.csv(a[1]); out <- a[2]
+d <- svydesign(ids=~psu, strata=~h, weights=~w, data=data, nest=TRUE)
+rows <- NULL
+one <- function(key, des) {
+  for (p in list(c("x", "y"), c("x", "z"), c("y", "z"))) {
+    s2 <- update(des, a=des$variables[[p[1]]], b=des$variables[[p[2]]])
+    s2 <- update(s2, ab=a*b, aa=a^2, bb=b^2)
+    m <- svymean(~a+b+ab+aa+bb, s2)
+    ct <- svycontrast(m, quote((ab - a*b)/sqrt((aa - a^2)*(bb - b^2))))
+    rows <<- rbind(rows, data.frame(key=key, pair=paste(p, collapse=":"),
+                                    est=unname(coef(ct)), se=unname(SE(ct))))
+  }
+}
+sub <- subset(d, !is.na(z))
+one("all", sub)
+one("late", subset(sub, late == 1))
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+def test_corr_about_a_centre_far_from_the_means_matches_r(tmp_path):
+    """Over one dataset the cross products are taken about the means of the
+    first 65,536 records, not the means' own scan: with the records sorted
+    by `x` (large values near 10^6) that centre is far from the means, and
+    the linearized SEs must still be R's. A filter leaving none of those
+    first records takes the means' scan first; the same answers."""
+    rng = np.random.default_rng(29)
+    n = 80_000
+    x = np.round(np.sort(1e6 + 5000 * rng.standard_normal(n)), 3)
+    y = np.round(0.4 * x + 3000 * rng.standard_normal(n), 3)
+    z = np.round(np.exp(rng.normal(10, 1, n)), 2)
+    z[rng.random(n) < 0.05] = np.nan
+    h = 1 + (np.arange(n) * 7 // n)
+    psu = np.arange(n) // 25
+    w = np.round(rng.uniform(50, 150, n), 2)
+    late = (np.arange(n) >= 70_000).astype(int)
+    src = tmp_path / "far.csv"
+    with open(src, "w") as f:
+        f.write("x,y,z,h,psu,w,late\n")
+        for i in range(n):
+            zi = "" if np.isnan(z[i]) else f"{z[i]:.2f}"
+            f.write(f"{x[i]:.3f},{y[i]:.3f},{zi},{h[i]},{psu[i]},{w[i]:.2f},{late[i]}\n")
+    ds = tmp_path / "far.mtab"
+    run("import", src, ds)
+    run("design", ds, "--weight", "w", "--strata", "h", "--cluster", "psu")
+    want_ = rscript(tmp_path / "far.R", R_CORR_FAR, src, tmp_path / "far_out.csv")
+    for key, extra in [("all", []), ("late", ["--filter", "late(1)"])]:
+        got = run_json("corr", ds, "x", "y", "z", *extra)
+        pairs = {f'{p["a"]}:{p["b"]}': p for p in got["pairs"]}
+        for r in (r for r in want_ if r["key"] == key):
+            g = pairs[r["pair"]]
+            assert close(g["estimate"], float(r["est"]), rel=1e-9), (key, g, r)
+            assert close(g["se"], float(r["se"])), (key, g, r)
+        # Unweighted, without the design: scipy's Pearson r.
+        plain = run_json("corr", ds, "x", "y", "z", "--no-design", *extra)
+        keep = ~np.isnan(z) & ((late == 1) if key == "late" else True)
+        r = stats.pearsonr(x[keep], z[keep])
+        p = next(p for p in plain["pairs"] if p["a"] == "x" and p["b"] == "z")
+        assert p["estimate"] == pytest.approx(r.statistic, rel=1e-9), (key, p)
+        assert plain["means"][0] == pytest.approx(x[keep].mean(), rel=1e-12)

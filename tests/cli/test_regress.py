@@ -616,6 +616,9 @@ def test_differences_with_missing_values_match_r(api, kind, tmp_path):
         lost = i % 7 == 3 or (kind in ("clus", "jk1") and r["dnum"] == rows[0]["dnum"])
         r["y"] = "" if lost else r["api00"]
         r["grp"] = "" if i % 11 == 5 else r["stype_txt"]
+        if kind == "hc0" and i % 13 == 2:
+            # Records of weight 0: out of R's degf and of the df.
+            r["pw"] = "0"
     data = write_rows(tmp_path / "data.csv", rows)
     ds = tmp_path / "d.mtab"
     run("import", data, ds)
@@ -653,6 +656,18 @@ def test_differences_with_missing_values_match_r(api, kind, tmp_path):
         assert c["df"] == float(r["df"]), (what, c["df"], r)
         if kind != "hc0":
             assert close(c["wald"]["f"], float(r["f"])) and close(c["wald"]["p"], float(r["fp"]))
+    if kind == "hc0":
+        # The same model as a regression (its records of weight 0 out of
+        # its n and df, as `lm` and `svyglm` leave them), whole and in
+        # parts (the model path of a comparison).
+        r = next(r for r in want if r["what"] == "mean")
+        parts = tmp_path / "d.parts"
+        run("split", ds, parts, "--parts", "3")
+        for d in (ds, parts):
+            reg = run_json("regress", d, "y ~ factor(grp, base=elem)", *extra)
+            assert reg["df"] == float(r["df"]), (d, reg["df"], r)
+            c = run_json("means", d, "y", "--by", "grp", "--diff", "elem", *extra)["comparison"]
+            assert c["df"] == float(r["df"]), (d, c["df"], r)
 
 
 def test_differences_with_missing_categories_and_repeated_labels(api, tmp_path):

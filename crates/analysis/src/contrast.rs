@@ -148,7 +148,9 @@ pub(crate) fn from_scan(
                 };
                 df + 1.0 - p
             }
-            (Spread::Totals { .. }, Some(t), Some(_)) => {
+            // HC0 too: each record of non-zero weight its own PSU in one
+            // stratum (R's `ids = ~1`), so records of weight 0 are out.
+            (Spread::Totals { .. }, Some(t), _) => {
                 t.domain_psus as f64 - t.domain_strata as f64 + 1.0 - p
             }
             _ => n as f64 - p,

@@ -18,8 +18,12 @@
 //!   `n − 2` df (the t test of `scipy.stats.pearsonr`), with Fisher's
 //!   interval `tanh(atanh r ± z/√(n − 3))`.
 //!
-//! Three scans at most: the means, the centred cross products (with the
-//! replicates'), and under linearization the influences.
+//! Over one dataset, one scan: the cross products about a centre (the
+//! means of the first records, [`provisional_centre`]), with the
+//! replicates' or the design covariance of their totals, from which each
+//! pair's influence `l·a` (about the means, `d − δ`) has its variance.
+//! Over parts, three rounds: the means, the centred cross products, and
+//! under linearization the influences.
 
 use crate::model::Inference;
 use crate::ratio::{inference, numeric, survey_of};
@@ -172,20 +176,31 @@ fn influence_terms(
 }
 
 /// The pairs' variances from the design covariance `cov` (`k × k`) of the
-/// totals of `w·a`, `a` a record's centred values and their products (the
-/// cross products' vector): a pair's influence is `w/W` times a linear
-/// combination `l·a` of them (its [`influence_terms`]), so its variance is
+/// totals of `w·a`, `a` a record's values less the centre and their
+/// products (the cross products' vector): a pair's influence is `w/W`
+/// times a linear combination `l·a` of them (its [`influence_terms`] of
+/// `d − δ`, `δ` the means less the centre), so its variance is
 /// `l' cov l / W²` — the influences' scan folded into the cross products'.
 fn pair_variances(
     cov: &[f64],
     (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
+    delta: &[f64],
     (w, p, k): (f64, usize, usize),
 ) -> Vec<f64> {
     influence_terms((c, r, pairs), p)
         .into_iter()
         .map(|(x, y, [is, ax, ay, con])| {
             let at = |a: usize, b: usize| 1 + p + tri(p, a.min(b), a.max(b));
-            let l = [(0, con), (at(x, y), is), (at(x, x), -ax), (at(y, y), -ay)];
+            let (ex, ey) = (delta[x], delta[y]);
+            // (dx − ex)(dy − ey)/s − ax (dx − ex)² − ay (dy − ey)² + con.
+            let l = [
+                (0, con + ex * ey * is - ax * ex * ex - ay * ey * ey),
+                (1 + x, 2.0 * ax * ex - ey * is),
+                (1 + y, 2.0 * ay * ey - ex * is),
+                (at(x, y), is),
+                (at(x, x), -ax),
+                (at(y, y), -ay),
+            ];
             let mut v = 0.0;
             for &(i, li) in &l {
                 for &(j, lj) in &l {
@@ -419,6 +434,9 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
             return Ok(Next::Scan(Stage::Cross { centre }));
         }
         Stage::Cross { centre } => {
+            if g.n == 0 || g.t[0] == 0.0 {
+                return Err(crate::Error::NoRecords);
+            }
             let (_, r) = pairs_of(&g.t, centre, p);
             let nf = g.n as f64;
             if unweighted_plain {
@@ -512,7 +530,12 @@ pub(crate) fn advance(stage: &Stage, sums: &crate::sums::Sums, s: &Setting) -> R
 /// every value, and their weight) from the engine's means kernel: a
 /// query a variable, as the `means` query of it (without the design's
 /// sums, which this stage does not need).
-fn means_sums(ds: &Dataset, scan: &Scan<'_>, names: &[String], opts: &ScanOptions) -> Result<Sums> {
+fn means_sums(
+    ds: &Dataset,
+    query: &microtab_engine::Query,
+    names: &[String],
+    opts: &ScanOptions,
+) -> Result<Sums> {
     let p = names.len();
     let mut g = crate::sums::Group {
         n: 0,
@@ -520,7 +543,7 @@ fn means_sums(ds: &Dataset, scan: &Scan<'_>, names: &[String], opts: &ScanOption
         reps: Vec::new(),
     };
     for (a, name) in names.iter().enumerate() {
-        let mut filter = scan.query.filter.clone();
+        let mut filter = query.filter.clone();
         filter.extend(
             names
                 .iter()
@@ -532,7 +555,7 @@ fn means_sums(ds: &Dataset, scan: &Scan<'_>, names: &[String], opts: &ScanOption
             measure: Some(name.clone()),
             group_by: Vec::new(),
             fold: None,
-            ..scan.query.clone()
+            ..query.clone()
         };
         let cube = microtab_engine::run_with(ds, &q, opts)?;
         let m = cube
@@ -564,15 +587,21 @@ pub fn corr(
     let names = names_of(ds, vars)?;
     let design = crate::checks::design_of(ds, req, false)?;
     let scan = Scan::new(ds, req, (&[], &names), (&design, true), opts)?;
-    let mut stage = Stage::Means;
-    let mut cases = None;
+    let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+    // The cross products are taken about a centre near the means (those
+    // of the first records): the means' own scan is needed only when
+    // those records give none.
+    let mut stage = match provisional_centre(ds, &scan, &names, opts)? {
+        Some(centre) => Stage::Cross { centre },
+        None => Stage::Means,
+    };
     let p = names.len();
     // Linearized (a design, or weighted without one): the influences'
     // design sums in the cross products' scan.
     let linearized = !scan.replicated() && (design.is_some() || scan.query.weight.is_some());
     loop {
         let sums = match &stage {
-            Stage::Means => means_sums(ds, &scan, &names, opts)?,
+            Stage::Means => means_sums(ds, &scan.query, &names, opts)?,
             Stage::Cross { centre } if linearized => {
                 let spec = Spec {
                     taylor: Some(None),
@@ -583,7 +612,9 @@ pub fn corr(
                 let t = sums.groups[0].t.clone();
                 let (pairs, r) = pairs_of(&t, centre, p);
                 let c = covariances(&t, centre, p);
-                let vars = pair_variances(&sums.cov[0], (&c, &r, &pairs), (t[0], p, width(p)));
+                let delta: Vec<f64> = (0..p).map(|a| t[1 + a] / t[0]).collect();
+                let vars =
+                    pair_variances(&sums.cov[0], (&c, &r, &pairs), &delta, (t[0], p, width(p)));
                 stage = Stage::Influence {
                     centre: centre.clone(),
                     t,
@@ -596,9 +627,6 @@ pub fn corr(
             }
             _ => scan.run(spec_of(&stage, p, scan.replicated()))?,
         };
-        if stage == Stage::Means {
-            cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
-        }
         let setting = Setting {
             names: &names,
             req,
@@ -613,6 +641,30 @@ pub fn corr(
             Next::Scan(next) => stage = next,
         }
     }
+}
+
+/// Records whose means centre the cross products over one dataset.
+const CENTRE_RECORDS: u64 = 1 << 16;
+
+/// A centre for the cross products: the means of the complete records
+/// among the query's first [`CENTRE_RECORDS`] (`None`: they have none, or
+/// no weight). The correlations do not depend on it; a centre `δ` from
+/// the means costs the covariances about `(δ/sd)²` ulps, so any centre
+/// within a few standard deviations keeps them exact to rounding.
+fn provisional_centre(
+    ds: &Dataset,
+    scan: &Scan<'_>,
+    names: &[String],
+    opts: &ScanOptions,
+) -> Result<Option<Vec<f64>>> {
+    let r = scan.query.rows.clone().unwrap_or(0..ds.rows());
+    let first = microtab_engine::Query {
+        rows: Some(r.start..r.end.min(r.start.saturating_add(CENTRE_RECORDS))),
+        ..scan.query.clone()
+    };
+    let g = &means_sums(ds, &first, names, opts)?.groups[0];
+    let centre: Vec<f64> = (0..names.len()).map(|a| g.t[1 + a] / g.t[0]).collect();
+    Ok((g.n > 0 && centre.iter().all(|c| c.is_finite())).then_some(centre))
 }
 
 /// A stage's sums over part of the data (a range of records, one of

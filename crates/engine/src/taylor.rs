@@ -486,6 +486,19 @@ impl DomainCounts {
     fn count(&mut self, n: usize, h: usize, z: &[(u32, f64, f64, f64)]) {
         self.psu += 1;
         let mut any = false;
+        if self.pending.is_empty() && z.last().is_none_or(|e| e.0 & MARK == 0) {
+            // No marks: the combined entries are one per cell.
+            for e in z.iter().filter(|e| e.1 != 0.0) {
+                self.psus[e.0 as usize] += 1;
+                self.seen.insert((h * n) as u64 + u64::from(e.0));
+                any = true;
+            }
+            if any {
+                self.all_psus += 1;
+                self.all_seen[h / 64] |= 1 << (h % 64);
+            }
+            return;
+        }
         let live = z
             .iter()
             .filter(|e| e.0 & MARK != 0 || e.1 != 0.0)

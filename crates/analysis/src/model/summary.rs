@@ -88,13 +88,11 @@ pub(crate) fn summarize(
     intercept: bool,
 ) -> Regression {
     let p = cells.p;
-    let n: u64 = cells
-        .n
-        .iter()
-        .zip(&cells.w)
-        .filter(|(_, &w)| w != 0.0 || weight.is_none())
-        .map(|(n, _)| n)
-        .sum();
+    // Records of weight 0 are out of the model's n and df (R's `lm`
+    // and `svyglm`, Stata's estimation sample); `weight_cases` counts
+    // them over the model's domain.
+    let zero = weight_cases.as_ref().map_or(0, |w| w.zero);
+    let n: u64 = cells.n.iter().sum::<u64>().saturating_sub(zero);
     let weighted_n: f64 = cells.w.iter().sum();
     let design_df = survey.map(|v| v.info.df);
     let df = match design_df {

@@ -21,6 +21,10 @@ pub(crate) struct Rows {
     pub(crate) wint: Vec<i64>,
     /// Analysis values as integers.
     pub(crate) xint: Vec<i64>,
+    /// When kept (the Taylor domains' counts): the cells as they were
+    /// once the weight was loaded, before the analysis variable's
+    /// missing values were marked.
+    pub(crate) pre: Option<Vec<u32>>,
 }
 
 impl Default for Rows {
@@ -31,6 +35,7 @@ impl Default for Rows {
             xbuf: Vec::with_capacity(MORSEL),
             wint: Vec::new(),
             xint: Vec::new(),
+            pre: None,
         }
     }
 }
@@ -63,13 +68,12 @@ impl Rows {
         self
     }
 
-    /// The cells of rows `r` as [`index`](Self::index) gives them, less
-    /// the rows whose weight is missing (the analysis variable's missing
-    /// values kept).
-    pub(crate) fn index_weighted(&mut self, m: &Morsel<'_, '_>) -> &[u32] {
-        self.index(m);
-        self.load_weight(m);
-        &self.idx
+    /// Keeps the cells as they are now in [`pre`](Self::pre), when kept.
+    fn keep_pre(&mut self) {
+        if let Some(pre) = self.pre.as_mut() {
+            pre.clear();
+            pre.extend_from_slice(&self.idx);
+        }
     }
 
     /// Loads the weight as `f64` into [`wbuf`](Self::wbuf).
@@ -92,6 +96,7 @@ impl Rows {
         if weight {
             self.load_weight(m);
         }
+        self.keep_pre();
         let (p, data, r) = (m.p, m.data, &m.r);
         load!(
             p.measure.as_ref(),
@@ -117,6 +122,7 @@ impl Rows {
             &mut self.idx,
             &mut self.wint
         );
+        self.keep_pre();
         load!(
             p.measure.as_ref(),
             p.slots.measure,

@@ -67,9 +67,6 @@ pub(crate) struct Acc {
     pub(crate) sums: CellSums,
     /// The morsel's cell index per row and the values loaded beside it.
     pub(crate) rows: Rows,
-    /// The cells before the analysis variable's missing values are left
-    /// out (the Taylor domains' counts).
-    pre: Rows,
     /// The fused kernels' per-morsel buffers.
     pub(crate) fused: fused::Scratch,
     /// Replicate sums ([`Plan::replicates`]).
@@ -100,8 +97,16 @@ impl Acc {
         };
         Ok(Acc {
             sums,
-            rows: Rows::default(),
-            pre: Rows::default(),
+            rows: Rows {
+                // The Taylor domains count the records lacking the
+                // analysis value: the kernel keeps their cells.
+                pre: p
+                    .taylor
+                    .as_deref()
+                    .is_some_and(|t| t.domains)
+                    .then(|| Vec::with_capacity(crate::core::MORSEL)),
+                ..Rows::default()
+            },
             fused: fused::Scratch::default(),
             reps: Replicates::new(p)?,
             taylor: p.taylor.as_deref().map(TaylorAcc::new).transpose()?,
@@ -126,14 +131,7 @@ impl Acc {
             let w = data[s.weight.expect("a Taylor design has a weight")];
             let x = s.measure.map(|k| data[k]);
             let (st, cl) = (s.strata.map(|k| data[k]), s.cluster.map(|k| data[k]));
-            let pre = match tp.domains {
-                true => Some(self.pre.index_weighted(&Morsel {
-                    p,
-                    data,
-                    r: r.clone(),
-                })),
-                false => None,
-            };
+            let pre = self.rows.pre.as_deref();
             let tm = s.times.map(|k| data[k]);
             t.morsel(
                 tp,
