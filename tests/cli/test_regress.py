@@ -61,6 +61,7 @@ CASES = [
     ("jk1", "yes ~ ell + meals + factor(stype)", "yes ~ ell + meals + factor(stype)",
      "logit", None, ""),
     ("strat", "yes ~ meals + factor(stype)", "yes ~ meals + factor(stype)", "probit", None, ""),
+    ("jk1", "yes ~ meals + factor(stype)", "yes ~ meals + factor(stype)", "probit", None, ""),
     ("clus", "enroll ~ ell + meals + factor(stype)", "enroll ~ ell + meals + factor(stype)",
      "poisson", None, ""),
     ("jk1", "enroll ~ meals + stype_txt", "enroll ~ meals + stype_txt", "poisson", None, ""),
@@ -694,6 +695,12 @@ def test_differences_with_missing_categories_and_repeated_labels(api, tmp_path):
         for x, y in zip(a["differences"], b["differences"]):
             assert close(x["estimate"], y["estimate"], rel=1e-9) and close(x["se"], y["se"], rel=1e-9)
     twice = 'stype(r: E "X"; H "Y"; M "X")'
-    for args in (["--diff", "Y"], ["--test-mean", "600"]):
-        p = run("means", api["jk1"], "api00", "--by", twice, *args, ok=False)
-        assert p.returncode == 1 and 'both shown as "X"' in p.stderr, p.stderr
+    # Over parts too (whose tests once merged the two into one group).
+    parts = tmp_path / "m.parts"
+    run("split", api["jk1"], parts, "--parts", "3")
+    for ds_ in (api["jk1"], parts):
+        for args in (["--diff", "Y"], ["--test-mean", "600"], ["--no-design", "--test-mean", "600"]):
+            p = run("means", ds_, "api00", "--by", twice, *args, ok=False)
+            assert p.returncode == 1 and 'both shown as "X"' in p.stderr, (ds_, args, p.stderr)
+        p = run("tab", ds_, "yes", twice, "--diff", "Y", ok=False)
+        assert p.returncode == 1 and 'both shown as "X"' in p.stderr, (ds_, p.stderr)

@@ -36,14 +36,16 @@ use microtab_store::Dataset;
 /// dataset), to sum what its comparison needs beside the query's own
 /// sums: under a Taylor design, the covariances of every pair of cells'
 /// totals; weighted without a design, the same with each record its own
-/// PSU (HC0).
+/// PSU (HC0). A Taylor test of means sums the pairs too: its margin (the
+/// Total) is then read off them when the scan ends instead of PSU by PSU,
+/// which pays for the domains' counts.
 pub(crate) fn prepare(q: &mut Query, req: &Request) {
-    if req.diff.is_none() || !q.replicates.is_empty() {
+    if (req.diff.is_none() && req.test_mean.is_none()) || !q.replicates.is_empty() {
         return;
     }
     let values = match &req.analysis {
         Analysis::Means { by, .. } if by.len() == 1 => true,
-        Analysis::Tab { control: None, .. } if !req.include_missing => false,
+        Analysis::Tab { control: None, .. } if !req.include_missing && req.diff.is_some() => false,
         _ => return,
     };
     match &mut q.taylor {
@@ -52,7 +54,7 @@ pub(crate) fn prepare(q: &mut Query, req: &Request) {
             t.full = Some(0);
             t.full_values = values;
         }
-        None if q.weight.is_some() => {
+        None if q.weight.is_some() && req.diff.is_some() => {
             q.taylor = Some(TaylorQuery {
                 margins: vec![Margin {
                     keep: vec![false; q.group_by.len()],

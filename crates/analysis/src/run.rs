@@ -877,6 +877,12 @@ impl Partial {
                 request: request.clone(),
             }))
         };
+        if req.diff.is_some() || req.test_mean.is_some() {
+            // As over one dataset: groups shown as one value cannot be
+            // named apart (the parts' tests and comparisons key groups by
+            // value), before any round of the comparison's model.
+            crate::contrast::check_groups(req, &self.cube.finish())?;
+        }
         let mut comparison = None;
         if let Some(c) = &self.compare {
             let mreq = crate::compare::model_request(req, &c.formula);

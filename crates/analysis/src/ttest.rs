@@ -125,9 +125,9 @@ fn scan_of<'a>(
 }
 
 /// Tests the mean of `var` in each group of `by` (and in all) against
-/// `value`; `spread` is what the means answer knows of each group: under
-/// a design its mean and SE (R's `svymean`, which `svyttest` tests), so
-/// the scans here count only the domains' degrees of freedom.
+/// `value` without a design (under one, the means query's own scan gives
+/// the domains' df: [`of_domains`]); `spread` is what the means answer
+/// knows of each group.
 pub(crate) fn test_means(
     ds: &Dataset,
     req: &Request,
@@ -135,27 +135,16 @@ pub(crate) fn test_means(
     spread: &Spread,
     opts: &ScanOptions,
 ) -> Result<MeanTests> {
-    let design = crate::checks::design_of(ds, req, false)?;
-    let (scan, kind) = scan_of(ds, req, (var, by), (&design, true), opts)?;
-    let sums = scan.run(spec(kind.replicated, kind.weighted_only))?;
-    let cells = sums.groups.len();
-    let ranks = match &design {
-        Some((d, _)) if kind.replicated => {
-            let reps = &d.replicates.as_ref().expect("replicate weights").weights;
-            let expect = (0..cells as u32)
-                .filter(|&c| sums.groups[c as usize].n > 0)
-                .collect();
-            crate::model::degf::replicate_degf_by(ds, &scan.query, reps, (cells, expect), opts)?
-        }
-        _ => (Vec::new(), 0.0),
-    };
-    let (_, method) = survey_of(
-        req,
-        design.as_ref().map(|(_, v)| v),
-        scan.query.weight.as_deref(),
-        0,
-    );
-    build(&sums, ranks, (kind, method), (value, req.level), spread)
+    let (scan, kind) = scan_of(ds, req, (var, by), (&None, true), opts)?;
+    let sums = scan.run(spec(false, kind.weighted_only))?;
+    let (_, method) = survey_of(req, None, scan.query.weight.as_deref(), 0);
+    build(
+        &sums,
+        (Vec::new(), 0.0),
+        (kind, method),
+        (value, req.level),
+        spread,
+    )
 }
 
 /// The tests' sums over part of the data (a range of records, one of

@@ -279,19 +279,6 @@ pub(crate) fn degf_of_bases(
     (per, df(&all))
 }
 
-/// R's `degf` of each cell's domain of `query`'s table and of all its
-/// records ([`replicate_bases_by`], [`degf_of_bases`]).
-pub(crate) fn replicate_degf_by(
-    ds: &Dataset,
-    query: &Query,
-    replicates: &[String],
-    (cells, expect): (usize, Vec<u32>),
-    opts: &ScanOptions,
-) -> crate::Result<(Vec<Option<f64>>, f64)> {
-    let bases = replicate_bases_by(ds, query, replicates, expect, opts)?;
-    Ok(degf_of_bases(bases, cells))
-}
-
 /// The fold of each cell's rank of `replicates`, expecting the cells
 /// `expect` (or the groups `keys`, by their values) to have records.
 fn ranks_fold(
