@@ -163,6 +163,9 @@ pub(crate) struct Driver {
     out: Vec<Option<Result<Fit, ModelError>>>,
     /// Each fit's deviance at its last coefficients (`None`: none yet).
     dev_old: Vec<Option<f64>>,
+    /// Each refit's last step's Newton decrement (∞: none yet).
+    #[serde(default, with = "crate::json::unknown_nans")]
+    dec_old: Vec<f64>,
     /// The next pass's iteration.
     it: usize,
     /// Records the full fit puts at 0 or 1.
@@ -180,6 +183,7 @@ impl Driver {
             betas: vec![start.map(|s| s.0.to_vec()); k],
             out: vec![None; k],
             dev_old: vec![None; k],
+            dec_old: vec![f64::INFINITY; k],
             it: 1,
             extreme: 0,
         }
@@ -216,8 +220,10 @@ impl Driver {
     /// columns named `names`).
     pub(crate) fn absorb(&mut self, st: &IrlsSums, (p, family): (usize, Family), names: &[String]) {
         // The replicates' refits converge when the step's Newton decrement
-        // `Δβ' A Δβ / 2` (the deviance it gains) is below 1e-12 of the full
-        // deviance, so no deviance is summed record by record.
+        // `Δβ' A Δβ / 2` (the deviance it gains) is below 1e-16 of the full
+        // deviance, or below 1e-12 and no longer falling (rounding), so no
+        // deviance is summed record by record. (1e-12 alone left a probit's
+        // Fisher steps, which converge linearly, 1e-6 short in its SEs.)
         let (start, full_dev, it) = (self.start.as_deref(), self.full_dev, self.it);
         let replicate = start.is_some();
         if !replicate {
@@ -281,7 +287,9 @@ impl Driver {
                     if let (true, Some(b0)) = (replicate, &from) {
                         let d: Vec<f64> = beta.iter().zip(b0).map(|(x, y)| x - y).collect();
                         let dec: f64 = (0..p).map(|r| d[r] * dot(&m[r * p..(r + 1) * p], &d)).sum();
-                        if dec / 2.0 <= 1e-12 * (full_dev.abs() + 0.1) {
+                        let scale = full_dev.abs() + 0.1;
+                        let stalled = dec >= self.dec_old.get(f).copied().unwrap_or(f64::INFINITY);
+                        if dec / 2.0 <= 1e-16 * scale || (dec / 2.0 <= 1e-12 * scale && stalled) {
                             self.out[f] = Some(Ok(Fit {
                                 beta,
                                 ainv,
@@ -289,6 +297,9 @@ impl Driver {
                                 deviance: f64::NAN,
                             }));
                             continue;
+                        }
+                        if let Some(d) = self.dec_old.get_mut(f) {
+                            *d = dec;
                         }
                     }
                     self.betas[f] = Some(beta);
