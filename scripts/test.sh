@@ -22,9 +22,11 @@ fi
 echo "== Python test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
-echo "== R survey (the oracle of standard errors), PSPP (runs the SPSS setup files subset writes), chromium (the analysis page's browser tests)"
+echo "== R survey (the oracle of standard errors) and haven (writes SAS transport files), PSPP (runs the SPSS setup files subset writes), chromium (the analysis page's browser tests)"
 NEED=""
 Rscript -e 'library(survey)' >/dev/null 2>&1 || NEED="$NEED r-cran-survey"
+# haven writes the SAS transport files the import is checked against.
+Rscript -e 'library(haven)' >/dev/null 2>&1 || NEED="$NEED r-cran-haven"
 command -v pspp >/dev/null 2>&1 || NEED="$NEED pspp"
 command -v chromium >/dev/null 2>&1 || NEED="$NEED chromium"
 command -v chromedriver >/dev/null 2>&1 || NEED="$NEED chromium-driver"

@@ -203,6 +203,18 @@ pub enum Error {
         /// What is wrong, naming the XML line or the variable.
         reason: String,
     },
+    /// A binary file (SAS transport) that is not what its format says:
+    /// a damaged header, a field that cannot be read, data that end
+    /// early.
+    #[error("{path}: byte {offset}: {reason}")]
+    Format {
+        /// Input file.
+        path: PathBuf,
+        /// Where the damage is (0-based byte offset).
+        offset: u64,
+        /// What is wrong, naming the record and variable where it applies.
+        reason: String,
+    },
     /// Reading the input failed.
     #[error(transparent)]
     Io(#[from] microtab_io::Error),

@@ -1,6 +1,7 @@
-//! Import of text microdata into microtab datasets: delimited text (CSV)
-//! and fixed-width records described by a DDI codebook (IPUMS extracts),
-//! plain or gzip-compressed.
+//! Import of microdata into microtab datasets: delimited text (CSV) and
+//! fixed-width records described by a DDI codebook (IPUMS extracts),
+//! plain or gzip-compressed, and SAS transport files ([`import_xport`],
+//! read batch by batch into [`ColumnarImport`]).
 //!
 //! The entry points are [`import_csv`] and [`import_fixed`] (with a
 //! [`Codebook`] read by [`Codebook::read`]). Both stream the input through
@@ -60,6 +61,7 @@ mod error;
 mod fixed;
 pub mod note;
 pub mod options;
+mod xport;
 
 pub use crate::core::na::{DEFAULT_NA, DEFAULT_TEXT_NA};
 pub use crate::core::pipeline::{ImportSummary, Progress};
@@ -71,6 +73,7 @@ pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
 use std::path::Path;
+pub use xport::import_xport;
 
 /// The options of a CSV import (the one options type of every format).
 pub type CsvOptions = ImportOptions;
@@ -86,13 +89,28 @@ pub enum Format {
     Csv,
     /// Fixed-width records described by a DDI codebook.
     Fixed,
+    /// A SAS transport file (XPORT, versions 5 and 8), recognised by its
+    /// first bytes whatever its name.
+    Xport,
 }
 
 impl Format {
-    /// The format of `input` given the options: fixed-width when a
+    /// The format of `input` given the options: a SAS transport file by
+    /// its first bytes; else fixed-width when a
     /// codebook describes it, unless it is named `.csv` (or `.csv.gz`: an
     /// IPUMS extract delivered as CSV, which the codebook labels).
     pub fn of(input: &Path, opts: &ImportOptions) -> Format {
+        // Only a regular file is sniffed: reading a pipe would lose its
+        // first bytes.
+        let mut head = [0u8; 48];
+        let regular = std::fs::metadata(input).is_ok_and(|m| m.is_file());
+        let read = regular
+            && std::fs::File::open(input)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok();
+        if read && xport::is_xport(&head) {
+            return Format::Xport;
+        }
         let name = input.to_string_lossy().to_ascii_lowercase();
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         if opts.codebook.is_some() && !name.ends_with(".csv") {
@@ -113,6 +131,7 @@ pub fn import(
     opts: &ImportOptions,
 ) -> Result<ImportSummary> {
     match (Format::of(input, opts), &opts.codebook) {
+        (Format::Xport, _) => import_xport(input, target, force, opts),
         (Format::Fixed, Some(cb)) => import_fixed(input, cb, target, force, opts),
         _ => import_csv(input, target, force, opts),
     }

@@ -337,8 +337,9 @@ fn import_spec(
     Ok((spec, o))
 }
 
-/// Imports a text file: CSV (`format` `csv`, an IPUMS codebook optional)
-/// or fixed-width (`fixed`, its codebook needed), the codebook's path
+/// Imports a file: CSV (`format` `csv`, an IPUMS codebook optional),
+/// fixed-width (`fixed`, its codebook needed), a SAS transport file
+/// (`xport`), or any of them by its content (`auto`); the codebook's path
 /// `ddi` and the other options in the JSON `spec` (see `import_options`).
 /// With a codebook, sets the design its replicate weights imply. The
 /// summary as JSON.
@@ -356,9 +357,23 @@ fn _import_text(
     let fixed = match format {
         "csv" => false,
         "fixed" => true,
+        "xport" | "auto" => {
+            let (_, o) = import_spec(spec, progress)?;
+            let (input, target) = (input.to_string(), target.to_string());
+            let auto = format == "auto";
+            let s = py.detach(move || {
+                let (i, t) = (input.as_ref(), target.as_ref());
+                match auto {
+                    true => microtab_ingest::import(i, t, force, &o),
+                    false => microtab_ingest::import_xport(i, t, force, &o),
+                }
+                .map_err(ingest_error)
+            })?;
+            return Ok(summary(&s));
+        }
         f => {
             return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv or fixed"
+                "format {f:?}: expected csv, fixed, xport or auto"
             )))
         }
     };

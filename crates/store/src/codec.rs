@@ -127,10 +127,14 @@ pub fn display_int(decimals: u32, c: i64) -> String {
     format!("{sign}{}.{:0w$}", a / k, a % k, w = decimals as usize)
 }
 
-/// Shortest round-trip text of a float, without a trailing `.0`.
+/// Shortest round-trip text of a float, without a trailing `.0`; from
+/// 10^16 on in exponent form (`8.98846567431158e307`), not as hundreds
+/// of digits.
 pub fn format_float(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
+    } else if x.abs() >= 1e16 && x.is_finite() {
+        format!("{x:e}")
     } else {
         format!("{x}")
     }
@@ -145,6 +149,19 @@ mod tests {
         let mut v = Variable::new("X", kind, PhysType::I32);
         v.decimals = decimals;
         v
+    }
+
+    #[test]
+    fn float_text() {
+        assert_eq!(format_float(3.0), "3");
+        assert_eq!(format_float(-0.25), "-0.25");
+        assert_eq!(format_float(1e15), "1000000000000000");
+        assert_eq!(format_float(1e16), "1e16");
+        assert_eq!(
+            format_float(f64::from_bits(0x7FE0_0100_0000_0000)),
+            "8.990660123939097e307"
+        );
+        assert_eq!(format_float(-2.5e20), "-2.5e20");
     }
 
     #[test]

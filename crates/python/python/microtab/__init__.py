@@ -69,6 +69,8 @@ __all__ = [
     "ArgumentError",
     "InputError",
     "import_csv",
+    "import_file",
+    "import_xport",
     "import_fixed",
     "import_parquet",
     "ImportNote",
@@ -260,8 +262,35 @@ def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.
     return _import_file("fixed", data, out, force, spec, progress)
 
 
+def import_xport(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
+                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports a SAS transport file (XPORT version 5 or 8, ``.xpt``: NHANES
+    publishes its data so) as the dataset ``out`` and opens it, as
+    ``microtab import`` does: variable names and labels kept, numbers
+    stored as (scaled) integers where they are exact, ``.A``–``.Z`` and
+    ``._`` kept as labelled user-missing codes, dates, datetimes and
+    times (by their SAS format) as ISO 8601 text, text without its
+    trailing blanks (blank is missing). Its first member is read; a note
+    names any other. ``encoding="latin1"`` (or ``"windows-1252"``) reads
+    text that is not UTF-8 (the format does not say). ``progress`` and
+    notes as for :func:`import_csv`; bad input raises
+    :class:`InputError` naming the file and byte offset (and the record
+    and variable), and leaves ``out`` as it was."""
+    spec = {"encoding": encoding, "plain": plain}
+    return _import_file("xport", path, out, force, spec, progress)
+
+
+def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
+                plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports ``path`` in the format its content shows — a SAS transport
+    file (:func:`import_xport`), else CSV (:func:`import_csv` with its
+    defaults) — as ``microtab import FILE OUT`` does, and opens it."""
+    spec = {"encoding": encoding, "plain": plain}
+    return _import_file("auto", path, out, force, spec, progress)
+
+
 def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
-    """Imports the text file ``path`` (``format``: ``csv`` or ``fixed``)
+    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
     ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}

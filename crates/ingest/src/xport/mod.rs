@@ -1,0 +1,400 @@
+//! SAS transport files (XPORT, versions 5 and 8: what NHANES and the FDA
+//! publish, `.xpt`), read as a stream into the column sinks
+//! ([`ColumnarImport`]).
+//!
+//! - **Numbers** are IBM floating point; a column whose values in a batch
+//!   are all integers, or all exact decimals of at most 6 digits, is
+//!   stored as (scaled) integers, as CSV numbers are; others as doubles.
+//! - **Missing values**: `.` is system-missing; the special `.A`–`.Z` and
+//!   `._` are user-missing codes labelled `.A`…, each kept apart (Stata's
+//!   codes for `.a`–`.z` in a numeric column, the text `.A` in a date's).
+//! - **Dates, datetimes and times** (by their display format: `DATE9.`,
+//!   `YYMMDD10.`, `DATETIME20.`, `TIME8.`…) become ISO 8601 text, as the
+//!   Parquet import's dates do.
+//! - **Text** loses its trailing blanks; a blank value is missing (SAS's
+//!   missing character value). It is decoded as UTF-8 unless an encoding
+//!   is given (the format names none).
+//! - Variable names and labels (version 8: up to 32 and 256 characters)
+//!   are kept; the member's label becomes a note.
+//!
+//! Only the first member of a file is read (NHANES and most files hold
+//! one); a note names the others. Records are packed across 80-byte cards
+//! and the last card is padded with blanks: blank records in it are taken
+//! as padding (the format cannot tell them from records that are blank).
+
+mod header;
+mod values;
+
+pub(crate) use header::is_xport;
+
+use crate::columnar::{Chunk, ColumnarImport};
+use crate::core::pipeline::ImportSummary;
+use crate::error::{Error, Result};
+use crate::options::ImportOptions;
+use header::{Member, CARD, MEMBER};
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+use std::path::Path;
+use values::{Num, Shown};
+
+/// Bytes read at a time (a multiple of a card).
+const BLOCK: usize = CARD * (1 << 16);
+
+/// Imports the first member of the transport file `input` into a dataset
+/// at `target` (replacing an existing one only with `force`).
+pub fn import_xport(
+    input: &Path,
+    target: &Path,
+    force: bool,
+    opts: &ImportOptions,
+) -> Result<ImportSummary> {
+    let given: Vec<&str> = [
+        (opts.delimiter.is_some(), "a delimiter"),
+        (!opts.types.is_empty(), "column types"),
+        (!opts.missing.is_empty(), "missing codes"),
+        (
+            opts.na.is_some() || opts.na_text.is_some(),
+            "texts read as missing",
+        ),
+        (opts.codebook.is_some(), "a codebook"),
+        (opts.record_type.is_some(), "a record type"),
+    ]
+    .iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, what)| *what)
+    .collect();
+    if !given.is_empty() {
+        return Err(Error::Input {
+            path: input.to_path_buf(),
+            reason: format!(
+                "a SAS transport file's types, labels and missing values are its own: {} do not apply to it (user-missing codes can be set after the import)",
+                given.join(", ")
+            ),
+        });
+    }
+    let open = || {
+        std::fs::File::open(input).map_err(|e| Error::Input {
+            path: input.to_path_buf(),
+            reason: format!("cannot open: {e}"),
+        })
+    };
+    let file = open()?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let m = header::read(input, std::io::BufReader::new(file), len, opts.encoding)?;
+    let shown: Vec<Option<Shown>> = m
+        .vars
+        .iter()
+        .map(|v| v.numeric.then(|| values::shown(&v.format)))
+        .collect();
+    let names: Vec<String> = m.vars.iter().map(|v| v.name.clone()).collect();
+    let text: Vec<bool> = shown
+        .iter()
+        .map(|s| !matches!(s, Some(Shown::Number)))
+        .collect();
+    let mut imp = ColumnarImport::create(input, target, force, &names, &text, opts.plain)?;
+    let mut file = open()?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(m.data_start)).map_err(|e| {
+        Error::Input {
+            path: input.to_path_buf(),
+            reason: format!("cannot read: {e}"),
+        }
+    })?;
+    let mut reader = Records {
+        path: input,
+        m: &m,
+        shown: &shown,
+        opts,
+        specials: vec![BTreeSet::new(); m.vars.len()],
+        file_len: len,
+    };
+    let more = reader.stream(file, &mut imp)?;
+    let specials = reader.specials;
+    let mut notes = Vec::new();
+    if let Some(l) = &m.label {
+        notes.push(format!("the member {} is labelled {l:?}", m.name));
+    }
+    if more {
+        notes.push(format!(
+            "the file holds more members after {}: only the first was imported",
+            m.name
+        ));
+    }
+    let vars = &m.vars;
+    imp.finish(
+        None,
+        |var, dict| {
+            let Some(i) = vars.iter().position(|v| v.name == var.name) else {
+                return Ok(());
+            };
+            var.label = vars[i].label.clone();
+            for &t in &specials[i] {
+                let tag = format!(".{}", t as char);
+                match var.kind {
+                    microtab_store::Kind::String => {
+                        if let Ok(k) = dict.binary_search(&tag) {
+                            var.missing_codes.push(k as f64);
+                        }
+                    }
+                    _ => {
+                        let code = values::special_code(t);
+                        var.missing_codes.push(code);
+                        var.value_labels
+                            .insert(microtab_store::codec::format_float(code), tag);
+                    }
+                }
+            }
+            Ok(())
+        },
+        None,
+        notes,
+    )
+}
+
+/// The member's records, decoded batch by batch.
+struct Records<'a> {
+    path: &'a Path,
+    m: &'a Member,
+    shown: &'a [Option<Shown>],
+    opts: &'a ImportOptions,
+    /// Per variable, the special missing values seen.
+    specials: Vec<BTreeSet<u8>>,
+    file_len: u64,
+}
+
+impl Records<'_> {
+    /// Reads the records from `r` (at the member's data) into `imp`;
+    /// whether another member follows.
+    fn stream(&mut self, mut r: impl Read, imp: &mut ColumnarImport) -> Result<bool> {
+        let row = self.m.row_len;
+        let batch = ((8 << 20) / row).clamp(1, 1 << 16);
+        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK + batch * row);
+        // The file offsets of buf[0] and of the next card to look at (the
+        // data start on a card).
+        let (mut at, mut card) = (self.m.data_start, self.m.data_start);
+        let mut record = 0u64;
+        let (mut done, mut more) = (false, false);
+        while !done {
+            let start = buf.len();
+            buf.resize(start + BLOCK, 0);
+            let got = fill(&mut r, &mut buf[start..]).map_err(|e| Error::Input {
+                path: self.path.to_path_buf(),
+                reason: format!("cannot read: {e}"),
+            })?;
+            buf.truncate(start + got);
+            done = got < BLOCK;
+            // A member header on a card ends this member's data.
+            while (card - at) as usize + MEMBER.len() <= buf.len() {
+                let k = (card - at) as usize;
+                if buf[k..].starts_with(MEMBER) {
+                    buf.truncate(k);
+                    (done, more) = (true, true);
+                    break;
+                }
+                card += CARD as u64;
+            }
+            // Records decided: all but those that may be the last card's
+            // padding, until the end.
+            let keep = if done { buf.len() } else { CARD };
+            let whole = buf.len().saturating_sub(keep) / row;
+            let mut used = 0;
+            while used < whole {
+                let n = batch.min(whole - used);
+                let rows = &buf[used * row..(used + n) * row];
+                imp.append(self.decode(rows, record, at + (used * row) as u64)?)?;
+                record += n as u64;
+                used += n;
+            }
+            buf.drain(..used * row);
+            at += (used * row) as u64;
+            if let Some(p) = &self.opts.progress {
+                p(at - self.m.data_start, self.file_len - self.m.data_start);
+            }
+        }
+        self.last(&buf, (record, at), imp)?;
+        Ok(more)
+    }
+
+    /// The member's last bytes: records, then blank padding (blank
+    /// records that lie within the last card, and less than a record).
+    fn last(
+        &mut self,
+        buf: &[u8],
+        (record, at): (u64, u64),
+        imp: &mut ColumnarImport,
+    ) -> Result<()> {
+        let row = self.m.row_len;
+        let end = buf.len();
+        let mut n = end / row;
+        while n > 0
+            && end - (n - 1) * row < CARD
+            && buf[(n - 1) * row..n * row].iter().all(|&b| b == b' ')
+        {
+            n -= 1;
+        }
+        let tail = &buf[n * row..];
+        if tail.len() < row {
+            if let Some(i) = tail.iter().position(|&b| b != b' ') {
+                return Err(Error::Format {
+                    path: self.path.to_path_buf(),
+                    offset: at + (n * row + i) as u64,
+                    reason: format!(
+                        "the data end inside record {} ({} of its {row} bytes): the file is truncated or damaged",
+                        record + n as u64 + 1,
+                        tail.len()
+                    ),
+                });
+            }
+        }
+        for chunk in buf[..n * row].chunks(row * 65_536) {
+            let first = record + ((chunk.as_ptr() as usize - buf.as_ptr() as usize) / row) as u64;
+            let off = at + (chunk.as_ptr() as usize - buf.as_ptr() as usize) as u64;
+            imp.append(self.decode(chunk, first, off)?)?;
+        }
+        Ok(())
+    }
+
+    /// One chunk per variable of the records `rows` (the first is record
+    /// `first` + 1, at file offset `at`).
+    fn decode(&mut self, rows: &[u8], first: u64, at: u64) -> Result<Vec<Chunk>> {
+        let row = self.m.row_len;
+        let n = rows.len() / row;
+        let mut out = Vec::with_capacity(self.m.vars.len());
+        for (i, v) in self.m.vars.iter().enumerate() {
+            let field = |r: usize| &rows[r * row + v.pos..r * row + v.pos + v.len];
+            let where_ = |r: usize| (first + r as u64 + 1, at + (r * row + v.pos) as u64);
+            out.push(match self.shown[i] {
+                Some(Shown::Number) => {
+                    let vals: Vec<Num> = (0..n).map(|r| values::ibm(field(r))).collect();
+                    for x in &vals {
+                        if let Num::Special(t) = x {
+                            self.specials[i].insert(*t);
+                        }
+                    }
+                    numbers(&vals)
+                }
+                Some(how) => {
+                    let mut t = TextChunk::default();
+                    for r in 0..n {
+                        match values::ibm(field(r)) {
+                            Num::Value(x) => match values::iso(x, how) {
+                                Some(s) => t.push(Some(s)),
+                                None => {
+                                    let (rec, off) = where_(r);
+                                    return Err(Error::Format {
+                                        path: self.path.to_path_buf(),
+                                        offset: off,
+                                        reason: format!(
+                                            "record {rec}, variable {} (format {}): {x} is not a date or time SAS can show",
+                                            v.name, v.format
+                                        ),
+                                    });
+                                }
+                            },
+                            Num::Missing => t.push(None),
+                            Num::Special(tag) => {
+                                self.specials[i].insert(tag);
+                                t.push(Some(format!(".{}", tag as char)));
+                            }
+                        }
+                    }
+                    t.chunk()
+                }
+                None => {
+                    let mut t = TextChunk::default();
+                    for r in 0..n {
+                        let (rec, off) = where_(r);
+                        let s = header::text(
+                            field(r),
+                            self.opts.encoding,
+                            || format!("record {rec}, variable {}", v.name),
+                            self.path,
+                            off,
+                        )?;
+                        t.push((!s.is_empty()).then_some(s));
+                    }
+                    t.chunk()
+                }
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Reads into `b` until it is full or the input ends; the bytes read.
+fn fill(r: &mut impl Read, b: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < b.len() {
+        match r.read(&mut b[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// A batch of a numeric column: scaled integers when every value is an
+/// exact decimal of at most 6 digits (their double the one nearest the
+/// decimal, as a CSV number's is), else doubles; special missing values
+/// as their codes (doubles).
+fn numbers(vals: &[Num]) -> Chunk {
+    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if !vals.iter().any(|v| matches!(v, Num::Special(_))) {
+        for d in 0..=6u32 {
+            let scale = 10f64.powi(d as i32);
+            let ints: Option<Vec<Option<i64>>> = vals
+                .iter()
+                .map(|v| match *v {
+                    Num::Value(x) => {
+                        let m = (x * scale).round();
+                        (m.abs() < LIMIT && m / scale == x).then_some(Some(m as i64))
+                    }
+                    _ => Some(None),
+                })
+                .collect();
+            if let Some(vals) = ints {
+                return Chunk::Int { vals, decimals: d };
+            }
+        }
+    }
+    Chunk::Float(
+        vals.iter()
+            .map(|v| match *v {
+                Num::Value(x) => x,
+                Num::Missing => f64::NAN,
+                Num::Special(t) => values::special_code(t),
+            })
+            .collect(),
+    )
+}
+
+/// A batch of a text column, its values numbered as they come.
+#[derive(Default)]
+struct TextChunk {
+    codes: Vec<Option<u32>>,
+    dict: Vec<String>,
+    seen: HashMap<String, u32>,
+}
+
+impl TextChunk {
+    fn push(&mut self, s: Option<String>) {
+        let code = s.map(|s| match self.seen.get(&s) {
+            Some(&c) => c,
+            None => {
+                let c = self.dict.len() as u32;
+                self.seen.insert(s.clone(), c);
+                self.dict.push(s);
+                c
+            }
+        });
+        self.codes.push(code);
+    }
+
+    fn chunk(self) -> Chunk {
+        Chunk::Text {
+            codes: self.codes,
+            dict: self.dict,
+        }
+    }
+}
