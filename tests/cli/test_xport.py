@@ -193,7 +193,7 @@ def test_padding_blank_records_and_other_members(written, tmp_path):
     r = r"""
 suppressMessages(library(haven))
 a <- commandArgs(trailingOnly=TRUE)
-write_xpt(data.frame(s = c("a", "bb", "c", "", "")), file.path(a[1], "blank.xpt"), version = 5)
+write_xpt(data.frame(s = c("a", "bb", "c", "", "")), file.path(a[1], "blank.xpt"), version = 5, name = "B")
 write_xpt(data.frame(s = c("a", "", "c", "d", "e", "f", "g", "h", "i")), file.path(a[1], "mid.xpt"),
           version = 5)
 write.csv(data.frame(x = 1), a[2])
@@ -212,10 +212,53 @@ write.csv(data.frame(x = 1), a[2])
     both = tmp_path / "both.xpt"
     both.write_bytes(one + two[two.find(b"HEADER RECORD*******MEMBER"):])
     p = run("import", both, tmp_path / "both.mtab")
-    assert "more members after GEN5" in p.stderr + p.stdout
+    assert "more members (data sets) after GEN5" in p.stderr + p.stdout
     assert run_json("info", tmp_path / "both.mtab")["rows"] == 300
 
 
 def test_csv_options_do_not_apply(tmp_path):
     p = run("import", FIX / "sample.xpt", tmp_path / "o.mtab", "--missing", "MYNUM=1.1", ok=False)
     assert "do not apply" in p.stderr and "missing codes" in p.stderr, p.stderr
+
+
+def test_damaged_first_card_is_not_read_as_csv(tmp_path):
+    """A library header cut short or with a bad byte is still a transport
+    file's error (a review found it imported as an empty CSV)."""
+    good = (FIX / "sample.xpt").read_bytes()
+    nul = bytearray(good)
+    nul[36] = 0
+    high = bytearray(good)
+    high[19] = 0x80
+    for what, data in {"short": good[:30], "nul": bytes(nul), "high": bytes(high)}.items():
+        f = tmp_path / f"{what}.xpt"
+        f.write_bytes(data)
+        p = run("import", f, tmp_path / f"{what}.mtab", ok=False)
+        assert p.returncode == 1 and "byte 0" in p.stderr, p.stderr
+        assert ("library header" if what != "high" else "not a SAS transport file") in p.stderr, p.stderr
+        assert not (tmp_path / f"{what}.mtab").exists()
+
+
+R_ODD = r"""
+suppressMessages(library(haven))
+a <- commandArgs(trailingOnly=TRUE)
+# Records of 80 bytes whose text begins like a member's header card.
+h <- "HEADER RECORD*******MEMBER  HEADER RECORD!!!!!!!000000000000000001600000000140"
+write_xpt(data.frame(s = c("first", h, "third"), stringsAsFactors = FALSE),
+          file.path(a[1], "headerlike.xpt"), version = 5, name = "H")
+write_xpt(data.frame(d = structure(c(11356, 3650000, NA), class = "Date"), n = 1:3),
+          file.path(a[1], "farday.xpt"), version = 5, name = "F")
+write.csv(data.frame(x = 1), a[2])
+"""
+
+
+def test_text_like_a_header_and_dates_beyond_9999(tmp_path):
+    rscript(tmp_path / "odd.R", R_ODD, tmp_path, tmp_path / "done.csv")
+    ds = tmp_path / "h.mtab"
+    run("import", tmp_path / "headerlike.xpt", ds)
+    same_as_pyreadstat(ds, tmp_path / "headerlike.xpt")
+    assert run_json("info", ds)["rows"] == 3
+    ds = tmp_path / "f.mtab"
+    p = run("import", tmp_path / "farday.xpt", ds)
+    assert "1 values outside the years 1 to 9999 are left missing" in p.stderr + p.stdout
+    got = run_json("list", ds, "d", "n", "--all")["records"]
+    assert [r["d"] for r in got] == ["2001-02-03", None, None]

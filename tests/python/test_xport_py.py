@@ -42,3 +42,10 @@ def test_damaged_file_raises_and_writes_nothing(tmp_path):
     with pytest.raises(mt.InputError, match="byte"):
         mt.import_xport(bad, tmp_path / "b.mtab", progress=False)
     assert not (tmp_path / "b.mtab").exists()
+
+
+def test_import_xport_of_another_format_says_so(tmp_path):
+    csv = tmp_path / "a.csv"
+    csv.write_text("x,y\n1,2\n")
+    with pytest.raises(mt.InputError, match="not a SAS transport file"):
+        mt.import_xport(csv, tmp_path / "a.mtab", progress=False)

@@ -90,28 +90,29 @@ pub enum Format {
     /// Fixed-width records described by a DDI codebook.
     Fixed,
     /// A SAS transport file (XPORT, versions 5 and 8), recognised by its
-    /// first bytes whatever its name.
+    /// first bytes whatever its name, or named `.xpt` or `.xport`.
     Xport,
 }
 
 impl Format {
     /// The format of `input` given the options: a SAS transport file by
-    /// its first bytes; else fixed-width when a
+    /// its first bytes or its name (`.xpt`, `.xport`); else fixed-width
+    /// when a
     /// codebook describes it, unless it is named `.csv` (or `.csv.gz`: an
     /// IPUMS extract delivered as CSV, which the codebook labels).
     pub fn of(input: &Path, opts: &ImportOptions) -> Format {
         // Only a regular file is sniffed: reading a pipe would lose its
         // first bytes.
-        let mut head = [0u8; 48];
+        let mut head = [0u8; 20];
         let regular = std::fs::metadata(input).is_ok_and(|m| m.is_file());
         let read = regular
             && std::fs::File::open(input)
                 .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
                 .is_ok();
-        if read && xport::is_xport(&head) {
+        let name = input.to_string_lossy().to_ascii_lowercase();
+        if (read && xport::is_xport(&head)) || name.ends_with(".xpt") || name.ends_with(".xport") {
             return Format::Xport;
         }
-        let name = input.to_string_lossy().to_ascii_lowercase();
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         if opts.codebook.is_some() && !name.ends_with(".csv") {
             Format::Fixed

@@ -15,7 +15,8 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Input file: CSV (header line first), or with --ddi fixed-width
-    /// records; plain or gzip-compressed (.gz).
+    /// records, plain or gzip-compressed (.gz); a Parquet file; or a SAS
+    /// transport file (.xpt, recognised by its first bytes).
     input: PathBuf,
     /// Dataset directory to create (e.g. census.mtab).
     output: PathBuf,

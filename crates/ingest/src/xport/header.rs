@@ -15,13 +15,6 @@ pub(crate) const CARD: usize = 80;
 /// What starts every header card.
 const PREFIX: &[u8] = b"HEADER RECORD*******";
 
-/// The first card of a version 5 library.
-pub(crate) const LIBRARY_V5: &[u8] = b"HEADER RECORD*******LIBRARY HEADER RECORD!!!!!!!";
-/// The first card of a version 8 library.
-pub(crate) const LIBRARY_V8: &[u8] = b"HEADER RECORD*******LIBV8   HEADER RECORD!!!!!!!";
-/// What starts the header of a member after the first (either version).
-pub(crate) const MEMBER: &[u8] = b"HEADER RECORD*******MEMB";
-
 /// A variable of the member, as its descriptor gives it.
 #[derive(Debug, Clone)]
 pub(crate) struct Var {
@@ -154,9 +147,26 @@ fn first_number(c: &[u8]) -> Option<u64> {
         .ok()
 }
 
-/// Whether the first bytes of a file are those of a transport file.
+/// Whether the first bytes of a file are those of a transport file: a
+/// header card's first 20 bytes, so that a file whose library header is
+/// damaged or cut short is read as one (and its error says where).
 pub(crate) fn is_xport(head: &[u8]) -> bool {
-    head.starts_with(LIBRARY_V5) || head.starts_with(LIBRARY_V8)
+    head.starts_with(PREFIX)
+}
+
+/// The first 48 bytes of a member header card, in either version.
+const MEMBER_V5: &[u8] = b"HEADER RECORD*******MEMBER  HEADER RECORD!!!!!!!";
+const MEMBER_V8: &[u8] = b"HEADER RECORD*******MEMBV8  HEADER RECORD!!!!!!!";
+/// The first 48 bytes of the descriptor header card that follows it.
+const DESCRIPTOR_V5: &[u8] = b"HEADER RECORD*******DSCRPTR HEADER RECORD!!!!!!!";
+const DESCRIPTOR_V8: &[u8] = b"HEADER RECORD*******DSCPTV8 HEADER RECORD!!!!!!!";
+
+/// Whether `b` (at least two cards) starts a member: a member header
+/// card followed by a descriptor header card (a text value that merely
+/// begins like a header does not end the data).
+pub(crate) fn starts_member(b: &[u8]) -> bool {
+    (b.starts_with(MEMBER_V5) && b[CARD..].starts_with(DESCRIPTOR_V5))
+        || (b.starts_with(MEMBER_V8) && b[CARD..].starts_with(DESCRIPTOR_V8))
 }
 
 /// Text of a fixed field: trailing blanks and NULs cut, decoded.

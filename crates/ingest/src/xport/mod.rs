@@ -31,7 +31,7 @@ use crate::columnar::{Chunk, ColumnarImport};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
-use header::{Member, CARD, MEMBER};
+use header::{Member, CARD};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 use std::path::Path;
@@ -78,6 +78,17 @@ pub fn import_xport(
             reason: format!("cannot open: {e}"),
         })
     };
+    let mut file = open()?;
+    let mut head = [0u8; 20];
+    let got = fill(&mut file, &mut head).unwrap_or(0);
+    if !header::is_xport(&head[..got]) || got < head.len() {
+        return Err(Error::Format {
+            path: input.to_path_buf(),
+            offset: 0,
+            reason: "not a SAS transport file: it does not start with `HEADER RECORD*******`"
+                .into(),
+        });
+    }
     let file = open()?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let m = header::read(input, std::io::BufReader::new(file), len, opts.encoding)?;
@@ -105,17 +116,26 @@ pub fn import_xport(
         shown: &shown,
         opts,
         specials: vec![BTreeSet::new(); m.vars.len()],
+        outside: vec![0; m.vars.len()],
         file_len: len,
     };
     let more = reader.stream(file, &mut imp)?;
     let specials = reader.specials;
     let mut notes = Vec::new();
+    for (v, &n) in m.vars.iter().zip(&reader.outside) {
+        if n > 0 {
+            notes.push(format!(
+                "variable {} (format {}): {n} values outside the years 1 to 9999 are left missing",
+                v.name, v.format
+            ));
+        }
+    }
     if let Some(l) = &m.label {
         notes.push(format!("the member {} is labelled {l:?}", m.name));
     }
     if more {
         notes.push(format!(
-            "the file holds more members after {}: only the first was imported",
+            "the file holds more members (data sets) after {}: only the first was imported",
             m.name
         ));
     }
@@ -158,6 +178,8 @@ struct Records<'a> {
     opts: &'a ImportOptions,
     /// Per variable, the special missing values seen.
     specials: Vec<BTreeSet<u8>>,
+    /// Per date variable, the values outside the years 1 to 9999.
+    outside: Vec<u64>,
     file_len: u64,
 }
 
@@ -182,10 +204,10 @@ impl Records<'_> {
             })?;
             buf.truncate(start + got);
             done = got < BLOCK;
-            // A member header on a card ends this member's data.
-            while (card - at) as usize + MEMBER.len() <= buf.len() {
+            // A member's two header cards end this member's data.
+            while (card - at) as usize + 2 * CARD <= buf.len() {
                 let k = (card - at) as usize;
-                if buf[k..].starts_with(MEMBER) {
+                if header::starts_member(&buf[k..]) {
                     buf.truncate(k);
                     (done, more) = (true, true);
                     break;
@@ -193,8 +215,9 @@ impl Records<'_> {
                 card += CARD as u64;
             }
             // Records decided: all but those that may be the last card's
-            // padding, until the end.
-            let keep = if done { buf.len() } else { CARD };
+            // padding or a member's headers not yet seen whole, until the
+            // end.
+            let keep = if done { buf.len() } else { 2 * CARD };
             let whole = buf.len().saturating_sub(keep) / row;
             let mut used = 0;
             while used < whole {
@@ -276,20 +299,15 @@ impl Records<'_> {
                     let mut t = TextChunk::default();
                     for r in 0..n {
                         match values::ibm(field(r)) {
-                            Num::Value(x) => match values::iso(x, how) {
-                                Some(s) => t.push(Some(s)),
-                                None => {
-                                    let (rec, off) = where_(r);
-                                    return Err(Error::Format {
-                                        path: self.path.to_path_buf(),
-                                        offset: off,
-                                        reason: format!(
-                                            "record {rec}, variable {} (format {}): {x} is not a date or time SAS can show",
-                                            v.name, v.format
-                                        ),
-                                    });
+                            Num::Value(x) => {
+                                let s = values::iso(x, how);
+                                if s.is_none() {
+                                    // Outside the years 1 to 9999: missing,
+                                    // counted in a note.
+                                    self.outside[i] += 1;
                                 }
-                            },
+                                t.push(s)
+                            }
                             Num::Missing => t.push(None),
                             Num::Special(tag) => {
                                 self.specials[i].insert(tag);

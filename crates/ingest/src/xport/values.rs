@@ -137,11 +137,22 @@ fn clock(secs: f64) -> String {
     out
 }
 
-/// A date, datetime or time as ISO 8601 text (`None`: not a finite value
-/// within ±9999 years).
+/// Days from 1970-01-01 to 0001-01-01 and to 10000-01-01: the dates ISO
+/// text of four-digit years holds.
+const FIRST_DAY: i64 = -719_162;
+const PAST_LAST_DAY: i64 = 2_932_897;
+
+/// A date, datetime or time as ISO 8601 text (`None`: a date outside the
+/// years 1 to 9999, or a time beyond any).
 pub(crate) fn iso(v: f64, how: Shown) -> Option<String> {
     if !v.is_finite() || v.abs() > 1e13 {
         return None;
+    }
+    let in_years = |days: f64| (FIRST_DAY..PAST_LAST_DAY).contains(&(days as i64 - SAS_EPOCH_DAYS));
+    match how {
+        Shown::Date if !in_years(v.floor()) => return None,
+        Shown::DateTime if !in_years((v / 86_400.0).floor()) => return None,
+        _ => {}
     }
     Some(match how {
         Shown::Date => iso_date(v.floor() as i64 - SAS_EPOCH_DAYS),
@@ -202,6 +213,15 @@ mod tests {
             "1959-12-30T23:59:59"
         );
         assert_eq!(iso(36_610.5, Shown::Time).unwrap(), "10:10:10.5");
+        // SAS day −715,509 is 0001-01-01, day 2,936,549 is 9999-12-31.
+        assert_eq!(iso(-715_509.0, Shown::Date).unwrap(), "0001-01-01");
+        assert_eq!(iso(-715_510.0, Shown::Date), None);
+        assert_eq!(iso(2_936_549.0, Shown::Date).unwrap(), "9999-12-31");
+        assert_eq!(iso(2_936_550.0, Shown::Date), None);
+        assert_eq!(
+            iso(2_936_550.0 * 86_400.0 - 1.0, Shown::DateTime).unwrap(),
+            "9999-12-31T23:59:59"
+        );
         assert_eq!(shown("YYMMDD"), Shown::Date);
         assert_eq!(shown("MMDDYYS"), Shown::Date);
         assert_eq!(shown("DATETIME"), Shown::DateTime);
