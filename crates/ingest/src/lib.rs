@@ -74,6 +74,7 @@ pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
 use std::path::Path;
 pub use xport::import_xport;
+pub use xport::values::iso_date;
 
 /// The options of a CSV import (the one options type of every format).
 pub type CsvOptions = ImportOptions;

@@ -23,7 +23,7 @@
 //! as padding (the format cannot tell them from records that are blank).
 
 mod header;
-mod values;
+pub(crate) mod values;
 
 pub(crate) use header::is_xport;
 

@@ -105,8 +105,8 @@ pub(crate) fn shown(name: &str) -> Shown {
 }
 
 /// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard
-/// Hinnant's civil_from_days).
-fn iso_date(days: i64) -> String {
+/// Hinnant's civil_from_days): how every import writes a date.
+pub fn iso_date(days: i64) -> String {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
