@@ -15,11 +15,10 @@ alternating; median [range] of `runs`. Results: docs/BENCHMARKS.md."""
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from readers import compare
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data" / "xport"
@@ -50,16 +49,6 @@ def make(rows: int) -> tuple[Path, Path]:
     return xpt, csv
 
 
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KB) of `cmd`."""
-    t = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
-    return wall, int(p.stderr.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -75,22 +64,8 @@ def main() -> None:
                                   f"import pyreadstat; pyreadstat.read_xport({str(xpt)!r})"],
         "R haven read_xpt": ["Rscript", "-e", f"invisible(haven::read_xpt({str(xpt)!r}))"],
     }
-    res: dict[str, list[tuple[float, int]]] = {k: [] for k in tools}
-    for _ in range(a.runs):
-        for k, cmd in tools.items():
-            res[k].append(timed(cmd))
-    mb = {"microtab same data as .csv": csv.stat().st_size / 1e6}
-    size = xpt.stat().st_size / 1e6
-    base = statistics.median(t for t, _ in res["microtab .xpt"])
-    print(f"{a.rows:,} records; .xpt {size:.0f} MB, .csv {csv.stat().st_size / 1e6:.0f} MB")
-    print("| reader | wall s, median [range] | MB/s of its file | × microtab .xpt | peak RSS MB |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for k, v in res.items():
-        ts = [t for t, _ in v]
-        med = statistics.median(ts)
-        print(f"| {k} | {med:.2f} [{min(ts):.2f}–{max(ts):.2f}] | {mb.get(k, size) / med:.0f} | "
-              f"{med / base:.1f} | {max(m for _, m in v) / 1024:.0f} |")
-
+    print(f"{a.rows:,} records; .xpt {xpt.stat().st_size / 1e6:.0f} MB, .csv {csv.stat().st_size / 1e6:.0f} MB")
+    compare(tools, a.runs, {"microtab .xpt": xpt, "microtab same data as .csv": csv}, "microtab .xpt")
 
 if __name__ == "__main__":
     main()

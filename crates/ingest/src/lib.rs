@@ -1,7 +1,8 @@
 //! Import of microdata into microtab datasets: delimited text (CSV) and
 //! fixed-width records described by a DDI codebook (IPUMS extracts),
-//! plain or gzip-compressed, and SAS transport files ([`import_xport`],
-//! read batch by batch into [`ColumnarImport`]).
+//! plain or gzip-compressed, SAS transport files ([`import_xport`]) and
+//! Stata files ([`import_dta`]), read batch by batch into
+//! [`ColumnarImport`].
 //!
 //! The entry points are [`import_csv`] and [`import_fixed`] (with a
 //! [`Codebook`] read by [`Codebook::read`]). Both stream the input through
@@ -57,24 +58,26 @@ mod columnar;
 mod core;
 mod csv;
 pub mod ddi;
+mod dta;
 mod error;
 mod fixed;
 pub mod note;
 pub mod options;
 mod xport;
 
+pub use crate::core::dates::iso_date;
 pub use crate::core::na::{DEFAULT_NA, DEFAULT_TEXT_NA};
 pub use crate::core::pipeline::{ImportSummary, Progress};
 pub use columnar::{Chunk, ColumnarImport};
 pub use csv::import_csv;
 pub use ddi::Codebook;
+pub use dta::import_dta;
 pub use error::{Error, Fix, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
 use std::path::Path;
 pub use xport::import_xport;
-pub use xport::values::iso_date;
 
 /// The options of a CSV import (the one options type of every format).
 pub type CsvOptions = ImportOptions;
@@ -93,11 +96,15 @@ pub enum Format {
     /// A SAS transport file (XPORT, versions 5 and 8), recognised by its
     /// first bytes whatever its name, or named `.xpt` or `.xport`.
     Xport,
+    /// A Stata file (releases 104–119), recognised by its first bytes
+    /// whatever its name, or named `.dta`.
+    Dta,
 }
 
 impl Format {
-    /// The format of `input` given the options: a SAS transport file by
-    /// its first bytes or its name (`.xpt`, `.xport`); else fixed-width
+    /// The format of `input` given the options: a SAS transport file or a
+    /// Stata file by its first bytes or its name (`.xpt`, `.xport`,
+    /// `.dta`); else fixed-width
     /// when a
     /// codebook describes it, unless it is named `.csv` (or `.csv.gz`: an
     /// IPUMS extract delivered as CSV, which the codebook labels).
@@ -113,6 +120,9 @@ impl Format {
         let name = input.to_string_lossy().to_ascii_lowercase();
         if (read && xport::is_xport(&head)) || name.ends_with(".xpt") || name.ends_with(".xport") {
             return Format::Xport;
+        }
+        if (read && dta::is_dta(&head)) || name.ends_with(".dta") {
+            return Format::Dta;
         }
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         if opts.codebook.is_some() && !name.ends_with(".csv") {
@@ -134,6 +144,7 @@ pub fn import(
 ) -> Result<ImportSummary> {
     match (Format::of(input, opts), &opts.codebook) {
         (Format::Xport, _) => import_xport(input, target, force, opts),
+        (Format::Dta, _) => import_dta(input, target, force, opts),
         (Format::Fixed, Some(cb)) => import_fixed(input, cb, target, force, opts),
         _ => import_csv(input, target, force, opts),
     }

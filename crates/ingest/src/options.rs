@@ -191,9 +191,11 @@ pub struct ImportOptions {
     /// what `na` gives them (`Some(vec![])`: only empty fields, every
     /// other text is a value).
     pub na_text: Option<Vec<String>>,
-    /// CSV: the text encoding of the file (default UTF-8; a fixed-width
-    /// file's is its codebook's).
-    pub encoding: Encoding,
+    /// The text encoding of the file; `None`: the format's own (UTF-8 for
+    /// CSV and SAS transport files, Windows-1252 for Stata files before
+    /// release 118 and UTF-8 from it; a fixed-width file's is its
+    /// codebook's).
+    pub encoding: Option<Encoding>,
     /// CSV: records sampled to choose column types (`u64::MAX`: every
     /// record, in a first pass over the whole file).
     pub sample_rows: u64,
@@ -235,7 +237,7 @@ impl Default for ImportOptions {
             missing: Vec::new(),
             na: None,
             na_text: None,
-            encoding: Encoding::Utf8,
+            encoding: None,
             sample_rows: 50_000,
             codebook: None,
             record_type: None,

@@ -279,7 +279,7 @@ fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
         );
     }
     if let Some(e) = string(spec, "encoding") {
-        o.encoding = e.parse().map_err(|x| bad("encoding", &e, x))?;
+        o.encoding = Some(e.parse().map_err(|x| bad("encoding", &e, x))?);
     }
     if let Some(n) = string(spec, "infer_rows") {
         o.sample_rows = n
@@ -339,7 +339,8 @@ fn import_spec(
 
 /// Imports a file: CSV (`format` `csv`, an IPUMS codebook optional),
 /// fixed-width (`fixed`, its codebook needed), a SAS transport file
-/// (`xport`), or any of them by its content (`auto`); the codebook's path
+/// (`xport`), a Stata file (`dta`), or any of them by its content
+/// (`auto`); the codebook's path
 /// `ddi` and the other options in the JSON `spec` (see `import_options`).
 /// With a codebook, sets the design its replicate weights imply. The
 /// summary as JSON.
@@ -357,15 +358,16 @@ fn _import_text(
     let fixed = match format {
         "csv" => false,
         "fixed" => true,
-        "xport" | "auto" => {
+        "xport" | "dta" | "auto" => {
             let (_, o) = import_spec(spec, progress)?;
             let (input, target) = (input.to_string(), target.to_string());
-            let auto = format == "auto";
+            let format = format.to_string();
             let s = py.detach(move || {
                 let (i, t) = (input.as_ref(), target.as_ref());
-                match auto {
-                    true => microtab_ingest::import(i, t, force, &o),
-                    false => microtab_ingest::import_xport(i, t, force, &o),
+                match format.as_str() {
+                    "xport" => microtab_ingest::import_xport(i, t, force, &o),
+                    "dta" => microtab_ingest::import_dta(i, t, force, &o),
+                    _ => microtab_ingest::import(i, t, force, &o),
                 }
                 .map_err(ingest_error)
             })?;
@@ -373,7 +375,7 @@ fn _import_text(
         }
         f => {
             return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv, fixed, xport or auto"
+                "format {f:?}: expected csv, fixed, xport, dta or auto"
             )))
         }
     };

@@ -15,8 +15,9 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Input file: CSV (header line first), or with --ddi fixed-width
-    /// records, plain or gzip-compressed (.gz); a Parquet file; or a SAS
-    /// transport file (.xpt, recognised by its first bytes).
+    /// records, plain or gzip-compressed (.gz); a Parquet file; a SAS
+    /// transport file (.xpt) or a Stata file (.dta, releases 104-119),
+    /// each recognised by its first bytes.
     input: PathBuf,
     /// Dataset directory to create (e.g. census.mtab).
     output: PathBuf,
@@ -46,10 +47,11 @@ pub struct Args {
     /// microtab did; numeric columns still follow --na or its default).
     #[arg(long, value_name = "LIST")]
     na_text: Option<String>,
-    /// Text encoding: utf-8 (default), latin1 (ISO-8859-1) or
-    /// windows-1252.
-    #[arg(long, value_name = "NAME", default_value = "utf-8")]
-    encoding: String,
+    /// Text encoding: utf-8, latin1 (ISO-8859-1) or windows-1252
+    /// (default: the format's own; utf-8 for CSV, windows-1252 for Stata
+    /// files before release 118).
+    #[arg(long, value_name = "NAME")]
+    encoding: Option<String>,
     /// Records sampled to choose each column's type: a number, or "all"
     /// for a first pass over the whole file.
     #[arg(long, value_name = "N|all", default_value = "50000")]
@@ -125,7 +127,9 @@ fn options(a: &Args) -> Result<ImportOptions> {
     };
     o.na = list(&a.na);
     o.na_text = list(&a.na_text);
-    o.encoding = a.encoding.parse().map_err(|e| anyhow!("--encoding: {e}"))?;
+    if let Some(e) = &a.encoding {
+        o.encoding = Some(e.parse().map_err(|e| anyhow!("--encoding: {e}"))?);
+    }
     o.sample_rows = a
         .infer_rows
         .parse::<InferRows>()
@@ -269,7 +273,7 @@ fn run_parquet(a: Args) -> Result<()> {
         || a.na_text.is_some()
         || a.rectype.is_some()
         || a.keep_niu
-        || a.encoding != "utf-8"
+        || a.encoding.is_some()
         || a.infer_rows != "50000"
     {
         bail!("{}: a Parquet file's columns carry their types and nulls; of the import options only --ddi, --plain, --force and --parts apply (declare missing codes afterwards with `microtab missing`)", a.input.display());

@@ -7,6 +7,8 @@
 //! [`finish`](ColumnarImport::finish). Dropping it unfinished leaves the
 //! target as it was.
 
+pub(crate) mod records;
+
 use crate::core::column::{ColBuf, NULL_I64};
 use crate::core::dataset::{create_dataset, publish, Read};
 use crate::core::pipeline::ImportSummary;
@@ -39,74 +41,28 @@ pub enum Chunk {
     },
 }
 
-/// A dataset being written from typed column batches.
-pub struct ColumnarImport {
-    ds: DatasetWriter,
-    sinks: Vec<Sink>,
-    names: Vec<String>,
-    text: Vec<bool>,
-    rows: u64,
-    input: PathBuf,
-    bytes_in: u64,
+/// The columns of an import, which check and convert a batch (on any
+/// thread).
+pub(crate) struct Shape<'a> {
+    names: &'a [String],
+    text: &'a [bool],
+    input: &'a Path,
 }
 
-impl ColumnarImport {
-    /// Starts a dataset at `target` (replaced on finish only when `force`
-    /// is set) with the columns `names`, `text[i]` saying which are text.
-    /// `input` names the source in errors and in the manifest; `plain`
-    /// turns bit-packing off.
-    pub fn create(
-        input: &Path,
-        target: &Path,
-        force: bool,
-        names: &[String],
-        text: &[bool],
-        plain: bool,
-    ) -> Result<ColumnarImport> {
-        let mut seen = std::collections::HashSet::new();
-        for n in names {
-            if !seen.insert(n.to_ascii_lowercase()) {
-                return Err(Error::Input {
-                    path: input.to_path_buf(),
-                    reason: format!("column {n} appears twice (names are compared without case)"),
-                });
-            }
-        }
-        let ds = create_dataset(
-            input,
-            target,
-            force,
-            &microtab_io::IoConfig::default(),
-            names.len(),
-            plain,
-        )?;
-        Ok(ColumnarImport {
-            ds,
-            sinks: names
-                .iter()
-                .zip(text)
-                .map(|(n, &t)| Sink::new(n, t))
-                .collect(),
-            names: names.to_vec(),
-            text: text.to_vec(),
-            rows: 0,
-            input: input.to_path_buf(),
-            bytes_in: std::fs::metadata(input).map(|m| m.len()).unwrap_or(0),
-        })
-    }
-
-    /// Appends one batch: one chunk per column, in the order of the names,
-    /// all of the same length (errors count records from the first batch).
-    pub fn append(&mut self, chunks: Vec<Chunk>) -> Result<()> {
+impl Shape<'_> {
+    /// One batch as column buffers: one chunk per column, in the order of
+    /// the names, all of the same length; `rows` records precede it (for
+    /// errors).
+    pub(crate) fn bufs(&self, chunks: Vec<Chunk>, rows: u64) -> Result<Vec<ColBuf>> {
         let bad = |reason: String| Error::Input {
-            path: self.input.clone(),
+            path: self.input.to_path_buf(),
             reason,
         };
-        if chunks.len() != self.sinks.len() {
+        if chunks.len() != self.names.len() {
             return Err(bad(format!(
                 "a batch has {} columns, expected {}",
                 chunks.len(),
-                self.sinks.len()
+                self.names.len()
             )));
         }
         let mut n = None;
@@ -137,7 +93,7 @@ impl ColumnarImport {
                             Some(NULL_I64) => {
                                 return Err(bad(format!(
                                     "record {}, column {name}: the value {} is the one 64-bit integer microtab cannot store (it marks missing values); expected a value above it",
-                                    self.rows + r as u64 + 1,
+                                    rows + r as u64 + 1,
                                     i64::MIN
                                 )))
                             }
@@ -206,10 +162,89 @@ impl ColumnarImport {
                 }
             });
         }
+        Ok(bufs)
+    }
+}
+
+/// A dataset being written from typed column batches.
+pub struct ColumnarImport {
+    ds: DatasetWriter,
+    sinks: Vec<Sink>,
+    names: Vec<String>,
+    text: Vec<bool>,
+    rows: u64,
+    input: PathBuf,
+    bytes_in: u64,
+}
+
+impl ColumnarImport {
+    /// Starts a dataset at `target` (replaced on finish only when `force`
+    /// is set) with the columns `names`, `text[i]` saying which are text.
+    /// `input` names the source in errors and in the manifest; `plain`
+    /// turns bit-packing off.
+    pub fn create(
+        input: &Path,
+        target: &Path,
+        force: bool,
+        names: &[String],
+        text: &[bool],
+        plain: bool,
+    ) -> Result<ColumnarImport> {
+        let mut seen = std::collections::HashSet::new();
+        for n in names {
+            if !seen.insert(n.to_ascii_lowercase()) {
+                return Err(Error::Input {
+                    path: input.to_path_buf(),
+                    reason: format!("column {n} appears twice (names are compared without case)"),
+                });
+            }
+        }
+        let ds = create_dataset(
+            input,
+            target,
+            force,
+            &microtab_io::IoConfig::default(),
+            names.len(),
+            plain,
+        )?;
+        Ok(ColumnarImport {
+            ds,
+            sinks: names
+                .iter()
+                .zip(text)
+                .map(|(n, &t)| Sink::new(n, t))
+                .collect(),
+            names: names.to_vec(),
+            text: text.to_vec(),
+            rows: 0,
+            input: input.to_path_buf(),
+            bytes_in: std::fs::metadata(input).map(|m| m.len()).unwrap_or(0),
+        })
+    }
+
+    /// Appends one batch: one chunk per column, in the order of the names,
+    /// all of the same length (errors count records from the first batch).
+    pub fn append(&mut self, chunks: Vec<Chunk>) -> Result<()> {
+        let bufs = self.shape().bufs(chunks, self.rows)?;
+        self.append_bufs(bufs)
+    }
+
+    /// What checks a batch: the columns and the input (shared with
+    /// decoding threads).
+    pub(crate) fn shape(&self) -> Shape<'_> {
+        Shape {
+            names: &self.names,
+            text: &self.text,
+            input: &self.input,
+        }
+    }
+
+    /// Appends one batch checked by [`Shape::bufs`].
+    pub(crate) fn append_bufs(&mut self, bufs: Vec<ColBuf>) -> Result<()> {
+        let n = bufs.first().map_or(0, ColBuf::len) as u64;
         for (sink, b) in self.sinks.iter_mut().zip(bufs) {
             sink.append(&mut self.ds, b)?;
         }
-        let n = n.unwrap_or(0) as u64;
         self.rows += n;
         Ok(())
     }
@@ -266,5 +301,227 @@ impl ColumnarImport {
             sampled: None,
         };
         publish(self.ds, self.rows, read, notes)
+    }
+}
+
+/// A batch of a text column, its values numbered as they come.
+#[derive(Default)]
+pub(crate) struct TextChunk {
+    codes: Vec<Option<u32>>,
+    dict: Vec<String>,
+    seen: ahash::AHashMap<String, u32>,
+}
+
+impl TextChunk {
+    pub(crate) fn push(&mut self, s: Option<String>) {
+        let code = s.map(|s| self.intern(s));
+        self.codes.push(code);
+    }
+
+    /// The code of `s` in this batch's values.
+    pub(crate) fn intern(&mut self, s: String) -> u32 {
+        match self.seen.get(&s) {
+            Some(&c) => c,
+            None => {
+                let c = self.dict.len() as u32;
+                self.seen.insert(s.clone(), c);
+                self.dict.push(s);
+                c
+            }
+        }
+    }
+
+    /// A record whose value's code is known (`None`: missing).
+    pub(crate) fn push_code(&mut self, c: Option<u32>) {
+        self.codes.push(c);
+    }
+
+    /// Records: one `push` of the text that `make` gives for each of
+    /// `fields` (fixed-width raw bytes), made once per distinct field.
+    pub(crate) fn push_fields<'f>(
+        &mut self,
+        fields: impl Iterator<Item = &'f [u8]>,
+        mut make: impl FnMut(usize, &'f [u8]) -> crate::error::Result<Option<String>>,
+    ) -> crate::error::Result<()> {
+        let mut memo: ahash::AHashMap<&'f [u8], Option<u32>> = ahash::AHashMap::new();
+        for (r, f) in fields.enumerate() {
+            let c = match memo.get(f) {
+                Some(&c) => c,
+                None => {
+                    let c = make(r, f)?.map(|s| self.intern(s));
+                    memo.insert(f, c);
+                    c
+                }
+            };
+            self.codes.push(c);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn chunk(self) -> Chunk {
+        Chunk::Text {
+            codes: self.codes,
+            dict: self.dict,
+        }
+    }
+}
+
+/// A batch of numbers (`None` missing) as scaled integers when every
+/// value is an exact decimal of at most 6 digits (its double the one
+/// nearest the decimal, as a CSV number's is); `None` when one is not.
+pub(crate) fn decimals(vals: impl Iterator<Item = Option<f64>> + Clone, n: usize) -> Option<Chunk> {
+    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
+    for d in 0..=6u32 {
+        let scale = 10f64.powi(d as i32);
+        let mut out = Vec::with_capacity(n);
+        let exact = vals.clone().all(|v| match v {
+            Some(x) => {
+                let m = (x * scale).round();
+                let ok = m.abs() < LIMIT && m / scale == x;
+                out.push(Some(m as i64));
+                ok
+            }
+            None => {
+                out.push(None);
+                true
+            }
+        });
+        if exact {
+            return Some(Chunk::Int {
+                vals: out,
+                decimals: d,
+            });
+        }
+    }
+    None
+}
+
+/// `names` made distinct without regard to case (microtab's rule; Stata
+/// and SAS files may hold `x` and `X`): a later name that repeats an
+/// earlier one gets the first free suffix `_2`, `_3`…; a note for each.
+pub(crate) fn distinct_names(names: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut taken: std::collections::HashSet<String> =
+        names.iter().map(|n| n.to_lowercase()).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut notes = Vec::new();
+    let out = names
+        .iter()
+        .map(|n| {
+            if seen.insert(n.to_lowercase()) {
+                return n.clone();
+            }
+            let mut k = 2;
+            let new = loop {
+                let c = format!("{n}_{k}");
+                if taken.insert(c.to_lowercase()) {
+                    break c;
+                }
+                k += 1;
+            };
+            notes.push(format!(
+                "variable {n} repeats an earlier name (names are compared without case): imported as {new}"
+            ));
+            new
+        })
+        .collect();
+    (out, notes)
+}
+
+/// The options a file that carries its own types, labels and missing
+/// values (SAS, Stata) refuses: an error naming those given, `what` the
+/// kind of file ("a Stata file").
+pub(crate) fn refuse_text_options(
+    input: &Path,
+    opts: &crate::options::ImportOptions,
+    what: &str,
+) -> Result<()> {
+    let given: Vec<&str> = [
+        (opts.delimiter.is_some(), "a delimiter"),
+        (!opts.types.is_empty(), "column types"),
+        (!opts.missing.is_empty(), "missing codes"),
+        (
+            opts.na.is_some() || opts.na_text.is_some(),
+            "texts read as missing",
+        ),
+        (opts.codebook.is_some(), "a codebook"),
+        (opts.record_type.is_some(), "a record type"),
+    ]
+    .iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, what)| *what)
+    .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Input {
+        path: input.to_path_buf(),
+        reason: format!(
+            "{what}'s types, labels and missing values are its own: {} do not apply to it (user-missing codes can be set after the import)",
+            given.join(", ")
+        ),
+    })
+}
+
+/// A numeric value as a binary file stores it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Cell {
+    /// A number.
+    Value(f64),
+    /// System-missing.
+    Missing,
+    /// A user-missing value, as its code.
+    Code(f64),
+}
+
+/// A batch of a numeric column: scaled integers when every value is an
+/// exact decimal of at most 6 digits and no cell is a user-missing code,
+/// else doubles (codes as they are).
+pub(crate) fn number_chunk(cells: impl Iterator<Item = Cell> + Clone, n: usize) -> Chunk {
+    if !cells.clone().any(|c| matches!(c, Cell::Code(_))) {
+        let plain = cells.clone().map(|c| match c {
+            Cell::Value(x) => Some(x),
+            _ => None,
+        });
+        if let Some(c) = decimals(plain, n) {
+            return c;
+        }
+    }
+    Chunk::Float(
+        cells
+            .map(|c| match c {
+                Cell::Value(x) | Cell::Code(x) => x,
+                Cell::Missing => f64::NAN,
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_made_distinct_without_case() {
+        let names: Vec<String> = ["x", "X", "X_2", "y", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (out, notes) = distinct_names(&names);
+        assert_eq!(out, ["x", "X_3", "X_2", "y", "x_4"]);
+        assert_eq!(notes.len(), 2);
+    }
+
+    #[test]
+    fn exact_decimals_become_scaled_integers() {
+        let v = [Some(1.5), None, Some(-0.25)];
+        match decimals(v.iter().copied(), 3) {
+            Some(Chunk::Int { vals, decimals }) => {
+                assert_eq!(decimals, 2);
+                assert_eq!(vals, [Some(150), None, Some(-25)]);
+            }
+            c => panic!("{c:?}"),
+        }
+        assert!(decimals([Some(0.1 + 0.2)].iter().copied(), 1).is_none());
+        assert!(decimals([Some(1e300)].iter().copied(), 1).is_none());
     }
 }

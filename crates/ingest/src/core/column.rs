@@ -80,6 +80,17 @@ pub(crate) enum ColBuf {
     },
 }
 
+impl ColBuf {
+    /// Values (records) held.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ColBuf::Int { vals, .. } => vals.len(),
+            ColBuf::Float { vals, .. } => vals.len(),
+            ColBuf::Str { codes, .. } => codes.len(),
+        }
+    }
+}
+
 pub(crate) fn pow10(d: u32) -> i64 {
     10i64.pow(d)
 }

@@ -2,13 +2,15 @@
 //! ([`column`]), the number grammars and missing tokens of text fields
 //! ([`number`], [`na`]), opening the input ([`source`]), the reader →
 //! parsers → writer pipeline ([`pipeline`]), the column writers
-//! ([`sink`]) and the dataset an import creates ([`dataset`]).
+//! ([`sink`]), the dataset an import creates ([`dataset`]), and dates and
+//! tagged missing codes as the binary formats store them ([`dates`]).
 //!
 //! Nothing here knows a format: a format supplies where its text may be
 //! cut and how a chunk is parsed, and gets back column files.
 
 pub(crate) mod column;
 pub(crate) mod dataset;
+pub(crate) mod dates;
 pub(crate) mod na;
 pub(crate) mod number;
 pub(crate) mod pipeline;

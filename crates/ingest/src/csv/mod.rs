@@ -134,7 +134,7 @@ pub fn import_csv(
             _ => b',',
         },
     };
-    let names = parse_header(&buf[..header_end], delim, opts.encoding)
+    let names = parse_header(&buf[..header_end], delim, opts.encoding.unwrap_or_default())
         .map_err(|e| e.into_error(input, &[]))?;
     if names.len() == 1 {
         if let Some(d) = sniff_delimiter(&buf).filter(|&d| d != delim) {
@@ -293,7 +293,7 @@ pub fn import_csv(
     };
     let popts = ParseOpts {
         na: na.clone(),
-        encoding: opts.encoding,
+        encoding: opts.encoding.unwrap_or_default(),
         sampled: sampled.rows,
     };
     let out = pipeline::run(

@@ -27,12 +27,15 @@ pub(crate) mod values;
 
 pub(crate) use header::is_xport;
 
-use crate::columnar::{Chunk, ColumnarImport};
+use crate::columnar::records::fill;
+use crate::columnar::{
+    distinct_names, number_chunk, refuse_text_options, Cell, Chunk, ColumnarImport, TextChunk,
+};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
 use header::{Member, CARD};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 use values::{Num, Shown};
@@ -48,30 +51,7 @@ pub fn import_xport(
     force: bool,
     opts: &ImportOptions,
 ) -> Result<ImportSummary> {
-    let given: Vec<&str> = [
-        (opts.delimiter.is_some(), "a delimiter"),
-        (!opts.types.is_empty(), "column types"),
-        (!opts.missing.is_empty(), "missing codes"),
-        (
-            opts.na.is_some() || opts.na_text.is_some(),
-            "texts read as missing",
-        ),
-        (opts.codebook.is_some(), "a codebook"),
-        (opts.record_type.is_some(), "a record type"),
-    ]
-    .iter()
-    .filter(|(set, _)| *set)
-    .map(|(_, what)| *what)
-    .collect();
-    if !given.is_empty() {
-        return Err(Error::Input {
-            path: input.to_path_buf(),
-            reason: format!(
-                "a SAS transport file's types, labels and missing values are its own: {} do not apply to it (user-missing codes can be set after the import)",
-                given.join(", ")
-            ),
-        });
-    }
+    refuse_text_options(input, opts, "a SAS transport file")?;
     let open = || {
         std::fs::File::open(input).map_err(|e| Error::Input {
             path: input.to_path_buf(),
@@ -91,13 +71,19 @@ pub fn import_xport(
     }
     let file = open()?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let m = header::read(input, std::io::BufReader::new(file), len, opts.encoding)?;
+    let m = header::read(
+        input,
+        std::io::BufReader::new(file),
+        len,
+        opts.encoding.unwrap_or_default(),
+    )?;
     let shown: Vec<Option<Shown>> = m
         .vars
         .iter()
         .map(|v| v.numeric.then(|| values::shown(&v.format)))
         .collect();
-    let names: Vec<String> = m.vars.iter().map(|v| v.name.clone()).collect();
+    let given: Vec<String> = m.vars.iter().map(|v| v.name.clone()).collect();
+    let (names, renamed) = distinct_names(&given);
     let text: Vec<bool> = shown
         .iter()
         .map(|s| !matches!(s, Some(Shown::Number)))
@@ -121,7 +107,7 @@ pub fn import_xport(
     };
     let more = reader.stream(file, &mut imp)?;
     let specials = reader.specials;
-    let mut notes = Vec::new();
+    let mut notes = renamed;
     for (v, &n) in m.vars.iter().zip(&reader.outside) {
         if n > 0 {
             notes.push(format!(
@@ -143,7 +129,7 @@ pub fn import_xport(
     imp.finish(
         None,
         |var, dict| {
-            let Some(i) = vars.iter().position(|v| v.name == var.name) else {
+            let Some(i) = names.iter().position(|n| *n == var.name) else {
                 return Ok(());
             };
             var.label = vars[i].label.clone();
@@ -319,17 +305,17 @@ impl Records<'_> {
                 }
                 None => {
                     let mut t = TextChunk::default();
-                    for r in 0..n {
+                    t.push_fields((0..n).map(field), |r, f| {
                         let (rec, off) = where_(r);
                         let s = header::text(
-                            field(r),
-                            self.opts.encoding,
+                            f,
+                            self.opts.encoding.unwrap_or_default(),
                             || format!("record {rec}, variable {}", v.name),
                             self.path,
                             off,
                         )?;
-                        t.push((!s.is_empty()).then_some(s));
-                    }
+                        Ok((!s.is_empty()).then_some(s))
+                    })?;
                     t.chunk()
                 }
             });
@@ -338,81 +324,15 @@ impl Records<'_> {
     }
 }
 
-/// Reads into `b` until it is full or the input ends; the bytes read.
-fn fill(r: &mut impl Read, b: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < b.len() {
-        match r.read(&mut b[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 /// A batch of a numeric column: scaled integers when every value is an
 /// exact decimal of at most 6 digits (their double the one nearest the
 /// decimal, as a CSV number's is), else doubles; special missing values
 /// as their codes (doubles).
 fn numbers(vals: &[Num]) -> Chunk {
-    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
-    if !vals.iter().any(|v| matches!(v, Num::Special(_))) {
-        for d in 0..=6u32 {
-            let scale = 10f64.powi(d as i32);
-            let ints: Option<Vec<Option<i64>>> = vals
-                .iter()
-                .map(|v| match *v {
-                    Num::Value(x) => {
-                        let m = (x * scale).round();
-                        (m.abs() < LIMIT && m / scale == x).then_some(Some(m as i64))
-                    }
-                    _ => Some(None),
-                })
-                .collect();
-            if let Some(vals) = ints {
-                return Chunk::Int { vals, decimals: d };
-            }
-        }
-    }
-    Chunk::Float(
-        vals.iter()
-            .map(|v| match *v {
-                Num::Value(x) => x,
-                Num::Missing => f64::NAN,
-                Num::Special(t) => values::special_code(t),
-            })
-            .collect(),
-    )
-}
-
-/// A batch of a text column, its values numbered as they come.
-#[derive(Default)]
-struct TextChunk {
-    codes: Vec<Option<u32>>,
-    dict: Vec<String>,
-    seen: HashMap<String, u32>,
-}
-
-impl TextChunk {
-    fn push(&mut self, s: Option<String>) {
-        let code = s.map(|s| match self.seen.get(&s) {
-            Some(&c) => c,
-            None => {
-                let c = self.dict.len() as u32;
-                self.seen.insert(s.clone(), c);
-                self.dict.push(s);
-                c
-            }
-        });
-        self.codes.push(code);
-    }
-
-    fn chunk(self) -> Chunk {
-        Chunk::Text {
-            codes: self.codes,
-            dict: self.dict,
-        }
-    }
+    let cells = vals.iter().map(|v| match *v {
+        Num::Value(x) => Cell::Value(x),
+        Num::Missing => Cell::Missing,
+        Num::Special(t) => Cell::Code(values::special_code(t)),
+    });
+    number_chunk(cells, vals.len())
 }

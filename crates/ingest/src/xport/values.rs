@@ -2,6 +2,8 @@
 //! missing values (`.` and the special `.A`–`.Z`, `._`), and the dates,
 //! datetimes and times its display formats mark.
 
+pub(crate) use crate::core::dates::{iso, Shown};
+
 /// A numeric field: a number, system-missing, or a special missing value
 /// (`b'A'`–`b'Z'`, `b'_'`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,28 +45,14 @@ fn pow2(k: i32) -> f64 {
     f64::from_bits(((k + 1023) as u64) << 52)
 }
 
-/// The missing code of a special missing value in a numeric column:
-/// Stata's finite bit patterns for `.a`–`.z` (`.A`–`.Z` here, `._` after
-/// them), so that codes stay apart from any value and an export to Stata
-/// can keep them.
+/// The missing code of a special missing value `.A`–`.Z`, `._` (`tag` its
+/// letter or `_`) in a numeric column (Stata's code of `.a`–`.z`, `._`
+/// after them).
 pub(crate) fn special_code(tag: u8) -> f64 {
-    let k = match tag {
+    crate::core::dates::tagged_code(match tag {
         b'_' => 27,
         t => u64::from(t - b'A') + 1,
-    };
-    f64::from_bits(0x7FE0_0000_0000_0000 + (k << 40))
-}
-
-/// How a display format shows a number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shown {
-    Number,
-    /// Days since 1960-01-01.
-    Date,
-    /// Seconds since 1960-01-01 00:00.
-    DateTime,
-    /// Seconds since midnight.
-    Time,
+    })
 }
 
 /// What the SAS format `name` (upper case, without width) shows.
@@ -102,80 +90,6 @@ pub(crate) fn shown(name: &str) -> Shown {
     } else {
         Shown::Number
     }
-}
-
-/// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian; Howard
-/// Hinnant's civil_from_days): how every import writes a date.
-pub fn iso_date(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Days from 1960-01-01 (SAS's origin) to 1970-01-01.
-const SAS_EPOCH_DAYS: i64 = 3653;
-
-/// `HH:MM:SS`, with the fraction of a second when there is one (to the
-/// microsecond, as SAS keeps times).
-fn clock(secs: f64) -> String {
-    let micros = (secs * 1e6).round() as i64;
-    let (s, us) = (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000));
-    let (h, m, s) = (s / 3600, (s / 60) % 60, s % 60);
-    let mut out = format!("{h:02}:{m:02}:{s:02}");
-    if us != 0 {
-        let f = format!("{us:06}");
-        out.push('.');
-        out.push_str(f.trim_end_matches('0'));
-    }
-    out
-}
-
-/// Days from 1970-01-01 to 0001-01-01 and to 10000-01-01: the dates ISO
-/// text of four-digit years holds.
-const FIRST_DAY: i64 = -719_162;
-const PAST_LAST_DAY: i64 = 2_932_897;
-
-/// A date, datetime or time as ISO 8601 text (`None`: a date outside the
-/// years 1 to 9999, or a time beyond any).
-pub(crate) fn iso(v: f64, how: Shown) -> Option<String> {
-    if !v.is_finite() || v.abs() > 1e13 {
-        return None;
-    }
-    let in_years = |days: f64| (FIRST_DAY..PAST_LAST_DAY).contains(&(days as i64 - SAS_EPOCH_DAYS));
-    match how {
-        Shown::Date if !in_years(v.floor()) => return None,
-        Shown::DateTime if !in_years((v / 86_400.0).floor()) => return None,
-        _ => {}
-    }
-    Some(match how {
-        Shown::Date => iso_date(v.floor() as i64 - SAS_EPOCH_DAYS),
-        Shown::DateTime => {
-            let days = (v / 86_400.0).floor();
-            let rest = v - days * 86_400.0;
-            // A fraction that rounds to the next day.
-            let (days, rest) = if (rest * 1e6).round() >= 86_400e6 {
-                (days + 1.0, 0.0)
-            } else {
-                (days, rest)
-            };
-            format!("{}T{}", iso_date(days as i64 - SAS_EPOCH_DAYS), clock(rest))
-        }
-        Shown::Time => {
-            if v < 0.0 {
-                format!("-{}", clock(-v))
-            } else {
-                clock(v)
-            }
-        }
-        Shown::Number => return None,
-    })
 }
 
 #[cfg(test)]

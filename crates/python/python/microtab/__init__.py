@@ -71,6 +71,7 @@ __all__ = [
     "import_csv",
     "import_file",
     "import_xport",
+    "import_dta",
     "import_fixed",
     "import_parquet",
     "ImportNote",
@@ -280,17 +281,37 @@ def import_xport(path: str | os.PathLike, out: str | os.PathLike, *, encoding: s
     return _import_file("xport", path, out, force, spec, progress)
 
 
+def import_dta(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
+               plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports a Stata file (``.dta``, releases 104 to 119: Stata 4 to 19)
+    as the dataset ``out`` and opens it, as ``microtab import`` does:
+    variable names and labels and value labels kept; ``byte``, ``int`` and
+    ``long`` as integers, ``float`` and ``double`` as (scaled) integers
+    where they are exact, else doubles; the extended missing values
+    ``.a``–``.z`` as labelled user-missing codes (Stata's own codes in
+    integer columns, Stata's ``double`` codes in the others); ``%td`` dates
+    and ``%tc`` datetimes as ISO 8601 text; empty text missing. Text is
+    read as UTF-8 from release 118 and Windows-1252 before;
+    ``encoding="latin1"`` (or ``"utf-8"``, ``"windows-1252"``) overrides.
+    ``progress`` and notes as for :func:`import_csv`; bad input raises
+    :class:`InputError` naming the file and byte offset (and the record
+    and variable), and leaves ``out`` as it was."""
+    spec = {"encoding": encoding, "plain": plain}
+    return _import_file("dta", path, out, force, spec, progress)
+
+
 def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
     """Imports ``path`` in the format its content shows — a SAS transport
-    file (:func:`import_xport`), else CSV (:func:`import_csv` with its
-    defaults) — as ``microtab import FILE OUT`` does, and opens it."""
+    file (:func:`import_xport`), a Stata file (:func:`import_dta`), else
+    CSV (:func:`import_csv` with its defaults) — as ``microtab import FILE
+    OUT`` does, and opens it."""
     spec = {"encoding": encoding, "plain": plain}
     return _import_file("auto", path, out, force, spec, progress)
 
 
 def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
-    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport`` or ``auto``)
+    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport``, ``dta`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
     ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}
