@@ -530,3 +530,20 @@ def close_p(g, want):
     """A p-value: its relative error is the t's times about t², so it is
     compared to 1e-6·max(1, t²) (the t itself to 1e-6)."""
     return close(g["p"], want, rel=1e-6 * max(1.0, g["t"] ** 2))
+
+
+def mutated(good, rng, k):
+    """`good` (bytes) damaged as a hostile input test wants it, by kind
+    `k % 3`: up to three bytes overwritten, the file cut short, or a few
+    random bytes inserted (`rng` a numpy Generator)."""
+    b = bytearray(good)
+    how = k % 3
+    if how == 0:
+        for _ in range(rng.integers(1, 4)):
+            b[rng.integers(0, len(b))] = int(rng.integers(0, 256))
+    elif how == 1:
+        b = b[:rng.integers(0, len(b))]
+    else:
+        at = int(rng.integers(0, len(b)))
+        b[at:at] = bytes(rng.integers(0, 256, int(rng.integers(1, 9))).astype("uint8"))
+    return bytes(b)

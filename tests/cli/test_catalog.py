@@ -363,9 +363,14 @@ def test_killed_split_leftovers_are_removed_by_the_next(big_oracle, tmp_path, fo
             shutil.rmtree(out)
         if not _run_killed(["split", big.ds, out, "--parts", 5, "--force"], at, full, tmp_path):
             continue
-        killed += 1
         left = _leftovers(tmp_path)
-        assert left and all(n.startswith(".big.parts.split-") for n in left), (at, left)
+        if not left:
+            # Killed after the split published (a loaded machine runs it
+            # faster or slower than the first): OUT is whole.
+            assert len(catalog(out)["parts"]) == 5 and freq_counts(out) == want, at
+            continue
+        killed += 1
+        assert all(n.startswith(".big.parts.split-") for n in left), (at, left)
         if force:
             assert freq_counts(out) == want  # the old catalog (or the new one, whole)
         else:

@@ -16,7 +16,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from conftest import rscript, run, run_json
+from conftest import mutated, rscript, run, run_json
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dta"
 
@@ -453,21 +453,82 @@ def test_mutated_files_are_read_or_refused_never_crash(tmp_path):
     for f in files:
         good = f.read_bytes()
         for k in range(120):
-            b = bytearray(good)
-            how = k % 3
-            if how == 0:
-                for _ in range(rng.integers(1, 4)):
-                    b[rng.integers(0, len(b))] = int(rng.integers(0, 256))
-            elif how == 1:
-                b = b[:rng.integers(0, len(b))]
-            else:
-                at = int(rng.integers(0, len(b)))
-                b[at:at] = bytes(rng.integers(0, 256, int(rng.integers(1, 9))).astype("uint8"))
             m = tmp_path / "m.dta"
-            m.write_bytes(bytes(b))
+            m.write_bytes(mutated(good, rng, k))
             out = tmp_path / "m.mtab"
             p = run("import", m, out, "--force", ok=None, timeout=30)
             assert p.returncode in (0, 1), (f.name, k, p.returncode, p.stderr)
             assert "panicked" not in p.stderr, (f.name, k, p.stderr)
             if p.returncode == 1:
                 assert "m.dta" in p.stderr, (f.name, k, p.stderr)
+
+
+def test_an_early_error_in_a_large_file_is_reported_not_hung(tmp_path):
+    """A bad value in the first of many batches (a review found the import
+    waiting forever): the error comes at once, and nothing is left."""
+    src = tmp_path / "hang.dta"
+    pd.DataFrame({"s": ["a"] * 1_400_000}).to_stata(src, version=118, write_index=False)
+    d = bytearray(src.read_bytes())
+    d[d.find(b"<data>") + 6] = 0xFF
+    src.write_bytes(bytes(d))
+    p = run("import", src, tmp_path / "h.mtab", ok=False, timeout=60)
+    assert "record 1, variable s" in p.stderr and "UTF-8" in p.stderr, p.stderr
+    assert not [x for x in tmp_path.iterdir() if "importing" in x.name]
+
+
+R_LABELS = r"""
+suppressMessages(library(haven))
+a <- commandArgs(trailingOnly=TRUE)
+df <- data.frame(id = 1:4)
+df$score <- labelled(c(0, 10, 7.5, 10), labels = c("Not at all" = 0, "Completely" = 10))
+df$q <- labelled(c(1.5, 2, 2.5, 3), labels = c(two = 2, refused = tagged_na("r")))
+# Days since 1960 shown as %td, 14976 (2001-01-01) labelled.
+df$day <- labelled(c(14976, NA, 14978, 14609), labels = c(start = 14976))
+attr(df$day, "format.stata") <- "%td"
+df$t <- as.POSIXct(c("1650-01-01 00:00:00", "2300-06-01 12:00:00", "1960-01-01 00:00:00", NA),
+                   format = "%Y-%m-%d %H:%M:%S", tz = "UTC") +
+  c(0.001, 0, 0, 0)
+write_dta(df, file.path(a[1], "labels.dta"), version = 15)
+write.csv(data.frame(x = 1), a[2])
+"""
+
+
+def test_labels_of_exact_decimals_and_absent_tags(tmp_path):
+    """Labels of a float column stored as exact decimals key the values as
+    the column shows them (10.0); a labelled .r no record holds is left out
+    with a note (not a code no column can hold); labels of dates are noted;
+    %tc far from 1960 keeps its milliseconds exact."""
+    rscript(tmp_path / "l.R", R_LABELS, tmp_path, tmp_path / "done.csv")
+    ds = tmp_path / "d.mtab"
+    p = run("import", tmp_path / "labels.dta", ds)
+    info = {v["name"]: v for v in run_json("info", ds)["variables"]}
+    assert info["score"]["decimals"] == 1
+    freq = run_json("freq", ds, "score")
+    labs = {r["label"]: r["count"] for r in freq["rows"] if r.get("label")}
+    assert labs == {"Not at all": 1, "Completely": 2}, freq["rows"]
+    assert info["q"]["missing_codes"] == [] and info["q"]["value_labels"] == {"2.0": "two"}
+    assert "variable q: the labels of .r (set q) are left out" in p.stderr + p.stdout
+    assert "variable day: the labels of" in p.stderr + p.stdout
+    got = [r["t"] for r in run_json("list", ds, "t", "--all")["records"]]
+    assert got == ["1650-01-01T00:00:00.001", "2300-06-01T12:00:00", "1960-01-01T00:00:00", None]
+
+
+def test_a_release_117_file_written_as_utf8_is_noted(tmp_path):
+    """Stata wrote Windows-1252 before release 118, haven writes UTF-8:
+    when every text beyond ASCII is valid UTF-8 a note says so, and the
+    encoding given reads it."""
+    r = r"""
+suppressMessages(library(haven))
+a <- commandArgs(trailingOnly=TRUE)
+write_dta(data.frame(txt = c("grüße", "abc", "café")), file.path(a[1], "u13.dta"), version = 13)
+write.csv(data.frame(x = 1), a[2])
+"""
+    rscript(tmp_path / "u.R", r, tmp_path, tmp_path / "done.csv")
+    src = tmp_path / "u13.dta"
+    p = run("import", src, tmp_path / "a.mtab")
+    assert "are all valid UTF-8" in p.stderr + p.stdout, p.stderr
+    run("import", src, tmp_path / "b.mtab", "--encoding", "utf-8")
+    got = [r["txt"] for r in run_json("list", tmp_path / "b.mtab", "txt", "--all")["records"]]
+    assert got == ["grüße", "abc", "café"]
+    df, _ = pyreadstat.read_dta(str(src), encoding="utf-8")
+    assert list(df.txt) == got

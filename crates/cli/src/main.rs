@@ -27,7 +27,7 @@ struct Cli {
 enum Command {
     /// Generate synthetic data (`gen census`).
     Gen(cmd::gen::Args),
-    /// Import a CSV file, a fixed-width file with its DDI codebook, a Parquet file, or a SAS transport (.xpt) file, into a dataset.
+    /// Import a CSV file, a fixed-width file with its DDI codebook, a Parquet file, a SAS transport (.xpt), Stata (.dta) or SPSS (.sav, .zsav) file, into a dataset.
     Import(cmd::import::Args),
     /// Write a dataset (some variables and records) as a Parquet file with its labels, missing codes and design.
     Export(cmd::external::ExportArgs),

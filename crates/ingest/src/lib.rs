@@ -1,8 +1,8 @@
 //! Import of microdata into microtab datasets: delimited text (CSV) and
 //! fixed-width records described by a DDI codebook (IPUMS extracts),
-//! plain or gzip-compressed, SAS transport files ([`import_xport`]) and
-//! Stata files ([`import_dta`]), read batch by batch into
-//! [`ColumnarImport`].
+//! plain or gzip-compressed, SAS transport files ([`import_xport`]),
+//! Stata files ([`import_dta`]) and SPSS system files ([`import_sav`]),
+//! read batch by batch into [`ColumnarImport`].
 //!
 //! The entry points are [`import_csv`] and [`import_fixed`] (with a
 //! [`Codebook`] read by [`Codebook::read`]). Both stream the input through
@@ -63,6 +63,7 @@ mod error;
 mod fixed;
 pub mod note;
 pub mod options;
+mod sav;
 mod xport;
 
 pub use crate::core::dates::iso_date;
@@ -76,6 +77,7 @@ pub use error::{Error, Fix, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
+pub use sav::import_sav;
 use std::path::Path;
 pub use xport::import_xport;
 
@@ -99,12 +101,15 @@ pub enum Format {
     /// A Stata file (releases 104–119), recognised by its first bytes
     /// whatever its name, or named `.dta`.
     Dta,
+    /// An SPSS system file (`.sav`, `.zsav`), recognised by its first
+    /// bytes whatever its name, or named `.sav` or `.zsav`.
+    Sav,
 }
 
 impl Format {
-    /// The format of `input` given the options: a SAS transport file or a
-    /// Stata file by its first bytes or its name (`.xpt`, `.xport`,
-    /// `.dta`); else fixed-width
+    /// The format of `input` given the options: a SAS transport file, a
+    /// Stata file or an SPSS system file by its first bytes or its name
+    /// (`.xpt`, `.xport`, `.dta`, `.sav`, `.zsav`); else fixed-width
     /// when a
     /// codebook describes it, unless it is named `.csv` (or `.csv.gz`: an
     /// IPUMS extract delivered as CSV, which the codebook labels).
@@ -123,6 +128,9 @@ impl Format {
         }
         if (read && dta::is_dta(&head)) || name.ends_with(".dta") {
             return Format::Dta;
+        }
+        if (read && sav::is_sav(&head)) || name.ends_with(".sav") || name.ends_with(".zsav") {
+            return Format::Sav;
         }
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         if opts.codebook.is_some() && !name.ends_with(".csv") {
@@ -145,6 +153,7 @@ pub fn import(
     match (Format::of(input, opts), &opts.codebook) {
         (Format::Xport, _) => import_xport(input, target, force, opts),
         (Format::Dta, _) => import_dta(input, target, force, opts),
+        (Format::Sav, _) => import_sav(input, target, force, opts),
         (Format::Fixed, Some(cb)) => import_fixed(input, cb, target, force, opts),
         _ => import_csv(input, target, force, opts),
     }

@@ -339,8 +339,8 @@ fn import_spec(
 
 /// Imports a file: CSV (`format` `csv`, an IPUMS codebook optional),
 /// fixed-width (`fixed`, its codebook needed), a SAS transport file
-/// (`xport`), a Stata file (`dta`), or any of them by its content
-/// (`auto`); the codebook's path
+/// (`xport`), a Stata file (`dta`), an SPSS system file (`sav`), or any
+/// of them by its content (`auto`); the codebook's path
 /// `ddi` and the other options in the JSON `spec` (see `import_options`).
 /// With a codebook, sets the design its replicate weights imply. The
 /// summary as JSON.
@@ -358,7 +358,7 @@ fn _import_text(
     let fixed = match format {
         "csv" => false,
         "fixed" => true,
-        "xport" | "dta" | "auto" => {
+        "xport" | "dta" | "sav" | "auto" => {
             let (_, o) = import_spec(spec, progress)?;
             let (input, target) = (input.to_string(), target.to_string());
             let format = format.to_string();
@@ -367,6 +367,7 @@ fn _import_text(
                 match format.as_str() {
                     "xport" => microtab_ingest::import_xport(i, t, force, &o),
                     "dta" => microtab_ingest::import_dta(i, t, force, &o),
+                    "sav" => microtab_ingest::import_sav(i, t, force, &o),
                     _ => microtab_ingest::import(i, t, force, &o),
                 }
                 .map_err(ingest_error)
@@ -375,7 +376,7 @@ fn _import_text(
         }
         f => {
             return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv, fixed, xport, dta or auto"
+                "format {f:?}: expected csv, fixed, xport, dta, sav or auto"
             )))
         }
     };

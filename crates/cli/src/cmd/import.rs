@@ -16,8 +16,8 @@ use std::time::Instant;
 pub struct Args {
     /// Input file: CSV (header line first), or with --ddi fixed-width
     /// records, plain or gzip-compressed (.gz); a Parquet file; a SAS
-    /// transport file (.xpt) or a Stata file (.dta, releases 104-119),
-    /// each recognised by its first bytes.
+    /// transport file (.xpt), a Stata file (.dta, releases 104-119) or an
+    /// SPSS system file (.sav, .zsav), each recognised by its first bytes.
     input: PathBuf,
     /// Dataset directory to create (e.g. census.mtab).
     output: PathBuf,
@@ -49,7 +49,7 @@ pub struct Args {
     na_text: Option<String>,
     /// Text encoding: utf-8, latin1 (ISO-8859-1) or windows-1252
     /// (default: the format's own; utf-8 for CSV, windows-1252 for Stata
-    /// files before release 118).
+    /// files before release 118, the one an SPSS file names).
     #[arg(long, value_name = "NAME")]
     encoding: Option<String>,
     /// Records sampled to choose each column's type: a number, or "all"

@@ -260,9 +260,21 @@ impl ColumnarImport {
     /// codes — in stored units — given the variable and a text variable's
     /// sorted dictionary), stores `design`, and publishes the dataset.
     pub fn finish(
-        mut self,
+        self,
         codebook: Option<&crate::ddi::Codebook>,
         mut describe: impl FnMut(&mut Variable, &[String]) -> Result<()>,
+        design: Option<Design>,
+        notes: impl IntoIterator<Item = impl Into<Note>>,
+    ) -> Result<ImportSummary> {
+        self.finish_noting(codebook, |v, d, _| describe(v, d), design, notes)
+    }
+
+    /// [`finish`](Self::finish), with `describe` also given the notes, to
+    /// add what it leaves out.
+    pub(crate) fn finish_noting(
+        mut self,
+        codebook: Option<&crate::ddi::Codebook>,
+        mut describe: impl FnMut(&mut Variable, &[String], &mut Vec<Note>) -> Result<()>,
         design: Option<Design>,
         notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
@@ -272,7 +284,7 @@ impl ColumnarImport {
             if let Some(dv) = codebook.and_then(|cb| cb.variable(&var.name)) {
                 crate::ddi::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
             }
-            describe(&mut var, &dict)?;
+            describe(&mut var, &dict, &mut notes)?;
             self.ds.add_variable(var);
         }
         if let Some(d) = design {
@@ -331,9 +343,29 @@ impl TextChunk {
         }
     }
 
-    /// A record whose value's code is known (`None`: missing).
-    pub(crate) fn push_code(&mut self, c: Option<u32>) {
-        self.codes.push(c);
+    /// Records: the code `make` gives each of `fields` (fixed-width raw
+    /// bytes; made once per distinct field, with this chunk to intern its
+    /// text), and how many records `make` flagged.
+    pub(crate) fn push_memo<'f>(
+        &mut self,
+        fields: impl Iterator<Item = &'f [u8]>,
+        mut make: impl FnMut(&'f [u8], &mut TextChunk) -> (Option<u32>, bool),
+    ) -> u64 {
+        let mut memo: ahash::AHashMap<&'f [u8], (Option<u32>, bool)> = ahash::AHashMap::new();
+        let mut flagged = 0;
+        for f in fields {
+            let (c, flag) = match memo.get(f) {
+                Some(&m) => m,
+                None => {
+                    let m = make(f, self);
+                    memo.insert(f, m);
+                    m
+                }
+            };
+            flagged += flag as u64;
+            self.codes.push(c);
+        }
+        flagged
     }
 
     /// Records: one `push` of the text that `make` gives for each of
@@ -494,6 +526,28 @@ pub(crate) fn number_chunk(cells: impl Iterator<Item = Cell> + Clone, n: usize) 
             })
             .collect(),
     )
+}
+
+/// `x` in the stored units of the numeric column `var` (scaled by its
+/// implied decimals), when the column can hold it exactly: the code a
+/// missing value or a value label of `x` takes.
+pub(crate) fn stored_code(var: &Variable, x: f64) -> Option<f64> {
+    const LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
+    match var.kind {
+        microtab_store::Kind::Int => {
+            let scale = 10f64.powi(var.decimals as i32);
+            let m = (x * scale).round();
+            (m.abs() < LIMIT && m / scale == x).then_some(m)
+        }
+        microtab_store::Kind::Float => x.is_finite().then_some(x),
+        microtab_store::Kind::String => None,
+    }
+}
+
+/// The value-label key of `x` in the numeric column `var` (as its values
+/// are shown), when the column can hold it.
+pub(crate) fn label_key(var: &Variable, x: f64) -> Option<String> {
+    stored_code(var, x).map(|c| microtab_store::codec::display_code(var, c))
 }
 
 #[cfg(test)]

@@ -31,8 +31,8 @@ pub(crate) struct Layout {
     pub start: u64,
     /// Bytes per record.
     pub row_len: usize,
-    /// Records.
-    pub records: u64,
+    /// Records (`None`: as many whole records as the input holds).
+    pub records: Option<u64>,
     /// Records per batch.
     pub per_batch: usize,
 }
@@ -65,7 +65,7 @@ pub(crate) fn decode_records<S: Send>(
     let threads = threads.max(1);
     let (job_tx, job_rx) = sync_channel::<Result<(u64, Batch)>>(threads);
     let (res_tx, res_rx) = sync_channel::<(u64, Result<(Vec<ColBuf>, S)>)>(threads + 2);
-    let total = lay.records * lay.row_len as u64;
+    let total = lay.records.unwrap_or(0) * lay.row_len as u64;
     // The writer appends to `imp` while decoders check batches: they
     // check against a copy of its columns.
     let (names, text, input) = {
@@ -81,8 +81,12 @@ pub(crate) fn decode_records<S: Send>(
         s.spawn(move || {
             let mut first = 0u64;
             let mut seq = 0u64;
-            while first < lay.records {
-                let n = (lay.per_batch as u64).min(lay.records - first) as usize;
+            loop {
+                let n = match lay.records {
+                    Some(all) if first >= all => return,
+                    Some(all) => (lay.per_batch as u64).min(all - first) as usize,
+                    None => lay.per_batch,
+                };
                 let at = lay.start + first * lay.row_len as u64;
                 let mut bytes = vec![0u8; n * lay.row_len];
                 let got = match fill(&mut r, &mut bytes) {
@@ -95,23 +99,32 @@ pub(crate) fn decode_records<S: Send>(
                         return;
                     }
                 };
-                if got < bytes.len() {
+                let last = got < bytes.len();
+                if last && (lay.records.is_some() || got % lay.row_len != 0) {
                     let rec = first + (got / lay.row_len) as u64 + 1;
+                    let of = match lay.records {
+                        Some(all) => format!(" of the {all} its header announces"),
+                        None => String::new(),
+                    };
                     let _ = job_tx.send(Err(Error::Format {
                         path: path.to_path_buf(),
                         offset: at + got as u64,
                         reason: format!(
-                            "the file ends inside record {rec} of the {} its header announces: it is truncated",
-                            lay.records
+                            "the data end inside record {rec}{of}: the file is truncated"
                         ),
                     }));
                     return;
                 }
-                if job_tx.send(Ok((seq, Batch { first, at, bytes }))).is_err() {
+                bytes.truncate(got);
+                let k = (got / lay.row_len) as u64;
+                if k > 0 && job_tx.send(Ok((seq, Batch { first, at, bytes }))).is_err() {
                     return;
                 }
-                first += n as u64;
+                first += k;
                 seq += 1;
+                if last {
+                    return;
+                }
             }
         });
         let job_rx = Arc::new(Mutex::new(job_rx));
@@ -138,25 +151,32 @@ pub(crate) fn decode_records<S: Send>(
         }
         drop(job_rx);
         drop(res_tx);
-        let mut pending = BTreeMap::new();
-        let mut next = 0u64;
-        for (seq, out) in res_rx.iter() {
-            pending.insert(seq, out);
-            while let Some(out) = pending.remove(&next) {
-                let (bufs, side) = out?;
-                imp.append_bufs(bufs)?;
-                merge(side);
-                next += 1;
-                if let Some(p) = progress {
-                    p((imp.rows() * lay.row_len as u64).min(total), total);
+        // The writer; the receiver is dropped before the scope joins, so
+        // that on an error the decoders' sends fail and every thread ends.
+        let res_rx = res_rx;
+        let written = (|| {
+            let mut pending = BTreeMap::new();
+            let mut next = 0u64;
+            for (seq, out) in res_rx.iter() {
+                pending.insert(seq, out);
+                while let Some(out) = pending.remove(&next) {
+                    let (bufs, side) = out?;
+                    imp.append_bufs(bufs)?;
+                    merge(side);
+                    next += 1;
+                    if let (Some(p), Some(_)) = (progress, lay.records) {
+                        p((imp.rows() * lay.row_len as u64).min(total), total);
+                    }
                 }
             }
-        }
-        // Only a read error (or a batch after it) can be left.
-        if let Some((_, out)) = pending.into_iter().next() {
-            out?;
-        }
-        Ok(())
+            // Only a read error (or a batch after it) can be left.
+            if let Some((_, out)) = pending.into_iter().next() {
+                out?;
+            }
+            Ok(())
+        })();
+        drop(res_rx);
+        written
     })
 }
 

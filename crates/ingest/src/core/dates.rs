@@ -113,3 +113,17 @@ pub(crate) fn iso(v: f64, how: Shown) -> Option<String> {
 pub(crate) fn tagged_code(k: u64) -> f64 {
     f64::from_bits(0x7FE0_0000_0000_0000 + (k << 40))
 }
+
+/// Milliseconds since 1960-01-01 00:00 (Stata's `%tc`) as ISO 8601 text,
+/// split into days and milliseconds in integers, so that no fraction of a
+/// second appears that the value does not hold; `None` outside the years
+/// 1 to 9999.
+pub(crate) fn iso_ms(ms: f64) -> Option<String> {
+    if !ms.is_finite() || ms.abs() > 1e15 {
+        return None;
+    }
+    let ms = ms.round() as i64;
+    let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let date = iso(days as f64, Shown::Date)?;
+    Some(format!("{date}T{}", clock(rest as f64 / 1000.0)))
+}

@@ -2,12 +2,14 @@
 //! ([`column`]), the number grammars and missing tokens of text fields
 //! ([`number`], [`na`]), opening the input ([`source`]), the reader →
 //! parsers → writer pipeline ([`pipeline`]), the column writers
-//! ([`sink`]), the dataset an import creates ([`dataset`]), and dates and
-//! tagged missing codes as the binary formats store them ([`dates`]).
+//! ([`sink`]), the dataset an import creates ([`dataset`]), and for the
+//! binary formats a bounded header reader ([`binary`]) and their dates and
+//! tagged missing codes ([`dates`]).
 //!
 //! Nothing here knows a format: a format supplies where its text may be
 //! cut and how a chunk is parsed, and gets back column files.
 
+pub(crate) mod binary;
 pub(crate) mod column;
 pub(crate) mod dataset;
 pub(crate) mod dates;

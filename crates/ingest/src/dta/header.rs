@@ -2,9 +2,9 @@
 //! file, releases 104 to 119 (the binary layout before 117, the tagged
 //! one from 117).
 
-use crate::error::{Error, Result};
+pub(crate) use crate::core::binary::{decode, Cursor};
+use crate::error::Result;
 use crate::options::Encoding;
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// A variable's storage type.
@@ -122,124 +122,6 @@ pub(crate) fn is_dta(head: &[u8]) -> bool {
             && head[3] == 0)
 }
 
-/// A reader that knows where it is and how long the file is, so that no
-/// count in a header makes it allocate more than the file holds.
-pub(crate) struct Cursor<'a> {
-    r: BufReader<std::fs::File>,
-    pub at: u64,
-    pub len: u64,
-    pub path: &'a Path,
-    big: bool,
-}
-
-impl<'a> Cursor<'a> {
-    pub(crate) fn open(path: &'a Path) -> Result<Cursor<'a>> {
-        let f = std::fs::File::open(path).map_err(|e| Error::Input {
-            path: path.to_path_buf(),
-            reason: format!("cannot open: {e}"),
-        })?;
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok(Cursor {
-            r: BufReader::with_capacity(1 << 16, f),
-            at: 0,
-            len,
-            path,
-            big: false,
-        })
-    }
-
-    pub(crate) fn err(&self, offset: u64, reason: impl Into<String>) -> Error {
-        Error::Format {
-            path: self.path.to_path_buf(),
-            offset,
-            reason: reason.into(),
-        }
-    }
-
-    /// `n` bytes holding `what`; an error when the file ends first.
-    pub(crate) fn bytes(&mut self, n: u64, what: &str) -> Result<Vec<u8>> {
-        if n > self.len.saturating_sub(self.at) {
-            return Err(self.err(
-                self.at,
-                format!(
-                    "{what} needs {n} bytes but the file has {} left: it is truncated or damaged",
-                    self.len.saturating_sub(self.at)
-                ),
-            ));
-        }
-        let mut b = vec![0u8; n as usize];
-        self.r.read_exact(&mut b).map_err(|e| Error::Input {
-            path: self.path.to_path_buf(),
-            reason: format!("cannot read: {e}"),
-        })?;
-        self.at += n;
-        Ok(b)
-    }
-
-    pub(crate) fn skip(&mut self, n: u64, what: &str) -> Result<()> {
-        if n > self.len.saturating_sub(self.at) {
-            return Err(self.err(
-                self.at,
-                format!(
-                    "{what} of {n} bytes runs past the end of the file: it is truncated or damaged"
-                ),
-            ));
-        }
-        self.seek(self.at + n)
-    }
-
-    pub(crate) fn seek(&mut self, to: u64) -> Result<()> {
-        if to > self.len {
-            return Err(self.err(
-                to,
-                format!(
-                    "a section is said to start at byte {to}, past the end of the file ({} bytes)",
-                    self.len
-                ),
-            ));
-        }
-        self.r.seek(SeekFrom::Start(to)).map_err(|e| Error::Input {
-            path: self.path.to_path_buf(),
-            reason: format!("cannot read: {e}"),
-        })?;
-        self.at = to;
-        Ok(())
-    }
-
-    /// The tag `t`, or an error naming what was found.
-    pub(crate) fn tag(&mut self, t: &str) -> Result<()> {
-        let at = self.at;
-        let n = (t.len() as u64).min(self.len.saturating_sub(at));
-        let got = self.bytes(n, &format!("the tag {t}"))?;
-        if got.len() < t.len() && t.as_bytes().starts_with(&got) {
-            return Err(self.err(
-                at,
-                format!("the file ends inside the tag {t}: it is truncated"),
-            ));
-        }
-        if got != t.as_bytes() {
-            return Err(self.err(
-                at,
-                format!(
-                    "expected the tag {t}, found {:?}: the file is damaged",
-                    crate::error::show(&got)
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn uint(&mut self, width: usize, what: &str) -> Result<u64> {
-        let b = self.bytes(width as u64, what)?;
-        let mut v = 0u64;
-        for k in 0..width {
-            let byte = if self.big { b[k] } else { b[width - 1 - k] };
-            v = (v << 8) | byte as u64;
-        }
-        Ok(v)
-    }
-}
-
 /// NUL-terminated text of a fixed field, decoded.
 pub(crate) fn cstr(
     raw: &[u8],
@@ -250,28 +132,6 @@ pub(crate) fn cstr(
 ) -> Result<String> {
     let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
     decode(&raw[..end], enc, what, c.path, at)
-}
-
-/// Text decoded in `enc`; an error naming `what` and the offset.
-pub(crate) fn decode(
-    raw: &[u8],
-    enc: Encoding,
-    what: impl FnOnce() -> String,
-    path: &Path,
-    at: u64,
-) -> Result<String> {
-    match enc.decode(raw) {
-        Some(s) => Ok(s.into_owned()),
-        None => Err(Error::Format {
-            path: path.to_path_buf(),
-            offset: at,
-            reason: format!(
-                "{} is not valid UTF-8: {:?} (give the file's encoding)",
-                what(),
-                crate::error::show(raw)
-            ),
-        }),
-    }
 }
 
 /// Reads the header and dictionary of the `.dta` file at `path`; `enc`

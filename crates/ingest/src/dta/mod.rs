@@ -37,9 +37,10 @@ pub(crate) use header::is_dta;
 
 use crate::columnar::records::{decode_records, per_batch, Batch, Layout};
 use crate::columnar::{
-    distinct_names, number_chunk, refuse_text_options, Cell, Chunk, ColumnarImport, TextChunk,
+    distinct_names, label_key, number_chunk, refuse_text_options, stored_code, Cell, Chunk,
+    ColumnarImport, TextChunk,
 };
-use crate::core::dates::{iso, tagged_code, Shown};
+use crate::core::dates::{iso, iso_ms, tagged_code, Shown};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
@@ -106,6 +107,7 @@ pub fn import_dta(
         }
     })?;
     let dec = Decoder {
+        guess: opts.encoding.is_none() && d.release < 118,
         path: input,
         d: &d,
         hows: &hows,
@@ -115,7 +117,7 @@ pub fn import_dta(
     let lay = Layout {
         start: d.data_start,
         row_len: d.row_len.max(1),
-        records: if d.row_len == 0 { 0 } else { d.records },
+        records: Some(if d.row_len == 0 { 0 } else { d.records }),
         per_batch: per_batch(d.row_len, d.vars.len()),
     };
     let mut seen = Seen::new(d.vars.len());
@@ -140,6 +142,12 @@ pub fn import_dta(
         });
     }
     let mut notes = renamed;
+    if seen.utf8.0 > 0 && seen.utf8.1 == 0 {
+        notes.push(format!(
+            "the text of this release {} file was read as Windows-1252 (what Stata wrote before release 118), but its {} texts beyond ASCII are all valid UTF-8: if another program wrote it as UTF-8, give the encoding utf-8",
+            d.release, seen.utf8.0
+        ));
+    }
     if !d.label.is_empty() {
         notes.push(format!("the dataset is labelled {:?}", d.label));
     }
@@ -180,9 +188,9 @@ pub fn import_dta(
         .enumerate()
         .map(|(i, n)| (n.as_str(), i))
         .collect();
-    imp.finish(
+    imp.finish_noting(
         None,
-        |var, dict| {
+        |var, dict, notes| {
             let Some(&i) = index.get(var.name.as_str()) else {
                 return Ok(());
             };
@@ -190,35 +198,69 @@ pub fn import_dta(
             var.label = (!v.label.is_empty()).then(|| v.label.clone());
             let mut tags = seen.tags[i].clone();
             let set = sets.as_ref().and_then(|s| s.get(&v.labels));
-            if hows[i] == How::Number {
-                for (val, lab) in set.into_iter().flatten() {
-                    let key = match tag_of_label(*val) {
-                        Some(k) => {
-                            tags.insert(k);
-                            code(v.ty, k)
-                        }
-                        None => *val as f64,
-                    };
-                    var.value_labels
-                        .insert(microtab_store::codec::format_float(key), lab.clone());
+            let letter = |k: u64| format!(".{}", (b'a' + k as u8 - 1) as char);
+            // Labels, by the values as the column shows them (a float
+            // column stored with implied decimals shows 10 as 10.0).
+            let mut left_out = Vec::new();
+            for (val, lab) in set.into_iter().flatten() {
+                let tag = tag_of_label(*val);
+                if let Some(k) = tag {
+                    tags.insert(k);
+                }
+                let key = match (hows[i], tag) {
+                    (How::Number, Some(k)) => label_key(var, code(v.ty, k)),
+                    (How::Number, None) => label_key(var, *val as f64),
+                    (_, Some(k)) => Some(letter(k)),
+                    (_, None) => None,
+                };
+                match key {
+                    Some(key) => {
+                        var.value_labels.insert(key, lab.clone());
+                    }
+                    None => left_out.push(match tag {
+                        Some(k) => letter(k),
+                        None => val.to_string(),
+                    }),
                 }
             }
             for &k in &tags {
-                let tag = format!(".{}", (b'a' + k as u8 - 1) as char);
-                match hows[i] {
-                    How::Number => {
-                        let c = code(v.ty, k);
+                let tag = letter(k);
+                let stored = match hows[i] {
+                    How::Number => stored_code(var, code(v.ty, k)),
+                    _ => dict.binary_search(&tag).ok().map(|p| p as f64),
+                };
+                match stored {
+                    Some(c) => {
                         var.missing_codes.push(c);
-                        var.value_labels
-                            .entry(microtab_store::codec::format_float(c))
-                            .or_insert(tag);
-                    }
-                    _ => {
-                        if let Ok(p) = dict.binary_search(&tag) {
-                            var.missing_codes.push(p as f64);
+                        if hows[i] == How::Number {
+                            var.value_labels
+                                .entry(microtab_store::codec::display_code(var, c))
+                                .or_insert(tag);
                         }
                     }
+                    // A labelled .a no record holds, in a column of exact
+                    // decimals (which cannot hold Stata's code): only its
+                    // label is lost.
+                    None if hows[i] == How::Number => left_out.push(tag),
+                    None => {}
                 }
+            }
+            left_out.dedup();
+            if !left_out.is_empty() {
+                let why = if hows[i] == How::Number {
+                    "no record holds them and the column stores exact decimals"
+                } else {
+                    "the values are dates, stored as text"
+                };
+                notes.push(
+                    format!(
+                        "variable {}: the labels of {} (set {}) are left out: {why}",
+                        v.name,
+                        left_out.join(", "),
+                        v.labels
+                    )
+                    .into(),
+                );
             }
             Ok(())
         },
@@ -250,6 +292,9 @@ struct Seen {
     tags: Vec<BTreeSet<u64>>,
     /// Per date variable, the values outside the years 1 to 9999.
     outside: Vec<u64>,
+    /// Distinct texts beyond ASCII that are and are not valid UTF-8 (when
+    /// the encoding is a guess).
+    utf8: (u64, u64),
 }
 
 impl Seen {
@@ -257,6 +302,7 @@ impl Seen {
         Seen {
             tags: vec![BTreeSet::new(); n],
             outside: vec![0; n],
+            utf8: (0, 0),
         }
     }
 
@@ -267,6 +313,8 @@ impl Seen {
         for (a, b) in self.outside.iter_mut().zip(o.outside) {
             *a += b;
         }
+        self.utf8.0 += o.utf8.0;
+        self.utf8.1 += o.utf8.1;
     }
 }
 
@@ -281,6 +329,8 @@ enum Val {
 }
 
 struct Decoder<'a> {
+    /// The encoding is the release's default, not given.
+    guess: bool,
     path: &'a Path,
     d: &'a Dta,
     hows: &'a [How],
@@ -362,7 +412,13 @@ impl Decoder<'_> {
 
     /// The text of the field of `v` at `b` (record `rec`, file offset
     /// `at`); `None` when empty.
-    fn text(&self, v: &Var, b: &[u8], rec: u64, at: u64) -> Result<Option<String>> {
+    fn text(
+        &self,
+        v: &Var,
+        b: &[u8],
+        (rec, at): (u64, u64),
+        utf8: &mut (u64, u64),
+    ) -> Result<Option<String>> {
         let what = || format!("record {rec}, variable {}", v.name);
         let s = match v.ty {
             Ty::StrL => {
@@ -391,14 +447,38 @@ impl Decoder<'_> {
                 if s.nul && raw.last() == Some(&0) {
                     raw.pop();
                 }
+                if !s.nul && self.d.enc.decode(&raw).is_none() {
+                    return Err(Error::Format {
+                        path: self.path.to_path_buf(),
+                        offset: s.at,
+                        reason: format!(
+                            "{}: the strL ({sv}, {so}) holds binary data (type 129), not text in the file's encoding",
+                            what()
+                        ),
+                    });
+                }
+                self.utf8_like(&raw, utf8);
                 header::decode(&raw, self.d.enc, what, self.path, s.at)?
             }
             _ => {
                 let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+                self.utf8_like(&b[..end], utf8);
                 header::decode(&b[..end], self.d.enc, what, self.path, at)?
             }
         };
         Ok((!s.is_empty()).then_some(s))
+    }
+
+    /// Counts, for a file read in its release's default Windows-1252, the
+    /// texts beyond ASCII that are (`.0`) and are not (`.1`) valid UTF-8.
+    fn utf8_like(&self, raw: &[u8], utf8: &mut (u64, u64)) {
+        if self.guess && raw.iter().any(|&b| b >= 0x80) {
+            if std::str::from_utf8(raw).is_ok() {
+                utf8.0 += 1;
+            } else {
+                utf8.1 += 1;
+            }
+        }
     }
 
     /// One chunk per variable of the records of `batch`.
@@ -415,11 +495,14 @@ impl Decoder<'_> {
             out.push(match self.hows[i] {
                 How::Text => {
                     let mut t = TextChunk::default();
+                    let mut utf8 = (0, 0);
                     t.push_fields((0..n).map(field), |r, f| {
                         let rec = batch.first + r as u64 + 1;
                         let at = batch.at + (r * row + v.pos) as u64;
-                        self.text(v, f, rec, at)
+                        self.text(v, f, (rec, at), &mut utf8)
                     })?;
+                    seen.utf8.0 += utf8.0;
+                    seen.utf8.1 += utf8.1;
                     t.chunk()
                 }
                 How::Number => {
@@ -432,34 +515,21 @@ impl Decoder<'_> {
                     numbers(v.ty, &vals)
                 }
                 h => {
-                    // Each distinct value formatted once: (its code,
-                    // whether it lies outside the years 1 to 9999).
+                    // Each distinct value formatted once; values outside
+                    // the years 1 to 9999 counted.
                     let mut t = TextChunk::default();
-                    let mut memo: ahash::AHashMap<u64, (Option<u32>, bool)> =
-                        ahash::AHashMap::new();
-                    for r in 0..n {
-                        let f = field(r);
-                        let key = f.iter().fold(0u64, |k, &b| (k << 8) | b as u64);
-                        let (c, outside) = match memo.get(&key) {
-                            Some(&m) => m,
-                            None => {
-                                let m = match self.number(v.ty, f) {
-                                    Val::Missing => (None, false),
-                                    Val::Tagged(k) => {
-                                        seen.tags[i].insert(k);
-                                        let tag = format!(".{}", (b'a' + k as u8 - 1) as char);
-                                        (Some(t.intern(tag)), false)
-                                    }
-                                    Val::Int(x) => self.date(h, x as f64, &mut t),
-                                    Val::Float(x) => self.date(h, x, &mut t),
-                                };
-                                memo.insert(key, m);
-                                m
+                    let tags = &mut seen.tags[i];
+                    seen.outside[i] +=
+                        t.push_memo((0..n).map(field), |f, t| match self.number(v.ty, f) {
+                            Val::Missing => (None, false),
+                            Val::Tagged(k) => {
+                                tags.insert(k);
+                                let tag = format!(".{}", (b'a' + k as u8 - 1) as char);
+                                (Some(t.intern(tag)), false)
                             }
-                        };
-                        seen.outside[i] += outside as u64;
-                        t.push_code(c);
-                    }
+                            Val::Int(x) => self.date(h, x as f64, t),
+                            Val::Float(x) => self.date(h, x, t),
+                        });
                     t.chunk()
                 }
             });
@@ -472,7 +542,7 @@ impl Decoder<'_> {
     fn date(&self, h: How, x: f64, t: &mut TextChunk) -> (Option<u32>, bool) {
         let s = match h {
             How::Date => iso(x, Shown::Date),
-            _ => iso(x / 1000.0, Shown::DateTime),
+            _ => iso_ms(x),
         };
         match s {
             Some(s) => (Some(t.intern(s)), false),
@@ -530,6 +600,7 @@ mod tests {
     fn number(d: &Dta, ty: Ty, b: &[u8]) -> Val {
         let file = std::fs::File::open("/dev/null").unwrap();
         let dec = Decoder {
+            guess: false,
             path: Path::new("x.dta"),
             d,
             hows: &[],

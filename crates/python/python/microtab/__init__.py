@@ -72,6 +72,7 @@ __all__ = [
     "import_file",
     "import_xport",
     "import_dta",
+    "import_sav",
     "import_fixed",
     "import_parquet",
     "ImportNote",
@@ -300,18 +301,36 @@ def import_dta(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     return _import_file("dta", path, out, force, spec, progress)
 
 
+def import_sav(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
+               plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports an SPSS system file (``.sav``: uncompressed or
+    bytecode-compressed; ``.zsav``: zlib) as the dataset ``out`` and opens
+    it, as ``microtab import`` does: variable names (long names), labels
+    and value labels kept; numbers as (scaled) integers where they are
+    exact, else doubles; discrete user-missing values as missing codes, a
+    range as the codes of the values the data hold in it; ``DATE``-like
+    formats as ISO dates, ``DATETIME`` as ISO datetimes, ``TIME`` as
+    ``HH:MM:SS``; very long strings joined; empty text missing. Text is
+    read in the encoding the file names (UTF-8, Windows-1252, Latin-1);
+    ``encoding=`` overrides. ``progress`` and notes as for
+    :func:`import_csv`; bad input raises :class:`InputError` naming the
+    file and byte offset, and leaves ``out`` as it was."""
+    spec = {"encoding": encoding, "plain": plain}
+    return _import_file("sav", path, out, force, spec, progress)
+
+
 def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
     """Imports ``path`` in the format its content shows — a SAS transport
-    file (:func:`import_xport`), a Stata file (:func:`import_dta`), else
-    CSV (:func:`import_csv` with its defaults) — as ``microtab import FILE
-    OUT`` does, and opens it."""
+    file (:func:`import_xport`), a Stata file (:func:`import_dta`), an SPSS
+    system file (:func:`import_sav`), else CSV (:func:`import_csv` with
+    its defaults) — as ``microtab import FILE OUT`` does, and opens it."""
     spec = {"encoding": encoding, "plain": plain}
     return _import_file("auto", path, out, force, spec, progress)
 
 
 def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
-    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport``, ``dta`` or ``auto``)
+    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport``, ``dta``, ``sav`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
     ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}
