@@ -103,7 +103,8 @@ fn f64_of(b: &[u8], big: bool) -> f64 {
     })
 }
 
-fn i32_of(b: &[u8], big: bool) -> i32 {
+/// A 32-bit integer in the file's byte order.
+pub(crate) fn i32_of(b: &[u8], big: bool) -> i32 {
     let a = [b[0], b[1], b[2], b[3]];
     if big {
         i32::from_be_bytes(a)
@@ -112,7 +113,8 @@ fn i32_of(b: &[u8], big: bool) -> i32 {
     }
 }
 
-fn i64_of(b: &[u8], big: bool) -> i64 {
+/// A 64-bit integer in the file's byte order.
+pub(crate) fn i64_of(b: &[u8], big: bool) -> i64 {
     let a: [u8; 8] = b[..8].try_into().expect("8 bytes");
     if big {
         i64::from_be_bytes(a)

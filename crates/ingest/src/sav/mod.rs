@@ -250,22 +250,8 @@ fn zsav_blocks(path: &Path, f: &mut std::fs::File, s: &Sav, len: u64) -> Result<
         path: path.to_path_buf(),
         reason: format!("cannot read: {e}"),
     };
-    let i64_of = |b: &[u8]| {
-        let a: [u8; 8] = b[..8].try_into().expect("8 bytes");
-        if s.big {
-            i64::from_be_bytes(a)
-        } else {
-            i64::from_le_bytes(a)
-        }
-    };
-    let i32_of = |b: &[u8]| {
-        let a = [b[0], b[1], b[2], b[3]];
-        if s.big {
-            i32::from_be_bytes(a)
-        } else {
-            i32::from_le_bytes(a)
-        }
-    };
+    let i64_of = |b: &[u8]| dict::i64_of(b, s.big);
+    let i32_of = |b: &[u8]| dict::i32_of(b, s.big);
     let mut h = [0u8; 24];
     if len < s.data_start + 24 {
         return Err(err(
