@@ -404,7 +404,7 @@ def test_wrong_magic_and_csv_options(tmp_path):
     p = run("import", f, tmp_path / "n.mtab", ok=False)
     assert "not a Stata file" in p.stderr and "byte 0" in p.stderr, p.stderr
     p = run("import", FIX / "sample.dta", tmp_path / "o.mtab", "--missing", "mynum=1.1", ok=False)
-    assert "do not apply" in p.stderr and "missing codes" in p.stderr, p.stderr
+    assert "cannot be given" in p.stderr and "missing codes" in p.stderr, p.stderr
 
 
 def test_text_that_does_not_decode_needs_its_encoding(tmp_path):

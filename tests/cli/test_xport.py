@@ -218,7 +218,7 @@ write.csv(data.frame(x = 1), a[2])
 
 def test_csv_options_do_not_apply(tmp_path):
     p = run("import", FIX / "sample.xpt", tmp_path / "o.mtab", "--missing", "MYNUM=1.1", ok=False)
-    assert "do not apply" in p.stderr and "missing codes" in p.stderr, p.stderr
+    assert "cannot be given" in p.stderr and "missing codes" in p.stderr, p.stderr
 
 
 def test_damaged_first_card_is_not_read_as_csv(tmp_path):

@@ -185,10 +185,31 @@ fn condition(t: &str, rest: &str) -> Result<Cond> {
     Ok(Cond::Cmp(*op, unquote(v)))
 }
 
+/// Terms with a comparison written with spaces (`AGE >= 18`, `AGE >=18`,
+/// `AGE>= 18`) joined into one (`AGE>=18`): a bare name and a term that
+/// starts with a comparison sign mean nothing alone.
+fn spaced_comparisons(terms: Vec<&str>) -> Vec<String> {
+    let starts_cmp = |t: &str| CMP_SIGNS.iter().any(|(s, _)| t.starts_with(s));
+    let ends_cmp = |t: &str| CMP_SIGNS.iter().any(|(s, _)| t.ends_with(s));
+    let bare = |t: &str| !t.is_empty() && t.chars().all(is_name_char);
+    let mut out: Vec<String> = Vec::new();
+    for t in terms {
+        if let Some(last) = out.last_mut() {
+            if (bare(last) && starts_cmp(t)) || (ends_cmp(last) && !starts_cmp(t)) {
+                last.push_str(t);
+                continue;
+            }
+        }
+        out.push(t.to_string());
+    }
+    out
+}
+
 /// Parses filter text into terms (names are resolved later, against a dataset).
 pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
     let mut out = Vec::new();
-    for t in split_terms(text)? {
+    for t in spaced_comparisons(split_terms(text)?) {
+        let t = t.as_str();
         let (name, rest) = match t.chars().next() {
             Some(q) if is_quote(q) => match quoted(t) {
                 Some(found) => found,
@@ -585,6 +606,19 @@ mod tests {
             ])
         );
         assert_eq!(t[5].cond, Cond::Cmp(CmpOp::Eq, "New York".into()));
+    }
+
+    #[test]
+    fn comparisons_written_with_spaces_are_one_term() {
+        for text in ["AGE >= 18 SEX=1", "AGE>= 18 SEX = 1", "AGE >=18 SEX =1"] {
+            let t = parse_filter(text).unwrap();
+            assert_eq!(t.len(), 2, "{text}");
+            assert_eq!(t[0].var, "AGE");
+            assert_eq!(t[0].cond, Cond::Cmp(CmpOp::Ge, "18".into()), "{text}");
+            assert_eq!(t[1].cond, Cond::Cmp(CmpOp::Eq, "1".into()), "{text}");
+        }
+        // A bare name is still an error.
+        assert!(parse_filter("AGE SEX(1)").is_err());
     }
 
     #[test]

@@ -63,6 +63,7 @@ mod error;
 mod fixed;
 pub mod note;
 pub mod options;
+mod sas;
 mod sav;
 mod xport;
 
@@ -73,10 +74,12 @@ pub use columnar::{Chunk, ColumnarImport};
 pub use csv::import_csv;
 pub use ddi::Codebook;
 pub use dta::import_dta;
+pub use dta::write::{write_dta, Written};
 pub use error::{Error, Fix, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
+pub use sas::import_sas7bdat;
 pub use sav::import_sav;
 use std::path::Path;
 pub use xport::import_xport;
@@ -104,6 +107,9 @@ pub enum Format {
     /// An SPSS system file (`.sav`, `.zsav`), recognised by its first
     /// bytes whatever its name, or named `.sav` or `.zsav`.
     Sav,
+    /// A SAS data set (`.sas7bdat`), recognised by its first bytes
+    /// whatever its name, or named `.sas7bdat`.
+    Sas7bdat,
 }
 
 impl Format {
@@ -116,13 +122,20 @@ impl Format {
     pub fn of(input: &Path, opts: &ImportOptions) -> Format {
         // Only a regular file is sniffed: reading a pipe would lose its
         // first bytes.
-        let mut head = [0u8; 20];
+        let mut head = [0u8; 32];
         let regular = std::fs::metadata(input).is_ok_and(|m| m.is_file());
-        let read = regular
-            && std::fs::File::open(input)
-                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-                .is_ok();
+        let got = if regular {
+            std::fs::File::open(input)
+                .and_then(|mut f| columnar::records::fill(&mut f, &mut head))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let read = got >= 20;
         let name = input.to_string_lossy().to_ascii_lowercase();
+        if sas::is_sas7bdat(&head[..got]) || name.ends_with(".sas7bdat") {
+            return Format::Sas7bdat;
+        }
         if (read && xport::is_xport(&head)) || name.ends_with(".xpt") || name.ends_with(".xport") {
             return Format::Xport;
         }
@@ -150,7 +163,15 @@ pub fn import(
     force: bool,
     opts: &ImportOptions,
 ) -> Result<ImportSummary> {
-    match (Format::of(input, opts), &opts.codebook) {
+    let format = Format::of(input, opts);
+    if let (Some(cat), false) = (&opts.catalog, format == Format::Sas7bdat) {
+        return Err(Error::Input {
+            path: cat.clone(),
+            reason: "a format catalog (.sas7bcat) gives the value labels of a SAS data set (.sas7bdat) only".into(),
+        });
+    }
+    match (format, &opts.codebook) {
+        (Format::Sas7bdat, _) => import_sas7bdat(input, target, force, opts),
         (Format::Xport, _) => import_xport(input, target, force, opts),
         (Format::Dta, _) => import_dta(input, target, force, opts),
         (Format::Sav, _) => import_sav(input, target, force, opts),

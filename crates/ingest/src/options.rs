@@ -44,6 +44,10 @@ pub enum Encoding {
     /// Windows-1252: Latin-1 with printable characters (€, “ ”, …) in
     /// 0x80–0x9F.
     Windows1252,
+    /// Any other encoding of the WHATWG Encoding Standard (`windows-1251`,
+    /// `iso-8859-2`, `shift_jis`, `gb18030`, …), the code pages SPSS and
+    /// SAS files name; bytes it cannot decode are an error.
+    Other(&'static encoding_rs::Encoding),
 }
 
 /// Characters of Windows-1252 at 0x80–0x9F (undefined ones as in Latin-1).
@@ -72,9 +76,67 @@ impl Encoding {
                     .collect::<String>()
                     .into(),
             ),
+            Encoding::Other(e) => e.decode_without_bom_handling_and_without_replacement(raw),
         }
     }
+
+    /// The encoding's name, for messages (`UTF-8`, `windows-1251`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "UTF-8",
+            Encoding::Latin1 => "Latin-1",
+            Encoding::Windows1252 => "Windows-1252",
+            Encoding::Other(e) => e.name(),
+        }
+    }
+
+    /// The encoding a name or code page means: `utf-8`, `latin1` and
+    /// `windows-1252` as [`FromStr`] takes them, any other WHATWG label
+    /// (`windows-1251`, `iso-8859-2`, `shift_jis`, `big5`, …), and
+    /// `cpNNNN`/`NNNN` for the Windows and DOS code pages SPSS files name.
+    pub fn named(name: &str) -> Option<Encoding> {
+        let t = name.trim();
+        if let Ok(e) = t.parse::<Encoding>() {
+            return Some(e);
+        }
+        let digits = t
+            .to_ascii_lowercase()
+            .trim_start_matches("cp")
+            .trim_start_matches("windows-")
+            .to_string();
+        let label = match digits.parse::<u32>() {
+            Ok(65001) => return Some(Encoding::Utf8),
+            Ok(20127) | Ok(2) => return Some(Encoding::Utf8),
+            Ok(28591) | Ok(819) => return Some(Encoding::Latin1),
+            Ok(n @ 1250..=1258) => format!("windows-{n}"),
+            Ok(n @ 28592..=28606) => format!("iso-8859-{}", n - 28590),
+            Ok(866) => "ibm866".into(),
+            Ok(874) => "windows-874".into(),
+            Ok(932) => "shift_jis".into(),
+            Ok(936) => "gbk".into(),
+            Ok(949) => "euc-kr".into(),
+            Ok(950) => "big5".into(),
+            Ok(20866) => "koi8-r".into(),
+            Ok(21866) => "koi8-u".into(),
+            Ok(_) => return None,
+            Err(_) => t.to_ascii_lowercase(),
+        };
+        let e = encoding_rs::Encoding::for_label(label.as_bytes())
+            .or_else(|| encoding_rs::Encoding::for_label(label.replace('_', "-").as_bytes()))?;
+        Some(if e == encoding_rs::UTF_8 {
+            Encoding::Utf8
+        } else if e == encoding_rs::WINDOWS_1252 && !label.contains("1252") {
+            // WHATWG reads ISO-8859-1 as Windows-1252; SAS and SPSS mean
+            // ISO-8859-1 itself.
+            Encoding::Latin1
+        } else {
+            Encoding::Other(e)
+        })
+    }
 }
+
+const ENCODINGS: &str =
+    "utf-8, latin1, windows-1252 or another encoding label (windows-1251, iso-8859-2, shift_jis, gb18030, …)";
 
 impl FromStr for Encoding {
     type Err = WordError;
@@ -87,7 +149,19 @@ impl FromStr for Encoding {
             "utf-8" | "utf8" => Encoding::Utf8,
             "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => Encoding::Latin1,
             "windows-1252" | "cp1252" | "win1252" => Encoding::Windows1252,
-            _ => return Err(word_error(s, "utf-8, latin1 or windows-1252")),
+            "" => return Err(word_error(s, ENCODINGS)),
+            l => match encoding_rs::Encoding::for_label(l.as_bytes()) {
+                Some(e) if e == encoding_rs::UTF_8 => Encoding::Utf8,
+                Some(e) if e == encoding_rs::WINDOWS_1252 => Encoding::Windows1252,
+                Some(e)
+                    if e != encoding_rs::REPLACEMENT
+                        && e != encoding_rs::UTF_16BE
+                        && e != encoding_rs::UTF_16LE =>
+                {
+                    Encoding::Other(e)
+                }
+                _ => return Err(word_error(s, ENCODINGS)),
+            },
         })
     }
 }
@@ -219,6 +293,9 @@ pub struct ImportOptions {
     /// Store every column as a plain array (no bit-packing), readable
     /// with `numpy.memmap` directly.
     pub plain: bool,
+    /// A SAS format catalog (`.sas7bcat`) whose formats give a SAS data
+    /// set's value labels.
+    pub catalog: Option<std::path::PathBuf>,
     /// Bytes of input per parse task.
     pub chunk_size: usize,
     /// Parser threads (default: all cores).
@@ -243,6 +320,7 @@ impl Default for ImportOptions {
             record_type: None,
             keep_niu: false,
             plain: false,
+            catalog: None,
             chunk_size: 4 << 20,
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -307,8 +385,29 @@ mod tests {
         }
         assert_eq!(
             "ebcdic".parse::<Encoding>().unwrap_err().to_string(),
-            "expected utf-8, latin1 or windows-1252, got 'ebcdic'"
+            format!("expected {ENCODINGS}, got 'ebcdic'")
         );
+        // Other WHATWG labels and the code pages SPSS and SAS files name.
+        let other = |w: &str| match w.parse::<Encoding>() {
+            Ok(Encoding::Other(e)) => e.name(),
+            x => panic!("{w}: {x:?}"),
+        };
+        assert_eq!(other("windows-1251"), "windows-1251");
+        assert_eq!(other("Shift_JIS"), "Shift_JIS");
+        assert_eq!(other("big5"), "Big5");
+        assert!("utf-16le".parse::<Encoding>().is_err());
+        let named = |w: &str| Encoding::named(w).map(|e| e.name());
+        assert_eq!(named("1255"), Some("windows-1255"));
+        assert_eq!(named("CP950"), Some("Big5"));
+        assert_eq!(named("ISO-8859-1"), Some("Latin-1"));
+        assert_eq!(named("65001"), Some("UTF-8"));
+        assert_eq!(named("28592"), Some("ISO-8859-2"));
+        assert_eq!(named("WINDOWS-1252"), Some("Windows-1252"));
+        assert_eq!(named("12345"), None);
+        // Decoding: a Cyrillic byte, and bytes Shift_JIS cannot decode.
+        let cp1251 = Encoding::named("1251").unwrap();
+        assert_eq!(cp1251.decode(&[0xC0]).as_deref(), Some("А"));
+        assert_eq!(Encoding::named("shift_jis").unwrap().decode(&[0x82]), None);
         for (w, t) in [
             ("int", TypeHint::Int),
             ("Integer", TypeHint::Int),

@@ -246,7 +246,7 @@ fn pairs(spec: &Json, key: &str) -> Vec<(String, Vec<String>)> {
 
 /// The import options a JSON object of keywords gives (`missing`,
 /// `types`, `na`, `na_text`, `delimiter`, `encoding`, `infer_rows`,
-/// `rectype`, `keep_niu`, `plain`, `ddi`): every word parsed as the CLI
+/// `rectype`, `keep_niu`, `plain`, `ddi`, `catalog`): every word parsed as the CLI
 /// parses its flags.
 fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
     let bad = |k: &str, v: &str, e: microtab_ingest::WordError| {
@@ -290,6 +290,7 @@ fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
     o.record_type = string(spec, "rectype");
     o.keep_niu = flag(spec, "keep_niu");
     o.plain = flag(spec, "plain");
+    o.catalog = string(spec, "catalog").map(std::path::PathBuf::from);
     Ok(o)
 }
 
@@ -339,7 +340,8 @@ fn import_spec(
 
 /// Imports a file: CSV (`format` `csv`, an IPUMS codebook optional),
 /// fixed-width (`fixed`, its codebook needed), a SAS transport file
-/// (`xport`), a Stata file (`dta`), an SPSS system file (`sav`), or any
+/// (`xport`), a Stata file (`dta`), an SPSS system file (`sav`), a SAS
+/// data set (`sas7bdat`, its format catalog `catalog`), or any
 /// of them by its content (`auto`); the codebook's path
 /// `ddi` and the other options in the JSON `spec` (see `import_options`).
 /// With a codebook, sets the design its replicate weights imply. The
@@ -358,7 +360,7 @@ fn _import_text(
     let fixed = match format {
         "csv" => false,
         "fixed" => true,
-        "xport" | "dta" | "sav" | "auto" => {
+        "xport" | "dta" | "sav" | "sas7bdat" | "auto" => {
             let (_, o) = import_spec(spec, progress)?;
             let (input, target) = (input.to_string(), target.to_string());
             let format = format.to_string();
@@ -368,6 +370,7 @@ fn _import_text(
                     "xport" => microtab_ingest::import_xport(i, t, force, &o),
                     "dta" => microtab_ingest::import_dta(i, t, force, &o),
                     "sav" => microtab_ingest::import_sav(i, t, force, &o),
+                    "sas7bdat" => microtab_ingest::import_sas7bdat(i, t, force, &o),
                     _ => microtab_ingest::import(i, t, force, &o),
                 }
                 .map_err(ingest_error)
@@ -376,7 +379,7 @@ fn _import_text(
         }
         f => {
             return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv, fixed, xport, dta, sav or auto"
+                "format {f:?}: expected csv, fixed, xport, dta, sav, sas7bdat or auto"
             )))
         }
     };
@@ -587,6 +590,53 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
     })
 }
 
+/// Writes the dataset's records as a Stata file, release 118 (`spec`:
+/// `columns`, `filter`, `force`); a summary as JSON (`notes` among it).
+#[pyfunction]
+fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
+    let spec = parse(spec)?;
+    let columns: Option<Vec<String>> = spec.get("columns").and_then(Json::as_array).map(|a| {
+        a.iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect()
+    });
+    let filter = string(&spec, "filter").filter(|f| !f.trim().is_empty());
+    let force = flag(&spec, "force");
+    let (path, out) = (path.to_string(), out.to_string());
+    py.detach(move || -> PyResult<String> {
+        let ds = open(&path)?;
+        let vars: Vec<microtab_store::Variable> = match &columns {
+            None => ds.manifest().variables.clone(),
+            Some(names) => names
+                .iter()
+                .map(|n| ds.variable(n).cloned().map_err(store_error))
+                .collect::<PyResult<_>>()?,
+        };
+        let sel = match &filter {
+            Some(f) => {
+                let terms = microtab_engine::parse_filter(f).map_err(engine_error)?;
+                Some(microtab_engine::subset::selection(&ds, &terms).map_err(engine_error)?)
+            }
+            None => None,
+        };
+        let w = microtab_ingest::write_dta(
+            &ds,
+            &vars,
+            sel.as_ref().map(|(b, n)| (b.as_slice(), *n)),
+            out.as_ref(),
+            force,
+        )
+        .map_err(ingest_error)?;
+        Ok(serde_json::json!({
+            "path": out,
+            "rows": w.rows,
+            "variables": w.vars,
+            "notes": w.notes,
+        })
+        .to_string())
+    })
+}
+
 /// Imports a Parquet file (`ddi`: a codebook's path; `keep_niu`; `plain`).
 #[pyfunction]
 fn _import_parquet(
@@ -646,6 +696,7 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_design, m)?)?;
     m.add_function(wrap_pyfunction!(_arrow_stream, m)?)?;
     m.add_function(wrap_pyfunction!(_to_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(_to_stata, m)?)?;
     m.add_function(wrap_pyfunction!(_import_parquet, m)?)?;
     Ok(())
 }

@@ -14,7 +14,8 @@ use std::path::PathBuf;
 #[command(disable_help_flag = true)]
 pub struct ExportArgs {
     /// DATASET OUT.parquet [--vars A,B] [--filter F] [--labels]
-    /// [--keep-missing-codes] [--exact-decimals] [--compression C] [--force]
+    /// [--keep-missing-codes] [--exact-decimals] [--compression C] [--force];
+    /// DATASET OUT.dta [--vars A,B] [--filter F] [--force]
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     args: Vec<OsString>,
 }
@@ -83,9 +84,85 @@ pub fn run(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
     Ok(())
 }
 
-/// `microtab export …`.
+/// `microtab export DS OUT.dta`: a Stata file, written here.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "microtab export",
+    about = "Write a dataset (some variables and records) as a Stata file (release 118) with its labels and missing values"
+)]
+struct DtaArgs {
+    /// Dataset directory.
+    dataset: PathBuf,
+    /// Output file (`.dta`).
+    out: PathBuf,
+    /// Variables to write (default: all), separated by commas or spaces.
+    #[arg(long = "vars", num_args = 1..)]
+    vars: Vec<String>,
+    /// SDA-style filter: only the records that pass it.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Replace an existing file.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `microtab export …`: a Stata file here, anything else by
+/// `microtab-arrow`.
 pub fn export(a: ExportArgs) -> Result<()> {
-    exec("microtab-arrow", "export", a.args)
+    let dta = a.args.iter().any(|x| {
+        let s = x.to_string_lossy();
+        !s.starts_with('-') && s.to_ascii_lowercase().ends_with(".dta")
+    });
+    if !dta {
+        return exec("microtab-arrow", "export", a.args);
+    }
+    let args = <DtaArgs as clap::Parser>::try_parse_from(
+        std::iter::once(OsString::from("microtab export")).chain(a.args),
+    )
+    .unwrap_or_else(|e| e.exit());
+    export_dta(args)
+}
+
+fn export_dta(a: DtaArgs) -> Result<()> {
+    let t = std::time::Instant::now();
+    let ds = crate::common::open(&a.dataset)?;
+    let names = crate::common::var_names(&ds, &a.vars);
+    let vars: Vec<microtab_store::Variable> = if names.is_empty() {
+        ds.manifest().variables.clone()
+    } else {
+        names
+            .iter()
+            .map(|n| Ok(ds.variable(n)?.clone()))
+            .collect::<Result<_>>()?
+    };
+    let sel = match a.filter.as_deref().filter(|f| !f.trim().is_empty()) {
+        Some(f) => {
+            let terms = microtab_engine::parse_filter(f)?;
+            Some(microtab_engine::subset::selection(&ds, &terms)?)
+        }
+        None => None,
+    };
+    if a.out.exists() && !a.force {
+        bail!("{} exists (give --force to replace it)", a.out.display());
+    }
+    let w = microtab_ingest::write_dta(
+        &ds,
+        &vars,
+        sel.as_ref().map(|(b, n)| (b.as_slice(), *n)),
+        &a.out,
+        a.force,
+    )?;
+    for n in &w.notes {
+        eprintln!("note: {n}");
+    }
+    eprintln!(
+        "wrote {} records × {} variables to {} (Stata release 118) in {:.2} s",
+        w.rows,
+        w.vars,
+        a.out.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Whether `path` is a Parquet file (by its magic bytes, else its name).

@@ -47,11 +47,16 @@ pub struct Args {
     /// microtab did; numeric columns still follow --na or its default).
     #[arg(long, value_name = "LIST")]
     na_text: Option<String>,
-    /// Text encoding: utf-8, latin1 (ISO-8859-1) or windows-1252
+    /// Text encoding: utf-8, latin1 (ISO-8859-1), windows-1252 or another
+    /// encoding label (windows-1251, iso-8859-2, shift_jis, gb18030, …)
     /// (default: the format's own; utf-8 for CSV, windows-1252 for Stata
-    /// files before release 118, the one an SPSS file names).
+    /// files before release 118, the one an SPSS or SAS file names).
     #[arg(long, value_name = "NAME")]
     encoding: Option<String>,
+    /// A SAS format catalog (.sas7bcat) whose formats give a SAS data
+    /// set's value labels.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
     /// Records sampled to choose each column's type: a number, or "all"
     /// for a first pass over the whole file.
     #[arg(long, value_name = "N|all", default_value = "50000")]
@@ -92,6 +97,7 @@ fn options(a: &Args) -> Result<ImportOptions> {
     let mut o = ImportOptions {
         io: crate::settings::Settings::load()?.io,
         plain: a.plain,
+        catalog: a.catalog.clone(),
         keep_niu: a.keep_niu,
         record_type: a.rectype.clone(),
         ..ImportOptions::default()
@@ -274,6 +280,7 @@ fn run_parquet(a: Args) -> Result<()> {
         || a.rectype.is_some()
         || a.keep_niu
         || a.encoding.is_some()
+        || a.catalog.is_some()
         || a.infer_rows != "50000"
     {
         bail!("{}: a Parquet file's columns carry their types and nulls; of the import options only --ddi, --plain, --force and --parts apply (declare missing codes afterwards with `microtab missing`)", a.input.display());

@@ -39,6 +39,19 @@ pub enum Chunk {
         /// This batch's distinct values (any order, no duplicates needed).
         dict: Vec<String>,
     },
+    /// Text given by keys (a date's number, say): each record's position
+    /// in `keys`, `None` when missing. Each distinct key of a column is
+    /// shown as text once for the whole import, by `show`; every batch of
+    /// a column must have the same `show`, and `show` must give distinct
+    /// keys distinct texts.
+    Keyed {
+        /// Positions into `keys`.
+        codes: Vec<Option<u32>>,
+        /// This batch's distinct keys.
+        keys: Vec<u64>,
+        /// A key's text.
+        show: fn(u64) -> String,
+    },
 }
 
 /// The columns of an import, which check and convert a batch (on any
@@ -71,7 +84,7 @@ impl Shape<'_> {
             let len = match &c {
                 Chunk::Int { vals, .. } => vals.len(),
                 Chunk::Float(v) => v.len(),
-                Chunk::Text { codes, .. } => codes.len(),
+                Chunk::Text { codes, .. } | Chunk::Keyed { codes, .. } => codes.len(),
             };
             if *n.get_or_insert(len) != len {
                 return Err(bad(format!(
@@ -154,6 +167,29 @@ impl Shape<'_> {
                         })
                         .collect::<Result<Vec<u32>>>()?;
                     ColBuf::Str { codes, dict, nulls }
+                }
+                Chunk::Keyed { codes, keys, show } if self.text[i] => {
+                    let mut nulls = 0;
+                    let codes = codes
+                        .into_iter()
+                        .map(|c| match c {
+                            Some(c) if (c as usize) < keys.len() => Ok(c),
+                            Some(c) => Err(bad(format!(
+                                "column {name}: code {c} outside its batch's {} keys",
+                                keys.len()
+                            ))),
+                            None => {
+                                nulls += 1;
+                                Ok(u32::MAX)
+                            }
+                        })
+                        .collect::<Result<Vec<u32>>>()?;
+                    ColBuf::Keyed {
+                        codes,
+                        keys,
+                        show,
+                        nulls,
+                    }
                 }
                 _ => {
                     return Err(bad(format!(
@@ -266,25 +302,26 @@ impl ColumnarImport {
         design: Option<Design>,
         notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
-        self.finish_noting(codebook, |v, d, _| describe(v, d), design, notes)
+        self.finish_noting(codebook, |_, v, d, _| describe(v, d), design, notes)
     }
 
-    /// [`finish`](Self::finish), with `describe` also given the notes, to
-    /// add what it leaves out.
+    /// [`finish`](Self::finish), with `describe` also given the column's
+    /// position (in the order of the names `create` took) and the notes,
+    /// to add what it leaves out.
     pub(crate) fn finish_noting(
         mut self,
         codebook: Option<&crate::ddi::Codebook>,
-        mut describe: impl FnMut(&mut Variable, &[String], &mut Vec<Note>) -> Result<()>,
+        mut describe: impl FnMut(usize, &mut Variable, &[String], &mut Vec<Note>) -> Result<()>,
         design: Option<Design>,
         notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
         let mut notes: Vec<Note> = notes.into_iter().map(Into::into).collect();
-        for sink in std::mem::take(&mut self.sinks) {
+        for (i, sink) in std::mem::take(&mut self.sinks).into_iter().enumerate() {
             let (mut var, dict) = sink.finish(&mut self.ds)?;
             if let Some(dv) = codebook.and_then(|cb| cb.variable(&var.name)) {
                 crate::ddi::describe(&mut var, dv, &dict, &self.ds, self.rows, &mut notes)?;
             }
-            describe(&mut var, &dict, &mut notes)?;
+            describe(i, &mut var, &dict, &mut notes)?;
             self.ds.add_variable(var);
         }
         if let Some(d) = design {
@@ -343,31 +380,6 @@ impl TextChunk {
         }
     }
 
-    /// Records: the code `make` gives each of `fields` (fixed-width raw
-    /// bytes; made once per distinct field, with this chunk to intern its
-    /// text), and how many records `make` flagged.
-    pub(crate) fn push_memo<'f>(
-        &mut self,
-        fields: impl Iterator<Item = &'f [u8]>,
-        mut make: impl FnMut(&'f [u8], &mut TextChunk) -> (Option<u32>, bool),
-    ) -> u64 {
-        let mut memo: ahash::AHashMap<&'f [u8], (Option<u32>, bool)> = ahash::AHashMap::new();
-        let mut flagged = 0;
-        for f in fields {
-            let (c, flag) = match memo.get(f) {
-                Some(&m) => m,
-                None => {
-                    let m = make(f, self);
-                    memo.insert(f, m);
-                    m
-                }
-            };
-            flagged += flag as u64;
-            self.codes.push(c);
-        }
-        flagged
-    }
-
     /// Records: one `push` of the text that `make` gives for each of
     /// `fields` (fixed-width raw bytes), made once per distinct field.
     pub(crate) fn push_fields<'f>(
@@ -394,6 +406,46 @@ impl TextChunk {
         Chunk::Text {
             codes: self.codes,
             dict: self.dict,
+        }
+    }
+}
+
+/// A batch of a text column given by keys ([`Chunk::Keyed`]), its keys
+/// numbered as they come.
+pub(crate) struct KeyChunk {
+    codes: Vec<Option<u32>>,
+    keys: Vec<u64>,
+    seen: ahash::AHashMap<u64, u32>,
+    show: fn(u64) -> String,
+}
+
+impl KeyChunk {
+    /// An empty batch whose keys `show` shows.
+    pub(crate) fn new(show: fn(u64) -> String, cap: usize) -> KeyChunk {
+        KeyChunk {
+            codes: Vec::with_capacity(cap),
+            keys: Vec::new(),
+            seen: ahash::AHashMap::new(),
+            show,
+        }
+    }
+
+    /// The next record: the text of `key`, or missing.
+    pub(crate) fn push(&mut self, key: Option<u64>) {
+        let code = key.map(|k| {
+            *self.seen.entry(k).or_insert_with(|| {
+                self.keys.push(k);
+                (self.keys.len() - 1) as u32
+            })
+        });
+        self.codes.push(code);
+    }
+
+    pub(crate) fn chunk(self) -> Chunk {
+        Chunk::Keyed {
+            codes: self.codes,
+            keys: self.keys,
+            show: self.show,
         }
     }
 }
@@ -488,7 +540,7 @@ pub(crate) fn refuse_text_options(
     Err(Error::Input {
         path: input.to_path_buf(),
         reason: format!(
-            "{what}'s types, labels and missing values are its own: {} do not apply to it (user-missing codes can be set after the import)",
+            "{what}'s types, labels and missing values are its own, so {} cannot be given for it (user-missing codes can be set after the import)",
             given.join(", ")
         ),
     })

@@ -161,8 +161,9 @@ pub(crate) fn decode(
             path: path.to_path_buf(),
             offset: at,
             reason: format!(
-                "{} is not valid UTF-8: {:?} (give the file's encoding)",
+                "{} is not valid {}: {:?} (give the file's encoding)",
                 what(),
+                enc.name(),
                 crate::error::show(raw)
             ),
         }),

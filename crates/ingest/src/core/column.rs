@@ -78,6 +78,14 @@ pub(crate) enum ColBuf {
         dict: Vec<String>,
         nulls: u64,
     },
+    /// Text given by keys (`crate::columnar::Chunk::Keyed`): codes into
+    /// `keys` (`u32::MAX` missing), each key shown by `show`.
+    Keyed {
+        codes: Vec<u32>,
+        keys: Vec<u64>,
+        show: fn(u64) -> String,
+        nulls: u64,
+    },
 }
 
 impl ColBuf {
@@ -86,7 +94,7 @@ impl ColBuf {
         match self {
             ColBuf::Int { vals, .. } => vals.len(),
             ColBuf::Float { vals, .. } => vals.len(),
-            ColBuf::Str { codes, .. } => codes.len(),
+            ColBuf::Str { codes, .. } | ColBuf::Keyed { codes, .. } => codes.len(),
         }
     }
 }
@@ -172,7 +180,7 @@ impl ColParser {
                 vals.push(f64::NAN);
                 *nulls += 1;
             }
-            ColBuf::Str { codes, nulls, .. } => {
+            ColBuf::Str { codes, nulls, .. } | ColBuf::Keyed { codes, nulls, .. } => {
                 codes.push(u32::MAX);
                 *nulls += 1;
             }

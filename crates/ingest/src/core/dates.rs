@@ -127,3 +127,71 @@ pub(crate) fn iso_ms(ms: f64) -> Option<String> {
     let date = iso(days as f64, Shown::Date)?;
     Some(format!("{date}T{}", clock(rest as f64 / 1000.0)))
 }
+
+/// The key of a date, datetime or time number `v` in a keyed text column
+/// (`crate::columnar::KeyChunk`): the bits of `v` (a date's day, floored),
+/// shown by [`show_key`]'s `how`; `None` where [`iso`] gives no text.
+pub(crate) fn date_key(v: f64, how: Shown) -> Option<u64> {
+    if !v.is_finite() || v.abs() > 1e13 {
+        return None;
+    }
+    let in_years = |days: f64| (FIRST_DAY..PAST_LAST_DAY).contains(&(days as i64 - SAS_EPOCH_DAYS));
+    match how {
+        Shown::Date if in_years(v.floor()) => Some((v.floor() + 0.0).to_bits()),
+        Shown::DateTime if in_years((v / 86_400.0).floor()) => Some((v + 0.0).to_bits()),
+        Shown::Time => Some((v + 0.0).to_bits()),
+        _ => None,
+    }
+}
+
+/// The key of Stata's `%tc` milliseconds `ms` (shown by [`show_ms`]);
+/// `None` where [`iso_ms`] gives no text.
+pub(crate) fn ms_key(ms: f64) -> Option<u64> {
+    if !ms.is_finite() || ms.abs() > 1e15 {
+        return None;
+    }
+    let ms = ms.round();
+    let days = (ms / 86_400_000.0).floor();
+    date_key(days, Shown::Date).map(|_| (ms + 0.0).to_bits())
+}
+
+/// The key of a tagged missing value shown as `.` and `tag` (`.A`, `.a`,
+/// `._`): a NaN, apart from every number's key.
+pub(crate) fn tag_key(tag: u8) -> u64 {
+    0x7FF8_0000_0000_0000 | u64::from(tag)
+}
+
+fn shown_tag(k: u64) -> Option<String> {
+    f64::from_bits(k)
+        .is_nan()
+        .then(|| format!(".{}", (k & 0xFF) as u8 as char))
+}
+
+/// A date key's text.
+pub(crate) fn show_date(k: u64) -> String {
+    shown_tag(k).unwrap_or_else(|| iso(f64::from_bits(k), Shown::Date).unwrap_or_default())
+}
+
+/// A datetime key's text.
+pub(crate) fn show_datetime(k: u64) -> String {
+    shown_tag(k).unwrap_or_else(|| iso(f64::from_bits(k), Shown::DateTime).unwrap_or_default())
+}
+
+/// A time key's text.
+pub(crate) fn show_time(k: u64) -> String {
+    shown_tag(k).unwrap_or_else(|| iso(f64::from_bits(k), Shown::Time).unwrap_or_default())
+}
+
+/// A `%tc` key's text.
+pub(crate) fn show_ms(k: u64) -> String {
+    shown_tag(k).unwrap_or_else(|| iso_ms(f64::from_bits(k)).unwrap_or_default())
+}
+
+/// The function that shows the keys of `how` ([`date_key`]).
+pub(crate) fn show_key(how: Shown) -> fn(u64) -> String {
+    match how {
+        Shown::DateTime => show_datetime,
+        Shown::Time => show_time,
+        _ => show_date,
+    }
+}

@@ -8,7 +8,6 @@ use microtab_store::{
     ColumnData, ColumnWriter, DatasetWriter, Kind, NativeType, Number, PhysType, Variable,
     HEADER_SIZE,
 };
-use std::collections::HashMap;
 
 /// Values per block when re-encoding a column.
 const BLOCK: usize = 1 << 16;
@@ -25,9 +24,22 @@ enum State {
         f32_exact: bool,
     },
     Str {
-        map: HashMap<String, u32>,
+        map: ahash::AHashMap<String, u32>,
         dict: Vec<String>,
+        /// The codes of the keys of keyed batches seen.
+        by_key: ahash::AHashMap<u64, u32>,
     },
+}
+
+/// The code of `s` in a text column's dictionary, added when new.
+fn intern(map: &mut ahash::AHashMap<String, u32>, dict: &mut Vec<String>, s: String) -> u32 {
+    if let Some(&c) = map.get(&s) {
+        return c;
+    }
+    let c = dict.len() as u32;
+    dict.push(s.clone());
+    map.insert(s, c);
+    c
 }
 
 /// One output column being written.
@@ -187,7 +199,8 @@ impl Sink {
             name: name.to_string(),
             state: if text {
                 State::Str {
-                    map: HashMap::new(),
+                    map: ahash::AHashMap::new(),
+                    by_key: ahash::AHashMap::new(),
                     dict: Vec::new(),
                 }
             } else {
@@ -388,47 +401,79 @@ impl Sink {
                 self.file_nulls += nulls;
             }
             ColBuf::Str { codes, dict, nulls } => {
-                let State::Str { map, dict: gdict } = &mut self.state else {
+                let State::Str {
+                    map, dict: gdict, ..
+                } = &mut self.state
+                else {
                     unreachable!("text chunk for a numeric column")
                 };
-                let remap: Vec<u32> = dict
-                    .into_iter()
-                    .map(|s| {
-                        if let Some(&c) = map.get(&s) {
-                            c
-                        } else {
-                            let c = gdict.len() as u32;
-                            gdict.push(s.clone());
-                            map.insert(s, c);
-                            c
-                        }
-                    })
-                    .collect();
-                self.nulls += nulls;
-                let n = gdict.len() as i64;
-                let vals: Vec<i64> = codes
-                    .iter()
-                    .map(|&c| {
-                        if c == u32::MAX {
-                            NULL_I64
-                        } else {
-                            remap[c as usize] as i64
-                        }
-                    })
-                    .collect();
-                let need = PhysType::narrowest_int(0, (n - 1).max(0), self.nulls > 0);
-                let ty = match &self.writer {
-                    Some(w) if fits(w.ty(), 0, (n - 1).max(0), self.nulls > 0) => w.ty(),
-                    _ => unsigned(need),
+                let remap: Vec<u32> = dict.into_iter().map(|s| intern(map, gdict, s)).collect();
+                self.append_codes(ds, &codes, &remap, nulls)?;
+            }
+            ColBuf::Keyed {
+                codes,
+                keys,
+                show,
+                nulls,
+            } => {
+                let State::Str {
+                    map,
+                    dict: gdict,
+                    by_key,
+                } = &mut self.state
+                else {
+                    unreachable!("text chunk for a numeric column")
                 };
-                self.ensure_writer(ds, ty)?;
-                let n = vals.len() as u64;
-                let mut vals = vals;
-                append_ints_in_place(self.writer.as_mut().unwrap(), &mut vals)?;
-                self.rows += n;
-                self.file_nulls += nulls;
+                let remap: Vec<u32> = keys
+                    .into_iter()
+                    .map(|k| match by_key.get(&k) {
+                        Some(&c) => c,
+                        None => {
+                            let c = intern(map, gdict, show(k));
+                            by_key.insert(k, c);
+                            c
+                        }
+                    })
+                    .collect();
+                self.append_codes(ds, &codes, &remap, nulls)?;
             }
         }
+        Ok(())
+    }
+
+    /// Appends a text batch's `codes` (`u32::MAX` missing) as the column's
+    /// codes `remap` gives.
+    fn append_codes(
+        &mut self,
+        ds: &mut DatasetWriter,
+        codes: &[u32],
+        remap: &[u32],
+        nulls: u64,
+    ) -> Result<()> {
+        let State::Str { dict: gdict, .. } = &self.state else {
+            unreachable!("text chunk for a numeric column")
+        };
+        self.nulls += nulls;
+        let n = gdict.len() as i64;
+        let mut vals: Vec<i64> = codes
+            .iter()
+            .map(|&c| {
+                if c == u32::MAX {
+                    NULL_I64
+                } else {
+                    remap[c as usize] as i64
+                }
+            })
+            .collect();
+        let need = PhysType::narrowest_int(0, (n - 1).max(0), self.nulls > 0);
+        let ty = match &self.writer {
+            Some(w) if fits(w.ty(), 0, (n - 1).max(0), self.nulls > 0) => w.ty(),
+            _ => unsigned(need),
+        };
+        self.ensure_writer(ds, ty)?;
+        append_ints_in_place(self.writer.as_mut().unwrap(), &mut vals)?;
+        self.rows += vals.len() as u64;
+        self.file_nulls += nulls;
         Ok(())
     }
 

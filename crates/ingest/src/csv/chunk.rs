@@ -81,7 +81,7 @@ fn push_field(
             };
             Err(value_error(raw, line, column, expected, fix))
         }
-        ColBuf::Str { .. } => {
+        ColBuf::Str { .. } | ColBuf::Keyed { .. } => {
             if raw.is_empty() {
                 col.push_null();
                 return Ok(());
@@ -94,7 +94,7 @@ fn push_field(
             let s = o.encoding.decode(raw).ok_or_else(|| RowError::Value {
                 line,
                 column,
-                expected: "valid UTF-8 text".into(),
+                expected: format!("valid {} text", o.encoding.name()),
                 found: show(raw),
                 fix: Fix::Encoding,
             })?;

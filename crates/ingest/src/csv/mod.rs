@@ -470,7 +470,7 @@ fn parse_header(
         let raw = t.get(*f);
         let s = encoding.decode(raw).ok_or_else(|| RowError::Syntax {
             line: 1,
-            reason: format!("header field {} is not valid UTF-8", i + 1),
+            reason: format!("header field {} is not valid {}", i + 1, encoding.name()),
             fix: Fix::Encoding,
         })?;
         let s = s.trim();

@@ -32,20 +32,21 @@
 
 mod header;
 mod tables;
+pub(crate) mod write;
 
 pub(crate) use header::is_dta;
 
 use crate::columnar::records::{decode_records, per_batch, Batch, Layout};
 use crate::columnar::{
     distinct_names, label_key, number_chunk, refuse_text_options, stored_code, Cell, Chunk,
-    ColumnarImport, TextChunk,
+    ColumnarImport, KeyChunk, TextChunk,
 };
-use crate::core::dates::{iso, iso_ms, tagged_code, Shown};
+use crate::core::dates::{date_key, ms_key, show_date, show_ms, tag_key, tagged_code, Shown};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
 use header::{Dta, Ty, Var};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use tables::StrL;
@@ -183,17 +184,9 @@ pub fn import_dta(
         ));
     }
     let vars = &d.vars;
-    let index: HashMap<&str, usize> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), i))
-        .collect();
     imp.finish_noting(
         None,
-        |var, dict, notes| {
-            let Some(&i) = index.get(var.name.as_str()) else {
-                return Ok(());
-            };
+        |i, var, dict, notes| {
             let v = &vars[i];
             var.label = (!v.label.is_empty()).then(|| v.label.clone());
             let mut tags = seen.tags[i].clone();
@@ -515,39 +508,37 @@ impl Decoder<'_> {
                     numbers(v.ty, &vals)
                 }
                 h => {
-                    // Each distinct value formatted once; values outside
-                    // the years 1 to 9999 counted.
-                    let mut t = TextChunk::default();
-                    let tags = &mut seen.tags[i];
-                    seen.outside[i] +=
-                        t.push_memo((0..n).map(field), |f, t| match self.number(v.ty, f) {
-                            Val::Missing => (None, false),
+                    // Each distinct value shown once for the import;
+                    // values outside the years 1 to 9999 counted.
+                    let mut t = KeyChunk::new(if h == How::Date { show_date } else { show_ms }, n);
+                    for r in 0..n {
+                        let key = |x: f64| match h {
+                            How::Date => date_key(x, Shown::Date),
+                            _ => ms_key(x),
+                        };
+                        t.push(match self.number(v.ty, field(r)) {
+                            Val::Missing => None,
                             Val::Tagged(k) => {
-                                tags.insert(k);
-                                let tag = format!(".{}", (b'a' + k as u8 - 1) as char);
-                                (Some(t.intern(tag)), false)
+                                seen.tags[i].insert(k);
+                                Some(tag_key(b'a' + k as u8 - 1))
                             }
-                            Val::Int(x) => self.date(h, x as f64, t),
-                            Val::Float(x) => self.date(h, x, t),
+                            Val::Int(x) => {
+                                let k = key(x as f64);
+                                seen.outside[i] += u64::from(k.is_none());
+                                k
+                            }
+                            Val::Float(x) => {
+                                let k = key(x);
+                                seen.outside[i] += u64::from(k.is_none());
+                                k
+                            }
                         });
+                    }
                     t.chunk()
                 }
             });
         }
         Ok((out, seen))
-    }
-
-    /// The code in `t` of a `%td` or `%tc` value as ISO text, and whether
-    /// it lies outside the years 1 to 9999 (then missing).
-    fn date(&self, h: How, x: f64, t: &mut TextChunk) -> (Option<u32>, bool) {
-        let s = match h {
-            How::Date => iso(x, Shown::Date),
-            _ => iso_ms(x),
-        };
-        match s {
-            Some(s) => (Some(t.intern(s)), false),
-            None => (None, true),
-        }
     }
 }
 

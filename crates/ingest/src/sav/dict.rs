@@ -179,17 +179,9 @@ fn format_name(print: i32) -> (u8, String) {
 }
 
 /// The encoding a code page (subtype 3) or an encoding name (subtype 20)
-/// means, among those microtab decodes.
+/// means.
 fn encoding_of(name: &str) -> Option<Encoding> {
-    let n = name.to_ascii_lowercase().replace(['-', '_'], "");
-    match n.as_str() {
-        "utf8" | "65001" => Some(Encoding::Utf8),
-        "windows1252" | "cp1252" | "1252" => Some(Encoding::Windows1252),
-        "iso88591" | "latin1" | "28591" | "819" => Some(Encoding::Latin1),
-        // 7-bit ASCII is valid UTF-8.
-        "usascii" | "ascii" | "20127" | "2" => Some(Encoding::Utf8),
-        _ => None,
-    }
+    Encoding::named(name)
 }
 
 /// Reads the header and dictionary of the system file at `path`; `enc`
@@ -380,7 +372,7 @@ pub(crate) fn read(path: &Path, enc: Option<Encoding>) -> Result<Sav> {
                 c.err(
                     0,
                     format!(
-                        "the file's text is in the encoding {n}; microtab decodes UTF-8, Latin-1 and Windows-1252 (give one of them to read it as such)"
+                        "the file's text is in the encoding {n}, which microtab does not know (give the encoding to read it as such)"
                     ),
                 )
             })?,

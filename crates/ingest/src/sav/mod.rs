@@ -28,14 +28,14 @@ pub(crate) use dict::is_sav;
 use crate::columnar::records::{decode_records, per_batch, Batch, Layout};
 use crate::columnar::{
     distinct_names, label_key, number_chunk, refuse_text_options, stored_code, Cell, Chunk,
-    ColumnarImport, TextChunk,
+    ColumnarImport, KeyChunk, TextChunk,
 };
-use crate::core::dates::iso;
+use crate::core::dates::{date_key, show_key};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
 use dict::{Sav, Shown, SPSS_TO_1960_DAYS};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -155,18 +155,10 @@ pub fn import_sav(
             ));
         }
     }
-    let index: HashMap<&str, usize> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), i))
-        .collect();
     let vars = &s.vars;
     imp.finish_noting(
         None,
-        |var, dict, notes| {
-            let Some(&i) = index.get(var.name.as_str()) else {
-                return Ok(());
-            };
+        |i, var, dict, notes| {
             let v = &vars[i];
             var.label = v.label.clone();
             if v.width.is_some() {
@@ -397,10 +389,11 @@ impl Decoder<'_> {
                     s.data_start
                 },
                 reason: format!(
-                    "record {}, variable {}: {:?} is not valid UTF-8 (give the file's encoding)",
+                    "record {}, variable {}: {:?} is not valid {} (give the file's encoding)",
                     batch.first + r as u64 + 1,
                     v.name,
-                    crate::error::show(raw)
+                    crate::error::show(raw),
+                    s.enc.name()
                 ),
             }),
         }
@@ -436,25 +429,24 @@ impl Decoder<'_> {
                     number_chunk(cells.iter().copied(), n)
                 }
                 (None, how) => {
-                    // Each distinct value formatted once; values outside
-                    // the years 1 to 9999 counted.
-                    let mut t = TextChunk::default();
-                    let fields = (0..n).map(|r| &rows[r * row + off..r * row + off + 8]);
-                    seen.outside[i] += t.push_memo(fields, |f, t| match self.number(f) {
-                        Cell::Value(x) => {
-                            let secs = x - SPSS_TO_1960_DAYS * 86_400.0;
-                            let iso = match how {
-                                Shown::Date => iso((secs / 86_400.0).floor(), Shown::Date),
-                                Shown::DateTime => iso(secs, Shown::DateTime),
-                                _ => iso(x, Shown::Time),
-                            };
-                            match iso {
-                                Some(s) => (Some(t.intern(s)), false),
-                                None => (None, true),
+                    // Each distinct value shown once for the import;
+                    // values outside the years 1 to 9999 counted.
+                    let mut t = KeyChunk::new(show_key(how), n);
+                    for r in 0..n {
+                        t.push(match self.number(&rows[r * row + off..]) {
+                            Cell::Value(x) => {
+                                let secs = x - SPSS_TO_1960_DAYS * 86_400.0;
+                                let k = match how {
+                                    Shown::Date => date_key((secs / 86_400.0).floor(), Shown::Date),
+                                    Shown::DateTime => date_key(secs, Shown::DateTime),
+                                    _ => date_key(x, Shown::Time),
+                                };
+                                seen.outside[i] += u64::from(k.is_none());
+                                k
                             }
-                        }
-                        _ => (None, false),
-                    });
+                            _ => None,
+                        });
+                    }
                     t.chunk()
                 }
                 (Some(w), _) => {

@@ -181,18 +181,7 @@ pub(crate) fn text(
         .iter()
         .rposition(|&b| b != b' ' && b != 0)
         .map_or(0, |i| i + 1);
-    match enc.decode(&raw[..end]) {
-        Some(s) => Ok(s.into_owned()),
-        None => Err(Error::Format {
-            path: path.to_path_buf(),
-            offset,
-            reason: format!(
-                "{} is not valid UTF-8: {:?} (give the file's encoding)",
-                what(),
-                crate::error::show(&raw[..end])
-            ),
-        }),
-    }
+    crate::core::binary::decode(&raw[..end], enc, what, path, offset)
 }
 
 fn be16(b: &[u8]) -> u16 {

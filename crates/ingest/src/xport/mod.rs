@@ -29,8 +29,10 @@ pub(crate) use header::is_xport;
 
 use crate::columnar::records::fill;
 use crate::columnar::{
-    distinct_names, number_chunk, refuse_text_options, Cell, Chunk, ColumnarImport, TextChunk,
+    distinct_names, number_chunk, refuse_text_options, Cell, Chunk, ColumnarImport, KeyChunk,
+    TextChunk,
 };
+use crate::core::dates::{date_key, show_key, tag_key};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
@@ -282,24 +284,22 @@ impl Records<'_> {
                     numbers(&vals)
                 }
                 Some(how) => {
-                    let mut t = TextChunk::default();
+                    let mut t = KeyChunk::new(show_key(how), n);
                     for r in 0..n {
-                        match values::ibm(field(r)) {
+                        t.push(match values::ibm(field(r)) {
                             Num::Value(x) => {
-                                let s = values::iso(x, how);
-                                if s.is_none() {
-                                    // Outside the years 1 to 9999: missing,
-                                    // counted in a note.
-                                    self.outside[i] += 1;
-                                }
-                                t.push(s)
+                                let k = date_key(x, how);
+                                // Outside the years 1 to 9999: missing,
+                                // counted in a note.
+                                self.outside[i] += u64::from(k.is_none());
+                                k
                             }
-                            Num::Missing => t.push(None),
+                            Num::Missing => None,
                             Num::Special(tag) => {
                                 self.specials[i].insert(tag);
-                                t.push(Some(format!(".{}", tag as char)));
+                                Some(tag_key(tag))
                             }
-                        }
+                        });
                     }
                     t.chunk()
                 }

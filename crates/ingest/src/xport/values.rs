@@ -2,7 +2,7 @@
 //! missing values (`.` and the special `.A`–`.Z`, `._`), and the dates,
 //! datetimes and times its display formats mark.
 
-pub(crate) use crate::core::dates::{iso, Shown};
+pub(crate) use crate::core::dates::Shown;
 
 /// A numeric field: a number, system-missing, or a special missing value
 /// (`b'A'`–`b'Z'`, `b'_'`).
@@ -95,6 +95,7 @@ pub(crate) fn shown(name: &str) -> Shown {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::dates::iso;
 
     /// IBM encodings from the XPORT specification (TS-140) and by hand.
     #[test]

@@ -44,6 +44,7 @@ from ._microtab import (
     _split,
     _arrow_stream,
     _to_parquet,
+    _to_stata,
     _import_parquet,
 )
 
@@ -73,6 +74,7 @@ __all__ = [
     "import_xport",
     "import_dta",
     "import_sav",
+    "import_sas7bdat",
     "import_fixed",
     "import_parquet",
     "ImportNote",
@@ -311,7 +313,7 @@ def import_sav(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     range as the codes of the values the data hold in it; ``DATE``-like
     formats as ISO dates, ``DATETIME`` as ISO datetimes, ``TIME`` as
     ``HH:MM:SS``; very long strings joined; empty text missing. Text is
-    read in the encoding the file names (UTF-8, Windows-1252, Latin-1);
+    read in the encoding the file names (any code page);
     ``encoding=`` overrides. ``progress`` and notes as for
     :func:`import_csv`; bad input raises :class:`InputError` naming the
     file and byte offset, and leaves ``out`` as it was."""
@@ -319,18 +321,42 @@ def import_sav(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     return _import_file("sav", path, out, force, spec, progress)
 
 
+def import_sas7bdat(path: str | os.PathLike, out: str | os.PathLike, *,
+                    catalog: str | os.PathLike | None = None, encoding: str | None = None,
+                    plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports a SAS data set (``.sas7bdat``: uncompressed, RLE or RDC
+    compressed, 32- or 64-bit, either byte order) as the dataset ``out``
+    and opens it, as ``microtab import`` does: variable names and labels
+    kept; numbers as (scaled) integers where they are exact, else
+    doubles; ``.`` missing, the special ``.A``-``.Z`` and ``._`` as
+    distinct missing codes labelled ``.A``…; date, datetime and time
+    formats as ISO text; blank text missing; records SAS marks as deleted
+    left out. ``catalog`` names a format catalog (``.sas7bcat``) whose
+    formats give value labels. Text is read in the encoding the file names
+    (any code page); ``encoding=`` overrides. ``progress`` and notes as for
+    :func:`import_csv`; bad input raises :class:`InputError` naming the
+    file, and leaves ``out`` as it was."""
+    spec = {"encoding": encoding, "plain": plain,
+            "catalog": os.fspath(catalog) if catalog is not None else None}
+    return _import_file("sas7bdat", path, out, force, spec, progress)
+
+
 def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
+                catalog: str | os.PathLike | None = None,
                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
     """Imports ``path`` in the format its content shows — a SAS transport
     file (:func:`import_xport`), a Stata file (:func:`import_dta`), an SPSS
-    system file (:func:`import_sav`), else CSV (:func:`import_csv` with
-    its defaults) — as ``microtab import FILE OUT`` does, and opens it."""
-    spec = {"encoding": encoding, "plain": plain}
+    system file (:func:`import_sav`), a SAS data set
+    (:func:`import_sas7bdat`, with its format ``catalog``), else CSV
+    (:func:`import_csv` with its defaults) — as ``microtab import FILE
+    OUT`` does, and opens it."""
+    spec = {"encoding": encoding, "plain": plain,
+            "catalog": os.fspath(catalog) if catalog is not None else None}
     return _import_file("auto", path, out, force, spec, progress)
 
 
 def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
-    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport``, ``dta``, ``sav`` or ``auto``)
+    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport``, ``dta``, ``sav``, ``sas7bdat`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
     ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}
@@ -856,6 +882,23 @@ class Dataset(_Queries):
                 "exact_decimals": exact_decimals, "compression": compression, "force": force}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         return json.loads(_retrying(lambda: _to_parquet(self.path, os.fspath(path), spec)))
+
+    def to_stata(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
+                 filter: str | None = None, force: bool = False) -> dict:  # noqa: A002
+        """Writes the variables (default all) of the records that pass
+        ``filter`` as a Stata file (release 118), as ``microtab export
+        DS OUT.dta`` does: integers as ``byte``/``int``/``long`` where they
+        fit, decimals and floats as ``double``, text as ``strN``/``strL``;
+        user-missing codes as ``.a``, ``.b`` … labelled; variable and value
+        labels; names made valid for Stata. Written beside ``path`` and
+        renamed into place. Returns what was written, its ``notes`` among
+        it (renamed variables, labels left out)."""
+        if isinstance(columns, str):
+            columns = [columns]
+        spec = {"columns": None if columns is None else list(columns), "filter": filter,
+                "force": force}
+        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
 
     def column(self, name: str) -> np.ndarray:
         """The stored values of a variable as a numpy array: a read-only

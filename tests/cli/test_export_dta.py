@@ -1,0 +1,183 @@
+"""`microtab export DS OUT.dta`: a dataset written as a Stata file
+(release 118), read back by pyreadstat, pandas and R haven (three
+readers, two of them independent of microtab's own), and by microtab's own
+import: every value, variable label, value label and missing value."""
+
+import math
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pyreadstat
+import pytest
+
+from conftest import run, run_json
+
+TYPES = {"byte": "int8", "int": "int16", "long": "int32"}
+
+
+def census(tmp_path, n=3000, seed=5):
+    """A census-like CSV: codes with labels and a missing code, a weight
+    with two decimals, income with its N/A code 9999999, a float, text
+    with a missing code, a big integer, a name Stata cannot take."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "SERIAL": np.arange(1, n + 1) * 1000,
+        "AGE": rng.integers(0, 99, n),
+        "SEX": rng.choice([1, 2, 9], n),
+        "PERWT": np.round(rng.uniform(1, 400, n), 2),
+        "INCTOT": np.where(rng.random(n) < 0.1, 9999999, rng.integers(-5000, 500000, n)),
+        "X": rng.normal(size=n),
+        "STATE": rng.choice(["Ohio", "Texas", "Unknown", "Nueva León"], n),
+        "BIG": rng.integers(3_000_000_000, 4_000_000_000, n),
+        "per cent": np.round(rng.uniform(0, 1, n), 3),
+    })
+    df.loc[df.index % 17 == 0, "X"] = np.nan
+    df["AGE"] = df["AGE"].astype("Int64")
+    df.loc[df.index % 23 == 0, "AGE"] = pd.NA
+    src = tmp_path / "census.csv"
+    df.to_csv(src, index=False)
+    ds = tmp_path / "census.mtab"
+    run("import", src, ds, "--missing", "SEX=9", "--missing", "INCTOT=9999999",
+        "--missing", "STATE=Unknown")
+    run("label", ds, "SEX", "1=Male", "2=Female", "9=Not stated", "--var-label", "Sex of person")
+    run("label", ds, "AGE", "--var-label", "Age in years")
+    return df, ds
+
+
+def records(ds, names):
+    return run_json("list", ds, *names, "--all")["records"]
+
+
+def test_values_labels_and_missing_values_read_back_by_three_readers(tmp_path):
+    df, ds = census(tmp_path)
+    out = tmp_path / "c.dta"
+    p = run("export", ds, out)
+    assert "per_cent" in p.stderr  # the renamed variable, noted
+    names = [v["name"] for v in run_json("info", ds)["variables"]]
+    ours = records(ds, names)
+    info = {v["name"]: v for v in run_json("info", ds)["variables"]}
+    got, meta = pyreadstat.read_dta(str(out), user_missing=True)
+    assert list(got.columns) == [n.replace(" ", "_") for n in names]
+    assert len(got) == len(df)
+    # Types: the narrowest Stata integer that holds the values.
+    assert meta.readstat_variable_types["AGE"] == "int8"
+    assert meta.readstat_variable_types["SEX"] == "int8"
+    assert meta.readstat_variable_types["SERIAL"] == "int32"
+    assert meta.readstat_variable_types["BIG"] == "double"
+    assert meta.readstat_variable_types["PERWT"] == "double"
+    for i, r in enumerate(ours):
+        for n in names:
+            g = got[n.replace(" ", "_")].iloc[i]
+            v = r[n]
+            if v is None:
+                assert g is None or (isinstance(g, float) and math.isnan(g)) or g == "", (n, i, g)
+            elif info[n]["missing_codes"] and info[n]["kind"] != "string" and \
+                    float(v) in [float(c) for c in info[n]["missing_codes"]]:
+                # A missing code: a letter, labelled by the code's label
+                # or the code.
+                assert isinstance(g, str) and len(g) == 1, (n, i, g)
+                lab = meta.variable_value_labels[n][g]
+                assert lab == info[n]["value_labels"].get(str(v), str(v)), (n, lab)
+            elif isinstance(v, str):
+                assert g == v, (n, i, g, v)
+            else:
+                assert float(g) == pytest.approx(float(v), rel=1e-15, abs=0), (n, i, g, v)
+    assert meta.column_names_to_labels["SEX"] == "Sex of person"
+    assert meta.column_names_to_labels["AGE"] == "Age in years"
+    assert meta.variable_value_labels["SEX"][1] == "Male"
+    # pandas (its own reader): the same numbers, missing values as NaN.
+    pd_df = pd.read_stata(out, convert_categoricals=False)
+    assert pd_df["PERWT"].tolist() == pytest.approx(df["PERWT"].tolist(), rel=1e-15)
+    inc = df["INCTOT"].where(df["INCTOT"] != 9999999)
+    assert pd_df["INCTOT"].isna().tolist() == inc.isna().tolist()
+    assert pd_df["INCTOT"].dropna().tolist() == inc.dropna().tolist()
+    assert pd_df["STATE"].tolist() == df["STATE"].tolist()
+    assert pd_df["BIG"].tolist() == df["BIG"].astype(float).tolist()
+
+
+def test_r_haven_reads_tagged_missing_values_and_labels(tmp_path):
+    _, ds = census(tmp_path, n=500)
+    out = tmp_path / "c.dta"
+    run("export", ds, out)
+    script = (
+        "suppressMessages(library(haven)); d <- read_dta('%s'); "
+        "cat(sum(is_tagged_na(d$INCTOT, 'a')), sum(is.na(d$AGE) & !is_tagged_na(d$AGE)), "
+        "sum(is_tagged_na(d$SEX, 'a')), names(attr(d$SEX, 'labels')), attr(d$AGE, 'label'), sep='|')"
+    ) % out
+    p = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
+    if p.returncode:
+        pytest.skip("R haven unavailable: " + p.stderr[-300:])
+    inc_na, age_na, sex_9, *rest = p.stdout.split("|")
+    freq = {(r["value"]): r["count"] for r in run_json("freq", ds, "SEX", "--include-missing")["rows"]}
+    assert int(sex_9) == freq[9]
+    assert int(inc_na) == sum(1 for r in records(ds, ["INCTOT"]) if r["INCTOT"] == 9999999)
+    assert int(age_na) == sum(1 for r in records(ds, ["AGE"]) if r["AGE"] is None)
+    assert rest[:3] == ["Male", "Female", "Not stated"] and rest[-1] == "Age in years"
+
+
+def test_export_then_import_gives_the_dataset_back(tmp_path):
+    _, ds = census(tmp_path, n=2000)
+    out = tmp_path / "c.dta"
+    run("export", ds, out)
+    back = tmp_path / "back.mtab"
+    run("import", out, back)
+    names = [v["name"] for v in run_json("info", ds)["variables"] if v["name"] != "per cent"]
+    a, b = records(ds, names), records(back, names)
+    for ra, rb in zip(a, b):
+        for n in names:
+            if n in ("SEX", "INCTOT") and ra[n] in (9, 9999999):
+                assert rb[n] is not None  # a labelled missing code
+                continue
+            assert rb[n] == ra[n] or (isinstance(ra[n], float) and rb[n] == pytest.approx(ra[n], rel=1e-15)), (n, ra[n], rb[n])
+    # Means agree: missing codes stay out of both.
+    m1 = run_json("means", ds, "INCTOT", "--by", "SEX")["total"]["mean"]
+    m2 = run_json("means", back, "INCTOT", "--by", "SEX")["total"]["mean"]
+    assert m1 == pytest.approx(m2, rel=1e-12)
+
+
+def test_stata_and_sas_letters_survive_a_round_trip(tmp_path):
+    from pathlib import Path
+    fix = Path(__file__).resolve().parent.parent / "fixtures"
+    ds = tmp_path / "m.mtab"
+    run("import", fix / "dta" / "missing_test.dta", ds)
+    out = tmp_path / "m.dta"
+    run("export", ds, out)
+    want, _ = pyreadstat.read_dta(str(fix / "dta" / "missing_test.dta"), user_missing=True)
+    got, _ = pyreadstat.read_dta(str(out), user_missing=True)
+    norm = lambda x: x if isinstance(x, str) else (None if pd.isna(x) else float(x))  # noqa: E731
+    for c in want.columns:
+        assert [norm(x) for x in got[c]] == [norm(x) for x in want[c]], c
+
+
+def test_filter_vars_and_long_text(tmp_path):
+    df, ds = census(tmp_path, n=1000)
+    long_csv = tmp_path / "long.csv"
+    pd.DataFrame({"id": [1, 2, 3], "t": ["x" * 3000, "short", ""]}).to_csv(long_csv, index=False)
+    lds = tmp_path / "long.mtab"
+    run("import", long_csv, lds)
+    out = tmp_path / "l.dta"
+    run("export", lds, out)
+    got, meta = pyreadstat.read_dta(str(out))
+    assert got["t"].tolist() == ["x" * 3000, "short", ""]
+    assert pd.read_stata(out)["t"].tolist() == ["x" * 3000, "short", ""]
+    out = tmp_path / "f.dta"
+    run("export", ds, out, "--vars", "AGE,PERWT", "--filter", "SEX=1")
+    got, _ = pyreadstat.read_dta(str(out))
+    want = df[df.SEX == 1]
+    assert list(got.columns) == ["AGE", "PERWT"] and len(got) == len(want)
+    assert got["PERWT"].tolist() == pytest.approx(want["PERWT"].tolist(), rel=1e-15)
+
+
+def test_an_existing_file_is_kept_unless_forced(tmp_path):
+    _, ds = census(tmp_path, n=100)
+    out = tmp_path / "c.dta"
+    out.write_bytes(b"keep me")
+    p = run("export", ds, out, ok=False)
+    assert "exists" in p.stderr and "--force" in p.stderr
+    assert out.read_bytes() == b"keep me"
+    p = run("export", ds, out, "--vars", "NOPE", "--force", ok=False)
+    assert "NOPE" in p.stderr and out.read_bytes() == b"keep me"
+    assert not list(tmp_path.glob(".c.dta.tmp-*"))
+    run("export", ds, out, "--force")
+    assert len(pyreadstat.read_dta(str(out))[0]) == 100
