@@ -181,3 +181,59 @@ def test_an_existing_file_is_kept_unless_forced(tmp_path):
     assert not list(tmp_path.glob(".c.dta.tmp-*"))
     run("export", ds, out, "--force")
     assert len(pyreadstat.read_dta(str(out))[0]) == 100
+
+
+def test_dates_go_out_as_stata_dates_and_come_back(tmp_path):
+    """A Stata file's %td and %tc columns (ISO text in the dataset) go out
+    as %td and %tc numbers: pandas and pyreadstat read the same dates."""
+    df = pd.DataFrame({
+        "d": pd.to_datetime(["1960-01-01", "2018-05-06", "1880-05-06", None]),
+        "t": pd.to_datetime(["2020-12-09 14:05:00", "1960-01-01 00:00:01.5", None, "1999-12-31 23:59:59"],
+                        format="ISO8601"),
+        "n": [1, 2, 3, 4],
+    })
+    src = tmp_path / "d.dta"
+    df.to_stata(src, write_index=False, version=118, convert_dates={"d": "td", "t": "tc"})
+    ds = tmp_path / "d.mtab"
+    run("import", src, ds)
+    out = tmp_path / "out.dta"
+    run("export", ds, out)
+    got, meta = pyreadstat.read_dta(str(out))
+    assert meta.original_variable_types["d"] == "%td" and meta.original_variable_types["t"] == "%tc"
+    back = pd.read_stata(out)
+    assert back["d"].tolist()[:3] == df["d"].tolist()[:3] and pd.isna(back["d"][3])
+    assert back["t"][0] == df["t"][0] and back["t"][1] == df["t"][1] and pd.isna(back["t"][2])
+
+
+def test_names_labels_and_vars_review_cases(tmp_path):
+    """A valid name keeps its name (`my_var`) and the invalid one that
+    would become it takes another; Unicode letters stay; negative labelled
+    values keep their labels; a variable named twice is an error."""
+    src = tmp_path / "n.csv"
+    src.write_text("my var,my_var,ñame,str7,code\n1,2,3,4,-2000000000\n5,6,7,8,5\n")
+    ds = tmp_path / "n.mtab"
+    run("import", src, ds)
+    run("label", ds, "code", "--", "-2000000000=very low", "5=five")
+    out = tmp_path / "n.dta"
+    p = run("export", ds, out)
+    got, meta = pyreadstat.read_dta(str(out))
+    assert list(got.columns) == ["my_var_2", "my_var", "ñame", "_str7", "code"], list(got.columns)
+    assert got["my_var"].tolist() == [2, 6] and got["my_var_2"].tolist() == [1, 5]
+    assert meta.variable_value_labels["code"] == {-2000000000: "very low", 5: "five"}
+    assert "my var is named my_var_2" in p.stderr
+    p = run("export", ds, tmp_path / "x.dta", "--vars", "code,CODE", ok=False)
+    assert "named twice" in p.stderr
+
+
+def test_missing_given_twice_for_a_column_keeps_both_codes(tmp_path):
+    """`--missing code=99 --missing code=9`: both are missing codes (the
+    second was dropped before): means leave both out, as numpy does."""
+    src = tmp_path / "m.csv"
+    vals = [1, 2, 9, 99, 3, 9, 99, 4]
+    src.write_text("code\n" + "\n".join(map(str, vals)) + "\n")
+    ds = tmp_path / "m.mtab"
+    run("import", src, ds, "--missing", "code=99", "--missing", "code=9")
+    info = run_json("info", ds)["variables"][0]
+    assert sorted(info["missing_codes"]) == [9, 99]
+    m = run_json("means", ds, "code", "--by", "code")["total"]["mean"]
+    assert m == pytest.approx(np.mean([v for v in vals if v not in (9, 99)]), rel=1e-12)

@@ -299,3 +299,9 @@ def test_mutated_files_are_read_or_refused_never_crash(tmp_path):
                 assert m.name in p.stderr, (name, k, p.stderr)
                 assert not target.exists(), (name, k)
             shutil.rmtree(target, ignore_errors=True)
+
+
+def test_a_catalog_that_defines_none_of_the_formats_is_noted(tmp_path):
+    p = run("import", FIX / "pyreadstat_sample.sas7bdat", tmp_path / "d.mtab",
+            "--catalog", FIX / "pyreadstat_missing_formats.sas7bcat")
+    assert "defines none of the formats" in p.stderr, p.stderr

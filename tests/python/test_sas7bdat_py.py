@@ -62,3 +62,12 @@ def test_to_stata_writes_what_pyreadstat_reads_back(tmp_path):
     assert got["mynum"].tolist() == [1.1, 1.2, 1000.3] and got["mychar"].tolist() == ["a", "b", "e"]
     with pytest.raises(mt.InputError, match="exists"):
         sample.to_stata(tmp_path / "s.dta")
+
+
+def test_to_spss_writes_what_pyreadstat_reads_back(tmp_path):
+    sample = mt.import_sas7bdat(FIX / "pyreadstat_sample.sas7bdat", tmp_path / "s.mtab", progress=False)
+    w = sample.to_spss(tmp_path / "s.sav", ["mynum", "mychar", "mydate"], filter="mynum>0")
+    assert w["rows"] == 3
+    got, meta = pyreadstat.read_sav(str(tmp_path / "s.sav"))
+    assert got["mynum"].tolist() == [1.1, 1.2, 1000.3] and got["mychar"].tolist() == ["a", "b", "e"]
+    assert [None if pd.isna(d) else d.isoformat() for d in got["mydate"]] == ["2018-05-06", "1880-05-06", None]

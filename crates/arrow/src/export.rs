@@ -658,7 +658,7 @@ pub fn write_parquet(
         return Err(Error::Input {
             path: out.to_path_buf(),
             reason: format!(
-                "export writes Parquet, not .{ext} (name the file .parquet; a subset writes CSV)"
+                "export writes Parquet or Stata files, not .{ext} (name the file .parquet or .dta; a subset writes CSV)"
             ),
         });
     }

@@ -81,6 +81,7 @@ pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
 pub use sas::import_sas7bdat;
 pub use sav::import_sav;
+pub use sav::write::write_sav;
 use std::path::Path;
 pub use xport::import_xport;
 

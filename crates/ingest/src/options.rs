@@ -344,7 +344,21 @@ impl ImportOptions {
         if codes.is_empty() {
             return Err(word_error("", "at least one code"));
         }
-        self.missing.push((name.to_string(), codes));
+        // Given again for the same column: the codes add up.
+        match self
+            .missing
+            .iter_mut()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            Some((_, have)) => {
+                for c in codes {
+                    if !have.contains(&c) {
+                        have.push(c);
+                    }
+                }
+            }
+            None => self.missing.push((name.to_string(), codes)),
+        }
         Ok(())
     }
 
@@ -437,6 +451,12 @@ mod tests {
         o.add_missing("X", vec!["9".into()]).unwrap();
         o.add_type("ZIP", "TEXT").unwrap();
         assert_eq!(o.missing_of("x"), Some(&["9".to_string()][..]));
+        // Given twice (any case): both codes.
+        o.add_missing("X", vec!["99".into(), "9".into()]).unwrap();
+        assert_eq!(
+            o.missing_of("x"),
+            Some(&["9".to_string(), "99".to_string()][..])
+        );
         assert_eq!(o.types, vec![("ZIP".to_string(), TypeHint::String)]);
     }
 }

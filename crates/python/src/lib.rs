@@ -590,8 +590,9 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
     })
 }
 
-/// Writes the dataset's records as a Stata file, release 118 (`spec`:
-/// `columns`, `filter`, `force`); a summary as JSON (`notes` among it).
+/// Writes the dataset's records as a Stata file, release 118, or with
+/// `format` `sav` an SPSS system file (`spec`: `columns`, `filter`,
+/// `force`, `format`); a summary as JSON (`notes` among it).
 #[pyfunction]
 fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
     let spec = parse(spec)?;
@@ -602,6 +603,7 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
     });
     let filter = string(&spec, "filter").filter(|f| !f.trim().is_empty());
     let force = flag(&spec, "force");
+    let sav = string(&spec, "format").as_deref() == Some("sav");
     let (path, out) = (path.to_string(), out.to_string());
     py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
@@ -619,13 +621,12 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
             }
             None => None,
         };
-        let w = microtab_ingest::write_dta(
-            &ds,
-            &vars,
-            sel.as_ref().map(|(b, n)| (b.as_slice(), *n)),
-            out.as_ref(),
-            force,
-        )
+        let sel = sel.as_ref().map(|(b, n)| (b.as_slice(), *n));
+        let w = if sav {
+            microtab_ingest::write_sav(&ds, &vars, sel, out.as_ref(), force)
+        } else {
+            microtab_ingest::write_dta(&ds, &vars, sel, out.as_ref(), force)
+        }
         .map_err(ingest_error)?;
         Ok(serde_json::json!({
             "path": out,

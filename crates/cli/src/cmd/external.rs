@@ -15,7 +15,7 @@ use std::path::PathBuf;
 pub struct ExportArgs {
     /// DATASET OUT.parquet [--vars A,B] [--filter F] [--labels]
     /// [--keep-missing-codes] [--exact-decimals] [--compression C] [--force];
-    /// DATASET OUT.dta [--vars A,B] [--filter F] [--force]
+    /// DATASET OUT.dta|OUT.sav [--vars A,B] [--filter F] [--force]
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     args: Vec<OsString>,
 }
@@ -109,11 +109,11 @@ struct DtaArgs {
 /// `microtab export …`: a Stata file here, anything else by
 /// `microtab-arrow`.
 pub fn export(a: ExportArgs) -> Result<()> {
-    let dta = a.args.iter().any(|x| {
-        let s = x.to_string_lossy();
-        !s.starts_with('-') && s.to_ascii_lowercase().ends_with(".dta")
+    let ours = a.args.iter().any(|x| {
+        let s = x.to_string_lossy().to_ascii_lowercase();
+        !s.starts_with('-') && (s.ends_with(".dta") || s.ends_with(".sav"))
     });
-    if !dta {
+    if !ours {
         return exec("microtab-arrow", "export", a.args);
     }
     let args = <DtaArgs as clap::Parser>::try_parse_from(
@@ -145,21 +145,29 @@ fn export_dta(a: DtaArgs) -> Result<()> {
     if a.out.exists() && !a.force {
         bail!("{} exists (give --force to replace it)", a.out.display());
     }
-    let w = microtab_ingest::write_dta(
-        &ds,
-        &vars,
-        sel.as_ref().map(|(b, n)| (b.as_slice(), *n)),
-        &a.out,
-        a.force,
-    )?;
+    let sav = a
+        .out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("sav"));
+    let sel = sel.as_ref().map(|(b, n)| (b.as_slice(), *n));
+    let w = if sav {
+        microtab_ingest::write_sav(&ds, &vars, sel, &a.out, a.force)?
+    } else {
+        microtab_ingest::write_dta(&ds, &vars, sel, &a.out, a.force)?
+    };
     for n in &w.notes {
         eprintln!("note: {n}");
     }
     eprintln!(
-        "wrote {} records × {} variables to {} (Stata release 118) in {:.2} s",
+        "wrote {} records × {} variables to {} ({}) in {:.2} s",
         w.rows,
         w.vars,
         a.out.display(),
+        if sav {
+            "SPSS system file, bytecode-compressed"
+        } else {
+            "Stata release 118"
+        },
         t.elapsed().as_secs_f64()
     );
     Ok(())

@@ -23,22 +23,13 @@
 //! complete: a failed export leaves an existing file as it was.
 
 use crate::core::dates::{iso_date, tagged_code};
+pub use crate::core::export::Written;
+use crate::core::export::{atomically, blocks, check, names, target_error, NameRules};
 use crate::error::{Error, Result};
 use microtab_store::{codec, match_column, Dataset, Kind, Variable, STRIPE_ROWS};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-
-/// What an export wrote.
-#[derive(Debug, Clone)]
-pub struct Written {
-    /// Records written.
-    pub rows: u64,
-    /// Variables written.
-    pub vars: usize,
-    /// What changed on the way (renamed variables, labels left out …).
-    pub notes: Vec<String>,
-}
+use std::path::Path;
 
 /// Stata's `.` and the first of `.a`–`.z` for each integer type.
 const BYTE_DOT: i64 = 101;
@@ -62,6 +53,10 @@ enum Out {
     Double,
     Str(usize),
     StrL,
+    /// Text that is all ISO dates: `long` `%td`, from `Plan::when`.
+    Date,
+    /// Text that is all ISO datetimes: `double` `%tc`, from `Plan::when`.
+    DateTime,
 }
 
 impl Out {
@@ -69,8 +64,8 @@ impl Out {
         match self {
             Out::Byte => 1,
             Out::Int => 2,
-            Out::Long => 4,
-            Out::Double | Out::StrL => 8,
+            Out::Long | Out::Date => 4,
+            Out::Double | Out::StrL | Out::DateTime => 8,
             Out::Str(n) => n,
         }
     }
@@ -79,8 +74,8 @@ impl Out {
         match self {
             Out::Byte => 65530,
             Out::Int => 65529,
-            Out::Long => 65528,
-            Out::Double => 65526,
+            Out::Long | Out::Date => 65528,
+            Out::Double | Out::DateTime => 65526,
             Out::Str(n) => n as u16,
             Out::StrL => 32768,
         }
@@ -99,6 +94,9 @@ struct Plan {
     tags: HashMap<i64, u8>,
     /// Value labels: Stata's integer key → label.
     labels: BTreeMap<i32, String>,
+    /// Dates and datetimes: each dictionary entry's Stata value (the bits
+    /// of a `%tc` double).
+    when: Vec<i64>,
     offset: usize,
 }
 
@@ -113,15 +111,8 @@ pub fn write_dta(
     out: &Path,
     force: bool,
 ) -> Result<Written> {
-    let bad = |reason: String| Error::Input {
-        path: out.to_path_buf(),
-        reason,
-    };
-    if out.exists() && !force {
-        return Err(bad(
-            "the file exists, and replacing it was not asked for".into()
-        ));
-    }
+    let bad = |reason: String| target_error(out, reason);
+    check(out, force, vars)?;
     if vars.len() > MAX_VARS {
         return Err(bad(format!(
             "{} variables: a Stata file (release 118) holds at most {MAX_VARS}; choose some",
@@ -139,60 +130,57 @@ pub fn write_dta(
         plans.push(p);
     }
     let row_len = offset;
-    let tmp = temp_path(out);
-    let written = (|| -> std::io::Result<std::result::Result<(), Error>> {
-        let f = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        let map_at = header(&mut w, &plans, rows)?;
+    atomically(out, |w| {
+        let map_at = header(w, &plans, rows)?;
         let mut map = [0u64; 14];
         map[1] = map_at;
         // The descriptors, their offsets noted in the map.
         let at = |w: &mut std::io::BufWriter<std::fs::File>| w.stream_position();
-        map[2] = at(&mut w)?;
+        map[2] = at(w)?;
         w.write_all(b"<variable_types>")?;
         for p in &plans {
             w.write_all(&p.out.code().to_le_bytes())?;
         }
         w.write_all(b"</variable_types>")?;
-        map[3] = at(&mut w)?;
+        map[3] = at(w)?;
         w.write_all(b"<varnames>")?;
         for p in &plans {
             w.write_all(&fixed(&p.name, 129))?;
         }
         w.write_all(b"</varnames>")?;
-        map[4] = at(&mut w)?;
+        map[4] = at(w)?;
         w.write_all(b"<sortlist>")?;
         w.write_all(&vec![0u8; 2 * (plans.len() + 1)])?;
         w.write_all(b"</sortlist>")?;
-        map[5] = at(&mut w)?;
+        map[5] = at(w)?;
         w.write_all(b"<formats>")?;
         for p in &plans {
             w.write_all(&fixed(&format_of(p), 57))?;
         }
         w.write_all(b"</formats>")?;
-        map[6] = at(&mut w)?;
+        map[6] = at(w)?;
         w.write_all(b"<value_label_names>")?;
         for p in &plans {
             let n = if p.labels.is_empty() { "" } else { &p.name };
             w.write_all(&fixed(n, 129))?;
         }
         w.write_all(b"</value_label_names>")?;
-        map[7] = at(&mut w)?;
+        map[7] = at(w)?;
         w.write_all(b"<variable_labels>")?;
         for p in &plans {
             w.write_all(&fixed(&label80(p.var.label.as_deref().unwrap_or("")), 321))?;
         }
         w.write_all(b"</variable_labels>")?;
-        map[8] = at(&mut w)?;
+        map[8] = at(w)?;
         w.write_all(b"<characteristics></characteristics>")?;
-        map[9] = at(&mut w)?;
+        map[9] = at(w)?;
         w.write_all(b"<data>")?;
-        let strls = match data(ds, &plans, row_len, selection, &mut w)? {
+        let strls = match data(ds, &plans, row_len, selection, w)? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
         w.write_all(b"</data>")?;
-        map[10] = at(&mut w)?;
+        map[10] = at(w)?;
         w.write_all(b"<strls>")?;
         for (v, o, text) in strls {
             w.write_all(b"GSO")?;
@@ -204,35 +192,21 @@ pub fn write_dta(
             w.write_all(&[0])?;
         }
         w.write_all(b"</strls>")?;
-        map[11] = at(&mut w)?;
+        map[11] = at(w)?;
         w.write_all(b"<value_labels>")?;
         for p in plans.iter().filter(|p| !p.labels.is_empty()) {
-            value_label_table(&mut w, p)?;
+            value_label_table(w, p)?;
         }
         w.write_all(b"</value_labels>")?;
-        map[12] = at(&mut w)?;
+        map[12] = at(w)?;
         w.write_all(b"</stata_dta>")?;
-        map[13] = at(&mut w)?;
+        map[13] = at(w)?;
         w.seek(SeekFrom::Start(map_at + 5))?;
         for m in map {
             w.write_all(&m.to_le_bytes())?;
         }
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
         Ok(Ok(()))
-    })();
-    let done = match written {
-        Ok(Ok(())) => std::fs::rename(&tmp, out).map_err(|e| bad(format!("cannot write: {e}"))),
-        Ok(Err(e)) => Err(e),
-        Err(e) => Err(bad(format!("cannot write: {e}"))),
-    };
-    if let Err(e) = done {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = microtab_io::sync_dir(dir);
-    }
+    })?;
     Ok(Written {
         rows,
         vars: plans.len(),
@@ -240,53 +214,39 @@ pub fn write_dta(
     })
 }
 
-fn temp_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+/// Whether `n` is a valid Stata name: letters (Unicode ones too, as
+/// Stata 14 on takes them), digits and `_`, not starting with a digit, at
+/// most 32 characters, no reserved word (`int`, `_n`, `str7` …).
+fn valid_name(n: &str) -> bool {
+    let mut chars = n.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let str_n = n
+        .strip_prefix("str")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()));
+    (first.is_alphabetic() || first == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+        && n.chars().count() <= 32
+        && !RESERVED.contains(&n)
+        && !str_n
 }
 
 /// Valid, distinct Stata names for `vars`, a note for each change.
 fn stata_names(vars: &[Variable], notes: &mut Vec<String>) -> Vec<String> {
-    let mut taken = std::collections::HashSet::new();
-    vars.iter()
-        .map(|v| {
-            let mut n: String = v
-                .name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '_' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            if n.is_empty() || n.starts_with(|c: char| c.is_ascii_digit()) {
-                n.insert(0, '_');
-            }
-            if RESERVED.contains(&n.as_str()) {
-                n.insert(0, '_');
-            }
-            n.truncate(32);
-            let base = n.clone();
-            let mut k = 2;
-            while !taken.insert(n.clone()) {
-                let suffix = format!("_{k}");
-                n = format!("{}{suffix}", &base[..base.len().min(32 - suffix.len())]);
-                k += 1;
-            }
-            if n != v.name {
-                notes.push(format!(
-                    "variable {} is named {n} in the Stata file",
-                    v.name
-                ));
-            }
-            n
-        })
-        .collect()
+    names(
+        vars,
+        &NameRules {
+            valid: valid_name,
+            keep: |c| c.is_alphanumeric() || c == '_',
+            lead: '_',
+            max: 32,
+            cut: |s, k| s.chars().take(k).collect(),
+            fold: false,
+            format: "Stata",
+        },
+        notes,
+    )
 }
 
 /// A label cut to Stata's 80 characters.
@@ -317,6 +277,8 @@ fn format_of(p: &Plan) -> String {
         Out::Double => "%10.0g".into(),
         Out::Str(n) => format!("%{}s", n.min(STR_MAX)),
         Out::StrL => "%9s".into(),
+        Out::Date => "%td".into(),
+        Out::DateTime => "%tc".into(),
     }
 }
 
@@ -336,11 +298,20 @@ fn plan(
         dict: Vec::new(),
         tags: HashMap::new(),
         labels: BTreeMap::new(),
+        when: Vec::new(),
         offset,
     };
     match v.kind {
         Kind::String => {
             p.dict = ds.dictionary(v)?;
+            if let Some((out, when, tags)) = dates(&p.dict) {
+                p.out = out;
+                p.when = when;
+                for (k, text) in tags {
+                    p.labels.insert((LONG_DOT + i64::from(k)) as i32, text);
+                }
+                return Ok(p);
+            }
             let longest = p.dict.iter().map(String::len).max().unwrap_or(0).max(1);
             p.out = if longest > STR_MAX {
                 Out::StrL
@@ -364,6 +335,13 @@ fn plan(
         Kind::Int => {
             let codes: Vec<i64> = v.missing_codes.iter().map(|&c| c as i64).collect();
             assign_tags(&mut p, &codes, notes);
+            let beyond = |n: &Option<microtab_store::Number>| matches!(n, Some(microtab_store::Number::Int(x)) if x.unsigned_abs() > 1 << 53);
+            if v.decimals > 0 && (beyond(&v.min) || beyond(&v.max)) {
+                notes.push(format!(
+                    "variable {}: decimals beyond 2^53 units of their last digit lose precision as Stata doubles",
+                    v.name
+                ));
+            }
             if v.decimals == 0 {
                 let (lo, hi) = range(ds, v, &p.tags)?;
                 p.out = if lo >= -127 && hi <= 100 {
@@ -404,7 +382,7 @@ fn plan(
         if let Some(&k) = stored.and_then(|s| p.tags.get(&s)) {
             p.labels
                 .insert((LONG_DOT + i64::from(k)) as i32, label.clone());
-        } else if x.fract() == 0.0 && x.abs() <= 2_147_483_620.0 {
+        } else if x.fract() == 0.0 && (-2_147_483_647.0..=2_147_483_620.0).contains(&x) {
             p.labels.insert(x as i32, label.clone());
         } else {
             left_out.push(key.clone());
@@ -426,6 +404,128 @@ fn plan(
         ));
     }
     Ok(p)
+}
+
+/// A text column's dictionary as Stata dates (`%td`, days since
+/// 1960-01-01) when every entry is an ISO date, or datetimes (`%tc`,
+/// milliseconds) when every one is an ISO datetime; entries `.A`–`.Z`,
+/// `._` (a SAS or Stata file's tagged missing values) become `.a`–`.z`.
+/// Each entry's Stata value, and the tags' letters with their text.
+#[allow(clippy::type_complexity)]
+fn dates(dict: &[String]) -> Option<(Out, Vec<i64>, Vec<(u8, String)>)> {
+    let is_tag = |s: &str| {
+        s.len() == 2
+            && s.starts_with('.')
+            && (s.as_bytes()[1].is_ascii_alphabetic() || s.ends_with('_'))
+    };
+    let values: Vec<&String> = dict.iter().filter(|s| !is_tag(s)).collect();
+    let first = values.first()?;
+    let out = if first.len() == 10 {
+        Out::Date
+    } else {
+        Out::DateTime
+    };
+    // Letters: a tag's own, `._` the first one free.
+    let mut tags: Vec<(u8, String)> = Vec::new();
+    let mut letter = HashMap::new();
+    for s in dict.iter().filter(|s| is_tag(s)) {
+        let c = s.as_bytes()[1].to_ascii_lowercase();
+        if c != b'_' {
+            letter.insert(s.clone(), c - b'a' + 1);
+        }
+    }
+    for s in dict.iter().filter(|s| is_tag(s) && s.ends_with('_')) {
+        let k = (1..=26u8).find(|k| !letter.values().any(|x| x == k))?;
+        letter.insert(s.clone(), k);
+    }
+    let mut when = Vec::with_capacity(dict.len());
+    for s in dict {
+        if let Some(&k) = letter.get(s) {
+            tags.push((k, s.clone()));
+            when.push(match out {
+                Out::Date => LONG_DOT + i64::from(k),
+                _ => tagged_code(u64::from(k)).to_bits() as i64,
+            });
+            continue;
+        }
+        let days = iso_days(s.get(..10)?)? + 3653;
+        when.push(match out {
+            Out::Date if s.len() == 10 && (-4_000_000..=2_000_000_000).contains(&days) => days,
+            Out::DateTime if s.len() > 10 => {
+                let t = s.strip_prefix(&s[..10])?.strip_prefix('T')?;
+                let ms = clock_ms(t)?;
+                ((days * 86_400_000 + ms) as f64).to_bits() as i64
+            }
+            _ => return None,
+        });
+    }
+    Some((out, when, tags))
+}
+
+/// `YYYY-MM-DD` as days since 1970-01-01 (Howard Hinnant's
+/// days_from_civil); `None` when it is not a date.
+pub(crate) fn iso_days(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        b[r.clone()]
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| s[r].parse().ok())?
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m) || d < 1 || d > days_in[(m - 1) as usize] {
+        return None;
+    }
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
+}
+
+/// `HH:MM:SS[.ffffff]` as milliseconds (rounded); `None` otherwise.
+pub(crate) fn clock_ms(t: &str) -> Option<i64> {
+    let (hms, frac) = t.split_once('.').unwrap_or((t, ""));
+    let p: Vec<&str> = hms.split(':').collect();
+    if p.len() != 3
+        || p.iter()
+            .any(|x| x.len() != 2 || !x.bytes().all(|c| c.is_ascii_digit()))
+    {
+        return None;
+    }
+    if !frac.bytes().all(|c| c.is_ascii_digit()) || frac.len() > 9 {
+        return None;
+    }
+    let (h, m, sec): (i64, i64, i64) = (p[0].parse().ok()?, p[1].parse().ok()?, p[2].parse().ok()?);
+    if h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    let f: f64 = if frac.is_empty() {
+        0.0
+    } else {
+        format!("0.{frac}").parse().ok()?
+    };
+    Some((h * 3600 + m * 60 + sec) * 1000 + (f * 1000.0).round() as i64)
 }
 
 /// Letters for the missing codes `codes` (stored units, floats as bits):
@@ -553,22 +653,7 @@ fn data(
     let mut bufs: Vec<Vec<u64>> = vec![Vec::new(); plans.len()];
     let mut out = Vec::new();
     let mut written = 0u64;
-    let mut start = 0;
-    while start < rows {
-        let n = (8 * STRIPE_ROWS).min(rows - start);
-        let keep: Vec<usize> = match selection {
-            None => (0..n).collect(),
-            Some((bits, _)) => (0..n)
-                .filter(|&i| {
-                    let r = start + i;
-                    bits[r / 64] >> (r % 64) & 1 == 1
-                })
-                .collect(),
-        };
-        if keep.is_empty() {
-            start += n;
-            continue;
-        }
+    for (start, n, keep) in blocks(rows, selection) {
         out.clear();
         out.resize(keep.len() * row_len, 0);
         for (vi, ((p, col), buf)) in plans.iter().zip(&cols).zip(bufs.iter_mut()).enumerate() {
@@ -611,6 +696,16 @@ fn data(
                             };
                             put(j, &f.to_le_bytes());
                         }
+                        Out::Date => put(j, &(if is_null {
+                            LONG_DOT
+                        } else {
+                            p.when[x as usize]
+                        } as i32).to_le_bytes()),
+                        Out::DateTime => put(j, &(if is_null {
+                            0x7FE0_0000_0000_0000
+                        } else {
+                            p.when[x as usize] as u64
+                        }).to_le_bytes()),
                         Out::Str(_) => {
                             if !is_null {
                                 if let Some(s) = p.dict.get(x as usize) {
@@ -650,7 +745,6 @@ fn data(
         }
         w.write_all(&out)?;
         written += keep.len() as u64;
-        start += n;
     }
     Ok(Ok(strls))
 }
@@ -699,14 +793,49 @@ mod tests {
                 v("int"),
                 v(&"x".repeat(40)),
                 v("a_b"),
+                v("ñame"),
+                v("str7"),
             ],
             &mut notes,
         );
+        // `a_b` is valid and kept; `a b` takes the next free name.
         assert_eq!(
             got,
-            ["AGE", "_2nd", "a_b", "_int", &"x".repeat(32), "a_b_2"]
+            [
+                "AGE",
+                "_2nd",
+                "a_b_2",
+                "_int",
+                &"x".repeat(32),
+                "a_b",
+                "ñame",
+                "_str7"
+            ]
         );
         assert_eq!(notes.len(), 5);
+    }
+
+    #[test]
+    fn iso_dates_and_datetimes_become_stata_numbers() {
+        assert_eq!(iso_days("1970-01-01"), Some(0));
+        assert_eq!(iso_days("1960-01-01"), Some(-3653));
+        assert_eq!(iso_days("2000-02-29"), Some(11_016));
+        assert_eq!(iso_days("1900-02-29"), None);
+        assert_eq!(iso_days("2020-13-01"), None);
+        assert_eq!(iso_days("0001-01-01"), Some(-719_162));
+        assert_eq!(clock_ms("10:10:10.5"), Some(36_610_500));
+        assert_eq!(clock_ms("24:00:00"), None);
+        let d = |v: &[&str]| dates(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let (out, when, tags) = d(&[".A", "1960-01-02", "2018-05-06"]).unwrap();
+        assert_eq!(out, Out::Date);
+        assert_eq!(when, [LONG_DOT + 1, 1, 21_310]);
+        assert_eq!(tags, [(1, ".A".to_string())]);
+        let (out, when, _) = d(&["1960-01-01T00:00:01.5"]).unwrap();
+        assert_eq!(out, Out::DateTime);
+        assert_eq!(f64::from_bits(when[0] as u64), 1500.0);
+        assert!(d(&["2018-05-06", "soon"]).is_none());
+        assert!(d(&["10:10:10"]).is_none());
+        assert!(d(&[".A"]).is_none());
     }
 
     #[test]

@@ -117,6 +117,18 @@ pub fn import_sas7bdat(
         ));
     }
     let meta = ds.metadata().clone();
+    if let Some(cat) = &opts.catalog {
+        let used = ds.columns().iter().any(|c| {
+            let f = ::sas7bdat::catalog::normalize_format_name(c.format.as_deref().unwrap_or(""));
+            !f.is_empty() && meta.label_sets.contains_key(&f)
+        });
+        if !used {
+            notes.push(format!(
+                "the catalog {} defines none of the formats the variables use: no value labels came from it",
+                cat.display()
+            ));
+        }
+    }
     let row_len = meta.row_len as usize;
     let vars: Vec<Var> = ds
         .columns()
@@ -363,10 +375,23 @@ pub fn import_sas7bdat(
 fn catalog_beside(input: &Path) -> Option<std::path::PathBuf> {
     let dir = input.parent()?;
     let stem = input.file_stem()?.to_string_lossy().to_string();
-    [format!("{stem}.sas7bcat"), "formats.sas7bcat".to_string()]
-        .into_iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file())
+    let wanted = [format!("{stem}.sas7bcat"), "formats.sas7bcat".to_string()];
+    std::fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    })
+    .ok()?
+    .filter_map(|e| e.ok())
+    .map(|e| e.path())
+    .find(|p| {
+        p.is_file()
+            && p.file_name().is_some_and(|n| {
+                wanted
+                    .iter()
+                    .any(|w| n.to_string_lossy().eq_ignore_ascii_case(w))
+            })
+    })
 }
 
 fn damaged(path: &Path, reason: String) -> Error {
@@ -438,10 +463,13 @@ fn read_pages(
     let err = match scanned {
         Err(e) => Some(damaged(
             path,
-            format!(
-                "record {}: the data cannot be read: {e}: the file is truncated or damaged",
-                n + 1
-            ),
+            if n == 0 {
+                format!("its data pages cannot be read: {e}: the file is truncated or damaged")
+            } else {
+                format!(
+                    "the data cannot be read after record {n}: {e}: the file is truncated or damaged"
+                )
+            },
         )),
         Ok(_) if n < records => Some(damaged(
             path,

@@ -22,6 +22,7 @@
 
 mod data;
 mod dict;
+pub(crate) mod write;
 
 pub(crate) use dict::is_sav;
 

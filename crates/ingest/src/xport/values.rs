@@ -64,6 +64,7 @@ pub(crate) fn shown(name: &str) -> Shown {
     ];
     const DATETIME: &[&str] = &[
         "DATETIME", "E8601DT", "B8601DT", "IS8601DT", "DATEAMPM", "NLDATM", "DTDATE", "MDYAMPM",
+        "DTYEAR", "DTMONYY", "DTWKDATX", "DTYYQC", "E8601DN", "B8601DN",
     ];
     const TIME: &[&str] = &[
         "TIME", "HHMM", "HOUR", "MMSS", "E8601TM", "B8601TM", "TIMEAMPM",

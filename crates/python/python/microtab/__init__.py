@@ -900,6 +900,23 @@ class Dataset(_Queries):
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
 
+    def to_spss(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
+                filter: str | None = None, force: bool = False) -> dict:  # noqa: A002
+        """Writes the variables (default all) of the records that pass
+        ``filter`` as an SPSS system file (bytecode-compressed, UTF-8), as
+        ``microtab export DS OUT.sav`` does: numbers with their decimals,
+        text as strings (very long ones too), dates as ``DATE``/``DATETIME``;
+        up to three user-missing values (or a range); variable and value
+        labels; names made valid for SPSS. Written beside ``path`` and
+        renamed into place. Returns what was written, its ``notes`` among
+        it."""
+        if isinstance(columns, str):
+            columns = [columns]
+        spec = {"columns": None if columns is None else list(columns), "filter": filter,
+                "force": force, "format": "sav"}
+        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
+
     def column(self, name: str) -> np.ndarray:
         """The stored values of a variable as a numpy array: a read-only
         memory map of the file for a plain column, the decoded values of a
