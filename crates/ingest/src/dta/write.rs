@@ -662,7 +662,6 @@ fn data(
                 Err(e) => return Ok(Err(e.into())),
             };
             let null = p.var.null_code.filter(|_| p.var.nulls > 0);
-            let w = p.out.width();
             let mut put = |j: usize, bytes: &[u8]| {
                 let at = j * row_len + p.offset;
                 out[at..at + bytes.len()].copy_from_slice(bytes);
@@ -737,11 +736,9 @@ fn data(
                     } else {
                         x
                     };
-                    debug_assert_eq!(w, 8);
                     put(j, &f.to_le_bytes());
                 }
             });
-            let _ = w;
         }
         w.write_all(&out)?;
         written += keep.len() as u64;

@@ -90,7 +90,7 @@ pub fn import_sas7bdat(
             reason: "not a SAS data set: it does not start with the .sas7bdat magic number".into(),
         });
     }
-    let mut ds = guarded(input, || {
+    let mut ds = guarded(|| {
         ::sas7bdat::Dataset::open_with(
             input,
             ::sas7bdat::OpenOptions::builder()
@@ -106,7 +106,7 @@ pub fn import_sas7bdat(
     })?;
     let mut notes = Vec::new();
     if let Some(cat) = &opts.catalog {
-        guarded(cat, || ds.attach_catalog(cat)).map_err(|e| Error::Input {
+        guarded(|| ds.attach_catalog(cat)).map_err(|e| Error::Input {
             path: cat.clone(),
             reason: format!("cannot read it as a SAS format catalog (.sas7bcat): {e}"),
         })?;
@@ -403,10 +403,7 @@ fn damaged(path: &Path, reason: String) -> Error {
 
 /// Runs the `sas7bdat` crate's `f`: its error, or a panic on a damaged
 /// file, as text.
-fn guarded<T>(
-    _path: &Path,
-    f: impl FnOnce() -> ::sas7bdat::Result<T>,
-) -> std::result::Result<T, String> {
+fn guarded<T>(f: impl FnOnce() -> ::sas7bdat::Result<T>) -> std::result::Result<T, String> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(x)) => Ok(x),
         Ok(Err(e)) => Err(e.to_string()),
@@ -430,7 +427,7 @@ fn read_pages(
     let mut buf = Vec::with_capacity(HANDOFF + row_len);
     let mut n = 0u64;
     let mut gone = false;
-    let scanned = guarded(path, || {
+    let scanned = guarded(|| {
         ds.scan().visit_raw_rows(|row| {
             if row.bytes.len() != row_len {
                 return Err(::sas7bdat::Error::Corruption(
