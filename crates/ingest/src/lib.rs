@@ -1,5 +1,6 @@
 //! Import of microdata into microtab datasets: delimited text (CSV) and
-//! fixed-width records described by a DDI codebook (IPUMS extracts),
+//! fixed-width records described by a DDI codebook (IPUMS extracts) or by
+//! Stata, SPSS and SAS setup files ([`read_setup`], [`import_setup`]),
 //! plain or gzip-compressed, SAS transport files ([`import_xport`]),
 //! Stata files ([`import_dta`]) and SPSS system files ([`import_sav`]),
 //! read batch by batch into [`ColumnarImport`].
@@ -65,6 +66,7 @@ pub mod note;
 pub mod options;
 mod sas;
 mod sav;
+mod setup;
 mod xport;
 
 pub use crate::core::dates::iso_date;
@@ -82,6 +84,7 @@ pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordE
 pub use sas::import_sas7bdat;
 pub use sav::import_sav;
 pub use sav::write::write_sav;
+pub use setup::{import_setup, read_setup, Setup};
 use std::path::Path;
 pub use xport::import_xport;
 

@@ -360,6 +360,30 @@ fn _import_text(
     let fixed = match format {
         "csv" => false,
         "fixed" => true,
+        "setup" => {
+            let (spec, o) = import_spec(spec, progress)?;
+            let files: Vec<std::path::PathBuf> = spec
+                .get("setup")
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str())
+                        .map(Into::into)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let (input, target) = (input.to_string(), target.to_string());
+            let (s, notes) = py.detach(move || {
+                let setup = microtab_ingest::read_setup(&files).map_err(ingest_error)?;
+                let notes = setup.codebook.warnings.clone();
+                microtab_ingest::import_setup(input.as_ref(), &setup, target.as_ref(), force, &o)
+                    .map_err(ingest_error)
+                    .map(|s| (s, notes))
+            })?;
+            let mut s = s;
+            s.notes.splice(0..0, notes);
+            return Ok(summary(&s));
+        }
         "xport" | "dta" | "sav" | "sas7bdat" | "auto" => {
             let (_, o) = import_spec(spec, progress)?;
             let (input, target) = (input.to_string(), target.to_string());
@@ -379,7 +403,7 @@ fn _import_text(
         }
         f => {
             return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv, fixed, xport, dta, sav, sas7bdat or auto"
+                "format {f:?}: expected csv, fixed, setup, xport, dta, sav, sas7bdat or auto"
             )))
         }
     };

@@ -64,8 +64,14 @@ pub struct Args {
     /// DDI codebook (XML) describing INPUT as fixed-width records, as
     /// IPUMS ships with every extract (a .csv INPUT is read as CSV and
     /// gets the codebook's labels and missing codes).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "setup")]
     ddi: Option<PathBuf>,
+    /// Setup file describing INPUT (repeatable): a Stata dictionary
+    /// (.dct) or do-file (.do), SPSS syntax (.sps) or a SAS program
+    /// (.sas), as IPUMS, ICPSR, NBER and DHS publish and `microtab subset`
+    /// writes; gives columns, types, labels and missing values.
+    #[arg(long, value_name = "FILE")]
+    setup: Vec<PathBuf>,
     /// Hierarchical fixed-width files: the record type that becomes a row
     /// (default: the person records, P; H imports the household records).
     #[arg(long, value_name = "TYPE", requires = "ddi")]
@@ -74,7 +80,7 @@ pub struct Args {
     /// unknown or blank only in value labels or text (INCTOT's 99999999
     /// and 99999998) as ordinary values; by default they become missing
     /// codes, and a note names each.
-    #[arg(long, requires = "ddi")]
+    #[arg(long)]
     keep_niu: bool,
     /// Store every variable as a plain little-endian array (no
     /// bit-packing), so that numpy.memmap reads each column file directly;
@@ -203,19 +209,68 @@ pub fn run(mut a: Args) -> Result<()> {
     if a.ddi.is_some() {
         return run_fixed(a);
     }
+    if !a.setup.is_empty() {
+        return run_setup(a);
+    }
+    if a.keep_niu {
+        bail!("--keep-niu applies to codebooks: give --ddi or --setup");
+    }
     import_with(&a, options(&a)?)
 }
 
 /// Imports `a.input` with `opts` under a progress bar, and reports.
-fn import_with(a: &Args, mut opts: ImportOptions) -> Result<()> {
+fn import_with(a: &Args, opts: ImportOptions) -> Result<()> {
+    import_by(a, opts, |o| {
+        microtab_ingest::import(&a.input, &a.output, a.force, o).map_err(hinted)
+    })
+}
+
+/// `import --setup`: text data described by Stata, SPSS or SAS setup files.
+fn run_setup(a: Args) -> Result<()> {
+    if !a.types.is_empty() || a.delimiter.is_some() || a.rectype.is_some() {
+        bail!("--type, --delimiter and --rectype do not apply with --setup: the setup gives every variable's columns and type");
+    }
+    let setup = microtab_ingest::read_setup(&a.setup)?;
+    for w in &setup.codebook.warnings {
+        eprintln!("note: {}", w.word(flag));
+    }
+    if let Some(named) = &setup.data_file {
+        let base = |s: &str| {
+            let s = s
+                .rsplit(['/', '\\'])
+                .next()
+                .unwrap_or(s)
+                .to_ascii_lowercase();
+            s.strip_suffix(".gz").map(str::to_string).unwrap_or(s)
+        };
+        let given = a.input.to_string_lossy();
+        if base(named) != base(&given) {
+            eprintln!(
+                "note: the setup names the data file {named}; reading {}",
+                a.input.display()
+            );
+        }
+    }
+    let opts = options(&a)?;
+    import_by(&a, opts, |o| {
+        microtab_ingest::import_setup(&a.input, &setup, &a.output, a.force, o).map_err(hinted)
+    })
+}
+
+/// Runs `import` with `opts` under a progress bar, and reports.
+fn import_by(
+    a: &Args,
+    mut opts: ImportOptions,
+    import: impl FnOnce(&ImportOptions) -> Result<ImportSummary>,
+) -> Result<()> {
     let (bar, progress) = progress_bar(&a.input);
     opts.progress = progress;
     let t = Instant::now();
-    let r = microtab_ingest::import(&a.input, &a.output, a.force, &opts);
+    let r = import(&opts);
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    report(a, &r.map_err(hinted)?, t);
+    report(a, &r?, t);
     Ok(())
 }
 

@@ -321,11 +321,30 @@ pub fn is_niu_label(label: &str) -> bool {
 /// and `CODE: LABEL` (IPUMS's coding instructions), a code being at most
 /// `width` digits.
 fn niu_codes(v: &VarBuilder, width: usize) -> Vec<NiuCode> {
+    niu_of(
+        &v.categories,
+        &v.invalid,
+        v.text,
+        [v.coding.as_deref(), v.description.as_deref()],
+        width,
+    )
+}
+
+/// The not-in-universe codes of a variable described by its categories,
+/// declared missing codes, kind and texts (coding instructions,
+/// description); see [`DdiVariable::niu`]. Setup files give the same parts.
+pub(crate) fn niu_of(
+    categories: &[DdiCategory],
+    invalid: &[String],
+    text: bool,
+    texts: [Option<&str>; 2],
+    width: usize,
+) -> Vec<NiuCode> {
     let mut out: Vec<NiuCode> = Vec::new();
     let declared = |c: &str| {
-        v.invalid.iter().any(|x| x == c) || v.categories.iter().any(|k| k.missing && k.value == c)
+        invalid.iter().any(|x| x == c) || categories.iter().any(|k| k.missing && k.value == c)
     };
-    for c in &v.categories {
+    for c in categories {
         if !c.missing && !declared(&c.value) {
             if let Some(l) = c.label.as_deref().filter(|l| is_niu_label(l)) {
                 out.push(NiuCode {
@@ -336,13 +355,10 @@ fn niu_codes(v: &VarBuilder, width: usize) -> Vec<NiuCode> {
             }
         }
     }
-    if v.text {
+    if text {
         return out;
     }
-    for text in [v.coding.as_deref(), v.description.as_deref()]
-        .into_iter()
-        .flatten()
-    {
+    for text in texts.into_iter().flatten() {
         let b = text.as_bytes();
         let mut i = 0;
         while i < b.len() {

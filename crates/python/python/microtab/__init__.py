@@ -75,6 +75,7 @@ __all__ = [
     "import_dta",
     "import_sav",
     "import_sas7bdat",
+    "import_setup",
     "import_fixed",
     "import_parquet",
     "ImportNote",
@@ -266,6 +267,28 @@ def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.
     return _import_file("fixed", data, out, force, spec, progress)
 
 
+def import_setup(data: str | os.PathLike, setup: str | os.PathLike | list, out: str | os.PathLike, *,
+                 missing: dict | None = None, encoding: str | None = None, keep_niu: bool = False,
+                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports text data described by setup files — a Stata dictionary
+    (``.dct``) or do-file (``.do``), SPSS syntax (``.sps``) or a SAS program
+    (``.sas``), as IPUMS, ICPSR, NBER, DHS and MEPS publish them and as
+    ``microtab subset`` writes them — as the dataset ``out``, and opens it.
+    ``setup`` is one file or a list (a ``.dct`` for the columns and a
+    ``.do`` for the labels, say). The setup gives each variable's columns
+    (fixed-width data, plain or gzip-compressed) or the header of a
+    delimited file, its type and implied decimals, variable and value
+    labels, and missing values (SPSS ranges included); statements that
+    change values are not run, and each is named in the notes.
+
+    >>> ds = mt.import_setup("cps_00006.dat.gz", "cps_00006.sps", "cps.mtab")  # doctest: +SKIP
+    """
+    files = [setup] if isinstance(setup, (str, os.PathLike)) else list(setup)
+    spec = {"setup": [os.fspath(f) for f in files], "missing": _codes(missing), "encoding": encoding,
+            "keep_niu": keep_niu, "plain": plain}
+    return _import_file("setup", data, out, force, spec, progress)
+
+
 def import_xport(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
                  plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a SAS transport file (XPORT version 5 or 8, ``.xpt``: NHANES
@@ -356,7 +379,7 @@ def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: st
 
 
 def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
-    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``xport``, ``dta``, ``sav``, ``sas7bdat`` or ``auto``)
+    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``setup``, ``xport``, ``dta``, ``sav``, ``sas7bdat`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
     ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}

@@ -1,0 +1,147 @@
+//! What one setup file says of the data, whatever its language: the
+//! fields of a record, labels, label sets, missing values; and the helpers
+//! the three languages share.
+
+use super::lex::{Tok, Token};
+use crate::error::Result;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A field of a fixed-width record.
+#[derive(Debug, Clone)]
+pub(crate) struct Field {
+    pub name: String,
+    /// Line of the record it is on (1-based).
+    pub record_line: usize,
+    /// Columns, 1-based, inclusive.
+    pub start: usize,
+    pub end: usize,
+    pub decimals: u32,
+    pub text: bool,
+    /// Where the setup declares it (file, line).
+    pub at: (usize, usize),
+}
+
+/// One value (or range) and its label.
+#[derive(Debug, Clone)]
+pub(crate) struct Labelled {
+    pub lo: String,
+    /// The end of a range (`1-5`, `1 THRU 5`).
+    pub hi: Option<String>,
+    pub label: String,
+}
+
+/// What one setup file says, before it becomes a codebook.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Desc {
+    /// Fields in record order (fixed-width), or the variables of a
+    /// delimited file in column order (columns 0).
+    pub fields: Vec<Field>,
+    pub delimited: Option<u8>,
+    pub header: bool,
+    /// Lines per record.
+    pub lines: usize,
+    pub data_file: Option<String>,
+    pub var_labels: Vec<(String, String)>,
+    /// Labels given to variables directly (SPSS).
+    pub value_labels: Vec<(String, Labelled)>,
+    /// Named label sets (Stata `label define`, SAS `VALUE`).
+    pub sets: HashMap<String, Vec<Labelled>>,
+    /// Which variable takes which set.
+    pub uses: Vec<(String, String, usize)>,
+    /// Missing codes (value or range) by variable.
+    pub missing: Vec<(String, Labelled)>,
+    /// Variables read as text by their declaration elsewhere (SAS `LENGTH
+    /// x $ 5`), for delimited files.
+    pub text: Vec<String>,
+    /// Implied decimals given by a division (`replace V = V / 100`):
+    /// variable, decimals, line.
+    pub scales: Vec<(String, u32, usize)>,
+    /// Columns read as text, by position from 1 (Stata's `stringcols`).
+    pub text_cols: Vec<usize>,
+    pub notes: Vec<String>,
+}
+
+/// A setup file's text: UTF-8, else Windows-1252 (older setups).
+pub(crate) fn read_text(p: &Path) -> Result<String> {
+    let b = std::fs::read(p).map_err(|e| crate::core::source::io_err(p, e))?;
+    let t = match String::from_utf8(b) {
+        Ok(t) => t,
+        Err(e) => encoding_rs::WINDOWS_1252
+            .decode_without_bom_handling(e.as_bytes())
+            .0
+            .into_owned(),
+    };
+    Ok(t.strip_prefix('\u{feff}')
+        .unwrap_or(&t)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n"))
+}
+
+/// `V = V / 10^k` (IPUMS's Stata setups give implied decimals so):
+/// variable `var` gets `k` more decimals (applied to the columns whichever
+/// setup file gives them); `false` when the divisor is not a power of ten.
+pub(crate) fn scale(d: &mut Desc, var: &str, divisor: &str, line: usize) -> bool {
+    let k = divisor.len().saturating_sub(1);
+    let power = divisor.starts_with('1') && divisor[1..].bytes().all(|b| b == b'0') && k > 0;
+    if power {
+        d.scales.push((var.to_string(), k as u32, line));
+    }
+    power
+}
+
+/// `V = V / 100` (SAS) or `COMPUTE V = V / 100` (SPSS): implied decimals.
+pub(crate) fn divides(t: &[Token], d: &mut Desc) -> bool {
+    let line = t.first().map_or(0, |x| x.line);
+    let t = if t.first().is_some_and(|x| x.is("compute")) {
+        &t[1..]
+    } else {
+        t
+    };
+    match (
+        t.first().and_then(|t| t.word()),
+        t.get(2).and_then(|t| t.word()),
+        t.get(4),
+    ) {
+        (Some(a), Some(b), Some(n))
+            if t.len() == 5 && a.eq_ignore_ascii_case(b) && t[1].sym('=') && t[3].sym('/') =>
+        {
+            match &n.tok {
+                Tok::Num(n) => scale(d, a, n, line),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// A statement's words after `from` as variable names, SPSS's and SAS's
+/// `A TO D` / `A--D` and Stata's `a-d` ranges resolved against `fields`.
+pub(crate) fn expand(names: &[String], fields: &[Field]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < names.len() {
+        if i + 2 < names.len()
+            && (names[i + 1].eq_ignore_ascii_case("to")
+                || names[i + 1] == "-"
+                || names[i + 1] == "--")
+        {
+            let p = fields
+                .iter()
+                .position(|f| f.name.eq_ignore_ascii_case(&names[i]));
+            let q = fields
+                .iter()
+                .position(|f| f.name.eq_ignore_ascii_case(&names[i + 2]));
+            if let (Some(p), Some(q)) = (p, q) {
+                if p <= q {
+                    out.extend(fields[p..=q].iter().map(|f| f.name.clone()));
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        out.push(names[i].clone());
+        i += 1;
+    }
+    out
+}

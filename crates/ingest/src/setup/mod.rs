@@ -1,0 +1,516 @@
+//! Setup files: text data described by the syntax that Stata, SPSS and SAS
+//! read it with, as IPUMS, ICPSR, NBER, DHS and MEPS publish them and as
+//! `subset` writes them beside a CSV file.
+//!
+//! | language | file | what is read |
+//! | --- | --- | --- |
+//! | Stata | `.dct` | `infix dictionary` (`[type] name [#:]start[-end]`, `# lines`), `infile dictionary` (`_column()`, `_skip()`, `_line()`, `_lines()`, `[type] name [:labels] [%infmt] ["label"]`) |
+//! | Stata | `.do` | `infix using FILE.dct`, an `infix … using` command, `import delimited`, `label variable`, `label define`, `label values`, `replace V = .x if V == CODE`, `mvdecode` |
+//! | SPSS | `.sps` | `DATA LIST` (column and FORTRAN-like formats, `RECORDS=`), `GET DATA /TYPE=TXT` (fixed or delimited), `VARIABLE LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES` (values and ranges) |
+//! | SAS | `.sas` | `PROC FORMAT` `VALUE` statements, `INFILE` (`DSD`, `DLM=`, `FIRSTOBS=`), `INPUT` (column, formatted and list input; `@`, `+`, `#`, `/` pointers), `LABEL`, `FORMAT`, `LENGTH`, `IF V = CODE THEN V = .x` |
+//!
+//! Several setup files may describe one data file (a `.dct` for the
+//! columns and a `.do` for the labels, say); each says what it says of
+//! the variables, by name. What a setup amounts to is a [`Codebook`],
+//! which the fixed-width (or CSV) import then uses exactly as it uses a
+//! DDI codebook. Statements that change the data (`recode`, `COMPUTE`,
+//! `IF … THEN` other than a missing code) are not run: each is noted.
+//!
+//! Records spread over several lines (`# lines`, `RECORDS=`, `#n` or `/`
+//! pointers) are refused with an error naming the statement.
+
+mod desc;
+mod lex;
+mod sas;
+mod spss;
+mod stata;
+
+use crate::core::pipeline::ImportSummary;
+use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable};
+use crate::error::{Error, Result};
+use crate::note::Note;
+use crate::options::ImportOptions;
+use desc::{read_text, Desc, Field, Labelled};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Codes a labelled range of integers (`1-5 = 'Low'` in a SAS format) may
+/// become.
+const RANGE_LABELS: i64 = 1_000;
+
+/// What setup files say of a data file.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Columns, types, labels and missing codes, as a DDI codebook would
+    /// give them (its path is the first setup file).
+    pub codebook: Codebook,
+    /// Delimited text with a header line (the field delimiter), else
+    /// fixed-width records.
+    pub delimited: Option<u8>,
+    /// Lines per record (fixed-width records spread over several lines).
+    pub lines: usize,
+    /// The data file the setup names, if it names one.
+    pub data_file: Option<String>,
+    /// A delimited file's setup that names no columns (Stata's `import
+    /// delimited`): the variables are the data's header, read at import.
+    pending: Option<(Vec<PathBuf>, Vec<Desc>)>,
+}
+
+/// Reads the setup files `paths` (each `.dct`, `.do`, `.sps` or `.sas`,
+/// else recognised by its statements) into what they say of the data.
+pub fn read_setup(paths: &[PathBuf]) -> Result<Setup> {
+    let first = paths.first().ok_or_else(|| Error::Input {
+        path: PathBuf::new(),
+        reason: "no setup file given".into(),
+    })?;
+    let mut descs = Vec::new();
+    for (k, p) in paths.iter().enumerate() {
+        let text = read_text(p)?;
+        let err = |reason: String| Error::Codebook {
+            path: p.clone(),
+            reason,
+        };
+        let d = match language(p, &text) {
+            Some(Lang::Stata) => stata::read(p, &text, k)?,
+            Some(Lang::Spss) => spss::read(&text, k).map_err(err)?,
+            Some(Lang::Sas) => sas::read(&text, k).map_err(err)?,
+            None => {
+                return Err(err(
+                    "not a setup file: no Stata dictionary, SPSS DATA LIST or GET DATA, or SAS INPUT statement is in it (setup files end in .dct, .do, .sps or .sas)".into(),
+                ))
+            }
+        };
+        descs.push(d);
+    }
+    if descs.iter().all(|d| d.fields.is_empty()) {
+        if let Some(d) = descs.iter().find(|d| d.delimited.is_some()) {
+            return Ok(Setup {
+                codebook: Codebook {
+                    path: first.clone(),
+                    file_name: d.data_file.clone(),
+                    charset: Charset::Utf8,
+                    hierarchical: false,
+                    record_groups: Vec::new(),
+                    variables: Vec::new(),
+                    warnings: Vec::new(),
+                },
+                delimited: d.delimited,
+                lines: 1,
+                data_file: d.data_file.clone(),
+                pending: Some((paths.to_vec(), descs)),
+            });
+        }
+    }
+    finish(paths, descs)
+}
+
+fn finish(paths: &[PathBuf], descs: Vec<Desc>) -> Result<Setup> {
+    let first = &paths[0];
+    build(paths, descs)
+        .map_err(|(k, reason)| Error::Codebook {
+            path: paths[k.min(paths.len() - 1)].clone(),
+            reason,
+        })
+        .map(|mut s| {
+            s.codebook.path = first.clone();
+            s
+        })
+}
+
+/// Imports `input`, described by `setup`, into a dataset at `target`.
+pub fn import_setup(
+    input: &Path,
+    setup: &Setup,
+    target: &Path,
+    force: bool,
+    opts: &ImportOptions,
+) -> Result<ImportSummary> {
+    let named;
+    let setup = match &setup.pending {
+        Some((paths, descs)) => {
+            named = with_header(input, paths, descs.clone())?;
+            &named
+        }
+        None => setup,
+    };
+    let mut opts = opts.clone();
+    opts.codebook = Some(setup.codebook.clone());
+    match setup.delimited {
+        Some(d) => {
+            opts.delimiter.get_or_insert(d);
+            crate::csv::import_csv(input, target, force, &opts)
+        }
+        None => crate::fixed::import_fixed(input, &setup.codebook, target, force, &opts),
+    }
+}
+
+/// The setup of a delimited file whose variables are its header's names.
+fn with_header(input: &Path, paths: &[PathBuf], mut descs: Vec<Desc>) -> Result<Setup> {
+    use std::io::Read;
+    let k = descs
+        .iter()
+        .position(|d| d.delimited.is_some())
+        .expect("a delimited setup");
+    let delim = descs[k].delimited.unwrap_or(b',');
+    let mut src = crate::core::source::open(input)?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !head.contains(&b'\n') && head.len() < 16 << 20 {
+        let n = src
+            .reader
+            .read(&mut buf)
+            .map_err(|e| src.read_error(e, 0))?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+    let line = String::from_utf8_lossy(&head[..end]);
+    let line = line.trim_start_matches('\u{feff}').trim_end_matches('\r');
+    let mut names = Vec::new();
+    let (mut cur, mut quoted, mut chars) = (String::new(), false, line.chars().peekable());
+    while let Some(ch) = chars.next() {
+        match ch {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                cur.push('"');
+            }
+            '"' => quoted = !quoted,
+            c if c as u32 == delim as u32 && !quoted => names.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    names.push(cur);
+    let d = &mut descs[k];
+    for (i, n) in names.iter().enumerate() {
+        d.fields.push(Field {
+            name: n.trim().to_string(),
+            record_line: 1,
+            start: 1,
+            end: 1,
+            decimals: 0,
+            text: d.text_cols.contains(&(i + 1)),
+            at: (k, 1),
+        });
+    }
+    // Columns the setup says nothing of keep the types their values show.
+    let mut s = finish(paths, descs)?;
+    s.codebook.variables.retain(|v| {
+        v.text
+            || v.label.is_some()
+            || !v.categories.is_empty()
+            || !v.invalid.is_empty()
+            || !v.invalid_ranges.is_empty()
+    });
+    Ok(s)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lang {
+    Stata,
+    Spss,
+    Sas,
+}
+
+fn language(p: &Path, text: &str) -> Option<Lang> {
+    let ext = p
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "dct" | "do" | "dict" => return Some(Lang::Stata),
+        "sps" | "spss" => return Some(Lang::Spss),
+        "sas" => return Some(Lang::Sas),
+        _ => {}
+    }
+    let t = text.to_ascii_lowercase();
+    if t.contains("dictionary") && t.contains('{') {
+        Some(Lang::Stata)
+    } else if t.contains("data list") || t.contains("get data") {
+        Some(Lang::Spss)
+    } else if t.contains("input") && t.contains(';') {
+        Some(Lang::Sas)
+    } else {
+        None
+    }
+}
+
+/// The label sets' and statements' values of one variable as categories
+/// (ranges of integers listed), missing codes and missing ranges.
+struct Said {
+    label: Option<String>,
+    cats: Vec<DdiCategory>,
+    invalid: Vec<String>,
+    ranges: Vec<(String, String)>,
+}
+
+fn key(s: &str) -> String {
+    s.to_lowercase()
+}
+
+/// A value a setup gives (in the variable's own units: SPSS, SAS and Stata
+/// label and declare values as they are after implied decimals) as a
+/// codebook code, which the import reads as the data's digits: with an
+/// explicit point when the field has implied decimals; `LO`/`HI` (SPSS's
+/// open range ends) as the widest such code; text as it is.
+fn code(v: &str, dec: u32, text: bool) -> String {
+    if text {
+        return v.to_string();
+    }
+    let d = dec as usize;
+    let point = if d > 0 {
+        format!(".{}", "0".repeat(d))
+    } else {
+        String::new()
+    };
+    let nines = "9".repeat(17usize.saturating_sub(d).max(1));
+    match v {
+        "LO" => return format!("-{nines}{point}"),
+        "HI" => return format!("{nines}{point}"),
+        _ => {}
+    }
+    if d > 0 {
+        return if v.contains(['.', 'e', 'E']) {
+            v.to_string()
+        } else {
+            format!("{v}{point}")
+        };
+    }
+    match v.parse::<f64>() {
+        Ok(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{}", x as i64),
+        _ => v.to_string(),
+    }
+}
+
+/// The values a labelled range stands for (integers, at most
+/// [`RANGE_LABELS`]), or `None`.
+fn range_values(lo: &str, hi: &str) -> Option<Vec<String>> {
+    let (a, b) = (lo.parse::<i64>().ok()?, hi.parse::<i64>().ok()?);
+    (b >= a && b - a < RANGE_LABELS).then(|| (a..=b).map(|x| x.to_string()).collect())
+}
+
+fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usize, String)> {
+    // The file that gives the layout: the first with fields.
+    let Some(lay) = descs.iter().position(|d| !d.fields.is_empty()) else {
+        return Err((
+            0,
+            "the setup gives no variables' columns: it needs a Stata dictionary (.dct) or infix command, an SPSS DATA LIST or GET DATA, or a SAS INPUT statement".into(),
+        ));
+    };
+    let mut said: HashMap<String, Said> = HashMap::new();
+    let mut warnings: Vec<Note> = Vec::new();
+    for (k, d) in descs.iter().enumerate() {
+        let file = paths[k].display();
+        for n in &d.notes {
+            warnings.push(Note::from(format!("{file}: {n}")));
+        }
+    }
+    let mut fields = descs[lay].fields.clone();
+    for (k, d) in descs.iter().enumerate() {
+        for (var, dec, line) in &d.scales {
+            match fields.iter_mut().find(|f| f.name.eq_ignore_ascii_case(var)) {
+                Some(f) if !f.text => f.decimals += dec,
+                Some(_) => {
+                    return Err((k, format!("line {line}: {var} is text: it cannot be divided")))
+                }
+                None => {
+                    return Err((
+                        k,
+                        format!("line {line}: {var} is divided by a power of ten (implied decimals), but no setup file gives its columns"),
+                    ))
+                }
+            }
+        }
+    }
+    let layout = &descs[lay];
+    let fields = &fields;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for f in fields {
+        if let Some(&l) = seen.get(&key(&f.name)) {
+            return Err((
+                f.at.0,
+                format!(
+                    "line {}: variable {} is declared twice (first on line {l})",
+                    f.at.1, f.name
+                ),
+            ));
+        }
+        seen.insert(key(&f.name), f.at.1);
+        said.insert(
+            key(&f.name),
+            Said {
+                label: None,
+                cats: Vec::new(),
+                invalid: Vec::new(),
+                ranges: Vec::new(),
+            },
+        );
+    }
+    let mut text_vars: Vec<String> = Vec::new();
+    for d in &descs {
+        text_vars.extend(d.text.iter().map(|t| key(t)));
+    }
+    // Each variable's kind and implied decimals, for its codes.
+    let kind: HashMap<String, (bool, u32)> = fields
+        .iter()
+        .map(|f| {
+            let text = f.text || text_vars.contains(&key(&f.name));
+            (key(&f.name), (text, f.decimals))
+        })
+        .collect();
+    let mut unknown: Vec<(usize, String)> = Vec::new();
+    for (k, d) in descs.iter().enumerate() {
+        for (n, l) in &d.var_labels {
+            if let Some(s) = get(&mut said, &mut unknown, k, n) {
+                s.label = Some(l.clone());
+            }
+        }
+        let put = |s: &mut Said, l: &Labelled, warnings: &mut Vec<Note>, var: &str| {
+            let (text, dec) = kind.get(&key(var)).copied().unwrap_or((false, 0));
+            let mut add = |v: String| {
+                if l.label.is_empty() {
+                    return;
+                }
+                let v = code(&v, dec, text);
+                if let Some(c) = s.cats.iter_mut().find(|c| c.value == v) {
+                    c.label = Some(l.label.clone());
+                } else {
+                    s.cats.push(DdiCategory {
+                        value: v,
+                        label: Some(l.label.clone()),
+                        missing: false,
+                    });
+                }
+            };
+            match &l.hi {
+                None => add(l.lo.clone()),
+                Some(hi) => match range_values(&l.lo, hi) {
+                    Some(vs) => vs.into_iter().for_each(add),
+                    None => warnings.push(Note::from(format!(
+                        "{}: variable {var}: the label {:?} of the range {} to {hi} is not kept (labels of ranges are kept for up to {RANGE_LABELS} integers)",
+                        paths[k].display(),
+                        l.label,
+                        l.lo
+                    ))),
+                },
+            }
+        };
+        for (n, l) in &d.value_labels {
+            if let Some(s) = get(&mut said, &mut unknown, k, n) {
+                put(s, l, &mut warnings, n);
+            }
+        }
+        for (n, set, line) in &d.uses {
+            // A set defined in this file, else in another.
+            let found = d
+                .sets
+                .get(&key(set))
+                .or_else(|| descs.iter().find_map(|o| o.sets.get(&key(set))));
+            match found {
+                Some(ls) => {
+                    if let Some(s) = get(&mut said, &mut unknown, k, n) {
+                        for l in ls {
+                            put(s, l, &mut warnings, n);
+                        }
+                    }
+                }
+                None => warnings.push(Note::from(format!(
+                    "{}: line {line}: variable {n} takes the value labels {set}, which no setup file defines",
+                    paths[k].display()
+                ))),
+            }
+        }
+        for (n, m) in &d.missing {
+            if let Some(s) = get(&mut said, &mut unknown, k, n) {
+                let (text, dec) = kind.get(&key(n)).copied().unwrap_or((false, 0));
+                match &m.hi {
+                    None => s.invalid.push(code(&m.lo, dec, text)),
+                    Some(hi) => s.ranges.push((code(&m.lo, dec, text), code(hi, dec, text))),
+                }
+            }
+        }
+    }
+    for (k, n) in &unknown {
+        warnings.push(Note::from(format!(
+            "{}: variable {n} is described but not among the {} variables whose columns {} gives: its description is not used",
+            paths[*k].display(),
+            fields.len(),
+            paths[lay].display()
+        )));
+    }
+    let variables = fields
+        .iter()
+        .map(|f| {
+            let s = said
+                .remove(&key(&f.name))
+                .expect("every field has an entry");
+            let text = f.text || text_vars.contains(&key(&f.name));
+            let niu = niu_of(&s.cats, &s.invalid, text, [None, None], f.end + 1 - f.start);
+            DdiVariable {
+                name: f.name.clone(),
+                label: s.label,
+                description: None,
+                start: f.start,
+                end: f.end,
+                decimals: if text { 0 } else { f.decimals },
+                text,
+                record_types: Vec::new(),
+                categories: s.cats,
+                invalid: s.invalid,
+                invalid_ranges: s.ranges,
+                coding: None,
+                niu,
+            }
+        })
+        .collect();
+    if let Some(f) = fields
+        .iter()
+        .find(|f| f.record_line > 1)
+        .or(fields.first())
+        .filter(|_| layout.lines > 1)
+    {
+        return Err((
+            lay,
+            format!(
+                "line {}: the setup reads records of {} lines each ({} is on line {} of a record): microtab reads fixed-width records of one line",
+                f.at.1, layout.lines, f.name, f.record_line
+            ),
+        ));
+    }
+    if layout.delimited.is_some() && !layout.header {
+        return Err((
+            lay,
+            "the setup reads delimited text without a header line of names: microtab reads delimited files by their header (write the names on the first line, or describe fixed columns)".into(),
+        ));
+    }
+    Ok(Setup {
+        codebook: Codebook {
+            path: paths[0].clone(),
+            file_name: layout.data_file.clone(),
+            charset: Charset::Utf8,
+            hierarchical: false,
+            record_groups: Vec::new(),
+            variables,
+            warnings,
+        },
+        delimited: layout.delimited,
+        lines: layout.lines.max(1),
+        data_file: layout.data_file.clone(),
+        pending: None,
+    })
+}
+
+/// The description of variable `name`, noting a name no field has.
+fn get<'a>(
+    said: &'a mut HashMap<String, Said>,
+    unknown: &mut Vec<(usize, String)>,
+    k: usize,
+    name: &str,
+) -> Option<&'a mut Said> {
+    let s = said.get_mut(&key(name));
+    if s.is_none() && !unknown.iter().any(|(_, n)| n.eq_ignore_ascii_case(name)) {
+        unknown.push((k, name.to_string()));
+    }
+    s
+}

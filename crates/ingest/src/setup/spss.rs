@@ -1,0 +1,618 @@
+//! SPSS syntax (`.sps`): `DATA LIST`, `GET DATA /TYPE=TXT`, `VARIABLE
+//! LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES`.
+
+use super::desc::{divides, expand, Desc, Field, Labelled};
+use super::lex::{strip_comments, tokens, Cursor, Tok};
+
+/// Commands that start a new command when a line begins with them, even
+/// if the one before lacks its full stop.
+const COMMANDS: &[&str] = &[
+    "data list",
+    "get data",
+    "variable labels",
+    "value labels",
+    "add value labels",
+    "missing values",
+    "formats",
+    "execute",
+    "save",
+    "file handle",
+    "variable level",
+    "compute",
+    "recode",
+];
+
+/// Commands that change the data: noted, not run.
+const CHANGES: &[&str] = &[
+    "compute",
+    "recode",
+    "if",
+    "select",
+    "do",
+    "filter",
+    "sample",
+    "autorecode",
+    "string",
+    "numeric",
+    "temporary",
+    "split",
+    "aggregate",
+    "sort",
+    "delete",
+    "rename",
+];
+
+/// The commands of `text` (comments dropped), each with its first line.
+fn commands(text: &str) -> Vec<(String, usize)> {
+    let text = strip_comments(text, false);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut first = 0;
+    let mut quote: Option<char> = None;
+    for (n, line) in text.lines().enumerate() {
+        let lower = line.to_ascii_lowercase();
+        let starts =
+            !line.starts_with([' ', '\t']) && COMMANDS.iter().any(|c| lower.starts_with(c));
+        if (line.trim().is_empty() && quote.is_none()) || (starts && quote.is_none()) {
+            if !cur.trim().is_empty() {
+                out.push((std::mem::take(&mut cur), first));
+            }
+            cur.clear();
+            if line.trim().is_empty() {
+                continue;
+            }
+        }
+        if cur.trim().is_empty() {
+            first = n + 1;
+            cur.clear();
+        }
+        quote = None;
+        let t = if cur.trim().is_empty() { line } else { &cur };
+        let t = t.trim_start().to_ascii_lowercase();
+        let comment = t.starts_with('*') || t.starts_with("comment");
+        for ch in line.chars().filter(|_| !comment) {
+            match quote {
+                Some(q) if ch == q => quote = None,
+                None if ch == '\'' || ch == '"' => quote = Some(ch),
+                _ => {}
+            }
+        }
+        let trimmed = line.trim_end();
+        if quote.is_none() && trimmed.ends_with('.') {
+            cur.push_str(&trimmed[..trimmed.len() - 1]);
+            out.push((std::mem::take(&mut cur), first));
+            continue;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+    }
+    if !cur.trim().is_empty() {
+        out.push((cur, first));
+    }
+    out.retain(|(c, _)| {
+        let t = c.trim_start();
+        !(t.starts_with('*') || t.to_ascii_lowercase().starts_with("comment"))
+    });
+    out
+}
+
+/// Whether `t` abbreviates `full` (SPSS takes the first three letters).
+fn abbrev(t: &str, full: &str) -> bool {
+    let t = t.to_ascii_lowercase();
+    t.len() >= 3.min(full.len()) && full.starts_with(&t)
+}
+
+pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
+    let mut d = Desc {
+        lines: 1,
+        ..Desc::default()
+    };
+    for (cmd, line) in commands(text) {
+        let mut c = Cursor::new(tokens(&cmd, line)?, line);
+        let w: Vec<String> =
+            c.t.iter()
+                .take(3)
+                .map(|t| t.word().unwrap_or("").to_ascii_lowercase())
+                .collect();
+        let w = |k: usize| w.get(k).map(String::as_str).unwrap_or("");
+        if abbrev(w(0), "data") && abbrev(w(1), "list") {
+            c.i = 2;
+            data_list(&mut c, &mut d, file)?;
+        } else if w(0) == "get" && w(1) == "data" {
+            c.i = 2;
+            get_data(&mut c, &mut d, file)?;
+        } else if abbrev(w(0), "variable") && abbrev(w(1), "labels") {
+            c.i = 2;
+            var_labels(&mut c, &mut d)?;
+        } else if abbrev(w(0), "value") && abbrev(w(1), "labels") {
+            c.i = 2;
+            value_labels(&mut c, &mut d)?;
+        } else if w(0) == "add" && abbrev(w(1), "value") && abbrev(w(2), "labels") {
+            c.i = 3;
+            value_labels(&mut c, &mut d)?;
+        } else if abbrev(w(0), "missing") && abbrev(w(1), "values") {
+            c.i = 2;
+            missing_values(&mut c, &mut d)?;
+        } else if w(0) == "file" && w(1) == "type" {
+            return Err(format!(
+                "line {line}: FILE TYPE (records of several types in one file): read the file with its DDI codebook, or one record type's DATA LIST"
+            ));
+        } else if w(0) == "weight" {
+            d.notes.push(format!(
+                "line {line}: WEIGHT names a weight variable (set it with a design to use it)"
+            ));
+        } else if w(0) == "compute" && divides(&c.t, &mut d) {
+        } else if CHANGES.contains(&w(0)) {
+            d.notes.push(format!(
+                "line {line}: {} is not run: the setup's layout, labels and missing values are read, commands that change values are not",
+                cmd.split_whitespace().take(4).collect::<Vec<_>>().join(" ")
+            ));
+        }
+    }
+    Ok(d)
+}
+
+/// The format in parentheses after a field: text, decimals.
+fn paren_format(
+    c: &mut Cursor,
+    notes: &mut Vec<String>,
+    names: &[String],
+) -> Result<(bool, u32), String> {
+    let mut text = false;
+    let mut dec = 0;
+    let line = c.at();
+    let mut words = Vec::new();
+    while let Some(t) = c.next() {
+        if t.sym(')') {
+            break;
+        }
+        words.push(t);
+    }
+    match words.first().map(|t| t.tok.clone()) {
+        None => {}
+        Some(Tok::Num(n)) => {
+            dec = n
+                .parse()
+                .map_err(|_| format!("line {line}: ({n}) is not a number of decimals"))?
+        }
+        Some(Tok::Word(w)) => {
+            let f = w.to_ascii_uppercase();
+            let letters: String = f.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+            match letters.as_str() {
+                "A" | "AHEX" => text = true,
+                "F" | "N" | "COMMA" | "DOT" | "E" | "Z" | "PCT" | "DOLLAR" => {
+                    // `(F,2)` or `(F8.2)`: its decimals.
+                    if let Some(p) = f.find('.') {
+                        dec = f[p + 1..].parse().unwrap_or(0);
+                    } else if let Some(Tok::Num(n)) = words.get(2).map(|t| t.tok.clone()) {
+                        dec = n.parse().unwrap_or(0);
+                    }
+                }
+                _ => {
+                    text = true;
+                    notes.push(format!(
+                        "line {line}: {} read with format {w}: kept as text as written",
+                        names.join(" ")
+                    ));
+                }
+            }
+        }
+        Some(_) => return Err(format!("line {line}: a format in parentheses was expected")),
+    }
+    Ok((text, dec))
+}
+
+fn data_list(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
+    // Options up to the first slash.
+    while let Some(t) = c.peek().cloned() {
+        if t.sym('/') {
+            break;
+        }
+        c.i += 1;
+        if t.is("file") {
+            c.eat('=');
+            match c.next().map(|t| t.tok) {
+                Some(Tok::Str(s)) | Some(Tok::Word(s)) => d.data_file = Some(s),
+                _ => return Err(c.err("a file name after FILE=")),
+            }
+        } else if t.is("records") {
+            c.eat('=');
+            d.lines = c
+                .next()
+                .and_then(|t| t.int())
+                .ok_or_else(|| c.err("a number after RECORDS="))?;
+        } else if t.is("free") || t.is("list") {
+            return Err(format!(
+                "line {}: DATA LIST {}: values separated by blanks without a header line of names; microtab reads fixed columns, or delimited text with a header",
+                t.line,
+                t.show().to_uppercase()
+            ));
+        } else if t.is("skip") {
+            c.eat('=');
+            let n = c.next().and_then(|t| t.int()).unwrap_or(0);
+            if n > 0 {
+                return Err(format!("line {}: SKIP={n}: lines before the data are not skipped by a fixed-width import (remove them first)", t.line));
+            }
+        } else if t.is("encoding") || t.is("end") {
+            c.eat('=');
+            c.next();
+        }
+    }
+    fixed_specs(c, d, file, false)
+}
+
+/// Fixed-column specifications: `[/n] names start[-end] [(fmt)]` or
+/// `names (fmt list)`; with `zero`, columns count from 0 (GET DATA).
+fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<(), String> {
+    let mut rec = 1usize;
+    let mut pos = vec![1usize; 2];
+    let mut started = false;
+    while !c.done() {
+        if c.eat('/') {
+            match c.peek().and_then(|t| t.int()) {
+                Some(n) => {
+                    c.i += 1;
+                    rec = n;
+                }
+                None if started => rec += 1,
+                None => {}
+            }
+            started = true;
+            if pos.len() <= rec {
+                pos.resize(rec + 1, 1);
+            }
+            d.lines = d.lines.max(rec);
+            continue;
+        }
+        started = true;
+        let line = c.at();
+        let mut names = Vec::new();
+        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
+            c.i += 1;
+            names.push(w);
+        }
+        if names.is_empty() {
+            return Err(c.err("a variable name was expected"));
+        }
+        let names = expand_to(&names);
+        if let Some(a) = c.peek().and_then(|t| t.int()) {
+            c.i += 1;
+            let b = if c.eat('-') {
+                c.next()
+                    .and_then(|t| t.int())
+                    .ok_or_else(|| c.err("a column number after -"))?
+            } else {
+                a
+            };
+            let (a, b) = if zero { (a + 1, b + 1) } else { (a, b) };
+            if a == 0 || b < a {
+                return Err(format!("line {line}: columns {a}-{b} of {} are not a range of columns (numbered from 1)", names.join(" ")));
+            }
+            let (text, dec) = if c.eat('(') {
+                paren_format(c, &mut d.notes, &names)?
+            } else if zero {
+                // GET DATA: a format word follows; its decimals are not
+                // implied (as PSPP reads it: `F8.2` reads 12345 as 12345).
+                let w = c
+                    .next()
+                    .and_then(|t| t.word().map(str::to_string))
+                    .unwrap_or_default();
+                (format_word(&w).0, 0)
+            } else {
+                (false, 0)
+            };
+            let width = b + 1 - a;
+            if width % names.len() != 0 {
+                return Err(format!(
+                    "line {line}: columns {a}-{b} ({width} columns) cannot be shared equally by the {} variables {}",
+                    names.len(),
+                    names.join(" ")
+                ));
+            }
+            let each = width / names.len();
+            for (k, n) in names.iter().enumerate() {
+                d.fields.push(Field {
+                    name: n.clone(),
+                    record_line: rec,
+                    start: a + k * each,
+                    end: a + (k + 1) * each - 1,
+                    decimals: dec,
+                    text,
+                    at: (file, line),
+                });
+            }
+            if pos.len() <= rec {
+                pos.resize(rec + 1, 1);
+            }
+            pos[rec] = b + 1;
+        } else if c.eat('(') {
+            // FORTRAN-like: (F8.2, A10, 2F3, 5X, T20).
+            let mut fmts: Vec<(bool, u32, usize)> = Vec::new();
+            let mut count = 1usize;
+            while let Some(t) = c.next() {
+                match &t.tok {
+                    Tok::Sym(')') => break,
+                    Tok::Sym(',') => {}
+                    Tok::Num(n) => count = n.parse().map_err(|_| c.err("a repeat count"))?,
+                    Tok::Word(w) => {
+                        let f = w.to_ascii_uppercase();
+                        if f == "X" {
+                            pos[rec] += count;
+                        } else if let Some(col) =
+                            f.strip_prefix('T').and_then(|x| x.parse::<usize>().ok())
+                        {
+                            pos[rec] = col;
+                        } else {
+                            let letters: String =
+                                f.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+                            let rest = &f[letters.len()..];
+                            let (w, dec) = match rest.split_once('.') {
+                                Some((w, p)) => (
+                                    w.parse::<usize>().unwrap_or(0),
+                                    p.parse::<u32>().unwrap_or(0),
+                                ),
+                                None => (rest.parse::<usize>().unwrap_or(0), 0),
+                            };
+                            if w == 0 {
+                                return Err(format!("line {}: format {w} gives no width", t.line));
+                            }
+                            let (text, _) = format_word(&f);
+                            for _ in 0..count {
+                                fmts.push((text, dec, w));
+                            }
+                        }
+                        count = 1;
+                    }
+                    _ => return Err(format!("line {}: {} in a format list", t.line, t.show())),
+                }
+            }
+            if fmts.is_empty() {
+                return Err(format!(
+                    "line {line}: the format list of {} gives no widths",
+                    names.join(" ")
+                ));
+            }
+            for (k, n) in names.iter().enumerate() {
+                let (text, dec, w) = fmts[k % fmts.len()];
+                let a = pos[rec];
+                d.fields.push(Field {
+                    name: n.clone(),
+                    record_line: rec,
+                    start: a,
+                    end: a + w - 1,
+                    decimals: dec,
+                    text,
+                    at: (file, line),
+                });
+                pos[rec] = a + w;
+            }
+        } else {
+            return Err(c.err(&format!(
+                "columns (start-end) or a format after {}",
+                names.join(" ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// SPSS's `A TO D` in a list of new names: `V1 TO V3` → V1 V2 V3.
+fn expand_to(names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < names.len() {
+        if i + 2 < names.len() && names[i + 1].eq_ignore_ascii_case("to") {
+            let (a, b) = (&names[i], &names[i + 2]);
+            let split = |s: &str| {
+                let p = s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+                (s[..p].to_string(), s[p..].to_string())
+            };
+            let ((pa, na), (pb, nb)) = (split(a), split(b));
+            if let (true, Ok(x), Ok(y)) = (
+                pa.eq_ignore_ascii_case(&pb),
+                na.parse::<usize>(),
+                nb.parse::<usize>(),
+            ) {
+                if x <= y && y - x < 100_000 {
+                    let w = na.len();
+                    out.extend((x..=y).map(|k| format!("{pa}{k:0w$}")));
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        out.push(names[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// An SPSS format word (`A5`, `F8.2`, `DATE11`): text, decimals.
+fn format_word(w: &str) -> (bool, u32) {
+    let f = w.to_ascii_uppercase();
+    let letters: String = f.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let dec = f
+        .split_once('.')
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(0);
+    match letters.as_str() {
+        "F" | "N" | "COMMA" | "DOT" | "E" | "Z" | "PCT" | "DOLLAR" | "" => (false, dec),
+        _ => (true, 0),
+    }
+}
+
+fn get_data(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
+    let mut delimited = false;
+    let mut delim = b',';
+    let mut first = 1usize;
+    while !c.done() {
+        if !c.eat('/') {
+            c.i += 1;
+            continue;
+        }
+        let Some(sub) = c.next() else { break };
+        c.eat('=');
+        if sub.is("file") {
+            if let Some(Tok::Str(s)) | Some(Tok::Word(s)) = c.next().map(|t| t.tok) {
+                d.data_file = Some(s);
+            }
+        } else if sub.is("type") {
+            let t = c.next().map(|t| t.show()).unwrap_or_default();
+            if !t.eq_ignore_ascii_case("txt") {
+                return Err(format!(
+                    "line {}: GET DATA /TYPE={t}: only text data (TXT) are described by a setup",
+                    sub.line
+                ));
+            }
+        } else if sub.is("arrangement") {
+            delimited = c.next().is_some_and(|t| t.is("delimited"));
+        } else if sub.is("firstcase") {
+            first = c.next().and_then(|t| t.int()).unwrap_or(1);
+        } else if sub.is("delimiters") {
+            if let Some(Tok::Str(s)) = c.next().map(|t| t.tok) {
+                let s = s.replace("\\t", "\t");
+                delim = s.bytes().next().unwrap_or(b',');
+            }
+        } else if sub.is("variables") {
+            if delimited {
+                while let Some(t) = c.next() {
+                    let Some(name) = t.word().map(str::to_string) else {
+                        return Err(format!(
+                            "line {}: a variable name was expected, found {}",
+                            t.line,
+                            t.show()
+                        ));
+                    };
+                    let fmt = c
+                        .next()
+                        .and_then(|t| t.word().map(str::to_string))
+                        .ok_or_else(|| c.err(&format!("a format after {name}")))?;
+                    let (text, _) = format_word(&fmt);
+                    d.fields.push(Field {
+                        name,
+                        record_line: 1,
+                        start: 1,
+                        end: 1,
+                        decimals: 0,
+                        text,
+                        at: (file, t.line),
+                    });
+                }
+            } else {
+                if first > 1 {
+                    return Err(format!("line {}: /FIRSTCASE={first}: lines before the data are not skipped by a fixed-width import (remove them first)", sub.line));
+                }
+                fixed_specs(c, d, file, true)?;
+            }
+        }
+    }
+    if delimited {
+        d.delimited = Some(delim);
+        d.header = first == 2;
+        if first > 2 {
+            return Err(format!(
+                "line {}: /FIRSTCASE={first}: the data must start on the line after the header",
+                c.line
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn var_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
+    while !c.done() {
+        if c.eat('/') {
+            continue;
+        }
+        let mut names = Vec::new();
+        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
+            c.i += 1;
+            names.push(w);
+        }
+        let label = c.string().ok_or_else(|| c.err("a quoted label"))?;
+        for n in expand(&names, &d.fields) {
+            d.var_labels.push((n, label.clone()));
+        }
+    }
+    Ok(())
+}
+
+fn value_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
+    while !c.done() {
+        c.eat('/');
+        let mut names = Vec::new();
+        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
+            c.i += 1;
+            names.push(w);
+        }
+        if names.is_empty() {
+            return Err(c.err("variable names were expected"));
+        }
+        let names = expand(&names, &d.fields);
+        while !c.done() && !c.peek().is_some_and(|t| t.sym('/')) {
+            let (v, _) = c.value().ok_or_else(|| c.err("a value to label"))?;
+            let label = c
+                .string()
+                .ok_or_else(|| c.err(&format!("a quoted label for {v}")))?;
+            for n in &names {
+                d.value_labels.push((
+                    n.clone(),
+                    Labelled {
+                        lo: v.clone(),
+                        hi: None,
+                        label: label.clone(),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An end of a missing-value range: `LO`, `LOWEST`, `HI`, `HIGHEST`.
+fn bound(c: &mut Cursor) -> Option<String> {
+    if c.eat_word("lo") || c.eat_word("lowest") {
+        return Some("LO".into());
+    }
+    if c.eat_word("hi") || c.eat_word("highest") {
+        return Some("HI".into());
+    }
+    c.value().map(|v| v.0)
+}
+
+fn missing_values(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
+    while !c.done() {
+        c.eat('/');
+        let mut names = Vec::new();
+        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
+            c.i += 1;
+            names.push(w);
+        }
+        let names = expand(&names, &d.fields);
+        if !c.eat('(') {
+            return Err(c.err("( after the variables of MISSING VALUES"));
+        }
+        while !c.eat(')') {
+            if c.eat(',') {
+                continue;
+            }
+            let lo = bound(c).ok_or_else(|| c.err("a missing value"))?;
+            let hi = if c.eat_word("thru") || c.eat_word("through") {
+                Some(bound(c).ok_or_else(|| c.err("the end of a range after THRU"))?)
+            } else {
+                None
+            };
+            for n in &names {
+                d.missing.push((
+                    n.clone(),
+                    Labelled {
+                        lo: lo.clone(),
+                        hi: hi.clone(),
+                        label: String::new(),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(())
+}
