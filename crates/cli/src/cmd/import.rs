@@ -92,6 +92,18 @@ pub struct Args {
     /// name as one.
     #[arg(long, value_name = "N")]
     parts: Option<usize>,
+    /// Variables to keep (default: all), separated by commas or spaces;
+    /// the others are dropped once the file is read.
+    #[arg(long, num_args = 1.., value_name = "VAR")]
+    vars: Vec<String>,
+    /// SDA-style filter: only the records that pass it are kept (it sees
+    /// the labels and missing codes the import gives, as later queries do).
+    #[arg(long)]
+    filter: Option<String>,
+    /// The dataset the user named, when the import writes a staging
+    /// dataset first (`--parts`, `--vars`, `--filter`): reports name it.
+    #[arg(skip)]
+    shown: Option<PathBuf>,
     /// Set by `--parts`: the import is followed by a split.
     #[arg(skip)]
     then_split: bool,
@@ -193,6 +205,9 @@ fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Opt
 pub fn run(mut a: Args) -> Result<()> {
     if let Some(n) = a.parts.take() {
         return run_parts(a, n);
+    }
+    if !a.vars.is_empty() || a.filter.is_some() {
+        return run_selected(a);
     }
     if a.output
         .extension()
@@ -315,12 +330,76 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
     }
     let _remove = Remove(whole.clone());
     let force = a.force;
+    a.shown.get_or_insert(out.clone());
     a.output = whole.clone();
     a.force = true;
     a.then_split = true;
     run(a)?;
     let ds = crate::common::open(&whole)?;
     crate::cmd::split::split_into(&ds, &out, n, (force, false))
+}
+
+/// `--vars`/`--filter`: the import goes to a staging dataset beside
+/// OUTPUT, whose chosen variables and records are then written to OUTPUT
+/// (as `subset` does) and the staging dataset removed; a failed or killed
+/// import or selection leaves an existing OUTPUT untouched.
+fn run_selected(mut a: Args) -> Result<()> {
+    let out = a.output.clone();
+    // The filter's words are checked before the file is read.
+    let filter = match a.filter.take() {
+        Some(f) => microtab_engine::parse_filter(&f)?,
+        None => Vec::new(),
+    };
+    let wanted = std::mem::take(&mut a.vars);
+    if out.exists() && !a.force {
+        bail!("{} exists (give --force to replace it)", out.display());
+    }
+    let name = out
+        .file_name()
+        .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
+        .to_string_lossy()
+        .to_string();
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let whole = parent.join(format!(".{name}.select-{}", std::process::id()));
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = Remove(whole.clone());
+    let force = a.force;
+    a.shown.get_or_insert(out.clone());
+    a.output = whole.clone();
+    a.force = true;
+    run(a)?;
+    // Messages name the dataset the user asked for, not the staging one.
+    let named = |e: anyhow::Error| {
+        anyhow!(
+            "{}",
+            e.to_string()
+                .replace(&whole.display().to_string(), &out.display().to_string())
+        )
+    };
+    let ds = crate::common::open(&whole).map_err(named)?;
+    let vars = crate::common::var_names(&ds, &wanted);
+    let r = microtab_engine::subset::subset(&ds, &out, &vars, &filter, force)
+        .map_err(|e| named(e.into()))?;
+    eprintln!(
+        "kept {} records x {} variables{} in {}",
+        r.rows,
+        r.vars.len(),
+        if filter.is_empty() {
+            String::new()
+        } else {
+            " that pass the filter".to_string()
+        },
+        out.display()
+    );
+    Ok(())
 }
 
 /// A Parquet file: imported by `microtab-arrow` (in its place, unless
@@ -416,7 +495,7 @@ fn report(a: &Args, s: &ImportSummary, t: Instant) {
         s.bytes_in as f64 / 1e6,
         secs,
         s.bytes_text as f64 / 1e6 / secs,
-        s.path.display(),
+        a.shown.as_ref().unwrap_or(&s.path).display(),
         s.bytes_out as f64 / 1e6
     );
 }
