@@ -26,6 +26,7 @@ import pyreadstat
 import pytest
 
 from conftest import mutated, run, run_json
+from test_sav import frame as sav_frame
 from test_sav import shown
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "por"
@@ -463,21 +464,13 @@ def test_many_records_across_batches_hold_what_the_system_file_holds(tmp_path):
 # files pyreadstat writes
 # --------------------------------------------------------------------------
 
-def frame(n, seed=3):
-    """Numbers, text (ASCII: pyreadstat writes no other), dates and
-    datetimes, missing values."""
+def frame(n):
+    """test_sav's frame in what pyreadstat writes to a portable file: ASCII
+    text within 255 characters; a datetime beside the date."""
     import datetime as dt
-    rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "id": np.arange(1, n + 1, dtype=float),
-        "wt": np.round(rng.uniform(1, 500, n), 2),
-        "x": rng.normal(size=n) * 1e3,
-        "code": rng.choice([1.0, 2.0, 3.0, 8.0, 9.0], n),
-        "name": rng.choice(["alpha", "b", "x y", "", "Zed Z"], n),
-        "day": [dt.date(1990, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 20000, n)],
-        "when": [dt.datetime(2000, 1, 1) + dt.timedelta(seconds=int(d)) for d in rng.integers(0, 10**9, n)],
-    })
-    df.loc[df.index % 11 == 0, "x"] = np.nan
+    df = sav_frame(n).drop(columns="long")
+    df["name"] = df.name.replace("grüße", "Zed Z")
+    df["when"] = [dt.datetime(2000, 1, 1) + dt.timedelta(seconds=37 * k * k) for k in range(n)]
     return df
 
 
