@@ -27,7 +27,7 @@ struct Cli {
 enum Command {
     /// Generate synthetic data (`gen census`).
     Gen(cmd::gen::Args),
-    /// Import a CSV file, a fixed-width file with its DDI codebook, a Parquet file, a SAS transport (.xpt), Stata (.dta), SPSS (.sav, .zsav) file or SAS data set (.sas7bdat), into a dataset.
+    /// Import a CSV file, a fixed-width file with its DDI codebook, a Parquet file, a SAS transport (.xpt), Stata (.dta), SPSS (.sav, .zsav, .por) file or SAS data set (.sas7bdat), into a dataset.
     Import(cmd::import::Args),
     /// Write a dataset (some variables and records) as a Parquet file with its labels, missing codes and design, or as a Stata (.dta) or SPSS (.sav) file with its labels and missing values.
     Export(cmd::external::ExportArgs),

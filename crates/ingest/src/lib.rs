@@ -2,8 +2,9 @@
 //! fixed-width records described by a DDI codebook (IPUMS extracts) or by
 //! Stata, SPSS and SAS setup files ([`read_setup`], [`import_setup`]),
 //! plain or gzip-compressed, SAS transport files ([`import_xport`]),
-//! Stata files ([`import_dta`]) and SPSS system files ([`import_sav`]),
-//! read batch by batch into [`ColumnarImport`].
+//! Stata files ([`import_dta`]), SPSS system files ([`import_sav`]),
+//! SPSS portable files ([`import_por`]) and SAS data sets
+//! ([`import_sas7bdat`]), read batch by batch into [`ColumnarImport`].
 //!
 //! The entry points are [`import_csv`] and [`import_fixed`] (with a
 //! [`Codebook`] read by [`Codebook::read`]). Both stream the input through
@@ -40,7 +41,9 @@
 //!
 //! One folder per format — `csv/`, `fixed/` (with `ddi/`, the codebook
 //! that describes fixed-width files and labels any import), `columnar/`
-//! (batches decoded by a caller: Parquet, Arrow) — over `core/`, which
+//! (batches decoded by a caller: Parquet, Arrow), `xport/`, `dta/`,
+//! `sav/`, `por/` (whose reader rebuilds a system file's records from the
+//! portable file's text, for `sav/` to decode), `sas/` — over `core/`, which
 //! knows no format: the chunk model, the pipeline, the column sinks, the
 //! dataset. Formats do not import each other. [`ImportOptions`] is the one
 //! options type of every format and front end, parsed from the same words
@@ -64,6 +67,7 @@ mod error;
 mod fixed;
 pub mod note;
 pub mod options;
+mod por;
 mod sas;
 mod sav;
 mod setup;
@@ -81,6 +85,7 @@ pub use error::{Error, Fix, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};
 pub use options::{Delimiter, Encoding, ImportOptions, InferRows, TypeHint, WordError};
+pub use por::import_por;
 pub use sas::import_sas7bdat;
 pub use sav::import_sav;
 pub use sav::write::write_sav;
@@ -114,15 +119,19 @@ pub enum Format {
     /// A SAS data set (`.sas7bdat`), recognised by its first bytes
     /// whatever its name, or named `.sas7bdat`.
     Sas7bdat,
+    /// An SPSS portable file (`.por`), recognised by the signature
+    /// `SPSSPORT` after its splash and translation table whatever its
+    /// name, or named `.por`.
+    Por,
 }
 
 impl Format {
-    /// The format of `input` given the options: a SAS transport file, a
-    /// Stata file or an SPSS system file by its first bytes or its name
-    /// (`.xpt`, `.xport`, `.dta`, `.sav`, `.zsav`); else fixed-width
-    /// when a
-    /// codebook describes it, unless it is named `.csv` (or `.csv.gz`: an
-    /// IPUMS extract delivered as CSV, which the codebook labels).
+    /// The format of `input` given the options: a SAS data set, a SAS
+    /// transport file, a Stata file, an SPSS system or portable file by
+    /// its first bytes, else by its name (`.sas7bdat`, `.xpt`, `.xport`,
+    /// `.dta`, `.sav`, `.zsav`, `.por`); else fixed-width when a codebook
+    /// describes it, unless it is named `.csv` (or `.csv.gz`: an IPUMS
+    /// extract delivered as CSV, which the codebook labels).
     pub fn of(input: &Path, opts: &ImportOptions) -> Format {
         // Only a regular file is sniffed: reading a pipe would lose its
         // first bytes.
@@ -136,18 +145,35 @@ impl Format {
             0
         };
         let read = got >= 20;
-        let name = input.to_string_lossy().to_ascii_lowercase();
-        if sas::is_sas7bdat(&head[..got]) || name.ends_with(".sas7bdat") {
+        if sas::is_sas7bdat(&head[..got]) {
             return Format::Sas7bdat;
         }
-        if (read && xport::is_xport(&head)) || name.ends_with(".xpt") || name.ends_with(".xport") {
+        if read && xport::is_xport(&head) {
             return Format::Xport;
         }
-        if (read && dta::is_dta(&head)) || name.ends_with(".dta") {
+        if read && dta::is_dta(&head) {
             return Format::Dta;
         }
-        if (read && sav::is_sav(&head)) || name.ends_with(".sav") || name.ends_with(".zsav") {
+        if read && sav::is_sav(&head) {
             return Format::Sav;
+        }
+        // A portable file's signature is 464 characters in: read further
+        // only when the first bytes are none of the others'.
+        if read && por::is_por(input) {
+            return Format::Por;
+        }
+        let name = input.to_string_lossy().to_ascii_lowercase();
+        let named = [
+            (".sas7bdat", Format::Sas7bdat),
+            (".xpt", Format::Xport),
+            (".xport", Format::Xport),
+            (".dta", Format::Dta),
+            (".sav", Format::Sav),
+            (".zsav", Format::Sav),
+            (".por", Format::Por),
+        ];
+        if let Some((_, f)) = named.iter().find(|(ext, _)| name.ends_with(ext)) {
+            return *f;
         }
         let name = name.strip_suffix(".gz").unwrap_or(&name);
         if opts.codebook.is_some() && !name.ends_with(".csv") {
@@ -179,6 +205,7 @@ pub fn import(
         (Format::Xport, _) => import_xport(input, target, force, opts),
         (Format::Dta, _) => import_dta(input, target, force, opts),
         (Format::Sav, _) => import_sav(input, target, force, opts),
+        (Format::Por, _) => import_por(input, target, force, opts),
         (Format::Fixed, Some(cb)) => import_fixed(input, cb, target, force, opts),
         _ => import_csv(input, target, force, opts),
     }

@@ -340,9 +340,9 @@ fn import_spec(
 
 /// Imports a file: CSV (`format` `csv`, an IPUMS codebook optional),
 /// fixed-width (`fixed`, its codebook needed), a SAS transport file
-/// (`xport`), a Stata file (`dta`), an SPSS system file (`sav`), a SAS
-/// data set (`sas7bdat`, its format catalog `catalog`), or any
-/// of them by its content (`auto`); the codebook's path
+/// (`xport`), a Stata file (`dta`), an SPSS system file (`sav`), an SPSS
+/// portable file (`por`), a SAS data set (`sas7bdat`, its format catalog
+/// `catalog`), or any of them by its content (`auto`); the codebook's path
 /// `ddi` and the other options in the JSON `spec` (see `import_options`).
 /// With a codebook, sets the design its replicate weights imply. The
 /// summary as JSON.
@@ -384,7 +384,7 @@ fn _import_text(
             s.notes.splice(0..0, notes);
             return Ok(summary(&s));
         }
-        "xport" | "dta" | "sav" | "sas7bdat" | "auto" => {
+        "xport" | "dta" | "sav" | "por" | "sas7bdat" | "auto" => {
             let (_, o) = import_spec(spec, progress)?;
             let (input, target) = (input.to_string(), target.to_string());
             let format = format.to_string();
@@ -394,6 +394,7 @@ fn _import_text(
                     "xport" => microtab_ingest::import_xport(i, t, force, &o),
                     "dta" => microtab_ingest::import_dta(i, t, force, &o),
                     "sav" => microtab_ingest::import_sav(i, t, force, &o),
+                    "por" => microtab_ingest::import_por(i, t, force, &o),
                     "sas7bdat" => microtab_ingest::import_sas7bdat(i, t, force, &o),
                     _ => microtab_ingest::import(i, t, force, &o),
                 }
@@ -403,7 +404,7 @@ fn _import_text(
         }
         f => {
             return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv, fixed, setup, xport, dta, sav, sas7bdat or auto"
+                "format {f:?}: expected csv, fixed, setup, xport, dta, sav, por, sas7bdat or auto"
             )))
         }
     };

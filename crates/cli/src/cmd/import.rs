@@ -16,8 +16,9 @@ use std::time::Instant;
 pub struct Args {
     /// Input file: CSV (header line first), or with --ddi fixed-width
     /// records, plain or gzip-compressed (.gz); a Parquet file; a SAS
-    /// transport file (.xpt), a Stata file (.dta, releases 104-119) or an
-    /// SPSS system file (.sav, .zsav), each recognised by its first bytes.
+    /// transport file (.xpt), a Stata file (.dta, releases 104-119), an
+    /// SPSS system file (.sav, .zsav) or portable file (.por), or a SAS
+    /// data set (.sas7bdat), each recognised by its first bytes.
     input: PathBuf,
     /// Dataset directory to create (e.g. census.mtab).
     output: PathBuf,
@@ -50,7 +51,8 @@ pub struct Args {
     /// Text encoding: utf-8, latin1 (ISO-8859-1), windows-1252 or another
     /// encoding label (windows-1251, iso-8859-2, shift_jis, gb18030, …)
     /// (default: the format's own; utf-8 for CSV, windows-1252 for Stata
-    /// files before release 118, the one an SPSS or SAS file names).
+    /// files before release 118, the one an SPSS or SAS file names,
+    /// windows-1252 for what an SPSS portable file's table does not name).
     #[arg(long, value_name = "NAME")]
     encoding: Option<String>,
     /// A SAS format catalog (.sas7bcat) whose formats give a SAS data

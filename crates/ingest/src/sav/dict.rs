@@ -52,7 +52,8 @@ pub(crate) struct Var {
 #[derive(Debug)]
 pub(crate) struct Sav {
     pub big: bool,
-    /// 0 none, 1 bytecode, 2 zlib blocks of bytecode.
+    /// 0 none, 1 bytecode, 2 zlib blocks of bytecode; -1 records rebuilt
+    /// from a portable file's text (whose offsets are not the file's).
     pub compression: i32,
     pub bias: f64,
     /// Records, when the file says.
@@ -123,11 +124,18 @@ pub(crate) fn i64_of(b: &[u8], big: bool) -> i64 {
     }
 }
 
-/// The SPSS print format as text (`F8.2`).
+/// The SPSS print format as text (`F8.2`), from its packed form.
 fn format_name(print: i32) -> (u8, String) {
     let ty = ((print >> 16) & 0xFF) as u8;
-    let w = (print >> 8) & 0xFF;
-    let d = print & 0xFF;
+    (
+        ty,
+        format_text(ty, ((print >> 8) & 0xFF) as u32, (print & 0xFF) as u32),
+    )
+}
+
+/// The SPSS format of type code `ty`, width `w` and `d` decimals as text
+/// (`F8.2`, `DATE11`; an unknown type as `F`).
+pub(crate) fn format_text(ty: u8, w: u32, d: u32) -> String {
     let name = match ty {
         1 => "A",
         2 => "AHEX",
@@ -168,14 +176,23 @@ fn format_name(print: i32) -> (u8, String) {
         41 => "YMDHMS",
         _ => "F",
     };
-    (
-        ty,
-        if d > 0 {
-            format!("{name}{w}.{d}")
-        } else {
-            format!("{name}{w}")
-        },
-    )
+    if d > 0 {
+        format!("{name}{w}.{d}")
+    } else {
+        format!("{name}{w}")
+    }
+}
+
+/// How a number of format type `ty` is shown: dates (`DATE`, `ADATE`,
+/// `JDATE`, `EDATE`, `SDATE`), datetimes (`DATETIME`, `YMDHMS`), times
+/// (`TIME`, `DTIME`), else as a number.
+pub(crate) fn shown_of(ty: u8) -> Shown {
+    match ty {
+        20 | 23 | 24 | 38 | 39 => Shown::Date,
+        22 | 41 => Shown::DateTime,
+        21 | 25 => Shown::Time,
+        _ => Shown::Number,
+    }
 }
 
 /// The encoding a code page (subtype 3) or an encoding name (subtype 20)
@@ -463,12 +480,7 @@ pub(crate) fn read(path: &Path, enc: Option<Encoding>) -> Result<Sav> {
             }
         }
         let shown = if numeric {
-            match fty {
-                20 | 23 | 24 | 38 | 39 => Shown::Date,
-                22 | 41 => Shown::DateTime,
-                21 | 25 => Shown::Time,
-                _ => Shown::Number,
-            }
+            shown_of(fty)
         } else {
             Shown::Number
         };

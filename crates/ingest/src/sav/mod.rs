@@ -35,7 +35,8 @@ use crate::core::dates::{date_key, show_key};
 use crate::core::pipeline::ImportSummary;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
-use dict::{Sav, Shown, SPSS_TO_1960_DAYS};
+pub(crate) use dict::{format_text, shown_of, Missing, Sav, Var};
+use dict::{Shown, SPSS_TO_1960_DAYS};
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -53,13 +54,19 @@ pub fn import_sav(
 ) -> Result<ImportSummary> {
     refuse_text_options(input, opts, "an SPSS system file")?;
     let s = dict::read(input, opts.encoding)?;
-    let given: Vec<String> = s.vars.iter().map(|v| v.name.clone()).collect();
-    let (names, renamed) = distinct_names(&given);
-    let text: Vec<bool> = s
-        .vars
-        .iter()
-        .map(|v| v.width.is_some() || v.shown != Shown::Number)
-        .collect();
+    let reader = open_data(input, &s)?;
+    let mut notes = Vec::new();
+    if s.named_encoding.is_none() && opts.encoding.is_none() {
+        notes.push("the file names no text encoding: read as Windows-1252".to_string());
+    }
+    import_with(input, target, force, opts, &s, reader, |r| {
+        r.map(|()| notes)
+    })
+}
+
+/// The data of the system file `input` as a stream of uncompressed
+/// records, from its first record on.
+fn open_data(input: &Path, s: &Sav) -> Result<Box<dyn Read + Send>> {
     let open = || {
         std::fs::File::open(input).map_err(|e| Error::Input {
             path: input.to_path_buf(),
@@ -75,7 +82,7 @@ pub fn import_sav(
         })
     };
     seek(&mut file, s.data_start)?;
-    let reader: Box<dyn Read + Send> = match s.compression {
+    Ok(match s.compression {
         0 => Box::new(std::io::BufReader::with_capacity(1 << 20, file)),
         1 => Box::new(data::Bytecode::new(
             std::io::BufReader::with_capacity(1 << 20, file),
@@ -84,7 +91,7 @@ pub fn import_sav(
             s.sysmis,
         )),
         _ => {
-            let blocks = zsav_blocks(input, &mut file, &s, len)?;
+            let blocks = zsav_blocks(input, &mut file, s, len)?;
             Box::new(data::Bytecode::new(
                 std::io::BufReader::with_capacity(1 << 20, data::Zlib::new(file, blocks)),
                 s.bias,
@@ -92,7 +99,30 @@ pub fn import_sav(
                 s.sysmis,
             ))
         }
-    };
+    })
+}
+
+/// Imports the records `reader` yields (uncompressed, laid out as `s`
+/// says) into a dataset at `target`: what a system file and a portable
+/// file (whose reader rebuilds such records from its text) share. `done`
+/// is given the outcome of reading the records and returns it, or
+/// another error, and the notes to give first.
+pub(crate) fn import_with(
+    input: &Path,
+    target: &Path,
+    force: bool,
+    opts: &ImportOptions,
+    s: &Sav,
+    reader: Box<dyn Read + Send>,
+    done: impl FnOnce(Result<()>) -> Result<Vec<String>>,
+) -> Result<ImportSummary> {
+    let given: Vec<String> = s.vars.iter().map(|v| v.name.clone()).collect();
+    let (names, renamed) = distinct_names(&given);
+    let text: Vec<bool> = s
+        .vars
+        .iter()
+        .map(|v| v.width.is_some() || v.shown != Shown::Number)
+        .collect();
     let mut imp = ColumnarImport::create(input, target, force, &names, &text, opts.plain)?;
     let lay = Layout {
         start: s.data_start,
@@ -100,9 +130,9 @@ pub fn import_sav(
         records: if s.row_len == 0 { Some(0) } else { s.records },
         per_batch: per_batch(s.row_len, s.vars.len()),
     };
-    let dec = Decoder { path: input, s: &s };
+    let dec = Decoder { path: input, s };
     let mut seen = Seen::new(s.vars.len());
-    decode_records(
+    let decoded = decode_records(
         &mut imp,
         input,
         reader,
@@ -111,11 +141,9 @@ pub fn import_sav(
         |b| dec.decode(b),
         |x: Seen| seen.merge(x),
         opts.progress.as_ref(),
-    )?;
+    );
     let mut notes = renamed;
-    if s.named_encoding.is_none() && opts.encoding.is_none() {
-        notes.push("the file names no text encoding: read as Windows-1252".to_string());
-    }
+    notes.extend(done(decoded)?);
     if !s.label.is_empty() {
         notes.push(format!("the file is labelled {:?}", s.label));
     }

@@ -74,6 +74,7 @@ __all__ = [
     "import_xport",
     "import_dta",
     "import_sav",
+    "import_por",
     "import_sas7bdat",
     "import_setup",
     "import_fixed",
@@ -344,6 +345,29 @@ def import_sav(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     return _import_file("sav", path, out, force, spec, progress)
 
 
+def import_por(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
+               plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+    """Imports an SPSS portable file (``.por``: the text format SPSS and
+    PSPP export, in lines of 80 columns, with a character table of its
+    own) as the dataset ``out`` and opens it, as ``microtab import``
+    does, with what :func:`import_sav` keeps: variable names, labels and
+    value labels (a set labelling several variables copied to each);
+    numbers as (scaled) integers where they are exact, else the doubles
+    nearest their base-30 digits; discrete user-missing values as missing
+    codes, a range as the codes of the values the data hold in it;
+    ``DATE``-like formats as ISO dates, ``DATETIME`` as ISO datetimes,
+    ``TIME`` as ``HH:MM:SS``; empty text missing, text longer than its
+    width cut (a note counts them). Characters pass through the file's
+    table; bytes beyond ASCII the table does not name are read as
+    Windows-1252 (a note counts the texts holding them):
+    ``encoding="utf-8"`` reads the files PSPP writes. ``progress`` and
+    notes as for :func:`import_csv`; bad input raises
+    :class:`InputError` naming the file and byte offset (and the record
+    and variable), and leaves ``out`` as it was."""
+    spec = {"encoding": encoding, "plain": plain}
+    return _import_file("por", path, out, force, spec, progress)
+
+
 def import_sas7bdat(path: str | os.PathLike, out: str | os.PathLike, *,
                     catalog: str | os.PathLike | None = None, encoding: str | None = None,
                     plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
@@ -369,7 +393,8 @@ def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: st
                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
     """Imports ``path`` in the format its content shows — a SAS transport
     file (:func:`import_xport`), a Stata file (:func:`import_dta`), an SPSS
-    system file (:func:`import_sav`), a SAS data set
+    system file (:func:`import_sav`) or portable file
+    (:func:`import_por`), a SAS data set
     (:func:`import_sas7bdat`, with its format ``catalog``), else CSV
     (:func:`import_csv` with its defaults) — as ``microtab import FILE
     OUT`` does, and opens it."""
@@ -379,7 +404,7 @@ def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: st
 
 
 def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
-    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``setup``, ``xport``, ``dta``, ``sav``, ``sas7bdat`` or ``auto``)
+    """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``setup``, ``xport``, ``dta``, ``sav``, ``por``, ``sas7bdat`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
     ``out``, showing ``progress``, and opens it."""
     spec = {k: v for k, v in spec.items() if v is not None}
