@@ -84,6 +84,10 @@ pub struct DdiVariable {
     pub end: usize,
     /// Implied decimals (`dcml`): the digits `000123` with 2 mean `1.23`.
     pub decimals: u32,
+    /// Of [`DdiVariable::decimals`], those that divide every value, written
+    /// with a decimal point or not (a setup file's `replace V = V / 100`);
+    /// 0 for a DDI codebook, whose implied decimals give way to a point.
+    pub divide: u32,
     /// Alphabetic (`varFormat type="character"`).
     pub text: bool,
     /// Record types the variable appears on (hierarchical files; empty for
@@ -990,6 +994,7 @@ impl<'a> Parser<'a> {
             start,
             end,
             decimals: if v.text { 0 } else { v.decimals },
+            divide: 0,
             text: v.text,
             record_types: v.record_types,
             categories: v.categories,

@@ -111,14 +111,22 @@ pub(crate) fn parse_fixed_chunk(
                 }
                 continue;
             }
-            match parse_number(field, slot.decimals) {
+            // A division (`V / 100` in a setup) applies to every value,
+            // after the format's own implied decimals.
+            let k = slot.divide;
+            match parse_number(field, slot.decimals - k) {
                 Num::Null => col.push_null(),
                 Num::Scaled(m, d) => {
-                    if !col.push_scaled(m, d) {
-                        col.push_float(m as f64 / pow10(d) as f64);
+                    if !col.push_scaled(m, d + k) {
+                        col.push_float(if k == 0 {
+                            m as f64 / pow10(d) as f64
+                        } else {
+                            m as f64 / 10f64.powi((d + k) as i32)
+                        });
                     }
                 }
-                Num::Big(v) => col.push_float(v),
+                Num::Big(v) if k == 0 => col.push_float(v),
+                Num::Big(v) => col.push_float(v / 10f64.powi(k as i32)),
                 Num::BigInt => {
                     return Err(RecordError {
                         line: at,

@@ -18,6 +18,8 @@ pub(crate) struct Slot {
     /// 0-based end (exclusive).
     pub(crate) end: usize,
     pub(crate) decimals: u32,
+    /// Of `decimals`, those that divide every value (a point or not).
+    pub(crate) divide: u32,
     pub(crate) text: bool,
     /// Read from the parent (household) record rather than the row's own.
     pub(crate) parent: bool,
@@ -58,6 +60,7 @@ impl Layout {
             start: v.start - 1,
             end: v.end,
             decimals: v.decimals.min(MAX_FIXED_DECIMALS),
+            divide: v.divide.min(v.decimals.min(MAX_FIXED_DECIMALS)),
             text: v.text,
             parent,
         };

@@ -17,6 +17,9 @@ pub(crate) struct Field {
     pub start: usize,
     pub end: usize,
     pub decimals: u32,
+    /// Of `decimals`, those from a division (`V / 100`): every value is
+    /// divided, written with a point or not.
+    pub divide: u32,
     pub text: bool,
     /// Where the setup declares it (file, line).
     pub at: (usize, usize),
@@ -84,10 +87,18 @@ pub(crate) fn read_text(p: &Path) -> Result<String> {
 pub(crate) fn scale(d: &mut Desc, var: &str, divisor: &str, line: usize) -> bool {
     let k = divisor.len().saturating_sub(1);
     let power = divisor.starts_with('1') && divisor[1..].bytes().all(|b| b == b'0') && k > 0;
-    if power {
+    if power && k <= 9 {
         d.scales.push((var.to_string(), k as u32, line));
+        // Missing codes declared before the division are in the undivided
+        // units.
+        for (n, m) in d.missing.iter_mut() {
+            if n.eq_ignore_ascii_case(var) {
+                m.lo = shift(&m.lo, k as u32);
+                m.hi = m.hi.as_deref().map(|h| shift(h, k as u32));
+            }
+        }
     }
-    power
+    power && k <= 9
 }
 
 /// `V = V / 100` (SAS) or `COMPUTE V = V / 100` (SPSS): implied decimals.
@@ -132,16 +143,51 @@ pub(crate) fn expand(names: &[String], fields: &[Field]) -> Vec<String> {
             let q = fields
                 .iter()
                 .position(|f| f.name.eq_ignore_ascii_case(&names[i + 2]));
-            if let (Some(p), Some(q)) = (p, q) {
-                if p <= q {
+            match (p, q) {
+                (Some(p), Some(q)) if p <= q => {
                     out.extend(fields[p..=q].iter().map(|f| f.name.clone()));
-                    i += 3;
-                    continue;
                 }
+                // The columns are in another setup file: the range is
+                // resolved once they are known.
+                _ => out.push(format!("{}{RANGE}{}", names[i], names[i + 2])),
             }
+            i += 3;
+            continue;
         }
         out.push(names[i].clone());
         i += 1;
     }
     out
+}
+
+/// Joins the ends of a variable range (`A TO D`) whose columns another
+/// setup file gives.
+pub(crate) const RANGE: char = '\u{1}';
+
+/// Marks a statement's reset of what earlier statements said of a
+/// variable (SPSS's `VALUE LABELS`, `MISSING VALUES` replace).
+pub(crate) const CLEAR: &str = "\u{1}clear";
+
+/// `v` divided by 10^k, exactly, as text (`9999999`, 2 → `99999.99`);
+/// text that is not a decimal number is kept.
+pub(crate) fn shift(v: &str, k: u32) -> String {
+    let (neg, body) = match v.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, v),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return v.to_string();
+    }
+    let k = k as usize;
+    let int = format!("{}{int}", "0".repeat(k.saturating_sub(int.len())));
+    let cut = int.len() - k;
+    format!(
+        "{}{}.{}{frac}",
+        if neg { "-" } else { "" },
+        if cut == 0 { "0" } else { &int[..cut] },
+        &int[cut..]
+    )
 }

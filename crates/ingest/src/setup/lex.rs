@@ -169,6 +169,20 @@ fn word_char(c: char) -> bool {
 /// unterminated string is an error giving its line. Stata's compound
 /// quotes (`` `"…"' ``) are strings too.
 pub(crate) fn tokens(text: &str, line: usize) -> std::result::Result<Vec<Token>, String> {
+    tokens_with(text, line, true)
+}
+
+/// Stata's tokens: `'` opens no string (it closes macros and compound
+/// quotes), so a macro reference is a few symbols, not an open string.
+pub(crate) fn stata_tokens(text: &str, line: usize) -> std::result::Result<Vec<Token>, String> {
+    tokens_with(text, line, false)
+}
+
+fn tokens_with(
+    text: &str,
+    line: usize,
+    single_quotes: bool,
+) -> std::result::Result<Vec<Token>, String> {
     let c: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let (mut i, mut line) = (0, line);
@@ -205,7 +219,7 @@ pub(crate) fn tokens(text: &str, line: usize) -> std::result::Result<Vec<Token>,
             i = j + 2;
             continue;
         }
-        if ch == '\'' || ch == '"' {
+        if (ch == '\'' && single_quotes) || ch == '"' {
             let mut j = i + 1;
             let mut s = String::new();
             loop {

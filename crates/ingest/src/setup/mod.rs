@@ -30,9 +30,12 @@ use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable};
 use crate::error::{Error, Result};
 use crate::note::Note;
 use crate::options::ImportOptions;
-use desc::{read_text, Desc, Field, Labelled};
+use desc::{read_text, Desc, Field, Labelled, CLEAR, RANGE};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+/// The widest record a setup may describe, in columns.
+const MAX_COLUMN: usize = 1 << 20;
 
 /// Codes a labelled range of integers (`1-5 = 'Low'` in a SAS format) may
 /// become.
@@ -134,13 +137,25 @@ pub fn import_setup(
         None => setup,
     };
     let mut opts = opts.clone();
-    opts.codebook = Some(setup.codebook.clone());
+    let mut cb = setup.codebook.clone();
+    // Text in a single-byte encoding when one is given (the setup cannot
+    // say); UTF-8 else.
+    if matches!(
+        opts.encoding,
+        Some(crate::options::Encoding::Latin1 | crate::options::Encoding::Windows1252)
+    ) {
+        cb.charset = Charset::Latin1;
+    }
+    opts.codebook = Some(cb);
     match setup.delimited {
         Some(d) => {
             opts.delimiter.get_or_insert(d);
             crate::csv::import_csv(input, target, force, &opts)
         }
-        None => crate::fixed::import_fixed(input, &setup.codebook, target, force, &opts),
+        None => {
+            let cb = opts.codebook.clone().expect("set above");
+            crate::fixed::import_fixed(input, &cb, target, force, &opts)
+        }
     }
 }
 
@@ -190,6 +205,7 @@ fn with_header(input: &Path, paths: &[PathBuf], mut descs: Vec<Desc>) -> Result<
             start: 1,
             end: 1,
             decimals: 0,
+            divide: 0,
             text: d.text_cols.contains(&(i + 1)),
             at: (k, 1),
         });
@@ -225,7 +241,14 @@ fn language(p: &Path, text: &str) -> Option<Lang> {
         _ => {}
     }
     let t = text.to_ascii_lowercase();
-    if t.contains("dictionary") && t.contains('{') {
+    let stata = [
+        "infix ",
+        "infile ",
+        "label define ",
+        "label values ",
+        "#delimit",
+    ];
+    if (t.contains("dictionary") && t.contains('{')) || stata.iter().any(|w| t.contains(w)) {
         Some(Lang::Stata)
     } else if t.contains("data list") || t.contains("get data") {
         Some(Lang::Spss)
@@ -256,7 +279,8 @@ fn key(s: &str) -> String {
 /// open range ends) as the widest such code; text as it is.
 fn code(v: &str, dec: u32, text: bool) -> String {
     if text {
-        return v.to_string();
+        // SPSS pads text values with blanks; the data lose theirs.
+        return v.trim_end().to_string();
     }
     let d = dec as usize;
     let point = if d > 0 {
@@ -310,7 +334,10 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
     for (k, d) in descs.iter().enumerate() {
         for (var, dec, line) in &d.scales {
             match fields.iter_mut().find(|f| f.name.eq_ignore_ascii_case(var)) {
-                Some(f) if !f.text => f.decimals += dec,
+                Some(f) if !f.text => {
+                    f.decimals += dec;
+                    f.divide += dec;
+                }
                 Some(_) => {
                     return Err((k, format!("line {line}: {var} is text: it cannot be divided")))
                 }
@@ -327,6 +354,32 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
     let fields = &fields;
     let mut seen: HashMap<String, usize> = HashMap::new();
     for f in fields {
+        let at = |reason: String| (f.at.0, format!("line {}: {}: {reason}", f.at.1, f.name));
+        if f.start == 0 || f.end < f.start {
+            return Err(at(format!(
+                "columns {}-{} are not a range of columns (numbered from 1)",
+                f.start, f.end
+            )));
+        }
+        if f.end > MAX_COLUMN {
+            return Err(at(format!(
+                "column {} is beyond the {MAX_COLUMN} columns a record may have",
+                f.end
+            )));
+        }
+        if !f.text && layout.delimited.is_none() && f.end + 1 - f.start > 40 {
+            return Err(at(format!(
+                "a numeric field {} columns wide is not supported (at most 40)",
+                f.end + 1 - f.start
+            )));
+        }
+        if f.decimals > crate::core::number::MAX_FIXED_DECIMALS {
+            return Err(at(format!(
+                "{} decimals are more than {} (implied decimals and divisions together)",
+                f.decimals,
+                crate::core::number::MAX_FIXED_DECIMALS
+            )));
+        }
         if let Some(&l) = seen.get(&key(&f.name)) {
             return Err((
                 f.at.0,
@@ -360,10 +413,30 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
         })
         .collect();
     let mut unknown: Vec<(usize, String)> = Vec::new();
+    // A name as the variables it stands for: itself, a range whose columns
+    // another file gives (`A TO D`), or Stata's `_all`.
+    let targets = |n: &str| -> Vec<String> {
+        if let Some((a, b)) = n.split_once(RANGE) {
+            let p = fields.iter().position(|f| f.name.eq_ignore_ascii_case(a));
+            let q = fields.iter().position(|f| f.name.eq_ignore_ascii_case(b));
+            match (p, q) {
+                (Some(p), Some(q)) if p <= q => {
+                    fields[p..=q].iter().map(|f| f.name.clone()).collect()
+                }
+                _ => vec![format!("{a} to {b}")],
+            }
+        } else if n == "_all" || n == "*" {
+            fields.iter().map(|f| f.name.clone()).collect()
+        } else {
+            vec![n.to_string()]
+        }
+    };
     for (k, d) in descs.iter().enumerate() {
         for (n, l) in &d.var_labels {
-            if let Some(s) = get(&mut said, &mut unknown, k, n) {
-                s.label = Some(l.clone());
+            for n in targets(n) {
+                if let Some(s) = get(&mut said, &mut unknown, k, &n) {
+                    s.label = Some(l.clone());
+                }
             }
         }
         let put = |s: &mut Said, l: &Labelled, warnings: &mut Vec<Note>, var: &str| {
@@ -397,21 +470,30 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             }
         };
         for (n, l) in &d.value_labels {
-            if let Some(s) = get(&mut said, &mut unknown, k, n) {
-                put(s, l, &mut warnings, n);
+            for n in targets(n) {
+                if let Some(s) = get(&mut said, &mut unknown, k, &n) {
+                    if l.lo == CLEAR {
+                        s.cats.clear();
+                    } else {
+                        put(s, l, &mut warnings, &n);
+                    }
+                }
             }
         }
         for (n, set, line) in &d.uses {
-            // A set defined in this file, else in another.
+            // A set defined in this file, else in another (Stata's names
+            // are case-sensitive; SAS's are stored in lower case).
             let found = d
                 .sets
-                .get(&key(set))
-                .or_else(|| descs.iter().find_map(|o| o.sets.get(&key(set))));
+                .get(set)
+                .or_else(|| descs.iter().find_map(|o| o.sets.get(set)));
             match found {
                 Some(ls) => {
-                    if let Some(s) = get(&mut said, &mut unknown, k, n) {
-                        for l in ls {
-                            put(s, l, &mut warnings, n);
+                    for n in targets(n) {
+                        if let Some(s) = get(&mut said, &mut unknown, k, &n) {
+                            for l in ls {
+                                put(s, l, &mut warnings, &n);
+                            }
                         }
                     }
                 }
@@ -422,11 +504,17 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             }
         }
         for (n, m) in &d.missing {
-            if let Some(s) = get(&mut said, &mut unknown, k, n) {
-                let (text, dec) = kind.get(&key(n)).copied().unwrap_or((false, 0));
-                match &m.hi {
-                    None => s.invalid.push(code(&m.lo, dec, text)),
-                    Some(hi) => s.ranges.push((code(&m.lo, dec, text), code(hi, dec, text))),
+            for n in targets(n) {
+                if let Some(s) = get(&mut said, &mut unknown, k, &n) {
+                    let (text, dec) = kind.get(&key(&n)).copied().unwrap_or((false, 0));
+                    match &m.hi {
+                        _ if m.lo == CLEAR => {
+                            s.invalid.clear();
+                            s.ranges.clear();
+                        }
+                        None => s.invalid.push(code(&m.lo, dec, text)),
+                        Some(hi) => s.ranges.push((code(&m.lo, dec, text), code(hi, dec, text))),
+                    }
                 }
             }
         }
@@ -453,6 +541,7 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
                 description: None,
                 start: f.start,
                 end: f.end,
+                divide: if text { 0 } else { f.divide },
                 decimals: if text { 0 } else { f.decimals },
                 text,
                 record_types: Vec::new(),

@@ -157,11 +157,31 @@ fn value(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
         let line = c.at();
         loop {
             let lo = item(c);
-            let hi = if c.eat('-') || (c.eat('<') && c.eat('-')) {
-                c.eat('<');
-                Some(item(c))
+            // `a-b`, `a<-b` (a left out), `a-<b` (b left out).
+            let lo_out =
+                c.peek().is_some_and(|t| t.sym('<')) && c.peek_at(1).is_some_and(|t| t.sym('-'));
+            if lo_out {
+                c.i += 1;
+            }
+            let (hi, hi_out) = if c.eat('-') {
+                let out = c.eat('<');
+                (Some(item(c)), out)
             } else {
-                None
+                (None, false)
+            };
+            let step = |i: Item, by: i64| match i {
+                Item::Value(v) => match v.parse::<i64>() {
+                    Ok(x) => Item::Value((x + by).to_string()),
+                    // A bound left out of a range of non-integers: no
+                    // single values to label.
+                    Err(_) => Item::Special(format!("{v} (excluded)")),
+                },
+                other => other,
+            };
+            let lo = if lo_out { step(lo, 1) } else { lo };
+            let hi = match hi {
+                Some(h) if hi_out => Some(step(h, -1)),
+                h => h,
             };
             items.push((lo, hi));
             if !c.eat(',') {
@@ -321,6 +341,8 @@ fn informat(f: &str) -> Option<(usize, u32, bool)> {
 fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
     let mut rec = 1usize;
     let mut pos = 1usize;
+    // Fields read by list input (no columns).
+    let mut listed: Vec<usize> = Vec::new();
     while let Some(t) = c.next() {
         let line = t.line;
         match &t.tok {
@@ -333,7 +355,11 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                 }
             }
             Tok::Sym('+') => {
-                pos += c.next().and_then(|t| t.int()).ok_or_else(|| c.err("a number after +"))?;
+                let n = c
+                    .next()
+                    .and_then(|t| t.int())
+                    .ok_or_else(|| c.err("a number after +"))?;
+                pos = pos.saturating_add(n);
             }
             Tok::Sym('/') => {
                 rec += 1;
@@ -377,6 +403,7 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                         start: a,
                         end: b,
                         decimals: dec,
+                        divide: 0,
                         text,
                         at: (file, line),
                     });
@@ -409,11 +436,13 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                 }
                 if colon || w == 0 {
                     // List input: the delimited file's next column.
+                    listed.push(d.fields.len());
                     d.fields.push(Field {
                         name: name.clone(),
                         record_line: rec,
                         start: 1,
                         end: 1,
+                        divide: 0,
                         decimals: 0,
                         text,
                         at: (file, line),
@@ -427,33 +456,23 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                     name,
                     record_line: rec,
                     start: pos,
-                    end: pos + w - 1,
+                        divide: 0,
+                    end: pos.saturating_add(w - 1),
                     decimals: dec,
                     text,
                     at: (file, line),
                 });
-                pos += w;
+                pos = pos.saturating_add(w);
             }
             _ => return Err(format!("line {line}: {} in INPUT", t.show())),
         }
     }
-    if d.delimited.is_none()
-        && d.fields
-            .iter()
-            .any(|f| f.start == 1 && f.end == 1 && f.decimals == 0)
-    {
-        // List input without DSD/DLM: values separated by blanks.
-        let listed = d
-            .fields
-            .iter()
-            .filter(|f| f.start == 1 && f.end == 1)
-            .count();
-        if listed == d.fields.len() && listed > 1 {
-            return Err(format!(
-                "line {}: INPUT lists variables without columns and INFILE gives no DSD or DLM=: values separated by blanks are not read (give columns, or DSD for delimited text)",
-                c.line
-            ));
-        }
+    if let (None, Some(k)) = (d.delimited, listed.first()) {
+        let f = &d.fields[*k];
+        return Err(format!(
+            "line {}: {} is read by list input (no columns) and INFILE gives no DSD or DLM=: values separated by blanks are not read (give its columns, or DSD for delimited text)",
+            f.at.1, f.name
+        ));
     }
     Ok(())
 }
@@ -558,7 +577,17 @@ fn attrib(
 /// `IF V = CODE THEN V = .x` (or `= .`, `= ''`), `IF V IN (a, b) THEN …`:
 /// the codes are missing.
 fn missing_if(c: &Cursor, d: &mut Desc) -> bool {
-    let t = &c.t;
+    // `IF (V = 9) THEN …`: the condition's parentheses.
+    let mut t = c.t.clone();
+    if t.get(1).is_some_and(|x| x.sym('(')) {
+        if let Some(th) = t.iter().position(|x| x.is("then")) {
+            if th >= 3 && t[th - 1].sym(')') {
+                t.remove(th - 1);
+                t.remove(1);
+            }
+        }
+    }
+    let t = &t;
     let Some(var) = t.get(1).and_then(|t| t.word()) else {
         return false;
     };

@@ -1,7 +1,7 @@
 //! SPSS syntax (`.sps`): `DATA LIST`, `GET DATA /TYPE=TXT`, `VARIABLE
 //! LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES`.
 
-use super::desc::{divides, expand, Desc, Field, Labelled};
+use super::desc::{divides, expand, Desc, Field, Labelled, CLEAR};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
 
 /// Commands that start a new command when a line begins with them, even
@@ -51,8 +51,15 @@ fn commands(text: &str) -> Vec<(String, usize)> {
     let mut quote: Option<char> = None;
     for (n, line) in text.lines().enumerate() {
         let lower = line.to_ascii_lowercase();
-        let starts =
-            !line.starts_with([' ', '\t']) && COMMANDS.iter().any(|c| lower.starts_with(c));
+        let words: Vec<&str> = lower
+            .split(|c: char| c.is_whitespace() || c == '.')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let starts = !line.starts_with([' ', '\t'])
+            && COMMANDS.iter().any(|c| {
+                let cw: Vec<&str> = c.split(' ').collect();
+                words.len() >= cw.len() && words[..cw.len()] == cw[..]
+            });
         if (line.trim().is_empty() && quote.is_none()) || (starts && quote.is_none()) {
             if !cur.trim().is_empty() {
                 out.push((std::mem::take(&mut cur), first));
@@ -126,10 +133,10 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
             var_labels(&mut c, &mut d)?;
         } else if abbrev(w(0), "value") && abbrev(w(1), "labels") {
             c.i = 2;
-            value_labels(&mut c, &mut d)?;
+            value_labels(&mut c, &mut d, true)?;
         } else if w(0) == "add" && abbrev(w(1), "value") && abbrev(w(2), "labels") {
             c.i = 3;
-            value_labels(&mut c, &mut d)?;
+            value_labels(&mut c, &mut d, false)?;
         } else if abbrev(w(0), "missing") && abbrev(w(1), "values") {
             c.i = 2;
             missing_values(&mut c, &mut d)?;
@@ -192,7 +199,7 @@ fn paren_format(
                     text = true;
                     notes.push(format!(
                         "line {line}: {} read with format {w}: kept as text as written",
-                        names.join(" ")
+                        few(names)
                     ));
                 }
             }
@@ -284,9 +291,13 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             } else {
                 a
             };
-            let (a, b) = if zero { (a + 1, b + 1) } else { (a, b) };
+            let (a, b) = if zero {
+                (a.saturating_add(1), b.saturating_add(1))
+            } else {
+                (a, b)
+            };
             if a == 0 || b < a {
-                return Err(format!("line {line}: columns {a}-{b} of {} are not a range of columns (numbered from 1)", names.join(" ")));
+                return Err(format!("line {line}: columns {a}-{b} of {} are not a range of columns (numbered from 1)", few(&names)));
             }
             let (text, dec) = if c.eat('(') {
                 paren_format(c, &mut d.notes, &names)?
@@ -301,12 +312,18 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             } else {
                 (false, 0)
             };
+            if b > 1 << 20 {
+                return Err(format!(
+                    "line {line}: column {b} is beyond the {} columns a record may have",
+                    1 << 20
+                ));
+            }
             let width = b + 1 - a;
             if width % names.len() != 0 {
                 return Err(format!(
                     "line {line}: columns {a}-{b} ({width} columns) cannot be shared equally by the {} variables {}",
                     names.len(),
-                    names.join(" ")
+                    few(&names)
                 ));
             }
             let each = width / names.len();
@@ -317,6 +334,7 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                     start: a + k * each,
                     end: a + (k + 1) * each - 1,
                     decimals: dec,
+                    divide: 0,
                     text,
                     at: (file, line),
                 });
@@ -326,22 +344,33 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             }
             pos[rec] = b + 1;
         } else if c.eat('(') {
-            // FORTRAN-like: (F8.2, A10, 2F3, 5X, T20).
-            let mut fmts: Vec<(bool, u32, usize)> = Vec::new();
+            // FORTRAN-like: (F8.2, A10, 2F3, 1X, T20), applied in order
+            // to the names, again from its start while names are left.
+            enum It {
+                F(bool, u32, usize),
+                Skip(usize),
+                Tab(usize),
+            }
+            let mut items: Vec<It> = Vec::new();
             let mut count = 1usize;
             while let Some(t) = c.next() {
                 match &t.tok {
                     Tok::Sym(')') => break,
                     Tok::Sym(',') => {}
-                    Tok::Num(n) => count = n.parse().map_err(|_| c.err("a repeat count"))?,
+                    Tok::Num(n) => {
+                        count = n
+                            .parse::<usize>()
+                            .map_err(|_| format!("line {}: {n} is not a repeat count", t.line))?
+                            .min(names.len().max(1))
+                    }
                     Tok::Word(w) => {
                         let f = w.to_ascii_uppercase();
                         if f == "X" {
-                            pos[rec] += count;
+                            items.push(It::Skip(count));
                         } else if let Some(col) =
                             f.strip_prefix('T').and_then(|x| x.parse::<usize>().ok())
                         {
-                            pos[rec] = col;
+                            items.push(It::Tab(col));
                         } else {
                             let letters: String =
                                 f.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
@@ -354,11 +383,11 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                                 None => (rest.parse::<usize>().unwrap_or(0), 0),
                             };
                             if w == 0 {
-                                return Err(format!("line {}: format {w} gives no width", t.line));
+                                return Err(format!("line {}: format {f} gives no width", t.line));
                             }
                             let (text, _) = format_word(&f);
                             for _ in 0..count {
-                                fmts.push((text, dec, w));
+                                items.push(It::F(text, dec, w));
                             }
                         }
                         count = 1;
@@ -366,34 +395,67 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                     _ => return Err(format!("line {}: {} in a format list", t.line, t.show())),
                 }
             }
-            if fmts.is_empty() {
+            if !items.iter().any(|i| matches!(i, It::F(..))) {
                 return Err(format!(
                     "line {line}: the format list of {} gives no widths",
-                    names.join(" ")
+                    few(&names)
                 ));
             }
-            for (k, n) in names.iter().enumerate() {
-                let (text, dec, w) = fmts[k % fmts.len()];
-                let a = pos[rec];
-                d.fields.push(Field {
-                    name: n.clone(),
-                    record_line: rec,
-                    start: a,
-                    end: a + w - 1,
-                    decimals: dec,
-                    text,
-                    at: (file, line),
-                });
-                pos[rec] = a + w;
+            let mut left = names.iter();
+            let mut next = left.next();
+            'list: loop {
+                for it in &items {
+                    match *it {
+                        It::Skip(n) => pos[rec] = pos[rec].saturating_add(n),
+                        It::Tab(col) => pos[rec] = col,
+                        It::F(text, dec, w) => {
+                            let Some(n) = next else { break 'list };
+                            let a = pos[rec];
+                            d.fields.push(Field {
+                                name: n.clone(),
+                                record_line: rec,
+                                start: a,
+                                end: a.saturating_add(w - 1),
+                                divide: 0,
+                                decimals: dec,
+                                text,
+                                at: (file, line),
+                            });
+                            pos[rec] = a.saturating_add(w);
+                            next = left.next();
+                        }
+                    }
+                }
+                if next.is_none() {
+                    break;
+                }
             }
         } else {
             return Err(c.err(&format!(
                 "columns (start-end) or a format after {}",
-                names.join(" ")
+                few(&names)
             )));
         }
     }
     Ok(())
+}
+
+/// The marker of a statement that replaces what came before.
+fn cleared() -> Labelled {
+    Labelled {
+        lo: CLEAR.to_string(),
+        hi: None,
+        label: String::new(),
+    }
+}
+
+/// Names for a message: the first five, then how many more.
+fn few(names: &[String]) -> String {
+    if names.len() <= 5 {
+        names.join(" ")
+    } else {
+        format!("{} … ({} variables)", names[..5].join(" "), names.len())
+    }
 }
 
 /// SPSS's `A TO D` in a list of new names: `V1 TO V3` → V1 V2 V3.
@@ -492,6 +554,7 @@ fn get_data(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                         name,
                         record_line: 1,
                         start: 1,
+                        divide: 0,
                         end: 1,
                         decimals: 0,
                         text,
@@ -537,7 +600,9 @@ fn var_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
     Ok(())
 }
 
-fn value_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
+/// `VALUE LABELS` (`replace`: each list's labels replace the variables'
+/// earlier ones) or `ADD VALUE LABELS`.
+fn value_labels(c: &mut Cursor, d: &mut Desc, replace: bool) -> Result<(), String> {
     while !c.done() {
         c.eat('/');
         let mut names = Vec::new();
@@ -549,6 +614,11 @@ fn value_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
             return Err(c.err("variable names were expected"));
         }
         let names = expand(&names, &d.fields);
+        if replace {
+            for n in &names {
+                d.value_labels.push((n.clone(), cleared()));
+            }
+        }
         while !c.done() && !c.peek().is_some_and(|t| t.sym('/')) {
             let (v, _) = c.value().ok_or_else(|| c.err("a value to label"))?;
             let label = c
@@ -589,6 +659,11 @@ fn missing_values(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
             names.push(w);
         }
         let names = expand(&names, &d.fields);
+        // Each MISSING VALUES replaces the variables' earlier ones; `()`
+        // clears them.
+        for n in &names {
+            d.missing.push((n.clone(), cleared()));
+        }
         if !c.eat('(') {
             return Err(c.err("( after the variables of MISSING VALUES"));
         }

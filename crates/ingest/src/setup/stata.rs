@@ -4,7 +4,7 @@
 //! V = .x if V == CODE` and `mvdecode`.
 
 use super::desc::{expand, read_text, scale, Desc, Field, Labelled};
-use super::lex::{strip_comments, tokens, Cursor, Tok, Token};
+use super::lex::{stata_tokens as tokens, strip_comments, Cursor, Tok, Token};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -84,10 +84,33 @@ pub(crate) fn read(path: &Path, text: &str, file: usize) -> Result<Desc> {
         if (before.is_empty() || before.ends_with("infix") || before.ends_with("infile"))
             && lower[p..].contains('{')
         {
-            dictionary(&stripped, before.ends_with("infix"), &mut d, file).map_err(err)?;
-            return Ok(d);
+            let end =
+                dictionary(&stripped, before.ends_with("infix"), &mut d, file).map_err(err)?;
+            let dct = path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("dct") || e.eq_ignore_ascii_case("dict"));
+            if dct {
+                return Ok(d);
+            }
+            // A do-file with a dictionary in it: its statements go on after
+            // the closing brace (lines kept, so their numbers hold).
+            let rest: String = stripped[..end]
+                .chars()
+                .map(|c| if c == '\n' { '\n' } else { ' ' })
+                .chain(stripped[end..].chars())
+                .collect();
+            return statements_into(path, &rest, d, file);
         }
     }
+    statements_into(path, text, d, file)
+}
+
+/// Reads the statements of a do-file's `text` into `d`.
+fn statements_into(path: &Path, text: &str, mut d: Desc, file: usize) -> Result<Desc> {
+    let err = |reason: String| Error::Codebook {
+        path: path.to_path_buf(),
+        reason,
+    };
     for (s, line) in statements(text) {
         let mut toks = tokens(&s, line).map_err(err)?;
         // Prefixes that change nothing of what the command says.
@@ -128,11 +151,25 @@ pub(crate) fn read(path: &Path, text: &str, file: usize) -> Result<Desc> {
             match p {
                 Some(p) => {
                     let t = read_text(&p)?;
+                    if !strip_comments(&t, true)
+                        .to_ascii_lowercase()
+                        .contains("dictionary")
+                    {
+                        return Err(err(format!(
+                            "line {line}: {} is not a Stata dictionary (infix dictionary {{ … }})",
+                            p.display()
+                        )));
+                    }
                     let sub = read(&p, &t, file)?;
                     d.fields.extend(sub.fields);
                     d.data_file = d.data_file.or(sub.data_file);
                     d.notes.extend(sub.notes);
                     d.lines = d.lines.max(sub.lines);
+                    d.var_labels.extend(sub.var_labels);
+                    d.uses.extend(sub.uses);
+                    for (k, v) in sub.sets {
+                        d.sets.entry(k).or_default().extend(v);
+                    }
                 }
                 None => d.notes.push(format!(
                     "line {line}: the dictionary {name} it reads is not beside it: give it as a setup file too"
@@ -248,7 +285,7 @@ fn dictionary(
     infix: bool,
     d: &mut Desc,
     file: usize,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<usize, String> {
     let open = text.find('{').expect("checked");
     let close = text[open..]
         .find('}')
@@ -285,10 +322,11 @@ fn dictionary(
         .join("\n");
     let mut c = Cursor::new(tokens(&body, body_line)?, body_line);
     if infix {
-        infix_specs(&mut c, d, file, false)
+        infix_specs(&mut c, d, file, false)?;
     } else {
-        infile_specs(&mut c, d, file)
+        infile_specs(&mut c, d, file)?;
     }
+    Ok(close + 1)
 }
 
 /// `infix` specifications: `[# lines] [#:] [type] names [#:]start[-end]`.
@@ -363,6 +401,12 @@ fn infix_specs(
                 names.join(" ")
             ));
         }
+        if b > 1 << 20 {
+            return Err(format!(
+                "line {line}: column {b} is beyond the {} columns a record may have",
+                1 << 20
+            ));
+        }
         let width = b + 1 - a;
         if width % names.len() != 0 {
             return Err(format!(
@@ -378,6 +422,7 @@ fn infix_specs(
                 start: a + k * each,
                 end: a + (k + 1) * each - 1,
                 decimals: 0,
+                divide: 0,
                 text,
                 at: (file, line),
             });
@@ -407,7 +452,7 @@ fn infile_specs(c: &mut Cursor, d: &mut Desc, file: usize) -> std::result::Resul
         };
         match w.as_str() {
             "_column" => pos = arg(c).ok_or_else(|| c.err("_column(#)"))?,
-            "_skip" => pos += arg(c).unwrap_or(1),
+            "_skip" => pos = pos.saturating_add(arg(c).unwrap_or(1)),
             "_line" => {
                 rec = arg(c).ok_or_else(|| c.err("_line(#)"))?;
                 pos = 1;
@@ -461,12 +506,13 @@ fn infile_specs(c: &mut Cursor, d: &mut Desc, file: usize) -> std::result::Resul
                     name: name.clone(),
                     record_line: rec,
                     start: pos,
-                    end: pos + width - 1,
+                    end: pos.saturating_add(width - 1),
+                    divide: 0,
                     decimals: dec,
                     text: text || fmt_text,
                     at: (file, t.line),
                 });
-                pos += width;
+                pos = pos.saturating_add(width);
                 if let Some(l) = label {
                     d.var_labels.push((name.clone(), l));
                 }
@@ -586,7 +632,8 @@ fn label_define(c: &mut Cursor, d: &mut Desc) -> std::result::Result<(), String>
             });
         }
     }
-    d.sets.entry(name.to_lowercase()).or_default().extend(set);
+    // Stata's label names are case-sensitive.
+    d.sets.entry(name).or_default().extend(set);
     Ok(())
 }
 
@@ -671,13 +718,24 @@ fn mvdecode(c: &mut Cursor, d: &mut Desc) -> std::result::Result<(), String> {
         return Err(c.err("mv(…) after mvdecode's variables"));
     }
     while !c.done() && !c.eat(')') {
+        if c.eat('=') {
+            // `= .a`: the missing value the codes become.
+            c.i += 1;
+            continue;
+        }
         if let Some((v, _)) = c.value() {
+            // A numlist range: `-9/-1`.
+            let hi = if c.eat('/') {
+                c.value().map(|h| h.0)
+            } else {
+                None
+            };
             for n in &names {
                 d.missing.push((
                     n.clone(),
                     Labelled {
                         lo: v.clone(),
-                        hi: None,
+                        hi: hi.clone(),
                         label: String::new(),
                     },
                 ));
