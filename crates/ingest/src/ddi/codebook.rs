@@ -147,6 +147,11 @@ pub struct Codebook {
     pub record_groups: Vec<RecordGroup>,
     /// Variables in codebook order.
     pub variables: Vec<DdiVariable>,
+    /// Read the data as Stata, SPSS and SAS read text (setup files): a
+    /// field past a record's end or holding `.` is missing, and numbers
+    /// may be written in E notation; a DDI codebook's records must hold
+    /// every field, each a number where it says so.
+    pub lenient: bool,
     /// Things the codebook declares that could not be used (e.g. a huge
     /// missing-value range); worth showing to the user.
     pub warnings: Vec<Note>,
@@ -479,6 +484,7 @@ impl<'a> Parser<'a> {
                 record_groups: Vec::new(),
                 variables: Vec::new(),
                 warnings: Vec::new(),
+                lenient: false,
             },
             var: None,
             cat: None,

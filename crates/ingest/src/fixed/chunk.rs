@@ -80,7 +80,15 @@ pub(crate) fn parse_fixed_chunk(
             } else {
                 (line, this)
             };
-            if rec.len() < slot.end {
+            if rec.len() < slot.end && layout.lenient {
+                // Past the record's end: blank, as the packages read it.
+                let field = &rec[slot.start.min(rec.len())..];
+                if trim_blanks(field).is_empty() {
+                    col.push_null();
+                    continue;
+                }
+            }
+            if rec.len() < slot.end && !layout.lenient {
                 return Err(RecordError {
                     line: at,
                     kind: FieldError::Short {
@@ -89,7 +97,7 @@ pub(crate) fn parse_fixed_chunk(
                     },
                 });
             }
-            let field = &rec[slot.start..slot.end];
+            let field = &rec[slot.start.min(rec.len())..slot.end.min(rec.len())];
             if slot.text {
                 let t = trim_blanks(field);
                 if t.is_empty() {
@@ -136,6 +144,19 @@ pub(crate) fn parse_fixed_chunk(
                             found: show(field),
                         },
                     })
+                }
+                Num::Bad if layout.lenient && trim_blanks(field) == b"." => col.push_null(),
+                Num::Bad
+                    if layout.lenient
+                        && std::str::from_utf8(trim_blanks(field))
+                            .ok()
+                            .and_then(|t| t.parse::<f64>().ok())
+                            .is_some_and(f64::is_finite) =>
+                {
+                    // E notation (`1e3`): the number it writes.
+                    let t = std::str::from_utf8(trim_blanks(field)).unwrap_or("0");
+                    let v: f64 = t.parse().unwrap_or(f64::NAN);
+                    col.push_float(v / 10f64.powi(k as i32));
                 }
                 Num::Bad => {
                     return Err(RecordError {

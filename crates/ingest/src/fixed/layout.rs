@@ -46,6 +46,9 @@ pub(crate) struct Layout {
     pub(crate) slots: Vec<Slot>,
     pub(crate) charset: Charset,
     pub(crate) hier: Option<Hier>,
+    /// Fields past a record's end and `.` are missing; E notation is read
+    /// ([`Codebook::lenient`]).
+    pub(crate) lenient: bool,
 }
 
 impl Layout {
@@ -79,6 +82,7 @@ impl Layout {
                     .collect(),
                 charset: cb.charset,
                 hier: None,
+                lenient: cb.lenient,
             });
         }
         let known: Vec<String> = cb.record_groups.iter().map(|g| g.rectype.clone()).collect();
@@ -116,6 +120,7 @@ impl Layout {
         Ok(Layout {
             slots,
             charset: cb.charset,
+            lenient: cb.lenient,
             hier: Some(Hier {
                 id_name: id.name.clone(),
                 id_start: id.start - 1,

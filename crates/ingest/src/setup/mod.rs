@@ -96,6 +96,7 @@ pub fn read_setup(paths: &[PathBuf]) -> Result<Setup> {
                     record_groups: Vec::new(),
                     variables: Vec::new(),
                     warnings: Vec::new(),
+                    lenient: true,
                 },
                 delimited: d.delimited,
                 lines: 1,
@@ -128,6 +129,7 @@ pub fn import_setup(
     force: bool,
     opts: &ImportOptions,
 ) -> Result<ImportSummary> {
+    let by_header = setup.pending.is_some();
     let named;
     let setup = match &setup.pending {
         Some((paths, descs)) => {
@@ -149,6 +151,34 @@ pub fn import_setup(
     opts.codebook = Some(cb);
     match setup.delimited {
         Some(d) => {
+            // The setup reads the columns by position; the import, by the
+            // header's names: they must agree.
+            if !by_header {
+                let names = header(input, d)?;
+                let want: Vec<&str> = setup
+                    .codebook
+                    .variables
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .collect();
+                if let Some(k) = (0..names.len().max(want.len())).find(|&k| {
+                    !names
+                        .get(k)
+                        .zip(want.get(k))
+                        .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
+                }) {
+                    return Err(Error::Input {
+                        path: input.to_path_buf(),
+                        reason: format!(
+                            "column {} of the header is {}, where {} reads {}: the setup reads the columns in its own order, so the header must name them so",
+                            k + 1,
+                            names.get(k).map_or("absent".to_string(), |n| format!("{n:?}")),
+                            setup.codebook.path.display(),
+                            want.get(k).map_or("no more columns".to_string(), |n| n.to_string())
+                        ),
+                    });
+                }
+            }
             opts.delimiter.get_or_insert(d);
             crate::csv::import_csv(input, target, force, &opts)
         }
@@ -159,14 +189,9 @@ pub fn import_setup(
     }
 }
 
-/// The setup of a delimited file whose variables are its header's names.
-fn with_header(input: &Path, paths: &[PathBuf], mut descs: Vec<Desc>) -> Result<Setup> {
+/// The names in the header line of the delimited file `input`.
+fn header(input: &Path, delim: u8) -> Result<Vec<String>> {
     use std::io::Read;
-    let k = descs
-        .iter()
-        .position(|d| d.delimited.is_some())
-        .expect("a delimited setup");
-    let delim = descs[k].delimited.unwrap_or(b',');
     let mut src = crate::core::source::open(input)?;
     let mut head = Vec::new();
     let mut buf = [0u8; 65536];
@@ -197,6 +222,17 @@ fn with_header(input: &Path, paths: &[PathBuf], mut descs: Vec<Desc>) -> Result<
         }
     }
     names.push(cur);
+    Ok(names.into_iter().map(|n| n.trim().to_string()).collect())
+}
+
+/// The setup of a delimited file whose variables are its header's names.
+fn with_header(input: &Path, paths: &[PathBuf], mut descs: Vec<Desc>) -> Result<Setup> {
+    let k = descs
+        .iter()
+        .position(|d| d.delimited.is_some())
+        .expect("a delimited setup");
+    let delim = descs[k].delimited.unwrap_or(b',');
+    let names = header(input, delim)?;
     let d = &mut descs[k];
     for (i, n) in names.iter().enumerate() {
         d.fields.push(Field {
@@ -582,6 +618,7 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             record_groups: Vec::new(),
             variables,
             warnings,
+            lenient: true,
         },
         delimited: layout.delimited,
         lines: layout.lines.max(1),
