@@ -36,12 +36,12 @@ def test_vars_and_filter_select_while_importing(tmp_path, fmt):
         pyreadstat.write_xport(df, str(src))
     out = tmp_path / "o.mtab"
     p = run("import", src, out, "--vars", "AGE,STATE", "--filter", "AGE(18-64) SEX=2")
-    assert "kept" in p.stderr and ".select-" not in p.stderr
+    assert "kept" in p.stderr and ".import-" not in p.stderr
     got = run_json("list", out, "AGE", "STATE", "--all")["records"]
     want = df[(df.AGE >= 18) & (df.AGE <= 64) & (df.SEX == 2)]
     assert [v["name"] for v in run_json("info", out)["variables"]] == ["AGE", "STATE"]
     assert [(float(r["AGE"]), r["STATE"]) for r in got] == list(zip(want.AGE, want.STATE))
-    assert not [x for x in tmp_path.iterdir() if ".select-" in x.name]
+    assert not [x for x in tmp_path.iterdir() if ".import-" in x.name]
 
 
 def test_a_failed_selection_leaves_the_existing_dataset(tmp_path):
@@ -52,11 +52,11 @@ def test_a_failed_selection_leaves_the_existing_dataset(tmp_path):
     run("import", src, out)
     before = run_json("info", out)["rows"]
     p = run("import", src, out, "--vars", "NOPE", "--force", ok=False)
-    assert "unknown variable 'NOPE' in" in p.stderr and str(out) in p.stderr and ".select-" not in p.stderr
+    assert "unknown variable 'NOPE' in" in p.stderr and str(out) in p.stderr and ".import-" not in p.stderr
     p = run("import", src, out, "--filter", "AGE>", "--force", ok=False)
     assert "bad filter" in p.stderr
     assert run_json("info", out)["rows"] == before == 200
-    assert not [x for x in tmp_path.iterdir() if ".select-" in x.name]
+    assert not [x for x in tmp_path.iterdir() if ".import-" in x.name]
     # Without --force an existing dataset is kept, before the file is read.
     p = run("import", src, out, "--vars", "AGE", ok=False)
     assert "exists" in p.stderr

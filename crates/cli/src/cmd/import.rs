@@ -314,23 +314,8 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
             out.display()
         );
     }
-    let name = out
-        .file_name()
-        .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
-        .to_string_lossy()
-        .to_string();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let whole = parent.join(format!(".{name}.import-{}", std::process::id()));
-    struct Remove(PathBuf);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _remove = Remove(whole.clone());
+    let staged = Staging::beside(&out)?;
+    let whole = staged.0.clone();
     let force = a.force;
     a.shown.get_or_insert(out.clone());
     a.output = whole.clone();
@@ -339,6 +324,34 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
     run(a)?;
     let ds = crate::common::open(&whole)?;
     crate::cmd::split::split_into(&ds, &out, n, (force, false))
+}
+
+/// A staging dataset beside OUT (`.OUT.import-PID`, the name
+/// `remove_stale_staging` clears when a killed import leaves it), removed
+/// when dropped.
+struct Staging(PathBuf);
+
+impl Staging {
+    fn beside(out: &std::path::Path) -> Result<Staging> {
+        let name = out
+            .file_name()
+            .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
+            .to_string_lossy()
+            .to_string();
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(Staging(
+            parent.join(format!(".{name}.import-{}", std::process::id())),
+        ))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// `--vars`/`--filter`: the import goes to a staging dataset beside
@@ -353,26 +366,12 @@ fn run_selected(mut a: Args) -> Result<()> {
         None => Vec::new(),
     };
     let wanted = std::mem::take(&mut a.vars);
+    microtab_analysis::remove_stale_staging(&out);
     if out.exists() && !a.force {
         bail!("{} exists (give --force to replace it)", out.display());
     }
-    let name = out
-        .file_name()
-        .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
-        .to_string_lossy()
-        .to_string();
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let whole = parent.join(format!(".{name}.select-{}", std::process::id()));
-    struct Remove(PathBuf);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _remove = Remove(whole.clone());
+    let staged = Staging::beside(&out)?;
+    let whole = staged.0.clone();
     let force = a.force;
     a.shown.get_or_insert(out.clone());
     a.output = whole.clone();

@@ -160,6 +160,65 @@ pub(crate) fn expand(names: &[String], fields: &[Field]) -> Vec<String> {
     out
 }
 
+/// The widest record a setup may describe, in columns.
+pub(crate) const MAX_COLUMN: usize = 1 << 20;
+
+/// Names for a message: the first five, then how many more.
+pub(crate) fn few(names: &[String]) -> String {
+    if names.len() <= 5 {
+        names.join(" ")
+    } else {
+        format!("{} … ({} variables)", names[..5].join(" "), names.len())
+    }
+}
+
+/// Fields `names` sharing the columns `a`-`b` equally (SPSS's `A B C 1-6`,
+/// Stata's `str a b 1-6`) on line `rec` of a record, each `(text,
+/// decimals)`, declared at `at` (file, line).
+pub(crate) fn shared_columns(
+    d: &mut Desc,
+    names: &[String],
+    (a, b): (usize, usize),
+    rec: usize,
+    (text, decimals): (bool, u32),
+    at: (usize, usize),
+) -> std::result::Result<(), String> {
+    let line = at.1;
+    if a == 0 || b < a {
+        return Err(format!(
+            "line {line}: columns {a}-{b} of {} are not a range of columns (numbered from 1)",
+            few(names)
+        ));
+    }
+    if b > MAX_COLUMN {
+        return Err(format!(
+            "line {line}: column {b} is beyond the {MAX_COLUMN} columns a record may have"
+        ));
+    }
+    let width = b + 1 - a;
+    if names.is_empty() || width % names.len() != 0 {
+        return Err(format!(
+            "line {line}: columns {a}-{b} ({width} columns) cannot be shared equally by the {} variables {}",
+            names.len(),
+            few(names)
+        ));
+    }
+    let each = width / names.len();
+    for (k, n) in names.iter().enumerate() {
+        d.fields.push(Field {
+            name: n.clone(),
+            record_line: rec,
+            start: a + k * each,
+            end: a + (k + 1) * each - 1,
+            decimals,
+            divide: 0,
+            text,
+            at,
+        });
+    }
+    Ok(())
+}
+
 /// Joins the ends of a variable range (`A TO D`) whose columns another
 /// setup file gives.
 pub(crate) const RANGE: char = '\u{1}';

@@ -95,6 +95,16 @@ impl Cursor {
         self.peek().or(self.t.last()).map_or(self.line, |t| t.line)
     }
 
+    /// The words that come next (a list of names).
+    pub fn words(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(w) = self.peek().and_then(|t| t.word()).map(str::to_string) {
+            self.i += 1;
+            out.push(w);
+        }
+        out
+    }
+
     /// Takes the character `c` if it comes next.
     pub fn eat(&mut self, c: char) -> bool {
         let yes = self.peek().is_some_and(|t| t.sym(c));

@@ -30,12 +30,9 @@ use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable};
 use crate::error::{Error, Result};
 use crate::note::Note;
 use crate::options::ImportOptions;
-use desc::{read_text, Desc, Field, Labelled, CLEAR, RANGE};
+use desc::{read_text, Desc, Field, Labelled, CLEAR, MAX_COLUMN, RANGE};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-/// The widest record a setup may describe, in columns.
-const MAX_COLUMN: usize = 1 << 20;
 
 /// Codes a labelled range of integers (`1-5 = 'Low'` in a SAS format) may
 /// become.
@@ -50,8 +47,6 @@ pub struct Setup {
     /// Delimited text with a header line (the field delimiter), else
     /// fixed-width records.
     pub delimited: Option<u8>,
-    /// Lines per record (fixed-width records spread over several lines).
-    pub lines: usize,
     /// The data file the setup names, if it names one.
     pub data_file: Option<String>,
     /// A delimited file's setup that names no columns (Stata's `import
@@ -99,7 +94,6 @@ pub fn read_setup(paths: &[PathBuf]) -> Result<Setup> {
                     lenient: true,
                 },
                 delimited: d.delimited,
-                lines: 1,
                 data_file: d.data_file.clone(),
                 pending: Some((paths.to_vec(), descs)),
             });
@@ -148,7 +142,7 @@ pub fn import_setup(
     ) {
         cb.charset = Charset::Latin1;
     }
-    opts.codebook = Some(cb);
+    opts.codebook = Some(cb.clone());
     match setup.delimited {
         Some(d) => {
             // The setup reads the columns by position; the import, by the
@@ -182,10 +176,7 @@ pub fn import_setup(
             opts.delimiter.get_or_insert(d);
             crate::csv::import_csv(input, target, force, &opts)
         }
-        None => {
-            let cb = opts.codebook.clone().expect("set above");
-            crate::fixed::import_fixed(input, &cb, target, force, &opts)
-        }
+        None => crate::fixed::import_fixed(input, &cb, target, force, &opts),
     }
 }
 
@@ -621,7 +612,6 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             lenient: true,
         },
         delimited: layout.delimited,
-        lines: layout.lines.max(1),
         data_file: layout.data_file.clone(),
         pending: None,
     })

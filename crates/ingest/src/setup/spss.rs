@@ -1,7 +1,7 @@
 //! SPSS syntax (`.sps`): `DATA LIST`, `GET DATA /TYPE=TXT`, `VARIABLE
 //! LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES`.
 
-use super::desc::{divides, expand, Desc, Field, Labelled, CLEAR};
+use super::desc::{divides, expand, few, shared_columns, Desc, Field, Labelled, CLEAR};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
 
 /// Commands that start a new command when a line begins with them, even
@@ -273,11 +273,7 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
         }
         started = true;
         let line = c.at();
-        let mut names = Vec::new();
-        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
-            c.i += 1;
-            names.push(w);
-        }
+        let names = c.words();
         if names.is_empty() {
             return Err(c.err("a variable name was expected"));
         }
@@ -296,9 +292,6 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             } else {
                 (a, b)
             };
-            if a == 0 || b < a {
-                return Err(format!("line {line}: columns {a}-{b} of {} are not a range of columns (numbered from 1)", few(&names)));
-            }
             let (text, dec) = if c.eat('(') {
                 paren_format(c, &mut d.notes, &names)?
             } else if zero {
@@ -312,33 +305,7 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             } else {
                 (false, 0)
             };
-            if b > 1 << 20 {
-                return Err(format!(
-                    "line {line}: column {b} is beyond the {} columns a record may have",
-                    1 << 20
-                ));
-            }
-            let width = b + 1 - a;
-            if width % names.len() != 0 {
-                return Err(format!(
-                    "line {line}: columns {a}-{b} ({width} columns) cannot be shared equally by the {} variables {}",
-                    names.len(),
-                    few(&names)
-                ));
-            }
-            let each = width / names.len();
-            for (k, n) in names.iter().enumerate() {
-                d.fields.push(Field {
-                    name: n.clone(),
-                    record_line: rec,
-                    start: a + k * each,
-                    end: a + (k + 1) * each - 1,
-                    decimals: dec,
-                    divide: 0,
-                    text,
-                    at: (file, line),
-                });
-            }
+            shared_columns(d, &names, (a, b), rec, (text, dec), (file, line))?;
             if pos.len() <= rec {
                 pos.resize(rec + 1, 1);
             }
@@ -446,15 +413,6 @@ fn cleared() -> Labelled {
         lo: CLEAR.to_string(),
         hi: None,
         label: String::new(),
-    }
-}
-
-/// Names for a message: the first five, then how many more.
-fn few(names: &[String]) -> String {
-    if names.len() <= 5 {
-        names.join(" ")
-    } else {
-        format!("{} … ({} variables)", names[..5].join(" "), names.len())
     }
 }
 
@@ -587,11 +545,7 @@ fn var_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
         if c.eat('/') {
             continue;
         }
-        let mut names = Vec::new();
-        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
-            c.i += 1;
-            names.push(w);
-        }
+        let names = c.words();
         let label = c.string().ok_or_else(|| c.err("a quoted label"))?;
         for n in expand(&names, &d.fields) {
             d.var_labels.push((n, label.clone()));
@@ -605,11 +559,7 @@ fn var_labels(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
 fn value_labels(c: &mut Cursor, d: &mut Desc, replace: bool) -> Result<(), String> {
     while !c.done() {
         c.eat('/');
-        let mut names = Vec::new();
-        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
-            c.i += 1;
-            names.push(w);
-        }
+        let names = c.words();
         if names.is_empty() {
             return Err(c.err("variable names were expected"));
         }
@@ -653,11 +603,7 @@ fn bound(c: &mut Cursor) -> Option<String> {
 fn missing_values(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
     while !c.done() {
         c.eat('/');
-        let mut names = Vec::new();
-        while let Some(w) = c.peek().and_then(|t| t.word()).map(str::to_string) {
-            c.i += 1;
-            names.push(w);
-        }
+        let names = c.words();
         let names = expand(&names, &d.fields);
         // Each MISSING VALUES replaces the variables' earlier ones; `()`
         // clears them.

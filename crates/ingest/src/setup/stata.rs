@@ -3,7 +3,7 @@
 //! variable`, `label define`, `label values`, missing codes from `replace
 //! V = .x if V == CODE` and `mvdecode`.
 
-use super::desc::{expand, read_text, scale, Desc, Field, Labelled};
+use super::desc::{expand, read_text, scale, shared_columns, Desc, Field, Labelled};
 use super::lex::{stata_tokens as tokens, strip_comments, Cursor, Tok, Token};
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -395,38 +395,7 @@ fn infix_specs(
         } else {
             a
         };
-        if a == 0 || b < a {
-            return Err(format!(
-                "line {line}: columns {a}-{b} of {} are not a range of columns (numbered from 1)",
-                names.join(" ")
-            ));
-        }
-        if b > 1 << 20 {
-            return Err(format!(
-                "line {line}: column {b} is beyond the {} columns a record may have",
-                1 << 20
-            ));
-        }
-        let width = b + 1 - a;
-        if width % names.len() != 0 {
-            return Err(format!(
-                "line {line}: columns {a}-{b} cannot be shared equally by {}",
-                names.join(" ")
-            ));
-        }
-        let each = width / names.len();
-        for (k, n) in names.iter().enumerate() {
-            d.fields.push(Field {
-                name: n.clone(),
-                record_line: on,
-                start: a + k * each,
-                end: a + (k + 1) * each - 1,
-                decimals: 0,
-                divide: 0,
-                text,
-                at: (file, line),
-            });
-        }
+        shared_columns(d, &names, (a, b), on, (text, 0), (file, line))?;
     }
     Ok(())
 }
