@@ -162,6 +162,19 @@ pub enum Error {
         /// The record types the codebook lists.
         known: String,
     },
+    /// A file of records spread over several lines that ends within a
+    /// record.
+    #[error("{path}: line {record}: the file ends after line {read} of a record of {lines} lines")]
+    PartialRecord {
+        /// Data file.
+        path: PathBuf,
+        /// 1-based line where the unfinished record starts.
+        record: u64,
+        /// Lines of it the file holds.
+        read: usize,
+        /// Lines a record has.
+        lines: usize,
+    },
     /// A hierarchical file's record that comes before any record of the
     /// type it belongs to (a person before any household).
     #[error("{path}: record {record}: record of type {child:?} comes before any record of type {parent:?} it could belong to")]

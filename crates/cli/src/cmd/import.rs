@@ -75,8 +75,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     setup: Vec<PathBuf>,
     /// Hierarchical fixed-width files: the record type that becomes a row
-    /// (default: the person records, P; H imports the household records).
-    #[arg(long, value_name = "TYPE", requires = "ddi")]
+    /// (default: the person records, P; H imports the household records),
+    /// with --ddi or --setup.
+    #[arg(long, value_name = "TYPE")]
     rectype: Option<String>,
     /// Keep the codes the codebook names "not in universe", missing,
     /// unknown or blank only in value labels or text (INCTOT's 99999999
@@ -244,8 +245,8 @@ fn import_with(a: &Args, opts: ImportOptions) -> Result<()> {
 
 /// `import --setup`: text data described by Stata, SPSS or SAS setup files.
 fn run_setup(a: Args) -> Result<()> {
-    if !a.types.is_empty() || a.delimiter.is_some() || a.rectype.is_some() {
-        bail!("--type, --delimiter and --rectype do not apply with --setup: the setup gives every variable's columns and type");
+    if !a.types.is_empty() || a.delimiter.is_some() {
+        bail!("--type and --delimiter do not apply with --setup: the setup gives every variable's columns and type");
     }
     let setup = microtab_ingest::read_setup(&a.setup)?;
     for w in &setup.codebook.warnings {

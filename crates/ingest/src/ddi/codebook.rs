@@ -152,6 +152,11 @@ pub struct Codebook {
     /// may be written in E notation; a DDI codebook's records must hold
     /// every field, each a number where it says so.
     pub lenient: bool,
+    /// The widths of the lines of a record spread over several lines (a
+    /// setup's `RECORDS=`, `#2`, `_line(2)`): each line is cut or padded
+    /// with blanks to its width and the lines are joined, and variables'
+    /// columns count in the joined record. Empty: a record is one line.
+    pub record_lines: Vec<usize>,
     /// Things the codebook declares that could not be used (e.g. a huge
     /// missing-value range); worth showing to the user.
     pub warnings: Vec<Note>,
@@ -485,6 +490,7 @@ impl<'a> Parser<'a> {
                 variables: Vec::new(),
                 warnings: Vec::new(),
                 lenient: false,
+                record_lines: Vec::new(),
             },
             var: None,
             cat: None,

@@ -2,7 +2,7 @@
 //! (parser threads).
 
 use super::layout::{FieldError, Layout, RecordError};
-use crate::core::column::{pow10, ColParser, Parsed, Plan};
+use crate::core::column::{pow10, ColParser, FieldNote, Parsed, Plan};
 use crate::core::number::{parse_number, trim, trim_blanks, Num};
 use crate::ddi::Charset;
 use crate::error::show;
@@ -30,6 +30,10 @@ pub(crate) fn parse_fixed_chunk(
         .iter()
         .map(|s| ColParser::new(if s.text { Plan::Str } else { Plan::Numeric }, cap))
         .collect();
+    if layout.lines.len() > 1 {
+        let rows = parse_joined(buf, first_line, layout, &mut cols)?;
+        return Ok(parsed(cols, rows));
+    }
     let mut rows = 0u64;
     let mut line_no = first_line;
     let mut parent: Option<(&[u8], u64)> = None;
@@ -66,118 +70,186 @@ pub(crate) fn parse_fixed_chunk(
                 continue;
             }
         }
-        for (i, (slot, col)) in layout.slots.iter().zip(cols.iter_mut()).enumerate() {
-            let (rec, at) = if slot.parent {
-                match parent {
-                    Some(p) => p,
-                    None => {
-                        return Err(RecordError {
-                            line: this,
-                            kind: FieldError::Orphan,
-                        })
-                    }
-                }
-            } else {
-                (line, this)
-            };
-            if rec.len() < slot.end && layout.lenient {
-                // Past the record's end: blank, as the packages read it.
-                let field = &rec[slot.start.min(rec.len())..];
-                if trim_blanks(field).is_empty() {
-                    col.push_null();
-                    continue;
-                }
-            }
-            if rec.len() < slot.end && !layout.lenient {
-                return Err(RecordError {
-                    line: at,
-                    kind: FieldError::Short {
-                        slot: i,
-                        len: rec.len(),
-                    },
-                });
-            }
-            let field = &rec[slot.start.min(rec.len())..slot.end.min(rec.len())];
-            if slot.text {
-                let t = trim_blanks(field);
-                if t.is_empty() {
-                    col.push_null();
-                    continue;
-                }
-                match decode(t, layout.charset) {
-                    Some(s) => col.push_text(&s),
-                    None => {
-                        return Err(RecordError {
-                            line: at,
-                            kind: FieldError::Value {
-                                slot: i,
-                                expected: "valid UTF-8 text (the codebook's charset)",
-                                found: show(field),
-                            },
-                        })
-                    }
-                }
-                continue;
-            }
-            // A division (`V / 100` in a setup) applies to every value,
-            // after the format's own implied decimals.
-            let k = slot.divide;
-            match parse_number(field, slot.decimals - k) {
-                Num::Null => col.push_null(),
-                Num::Scaled(m, d) => {
-                    if !col.push_scaled(m, d + k) {
-                        col.push_float(if k == 0 {
-                            m as f64 / pow10(d) as f64
-                        } else {
-                            m as f64 / 10f64.powi((d + k) as i32)
-                        });
-                    }
-                }
-                Num::Big(v) if k == 0 => col.push_float(v),
-                Num::Big(v) => col.push_float(v / 10f64.powi(k as i32)),
-                Num::BigInt => {
-                    return Err(RecordError {
-                        line: at,
-                        kind: FieldError::Value {
-                            slot: i,
-                            expected: "an integer within ±9223372036854775807 (larger ones are not stored exactly; an identifier this long should be an alphabetic variable in the codebook)",
-                            found: show(field),
-                        },
-                    })
-                }
-                Num::Bad if layout.lenient && trim_blanks(field) == b"." => col.push_null(),
-                Num::Bad
-                    if layout.lenient
-                        && std::str::from_utf8(trim_blanks(field))
-                            .ok()
-                            .and_then(|t| t.parse::<f64>().ok())
-                            .is_some_and(f64::is_finite) =>
-                {
-                    // E notation (`1e3`): the number it writes.
-                    let t = std::str::from_utf8(trim_blanks(field)).unwrap_or("0");
-                    let v: f64 = t.parse().unwrap_or(f64::NAN);
-                    col.push_float(v / 10f64.powi(k as i32));
-                }
-                Num::Bad => {
-                    return Err(RecordError {
-                        line: at,
-                        kind: FieldError::Value {
-                            slot: i,
-                            expected: "a number (digits, optionally signed)",
-                            found: show(field),
-                        },
-                    })
-                }
-            }
-        }
+        push_record(layout, &mut cols, line, this, parent)?;
         rows += 1;
     }
-    Ok(Parsed {
+    Ok(parsed(cols, rows))
+}
+
+fn parsed(mut cols: Vec<ColParser>, rows: u64) -> Parsed {
+    Parsed {
         rows,
         leading_zeros: vec![None; cols.len()],
-        na_text: vec![None; cols.len()],
+        na_text: cols.iter_mut().map(|c| c.na_text.take()).collect(),
         cols: cols.into_iter().map(ColParser::into_buf).collect(),
-    })
+    }
+}
+
+/// Parses records of several lines each ([`Layout::lines`]): each line cut
+/// or padded with blanks to its width, the lines joined; an empty line is
+/// a line of the record. A file may end with blank lines after its last
+/// record; a record it leaves unfinished is an error.
+fn parse_joined(
+    buf: &[u8],
+    first_line: u64,
+    layout: &Layout,
+    cols: &mut [ColParser],
+) -> std::result::Result<u64, RecordError> {
+    let mut joined = Vec::with_capacity(layout.lines.iter().sum());
+    let (mut rows, mut line_no, mut pos) = (0u64, first_line, 0);
+    while pos < buf.len() {
+        joined.clear();
+        let this = line_no;
+        let mut blank = true;
+        for (k, &width) in layout.lines.iter().enumerate() {
+            if pos >= buf.len() {
+                if blank {
+                    return Ok(rows);
+                }
+                return Err(RecordError {
+                    line: this,
+                    kind: FieldError::Partial { read: k },
+                });
+            }
+            let end = memchr::memchr(b'\n', &buf[pos..]).map_or(buf.len(), |p| pos + p);
+            let mut line = &buf[pos..end];
+            pos = end + 1;
+            line_no += 1;
+            if let [rest @ .., b'\r'] = line {
+                line = rest;
+            }
+            blank &= trim_blanks(line).is_empty();
+            let take = line.len().min(width);
+            joined.extend_from_slice(&line[..take]);
+            joined.resize(joined.len() + width - take, b' ');
+        }
+        push_record(layout, cols, &joined, this, None)?;
+        rows += 1;
+    }
+    Ok(rows)
+}
+
+/// Parses one record (`line`, from line `this`) into `cols`; `parent` is
+/// the household record of a hierarchical file's person record.
+fn push_record(
+    layout: &Layout,
+    cols: &mut [ColParser],
+    line: &[u8],
+    this: u64,
+    parent: Option<(&[u8], u64)>,
+) -> std::result::Result<(), RecordError> {
+    for (i, (slot, col)) in layout.slots.iter().zip(cols.iter_mut()).enumerate() {
+        let (rec, at) = if slot.parent {
+            match parent {
+                Some(p) => p,
+                None => {
+                    return Err(RecordError {
+                        line: this,
+                        kind: FieldError::Orphan,
+                    })
+                }
+            }
+        } else {
+            // A record of several lines: the line the field is on.
+            (line, this + slot.line as u64)
+        };
+        if rec.len() < slot.end && layout.lenient {
+            // Past the record's end: blank, as the packages read it.
+            let field = &rec[slot.start.min(rec.len())..];
+            if trim_blanks(field).is_empty() {
+                col.push_null();
+                continue;
+            }
+        }
+        if rec.len() < slot.end && !layout.lenient {
+            return Err(RecordError {
+                line: at,
+                kind: FieldError::Short {
+                    slot: i,
+                    len: rec.len(),
+                },
+            });
+        }
+        let field = &rec[slot.start.min(rec.len())..slot.end.min(rec.len())];
+        if slot.text {
+            let t = trim_blanks(field);
+            if t.is_empty() {
+                col.push_null();
+                continue;
+            }
+            match decode(t, layout.charset) {
+                Some(s) => col.push_text(&s),
+                None => {
+                    return Err(RecordError {
+                        line: at,
+                        kind: FieldError::Value {
+                            slot: i,
+                            expected: "valid UTF-8 text (the codebook's charset)",
+                            found: show(field),
+                        },
+                    })
+                }
+            }
+            continue;
+        }
+        // A division (`V / 100` in a setup) applies to every value,
+        // after the format's own implied decimals.
+        let k = slot.divide;
+        match parse_number(field, slot.decimals - k) {
+            Num::Null => col.push_null(),
+            Num::Scaled(m, d) => {
+                if !col.push_scaled(m, d + k) {
+                    col.push_float(if k == 0 {
+                        m as f64 / pow10(d) as f64
+                    } else {
+                        m as f64 / 10f64.powi((d + k) as i32)
+                    });
+                }
+            }
+            Num::Big(v) if k == 0 => col.push_float(v),
+            Num::Big(v) => col.push_float(v / 10f64.powi(k as i32)),
+            Num::BigInt => {
+                return Err(RecordError {
+                    line: at,
+                    kind: FieldError::Value {
+                        slot: i,
+                        expected: "an integer within ±9223372036854775807 (larger ones are not stored exactly; an identifier this long should be an alphabetic variable in the codebook)",
+                        found: show(field),
+                    },
+                })
+            }
+            Num::Bad if layout.lenient && trim_blanks(field) == b"." => col.push_null(),
+            Num::Bad
+                if layout.lenient
+                    && std::str::from_utf8(trim_blanks(field))
+                        .ok()
+                        .and_then(|t| t.parse::<f64>().ok())
+                        .is_some_and(f64::is_finite) =>
+            {
+                // E notation (`1e3`): the number it writes.
+                let t = std::str::from_utf8(trim_blanks(field)).unwrap_or("0");
+                let v: f64 = t.parse().unwrap_or(f64::NAN);
+                col.push_float(v / 10f64.powi(k as i32));
+            }
+            Num::Bad if layout.lenient => {
+                // As Stata, SPSS and SAS read it: missing, and counted
+                // (`na_text` holds a fixed import's non-numbers).
+                FieldNote::add(&mut col.na_text, at, trim_blanks(field));
+                col.push_null();
+            }
+            Num::Bad => {
+                return Err(RecordError {
+                    line: at,
+                    kind: FieldError::Value {
+                        slot: i,
+                        expected: "a number (digits, optionally signed)",
+                        found: show(field),
+                    },
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

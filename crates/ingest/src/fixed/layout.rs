@@ -23,6 +23,10 @@ pub(crate) struct Slot {
     pub(crate) text: bool,
     /// Read from the parent (household) record rather than the row's own.
     pub(crate) parent: bool,
+    /// The line of a record of several lines it is on (0-based), and
+    /// where that line starts in the joined record.
+    pub(crate) line: usize,
+    pub(crate) offset: usize,
 }
 
 /// Record-type handling of a hierarchical file.
@@ -49,6 +53,9 @@ pub(crate) struct Layout {
     /// Fields past a record's end and `.` are missing; E notation is read
     /// ([`Codebook::lenient`]).
     pub(crate) lenient: bool,
+    /// Widths of the lines of a record of several lines
+    /// ([`Codebook::record_lines`]); empty for one line.
+    pub(crate) lines: Vec<usize>,
 }
 
 impl Layout {
@@ -57,16 +64,49 @@ impl Layout {
             path: cb.path.clone(),
             reason,
         };
-        let slot = |i: usize, v: &DdiVariable, parent: bool| Slot {
-            var: i,
-            name: v.name.clone(),
-            start: v.start - 1,
-            end: v.end,
-            decimals: v.decimals.min(MAX_FIXED_DECIMALS),
-            divide: v.divide.min(v.decimals.min(MAX_FIXED_DECIMALS)),
-            text: v.text,
-            parent,
+        // The line of a record of several lines that a column is on, and
+        // where that line starts.
+        let on_line = |col: usize| {
+            let mut offset = 0;
+            for (k, w) in cb.record_lines.iter().enumerate() {
+                if col < offset + w {
+                    return (k, offset);
+                }
+                offset += w;
+            }
+            (0, 0)
         };
+        let slot = |i: usize, v: &DdiVariable, parent: bool| {
+            let (line, offset) = on_line(v.start - 1);
+            Slot {
+                var: i,
+                name: v.name.clone(),
+                start: v.start - 1,
+                end: v.end,
+                decimals: v.decimals.min(MAX_FIXED_DECIMALS),
+                divide: v.divide.min(v.decimals.min(MAX_FIXED_DECIMALS)),
+                text: v.text,
+                parent,
+                line,
+                offset,
+            }
+        };
+        if cb.record_lines.len() > 1 {
+            if cb.hierarchical {
+                return Err(cb_err(
+                    "records of several types, each of several lines, are not supported".into(),
+                ));
+            }
+            let width: usize = cb.record_lines.iter().sum();
+            if let Some(v) = cb.variables.iter().find(|v| v.end > width) {
+                return Err(cb_err(format!(
+                    "{} ends at column {} of a record of {width} columns on {} lines",
+                    v.name,
+                    v.end,
+                    cb.record_lines.len()
+                )));
+            }
+        }
         if !cb.hierarchical {
             if let Some(t) = record_type {
                 return Err(cb_err(format!(
@@ -83,6 +123,11 @@ impl Layout {
                 charset: cb.charset,
                 hier: None,
                 lenient: cb.lenient,
+                lines: if cb.record_lines.len() > 1 {
+                    cb.record_lines.clone()
+                } else {
+                    Vec::new()
+                },
             });
         }
         let known: Vec<String> = cb.record_groups.iter().map(|g| g.rectype.clone()).collect();
@@ -121,6 +166,7 @@ impl Layout {
             slots,
             charset: cb.charset,
             lenient: cb.lenient,
+            lines: Vec::new(),
             hier: Some(Hier {
                 id_name: id.name.clone(),
                 id_start: id.start - 1,
@@ -143,6 +189,15 @@ impl Layout {
     /// need their parent record — just before the last parent record.
     pub(crate) fn cut(&self, buf: &[u8]) -> Option<usize> {
         let last_nl = memchr::memrchr(b'\n', buf)?;
+        if self.lines.len() > 1 {
+            // After a whole number of records of several lines (a chunk
+            // starts at a record's first line).
+            let n = self.lines.len();
+            let whole = memchr::memchr_iter(b'\n', buf).count() / n * n;
+            return memchr::memchr_iter(b'\n', buf)
+                .nth(whole.checked_sub(1)?)
+                .map(|p| p + 1);
+        }
         let Some(h) = &self.hier else {
             return Some(last_nl + 1);
         };
@@ -188,6 +243,10 @@ pub(crate) enum FieldError {
         found: String,
     },
     Orphan,
+    /// The file ends after `read` lines of a record of several.
+    Partial {
+        read: usize,
+    },
 }
 
 /// A [`FieldError`] at a record (line).
@@ -208,8 +267,8 @@ impl RecordError {
                 record,
                 len,
                 name: slot(i).name.clone(),
-                start: slot(i).start + 1,
-                end: slot(i).end,
+                start: slot(i).start - slot(i).offset + 1,
+                end: slot(i).end - slot(i).offset,
             },
             FieldError::ShortId { len } => {
                 let h = layout.hier.as_ref().expect("hierarchical");
@@ -230,8 +289,8 @@ impl RecordError {
                 path,
                 record,
                 name: slot(i).name.clone(),
-                start: slot(i).start + 1,
-                end: slot(i).end,
+                start: slot(i).start - slot(i).offset + 1,
+                end: slot(i).end - slot(i).offset,
                 expected: expected.to_string(),
                 found,
             },
@@ -250,6 +309,12 @@ impl RecordError {
                         .join(", "),
                 }
             }
+            FieldError::Partial { read } => Error::PartialRecord {
+                path,
+                record,
+                read,
+                lines: layout.lines.len(),
+            },
             FieldError::Orphan => {
                 let h = layout.hier.as_ref().expect("hierarchical");
                 Error::Orphan {

@@ -131,6 +131,20 @@ pub fn import_fixed(
         &mut ds,
     )?;
     let rows = out.rows;
+    for (slot, n) in layout.slots.iter().zip(&out.na_text) {
+        if let Some(n) = n {
+            notes.push(Note::from(format!(
+                "{}: {} value{} that {} not a number (the first on line {}: {:?}) read as missing, as Stata, SPSS and SAS read {}",
+                slot.name,
+                n.count,
+                if n.count == 1 { "" } else { "s" },
+                if n.count == 1 { "is" } else { "are" },
+                n.line,
+                n.example,
+                if n.count == 1 { "it" } else { "them" },
+            )));
+        }
+    }
     if rows == 0 {
         notes.push(Note::from(match layout.row_type() {
             Some(t) => format!(

@@ -23,6 +23,22 @@ pub(crate) struct Field {
     pub text: bool,
     /// Where the setup declares it (file, line).
     pub at: (usize, usize),
+    /// The record type it is read from (a file of several: SPSS's
+    /// `RECORD TYPE`, SAS's `IF RECTYPE = 'P' THEN DO`); `None`: every
+    /// record.
+    pub rectype: Option<String>,
+}
+
+/// The variable (or columns) holding a record's type, in a file of
+/// records of several types.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RecordId {
+    /// Its name, when the setup gives one.
+    pub name: Option<String>,
+    /// Its columns (1-based, inclusive), when the setup gives them.
+    pub cols: Option<(usize, usize)>,
+    /// Where the setup declares it (file, line).
+    pub at: (usize, usize),
 }
 
 /// One value (or range) and its label.
@@ -44,6 +60,10 @@ pub(crate) struct Desc {
     pub header: bool,
     /// Lines per record.
     pub lines: usize,
+    /// Records of several types: the variable giving the type, and the
+    /// types in the order the setup reads them.
+    pub record_id: Option<RecordId>,
+    pub record_types: Vec<String>,
     pub data_file: Option<String>,
     pub var_labels: Vec<(String, String)>,
     /// Labels given to variables directly (SPSS).
@@ -207,6 +227,7 @@ pub(crate) fn shared_columns(
     for (k, n) in names.iter().enumerate() {
         d.fields.push(Field {
             name: n.clone(),
+            rectype: None,
             record_line: rec,
             start: a + k * each,
             end: a + (k + 1) * each - 1,

@@ -132,10 +132,8 @@ impl Cursor {
                 self.i += 1;
                 Some((if neg { format!("-{n}") } else { n }, false))
             }
-            Some(Tok::Str(s)) => {
-                self.i += 1;
-                Some((s, true))
-            }
+            // Text values may be joined by `+` too (SPSS).
+            Some(Tok::Str(_)) => self.string().map(|s| (s, true)),
             _ => None,
         }
     }

@@ -16,8 +16,10 @@
 //! DDI codebook. Statements that change the data (`recode`, `COMPUTE`,
 //! `IF … THEN` other than a missing code) are not run: each is noted.
 //!
-//! Records spread over several lines (`# lines`, `RECORDS=`, `#n` or `/`
-//! pointers) are refused with an error naming the statement.
+//! Records spread over several lines (`# lines`, `RECORDS=`, `_lines()`,
+//! `#n` or `/` pointers; card images) become one record: each line cut or
+//! padded to the width of its last field and the lines joined
+//! ([`Codebook::record_lines`]).
 
 mod desc;
 mod lex;
@@ -26,7 +28,7 @@ mod spss;
 mod stata;
 
 use crate::core::pipeline::ImportSummary;
-use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable};
+use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable, RecordGroup};
 use crate::error::{Error, Result};
 use crate::note::Note;
 use crate::options::ImportOptions;
@@ -37,6 +39,9 @@ use std::path::{Path, PathBuf};
 /// Codes a labelled range of integers (`1-5 = 'Low'` in a SAS format) may
 /// become.
 const RANGE_LABELS: i64 = 1_000;
+
+/// Lines a record may span.
+const MAX_LINES: usize = 10_000;
 
 /// What setup files say of a data file.
 #[derive(Debug, Clone)]
@@ -92,6 +97,7 @@ pub fn read_setup(paths: &[PathBuf]) -> Result<Setup> {
                     variables: Vec::new(),
                     warnings: Vec::new(),
                     lenient: true,
+                    record_lines: Vec::new(),
                 },
                 delimited: d.delimited,
                 data_file: d.data_file.clone(),
@@ -176,7 +182,36 @@ pub fn import_setup(
             opts.delimiter.get_or_insert(d);
             crate::csv::import_csv(input, target, force, &opts)
         }
-        None => crate::fixed::import_fixed(input, &cb, target, force, &opts),
+        None => {
+            let mut s = crate::fixed::import_fixed(input, &cb, target, force, &opts)?;
+            if cb.hierarchical {
+                // The packages read such a file a record a row; the import
+                // reads it as IPUMS's rectangular extracts are.
+                let types: Vec<&str> = cb
+                    .record_groups
+                    .iter()
+                    .map(|g| g.rectype.as_str())
+                    .collect();
+                let top = cb.top_record_type().unwrap_or("H");
+                // (With neither, the import has said which type it took.)
+                let row = opts
+                    .record_type
+                    .clone()
+                    .or_else(|| cb.person_record_type().map(str::to_string));
+                if let Some(row) = row.filter(|r| r != top) {
+                    s.notes.push(Note::hinted(
+                        format!(
+                            "{} holds records of types {}: each row is a record of type {row} with the variables of the record of type {top} before it",
+                            input.display(),
+                            types.join(", ")
+                        ),
+                        microtab_store::Remedy::RecordType,
+                        "chooses the type whose records become the rows",
+                    ));
+                }
+            }
+            Ok(s)
+        }
     }
 }
 
@@ -228,6 +263,7 @@ fn with_header(input: &Path, paths: &[PathBuf], mut descs: Vec<Desc>) -> Result<
     for (i, n) in names.iter().enumerate() {
         d.fields.push(Field {
             name: n.trim().to_string(),
+            rectype: None,
             record_line: 1,
             start: 1,
             end: 1,
@@ -357,7 +393,7 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             warnings.push(Note::from(format!("{file}: {n}")));
         }
     }
-    let mut fields = descs[lay].fields.clone();
+    let (mut fields, types_of, id) = record_types(&descs[lay])?;
     for (k, d) in descs.iter().enumerate() {
         for (var, dec, line) in &d.scales {
             match fields.iter_mut().find(|f| f.name.eq_ignore_ascii_case(var)) {
@@ -554,6 +590,42 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             paths[lay].display()
         )));
     }
+    // A record of several lines: each line as wide as its last field, the
+    // lines joined (the fixed-width import reads them so).
+    let lines = fields
+        .iter()
+        .map(|f| f.record_line)
+        .max()
+        .unwrap_or(1)
+        .max(layout.lines);
+    if lines > 1 && layout.delimited.is_some() {
+        return Err((
+            lay,
+            format!("the setup reads records of {lines} lines from delimited text: microtab reads a delimited record from one line"),
+        ));
+    }
+    if lines > MAX_LINES {
+        return Err((
+            lay,
+            format!("records of {lines} lines: at most {MAX_LINES} are supported"),
+        ));
+    }
+    if lines > 1 && id.is_some() {
+        return Err((
+            lay,
+            format!("the setup reads records of several types, each of {lines} lines: records of several types are read from one line each"),
+        ));
+    }
+    let mut widths = vec![0usize; if lines > 1 { lines } else { 0 }];
+    for f in fields.iter().filter(|_| lines > 1) {
+        let w = &mut widths[f.record_line.max(1) - 1];
+        *w = (*w).max(f.end);
+    }
+    let offset = |f: &Field| {
+        widths[..(f.record_line.max(1) - 1).min(widths.len())]
+            .iter()
+            .sum::<usize>()
+    };
     let variables = fields
         .iter()
         .map(|f| {
@@ -566,12 +638,12 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
                 name: f.name.clone(),
                 label: s.label,
                 description: None,
-                start: f.start,
-                end: f.end,
+                start: f.start + offset(f),
+                end: f.end + offset(f),
                 divide: if text { 0 } else { f.divide },
                 decimals: if text { 0 } else { f.decimals },
                 text,
-                record_types: Vec::new(),
+                record_types: types_of.get(&key(&f.name)).cloned().unwrap_or_default(),
                 categories: s.cats,
                 invalid: s.invalid,
                 invalid_ranges: s.ranges,
@@ -580,41 +652,165 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             }
         })
         .collect();
-    if let Some(f) = fields
-        .iter()
-        .find(|f| f.record_line > 1)
-        .or(fields.first())
-        .filter(|_| layout.lines > 1)
-    {
-        return Err((
-            lay,
-            format!(
-                "line {}: the setup reads records of {} lines each ({} is on line {} of a record): microtab reads fixed-width records of one line",
-                f.at.1, layout.lines, f.name, f.record_line
-            ),
-        ));
-    }
     if layout.delimited.is_some() && !layout.header {
         return Err((
             lay,
             "the setup reads delimited text without a header line of names: microtab reads delimited files by their header (write the names on the first line, or describe fixed columns)".into(),
         ));
     }
+    let variables: Vec<DdiVariable> = variables;
+    // Record types: labelled as the type variable's value labels say.
+    let record_groups = match &id {
+        None => Vec::new(),
+        Some(id) => {
+            let var = variables.iter().find(|v| v.name.eq_ignore_ascii_case(id));
+            layout
+                .record_types
+                .iter()
+                .map(|t| RecordGroup {
+                    rectype: t.clone(),
+                    label: var.and_then(|v| {
+                        v.categories
+                            .iter()
+                            .find(|c| c.value == *t)
+                            .and_then(|c| c.label.clone())
+                    }),
+                    recidvar: var.map(|v| v.name.clone()),
+                    keyvar: None,
+                })
+                .collect()
+        }
+    };
     Ok(Setup {
         codebook: Codebook {
             path: paths[0].clone(),
             file_name: layout.data_file.clone(),
             charset: Charset::Utf8,
-            hierarchical: false,
-            record_groups: Vec::new(),
+            hierarchical: id.is_some(),
+            record_groups,
             variables,
             warnings,
             lenient: true,
+            record_lines: widths,
         },
         delimited: layout.delimited,
         data_file: layout.data_file.clone(),
         pending: None,
     })
+}
+
+/// The fields of a layout, one per variable, with the record types each
+/// is read from (by lower-case name; absent: every type) and the
+/// variable giving a record's type — for a file of records of several
+/// types, whose setup reads a variable on several types (the type, the
+/// household's serial number) in each type's layout.
+#[allow(clippy::type_complexity)]
+fn record_types(
+    layout: &Desc,
+) -> std::result::Result<(Vec<Field>, HashMap<String, Vec<String>>, Option<String>), (usize, String)>
+{
+    let mut types: HashMap<String, Vec<String>> = HashMap::new();
+    let Some(rid) = &layout.record_id else {
+        if let Some(f) = layout.fields.iter().find(|f| f.rectype.is_some()) {
+            return Err((
+                f.at.0,
+                format!("line {}: {} is read from records of one type, but the setup names no variable holding the type", f.at.1, f.name),
+            ));
+        }
+        return Ok((layout.fields.clone(), types, None));
+    };
+    let at = |reason: String| (rid.at.0, format!("line {}: {reason}", rid.at.1));
+    if layout.record_types.is_empty() {
+        return Err(at(
+            "the setup reads records of several types but gives no layout of any type".into(),
+        ));
+    }
+    let mut fields: Vec<Field> = Vec::new();
+    for f in &layout.fields {
+        match fields
+            .iter()
+            .position(|g| g.name.eq_ignore_ascii_case(&f.name))
+        {
+            None => {
+                if let Some(t) = &f.rectype {
+                    types.insert(key(&f.name), vec![t.clone()]);
+                }
+                fields.push(f.clone());
+            }
+            Some(k) => {
+                let g = &fields[k];
+                if (g.start, g.end, g.text) != (f.start, f.end, f.text) {
+                    return Err((
+                        f.at.0,
+                        format!(
+                            "line {}: {} is read from columns {}-{}{} here and from columns {}-{}{} on line {}: a variable has one place in every record type",
+                            f.at.1,
+                            f.name,
+                            f.start,
+                            f.end,
+                            if f.text { " as text" } else { "" },
+                            g.start,
+                            g.end,
+                            if g.text { " as text" } else { "" },
+                            g.at.1
+                        ),
+                    ));
+                }
+                match (&f.rectype, types.get_mut(&key(&f.name))) {
+                    (Some(t), Some(ts)) if !ts.contains(t) => ts.push(t.clone()),
+                    (None, Some(_)) => {
+                        types.remove(&key(&f.name));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    // The type variable: named, else the one at the columns given.
+    let named = rid.name.as_ref().and_then(|n| {
+        fields
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(n))
+            .map(|f| f.name.clone())
+    });
+    let id = match (named, &rid.name, rid.cols) {
+        (Some(n), _, _) => n,
+        (None, name, Some((a, b))) => {
+            match fields
+                .iter()
+                .find(|f| (f.start, f.end) == (a, b) && name.is_none())
+            {
+                Some(f) => f.name.clone(),
+                None => {
+                    let n = name.clone().unwrap_or_else(|| "RECTYPE".to_string());
+                    fields.insert(
+                        0,
+                        Field {
+                            name: n.clone(),
+                            rectype: None,
+                            record_line: 1,
+                            start: a,
+                            end: b,
+                            decimals: 0,
+                            divide: 0,
+                            text: true,
+                            at: rid.at,
+                        },
+                    );
+                    n
+                }
+            }
+        }
+        (None, Some(n), None) => {
+            return Err(at(format!(
+                "the record type is read from {n}, but no layout gives its columns"
+            )))
+        }
+        (None, None, None) => return Err(at("no variable holds the record type".into())),
+    };
+    // The type is on every record.
+    types.remove(&key(&id));
+    Ok((fields, types, Some(id)))
 }
 
 /// The description of variable `name`, noting a name no field has.

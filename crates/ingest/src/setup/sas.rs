@@ -2,7 +2,7 @@
 //! step's `FILENAME`, `INFILE`, `INPUT`, `LABEL`, `FORMAT`, `LENGTH`,
 //! `ATTRIB` and `IF V = CODE THEN V = .x` statements.
 
-use super::desc::{divides, Desc, Field, Labelled};
+use super::desc::{divides, Desc, Field, Labelled, RecordId};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
 use std::collections::HashMap;
 
@@ -52,8 +52,50 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
     let mut filerefs: HashMap<String, String> = HashMap::new();
     let mut formats: Vec<(String, String, usize)> = Vec::new();
     let mut input_seen = false;
+    // DO blocks open: a record type's block (`IF RECTYPE = 'P' THEN DO`)
+    // holds its type.
+    let mut blocks: Vec<Option<String>> = Vec::new();
     for (s, line) in statements(text) {
-        let mut c = Cursor::new(tokens(&s, line)?, line);
+        let mut toks = tokens(&s, line)?;
+        // `ELSE IF …` as `IF …`; `ELSE DO` as `DO`.
+        if toks.first().is_some_and(|t| t.is("else")) && toks.len() > 1 {
+            toks.remove(0);
+        }
+        let mut c = Cursor::new(toks, line);
+        // `IF V = 'P' THEN DO` / `THEN INPUT …`, V read by an INPUT
+        // before: the records of that type.
+        if let Some((var, value, then)) = type_test(&c, &d) {
+            let at = c.t[then].line;
+            let id = d.record_id.get_or_insert_with(|| RecordId {
+                name: Some(var.clone()),
+                cols: None,
+                at: (file, at),
+            });
+            if !id
+                .name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(&var))
+            {
+                return Err(format!(
+                    "line {at}: the record type is tested on {var} here and on {} before: one variable holds it",
+                    id.name.as_deref().unwrap_or("?")
+                ));
+            }
+            if !d.record_types.contains(&value) {
+                d.record_types.push(value.clone());
+            }
+            if c.t.get(then + 1).is_some_and(|t| t.is("do")) {
+                blocks.push(Some(value));
+            } else {
+                c.i = then + 2;
+                let before = d.fields.len();
+                input(&mut c, &mut d, file)?;
+                for f in &mut d.fields[before..] {
+                    f.rectype = Some(value.clone());
+                }
+            }
+            continue;
+        }
         let w0 =
             c.t.first()
                 .and_then(|t| t.word())
@@ -72,6 +114,18 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
                 }
             }
             "infile" => infile(&mut c, &mut d, &filerefs)?,
+            "do" => blocks.push(None),
+            "end" => {
+                blocks.pop();
+            }
+            "input" if input_seen && blocks.iter().any(Option::is_some) => {
+                let t = blocks.iter().rev().flatten().next().cloned();
+                let before = d.fields.len();
+                input(&mut c, &mut d, file)?;
+                for f in &mut d.fields[before..] {
+                    f.rectype = t.clone();
+                }
+            }
             "input" => {
                 if input_seen {
                     return Err(format!(
@@ -119,11 +173,46 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         let name = k
             .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
             .to_string();
+        // A text format named without its `$` (as IPUMS writes them).
+        let name = if !d.sets.contains_key(&name) && d.sets.contains_key(&format!("${name}")) {
+            format!("${name}")
+        } else {
+            name
+        };
         if d.sets.contains_key(&name) || !is_builtin(&name) {
             d.uses.push((var, name, line));
         }
     }
     Ok(d)
+}
+
+/// `IF V = value THEN DO|INPUT` (or `IF (V = value)`, `EQ`) where `V` is
+/// a field an INPUT read before: `V`, the value, and where `THEN` is.
+fn type_test(c: &Cursor, d: &Desc) -> Option<(String, String, usize)> {
+    let t = &c.t;
+    if !t.first()?.is("if") {
+        return None;
+    }
+    let then = t.iter().position(|x| x.is("then"))?;
+    if !t.get(then + 1).is_some_and(|x| x.is("do") || x.is("input")) {
+        return None;
+    }
+    let cond: Vec<_> = t[1..then]
+        .iter()
+        .filter(|x| !x.sym('(') && !x.sym(')'))
+        .collect();
+    let [v, eq, val] = cond.as_slice() else {
+        return None;
+    };
+    let var = v.word()?;
+    if !(eq.sym('=') || eq.is("eq")) || !d.fields.iter().any(|f| f.name.eq_ignore_ascii_case(var)) {
+        return None;
+    }
+    let value = match &val.tok {
+        Tok::Str(s) | Tok::Num(s) => s.trim().to_string(),
+        _ => return None,
+    };
+    Some((var.to_string(), value, then))
 }
 
 /// SAS's own formats (not value labels).
@@ -141,9 +230,12 @@ fn is_builtin(f: &str) -> bool {
 
 /// `VALUE [$]name [(options)] range = 'label' …`.
 fn value(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
+    // `$NAME` or `$ NAME` (IPUMS writes the latter).
+    let dollar = c.eat_word("$");
     let name = c
         .next()
         .and_then(|t| t.word().map(set_key))
+        .map(|n| if dollar { format!("${n}") } else { n })
         .ok_or_else(|| c.err("a format name after VALUE"))?;
     if c.eat('(') {
         while !c.done() && !c.eat(')') {
@@ -191,10 +283,21 @@ fn value(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
         if !c.eat('=') {
             return Err(c.err("= between a value and its label in VALUE"));
         }
-        let label = c
+        let mut label = c
             .string()
             .or_else(|| c.next().map(|t| t.show()))
             .ok_or_else(|| c.err("a label"))?;
+        // A long label in adjacent strings (IPUMS's setups): those not
+        // starting the next value.
+        while let Some(Tok::Str(more)) = c.peek().map(|t| t.tok.clone()) {
+            if c.peek_at(1)
+                .is_some_and(|t| t.sym('=') || t.sym(',') || t.sym('-') || t.sym('<'))
+            {
+                break;
+            }
+            label.push_str(&more);
+            c.i += 1;
+        }
         for (lo, hi) in items {
             match (lo, hi) {
                 (Item::Value(lo), None) => set.push(Labelled {
@@ -238,8 +341,13 @@ enum Item {
 }
 
 fn item(c: &mut Cursor) -> Item {
-    if let Some(v) = c.value() {
-        return Item::Value(v.0);
+    if let Some((mut v, text)) = c.value() {
+        // A long text value in adjacent strings.
+        while let (true, Some(Tok::Str(more))) = (text, c.peek().map(|t| t.tok.clone())) {
+            v.push_str(&more);
+            c.i += 1;
+        }
+        return Item::Value(v);
     }
     if c.eat('.') {
         return Item::Special(".".into());
@@ -399,6 +507,7 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                     }
                     d.fields.push(Field {
                         name,
+                        rectype: None,
                         record_line: rec,
                         start: a,
                         end: b,
@@ -439,6 +548,7 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                     listed.push(d.fields.len());
                     d.fields.push(Field {
                         name: name.clone(),
+                        rectype: None,
                         record_line: rec,
                         start: 1,
                         end: 1,
@@ -454,6 +564,7 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                 }
                 d.fields.push(Field {
                     name,
+                    rectype: None,
                     record_line: rec,
                     start: pos,
                         divide: 0,
@@ -484,9 +595,14 @@ fn label(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
             .and_then(|t| t.word().map(str::to_string))
             .ok_or_else(|| c.err("a variable name in LABEL"))?;
         c.eat('=');
-        let l = c
+        let mut l = c
             .string()
             .ok_or_else(|| c.err(&format!("a quoted label for {name}")))?;
+        // A long label in adjacent strings (IPUMS's setups).
+        while let Some(Tok::Str(more)) = c.peek().map(|t| t.tok.clone()) {
+            l.push_str(&more);
+            c.i += 1;
+        }
         d.var_labels.push((name, l));
     }
     Ok(())

@@ -1,13 +1,16 @@
 //! SPSS syntax (`.sps`): `DATA LIST`, `GET DATA /TYPE=TXT`, `VARIABLE
 //! LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES`.
 
-use super::desc::{divides, expand, few, shared_columns, Desc, Field, Labelled, CLEAR};
+use super::desc::{divides, expand, few, shared_columns, Desc, Field, Labelled, RecordId, CLEAR};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
 
 /// Commands that start a new command when a line begins with them, even
 /// if the one before lacks its full stop.
 const COMMANDS: &[&str] = &[
     "data list",
+    "file type",
+    "record type",
+    "end file type",
     "get data",
     "variable labels",
     "value labels",
@@ -114,6 +117,9 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         lines: 1,
         ..Desc::default()
     };
+    // Within FILE TYPE … END FILE TYPE: the record types the next DATA
+    // LIST reads (none: RECORD TYPE OTHER, whose records are skipped).
+    let mut types: Option<Vec<String>> = None;
     for (cmd, line) in commands(text) {
         let mut c = Cursor::new(tokens(&cmd, line)?, line);
         let w: Vec<String> =
@@ -124,7 +130,67 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         let w = |k: usize| w.get(k).map(String::as_str).unwrap_or("");
         if abbrev(w(0), "data") && abbrev(w(1), "list") {
             c.i = 2;
+            let before = d.fields.len();
             data_list(&mut c, &mut d, file)?;
+            if d.record_id.is_some() {
+                let read: Vec<Field> = d.fields.drain(before..).collect();
+                match &types {
+                    None if d.record_types.is_empty() => {
+                        return Err(format!(
+                            "line {line}: DATA LIST within FILE TYPE comes before any RECORD TYPE"
+                        ))
+                    }
+                    None => d.notes.push(format!(
+                        "line {line}: the DATA LIST of RECORD TYPE OTHER is not read: records of types the setup does not name are an error"
+                    )),
+                    Some(ts) => {
+                        for t in ts {
+                            d.fields.extend(read.iter().cloned().map(|mut f| {
+                                f.rectype = Some(t.clone());
+                                f
+                            }));
+                        }
+                    }
+                }
+            }
+        } else if w(0) == "file" && w(1) == "type" {
+            c.i = 2;
+            file_type(&mut c, &mut d, file)?;
+        } else if abbrev(w(0), "record") && w(1) == "type" {
+            c.i = 2;
+            if d.record_id.is_none() {
+                return Err(format!(
+                    "line {line}: RECORD TYPE outside FILE TYPE … END FILE TYPE"
+                ));
+            }
+            if c.peek().is_some_and(|t| t.is("other")) {
+                types = None;
+                continue;
+            }
+            let mut ts = Vec::new();
+            while let Some(t) = c.next() {
+                match &t.tok {
+                    Tok::Str(v) | Tok::Num(v) => ts.push(v.trim().to_string()),
+                    Tok::Sym(',') => {}
+                    Tok::Word(w) if w.eq_ignore_ascii_case("thru") => {
+                        return Err(format!(
+                            "line {line}: RECORD TYPE with a range of types: list each type"
+                        ))
+                    }
+                    _ => break,
+                }
+            }
+            if ts.is_empty() {
+                return Err(c.err("a record type (RECORD TYPE 'H' or RECORD TYPE 1)"));
+            }
+            for t in &ts {
+                if !d.record_types.contains(t) {
+                    d.record_types.push(t.clone());
+                }
+            }
+            types = Some(ts);
+        } else if w(0) == "end" && w(1) == "file" && w(2) == "type" {
+            types = None;
         } else if w(0) == "get" && w(1) == "data" {
             c.i = 2;
             get_data(&mut c, &mut d, file)?;
@@ -140,10 +206,6 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         } else if abbrev(w(0), "missing") && abbrev(w(1), "values") {
             c.i = 2;
             missing_values(&mut c, &mut d)?;
-        } else if w(0) == "file" && w(1) == "type" {
-            return Err(format!(
-                "line {line}: FILE TYPE (records of several types in one file): read the file with its DDI codebook, or one record type's DATA LIST"
-            ));
         } else if w(0) == "weight" {
             d.notes.push(format!(
                 "line {line}: WEIGHT names a weight variable (set it with a design to use it)"
@@ -157,6 +219,77 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         }
     }
     Ok(d)
+}
+
+/// `FILE TYPE MIXED|NESTED /FILE=… /RECORD=[name] a-b [(A)]`: a file of
+/// records of several types, the type in columns `a`-`b`. (Either way the
+/// import reads it as NESTED does: a row for each record of the lowest
+/// type, with the household's variables.)
+fn file_type(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
+    let line = c.at();
+    let kind = c.next().and_then(|t| t.word().map(str::to_ascii_lowercase));
+    match kind.as_deref() {
+        Some("mixed" | "nested") => {}
+        Some("grouped") => {
+            return Err(format!(
+                "line {line}: FILE TYPE GROUPED (a case's records of several types, in any order) is not supported: read each record type with its own DATA LIST"
+            ))
+        }
+        _ => return Err(c.err("MIXED, NESTED or GROUPED after FILE TYPE")),
+    }
+    let mut id = RecordId {
+        at: (file, line),
+        ..RecordId::default()
+    };
+    while !c.done() {
+        // Subcommands: `/RECORD=…`, the first one's slash optional.
+        let bare = c.peek().is_some_and(|t| t.is("file") || t.is("record"))
+            && c.peek_at(1).is_some_and(|t| t.sym('='));
+        if !bare && !c.eat('/') {
+            c.i += 1;
+            continue;
+        }
+        let sub = c.next().and_then(|t| t.word().map(str::to_ascii_lowercase));
+        c.eat('=');
+        match sub.as_deref() {
+            Some("file") => {
+                if let Some(Tok::Str(s) | Tok::Word(s)) = c.next().map(|t| t.tok) {
+                    d.data_file = Some(s);
+                }
+            }
+            Some("record") => {
+                if let Some(n) = c.peek().and_then(|t| t.word()).map(str::to_string) {
+                    c.i += 1;
+                    id.name = Some(n);
+                }
+                let a = c
+                    .next()
+                    .and_then(|t| t.int())
+                    .ok_or_else(|| c.err("the columns of the record type after /RECORD="))?;
+                let b = if c.eat('-') {
+                    c.next()
+                        .and_then(|t| t.int())
+                        .ok_or_else(|| c.err("a column number after -"))?
+                } else {
+                    a
+                };
+                if a == 0 || b < a {
+                    return Err(format!(
+                        "line {line}: /RECORD columns {a}-{b} are not a range of columns (numbered from 1)"
+                    ));
+                }
+                id.cols = Some((a, b));
+            }
+            _ => {}
+        }
+    }
+    if id.cols.is_none() {
+        return Err(format!(
+            "line {line}: FILE TYPE without /RECORD= (the columns of the record type)"
+        ));
+    }
+    d.record_id = Some(id);
+    Ok(())
 }
 
 /// The format in parentheses after a field: text, decimals.
@@ -380,6 +513,7 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                             let a = pos[rec];
                             d.fields.push(Field {
                                 name: n.clone(),
+                                rectype: None,
                                 record_line: rec,
                                 start: a,
                                 end: a.saturating_add(w - 1),
@@ -510,6 +644,7 @@ fn get_data(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                     let (text, _) = format_word(&fmt);
                     d.fields.push(Field {
                         name,
+                        rectype: None,
                         record_line: 1,
                         start: 1,
                         divide: 0,

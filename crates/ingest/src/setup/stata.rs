@@ -3,7 +3,7 @@
 //! variable`, `label define`, `label values`, missing codes from `replace
 //! V = .x if V == CODE` and `mvdecode`.
 
-use super::desc::{expand, read_text, scale, shared_columns, Desc, Field, Labelled};
+use super::desc::{expand, read_text, scale, shared_columns, Desc, Field, Labelled, RecordId};
 use super::lex::{stata_tokens as tokens, strip_comments, Cursor, Tok, Token};
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -111,6 +111,9 @@ fn statements_into(path: &Path, text: &str, mut d: Desc, file: usize) -> Result<
         path: path.to_path_buf(),
         reason,
     };
+    // The first field of the last `infix` command, until a `drop if` or
+    // `keep if` says which record type it reads.
+    let mut last_infix: Option<(usize, usize)> = None;
     for (s, line) in statements(text) {
         let mut toks = tokens(&s, line).map_err(err)?;
         // Prefixes that change nothing of what the command says.
@@ -177,6 +180,7 @@ fn statements_into(path: &Path, text: &str, mut d: Desc, file: usize) -> Result<
             }
         } else if w0 == "infix" {
             c.i = 1;
+            last_infix = Some((d.fields.len(), line));
             infix_specs(&mut c, &mut d, file, true).map_err(err)?;
             if c.eat_word("using") {
                 d.data_file = file_name(&mut c);
@@ -214,6 +218,39 @@ fn statements_into(path: &Path, text: &str, mut d: Desc, file: usize) -> Result<
                     d.uses.push((n, set.clone(), line));
                 }
             }
+        } else if let Some((var, value)) = (w0 == "drop" || w0 == "keep")
+            .then(|| type_test(&c, &d))
+            .flatten()
+        {
+            // `drop if rectype != "H"` after an `infix` (IPUMS's
+            // hierarchical do-files): that infix reads records of type H.
+            let from = last_infix.take().map_or(d.fields.len(), |(k, _)| k);
+            let id = d.record_id.get_or_insert_with(|| RecordId {
+                name: Some(var.clone()),
+                cols: None,
+                at: (file, line),
+            });
+            if !id
+                .name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(&var))
+            {
+                return Err(err(format!(
+                    "line {line}: the record type is tested on {var} here and on {} before: one variable holds it",
+                    id.name.as_deref().unwrap_or("?")
+                )));
+            }
+            for f in &mut d.fields[from..] {
+                f.rectype = Some(value.clone());
+            }
+            if !d.record_types.contains(&value) {
+                d.record_types.push(value);
+            }
+        } else if s.contains("_line_num")
+            && ["gen", "generate", "drop", "sort"].contains(&w0.as_str())
+        {
+            // IPUMS's hierarchical do-files number the lines to keep the
+            // file's order, which the import keeps.
         } else if w0 == "replace" && (missing_replace(&c, &mut d) || divides(&c, &mut d)) {
         } else if w0 == "mvdecode" {
             c.i = 1;
@@ -225,7 +262,39 @@ fn statements_into(path: &Path, text: &str, mut d: Desc, file: usize) -> Result<
             ));
         }
     }
+    if let (Some((_, line)), Some(_)) = (last_infix, &d.record_id) {
+        return Err(err(format!(
+            "line {line}: this infix reads records of every type, the ones before it records of one type each (drop if rectype != \"P\" after each)"
+        )));
+    }
     Ok(d)
+}
+
+/// `drop if V != value` or `keep if V == value` (`~=` too), `V` a field
+/// of the last `infix`: `V` and the value.
+fn type_test(c: &Cursor, d: &Desc) -> Option<(String, String)> {
+    let t = &c.t;
+    if !t.get(1)?.is("if") {
+        return None;
+    }
+    let keep = t[0].is("keep");
+    let var = t.get(2)?.word()?;
+    let (op, k) = match (t.get(3).map(|x| &x.tok), t.get(4).map(|x| &x.tok)) {
+        (Some(Tok::Sym('!' | '~')), Some(Tok::Sym('='))) => ("!=", 5),
+        (Some(Tok::Sym('=')), Some(Tok::Sym('='))) => ("==", 5),
+        _ => return None,
+    };
+    if (op == "==") != keep || t.len() != k + 1 {
+        return None;
+    }
+    let value = match &t[k].tok {
+        Tok::Str(s) | Tok::Num(s) => s.trim().to_string(),
+        _ => return None,
+    };
+    d.fields
+        .iter()
+        .any(|f| f.name.eq_ignore_ascii_case(var))
+        .then(|| (var.to_string(), value))
 }
 
 /// A file name: a string or words up to a comma.
@@ -473,6 +542,7 @@ fn infile_specs(c: &mut Cursor, d: &mut Desc, file: usize) -> std::result::Resul
                 let label = c.string();
                 d.fields.push(Field {
                     name: name.clone(),
+                    rectype: None,
                     record_line: rec,
                     start: pos,
                     end: pos.saturating_add(width - 1),
