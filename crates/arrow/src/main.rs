@@ -54,7 +54,10 @@ struct ExportArgs {
     #[arg(long)]
     filter: Option<String>,
     /// Labelled variables as their value labels (dictionary-encoded text)
-    /// instead of their codes.
+    /// instead of their codes (without it: the codes, the labels in the
+    /// file's metadata). Not the --labels of a Stata or SPSS export, which
+    /// keeps the codes and writes label sets (`microtab export DS OUT.dta
+    /// --help`).
     #[arg(long)]
     labels: bool,
     /// Keep user-missing codes (9999999) as values instead of nulls; the

@@ -617,7 +617,8 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
 
 /// Writes the dataset's records as a Stata file, release 118, or with
 /// `format` `sav` an SPSS system file (`spec`: `columns`, `filter`,
-/// `force`, `format`); a summary as JSON (`notes` among it).
+/// `force`, `format`, `labels`: false for no value-label sets); a summary
+/// as JSON (`notes` among it).
 #[pyfunction]
 fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
     let spec = parse(spec)?;
@@ -627,7 +628,10 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
             .collect()
     });
     let filter = string(&spec, "filter").filter(|f| !f.trim().is_empty());
-    let force = flag(&spec, "force");
+    let opts = microtab_ingest::WriteOptions {
+        force: flag(&spec, "force"),
+        value_labels: spec.get("labels").and_then(Json::as_bool).unwrap_or(true),
+    };
     let sav = string(&spec, "format").as_deref() == Some("sav");
     let (path, out) = (path.to_string(), out.to_string());
     py.detach(move || -> PyResult<String> {
@@ -648,9 +652,9 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
         };
         let sel = sel.as_ref().map(|(b, n)| (b.as_slice(), *n));
         let w = if sav {
-            microtab_ingest::write_sav(&ds, &vars, sel, out.as_ref(), force)
+            microtab_ingest::write_sav(&ds, &vars, sel, out.as_ref(), opts)
         } else {
-            microtab_ingest::write_dta(&ds, &vars, sel, out.as_ref(), force)
+            microtab_ingest::write_dta(&ds, &vars, sel, out.as_ref(), opts)
         }
         .map_err(ingest_error)?;
         Ok(serde_json::json!({

@@ -932,36 +932,42 @@ class Dataset(_Queries):
         return json.loads(_retrying(lambda: _to_parquet(self.path, os.fspath(path), spec)))
 
     def to_stata(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                 filter: str | None = None, force: bool = False) -> dict:  # noqa: A002
+                 filter: str | None = None, labels: bool = True,  # noqa: A002
+                 force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
         ``filter`` as a Stata file (release 118), as ``microtab export
         DS OUT.dta`` does: integers as ``byte``/``int``/``long`` where they
         fit, decimals and floats as ``double``, text as ``strN``/``strL``;
         user-missing codes as ``.a``, ``.b`` … labelled; variable and value
-        labels; names made valid for Stata. Written beside ``path`` and
-        renamed into place. Returns what was written, its ``notes`` among
-        it (renamed variables, labels left out)."""
+        labels; names made valid for Stata. ``labels=False`` (``--no-labels``)
+        writes the codes without value-label sets (variable labels and
+        missing letters stay); unlike :meth:`to_parquet`'s ``labels``, the
+        values are codes either way. Written beside ``path`` and renamed
+        into place. Returns what was written, its ``notes`` among it
+        (renamed variables, labels left out)."""
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
-                "force": force}
+                "labels": labels, "force": force}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
 
     def to_spss(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                filter: str | None = None, force: bool = False) -> dict:  # noqa: A002
+                filter: str | None = None, labels: bool = True,  # noqa: A002
+                force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
         ``filter`` as an SPSS system file (bytecode-compressed, UTF-8), as
         ``microtab export DS OUT.sav`` does: numbers with their decimals,
         text as strings (very long ones too), dates as ``DATE``/``DATETIME``;
         up to three user-missing values (or a range); variable and value
-        labels; names made valid for SPSS. Written beside ``path`` and
-        renamed into place. Returns what was written, its ``notes`` among
-        it."""
+        labels; names made valid for SPSS. ``labels=False`` (``--no-labels``)
+        writes no value labels (variable labels and missing values stay).
+        Written beside ``path`` and renamed into place. Returns what was
+        written, its ``notes`` among it."""
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
-                "force": force, "format": "sav"}
+                "labels": labels, "force": force, "format": "sav"}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
 
