@@ -153,7 +153,7 @@ pub(crate) fn store_error(e: microtab_store::Error) -> PyErr {
             E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
             E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
             E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
-            E::Locked { .. } => LockedError::new_err(e.to_string()),
+            E::Locked { .. } | E::CreatedMeanwhile { .. } => LockedError::new_err(e.to_string()),
             E::Changed { .. } => ChangedError::new_err(e.to_string()),
             _ => MicrotabError::new_err(e.to_string()),
         })
