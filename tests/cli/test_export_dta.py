@@ -237,3 +237,74 @@ def test_missing_given_twice_for_a_column_keeps_both_codes(tmp_path):
     assert sorted(info["missing_codes"]) == [9, 99]
     m = run_json("means", ds, "code", "--by", "code")["total"]["mean"]
     assert m == pytest.approx(np.mean([v for v in vals if v not in (9, 99)]), rel=1e-12)
+
+
+def haven_summary(path, reader):
+    """R haven's view of `path`: per column its variable label, whether it
+    has value labels, and its values as text (tagged missing values as
+    `NA(a)`), one line per column."""
+    script = (
+        "suppressMessages(library(haven)); d <- %s('%s'); "
+        "for (n in names(d)) { x <- d[[n]]; "
+        "v <- if (is.numeric(x)) ifelse(is_tagged_na(x), paste0('NA(', na_tag(x), ')'), "
+        "format(unclass(x), digits=15, trim=TRUE)) else as.character(x); "
+        "cat(n, if (is.null(attr(x, 'label', exact=TRUE))) '' else attr(x, 'label', exact=TRUE), "
+        "length(attr(x, 'labels')), paste(v, collapse=','), sep='\\t'); cat('\\n') }"
+    ) % (reader, path)
+    p = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
+    if p.returncode:
+        pytest.skip("R haven unavailable: " + p.stderr[-300:])
+    out = {}
+    for line in p.stdout.splitlines():
+        name, label, nlabels, values = line.split("\t")
+        out[name] = (label, int(nlabels), values)
+    return out
+
+
+def check_no_labels(tmp_path, ext, read, reader):
+    """`--labels` is the default spelled out; `--no-labels` keeps values,
+    variable labels and missing values and drops every value-label set,
+    as pyreadstat and R haven read the files."""
+    _, ds = census(tmp_path, n=800)
+    run("label", ds, "INCTOT", "9999999=N/A", "0=None")
+    default, labels, bare = (tmp_path / f"{n}.{ext}" for n in ("default", "labels", "bare"))
+    run("export", ds, default)
+    run("export", ds, labels, "--labels")
+    run("export", ds, bare, "--no-labels", "--labels", "--no-labels")  # the last one wins
+    d, dm = read(str(default), user_missing=True)
+    lab, lm = read(str(labels), user_missing=True)
+    b, bm = read(str(bare), user_missing=True)
+    pd.testing.assert_frame_equal(d, lab)
+    assert dm.variable_value_labels == lm.variable_value_labels
+    assert dm.variable_value_labels["SEX"][1] == "Male"
+    assert dm.variable_value_labels["INCTOT"]
+    # No value labels at all, the same values, variable labels and
+    # missing-value declarations.
+    assert bm.variable_value_labels == {} and bm.value_labels == {}
+    pd.testing.assert_frame_equal(d, b)
+    assert bm.column_names_to_labels == dm.column_names_to_labels
+    assert bm.column_names_to_labels["SEX"] == "Sex of person"
+    assert bm.missing_ranges == dm.missing_ranges
+    assert getattr(bm, "missing_user_values", None) == getattr(dm, "missing_user_values", None)
+    # R haven, reader independent of pyreadstat's readstat.
+    hd, hb = haven_summary(default, reader), haven_summary(bare, reader)
+    assert hd.keys() == hb.keys()
+    for n in hd:
+        assert hb[n][0] == hd[n][0], n           # variable label
+        assert hb[n][1] == 0, n                  # no value labels
+        assert hb[n][2] == hd[n][2], n           # values, missing ones alike
+    assert hd["SEX"][1] == 3 and hd["SEX"][0] == "Sex of person"
+    # And microtab reads back the codes, without their labels (its import
+    # of a .dta names a missing letter by itself).
+    back = tmp_path / "back.mtab"
+    run("import", bare, back)
+    info = {v["name"]: v for v in run_json("info", back)["variables"]}
+    assert set(info["SEX"]["value_labels"].values()) <= {".a"}
+    assert info["SEX"]["label"] == "Sex of person"
+    return d
+
+
+def test_no_labels_writes_codes_without_value_label_sets(tmp_path):
+    d = check_no_labels(tmp_path, "dta", pyreadstat.read_dta, "read_dta")
+    # The missing codes are still Stata's missing letters.
+    assert (d["SEX"] == "a").any() and (d["INCTOT"] == "a").any()

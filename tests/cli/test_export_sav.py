@@ -113,3 +113,9 @@ def test_an_existing_file_is_kept_unless_forced(tmp_path):
     run("export", ds, out, "--force", "--filter", "SEX=1", "--vars", "SEX", "AGE")
     got, _ = pyreadstat.read_sav(str(out))
     assert list(got.columns) == ["SEX", "AGE"] and set(got["SEX"]) == {1.0}
+
+
+def test_no_labels_writes_codes_without_value_labels(tmp_path):
+    from test_export_dta import check_no_labels
+    d = check_no_labels(tmp_path, "sav", pyreadstat.read_sav, "(function(p) read_sav(p, user_na=TRUE))")
+    assert (d["INCTOT"] == 9999999).any()

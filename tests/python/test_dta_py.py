@@ -59,3 +59,28 @@ def test_dataset_label_is_a_note_and_damage_raises(tmp_path):
     csv.write_text("x,y\n1,2\n")
     with pytest.raises(mt.InputError, match="not a Stata file"):
         mt.import_dta(csv, tmp_path / "a.mtab", progress=False)
+
+
+@pytest.mark.parametrize("fmt", ["dta", "sav"])
+def test_labels_false_writes_codes_without_value_labels(tmp_path, fmt):
+    """``to_stata``/``to_spss(labels=False)``: pyreadstat reads the same
+    values and variable labels as the default file's, and no value label."""
+    src = FIX / "sample.dta"
+    ds = mt.import_dta(src, tmp_path / "d.mtab", progress=False)
+    write, read = (ds.to_stata, pyreadstat.read_dta) if fmt == "dta" else (ds.to_spss, pyreadstat.read_sav)
+    default, labelled, bare = (tmp_path / f"{n}.{fmt}" for n in ("default", "labels", "bare"))
+    write(default)
+    write(labelled, labels=True)
+    write(bare, labels=False)
+    d, dm = read(str(default))
+    lab, lm = read(str(labelled))
+    b, bm = read(str(bare))
+    _, want = pyreadstat.read_dta(str(src))
+    assert dm.variable_value_labels["mylabl"] == lm.variable_value_labels["mylabl"]
+    assert {float(k): v for k, v in dm.variable_value_labels["mylabl"].items()} == \
+        {float(k): v for k, v in want.variable_value_labels["mylabl"].items()}
+    pd.testing.assert_frame_equal(d, lab)
+    assert bm.variable_value_labels == {} and bm.value_labels == {}
+    pd.testing.assert_frame_equal(d, b)
+    assert bm.column_names_to_labels == dm.column_names_to_labels
+    assert bm.column_names_to_labels["mylabl"] == want.column_names_to_labels["mylabl"]

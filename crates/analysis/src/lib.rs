@@ -58,6 +58,7 @@ mod result;
 mod run;
 pub mod settings;
 mod split;
+mod staging;
 mod sums;
 pub mod survey;
 mod taylor;
@@ -79,9 +80,10 @@ pub use run::{
 };
 pub use settings::{Settings, SettingsError, SettingsInfo};
 pub use split::{
-    catalog, catalog_parts, remove_stale_staging, split, Catalog, CatalogError, CatalogPart,
-    SplitReport, CATALOG, CATALOG_VERSION,
+    catalog, catalog_parts, split, Catalog, CatalogError, CatalogPart, SplitReport, CATALOG,
+    CATALOG_VERSION,
 };
+pub use staging::{remove_stale_staging, SelectError, SelectedImport, Staging};
 pub use taylor::taylor_structure;
 
 /// Why a request could not be answered.

@@ -30,6 +30,7 @@
 //! the report says why (ranges of the one dataset keep it:
 //! `microtab.dask.split`).
 
+use crate::staging::remove_stale_staging;
 use crate::{DesignSpec, Error, Result};
 use microtab_store::{Dataset, Design, PartOf};
 use serde::{Deserialize, Serialize};
@@ -434,57 +435,6 @@ fn check_manifest(
         ));
     }
     Ok(())
-}
-
-/// Removes what killed splits and imports with parts into `out` left
-/// beside it (a split's staging directory of parts, an import's whole
-/// dataset and its own staging), when the process that wrote it is gone:
-/// each is as large as the data. Called by the next writer to `out`.
-pub fn remove_stale_staging(out: &Path) {
-    let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return;
-    };
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Ok(rd) = std::fs::read_dir(&parent) else {
-        return;
-    };
-    let gone = |pid: &str| {
-        pid.parse::<u32>().is_ok_and(|pid| {
-            pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
-        })
-    };
-    let entries: Vec<String> = rd
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    let split = format!(".{name}.split-");
-    let import = format!(".{name}.import-");
-    // The import's own staging (`.<its name>.importing-<pid>`, written by
-    // the importing process or by a child it ran).
-    let inner = format!("..{name}.import-");
-    for f in &entries {
-        let stale = if let Some(pid) = f.strip_prefix(&split) {
-            gone(pid)
-        } else if let Some(rest) = f.strip_prefix(&inner) {
-            rest.split_once(".importing-")
-                .is_some_and(|(pid, child)| gone(pid) && gone(child))
-        } else if let Some(pid) = f.strip_prefix(&import) {
-            // Not while a child that outlived it still writes into it.
-            let busy = entries.iter().any(|g| {
-                g.strip_prefix(&format!("..{name}.import-{pid}.importing-"))
-                    .is_some_and(|child| !gone(child))
-            });
-            gone(pid) && !busy
-        } else {
-            false
-        };
-        if stale {
-            let _ = std::fs::remove_dir_all(parent.join(f));
-        }
-    }
 }
 
 /// Where to cut `rows` records into `parts` of about equal size: the

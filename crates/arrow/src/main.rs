@@ -54,7 +54,10 @@ struct ExportArgs {
     #[arg(long)]
     filter: Option<String>,
     /// Labelled variables as their value labels (dictionary-encoded text)
-    /// instead of their codes.
+    /// instead of their codes (without it: the codes, the labels in the
+    /// file's metadata). Not the --labels of a Stata or SPSS export, which
+    /// keeps the codes and writes label sets (`microtab export DS OUT.dta
+    /// --help`).
     #[arg(long)]
     labels: bool,
     /// Keep user-missing codes (9999999) as values instead of nulls; the
@@ -92,6 +95,11 @@ struct ImportArgs {
     /// Replace an existing dataset (atomically).
     #[arg(long)]
     force: bool,
+    /// The dataset the user named, when OUTPUT is a staging dataset
+    /// beside it (`microtab import --vars`, `--filter`, `--parts`): the
+    /// report and errors name it.
+    #[arg(long, hide = true, value_name = "DATASET")]
+    shown: Option<PathBuf>,
 }
 
 fn export(a: ExportArgs) -> Result<()> {
@@ -134,14 +142,18 @@ fn import(a: ImportArgs) -> Result<()> {
         plain: a.plain,
     };
     let t = Instant::now();
+    let shown = |text: &str| match &a.shown {
+        Some(d) => text.replace(&a.output.display().to_string(), &d.display().to_string()),
+        None => text.to_string(),
+    };
     let s = import_parquet(&a.input, &a.output, a.force, &opts)
         .with_context(|| format!("importing {}", a.input.display()))?;
     for n in &s.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", shown(&n.to_string()));
     }
     eprintln!(
         "{}: {} records × {} variables in {:.2} s",
-        s.path.display(),
+        a.shown.as_ref().unwrap_or(&s.path).display(),
         s.rows,
         s.variables,
         t.elapsed().as_secs_f64()
@@ -151,6 +163,14 @@ fn import(a: ImportArgs) -> Result<()> {
 
 fn main() {
     let cli = Cli::parse();
+    // Errors name the dataset the user named, not its staging dataset.
+    let renamed = match &cli.command {
+        Command::Import(a) => a
+            .shown
+            .as_ref()
+            .map(|shown| (a.output.display().to_string(), shown.display().to_string())),
+        Command::Export(_) => None,
+    };
     let r = match cli.command {
         Command::Export(a) => export(a),
         Command::Import(a) => import(a),
@@ -162,10 +182,11 @@ fn main() {
                 .and_then(|x| x.remedy())
                 .or_else(|| c.downcast_ref::<microtab_store::Error>()?.remedy())
         });
-        eprintln!(
-            "error: {}",
-            hint::with_hint(&format!("{e:#}"), remedy.as_ref())
-        );
+        let mut text = hint::with_hint(&format!("{e:#}"), remedy.as_ref());
+        if let Some((staging, shown)) = &renamed {
+            text = text.replace(staging, shown);
+        }
+        eprintln!("error: {text}");
         std::process::exit(1);
     }
 }

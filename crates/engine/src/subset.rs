@@ -167,6 +167,21 @@ pub fn subset(
     filter: &[Term],
     force: bool,
 ) -> Result<SubsetReport> {
+    let source = format!("subset of {}", ds.dir().display());
+    subset_from(ds, out, vars, filter, force, &source)
+}
+
+/// [`subset`], the new dataset's manifest giving `source` (followed by
+/// the filter) as where its records come from: an import that selects
+/// while importing names its input, not the staging dataset it read.
+pub fn subset_from(
+    ds: &Dataset,
+    out: &Path,
+    vars: &[String],
+    filter: &[Term],
+    force: bool,
+    source: &str,
+) -> Result<SubsetReport> {
     let chosen: Vec<Variable> = if vars.is_empty() {
         ds.manifest().variables.clone()
     } else {
@@ -185,22 +200,18 @@ pub fn subset(
         ));
     }
     let (bits, kept) = selection(ds, filter)?;
-    let source = format!(
-        "subset of {}{}",
-        ds.dir().display(),
-        if filter.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " where {}",
-                filter
-                    .iter()
-                    .map(|t| t.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )
-        }
-    );
+    let source = if filter.is_empty() {
+        source.to_string()
+    } else {
+        format!(
+            "{source} where {}",
+            filter
+                .iter()
+                .map(|t| t.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    };
     write_selected(ds, out, &chosen, (&bits, kept), &source, force)
 }
 

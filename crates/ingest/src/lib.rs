@@ -80,7 +80,7 @@ pub use columnar::{Chunk, ColumnarImport};
 pub use csv::import_csv;
 pub use ddi::Codebook;
 pub use dta::import_dta;
-pub use dta::write::{write_dta, Written};
+pub use dta::write::{write_dta, WriteOptions, Written};
 pub use error::{Error, Fix, Result};
 pub use fixed::import_fixed;
 pub use note::{Hint, Note};

@@ -153,7 +153,7 @@ pub(crate) fn store_error(e: microtab_store::Error) -> PyErr {
             E::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
             E::Corrupt { .. } => CorruptError::new_err(e.to_string()),
             E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
-            E::Locked { .. } => LockedError::new_err(e.to_string()),
+            E::Locked { .. } | E::CreatedMeanwhile { .. } => LockedError::new_err(e.to_string()),
             E::Changed { .. } => ChangedError::new_err(e.to_string()),
             _ => MicrotabError::new_err(e.to_string()),
         })
@@ -275,4 +275,48 @@ pub(crate) fn arrow_error(e: microtab_arrow::Error) -> PyErr {
             e => MicrotabError::new_err(e.to_string()),
         })
     })
+}
+
+/// `err` with its message passed through `f` (the same class, `hint` and
+/// `option`).
+pub(crate) fn renamed(err: PyErr, f: impl FnOnce(&str) -> String) -> PyErr {
+    Python::attach(|py| {
+        let v = err.value(py);
+        let new = PyErr::from_type(err.get_type(py), f(&v.to_string()));
+        for a in ["hint", "option"] {
+            if let Ok(x) = v.getattr(a) {
+                let _ = new.value(py).setattr(a, x);
+            }
+        }
+        new
+    })
+}
+
+/// An import's selection error (`vars=`, `filter=`): the engine's and the
+/// store's as theirs are raised, naming the target where they named the
+/// staging dataset; a target in the way as `FileExistsError`.
+pub(crate) fn select_error(e: microtab_analysis::SelectError) -> PyErr {
+    use microtab_analysis::SelectError as S;
+    let text = e.to_string();
+    let remedy = e.remedy();
+    match e {
+        S::Exists { .. } => hinted(pyo3::exceptions::PyFileExistsError::new_err(text), remedy),
+        S::Filter(source) => engine_error(*source),
+        S::Select {
+            out,
+            staging,
+            error,
+        } => renamed(engine_error(*error), |m| shown(m, &staging, &out)),
+        S::Open {
+            out,
+            staging,
+            error,
+        } => renamed(store_error(*error), |m| shown(m, &staging, &out)),
+        _ => MicrotabError::new_err(text),
+    }
+}
+
+/// `text` naming `out` where it named `staging`.
+fn shown(text: &str, staging: &std::path::Path, out: &std::path::Path) -> String {
+    text.replace(&staging.display().to_string(), &out.display().to_string())
 }

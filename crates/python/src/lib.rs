@@ -339,13 +339,17 @@ fn import_spec(
 }
 
 /// Imports a file: CSV (`format` `csv`, an IPUMS codebook optional),
-/// fixed-width (`fixed`, its codebook needed), a SAS transport file
-/// (`xport`), a Stata file (`dta`), an SPSS system file (`sav`), an SPSS
-/// portable file (`por`), a SAS data set (`sas7bdat`, its format catalog
-/// `catalog`), or any of them by its content (`auto`); the codebook's path
-/// `ddi` and the other options in the JSON `spec` (see `import_options`).
-/// With a codebook, sets the design its replicate weights imply. The
-/// summary as JSON.
+/// fixed-width (`fixed`, its codebook needed), text described by setup
+/// files (`setup`, their paths `setup`), a SAS transport file (`xport`), a
+/// Stata file (`dta`), an SPSS system file (`sav`), an SPSS portable file
+/// (`por`), a SAS data set (`sas7bdat`, its format catalog `catalog`), or
+/// any of them by its content (`auto`); the codebook's path `ddi` and the
+/// other options in the JSON `spec` (see `import_options`). With a
+/// codebook, sets the design its replicate weights imply. `vars` (names)
+/// and `filter` (SDA-style) keep some variables and records: the import
+/// goes to a staging dataset beside `target`, the selection to `target`
+/// (`microtab_analysis::SelectedImport`, as the CLI's). The summary as
+/// JSON.
 #[pyfunction]
 #[pyo3(signature = (format, input, target, force, spec, progress=None))]
 fn _import_text(
@@ -357,11 +361,76 @@ fn _import_text(
     spec: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let fixed = match format {
-        "csv" => false,
-        "fixed" => true,
+    const FORMATS: [&str; 9] = [
+        "csv", "fixed", "setup", "xport", "dta", "sav", "por", "sas7bdat", "auto",
+    ];
+    if !FORMATS.contains(&format) {
+        return Err(QueryError::new_err(format!(
+            "format {format:?}: expected csv, fixed, setup, xport, dta, sav, por, sas7bdat or auto"
+        )));
+    }
+    let (spec, o) = import_spec(spec, progress)?;
+    let vars = names_of(&spec, "vars")?;
+    let filter = string(&spec, "filter");
+    let selected = !vars.is_empty() || filter.is_some();
+    let format = format.to_string();
+    let (input, target) = (input.to_string(), target.to_string());
+    let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
+        if !selected {
+            return import_as(&format, &input, &target, force, &spec, o);
+        }
+        let sel = microtab_analysis::SelectedImport::begin(
+            target.as_ref(),
+            force,
+            &vars,
+            filter.as_deref(),
+        )
+        .map_err(select_error)?;
+        let staging = sel.staging().to_string_lossy().into_owned();
+        let named = |e: PyErr| renamed(e, |m| m.replace(&staging, &target));
+        let mut s = import_as(&format, &input, &staging, true, &spec, o).map_err(named)?;
+        let r = sel.finish().map_err(select_error)?;
+        s.path = target.clone().into();
+        s.rows = r.rows;
+        s.variables = r.vars.len();
+        Ok(s)
+    })?;
+    Ok(summary(&s))
+}
+
+/// The names a spec gives under `key`: a list of strings or one string
+/// (a list of names separated by commas or spaces, as `--vars` takes).
+fn names_of(spec: &Json, key: &str) -> PyResult<Vec<String>> {
+    match spec.get(key) {
+        None | Some(Json::Null) => Ok(Vec::new()),
+        Some(Json::String(s)) => Ok(vec![s.clone()]),
+        Some(Json::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str().map(str::to_string).ok_or_else(|| {
+                    QueryError::new_err(format!("{key}: {x} is not a variable name"))
+                })
+            })
+            .collect(),
+        Some(x) => Err(QueryError::new_err(format!(
+            "{key}={x}: expected a list of variable names or one string of them"
+        ))),
+    }
+}
+
+/// Imports `input` as `format` (see [`_import_text`]) into `target`;
+/// with a codebook, sets the design its replicate weights imply.
+fn import_as(
+    format: &str,
+    input: &str,
+    target: &str,
+    force: bool,
+    spec: &Json,
+    mut o: microtab_ingest::ImportOptions,
+) -> PyResult<microtab_ingest::ImportSummary> {
+    let (i, t): (&std::path::Path, &std::path::Path) = (input.as_ref(), target.as_ref());
+    let s = match format {
         "setup" => {
-            let (spec, o) = import_spec(spec, progress)?;
             let files: Vec<std::path::PathBuf> = spec
                 .get("setup")
                 .and_then(|v| v.as_array())
@@ -372,71 +441,48 @@ fn _import_text(
                         .collect()
                 })
                 .unwrap_or_default();
-            let (input, target) = (input.to_string(), target.to_string());
-            let (s, notes) = py.detach(move || {
-                let setup = microtab_ingest::read_setup(&files).map_err(ingest_error)?;
-                let notes = setup.codebook.warnings.clone();
-                microtab_ingest::import_setup(input.as_ref(), &setup, target.as_ref(), force, &o)
-                    .map_err(ingest_error)
-                    .map(|s| (s, notes))
-            })?;
-            let mut s = s;
-            s.notes.splice(0..0, notes);
-            return Ok(summary(&s));
+            let setup = microtab_ingest::read_setup(&files).map_err(ingest_error)?;
+            let mut s =
+                microtab_ingest::import_setup(i, &setup, t, force, &o).map_err(ingest_error)?;
+            s.notes
+                .splice(0..0, setup.codebook.warnings.iter().cloned());
+            return Ok(s);
         }
-        "xport" | "dta" | "sav" | "por" | "sas7bdat" | "auto" => {
-            let (_, o) = import_spec(spec, progress)?;
-            let (input, target) = (input.to_string(), target.to_string());
-            let format = format.to_string();
-            let s = py.detach(move || {
-                let (i, t) = (input.as_ref(), target.as_ref());
-                match format.as_str() {
-                    "xport" => microtab_ingest::import_xport(i, t, force, &o),
-                    "dta" => microtab_ingest::import_dta(i, t, force, &o),
-                    "sav" => microtab_ingest::import_sav(i, t, force, &o),
-                    "por" => microtab_ingest::import_por(i, t, force, &o),
-                    "sas7bdat" => microtab_ingest::import_sas7bdat(i, t, force, &o),
-                    _ => microtab_ingest::import(i, t, force, &o),
+        "xport" => microtab_ingest::import_xport(i, t, force, &o),
+        "dta" => microtab_ingest::import_dta(i, t, force, &o),
+        "sav" => microtab_ingest::import_sav(i, t, force, &o),
+        "por" => microtab_ingest::import_por(i, t, force, &o),
+        "sas7bdat" => microtab_ingest::import_sas7bdat(i, t, force, &o),
+        "auto" => microtab_ingest::import(i, t, force, &o),
+        _ => {
+            // CSV (a codebook optional) or fixed-width (its codebook needed).
+            let ddi = string(spec, "ddi");
+            let codebook = ddi
+                .as_deref()
+                .map(|d| {
+                    microtab_ingest::Codebook::read(std::path::Path::new(d)).map_err(ingest_error)
+                })
+                .transpose()?;
+            let s = match (format == "fixed", codebook) {
+                (true, Some(cb)) => microtab_ingest::import_fixed(i, &cb, t, force, &o),
+                (true, None) => {
+                    return Err(QueryError::new_err(
+                        "a fixed-width file is read with its DDI codebook (ddi)",
+                    ))
                 }
-                .map_err(ingest_error)
-            })?;
-            return Ok(summary(&s));
-        }
-        f => {
-            return Err(QueryError::new_err(format!(
-                "format {f:?}: expected csv, fixed, setup, xport, dta, sav, por, sas7bdat or auto"
-            )))
+                (false, codebook) => {
+                    o.codebook = codebook;
+                    microtab_ingest::import_csv(i, t, force, &o)
+                }
+            }
+            .map_err(ingest_error)?;
+            if ddi.is_some() {
+                ipums_design(target)?;
+            }
+            return Ok(s);
         }
     };
-    let (spec, mut o) = import_spec(spec, progress)?;
-    let ddi = string(&spec, "ddi");
-    let (input, target) = (input.to_string(), target.to_string());
-    let s = py.detach(move || -> PyResult<microtab_ingest::ImportSummary> {
-        let codebook = ddi
-            .as_deref()
-            .map(|d| microtab_ingest::Codebook::read(std::path::Path::new(d)).map_err(ingest_error))
-            .transpose()?;
-        let s = match (fixed, codebook) {
-            (true, Some(cb)) => {
-                microtab_ingest::import_fixed(input.as_ref(), &cb, target.as_ref(), force, &o)
-            }
-            (true, None) => {
-                return Err(QueryError::new_err(
-                    "a fixed-width file is read with its DDI codebook (ddi)",
-                ))
-            }
-            (false, codebook) => {
-                o.codebook = codebook;
-                microtab_ingest::import_csv(input.as_ref(), target.as_ref(), force, &o)
-            }
-        }
-        .map_err(ingest_error)?;
-        if ddi.is_some() {
-            ipums_design(&target)?;
-        }
-        Ok(s)
-    })?;
-    Ok(summary(&s))
+    s.map_err(ingest_error)
 }
 
 /// Sets the dataset's survey design (a JSON description: `weight`,
@@ -617,7 +663,8 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
 
 /// Writes the dataset's records as a Stata file, release 118, or with
 /// `format` `sav` an SPSS system file (`spec`: `columns`, `filter`,
-/// `force`, `format`); a summary as JSON (`notes` among it).
+/// `force`, `format`, `labels`: false for no value-label sets); a summary
+/// as JSON (`notes` among it).
 #[pyfunction]
 fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
     let spec = parse(spec)?;
@@ -627,7 +674,10 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
             .collect()
     });
     let filter = string(&spec, "filter").filter(|f| !f.trim().is_empty());
-    let force = flag(&spec, "force");
+    let opts = microtab_ingest::WriteOptions {
+        force: flag(&spec, "force"),
+        value_labels: spec.get("labels").and_then(Json::as_bool).unwrap_or(true),
+    };
     let sav = string(&spec, "format").as_deref() == Some("sav");
     let (path, out) = (path.to_string(), out.to_string());
     py.detach(move || -> PyResult<String> {
@@ -648,9 +698,9 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
         };
         let sel = sel.as_ref().map(|(b, n)| (b.as_slice(), *n));
         let w = if sav {
-            microtab_ingest::write_sav(&ds, &vars, sel, out.as_ref(), force)
+            microtab_ingest::write_sav(&ds, &vars, sel, out.as_ref(), opts)
         } else {
-            microtab_ingest::write_dta(&ds, &vars, sel, out.as_ref(), force)
+            microtab_ingest::write_dta(&ds, &vars, sel, out.as_ref(), opts)
         }
         .map_err(ingest_error)?;
         Ok(serde_json::json!({

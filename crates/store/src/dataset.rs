@@ -443,8 +443,14 @@ fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
 enum Mode {
     /// A brand-new dataset built in a hidden sibling directory, renamed onto
     /// the target name when complete (`swap`: exchanged atomically with a
-    /// damaged dataset there, which is then removed).
-    Fresh { staging: PathBuf, swap: bool },
+    /// damaged dataset there, which is then removed; `force`: replacing
+    /// was asked for, so a target another writer created meanwhile is a
+    /// race lost, not a refusal to replace).
+    Fresh {
+        staging: PathBuf,
+        swap: bool,
+        force: bool,
+    },
     /// A new generation inside an existing dataset: new files beside the
     /// old ones, then the manifest is swapped.
     Replace { old: Box<Manifest> },
@@ -566,7 +572,15 @@ impl DatasetWriter {
                 let staging = parent.join(format!(".{name}.importing-{}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&staging);
                 std::fs::create_dir_all(staging.join("vars")).map_err(|e| io_err(&staging, e))?;
-                (staging.clone(), Mode::Fresh { staging, swap }, 1)
+                (
+                    staging.clone(),
+                    Mode::Fresh {
+                        staging,
+                        swap,
+                        force,
+                    },
+                    1,
+                )
             }
         };
         Ok(DatasetWriter {
@@ -778,17 +792,27 @@ impl DatasetWriter {
             Mode::Fresh {
                 staging,
                 swap: true,
+                ..
             } => {
                 write_manifest(staging, &manifest)?;
                 exchange(staging, &self.target)?;
                 // `staging` now holds the damaged dataset.
                 let _ = std::fs::remove_dir_all(staging);
             }
-            Mode::Fresh { staging, .. } => {
+            Mode::Fresh { staging, force, .. } => {
                 write_manifest(staging, &manifest)?;
                 if self.target.exists() {
-                    return Err(Error::Exists {
-                        path: self.target.clone(),
+                    // Another writer published it since this one started:
+                    // it is not replaced under its readers (the two
+                    // datasets' files share names).
+                    return Err(if *force {
+                        Error::CreatedMeanwhile {
+                            path: self.target.clone(),
+                        }
+                    } else {
+                        Error::Exists {
+                            path: self.target.clone(),
+                        }
                     });
                 }
                 std::fs::rename(staging, &self.target).map_err(|e| io_err(&self.target, e))?;
@@ -941,6 +965,48 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names, vec!["X.2.col".to_string()]);
+    }
+
+    /// Two writers of a new target: the one that commits second, given
+    /// force, says another process created the target meanwhile (not that
+    /// force is needed); without force, that it exists. The first one's
+    /// dataset stays whole.
+    #[test]
+    fn a_target_created_meanwhile_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("d.mtab");
+        for force in [true, false] {
+            let _ = std::fs::remove_dir_all(&t);
+            let mut late = DatasetWriter::create(&t, force).unwrap();
+            // Another process's import, published meanwhile (written under
+            // another name: this process's staging name is the late one's).
+            let other = dir.path().join("other.mtab");
+            write(&other, false, &[5, 6, 7]).unwrap();
+            std::fs::rename(&other, &t).unwrap();
+            let mut c = late.column_writer("X", PhysType::U16).unwrap();
+            c.append(&[9u16]).unwrap();
+            late.add_variable(
+                c.finish(Variable::new("X", Kind::Int, PhysType::U16))
+                    .unwrap(),
+            );
+            match (force, late.commit(1)) {
+                (true, Err(e @ Error::CreatedMeanwhile { .. })) => {
+                    assert!(e.to_string().contains("created by another process"), "{e}")
+                }
+                (false, Err(Error::Exists { .. })) => {}
+                (_, r) => panic!("force {force}: {r:?}"),
+            }
+            let ds = Dataset::open(&t).unwrap();
+            assert_eq!(ds.rows(), 3);
+            ds.column("X").unwrap().verify().unwrap();
+            // Nothing of the late writer is left beside it.
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n != "d.mtab")
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
     }
 
     /// A dataset as version 1 wrote it (plain arrays, version 1 in the

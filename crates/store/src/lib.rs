@@ -80,6 +80,13 @@ pub enum Error {
         /// A short list of the variables that do exist.
         known: String,
     },
+    /// Another writer created the target while this one wrote it (to a
+    /// target that did not exist when it started): nothing was replaced.
+    #[error("{path} was created by another process while this one wrote it; nothing was replaced (run the command again to replace it)")]
+    CreatedMeanwhile {
+        /// The target directory.
+        path: PathBuf,
+    },
     /// The import target exists and overwriting was not requested.
     #[error("{path} already exists")]
     Exists {
@@ -141,6 +148,7 @@ impl Error {
                 known: known.clone(),
             },
             Error::Exists { path } => Error::Exists { path: path.clone() },
+            Error::CreatedMeanwhile { path } => Error::CreatedMeanwhile { path: path.clone() },
             Error::Locked { path, holder } => Error::Locked {
                 path: path.clone(),
                 holder: holder.clone(),

@@ -15,7 +15,12 @@ use std::path::PathBuf;
 pub struct ExportArgs {
     /// DATASET OUT.parquet [--vars A,B] [--filter F] [--labels]
     /// [--keep-missing-codes] [--exact-decimals] [--compression C] [--force];
-    /// DATASET OUT.dta|OUT.sav [--vars A,B] [--filter F] [--force]
+    /// DATASET OUT.dta|OUT.sav [--vars A,B] [--filter F] [--labels|--no-labels]
+    /// [--force]. `--labels` differs: Parquet writes codes (labels in its
+    /// metadata) unless --labels writes the labels' text in their place;
+    /// Stata and SPSS files always hold the codes and write the value
+    /// labels as label sets (--labels, the default) unless --no-labels
+    /// (`microtab export DS OUT.dta --help` for the rest)
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     args: Vec<OsString>,
 }
@@ -84,11 +89,12 @@ pub fn run(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
     Ok(())
 }
 
-/// `microtab export DS OUT.dta`: a Stata file, written here.
+/// `microtab export DS OUT.dta|OUT.sav`: a Stata or SPSS file, written
+/// here.
 #[derive(clap::Parser, Debug)]
 #[command(
     name = "microtab export",
-    about = "Write a dataset (some variables and records) as a Stata file (release 118) with its labels and missing values"
+    about = "Write a dataset (some variables and records) as a Stata file (release 118, OUT.dta) or an SPSS system file (OUT.sav) with its labels and missing values"
 )]
 struct DtaArgs {
     /// Dataset directory.
@@ -101,6 +107,14 @@ struct DtaArgs {
     /// SDA-style filter: only the records that pass it.
     #[arg(long)]
     filter: Option<String>,
+    /// Write the value labels as the file's label sets, beside the codes
+    /// (the default; unlike Parquet's --labels, the values stay codes).
+    #[arg(long, overrides_with = "no_labels")]
+    labels: bool,
+    /// Write the codes without value-label sets; variable labels are still
+    /// written and missing values still declared.
+    #[arg(long, overrides_with = "labels")]
+    no_labels: bool,
     /// Replace an existing file.
     #[arg(long)]
     force: bool,
@@ -150,10 +164,14 @@ fn export_dta(a: DtaArgs) -> Result<()> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("sav"));
     let sel = sel.as_ref().map(|(b, n)| (b.as_slice(), *n));
+    let opts = microtab_ingest::WriteOptions {
+        force: a.force,
+        value_labels: !a.no_labels,
+    };
     let w = if sav {
-        microtab_ingest::write_sav(&ds, &vars, sel, &a.out, a.force)?
+        microtab_ingest::write_sav(&ds, &vars, sel, &a.out, opts)?
     } else {
-        microtab_ingest::write_dta(&ds, &vars, sel, &a.out, a.force)?
+        microtab_ingest::write_dta(&ds, &vars, sel, &a.out, opts)?
     };
     for n in &w.notes {
         eprintln!("note: {n}");

@@ -107,9 +107,11 @@ pub struct Args {
     /// dataset first (`--parts`, `--vars`, `--filter`): reports name it.
     #[arg(skip)]
     shown: Option<PathBuf>,
-    /// Set by `--parts`: the import is followed by a split.
+    /// Set by `--parts`, `--vars` and `--filter`: work follows the import
+    /// (a split, a selection), so a sibling executable importing is waited
+    /// for, not put in this process's place.
     #[arg(skip)]
-    then_split: bool,
+    followed: bool,
 }
 
 /// The options of the command line as the import's options: each word
@@ -315,99 +317,65 @@ fn run_parts(mut a: Args, n: usize) -> Result<()> {
             out.display()
         );
     }
-    let staged = Staging::beside(&out)?;
-    let whole = staged.0.clone();
+    let staged = microtab_analysis::Staging::beside(&out)?;
+    let whole = staged.path().to_path_buf();
     let force = a.force;
     a.shown.get_or_insert(out.clone());
     a.output = whole.clone();
     a.force = true;
-    a.then_split = true;
+    a.followed = true;
     run(a)?;
     let ds = crate::common::open(&whole)?;
     crate::cmd::split::split_into(&ds, &out, n, (force, false))
 }
 
-/// A staging dataset beside OUT (`.OUT.import-PID`, the name
-/// `remove_stale_staging` clears when a killed import leaves it), removed
-/// when dropped.
-struct Staging(PathBuf);
-
-impl Staging {
-    fn beside(out: &std::path::Path) -> Result<Staging> {
-        let name = out
-            .file_name()
-            .ok_or_else(|| anyhow!("{} is not a directory name", out.display()))?
-            .to_string_lossy()
-            .to_string();
-        let parent = match out.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        Ok(Staging(
-            parent.join(format!(".{name}.import-{}", std::process::id())),
-        ))
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `--vars`/`--filter`: the import goes to a staging dataset beside
 /// OUTPUT, whose chosen variables and records are then written to OUTPUT
-/// (as `subset` does) and the staging dataset removed; a failed or killed
-/// import or selection leaves an existing OUTPUT untouched.
+/// (`microtab_analysis::SelectedImport`, which Python's imports share); a
+/// failed or killed import or selection leaves an existing OUTPUT
+/// untouched.
 fn run_selected(mut a: Args) -> Result<()> {
     let out = a.output.clone();
-    // The filter's words are checked before the file is read.
-    let filter = match a.filter.take() {
-        Some(f) => microtab_engine::parse_filter(&f)?,
-        None => Vec::new(),
-    };
-    let wanted = std::mem::take(&mut a.vars);
-    microtab_analysis::remove_stale_staging(&out);
-    if out.exists() && !a.force {
-        bail!("{} exists (give --force to replace it)", out.display());
-    }
-    let staged = Staging::beside(&out)?;
-    let whole = staged.0.clone();
-    let force = a.force;
+    // The filter's words and OUTPUT are checked before the file is read.
+    let vars = std::mem::take(&mut a.vars);
+    let filter = a.filter.take();
+    let sel = microtab_analysis::SelectedImport::begin(&out, a.force, &vars, filter.as_deref())
+        .map_err(selection_error)?;
     a.shown.get_or_insert(out.clone());
-    a.output = whole.clone();
+    a.output = sel.staging().to_path_buf();
     a.force = true;
+    a.followed = true;
     run(a)?;
-    // Messages name the dataset the user asked for, not the staging one.
-    let named = |e: anyhow::Error| {
-        anyhow!(
-            "{}",
-            e.to_string()
-                .replace(&whole.display().to_string(), &out.display().to_string())
-        )
-    };
-    let ds = crate::common::open(&whole).map_err(named)?;
-    let vars = crate::common::var_names(&ds, &wanted);
-    let r = microtab_engine::subset::subset(&ds, &out, &vars, &filter, force)
-        .map_err(|e| named(e.into()))?;
+    let filtered = sel.filtered();
+    let r = sel.finish().map_err(selection_error)?;
     eprintln!(
         "kept {} records x {} variables{} in {}",
         r.rows,
         r.vars.len(),
-        if filter.is_empty() {
-            String::new()
+        if filtered {
+            " that pass the filter"
         } else {
-            " that pass the filter".to_string()
+            ""
         },
         out.display()
     );
     Ok(())
 }
 
-/// A Parquet file: imported by `microtab-arrow` (in its place, unless
-/// parts follow).
+/// A selection's error in the command line's words.
+fn selection_error(e: microtab_analysis::SelectError) -> anyhow::Error {
+    match e {
+        microtab_analysis::SelectError::Exists { path } => {
+            anyhow!("{} exists (give --force to replace it)", path.display())
+        }
+        e => e.into(),
+    }
+}
+
+/// A Parquet file: imported by `microtab-arrow` (in its place, unless a
+/// split or a selection follows).
 fn run_parquet(a: Args) -> Result<()> {
-    let then_split = a.then_split;
+    let followed = a.followed;
     if !a.types.is_empty()
         || a.delimiter.is_some()
         || !a.missing.is_empty()
@@ -432,7 +400,11 @@ fn run_parquet(a: Args) -> Result<()> {
     if a.force {
         args.push("--force".into());
     }
-    if then_split {
+    if let Some(shown) = a.shown {
+        args.push("--shown".into());
+        args.push(shown.into());
+    }
+    if followed {
         return crate::cmd::external::run("microtab-arrow", "import", args);
     }
     crate::cmd::external::exec("microtab-arrow", "import", args)

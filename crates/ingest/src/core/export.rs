@@ -20,6 +20,40 @@ pub struct Written {
     pub notes: Vec<String>,
 }
 
+/// How an export writes its file.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Replace an existing file (else an existing file is an error).
+    pub force: bool,
+    /// Write the variables' value-label sets (the default). Without them
+    /// the codes go out alone; variable labels are still written and
+    /// missing values still declared.
+    pub value_labels: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            force: false,
+            value_labels: true,
+        }
+    }
+}
+
+/// `vars` as the export writes them: without their value labels unless
+/// `opts` asks for them.
+pub(crate) fn labelled(vars: &[Variable], opts: WriteOptions) -> Vec<Variable> {
+    vars.iter()
+        .map(|v| {
+            let mut v = v.clone();
+            if !opts.value_labels {
+                v.value_labels.clear();
+            }
+            v
+        })
+        .collect()
+}
+
 /// An error about the target `out`.
 pub(crate) fn target_error(out: &Path, reason: String) -> Error {
     Error::Input {

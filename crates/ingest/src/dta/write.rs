@@ -23,8 +23,8 @@
 //! complete: a failed export leaves an existing file as it was.
 
 use crate::core::dates::{iso_date, tagged_code};
-pub use crate::core::export::Written;
-use crate::core::export::{atomically, blocks, check, names, target_error, NameRules};
+use crate::core::export::{atomically, blocks, check, labelled, names, target_error, NameRules};
+pub use crate::core::export::{WriteOptions, Written};
 use crate::error::{Error, Result};
 use microtab_store::{codec, match_column, Dataset, Kind, Variable, STRIPE_ROWS};
 use std::collections::{BTreeMap, HashMap};
@@ -103,16 +103,18 @@ struct Plan {
 /// Writes the variables `vars` of `ds` — the records `selection` keeps
 /// (bit `r % 64` of word `r / 64`, and how many; `None`: all) — as a Stata
 /// release-118 file at `out`, replacing an existing file only with
-/// `force`.
+/// `opts.force`; without `opts.value_labels`, no value-label table (the
+/// missing letters `.a`, `.b` … unlabelled too).
 pub fn write_dta(
     ds: &Dataset,
     vars: &[Variable],
     selection: Option<(&[u64], u64)>,
     out: &Path,
-    force: bool,
+    opts: WriteOptions,
 ) -> Result<Written> {
     let bad = |reason: String| target_error(out, reason);
-    check(out, force, vars)?;
+    check(out, opts.force, vars)?;
+    let vars = &labelled(vars, opts)[..];
     if vars.len() > MAX_VARS {
         return Err(bad(format!(
             "{} variables: a Stata file (release 118) holds at most {MAX_VARS}; choose some",
@@ -125,7 +127,11 @@ pub fn write_dta(
     let mut plans = Vec::with_capacity(vars.len());
     let mut offset = 0;
     for (v, name) in vars.iter().zip(names) {
-        let p = plan(ds, v, name, offset, &mut notes)?;
+        let mut p = plan(ds, v, name, offset, &mut notes)?;
+        if !opts.value_labels {
+            // The labels a plan gives missing letters and dates' tags.
+            p.labels.clear();
+        }
         offset += p.out.width();
         plans.push(p);
     }

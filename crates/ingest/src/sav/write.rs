@@ -20,7 +20,9 @@
 //! The file is written beside its target and renamed into place when
 //! complete: a failed export leaves an existing file as it was.
 
-use crate::core::export::{atomically, blocks, check, names, NameRules, Written};
+use crate::core::export::{
+    atomically, blocks, check, labelled, names, NameRules, WriteOptions, Written,
+};
 use crate::dta::write::{clock_ms, iso_days};
 use crate::error::{Error, Result};
 use microtab_store::{codec, match_column, Dataset, Kind, Variable, STRIPE_ROWS};
@@ -92,15 +94,16 @@ fn segments(w: usize) -> Vec<usize> {
 /// Writes the variables `vars` of `ds` — the records `selection` keeps
 /// (bit `r % 64` of word `r / 64`, and how many; `None`: all) — as an
 /// SPSS system file at `out`, replacing an existing file only with
-/// `force`.
+/// `opts.force`; without `opts.value_labels`, no value-label records.
 pub fn write_sav(
     ds: &Dataset,
     vars: &[Variable],
     selection: Option<(&[u64], u64)>,
     out: &Path,
-    force: bool,
+    opts: WriteOptions,
 ) -> Result<Written> {
-    check(out, force, vars)?;
+    check(out, opts.force, vars)?;
+    let vars = &labelled(vars, opts)[..];
     let rows = selection.map_or(ds.rows(), |(_, n)| n);
     let mut notes = Vec::new();
     let names = spss_names(vars, &mut notes);

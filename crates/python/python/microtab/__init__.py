@@ -224,7 +224,9 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
                types: dict | None = None, na: Sequence[str] | None = None,
                na_text: Sequence[str] | None = None, delimiter: str | None = None,
                encoding: str | None = None, plain: bool = False, infer_rows: int | str | None = None,
-               ddi: str | os.PathLike | None = None, keep_niu: bool = False, force: bool = False,
+               ddi: str | os.PathLike | None = None, keep_niu: bool = False,
+               vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+               force: bool = False,
                progress: Any = None) -> "Dataset":
     """Imports a CSV file (plain or gzip) as the dataset ``out``, as
     ``microtab import`` does, and opens it. The options take the words
@@ -240,7 +242,17 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
     :class:`InputError` naming the file, line and field (and the keyword
     that would read it); a failed import leaves ``out`` as it was.
     ``progress``: a bar in a terminal or notebook (default), ``False`` for
-    none, or a callable getting ``(bytes done, bytes total)``."""
+    none, or a callable getting ``(bytes done, bytes total)``.
+
+    Every import function takes ``vars=`` (a list of names, or one string
+    of names separated by commas or spaces) and ``filter=`` (SDA-style,
+    ``"AGE(18-64) SEX=2"``) to keep only those variables and the records
+    that pass, as ``microtab import --vars/--filter`` does: the file is
+    imported whole into a staging dataset beside ``out`` (removed
+    afterwards), so an unknown name or a bad filter raises
+    :class:`QueryError` naming it and leaves an existing ``out`` as it
+    was (``force=True`` too). The filter sees the labels and missing codes
+    the import gives."""
     if infer_rows is not None and (isinstance(infer_rows, bool) or not isinstance(infer_rows, (int, str))):
         raise ArgumentError(f"infer_rows={infer_rows!r}: expected a number of records or 'all'")
     spec = {"missing": _codes(missing),
@@ -250,12 +262,14 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
             "delimiter": delimiter, "encoding": encoding, "plain": plain,
             "infer_rows": str(infer_rows) if infer_rows is not None else None,
             "ddi": os.fspath(ddi) if ddi else None, "keep_niu": keep_niu}
-    return _import_file("csv", path, out, force, spec, progress)
+    return _import_file("csv", path, out, force, spec, progress, vars, filter)
 
 
 def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.PathLike, *,
                  missing: dict | None = None, rectype: str | None = None, keep_niu: bool = False,
-                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+                 plain: bool = False,
+                 vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+                 force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a fixed-width file (an IPUMS ``.dat`` or ``.dat.gz``) with
     its DDI codebook as the dataset ``out`` — labels, missing codes,
     implied decimals, and the survey design its replicate weights imply —
@@ -265,12 +279,14 @@ def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.
     names not-in-universe or missing only in labels or text as values."""
     spec = {"missing": _codes(missing), "rectype": rectype, "keep_niu": keep_niu, "plain": plain,
             "ddi": os.fspath(ddi)}
-    return _import_file("fixed", data, out, force, spec, progress)
+    return _import_file("fixed", data, out, force, spec, progress, vars, filter)
 
 
 def import_setup(data: str | os.PathLike, setup: str | os.PathLike | list, out: str | os.PathLike, *,
                  missing: dict | None = None, encoding: str | None = None, keep_niu: bool = False,
-                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+                 plain: bool = False,
+                 vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+                 force: bool = False, progress: Any = None) -> "Dataset":
     """Imports text data described by setup files — a Stata dictionary
     (``.dct``) or do-file (``.do``), SPSS syntax (``.sps``) or a SAS program
     (``.sas``), as IPUMS, ICPSR, NBER, DHS and MEPS publish them and as
@@ -287,11 +303,13 @@ def import_setup(data: str | os.PathLike, setup: str | os.PathLike | list, out: 
     files = [setup] if isinstance(setup, (str, os.PathLike)) else list(setup)
     spec = {"setup": [os.fspath(f) for f in files], "missing": _codes(missing), "encoding": encoding,
             "keep_niu": keep_niu, "plain": plain}
-    return _import_file("setup", data, out, force, spec, progress)
+    return _import_file("setup", data, out, force, spec, progress, vars, filter)
 
 
 def import_xport(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
-                 plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+                 plain: bool = False,
+                 vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+                 force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a SAS transport file (XPORT version 5 or 8, ``.xpt``: NHANES
     publishes its data so) as the dataset ``out`` and opens it, as
     ``microtab import`` does: variable names and labels kept, numbers
@@ -305,11 +323,13 @@ def import_xport(path: str | os.PathLike, out: str | os.PathLike, *, encoding: s
     :class:`InputError` naming the file and byte offset (and the record
     and variable), and leaves ``out`` as it was."""
     spec = {"encoding": encoding, "plain": plain}
-    return _import_file("xport", path, out, force, spec, progress)
+    return _import_file("xport", path, out, force, spec, progress, vars, filter)
 
 
 def import_dta(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
-               plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+               plain: bool = False,
+               vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+               force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a Stata file (``.dta``, releases 104 to 119: Stata 4 to 19)
     as the dataset ``out`` and opens it, as ``microtab import`` does:
     variable names and labels and value labels kept; ``byte``, ``int`` and
@@ -324,11 +344,13 @@ def import_dta(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     :class:`InputError` naming the file and byte offset (and the record
     and variable), and leaves ``out`` as it was."""
     spec = {"encoding": encoding, "plain": plain}
-    return _import_file("dta", path, out, force, spec, progress)
+    return _import_file("dta", path, out, force, spec, progress, vars, filter)
 
 
 def import_sav(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
-               plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+               plain: bool = False,
+               vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+               force: bool = False, progress: Any = None) -> "Dataset":
     """Imports an SPSS system file (``.sav``: uncompressed or
     bytecode-compressed; ``.zsav``: zlib) as the dataset ``out`` and opens
     it, as ``microtab import`` does: variable names (long names), labels
@@ -342,11 +364,13 @@ def import_sav(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     :func:`import_csv`; bad input raises :class:`InputError` naming the
     file and byte offset, and leaves ``out`` as it was."""
     spec = {"encoding": encoding, "plain": plain}
-    return _import_file("sav", path, out, force, spec, progress)
+    return _import_file("sav", path, out, force, spec, progress, vars, filter)
 
 
 def import_por(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
-               plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+               plain: bool = False,
+               vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+               force: bool = False, progress: Any = None) -> "Dataset":
     """Imports an SPSS portable file (``.por``: the text format SPSS and
     PSPP export, in lines of 80 columns, with a character table of its
     own) as the dataset ``out`` and opens it, as ``microtab import``
@@ -365,12 +389,14 @@ def import_por(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str
     :class:`InputError` naming the file and byte offset (and the record
     and variable), and leaves ``out`` as it was."""
     spec = {"encoding": encoding, "plain": plain}
-    return _import_file("por", path, out, force, spec, progress)
+    return _import_file("por", path, out, force, spec, progress, vars, filter)
 
 
 def import_sas7bdat(path: str | os.PathLike, out: str | os.PathLike, *,
                     catalog: str | os.PathLike | None = None, encoding: str | None = None,
-                    plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+                    plain: bool = False,
+                    vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+                    force: bool = False, progress: Any = None) -> "Dataset":
     """Imports a SAS data set (``.sas7bdat``: uncompressed, RLE or RDC
     compressed, 32- or 64-bit, either byte order) as the dataset ``out``
     and opens it, as ``microtab import`` does: variable names and labels
@@ -385,12 +411,14 @@ def import_sas7bdat(path: str | os.PathLike, out: str | os.PathLike, *,
     file, and leaves ``out`` as it was."""
     spec = {"encoding": encoding, "plain": plain,
             "catalog": os.fspath(catalog) if catalog is not None else None}
-    return _import_file("sas7bdat", path, out, force, spec, progress)
+    return _import_file("sas7bdat", path, out, force, spec, progress, vars, filter)
 
 
 def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: str | None = None,
                 catalog: str | os.PathLike | None = None,
-                plain: bool = False, force: bool = False, progress: Any = None) -> "Dataset":
+                plain: bool = False,
+                vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
+                force: bool = False, progress: Any = None) -> "Dataset":
     """Imports ``path`` in the format its content shows — a SAS transport
     file (:func:`import_xport`), a Stata file (:func:`import_dta`), an SPSS
     system file (:func:`import_sav`) or portable file
@@ -400,13 +428,30 @@ def import_file(path: str | os.PathLike, out: str | os.PathLike, *, encoding: st
     OUT`` does, and opens it."""
     spec = {"encoding": encoding, "plain": plain,
             "catalog": os.fspath(catalog) if catalog is not None else None}
-    return _import_file("auto", path, out, force, spec, progress)
+    return _import_file("auto", path, out, force, spec, progress, vars, filter)
 
 
-def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any) -> "Dataset":
+def _import_file(format: str, path, out, force: bool, spec: dict, progress: Any,
+                 vars: Any = None, filter: str | None = None) -> "Dataset":  # noqa: A002
     """Imports the file ``path`` (``format``: ``csv``, ``fixed``, ``setup``, ``xport``, ``dta``, ``sav``, ``por``, ``sas7bdat`` or ``auto``)
     with the options ``spec`` (``None`` values left out) as the dataset
-    ``out``, showing ``progress``, and opens it."""
+    ``out``, showing ``progress``, and opens it. ``vars`` (a list of names,
+    or one string of names separated by commas or spaces) and ``filter``
+    (SDA-style) keep those variables and the records that pass: the file
+    is imported beside ``out`` first, so a bad name or filter raises and
+    leaves an existing ``out`` as it was."""
+    if vars is not None:
+        if isinstance(vars, str):
+            vars = [vars]
+        elif not all(isinstance(v, str) for v in vars):
+            raise ArgumentError(f"vars={vars!r}: expected variable names (a list, or one string "
+                                "of names separated by commas or spaces)")
+        spec = {**spec, "vars": list(vars)}
+    if filter is not None:
+        if not isinstance(filter, str):
+            raise ArgumentError(f"filter={filter!r}: expected an SDA-style filter such as "
+                                "'AGE(18-64) SEX=2'")
+        spec = {**spec, "filter": filter}
     spec = {k: v for k, v in spec.items() if v is not None}
     cb, done = _progress(progress, path)
     try:
@@ -932,36 +977,42 @@ class Dataset(_Queries):
         return json.loads(_retrying(lambda: _to_parquet(self.path, os.fspath(path), spec)))
 
     def to_stata(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                 filter: str | None = None, force: bool = False) -> dict:  # noqa: A002
+                 filter: str | None = None, labels: bool = True,  # noqa: A002
+                 force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
         ``filter`` as a Stata file (release 118), as ``microtab export
         DS OUT.dta`` does: integers as ``byte``/``int``/``long`` where they
         fit, decimals and floats as ``double``, text as ``strN``/``strL``;
         user-missing codes as ``.a``, ``.b`` … labelled; variable and value
-        labels; names made valid for Stata. Written beside ``path`` and
-        renamed into place. Returns what was written, its ``notes`` among
-        it (renamed variables, labels left out)."""
+        labels; names made valid for Stata. ``labels=False`` (``--no-labels``)
+        writes the codes without value-label sets (variable labels and
+        missing letters stay); unlike :meth:`to_parquet`'s ``labels``, the
+        values are codes either way. Written beside ``path`` and renamed
+        into place. Returns what was written, its ``notes`` among it
+        (renamed variables, labels left out)."""
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
-                "force": force}
+                "labels": labels, "force": force}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
 
     def to_spss(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                filter: str | None = None, force: bool = False) -> dict:  # noqa: A002
+                filter: str | None = None, labels: bool = True,  # noqa: A002
+                force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
         ``filter`` as an SPSS system file (bytecode-compressed, UTF-8), as
         ``microtab export DS OUT.sav`` does: numbers with their decimals,
         text as strings (very long ones too), dates as ``DATE``/``DATETIME``;
         up to three user-missing values (or a range); variable and value
-        labels; names made valid for SPSS. Written beside ``path`` and
-        renamed into place. Returns what was written, its ``notes`` among
-        it."""
+        labels; names made valid for SPSS. ``labels=False`` (``--no-labels``)
+        writes no value labels (variable labels and missing values stay).
+        Written beside ``path`` and renamed into place. Returns what was
+        written, its ``notes`` among it."""
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
-                "force": force, "format": "sav"}
+                "labels": labels, "force": force, "format": "sav"}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
 
