@@ -266,3 +266,37 @@ def test_several_lines_errors(tmp_path):
     s2.write_text("FILE TYPE MIXED /RECORD=RT 1 (A).\nRECORD TYPE 'H'.\nDATA LIST RECORDS=2 /1 A 2-3 /2 B 1-2.\nEND FILE TYPE.\n")
     p = run("import", data, "--setup", s2, tmp_path / "m.mtab", ok=False)
     assert "records of several types" in p.stderr and "m.sps" in p.stderr, p.stderr
+
+
+def test_grouped_numbers_match_pspp_and_sas_pointers(tmp_path):
+    """SPSS (COMMA), (DOLLAR) and (DOT) formats read as PSPP reads them;
+    SAS COMMA, DOLLAR and COMMAX informats the same numbers; INFILE N=4
+    makes records of four lines for #1/#3 pointers."""
+    rows = [("1,234.5", "$12,000", "1.234,5"), ("-1,000.25", "$1,0", "12,5"), ("12.5", "99", "7")]
+    data = tmp_path / "g.dat"
+    data.write_text("".join(f"{a:>11}{b:>9}{c:>9}\n" for a, b, c in rows))
+    sps = "DATA LIST FILE='g.dat' /A 1-11 (COMMA) B 12-20 (DOLLAR) C 21-29 (DOT).\n"
+    (tmp_path / "p").mkdir()
+    shutil.copy(data, tmp_path / "p" / data.name)
+    want, _ = pspp(tmp_path / "p", sps)
+    assert want.A.tolist() == [1234.5, -1000.25, 12.5]  # the oracle reads them
+    for name, text in {"g.sps": sps,
+                       "g.sas": "DATA g; INFILE 'g.dat'; INPUT @1 A COMMA11. @12 B DOLLAR9. @21 C COMMAX9.; RUN;"}.items():
+        (tmp_path / name).write_text(text)
+        ds = tmp_path / f"{name}.mtab"
+        p = run("import", data, "--setup", tmp_path / name, ds)
+        assert "not a number" not in p.stderr, p.stderr
+        got = records(ds)
+        for c in "ABC":
+            same(got[c], want[c], (name, c))
+    # INFILE N=4: #1 and #3 of records of four lines.
+    data = tmp_path / "n.dat"
+    data.write_text("".join(f"{i}1\n{i}2\n{i}3\n{i}4\n" for i in range(1, 4)))
+    (tmp_path / "n.sas").write_text("DATA n; INFILE 'n.dat' N=4; INPUT #1 A 1-2 #3 B 1-2; RUN;")
+    run("import", data, "--setup", tmp_path / "n.sas", tmp_path / "n.mtab")
+    got = records(tmp_path / "n.mtab")
+    assert got[["A", "B"]].values.tolist() == [[11, 13], [21, 23], [31, 33]]
+    # A line pointer past 10000 is an error at once, not an allocation.
+    (tmp_path / "h.sps").write_text("DATA LIST FILE='n.dat' /2000000000 A 1-2.\n")
+    p = run("import", data, "--setup", tmp_path / "h.sps", tmp_path / "h.mtab", ok=False, timeout=30)
+    assert "at most 10000" in p.stderr and "h.sps" in p.stderr, p.stderr

@@ -72,3 +72,27 @@ def test_import_setup_takes_a_dictionary_and_a_do_file(tmp_path):
     assert ds.variable("sex").info()["value_labels"] == {"1": "Male", "2": "Female"}
     # The recode is not run, and the import says so.
     assert any("recode" in str(n.message) and "not run" in str(n.message) for n in notes)
+
+
+def test_hierarchical_setup_rows_and_rectype(tmp_path):
+    """IPUMS's own hierarchical SPSS setup (tests/fixtures/setup): a row per
+    person with the household's variables, or with ``rectype="H"`` a row
+    per household; pandas.read_fwf reads the same columns of those lines."""
+    fix = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "setup"
+    dat = fix / "xx9999a.dat"
+    lines = dat.read_text().splitlines()
+    fwf = pd.read_fwf(dat, colspecs=[(0, 1), (1, 7), (79, 80), (66, 67), (68, 71)], header=None,
+                      names=["RECTYPE", "DWNUM", "URBAN", "RELATE", "AGE"], dtype=str)
+    is_h = fwf.RECTYPE == "H"
+    fwf["URBAN"] = fwf.URBAN.where(is_h).ffill()
+    persons = fwf[~is_h].reset_index(drop=True)
+    ds = mt.import_setup(dat, fix / "_hier_xx9999a.sps", tmp_path / "p.mtab", keep_niu=True, progress=False)
+    assert len(ds) == sum(ln.startswith("P") for ln in lines) == 1777
+    df = ds.to_pandas(["DWNUM", "URBAN", "RELATE", "AGE"])
+    for c in ["DWNUM", "URBAN", "RELATE", "AGE"]:
+        assert df[c].astype("int64").tolist() == persons[c].astype(int).tolist(), c
+    hh = mt.import_setup(dat, fix / "_hier_xx9999a.sps", tmp_path / "h.mtab", rectype="H", progress=False)
+    assert len(hh) == 364
+    assert "AGE" not in hh.variables
+    assert hh.to_pandas(["URBAN"])["URBAN"].astype("int64").tolist() == \
+        fwf[is_h].URBAN.astype(int).tolist()

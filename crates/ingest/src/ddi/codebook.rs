@@ -90,6 +90,9 @@ pub struct DdiVariable {
     pub divide: u32,
     /// Alphabetic (`varFormat type="character"`).
     pub text: bool,
+    /// How a number is written: plain digits (a DDI codebook), or with
+    /// grouping and currency signs (a setup's `COMMA`, `DOLLAR` formats).
+    pub style: NumberStyle,
     /// Record types the variable appears on (hierarchical files; empty for
     /// rectangular ones).
     pub record_types: Vec<String>,
@@ -110,6 +113,21 @@ pub struct DdiVariable {
     /// description or coding instructions. The importer makes them missing
     /// codes ([`Codebook::keep_niu_codes`] keeps them as values).
     pub niu: Vec<NiuCode>,
+}
+
+/// How the numbers of a fixed-width field are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NumberStyle {
+    /// Digits, a sign and a decimal point.
+    #[default]
+    Plain,
+    /// Commas group the digits and `$` or `%` may be written (SAS's
+    /// `COMMA` and `DOLLAR` informats, SPSS's `COMMA`, `DOLLAR`, `PCT`):
+    /// `$1,234.50` is 1234.50.
+    Grouped,
+    /// Points group the digits and a comma is the decimal point (SAS's
+    /// `COMMAX`, SPSS's `DOT`): `1.234,50` is 1234.50.
+    DecimalComma,
 }
 
 /// A code the codebook names not-in-universe or missing (see
@@ -1006,6 +1024,7 @@ impl<'a> Parser<'a> {
             start,
             end,
             decimals: if v.text { 0 } else { v.decimals },
+            style: NumberStyle::Plain,
             divide: 0,
             text: v.text,
             record_types: v.record_types,

@@ -4,7 +4,7 @@
 use super::layout::{FieldError, Layout, RecordError};
 use crate::core::column::{pow10, ColParser, FieldNote, Parsed, Plan};
 use crate::core::number::{parse_number, trim, trim_blanks, Num};
-use crate::ddi::Charset;
+use crate::ddi::{Charset, NumberStyle};
 use crate::error::show;
 
 /// Decodes a text field (already trimmed) in the file's charset.
@@ -195,6 +195,34 @@ fn push_record(
         // A division (`V / 100` in a setup) applies to every value,
         // after the format's own implied decimals.
         let k = slot.divide;
+        // Grouping and currency signs (`COMMA10.2`): dropped, the decimal
+        // comma made a point.
+        let mut plain = [0u8; 64];
+        let field = match slot.style {
+            NumberStyle::Plain => field,
+            style => {
+                let (group, point) = match style {
+                    NumberStyle::DecimalComma => (b'.', b','),
+                    _ => (b',', b'.'),
+                };
+                let mut n = 0;
+                for &b in field.iter().take(plain.len()) {
+                    match b {
+                        b'$' | b'%' => {}
+                        b if b == group => {}
+                        b if b == point => {
+                            plain[n] = b'.';
+                            n += 1;
+                        }
+                        b => {
+                            plain[n] = b;
+                            n += 1;
+                        }
+                    }
+                }
+                &plain[..n]
+            }
+        };
         match parse_number(field, slot.decimals - k) {
             Num::Null => col.push_null(),
             Num::Scaled(m, d) => {

@@ -3,7 +3,7 @@
 //! hierarchical one; the errors a record can have.
 
 use crate::core::number::{trim, MAX_FIXED_DECIMALS};
-use crate::ddi::{Charset, Codebook, DdiVariable};
+use crate::ddi::{Charset, Codebook, DdiVariable, NumberStyle};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -21,6 +21,8 @@ pub(crate) struct Slot {
     /// Of `decimals`, those that divide every value (a point or not).
     pub(crate) divide: u32,
     pub(crate) text: bool,
+    /// How its numbers are written.
+    pub(crate) style: NumberStyle,
     /// Read from the parent (household) record rather than the row's own.
     pub(crate) parent: bool,
     /// The line of a record of several lines it is on (0-based), and
@@ -86,6 +88,7 @@ impl Layout {
                 decimals: v.decimals.min(MAX_FIXED_DECIMALS),
                 divide: v.divide.min(v.decimals.min(MAX_FIXED_DECIMALS)),
                 text: v.text,
+                style: v.style,
                 parent,
                 line,
                 offset,

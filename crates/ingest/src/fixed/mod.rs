@@ -134,14 +134,13 @@ pub fn import_fixed(
     for (slot, n) in layout.slots.iter().zip(&out.na_text) {
         if let Some(n) = n {
             notes.push(Note::from(format!(
-                "{}: {} value{} that {} not a number (the first on line {}: {:?}) read as missing, as Stata, SPSS and SAS read {}",
+                "{}: {} value{} that {} not a number (the first on line {}: {:?}) read as missing (check the setup's format for the variable)",
                 slot.name,
                 n.count,
                 if n.count == 1 { "" } else { "s" },
                 if n.count == 1 { "is" } else { "are" },
                 n.line,
                 n.example,
-                if n.count == 1 { "it" } else { "them" },
             )));
         }
     }

@@ -3,6 +3,7 @@
 //! the three languages share.
 
 use super::lex::{Tok, Token};
+use crate::ddi::NumberStyle;
 use crate::error::Result;
 use std::collections::HashMap;
 use std::path::Path;
@@ -80,6 +81,9 @@ pub(crate) struct Desc {
     /// Implied decimals given by a division (`replace V = V / 100`):
     /// variable, decimals, line.
     pub scales: Vec<(String, u32, usize)>,
+    /// Numbers written with grouping or currency signs (`COMMA10.2`), by
+    /// variable.
+    pub styles: Vec<(String, NumberStyle)>,
     /// Columns read as text, by position from 1 (Stata's `stringcols`).
     pub text_cols: Vec<usize>,
     pub notes: Vec<String>,
@@ -178,6 +182,20 @@ pub(crate) fn expand(names: &[String], fields: &[Field]) -> Vec<String> {
         i += 1;
     }
     out
+}
+
+/// How a numeric format or informat writes its numbers: `COMMA`,
+/// `DOLLAR`, `PCT`/`PERCENT` group with commas (and write `$`, `%`);
+/// `COMMAX`, `DOLLARX`, `DOT`, `NUMX` group with points and write a
+/// decimal comma.
+pub(crate) fn style_of(format: &str) -> NumberStyle {
+    let f = format.trim_start_matches('$').to_ascii_uppercase();
+    let letters: String = f.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    match letters.as_str() {
+        "COMMA" | "DOLLAR" | "PCT" | "PERCENT" => NumberStyle::Grouped,
+        "COMMAX" | "DOLLARX" | "DOT" | "NUMX" => NumberStyle::DecimalComma,
+        _ => NumberStyle::Plain,
+    }
 }
 
 /// The widest record a setup may describe, in columns.

@@ -28,7 +28,7 @@ mod spss;
 mod stata;
 
 use crate::core::pipeline::ImportSummary;
-use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable, RecordGroup};
+use crate::ddi::{niu_of, Charset, Codebook, DdiCategory, DdiVariable, NumberStyle, RecordGroup};
 use crate::error::{Error, Result};
 use crate::note::Note;
 use crate::options::ImportOptions;
@@ -198,6 +198,24 @@ pub fn import_setup(
                     .record_type
                     .clone()
                     .or_else(|| cb.person_record_type().map(str::to_string));
+                // Variables of a third type are in neither the row's
+                // record nor the household's.
+                let row_t = row.clone().unwrap_or_default();
+                let left: Vec<String> = cb
+                    .variables
+                    .iter()
+                    .filter(|v| {
+                        !v.record_types.is_empty()
+                            && !v.record_types.iter().any(|t| *t == row_t || t == top)
+                    })
+                    .map(|v| v.name.clone())
+                    .collect();
+                if !left.is_empty() && !row_t.is_empty() {
+                    s.notes.push(Note::from(format!(
+                        "the variables of records of other types than {row_t} and {top} are not imported: {}",
+                        desc::few(&left)
+                    )));
+                }
                 if let Some(row) = row.filter(|r| r != top) {
                     s.notes.push(Note::hinted(
                         format!(
@@ -638,6 +656,12 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
                 name: f.name.clone(),
                 label: s.label,
                 description: None,
+                style: layout
+                    .styles
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(&f.name))
+                    .map_or(NumberStyle::Plain, |s| s.1),
                 start: f.start + offset(f),
                 end: f.end + offset(f),
                 divide: if text { 0 } else { f.divide },

@@ -2,8 +2,9 @@
 //! step's `FILENAME`, `INFILE`, `INPUT`, `LABEL`, `FORMAT`, `LENGTH`,
 //! `ATTRIB` and `IF V = CODE THEN V = .x` statements.
 
-use super::desc::{divides, Desc, Field, Labelled, RecordId};
+use super::desc::{divides, style_of, Desc, Field, Labelled, RecordId};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
+use crate::ddi::NumberStyle;
 use std::collections::HashMap;
 
 /// The statements of `text`, comments dropped, each with its first line.
@@ -403,6 +404,19 @@ fn infile(c: &mut Cursor, d: &mut Desc, refs: &HashMap<String, String>) -> Resul
                     first = n.parse().unwrap_or(1);
                 }
             }
+            // N=: the lines a record's `#n` pointers range over.
+            "n" => {
+                if let Some(Tok::Num(n)) = arg(c) {
+                    let n: usize = n.parse().unwrap_or(1);
+                    if n > 10_000 {
+                        return Err(format!(
+                            "line {}: N={n}: at most 10000 lines a record",
+                            c.line
+                        ));
+                    }
+                    d.lines = d.lines.max(n);
+                }
+            }
             "lrecl" | "encoding" | "obs" => {
                 arg(c);
             }
@@ -440,7 +454,8 @@ fn informat(f: &str) -> Option<(usize, u32, bool)> {
     };
     let l = letters.to_ascii_lowercase();
     let numeric = [
-        "", "f", "best", "z", "bz", "comma", "commax", "d", "e", "numx",
+        "", "f", "best", "z", "bz", "comma", "commax", "d", "e", "numx", "dollar", "dollarx",
+        "percent",
     ]
     .contains(&l.as_str());
     Some((w, dec, text || !numeric))
@@ -481,6 +496,9 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
             }
             Tok::Word(w) if w.starts_with('#') => {
                 rec = w[1..].parse().map_err(|_| format!("line {line}: {w} is not a line pointer"))?;
+                if rec == 0 || rec > 10_000 {
+                    return Err(format!("line {line}: {w}: a record has lines 1 to at most 10000"));
+                }
                 pos = 1;
                 d.lines = d.lines.max(rec);
             }
@@ -536,8 +554,9 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                 text |= ftext;
                 if let Some(f) = &fmt {
                     let l = f.to_ascii_lowercase();
-                    if !text && (l.starts_with("comma") || l.starts_with("dollar")) {
-                        d.notes.push(format!("line {line}: {name} is read with {f}: values with thousands separators are not numbers to a fixed-width import"));
+                    let style = style_of(f);
+                    if !text && style != NumberStyle::Plain {
+                        d.styles.push((name.clone(), style));
                     }
                     if ftext && !l.starts_with('$') {
                         d.notes.push(format!("line {line}: {name} is read with {f}: kept as text as written"));

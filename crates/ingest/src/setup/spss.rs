@@ -1,8 +1,11 @@
 //! SPSS syntax (`.sps`): `DATA LIST`, `GET DATA /TYPE=TXT`, `VARIABLE
 //! LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES`.
 
-use super::desc::{divides, expand, few, shared_columns, Desc, Field, Labelled, RecordId, CLEAR};
+use super::desc::{
+    divides, expand, few, shared_columns, style_of, Desc, Field, Labelled, RecordId, CLEAR,
+};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
+use crate::ddi::NumberStyle;
 
 /// Commands that start a new command when a line begins with them, even
 /// if the one before lacks its full stop.
@@ -297,9 +300,10 @@ fn paren_format(
     c: &mut Cursor,
     notes: &mut Vec<String>,
     names: &[String],
-) -> Result<(bool, u32), String> {
+) -> Result<(bool, u32, NumberStyle), String> {
     let mut text = false;
     let mut dec = 0;
+    let mut style = NumberStyle::Plain;
     let line = c.at();
     let mut words = Vec::new();
     while let Some(t) = c.next() {
@@ -321,6 +325,7 @@ fn paren_format(
             match letters.as_str() {
                 "A" | "AHEX" => text = true,
                 "F" | "N" | "COMMA" | "DOT" | "E" | "Z" | "PCT" | "DOLLAR" => {
+                    style = style_of(&letters);
                     // `(F,2)` or `(F8.2)`: its decimals.
                     if let Some(p) = f.find('.') {
                         dec = f[p + 1..].parse().unwrap_or(0);
@@ -339,7 +344,7 @@ fn paren_format(
         }
         Some(_) => return Err(format!("line {line}: a format in parentheses was expected")),
     }
-    Ok((text, dec))
+    Ok((text, dec, style))
 }
 
 fn data_list(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
@@ -392,6 +397,12 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             match c.peek().and_then(|t| t.int()) {
                 Some(n) => {
                     c.i += 1;
+                    if n == 0 || n > 10_000 {
+                        return Err(format!(
+                            "line {}: /{n}: a record has lines 1 to at most 10000",
+                            c.at()
+                        ));
+                    }
                     rec = n;
                 }
                 None if started => rec += 1,
@@ -426,7 +437,11 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                 (a, b)
             };
             let (text, dec) = if c.eat('(') {
-                paren_format(c, &mut d.notes, &names)?
+                let (text, dec, style) = paren_format(c, &mut d.notes, &names)?;
+                if style != NumberStyle::Plain {
+                    d.styles.extend(names.iter().map(|n| (n.clone(), style)));
+                }
+                (text, dec)
             } else if zero {
                 // GET DATA: a format word follows; its decimals are not
                 // implied (as PSPP reads it: `F8.2` reads 12345 as 12345).
@@ -434,6 +449,10 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                     .next()
                     .and_then(|t| t.word().map(str::to_string))
                     .unwrap_or_default();
+                let style = style_of(&w);
+                if style != NumberStyle::Plain {
+                    d.styles.extend(names.iter().map(|n| (n.clone(), style)));
+                }
                 (format_word(&w).0, 0)
             } else {
                 (false, 0)
@@ -447,7 +466,7 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
             // FORTRAN-like: (F8.2, A10, 2F3, 1X, T20), applied in order
             // to the names, again from its start while names are left.
             enum It {
-                F(bool, u32, usize),
+                F(bool, u32, usize, NumberStyle),
                 Skip(usize),
                 Tab(usize),
             }
@@ -487,7 +506,7 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                             }
                             let (text, _) = format_word(&f);
                             for _ in 0..count {
-                                items.push(It::F(text, dec, w));
+                                items.push(It::F(text, dec, w, style_of(&f)));
                             }
                         }
                         count = 1;
@@ -508,9 +527,12 @@ fn fixed_specs(c: &mut Cursor, d: &mut Desc, file: usize, zero: bool) -> Result<
                     match *it {
                         It::Skip(n) => pos[rec] = pos[rec].saturating_add(n),
                         It::Tab(col) => pos[rec] = col,
-                        It::F(text, dec, w) => {
+                        It::F(text, dec, w, style) => {
                             let Some(n) = next else { break 'list };
                             let a = pos[rec];
+                            if style != NumberStyle::Plain {
+                                d.styles.push((n.clone(), style));
+                            }
                             d.fields.push(Field {
                                 name: n.clone(),
                                 rectype: None,

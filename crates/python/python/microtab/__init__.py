@@ -284,7 +284,7 @@ def import_fixed(data: str | os.PathLike, ddi: str | os.PathLike, out: str | os.
 
 def import_setup(data: str | os.PathLike, setup: str | os.PathLike | list, out: str | os.PathLike, *,
                  missing: dict | None = None, encoding: str | None = None, keep_niu: bool = False,
-                 plain: bool = False,
+                 rectype: str | None = None, plain: bool = False,
                  vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
                  force: bool = False, progress: Any = None) -> "Dataset":
     """Imports text data described by setup files — a Stata dictionary
@@ -296,13 +296,19 @@ def import_setup(data: str | os.PathLike, setup: str | os.PathLike | list, out: 
     (fixed-width data, plain or gzip-compressed) or the header of a
     delimited file, its type and implied decimals, variable and value
     labels, and missing values (SPSS ranges included); statements that
-    change values are not run, and each is named in the notes.
+    change values are not run, and each is named in the notes. Records of
+    several lines (``RECORDS=``, ``#2``, ``_line(2)``) are joined; records
+    of several types (``FILE TYPE MIXED``, SAS ``IF RECTYPE = 'P' THEN
+    DO``, IPUMS's hierarchical do-files) give a row per person record
+    with its household's variables, as a hierarchical DDI extract does
+    (``rectype="H"``: a row per household record). A number field holding
+    other text is missing, as the packages read it, and counted in a note.
 
     >>> ds = mt.import_setup("cps_00006.dat.gz", "cps_00006.sps", "cps.mtab")  # doctest: +SKIP
     """
     files = [setup] if isinstance(setup, (str, os.PathLike)) else list(setup)
     spec = {"setup": [os.fspath(f) for f in files], "missing": _codes(missing), "encoding": encoding,
-            "keep_niu": keep_niu, "plain": plain}
+            "keep_niu": keep_niu, "rectype": rectype, "plain": plain}
     return _import_file("setup", data, out, force, spec, progress, vars, filter)
 
 
