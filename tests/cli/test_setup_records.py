@@ -162,6 +162,9 @@ def test_record_types_errors_and_options(tmp_path):
                   " ELSE IF T = 'P' THEN DO; INPUT A 2-4; END; RUN;", "one place in every record type"),
         "e.do": ('infix str rt 1 a 2-3 using t.dat\ndrop if rt != "H"\ninfix str rt 1 b 2-3 using t.dat\n'
                  'drop if rt != "P"\ninfix str rt 1 c 2-3 using t.dat\n', "line 5: this infix reads records of every type"),
+        # Formats whose numbers would be read wrong are refused.
+        "f.sas": ("DATA x; INFILE 'd'; INPUT @1 A BZ4.; RUN;", "BZ4.: blanks read as zeros"),
+        "g.sps": ("DATA LIST / A 1-5 (Z).\n", "zoned decimal"),
     }
     for name, (text, needle) in bad.items():
         f = tmp_path / name

@@ -554,6 +554,9 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                 text |= ftext;
                 if let Some(f) = &fmt {
                     let l = f.to_ascii_lowercase();
+                    if l.starts_with("bz") || l.starts_with("zd") {
+                        return Err(format!("line {line}: {name} is read with {f}: blanks read as zeros (BZ) and zoned decimals (ZD) are not supported"));
+                    }
                     let style = style_of(f);
                     if !text && style != NumberStyle::Plain {
                         d.styles.push((name.clone(), style));

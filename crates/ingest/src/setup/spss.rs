@@ -324,7 +324,13 @@ fn paren_format(
             let letters: String = f.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
             match letters.as_str() {
                 "A" | "AHEX" => text = true,
-                "F" | "N" | "COMMA" | "DOT" | "E" | "Z" | "PCT" | "DOLLAR" => {
+                "Z" => {
+                    return Err(format!(
+                        "line {line}: {} read with format {w} (zoned decimal, the sign overpunched): not supported",
+                        few(names)
+                    ))
+                }
+                "F" | "N" | "COMMA" | "DOT" | "E" | "PCT" | "DOLLAR" => {
                     style = style_of(&letters);
                     // `(F,2)` or `(F8.2)`: its decimals.
                     if let Some(p) = f.find('.') {
