@@ -197,10 +197,11 @@ fn push_record(
         let k = slot.divide;
         // Grouping and currency signs (`COMMA10.2`): dropped, the decimal
         // comma made a point.
-        let mut plain = [0u8; 64];
+        let mut plain: [u8; 64];
         let field = match slot.style {
             NumberStyle::Plain => field,
             style => {
+                plain = [0u8; 64];
                 let (group, point) = match style {
                     NumberStyle::DecimalComma => (b'.', b','),
                     _ => (b',', b'.'),

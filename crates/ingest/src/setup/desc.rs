@@ -184,6 +184,38 @@ pub(crate) fn expand(names: &[String], fields: &[Field]) -> Vec<String> {
     out
 }
 
+/// Records of type `value` are told by variable `var` (SAS's `IF V =
+/// 'H' THEN`, Stata's `drop if v != "H"`), said at `at` (file, line):
+/// `var` becomes the record-type variable, which must be the one every
+/// such test names, and `value` a record type.
+pub(crate) fn record_type(
+    d: &mut Desc,
+    var: &str,
+    value: &str,
+    at: (usize, usize),
+) -> std::result::Result<(), String> {
+    let id = d.record_id.get_or_insert_with(|| RecordId {
+        name: Some(var.to_string()),
+        cols: None,
+        at,
+    });
+    if !id
+        .name
+        .as_deref()
+        .is_some_and(|n| n.eq_ignore_ascii_case(var))
+    {
+        return Err(format!(
+            "line {}: the record type is tested on {var} here and on {} before: one variable holds it",
+            at.1,
+            id.name.as_deref().unwrap_or("?")
+        ));
+    }
+    if !d.record_types.iter().any(|t| t == value) {
+        d.record_types.push(value.to_string());
+    }
+    Ok(())
+}
+
 /// How a numeric format or informat writes its numbers: `COMMA`,
 /// `DOLLAR`, `PCT`/`PERCENT` group with commas (and write `$`, `%`);
 /// `COMMAX`, `DOLLARX`, `DOT`, `NUMX` group with points and write a

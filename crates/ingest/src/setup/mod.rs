@@ -644,7 +644,7 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             .iter()
             .sum::<usize>()
     };
-    let variables = fields
+    let variables: Vec<DdiVariable> = fields
         .iter()
         .map(|f| {
             let s = said
@@ -682,7 +682,6 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             "the setup reads delimited text without a header line of names: microtab reads delimited files by their header (write the names on the first line, or describe fixed columns)".into(),
         ));
     }
-    let variables: Vec<DdiVariable> = variables;
     // Record types: labelled as the type variable's value labels say.
     let record_groups = match &id {
         None => Vec::new(),

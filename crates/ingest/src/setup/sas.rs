@@ -2,7 +2,7 @@
 //! step's `FILENAME`, `INFILE`, `INPUT`, `LABEL`, `FORMAT`, `LENGTH`,
 //! `ATTRIB` and `IF V = CODE THEN V = .x` statements.
 
-use super::desc::{divides, style_of, Desc, Field, Labelled, RecordId};
+use super::desc::{divides, record_type, style_of, Desc, Field, Labelled};
 use super::lex::{strip_comments, tokens, Cursor, Tok};
 use crate::ddi::NumberStyle;
 use std::collections::HashMap;
@@ -66,25 +66,7 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         // `IF V = 'P' THEN DO` / `THEN INPUT …`, V read by an INPUT
         // before: the records of that type.
         if let Some((var, value, then)) = type_test(&c, &d) {
-            let at = c.t[then].line;
-            let id = d.record_id.get_or_insert_with(|| RecordId {
-                name: Some(var.clone()),
-                cols: None,
-                at: (file, at),
-            });
-            if !id
-                .name
-                .as_deref()
-                .is_some_and(|n| n.eq_ignore_ascii_case(&var))
-            {
-                return Err(format!(
-                    "line {at}: the record type is tested on {var} here and on {} before: one variable holds it",
-                    id.name.as_deref().unwrap_or("?")
-                ));
-            }
-            if !d.record_types.contains(&value) {
-                d.record_types.push(value.clone());
-            }
+            record_type(&mut d, &var, &value, (file, c.t[then].line))?;
             if c.t.get(then + 1).is_some_and(|t| t.is("do")) {
                 blocks.push(Some(value));
             } else {

@@ -3,7 +3,7 @@
 //! variable`, `label define`, `label values`, missing codes from `replace
 //! V = .x if V == CODE` and `mvdecode`.
 
-use super::desc::{expand, read_text, scale, shared_columns, Desc, Field, Labelled, RecordId};
+use super::desc::{expand, read_text, record_type, scale, shared_columns, Desc, Field, Labelled};
 use super::lex::{stata_tokens as tokens, strip_comments, Cursor, Tok, Token};
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -225,26 +225,9 @@ fn statements_into(path: &Path, text: &str, mut d: Desc, file: usize) -> Result<
             // `drop if rectype != "H"` after an `infix` (IPUMS's
             // hierarchical do-files): that infix reads records of type H.
             let from = last_infix.take().map_or(d.fields.len(), |(k, _)| k);
-            let id = d.record_id.get_or_insert_with(|| RecordId {
-                name: Some(var.clone()),
-                cols: None,
-                at: (file, line),
-            });
-            if !id
-                .name
-                .as_deref()
-                .is_some_and(|n| n.eq_ignore_ascii_case(&var))
-            {
-                return Err(err(format!(
-                    "line {line}: the record type is tested on {var} here and on {} before: one variable holds it",
-                    id.name.as_deref().unwrap_or("?")
-                )));
-            }
+            record_type(&mut d, &var, &value, (file, line)).map_err(err)?;
             for f in &mut d.fields[from..] {
                 f.rectype = Some(value.clone());
-            }
-            if !d.record_types.contains(&value) {
-                d.record_types.push(value);
             }
         } else if s.contains("_line_num")
             && ["gen", "generate", "drop", "sort"].contains(&w0.as_str())
