@@ -545,7 +545,7 @@ def test_hierarchical_unknown_record_type(tmp_path):
     bad.write_text("\n".join(lines) + "\n", encoding="latin-1")
     target = tmp_path / "bad.mtab"
     p = run("import", bad, target, "--ddi", xml, ok=None)
-    msg = assert_one_error(p, "bad.dat", "record 41", "RECTYPE", '"X"', "H", "P")
+    msg = assert_one_error(p, "bad.dat", "line 41", "RECTYPE", '"X"', "H", "P")
     assert not target.exists()
     p = run("import", dat, target, "--ddi", xml, "--rectype", "Q", ok=None)
     assert_one_error(p, "hier.xml", "Q")
@@ -579,7 +579,7 @@ def test_line_too_short(tmp_path):
     lines[56] = lines[56][:30]
     data = tmp_path / "short.dat"
     data.write_text("\n".join(lines) + "\n")
-    failed(tmp_path, data, DATA / "cps_00006.xml", "short.dat", "record 57", "WTSUPP", "26-35")
+    failed(tmp_path, data, DATA / "cps_00006.xml", "short.dat", "line 57", "WTSUPP", "26-35")
 
 
 def test_non_digit_in_numeric_field(tmp_path):
@@ -588,7 +588,7 @@ def test_non_digit_in_numeric_field(tmp_path):
     lines[1233] = ln[:38] + "x" + ln[39:]  # inside INCTOT (columns 36-43)
     data = tmp_path / "nondigit.dat.gz"
     data.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    msg = failed(tmp_path, data, DATA / "cps_00006.xml", "nondigit.dat.gz", "record 1234", "INCTOT", "36-43")
+    msg = failed(tmp_path, data, DATA / "cps_00006.xml", "nondigit.dat.gz", "line 1234", "INCTOT", "36-43")
     assert "x" in msg
 
 
@@ -598,7 +598,7 @@ def test_position_past_end_of_line(tmp_path):
     assert text2 != text
     xml = tmp_path / "wide.xml"
     xml.write_text(text2)
-    failed(tmp_path, DATA / "cps_00006.dat.gz", xml, "cps_00006.dat.gz", "record 1", "INCTOT", "36-45", "43 characters")
+    failed(tmp_path, DATA / "cps_00006.dat.gz", xml, "cps_00006.dat.gz", "line 1", "INCTOT", "36-45", "43 characters")
 
 
 def test_truncated_gzip(tmp_path):

@@ -139,19 +139,21 @@ def test_record_types_errors_and_options(tmp_path):
     s.write_text("FILE TYPE MIXED RECORD=RT 1-1 (A).\nRECORD TYPE 'H'.\nDATA LIST / SERIAL 2-3 SIZE 5.\n"
                  "RECORD TYPE 'P'.\nDATA LIST / SERIAL 2-3 AGE 5-6.\nEND FILE TYPE.\n")
     ds = tmp_path / "t.mtab"
-    p = run("import", data, "--setup", s, ds, ok=False)
-    # A type the setup does not name is an error naming the line.
-    assert p.returncode == 1 and 'record 4: record type "X" (variable RT)' in p.stderr, p.stderr
-    assert not ds.exists()
+    p = run("import", data, "--setup", s, ds)
+    # A type the setup gives no layout for is skipped (SPSS's FILE TYPE
+    # default, WILD=NOWARN), with a note naming its line.
+    assert "1 record of types the setup gives no layout for was skipped (the first on line 4, of type X" in p.stderr, p.stderr
+    assert records(ds)[["RT", "SERIAL", "SIZE", "AGE"]].values.tolist() == [["P", 1, 5, 37], ["P", 1, 5, 41]]
+    # With a DDI codebook it is an error naming its line (test_ipums.py).
     data.write_text("H01 5\nP01 37\nP01 41\nH02 1\nP02 80\n")
-    run("import", data, "--setup", s, ds)
+    run("import", data, "--setup", s, ds, "--force")
     got = records(ds)
     assert got[["RT", "SERIAL", "SIZE", "AGE"]].values.tolist() == [
         ["P", 1, 5, 37], ["P", 1, 5, 41], ["P", 2, 1, 80]]
     # A person before any household: an error naming its line.
     data.write_text("P01 37\nH01 5\n")
     p = run("import", data, "--setup", s, tmp_path / "o.mtab", ok=False)
-    assert "record 1" in p.stderr and "comes before any record of type" in p.stderr, p.stderr
+    assert "line 1" in p.stderr and "comes before any record of type" in p.stderr, p.stderr
     # One variable in two places, RECORD TYPE outside FILE TYPE, GROUPED.
     bad = {
         "a.sps": ("FILE TYPE MIXED /RECORD=RT 1-1 (A).\nRECORD TYPE 'H'.\nDATA LIST / SERIAL 2-3.\n"
@@ -303,3 +305,208 @@ def test_grouped_numbers_match_pspp_and_sas_pointers(tmp_path):
     (tmp_path / "h.sps").write_text("DATA LIST FILE='n.dat' /2000000000 A 1-2.\n")
     p = run("import", data, "--setup", tmp_path / "h.sps", tmp_path / "h.mtab", ok=False, timeout=30)
     assert "at most 10000" in p.stderr and "h.sps" in p.stderr, p.stderr
+
+
+# ------------------------------------------ the everyday forms of record types
+
+
+def family_file(tmp_path, n=400, seed=11):
+    """Households (type 1), families (2) and persons (3), the type written
+    zero-padded or blank-padded in columns 1-2 (`01`, ` 2`, `3 `), some
+    households without persons, a blank line now and then, and a few
+    records of a type no setup reads (9). The truth: a row per person
+    with its household's serial and income (hand-built)."""
+    rng = np.random.default_rng(seed)
+    pad = lambda t: rng.choice([f"0{t}", f" {t}", f"{t} "])
+    lines, truth = [], []
+    for h in range(1, n + 1):
+        hinc = int(rng.integers(0, 99))
+        lines.append(f"{pad(1)}{h:04d} {hinc:2d}")
+        if rng.random() < 0.05:
+            lines.append(rng.choice(["", "      "]))
+        if rng.random() < 0.03:
+            lines.append(f"{pad(9)}{h:04d} zz")
+        for f in range(int(rng.integers(0, 3))):
+            lines.append(f"{pad(2)}{h:04d} {f + 1} {int(rng.integers(0, 999)):3d}")
+            for p in range(int(rng.integers(0, 4))):
+                age = int(rng.integers(0, 99))
+                lines.append(f"{pad(3)}{h:04d} {f + 1} {p + 1} {age:2d}")
+                truth.append([3, h, hinc, p + 1, age])
+    data = tmp_path / "fam.dat"
+    data.write_text("\n".join(lines) + "\n")
+    want = pd.DataFrame(truth, columns=["RT", "SERIAL", "HINC", "PNO", "AGE"])
+    return data, want, sum(1 for l in lines if l[:2].strip().lstrip("0") == "9")
+
+
+FAMILY = {
+    # NBER's CPS March programs: the person block alone outputs.
+    "nber.sas": """DATA cps; INFILE 'fam.dat';
+INPUT @1 RT 2. @;
+IF RT = 1 THEN DO; INPUT @3 SERIAL 4. @8 HINC 2.; END;
+ELSE IF RT = 2 THEN DO; INPUT @3 SERIAL 4. @8 FNO 1. @10 FINC 3.; END;
+ELSE IF RT = 3 THEN DO; INPUT @3 SERIAL 4. @8 FNO 1. @10 PNO 1. @12 AGE 2.; OUTPUT; END;
+RUN;""",
+    "select.sas": """DATA cps; INFILE 'fam.dat';
+INPUT RT 1-2 @;
+SELECT (RT);
+  WHEN (1) DO; INPUT SERIAL 3-6 HINC 8-9; END;
+  WHEN (3) DO; INPUT SERIAL 3-6 PNO 10 AGE 12-13; OUTPUT; END;
+  OTHERWISE DELETE;
+END;
+RUN;""",
+    "numeric.sps": """FILE TYPE NESTED FILE='fam.dat' RECORD=RT 1-2.
+RECORD TYPE 1.
+DATA LIST / SERIAL 3-6 HINC 8-9.
+RECORD TYPE 3.
+DATA LIST / SERIAL 3-6 PNO 10 AGE 12-13.
+END FILE TYPE.
+""",
+    "byte.do": """infix byte RT 1-2 int SERIAL 3-6 byte HINC 8-9 using fam.dat
+drop if RT != 1
+infix byte RT 1-2 int SERIAL 3-6 byte PNO 10 byte AGE 12-13 using fam.dat
+drop if RT != 3
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+def test_numeric_record_types_padded_and_unread_types(tmp_path, name):
+    """A numeric type variable is compared as a number (`01`, ` 1` and `1 `
+    are type 1, as SAS, SPSS and Stata read it); records of types the
+    setup reads no layout for (families here, and type 9) are skipped with a
+    note; blank lines are no records. NBER's form picks the type its
+    program outputs."""
+    data, want, nines = family_file(tmp_path)
+    s = tmp_path / name
+    s.write_text(FAMILY[name])
+    ds = tmp_path / "o.mtab"
+    p = run("import", data, "--setup", s, ds, "--rectype", "3") if name != "nber.sas" else run(
+        "import", data, "--setup", s, ds)
+    got = records(ds, list(want.columns))[list(want.columns)]
+    pd.testing.assert_frame_equal(got.astype("int64"), want, check_dtype=False)
+    if name == "nber.sas":
+        # The family type's variables are named as not imported.
+        assert "not imported: FINC" in p.stderr, p.stderr
+        assert "the person records (type 3) become the rows" in p.stderr, p.stderr
+    else:
+        fams = sum(1 for l in data.read_text().splitlines() if l[:2].strip().lstrip("0") == "2")
+        assert f"{fams + nines} records of types the setup gives no layout for were skipped" in p.stderr, p.stderr
+    # The households: --rectype 01 is type 1 too.
+    run("import", data, "--setup", s, tmp_path / "h.mtab", "--rectype", "01")
+    h = records(tmp_path / "h.mtab", ["SERIAL", "HINC"])[["SERIAL", "HINC"]]
+    assert h["SERIAL"].tolist() == list(range(1, 401))
+
+
+def test_several_codes_one_type_and_single_type_programs(tmp_path):
+    """`RECORD TYPE 'A', 'B'` (SPSS) and `IN ('A', 'B')` / `OR` (SAS) are one
+    type with one layout; `RECORD TYPE OTHER` and types no program reads
+    are skipped; a program reading one type (`OUTPUT` in its block, a
+    subsetting IF, `THEN DELETE`, Stata's lone `drop if`) imports that
+    type's records. Hand-built truth."""
+    data = tmp_path / "hy.dat"
+    data.write_text("001 12   H\n001 1 34 A\n001 2 35 B\n002 55   H\n002 1 40 B\nzzzzzzzzzZ\n002 2 41 A\n")
+    persons = [["A", 1, 12, 1, 34], ["B", 1, 12, 2, 35], ["B", 2, 55, 1, 40], ["A", 2, 55, 2, 41]]
+    h = "IF RT = 'H' THEN DO; INPUT SERIAL 1-3 HINC 5-6; END;\n"
+    person = "INPUT SERIAL 1-3 PNO 5 AGE 7-8;"
+    setups = {
+        "two.sps": ("FILE TYPE MIXED FILE='hy.dat' RECORD=RT 10 (A).\nRECORD TYPE 'H'.\nDATA LIST /SERIAL 1-3 HINC 5-6.\n"
+                    "RECORD TYPE 'A', 'B'.\nDATA LIST /SERIAL 1-3 PNO 5 AGE 7-8.\nRECORD TYPE OTHER.\nEND FILE TYPE.\n", persons),
+        "in.sas": (f"DATA x; INFILE 'hy.dat'; INPUT RT $ 10 @;\n{h}ELSE IF RT IN ('A', 'B') THEN DO; {person} OUTPUT; END;\nRUN;", persons),
+        "or.sas": (f"DATA x; INFILE 'hy.dat'; INPUT RT $ 10 @;\n{h}ELSE IF RT = 'A' OR RT = 'B' THEN DO; {person} OUTPUT; END;\nRUN;", persons),
+    }
+    only_a = [["A", 1, 34], ["A", 2, 41]]
+    singles = {
+        "output.sas": f"DATA x; INFILE 'hy.dat'; INPUT RT $ 10 @;\nIF RT = 'A' THEN DO; {person} OUTPUT; END;\nRUN;",
+        "subset.sas": f"DATA x; INFILE 'hy.dat'; INPUT RT $ 10 @;\nIF RT = 'A';\n{person}\nRUN;",
+        "delete.sas": f"DATA x; INFILE 'hy.dat'; INPUT RT $ 10 @;\nIF RT NE 'A' THEN DELETE;\n{person}\nRUN;",
+        "drop.do": 'infix str RT 10 int SERIAL 1-3 byte PNO 5 byte AGE 7-8 using hy.dat\ndrop if RT != "A"\n',
+    }
+    for name, (text, want) in setups.items():
+        s = tmp_path / name
+        s.write_text(text)
+        ds = tmp_path / f"{name}.mtab"
+        p = run("import", data, "--setup", s, ds, "--rectype", "A")
+        cols = ["RT", "SERIAL", "HINC", "PNO", "AGE"]
+        assert records(ds, cols)[cols].values.tolist() == want, name
+        assert "1 record of types the setup gives no layout for was skipped (the first on line 6, of type Z" in p.stderr, (name, p.stderr)
+        # --rectype B names the same type.
+        run("import", data, "--setup", s, tmp_path / "b.mtab", "--rectype", "B", "--force")
+        assert len(records(tmp_path / "b.mtab", ["RT"])) == 4
+    for name, text in singles.items():
+        s = tmp_path / name
+        s.write_text(text)
+        ds = tmp_path / f"{name}.mtab"
+        p = run("import", data, "--setup", s, ds)
+        assert records(ds, ["RT", "SERIAL", "AGE"])[["RT", "SERIAL", "AGE"]].values.tolist() == only_a, name
+        assert "5 records of types the setup gives no layout for were skipped" in p.stderr, (name, p.stderr)
+    # A plain ELSE (every other type) is refused, naming the line.
+    s = tmp_path / "else.sas"
+    s.write_text(f"DATA x; INFILE 'hy.dat'; INPUT RT $ 10 @;\n{h}ELSE DO; {person} OUTPUT; END;\nRUN;")
+    p = run("import", data, "--setup", s, tmp_path / "e.mtab", ok=False)
+    assert "else.sas: line 3: ELSE reads the records of every type not tested before" in p.stderr, p.stderr
+    # A subsetting IF on an ordinary variable (no held line) is not a type.
+    s = tmp_path / "plain.sas"
+    s.write_text("DATA x; INFILE 'hy.dat'; INPUT SERIAL 1-3 RT $ 10;\nIF RT = 'A';\nRUN;")
+    p = run("import", data, "--setup", s, tmp_path / "p.mtab")
+    assert len(records(tmp_path / "p.mtab", ["SERIAL"])) == 7 and "IF … is not run" in p.stderr, p.stderr
+
+
+def test_records_past_records_is_an_error_as_pspp(tmp_path):
+    """`RECORDS=2` with a field on `/3`: PSPP refuses it, and so does the
+    import (it would misalign every record after the first)."""
+    data = tmp_path / "r.dat"
+    data.write_text("01\nxx\n 5\n02\nyy\n 6\n")
+    syntax = "DATA LIST FILE='{}' RECORDS=2 /1 id 1-2 /3 x 1-3.\n"
+    s = tmp_path / "r.sps"
+    s.write_text(syntax.format("r.dat"))
+    p = run("import", data, "--setup", s, tmp_path / "r.mtab", ok=False)
+    assert "r.sps: line 1: x is on line 3 of a record, but RECORDS=2" in p.stderr, p.stderr
+    assert not (tmp_path / "r.mtab").exists()
+    if shutil.which("pspp"):
+        sps = tmp_path / "pspp.sps"
+        sps.write_text(syntax.format(data) + "LIST.\n")
+        out = subprocess.run(["pspp", "-b", str(sps)], capture_output=True, text=True, cwd=tmp_path)
+        assert "Cannot place variable x on record 3 when RECORDS=2" in out.stdout + out.stderr
+
+
+def test_hcup_user_informats(tmp_path):
+    """AHRQ HCUP load programs read with informats of their own (`INVALUE
+    N3PF '-99' = . '-88' = .A OTHER = (|3.|)`): the width and decimals
+    come from OTHER, and the codes read as missing become missing codes.
+    Hand-computed."""
+    data = tmp_path / "core.asc"
+    data.write_text(" 45123.45         1\n-99-99.99         2\n-88 12345         3\n  7-88.88         4\n")
+    s = tmp_path / "core.sas"
+    s.write_text("""PROC FORMAT;
+  INVALUE N3PF
+    '-99' = .
+    '-88' = .A
+    '-66' = .C
+    OTHER = (|3.|)
+  ;
+  INVALUE N6P2F '-99.99' = . '-88.88' = .A '-66.66' = .C OTHER = (|6.2|) ;
+  RUN;
+DATA core;
+INFILE 'core.asc' LRECL = 30;
+INPUT
+  @1  AGE   N3PF.
+  @4  CHG   N6P2F.
+  @10 KEY   14.
+;
+RUN;
+""")
+    ds = tmp_path / "core.mtab"
+    run("import", data, "--setup", s, ds)
+    v = variables(ds)
+    assert v["AGE"]["missing_codes"] == [-99, -88, -66], v["AGE"]
+    assert v["CHG"]["missing_codes"] == [-99.99, -88.88, -66.66], v["CHG"]
+    got = records(ds, ["AGE", "CHG", "KEY"])[["AGE", "CHG", "KEY"]]
+    assert got["KEY"].tolist() == [1, 2, 3, 4]
+    assert got["CHG"].tolist()[::2] == [123.45, 123.45]
+    # Tabulated, the codes are missing: one valid AGE of each 45 and 7.
+    freq = run_json("freq", ds, "AGE")
+    assert [(r["value"], r["count"]) for r in freq["rows"]] == [(7, 1), (45, 1)], freq
+    # An informat the program does not define is an error naming it.
+    s.write_text("DATA x; INFILE 'core.asc'; INPUT @1 AGE N3QF.; RUN;")
+    p = run("import", data, "--setup", s, tmp_path / "x.mtab", ok=False)
+    assert "line 1: AGE is read with N3QF., an informat that is neither SAS's own nor one the program defines" in p.stderr, p.stderr

@@ -113,7 +113,7 @@ pub enum Error {
         reason: String,
     },
     /// A fixed-width field that does not hold what the codebook says.
-    #[error("{path}: record {record}, variable {name} (columns {start}-{end}): expected {expected}, found {found:?}")]
+    #[error("{path}: line {record}, variable {name} (columns {start}-{end}): expected {expected}, found {found:?}")]
     Field {
         /// Data file.
         path: PathBuf,
@@ -132,7 +132,7 @@ pub enum Error {
     },
     /// A fixed-width record too short to hold a variable the codebook
     /// places in it.
-    #[error("{path}: record {record} is {len} characters long, but the codebook puts variable {name} in columns {start}-{end}")]
+    #[error("{path}: line {record} is {len} characters long, but the codebook puts variable {name} in columns {start}-{end}")]
     ShortRecord {
         /// Data file.
         path: PathBuf,
@@ -149,7 +149,7 @@ pub enum Error {
     },
     /// A hierarchical file's record whose record type the codebook does not
     /// describe.
-    #[error("{path}: record {record}: record type {found:?} (variable {name}) is not described by the codebook (record types: {known})")]
+    #[error("{path}: line {record}: record type {found:?} (variable {name}) is not one of the record types described ({known})")]
     RecordType {
         /// Data file.
         path: PathBuf,
@@ -177,7 +177,7 @@ pub enum Error {
     },
     /// A hierarchical file's record that comes before any record of the
     /// type it belongs to (a person before any household).
-    #[error("{path}: record {record}: record of type {child:?} comes before any record of type {parent:?} it could belong to")]
+    #[error("{path}: line {record}: record of type {child:?} comes before any record of type {parent:?} it could belong to")]
     Orphan {
         /// Data file.
         path: PathBuf,

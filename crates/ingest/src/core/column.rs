@@ -314,4 +314,7 @@ pub(crate) struct Parsed {
     pub leading_zeros: Vec<Option<FieldNote>>,
     /// Per column: missing tokens read as missing (text columns).
     pub na_text: Vec<Option<FieldNote>>,
+    /// Records skipped (a hierarchical file's records of unlisted types):
+    /// how many, and the first one's line and type.
+    pub skipped: Option<FieldNote>,
 }

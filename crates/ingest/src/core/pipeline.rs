@@ -56,6 +56,8 @@ pub(crate) struct RunOut {
     pub leading_zeros: Vec<Option<FieldNote>>,
     /// Per column: missing tokens read as missing in a text column.
     pub na_text: Vec<Option<FieldNote>>,
+    /// Records skipped (see [`Parsed::skipped`]).
+    pub skipped: Option<FieldNote>,
 }
 
 /// Where the reader stage starts: the opened input and any bytes already
@@ -294,6 +296,7 @@ fn write_in_order(
     let (mut rows, mut text) = (0u64, 0u64);
     let mut leading_zeros: Vec<Option<FieldNote>> = vec![None; sinks.len()];
     let mut na_text: Vec<Option<FieldNote>> = vec![None; sinks.len()];
+    let mut skipped = None;
     for done in rx.iter() {
         pending.insert(done.seq, done);
         while let Some(done) = pending.remove(&next) {
@@ -307,6 +310,7 @@ fn write_in_order(
             for (a, b) in na_text.iter_mut().zip(parsed.na_text) {
                 FieldNote::merge(a, b);
             }
+            FieldNote::merge(&mut skipped, parsed.skipped);
             rows += parsed.rows;
             text += done.text;
             if let (Some(m), Some((a, b))) = (map, done.range) {
@@ -328,5 +332,6 @@ fn write_in_order(
         text,
         leading_zeros,
         na_text,
+        skipped,
     })
 }

@@ -305,6 +305,7 @@ pub(crate) fn parse_chunk(
         cols: cols.into_iter().map(ColParser::into_buf).collect(),
         leading_zeros,
         na_text,
+        skipped: None,
     })
 }
 

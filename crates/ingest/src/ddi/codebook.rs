@@ -56,6 +56,9 @@ pub struct RecordGroup {
     /// The variable linking the record to its parent (`SERIAL`); absent on
     /// the top-level record type.
     pub keyvar: Option<String>,
+    /// Further codes that mark records of this type (a setup's `RECORD
+    /// TYPE 'A', 'B'` or `IF T IN ('A', 'B')`); empty in a DDI codebook.
+    pub codes: Vec<String>,
 }
 
 /// One value category (`<catgry>`).
@@ -175,6 +178,15 @@ pub struct Codebook {
     /// with blanks to its width and the lines are joined, and variables'
     /// columns count in the joined record. Empty: a record is one line.
     pub record_lines: Vec<usize>,
+    /// Records of a type no record group lists are skipped and counted
+    /// (a setup's records of types it reads no layout for: SPSS's `FILE
+    /// TYPE` skips them, a SAS program never outputs them), where a DDI
+    /// codebook's are an error.
+    pub skip_unlisted: bool,
+    /// The record type a setup's program outputs (SAS `OUTPUT` within one
+    /// type's block): the type whose records become rows when none is
+    /// asked for.
+    pub output_type: Option<String>,
     /// Things the codebook declares that could not be used (e.g. a huge
     /// missing-value range); worth showing to the user.
     pub warnings: Vec<Note>,
@@ -259,11 +271,18 @@ impl Codebook {
         self.variable(name)
     }
 
-    /// The person record type of a hierarchical file: `P` when the
+    /// The person record type of a hierarchical file: the one a setup's
+    /// program outputs ([`Codebook::output_type`]), else `P` when the
     /// codebook lists it, else the one whose label names persons (ATUS
     /// numbers its types: `2`, "Person Record").
     pub fn person_record_type(&self) -> Option<&str> {
         let g = &self.record_groups;
+        if let Some(t) = g
+            .iter()
+            .find(|r| Some(&r.rectype) == self.output_type.as_ref())
+        {
+            return Some(&t.rectype);
+        }
         g.iter()
             .find(|r| r.rectype == "P")
             .or_else(|| {
@@ -509,6 +528,8 @@ impl<'a> Parser<'a> {
                 warnings: Vec::new(),
                 lenient: false,
                 record_lines: Vec::new(),
+                skip_unlisted: false,
+                output_type: None,
             },
             var: None,
             cat: None,
@@ -805,6 +826,7 @@ impl<'a> Parser<'a> {
                     label: None,
                     recidvar: self.attr(e, "recidvar")?.and_then(|s| clean(&s)),
                     keyvar: self.attr(e, "keyvar")?.and_then(|s| clean(&s)),
+                    codes: Vec::new(),
                 });
             }
             "fileType" => {

@@ -1,7 +1,7 @@
 //! Turning a chunk of fixed-width records into typed column buffers
 //! (parser threads).
 
-use super::layout::{FieldError, Layout, RecordError};
+use super::layout::{FieldError, Kind, Layout, RecordError};
 use crate::core::column::{pow10, ColParser, FieldNote, Parsed, Plan};
 use crate::core::number::{parse_number, trim, trim_blanks, Num};
 use crate::ddi::{Charset, NumberStyle};
@@ -32,11 +32,12 @@ pub(crate) fn parse_fixed_chunk(
         .collect();
     if layout.lines.len() > 1 {
         let rows = parse_joined(buf, first_line, layout, &mut cols)?;
-        return Ok(parsed(cols, rows));
+        return Ok(parsed(cols, rows, None));
     }
     let mut rows = 0u64;
     let mut line_no = first_line;
     let mut parent: Option<(&[u8], u64)> = None;
+    let mut skipped = None;
     let mut pos = 0;
     while pos < buf.len() {
         let end = memchr::memchr(b'\n', &buf[pos..]).map_or(buf.len(), |p| pos + p);
@@ -52,32 +53,46 @@ pub(crate) fn parse_fixed_chunk(
         }
         if let Some(h) = &layout.hier {
             if line.len() < h.id_end {
+                // A line of blanks is no record (as an empty one).
+                if trim_blanks(line).is_empty() {
+                    continue;
+                }
                 return Err(RecordError {
                     line: this,
                     kind: FieldError::ShortId { len: line.len() },
                 });
             }
-            let rt = trim(&line[h.id_start..h.id_end]);
-            if rt != h.row_type.as_slice() {
-                if h.parent_type.as_deref() == Some(rt) {
+            match h.kind(line) {
+                Kind::Row => {}
+                Kind::Parent => {
                     parent = Some((line, this));
-                } else if !h.known.iter().any(|k| k.as_slice() == rt) {
+                    continue;
+                }
+                Kind::Other => continue,
+                Kind::Unlisted if trim_blanks(line).is_empty() => continue,
+                Kind::Unlisted if h.skip_unlisted => {
+                    FieldNote::add(&mut skipped, this, trim(&line[h.id_start..h.id_end]));
+                    continue;
+                }
+                Kind::Unlisted => {
                     return Err(RecordError {
                         line: this,
-                        kind: FieldError::RecordType { found: show(rt) },
+                        kind: FieldError::RecordType {
+                            found: show(trim(&line[h.id_start..h.id_end])),
+                        },
                     });
                 }
-                continue;
             }
         }
         push_record(layout, &mut cols, line, this, parent)?;
         rows += 1;
     }
-    Ok(parsed(cols, rows))
+    Ok(parsed(cols, rows, skipped))
 }
 
-fn parsed(mut cols: Vec<ColParser>, rows: u64) -> Parsed {
+fn parsed(mut cols: Vec<ColParser>, rows: u64, skipped: Option<FieldNote>) -> Parsed {
     Parsed {
+        skipped,
         rows,
         leading_zeros: vec![None; cols.len()],
         na_text: cols.iter_mut().map(|c| c.na_text.take()).collect(),
@@ -366,14 +381,14 @@ mod tests {
         );
         let msg = e.into_error(Path::new("d.dat"), &l).to_string();
         assert!(
-            msg.starts_with("d.dat: record 11, variable WT (columns 5-10): expected a number"),
+            msg.starts_with("d.dat: line 11, variable WT (columns 5-10): expected a number"),
             "{msg}"
         );
         let e = parse_fixed_chunk(b"1962001234-00050A\n1962001234\n", 1, &l).unwrap_err();
         let msg = e.into_error(Path::new("d.dat"), &l).to_string();
         assert_eq!(
             msg,
-            "d.dat: record 2 is 10 characters long, but the codebook puts variable INC in columns 11-15"
+            "d.dat: line 2 is 10 characters long, but the codebook puts variable INC in columns 11-15"
         );
     }
 
@@ -430,7 +445,7 @@ mod tests {
         let msg = e.into_error(Path::new("h.dat"), &l).to_string();
         assert_eq!(
             msg,
-            "h.dat: record 6: record type \"X\" (variable RECTYPE) is not described by the codebook (record types: P, H)"
+            "h.dat: line 6: record type \"X\" (variable RECTYPE) is not one of the record types described (P, H)"
         );
         let e = parse_fixed_chunk(b"P001341\n", 1, &l).unwrap_err();
         assert!(matches!(e.kind, FieldError::Orphan) && e.line == 1);

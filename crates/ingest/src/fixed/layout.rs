@@ -37,13 +37,67 @@ pub(crate) struct Hier {
     pub(crate) id_name: String,
     pub(crate) id_start: usize,
     pub(crate) id_end: usize,
+    /// Every record type the codebook lists, by name.
+    pub(crate) names: Vec<String>,
+    /// The codes marking each type in the data (as [`Hier::canon`] makes
+    /// them), with the type's index in `names`.
+    pub(crate) codes: Vec<(Vec<u8>, usize)>,
     /// Records of this type become rows.
-    pub(crate) row_type: Vec<u8>,
+    pub(crate) row: usize,
     /// Records of this type supply `parent` slots (`None` when the rows are
     /// the top-level records themselves).
-    pub(crate) parent_type: Option<Vec<u8>>,
-    /// Every record type the codebook lists.
-    pub(crate) known: Vec<Vec<u8>>,
+    pub(crate) parent: Option<usize>,
+    /// The type variable is a number: `01` and ` 1` are type 1.
+    pub(crate) numeric: bool,
+    /// Records of unlisted types are skipped, not an error.
+    pub(crate) skip_unlisted: bool,
+}
+
+/// What a record is to a hierarchical import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A record of the row type.
+    Row,
+    /// A record of the parent (household) type.
+    Parent,
+    /// A record of another type the codebook lists (not read).
+    Other,
+    /// A record of a type the codebook does not list.
+    Unlisted,
+}
+
+impl Hier {
+    /// A type code as compared: blanks trimmed, and a number's leading
+    /// zeros dropped.
+    pub(crate) fn canon(code: &[u8], numeric: bool) -> &[u8] {
+        let t = trim(code);
+        if numeric && !t.is_empty() && t.iter().all(u8::is_ascii_digit) {
+            let z = t.iter().take_while(|&&b| b == b'0').count();
+            return &t[z.min(t.len() - 1)..];
+        }
+        t
+    }
+
+    /// What record `line` (at least `id_end` bytes long) is.
+    pub(crate) fn kind(&self, line: &[u8]) -> Kind {
+        let rt = Self::canon(&line[self.id_start..self.id_end], self.numeric);
+        match self.codes.iter().find(|(c, _)| c.as_slice() == rt) {
+            Some(&(_, t)) if t == self.row => Kind::Row,
+            Some(&(_, t)) if Some(t) == self.parent => Kind::Parent,
+            Some(_) => Kind::Other,
+            None => Kind::Unlisted,
+        }
+    }
+
+    /// The name of the row type.
+    pub(crate) fn row_name(&self) -> &str {
+        &self.names[self.row]
+    }
+
+    /// The name of the parent type, if any.
+    pub(crate) fn parent_name(&self) -> &str {
+        self.parent.map_or("", |p| &self.names[p])
+    }
 }
 
 /// Where every output variable is in a record, derived from a codebook.
@@ -135,11 +189,19 @@ impl Layout {
         }
         let known: Vec<String> = cb.record_groups.iter().map(|g| g.rectype.clone()).collect();
         let top = cb.top_record_type().unwrap_or("H").to_string();
+        let id = cb.record_id_variable().expect("checked when parsed");
+        let numeric = !id.text;
         let row = match record_type {
-            Some(t) => known
+            Some(t) => cb
+                .record_groups
                 .iter()
-                .find(|k| k.eq_ignore_ascii_case(t))
-                .cloned()
+                .find(|g| {
+                    std::iter::once(&g.rectype).chain(&g.codes).any(|c| {
+                        Hier::canon(c.as_bytes(), numeric)
+                            .eq_ignore_ascii_case(Hier::canon(t.as_bytes(), numeric))
+                    })
+                })
+                .map(|g| g.rectype.clone())
                 .ok_or_else(|| {
                     cb_err(format!(
                         "record type {t:?} is not one the codebook lists ({})",
@@ -153,7 +215,6 @@ impl Layout {
                 .unwrap_or(&top)
                 .clone(),
         };
-        let id = cb.record_id_variable().expect("checked when parsed");
         let on = |v: &DdiVariable, t: &str| {
             v.record_types.is_empty() || v.record_types.iter().any(|r| r == t)
         };
@@ -165,6 +226,14 @@ impl Layout {
                 slots.push(slot(i, v, true));
             }
         }
+        let names = known;
+        let index = |t: &str| names.iter().position(|n| n == t).expect("listed");
+        let mut codes = Vec::new();
+        for (k, g) in cb.record_groups.iter().enumerate() {
+            for c in std::iter::once(&g.rectype).chain(&g.codes) {
+                codes.push((Hier::canon(c.as_bytes(), numeric).to_vec(), k));
+            }
+        }
         Ok(Layout {
             slots,
             charset: cb.charset,
@@ -174,18 +243,19 @@ impl Layout {
                 id_name: id.name.clone(),
                 id_start: id.start - 1,
                 id_end: id.end,
-                row_type: row.clone().into_bytes(),
-                parent_type: (row != top).then(|| top.into_bytes()),
-                known: known.into_iter().map(String::into_bytes).collect(),
+                row: index(&row),
+                parent: (row != top).then(|| index(&top)),
+                names,
+                codes,
+                numeric,
+                skip_unlisted: cb.skip_unlisted,
             }),
         })
     }
 
     /// The record type that becomes a row (hierarchical files).
     pub(crate) fn row_type(&self) -> Option<String> {
-        self.hier
-            .as_ref()
-            .map(|h| String::from_utf8_lossy(&h.row_type).into_owned())
+        self.hier.as_ref().map(|h| h.row_name().to_string())
     }
 
     /// Where a chunk may end: after the last complete line, or — when rows
@@ -204,18 +274,16 @@ impl Layout {
         let Some(h) = &self.hier else {
             return Some(last_nl + 1);
         };
-        let Some(parent) = &h.parent_type else {
+        if h.parent.is_none() {
             return Some(last_nl + 1);
-        };
+        }
         // Line starts from the last complete line backwards.
         let mut start = last_nl + 1;
         loop {
             if start > 0 && start + h.id_end <= buf.len() {
                 let line_end =
                     memchr::memchr(b'\n', &buf[start..]).map_or(buf.len(), |p| start + p);
-                if start + h.id_end <= line_end
-                    && trim(&buf[start + h.id_start..start + h.id_end]) == parent.as_slice()
-                {
+                if start + h.id_end <= line_end && h.kind(&buf[start..line_end]) == Kind::Parent {
                     return Some(start);
                 }
             }
@@ -304,12 +372,7 @@ impl RecordError {
                     record,
                     name: h.id_name.clone(),
                     found,
-                    known: h
-                        .known
-                        .iter()
-                        .map(|k| String::from_utf8_lossy(k).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    known: h.names.join(", "),
                 }
             }
             FieldError::Partial { read } => Error::PartialRecord {
@@ -323,9 +386,8 @@ impl RecordError {
                 Error::Orphan {
                     path,
                     record,
-                    child: String::from_utf8_lossy(&h.row_type).into_owned(),
-                    parent: String::from_utf8_lossy(h.parent_type.as_deref().unwrap_or(b""))
-                        .into_owned(),
+                    child: h.row_name().to_string(),
+                    parent: h.parent_name().to_string(),
                 }
             }
         }

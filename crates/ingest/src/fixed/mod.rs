@@ -37,7 +37,6 @@ mod layout;
 
 use crate::core::dataset::{add_missing_codes, create_dataset, publish, Read};
 use crate::core::na::NaSet;
-use crate::core::number::trim;
 use crate::core::pipeline::{self, Feed, ImportSummary, Stages};
 use crate::core::sink::Sink;
 use crate::core::source;
@@ -131,6 +130,17 @@ pub fn import_fixed(
         &mut ds,
     )?;
     let rows = out.rows;
+    if let (Some(s), Some(h)) = (&out.skipped, &layout.hier) {
+        notes.push(Note::from(format!(
+            "{} record{} of types the setup gives no layout for {} skipped (the first on line {}, of type {}; the setup's types: {})",
+            s.count,
+            if s.count == 1 { "" } else { "s" },
+            if s.count == 1 { "was" } else { "were" },
+            s.line,
+            s.example,
+            h.names.join(", ")
+        )));
+    }
     for (slot, n) in layout.slots.iter().zip(&out.na_text) {
         if let Some(n) = n {
             notes.push(Note::from(format!(
@@ -188,6 +198,18 @@ fn default_record_type(data: &Path, cb: &Codebook, notes: &mut Vec<Note>) -> Res
     use std::io::BufRead;
     let id = cb.record_id_variable().expect("checked when parsed");
     let (a, b) = (id.start - 1, id.end);
+    // A type's codes as the data write them (see `Hier::canon`).
+    let numeric = !id.text;
+    let codes: Vec<(Vec<u8>, usize)> = cb
+        .record_groups
+        .iter()
+        .enumerate()
+        .flat_map(|(k, g)| {
+            std::iter::once(&g.rectype)
+                .chain(&g.codes)
+                .map(move |c| (layout::Hier::canon(c.as_bytes(), numeric).to_vec(), k))
+        })
+        .collect();
     let person = cb.person_record_type();
     let top = cb.top_record_type().unwrap_or("H");
     let types: Vec<&str> = cb
@@ -211,10 +233,10 @@ fn default_record_type(data: &Path, cb: &Codebook, notes: &mut Vec<Note>) -> Res
             }
         }
         // Short records and unknown types are the import's to report.
-        let Some(rt) = line.get(a..b).map(trim) else {
+        let Some(rt) = line.get(a..b).map(|f| layout::Hier::canon(f, numeric)) else {
             continue;
         };
-        if let Some(i) = types.iter().position(|t| t.as_bytes() == rt) {
+        if let Some(&(_, i)) = codes.iter().find(|(c, _)| c.as_slice() == rt) {
             counts[i] += 1;
             if Some(types[i]) == person {
                 if types[i] != "P" {

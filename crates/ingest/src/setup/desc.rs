@@ -40,6 +40,22 @@ pub(crate) struct RecordId {
     pub cols: Option<(usize, usize)>,
     /// Where the setup declares it (file, line).
     pub at: (usize, usize),
+    /// Read as text (SPSS's `/RECORD=… (A)`), when the setup says.
+    pub text: Option<bool>,
+}
+
+/// A user informat (SAS `INVALUE N3PF '-99' = . OTHER = (|3.|)`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Informat {
+    /// Width and decimals (from `OTHER = (|w.d|)`), 0 when not given.
+    pub width: usize,
+    pub decimals: u32,
+    pub text: bool,
+    /// Codes read as missing (`'-99' = .`, `'-88' = .A`): code, and the
+    /// special missing it becomes (empty for `.`).
+    pub missing: Vec<(String, String)>,
+    /// Where the program defines it (line).
+    pub line: usize,
 }
 
 /// One value (or range) and its label.
@@ -65,6 +81,12 @@ pub(crate) struct Desc {
     /// types in the order the setup reads them.
     pub record_id: Option<RecordId>,
     pub record_types: Vec<String>,
+    /// Further codes of a type (`RECORD TYPE 'A', 'B'`): code, type.
+    pub type_codes: Vec<(String, String)>,
+    /// The types whose records the program outputs (SAS `OUTPUT`).
+    pub output: Vec<String>,
+    /// Records of types the setup reads no layout for are skipped.
+    pub skip_unlisted: bool,
     pub data_file: Option<String>,
     pub var_labels: Vec<(String, String)>,
     /// Labels given to variables directly (SPSS).
@@ -84,6 +106,8 @@ pub(crate) struct Desc {
     /// Numbers written with grouping or currency signs (`COMMA10.2`), by
     /// variable.
     pub styles: Vec<(String, NumberStyle)>,
+    /// Informats the program defines (SAS `INVALUE`), by lower-case name.
+    pub informats: HashMap<String, Informat>,
     /// Columns read as text, by position from 1 (Stata's `stringcols`).
     pub text_cols: Vec<usize>,
     pub notes: Vec<String>,
@@ -198,6 +222,7 @@ pub(crate) fn record_type(
         name: Some(var.to_string()),
         cols: None,
         at,
+        text: None,
     });
     if !id
         .name
@@ -213,7 +238,25 @@ pub(crate) fn record_type(
     if !d.record_types.iter().any(|t| t == value) {
         d.record_types.push(value.to_string());
     }
+    // Records the program reads with no type's layout are never output.
+    d.skip_unlisted = true;
     Ok(())
+}
+
+/// Codes `codes` (two or more) mark records of one type, named by the
+/// first: the first becomes a record type and the others its codes.
+pub(crate) fn type_codes(d: &mut Desc, codes: &[String]) {
+    let Some((first, rest)) = codes.split_first() else {
+        return;
+    };
+    if !d.record_types.contains(first) {
+        d.record_types.push(first.clone());
+    }
+    for c in rest {
+        if c != first && !d.type_codes.iter().any(|(k, _)| k == c) {
+            d.type_codes.push((c.clone(), first.clone()));
+        }
+    }
 }
 
 /// How a numeric format or informat writes its numbers: `COMMA`,

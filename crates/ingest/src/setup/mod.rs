@@ -98,6 +98,8 @@ pub fn read_setup(paths: &[PathBuf]) -> Result<Setup> {
                     warnings: Vec::new(),
                     lenient: true,
                     record_lines: Vec::new(),
+                    skip_unlisted: false,
+                    output_type: None,
                 },
                 delimited: d.delimited,
                 data_file: d.data_file.clone(),
@@ -700,6 +702,12 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
                     }),
                     recidvar: var.map(|v| v.name.clone()),
                     keyvar: None,
+                    codes: layout
+                        .type_codes
+                        .iter()
+                        .filter(|(_, k)| k == t)
+                        .map(|(c, _)| c.clone())
+                        .collect(),
                 })
                 .collect()
         }
@@ -715,6 +723,12 @@ fn build(paths: &[PathBuf], descs: Vec<Desc>) -> std::result::Result<Setup, (usi
             warnings,
             lenient: true,
             record_lines: widths,
+            skip_unlisted: layout.skip_unlisted,
+            // The one type the program outputs.
+            output_type: match layout.output.as_slice() {
+                [t] => Some(t.clone()),
+                _ => None,
+            },
         },
         delimited: layout.delimited,
         data_file: layout.data_file.clone(),
@@ -816,7 +830,14 @@ fn record_types(
                             end: b,
                             decimals: 0,
                             divide: 0,
-                            text: true,
+                            // A number unless the setup says text or a
+                            // type is not a number.
+                            text: rid.text.unwrap_or(true)
+                                || layout
+                                    .record_types
+                                    .iter()
+                                    .chain(layout.type_codes.iter().map(|(c, _)| c))
+                                    .any(|t| t.parse::<u64>().is_err()),
                             at: rid.at,
                         },
                     );

@@ -2,8 +2,8 @@
 //! step's `FILENAME`, `INFILE`, `INPUT`, `LABEL`, `FORMAT`, `LENGTH`,
 //! `ATTRIB` and `IF V = CODE THEN V = .x` statements.
 
-use super::desc::{divides, record_type, style_of, Desc, Field, Labelled};
-use super::lex::{strip_comments, tokens, Cursor, Tok};
+use super::desc::{divides, record_type, style_of, type_codes, Desc, Field, Informat, Labelled};
+use super::lex::{strip_comments, tokens, Cursor, Tok, Token};
 use crate::ddi::NumberStyle;
 use std::collections::HashMap;
 
@@ -39,6 +39,24 @@ fn statements(text: &str) -> Vec<(String, usize)> {
     out
 }
 
+/// A DO block of the DATA step.
+enum Block {
+    Plain,
+    /// A record type's block (`IF RT = 'P' THEN DO`, `WHEN ('P') DO`).
+    Type(String),
+    /// `SELECT (V)` … `END`.
+    Select,
+}
+
+impl Block {
+    fn rectype(&self) -> Option<&String> {
+        match self {
+            Block::Type(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
 /// A format's name as a set key: `$RACE_f.` → `$race_f`.
 fn set_key(f: &str) -> String {
     f.trim_end_matches('.').to_lowercase()
@@ -55,20 +73,62 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
     let mut input_seen = false;
     // DO blocks open: a record type's block (`IF RECTYPE = 'P' THEN DO`)
     // holds its type.
-    let mut blocks: Vec<Option<String>> = Vec::new();
+    let mut blocks: Vec<Block> = Vec::new();
+    // An INPUT ended with `@` holds the line for the next INPUT: the type
+    // tests between them choose the records each reads.
+    let mut held = false;
+    // The type a subsetting IF keeps (`IF RT = 'P';`), for INPUTs after it.
+    let mut subset: Option<String> = None;
+    // `SELECT (V)`'s variable.
+    let mut select: Option<String> = None;
     for (s, line) in statements(text) {
         let mut toks = tokens(&s, line)?;
         // `ELSE IF …` as `IF …`; `ELSE DO` as `DO`.
+        let mut otherwise = toks.first().is_some_and(|t| t.is("otherwise"));
         if toks.first().is_some_and(|t| t.is("else")) && toks.len() > 1 {
             toks.remove(0);
+            otherwise = toks[0].is("do") || toks[0].is("input");
+        }
+        // `WHEN ('A', 'B') DO` within `SELECT (V)`: as `IF V IN ('A', 'B')
+        // THEN DO`.
+        if let (Some(v), true) = (&select, toks.first().is_some_and(|t| t.is("when"))) {
+            if let Some(close) = toks.iter().position(|t| t.sym(')')) {
+                let at = |tok: Tok| Token { tok, line };
+                let mut w = vec![
+                    at(Tok::Word("if".into())),
+                    at(Tok::Word(v.clone())),
+                    at(Tok::Word("in".into())),
+                ];
+                w.extend(toks[1..=close].iter().cloned());
+                w.push(at(Tok::Word("then".into())));
+                w.extend(toks[close + 1..].iter().cloned());
+                toks = w;
+            }
+        }
+        if otherwise && held && d.record_id.is_some() {
+            let what = if toks[0].is("otherwise") {
+                "OTHERWISE"
+            } else {
+                "ELSE"
+            };
+            if toks.iter().any(|t| t.is("input") || t.is("do")) {
+                return Err(format!(
+                    "line {line}: {what} reads the records of every type not tested before: give their type (ELSE IF {} = 'P' THEN DO)",
+                    d.record_id.as_ref().and_then(|r| r.name.clone()).unwrap_or_default()
+                ));
+            }
+            // `OTHERWISE DELETE;`, `OTHERWISE;`: other types are skipped.
+            continue;
         }
         let mut c = Cursor::new(toks, line);
         // `IF V = 'P' THEN DO` / `THEN INPUT …`, V read by an INPUT
         // before: the records of that type.
-        if let Some((var, value, then)) = type_test(&c, &d) {
-            record_type(&mut d, &var, &value, (file, c.t[then].line))?;
+        if let Some((var, codes, then)) = type_test(&c, &d).filter(|_| held) {
+            record_type(&mut d, &var, &codes[0], (file, c.t[then].line))?;
+            type_codes(&mut d, &codes);
+            let value = codes[0].clone();
             if c.t.get(then + 1).is_some_and(|t| t.is("do")) {
-                blocks.push(Some(value));
+                blocks.push(Block::Type(value));
             } else {
                 c.i = then + 2;
                 let before = d.fields.len();
@@ -77,6 +137,13 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
                     f.rectype = Some(value.clone());
                 }
             }
+            continue;
+        }
+        // `IF V = 'P';` or `IF V NE 'P' THEN DELETE;`: one type read.
+        if let Some((var, codes)) = subsetting(&c, &d).filter(|_| held) {
+            record_type(&mut d, &var, &codes[0], (file, line))?;
+            type_codes(&mut d, &codes);
+            subset = Some(codes[0].clone());
             continue;
         }
         let w0 =
@@ -89,7 +156,8 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
             "proc" => in_format = c.peek().is_some_and(|t| t.is("format")),
             "run" | "quit" | "data" => in_format = false,
             "value" if in_format => value(&mut c, &mut d)?,
-            "invalue" | "picture" if in_format => {}
+            "invalue" if in_format => invalue(&mut c, &mut d)?,
+            "picture" if in_format => {}
             "filename" => {
                 let r = c.next().and_then(|t| t.word().map(str::to_lowercase));
                 if let (Some(r), Some(Tok::Str(p))) = (r, c.next().map(|t| t.tok)) {
@@ -97,12 +165,39 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
                 }
             }
             "infile" => infile(&mut c, &mut d, &filerefs)?,
-            "do" => blocks.push(None),
-            "end" => {
-                blocks.pop();
+            "do" => blocks.push(Block::Plain),
+            "select" if held => {
+                let v = c.t.get(2).and_then(|t| t.word()).map(str::to_string);
+                select = v.filter(|v| d.fields.iter().any(|f| f.name.eq_ignore_ascii_case(v)));
+                blocks.push(Block::Select);
             }
-            "input" if input_seen && blocks.iter().any(Option::is_some) => {
-                let t = blocks.iter().rev().flatten().next().cloned();
+            "end" => {
+                if let Some(Block::Select) = blocks.pop() {
+                    select = None;
+                }
+            }
+            "output" => {
+                if let Some(t) = blocks
+                    .iter()
+                    .rev()
+                    .find_map(Block::rectype)
+                    .or(subset.as_ref())
+                {
+                    if !d.output.contains(t) {
+                        d.output.push(t.clone());
+                    }
+                }
+            }
+            "input"
+                if input_seen
+                    && (blocks.iter().any(|b| b.rectype().is_some()) || subset.is_some()) =>
+            {
+                let t = blocks
+                    .iter()
+                    .rev()
+                    .find_map(Block::rectype)
+                    .or(subset.as_ref())
+                    .cloned();
                 let before = d.fields.len();
                 input(&mut c, &mut d, file)?;
                 for f in &mut d.fields[before..] {
@@ -112,10 +207,11 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
             "input" => {
                 if input_seen {
                     return Err(format!(
-                        "line {line}: a second INPUT statement (records of several types, read by IF … THEN INPUT): read the file with its DDI codebook, or one record type's INPUT"
+                        "line {line}: a second INPUT statement that no record type's test leads to: records of several types are read by a first INPUT holding the line (`INPUT RT $ 1 @;`), then `IF RT = 'P' THEN DO; INPUT …; END;` per type"
                     ));
                 }
                 input_seen = true;
+                held = c.t.last().is_some_and(|t| t.sym('@'));
                 input(&mut c, &mut d, file)?;
             }
             "label" => label(&mut c, &mut d)?,
@@ -125,7 +221,7 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
             "if" => {
                 if let Some(t) = c.t.windows(2).find(|w| w[0].is("then") && w[1].is("input")) {
                     return Err(format!(
-                        "line {}: a second INPUT statement (records of several types, read by IF … THEN INPUT): read the file with its DDI codebook, or one record type's INPUT",
+                        "line {}: a second INPUT statement that no record type's test leads to: records of several types are read by a first INPUT holding the line (`INPUT RT $ 1 @;`), then `IF RT = 'P' THEN DO; INPUT …; END;` per type",
                         t[1].line
                     ));
                 }
@@ -169,9 +265,84 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
     Ok(d)
 }
 
-/// `IF V = value THEN DO|INPUT` (or `IF (V = value)`, `EQ`) where `V` is
-/// a field an INPUT read before: `V`, the value, and where `THEN` is.
-fn type_test(c: &Cursor, d: &Desc) -> Option<(String, String, usize)> {
+/// A test of the record type: `V = 'H'`, `V EQ 1`, `V IN ('A', 'B')`,
+/// `V = 'A' OR V = 'B'` (parentheses aside), or their negation (`V NE
+/// 'P'`, `V ^= 'P'`, `V NOT IN (…)`, `NOT (V = 'P')`), where `V` is a
+/// field an INPUT read before: `V`, the codes, and whether negated.
+fn type_cond(t: &[Token], d: &Desc) -> Option<(String, Vec<String>, bool)> {
+    let t: Vec<&Token> = t.iter().filter(|x| !x.sym('(') && !x.sym(')')).collect();
+    let mut k = 0;
+    let mut negated = false;
+    if t.first()?.is("not") {
+        negated = true;
+        k = 1;
+    }
+    let var = t.get(k)?.word()?.to_string();
+    if !d.fields.iter().any(|f| f.name.eq_ignore_ascii_case(&var)) {
+        return None;
+    }
+    let code = |x: &Token| match &x.tok {
+        Tok::Str(s) | Tok::Num(s) => Some(s.trim().to_string()),
+        _ => None,
+    };
+    let mut codes = Vec::new();
+    let mut ne = None;
+    loop {
+        if !t
+            .get(k)?
+            .word()
+            .is_some_and(|w| w.eq_ignore_ascii_case(&var))
+        {
+            return None;
+        }
+        k += 1;
+        let op = t.get(k)?;
+        // `^=`, `~=`, `NE`: not equal; `NOT IN`.
+        let (not, eq, list) = if op.sym('^') || op.sym('~') {
+            k += 1;
+            (true, t.get(k)?.sym('='), false)
+        } else if op.is("not") && t.get(k + 1)?.is("in") {
+            k += 1;
+            (true, true, true)
+        } else {
+            (
+                op.is("ne"),
+                op.sym('=') || op.is("eq") || op.is("ne"),
+                op.is("in"),
+            )
+        };
+        if !(eq || list) || ne.is_some_and(|n| n != not) {
+            return None;
+        }
+        ne = Some(not);
+        k += 1;
+        if list {
+            while let Some(x) = t.get(k).and_then(|x| code(x)) {
+                codes.push(x);
+                k += 1;
+                if t.get(k).is_some_and(|x| x.sym(',')) {
+                    k += 1;
+                }
+            }
+        } else {
+            codes.push(code(t.get(k)?)?);
+            k += 1;
+        }
+        match t.get(k) {
+            None => break,
+            Some(x) if x.is("or") && ne == Some(false) => k += 1,
+            _ => return None,
+        }
+    }
+    if codes.is_empty() {
+        return None;
+    }
+    Some((var, codes, negated ^ ne.unwrap_or(false)))
+}
+
+/// `IF test THEN DO|INPUT` on the record type ([`type_cond`], not
+/// negated): `V`, the codes, and where `THEN` is.
+fn type_test(c: &Cursor, d: &Desc) -> Option<(String, Vec<String>, usize)> {
     let t = &c.t;
     if !t.first()?.is("if") {
         return None;
@@ -180,22 +351,33 @@ fn type_test(c: &Cursor, d: &Desc) -> Option<(String, String, usize)> {
     if !t.get(then + 1).is_some_and(|x| x.is("do") || x.is("input")) {
         return None;
     }
-    let cond: Vec<_> = t[1..then]
-        .iter()
-        .filter(|x| !x.sym('(') && !x.sym(')'))
-        .collect();
-    let [v, eq, val] = cond.as_slice() else {
-        return None;
-    };
-    let var = v.word()?;
-    if !(eq.sym('=') || eq.is("eq")) || !d.fields.iter().any(|f| f.name.eq_ignore_ascii_case(var)) {
+    match type_cond(&t[1..then], d)? {
+        (v, codes, false) => Some((v, codes, then)),
+        _ => None,
+    }
+}
+
+/// A statement keeping only records of one type, for the INPUTs after
+/// it: a subsetting `IF V = 'P';` or `IF V NE 'P' THEN DELETE;`. The
+/// variable and the codes.
+fn subsetting(c: &Cursor, d: &Desc) -> Option<(String, Vec<String>)> {
+    let t = &c.t;
+    if !t.first()?.is("if") {
         return None;
     }
-    let value = match &val.tok {
-        Tok::Str(s) | Tok::Num(s) => s.trim().to_string(),
-        _ => return None,
-    };
-    Some((var.to_string(), value, then))
+    match t.iter().position(|x| x.is("then")) {
+        None => match type_cond(&t[1..], d)? {
+            (v, codes, false) => Some((v, codes)),
+            _ => None,
+        },
+        Some(then) if t.len() == then + 2 && t[then + 1].is("delete") => {
+            match type_cond(&t[1..then], d)? {
+                (v, codes, true) => Some((v, codes)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// SAS's own formats (not value labels).
@@ -430,6 +612,10 @@ fn informat(f: &str) -> Option<(usize, u32, bool)> {
         .take_while(|c| c.is_ascii_alphabetic() || *c == '_')
         .collect();
     let rest = &b[letters.len()..];
+    // A name with digits within (`N3PF`) is no built-in informat.
+    if !rest.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+        return None;
+    }
     let (w, dec) = match rest.split_once('.') {
         Some((w, d)) => (w.parse().unwrap_or(0), d.parse().unwrap_or(0)),
         None => (rest.parse().unwrap_or(0), 0),
@@ -441,6 +627,79 @@ fn informat(f: &str) -> Option<(usize, u32, bool)> {
     ]
     .contains(&l.as_str());
     Some((w, dec, text || !numeric))
+}
+
+/// `INVALUE [$]name [(options)] 'code' = . | .A … OTHER = (|w.d|)`: an
+/// informat of the program's own, as AHRQ's HCUP load programs define
+/// theirs (`N3PF`: three columns, `-99` missing, `-88` `.A`).
+fn invalue(c: &mut Cursor, d: &mut Desc) -> Result<(), String> {
+    let line = c.at();
+    let name = c
+        .next()
+        .and_then(|t| t.word().map(str::to_string))
+        .ok_or_else(|| c.err("an informat name after INVALUE"))?;
+    let mut f = Informat {
+        text: name.starts_with('$'),
+        line,
+        ..Informat::default()
+    };
+    if c.eat('(') {
+        while !c.done() && !c.eat(')') {
+            c.i += 1;
+        }
+    }
+    let mut other = false;
+    while !c.done() {
+        let at = c.at();
+        let code = if c.peek().is_some_and(|t| t.is("other")) {
+            c.i += 1;
+            other = true;
+            None
+        } else {
+            let (v, _) = c
+                .value()
+                .ok_or_else(|| c.err("a value, or OTHER, in INVALUE"))?;
+            if c.peek().is_some_and(|t| t.sym('-') || t.sym('<')) {
+                return Err(format!(
+                    "line {at}: INVALUE {name}: ranges of codes are not read (list each code)"
+                ));
+            }
+            Some(v)
+        };
+        if !c.eat('=') {
+            return Err(c.err("= after a code in INVALUE"));
+        }
+        let target = c
+            .next()
+            .ok_or_else(|| c.err("what INVALUE reads a code as"))?;
+        match (code, &target.tok) {
+            (Some(code), Tok::Sym('.')) => f.missing.push((code, String::new())),
+            (Some(code), Tok::Word(w)) if w.starts_with('.') && w.len() == 2 => {
+                f.missing.push((code, w.to_ascii_uppercase()))
+            }
+            (None, Tok::Sym('(')) => {
+                // `(|w.d|)`: the codes not listed are read with `w.d`.
+                c.eat('|');
+                let inner = c.next().map(|t| t.show()).unwrap_or_default();
+                let (w, dec, text) = informat(&inner)
+                    .ok_or_else(|| format!("line {at}: INVALUE {name}: OTHER = (|{inner}|) is not an informat"))?;
+                f.width = w;
+                f.decimals = dec;
+                f.text |= text;
+                c.eat('|');
+                c.eat(')');
+            }
+            (_, _) => {
+                return Err(format!(
+                    "line {at}: INVALUE {name}: {} = {} changes a value: only codes read as missing (. or .A) and OTHER = (|w.d|) are read",
+                    if other { "OTHER".to_string() } else { "a code".to_string() },
+                    target.show()
+                ))
+            }
+        }
+    }
+    d.informats.insert(set_key(&name), f);
+    Ok(())
 }
 
 fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
@@ -526,13 +785,32 @@ fn input(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                     Some(Tok::Word(w)) if w.ends_with('.') || (w.contains('.') && w.len() > 1) => Some(w),
                     _ => None,
                 };
-                let (w, dec, ftext) = match fmt.as_deref().and_then(informat) {
-                    Some(f) => {
+                // An informat of the program's own (`N3PF.`): its width,
+                // and its codes read as missing.
+                let own = fmt.as_deref().and_then(|f| d.informats.get(&set_key(f))).cloned();
+                let (w, dec, ftext) = match (&own, fmt.as_deref().and_then(informat)) {
+                    (Some(u), _) => {
+                        c.i += 1;
+                        if u.width == 0 {
+                            return Err(format!("line {line}: {name} is read with {}, whose INVALUE (line {}) gives no width (OTHER = (|w.|))", fmt.as_deref().unwrap_or(""), u.line));
+                        }
+                        for (code, _) in &u.missing {
+                            d.missing.push((name.clone(), Labelled { lo: code.trim().to_string(), hi: None, label: String::new() }));
+                        }
+                        (u.width, u.decimals, u.text)
+                    }
+                    (None, Some(f)) => {
                         c.i += 1;
                         f
                     }
-                    None => (0, 0, false),
+                    (None, None) => match &fmt {
+                        Some(f) if !f.starts_with(|c: char| c.is_ascii_digit() || c == '.') => {
+                            return Err(format!("line {line}: {name} is read with {f}, an informat that is neither SAS's own nor one the program defines (INVALUE)"));
+                        }
+                        _ => (0, 0, false),
+                    },
                 };
+                let fmt = if own.is_some() { None } else { fmt };
                 text |= ftext;
                 if let Some(f) = &fmt {
                     let l = f.to_ascii_lowercase();

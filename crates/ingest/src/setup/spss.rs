@@ -2,7 +2,8 @@
 //! LABELS`, `VALUE LABELS`, `ADD VALUE LABELS`, `MISSING VALUES`.
 
 use super::desc::{
-    divides, expand, few, shared_columns, style_of, Desc, Field, Labelled, RecordId, CLEAR,
+    divides, expand, few, shared_columns, style_of, type_codes, Desc, Field, Labelled, RecordId,
+    CLEAR,
 };
 use super::lex::{strip_comments, tokens, Cursor, Tok};
 use crate::ddi::NumberStyle;
@@ -144,7 +145,7 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
                         ))
                     }
                     None => d.notes.push(format!(
-                        "line {line}: the DATA LIST of RECORD TYPE OTHER is not read: records of types the setup does not name are an error"
+                        "line {line}: the DATA LIST of RECORD TYPE OTHER is not read: records of types the setup does not name are skipped"
                     )),
                     Some(ts) => {
                         for t in ts {
@@ -186,12 +187,9 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
             if ts.is_empty() {
                 return Err(c.err("a record type (RECORD TYPE 'H' or RECORD TYPE 1)"));
             }
-            for t in &ts {
-                if !d.record_types.contains(t) {
-                    d.record_types.push(t.clone());
-                }
-            }
-            types = Some(ts);
+            // Several codes of one type: one layout, named by the first.
+            type_codes(&mut d, &ts);
+            types = Some(vec![ts[0].clone()]);
         } else if w(0) == "end" && w(1) == "file" && w(2) == "type" {
             types = None;
         } else if w(0) == "get" && w(1) == "data" {
@@ -282,6 +280,14 @@ fn file_type(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                     ));
                 }
                 id.cols = Some((a, b));
+                // `(A)`: the type is text; else a number (`01` is 1).
+                if c.peek().is_some_and(|t| t.sym('(')) {
+                    c.i += 1;
+                    id.text = Some(c.next().is_some_and(|t| t.is("a")));
+                    c.eat(')');
+                } else {
+                    id.text = Some(false);
+                }
             }
             _ => {}
         }
@@ -292,6 +298,8 @@ fn file_type(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
         ));
     }
     d.record_id = Some(id);
+    // WILD=NOWARN, SPSS's default: records of other types are skipped.
+    d.skip_unlisted = true;
     Ok(())
 }
 
@@ -354,6 +362,7 @@ fn paren_format(
 }
 
 fn data_list(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
+    let mut records = None;
     // Options up to the first slash.
     while let Some(t) = c.peek().cloned() {
         if t.sym('/') {
@@ -372,6 +381,7 @@ fn data_list(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
                 .next()
                 .and_then(|t| t.int())
                 .ok_or_else(|| c.err("a number after RECORDS="))?;
+            records = Some((d.lines, t.line));
         } else if t.is("free") || t.is("list") {
             return Err(format!(
                 "line {}: DATA LIST {}: values separated by blanks without a header line of names; microtab reads fixed columns, or delimited text with a header",
@@ -389,7 +399,22 @@ fn data_list(c: &mut Cursor, d: &mut Desc, file: usize) -> Result<(), String> {
             c.next();
         }
     }
-    fixed_specs(c, d, file, false)
+    let before = d.fields.len();
+    fixed_specs(c, d, file, false)?;
+    // As SPSS: a field on a line past RECORDS= is a mistake in one or the
+    // other, not a longer record.
+    if let Some((n, line)) = records {
+        if let Some(f) = d.fields[before..].iter().find(|f| f.record_line > n) {
+            return Err(format!(
+                "line {}: {} is on line {} of a record, but RECORDS={n} (line {line}) gives records of {n} line{}",
+                f.at.1,
+                f.name,
+                f.record_line,
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Fixed-column specifications: `[/n] names start[-end] [(fmt)]` or
