@@ -615,3 +615,40 @@ def test_parts_and_rounds_answer_only_their_own_request(taylor):
     r1 = mtd.step(mtd.merge(*[mtd.partial(p, c1) for p in parts]), c1)
     with pytest.raises(mt.QueryError, match="another request"):
         mtd.partial(parts[0], c2, r1)
+
+
+def test_refused_requests_fail_on_the_client_before_submission(data, client):
+    """A request the parts refuse (medians over parts, an unknown variable)
+    fails with microtab's own error before any task reaches the cluster:
+    the scheduler sees no task of it."""
+    _, ds, _ = data
+    q = mtd.on(client, mtd.split(str(ds), 4))
+    before = len(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_prefixes)))
+    with pytest.raises(mt.QueryError, match="quantiles are answered over one whole dataset"):
+        q.means("INCTOT", by="SEX", median=True)
+    with pytest.raises(mt.QueryError, match="unknown variable 'NOPE'"):
+        q.tab("SEX", "NOPE")
+    after = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert len(after) == before, after
+
+
+def test_workers_count_on_their_share_of_the_host_cores(data, client):
+    """Two worker processes on this host: each part is counted on
+    cores // 2 threads (hand-computed from the host's cores), unless
+    RAYON_NUM_THREADS is set; the answer is the same either way."""
+    _, ds, _ = data
+    cores = len(os.sched_getaffinity(0))
+    hosts = {}
+    for w in client.scheduler_info()["workers"]:
+        hosts[mtd._host(w)] = hosts.get(mtd._host(w), 0) + 1
+    assert hosts == {"127.0.0.1": 2}
+    got = client.run(mtd._share, hosts)
+    assert set(got.values()) == {max(1, cores // 2)}, got
+    # Off a worker: the process's own pool.
+    assert mtd._share(hosts) is None
+    whole = strip(mt.open(ds).tab("SEX", "EDUC", pct="col").to_dict())
+    for threads in (None, 1, 3):
+        t = mtd.on(client, mtd.split(str(ds), 3), threads=threads).tab("SEX", "EDUC", pct="col")
+        assert strip(t.to_dict()) == whole
+    with pytest.raises(ValueError, match="threads must be 1 to 1024"):
+        mtd.on(client, mtd.split(str(ds), 3), threads=0)

@@ -129,9 +129,11 @@ fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<Strin
 /// `start..end` when given): the analysis layer's exact `Partial`,
 /// serialized (JSON; every f64 written so it reads back bit for bit), to
 /// be merged with others and finished where the parts meet (Dask); in a
-/// further `round` that `_finish` asked for (`None`: the first).
+/// further `round` that `_finish` asked for (`None`: the first); on
+/// `threads` threads when given (a Dask worker's share of its host's
+/// cores), else on the process's pool.
 #[pyfunction]
-#[pyo3(signature = (path, spec, start=None, end=None, round=None))]
+#[pyo3(signature = (path, spec, start=None, end=None, round=None, threads=None))]
 fn _partial<'py>(
     py: Python<'py>,
     path: &str,
@@ -139,6 +141,7 @@ fn _partial<'py>(
     start: Option<u64>,
     end: Option<u64>,
     round: Option<Vec<u8>>,
+    threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut req = request(spec)?;
     let round: Option<microtab_analysis::Round> = round
@@ -161,11 +164,42 @@ fn _partial<'py>(
             }
             req.rows = Some(a..b);
         }
-        let p = microtab_analysis::partial_round(&ds, &req, round.as_ref(), &scan_options()?)
-            .map_err(analysis_error)?;
+        let opts = scan_options()?;
+        let run = || microtab_analysis::partial_round(&ds, &req, round.as_ref(), &opts);
+        let p = match threads {
+            Some(n) => pool(n)?.install(run),
+            None => run(),
+        }
+        .map_err(analysis_error)?;
         to_json(&p).map(String::into_bytes)
     })?;
     Ok(PyBytes::new(py, &bytes))
+}
+
+/// A pool of `n` threads (1 to 1024), made once per size and kept.
+fn pool(n: usize) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    static POOLS: Mutex<Option<HashMap<usize, Arc<rayon::ThreadPool>>>> = Mutex::new(None);
+    if !(1..=1024).contains(&n) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "threads={n}: give 1 to 1024"
+        )));
+    }
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let pools = pools.get_or_insert_with(HashMap::new);
+    if let Some(p) = pools.get(&n) {
+        return Ok(p.clone());
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("microtab-{i}"))
+            .build()
+            .map_err(|e| MicrotabError::new_err(format!("cannot start {n} threads: {e}")))?,
+    );
+    pools.insert(n, p.clone());
+    Ok(p)
 }
 
 /// Refuses a text value that the request `spec` names and none of the

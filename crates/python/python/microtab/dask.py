@@ -18,7 +18,14 @@ Taylor linearization designs are answered over parts too: over ranges of
 one dataset (a PSU cut by a range's edge is merged by key before its total
 is squared), and over datasets whose strata each lie within one of them;
 a stratum in two datasets is refused with a clear error
-(docs/DISTRIBUTED.md)."""
+(docs/DISTRIBUTED.md).
+
+A request is checked here before anything is submitted (a part of no
+records is answered on the client), so a refused one (an unknown
+variable, medians over parts) fails at once with microtab's own error. On
+the workers, each part is counted on the worker's share of its host's
+cores (the host's cores divided by the worker processes on it), unless
+``RAYON_NUM_THREADS`` is set there or ``threads=`` is given."""
 
 from __future__ import annotations
 
@@ -75,10 +82,41 @@ def split(path: str, n: int) -> list[Part]:
     return [Part(path, a, b) for a, b in zip(edges, edges[1:]) if b > a] or [Part(path, 0, 0)]
 
 
-def partial(part: Part, spec: str, round: bytes | None = None) -> bytes:
+def partial(part: Part, spec: str, round: bytes | None = None, threads: int | dict | None = None) -> bytes:
     """The exact partial result of a request (``spec``: JSON) over one part,
-    in a further ``round`` that :func:`step` asked for (``None``: the first)."""
-    return _partial(part.path, spec, part.start, part.end, round)
+    in a further ``round`` that :func:`step` asked for (``None``: the first),
+    on ``threads`` threads (``None``: the process's pool; a dict of worker
+    processes by host: the worker's share of its host's cores)."""
+    if isinstance(threads, dict):
+        threads = _share(threads)
+    return _partial(part.path, spec, part.start, part.end, round, threads)
+
+
+def _share(hosts: dict[str, int]) -> int | None:
+    """On a Dask worker: its host's cores (those this process may run on)
+    divided by the worker processes on the host (``hosts``), at least 1;
+    ``None`` (the process's own pool) where ``RAYON_NUM_THREADS`` is set or
+    off a worker."""
+    if os.environ.get("RAYON_NUM_THREADS"):
+        return None
+    try:
+        from distributed import get_worker
+
+        w = get_worker()
+    except (ImportError, ValueError):
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    host = _host(w.address)
+    return max(1, cores // max(1, hosts.get(host, 1)))
+
+
+def _host(address: str) -> str:
+    """``tcp://10.0.0.5:38123`` -> ``10.0.0.5``."""
+    rest = address.split("://", 1)[-1]
+    return rest.rsplit(":", 1)[0]
 
 
 def merge(*ps: bytes) -> bytes:
@@ -133,7 +171,8 @@ class on(_Queries):
     with ``client=None``, here). ``fan_in`` parts are merged per task of the
     tree; ``retries`` lets Dask recompute a part whose worker died."""
 
-    def __init__(self, client, parts: Iterable[Part], *, fan_in: int = 8, retries: int = 3):
+    def __init__(self, client, parts: Iterable[Part], *, fan_in: int = 8, retries: int = 3,
+                 threads: int | None = None):
         self.client = client
         self.parts = list(parts)
         if not self.parts:
@@ -141,12 +180,19 @@ class on(_Queries):
         _check_disjoint(self.parts)
         self.fan_in = max(2, fan_in)
         self.retries = retries
+        if threads is not None and not 1 <= threads <= 1024:
+            raise ValueError("threads must be 1 to 1024")
+        self.threads = threads
 
     def _ask(self, spec: dict) -> dict:
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
         # A text value no part has is an error, judged here over all the
         # parts at once (each part alone may lack a value others have).
         _check_values(sorted({p.path for p in self.parts}), spec)
+        if self.client is not None:
+            # Checked here, on a part of no records, before anything is
+            # submitted: a refused request fails at once, not on a worker.
+            partial(Part(self.parts[0].path, 0, 0), spec)
         round = None
         # A model takes a round for its cube, then maybe one for its scores
         # or the rank of its replicate weights; shares compared across
@@ -163,7 +209,15 @@ class on(_Queries):
         ``fan_in`` on the workers)."""
         if self.client is None:
             return merge(*(partial(p, spec, round) for p in self.parts))
-        futures = [self.client.submit(partial, p, spec, round, pure=False, retries=self.retries)
+        threads = self.threads
+        if threads is None:
+            # Worker processes by host: each counts on its share of the
+            # host's cores.
+            hosts: dict[str, int] = {}
+            for w in self.client.scheduler_info().get("workers", {}):
+                hosts[_host(w)] = hosts.get(_host(w), 0) + 1
+            threads = hosts
+        futures = [self.client.submit(partial, p, spec, round, threads, pure=False, retries=self.retries)
                    for p in self.parts]
         while len(futures) > 1:
             futures = [self.client.submit(merge, *futures[i:i + self.fan_in], retries=self.retries)
