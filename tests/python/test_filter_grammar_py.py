@@ -25,8 +25,10 @@ def data(tmp_path_factory):
         "SEX": pd.array(np.where(rng.random(N) < 0.03, None, rng.integers(1, 3, N)), dtype="Int64"),
         "INC": pd.array(np.where(rng.random(N) < 0.1, None, np.round(rng.uniform(-50, 5000, N), 2)),
                         dtype="Float64"),
+        # Python strings: their comparisons are nullable booleans too.
         "REGION": pd.array(np.where(rng.random(N) < 0.04, None,
-                                    rng.choice(["Nord-Norge", "Sør-Øst", "Vest"], N)), dtype="string"),
+                                    rng.choice(["Nord-Norge", "Sør-Øst", "Vest"], N)),
+                           dtype=pd.StringDtype("python")),
     })
     src = d / "g.csv"
     df.to_csv(src, index=False)
@@ -41,8 +43,8 @@ CASES = [
     ("AGE < 10 or SEX = 1", lambda f: (f.AGE < 10) | (f.SEX == 1)),
     ("not (AGE > 80 or INC < 100)", lambda f: ~((f.AGE > 80) | (f.INC < 100))),
     ("AGE between 20 and 30", lambda f: (f.AGE >= 20) & (f.AGE <= 30)),
-    ("AGE not in (1, 5, 7) & REGION != Vest", lambda f: ~f.AGE.isin([1, 5, 7]).mask(f.AGE.isna())
-     & (f.REGION != "Vest")),
+    ("AGE not in (1, 5, 7) & REGION != Vest",
+     lambda f: ~f.AGE.isin([1, 5, 7]).astype("boolean").mask(f.AGE.isna(), pd.NA) & (f.REGION != "Vest")),
     ("(REGION(Nord-Norge) | INC > 4900) and not SEX == 1",
      lambda f: ((f.REGION == "Nord-Norge") | (f.INC > 4900)) & ~(f.SEX == 1)),
 ]

@@ -83,7 +83,8 @@ pub enum Cond {
     Mixed(Box<Filter>),
 }
 
-/// A filter's boolean structure over terms of one variable.
+/// A filter as written: terms (each of one variable) under `not`, `and`
+/// and `or`, as [`parse_tree`] reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
     /// A term of one variable.
