@@ -1138,6 +1138,8 @@ mod tests {
             ("AGE(1) not", "'not' at character 8 has no term after it"),
             ("in(1)", "'in' at character 1 needs a term before it"),
             ("S = \"open", "unterminated \" opened at character 5"),
+            // Characters, not bytes.
+            ("R(Sør) and", "'and' at character 8 has no term after it"),
         ] {
             let e = parse_filter(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

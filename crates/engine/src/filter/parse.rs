@@ -99,7 +99,7 @@ impl<'a> Parser<'a> {
             if let Some(q) = w.quote {
                 return Err(err(
                     self.text,
-                    format!("unterminated {q} opened at character {}", at + 1),
+                    format!("unterminated {q} opened at character {}", self.col(at)),
                 ));
             }
         }
@@ -111,6 +111,11 @@ impl<'a> Parser<'a> {
             _ => Tok::Word,
         };
         one(tok, end)
+    }
+
+    /// The character number (from 1) of byte offset `at`, for messages.
+    fn col(&self, at: usize) -> usize {
+        self.text[..at].chars().count() + 1
     }
 
     fn peek(&self) -> Result<Option<Token>> {
@@ -128,7 +133,7 @@ impl<'a> Parser<'a> {
                 self.text,
                 format!(
                     "expected {what} at character {}, found '{}'",
-                    t.at + 1,
+                    self.col(t.at),
                     &self.text[t.at..t.end]
                 ),
             ),
@@ -170,13 +175,16 @@ impl<'a> Parser<'a> {
         Err(match next {
             None => err(
                 self.text,
-                format!("'{sign}' at character {} has no term after it", op.at + 1),
+                format!(
+                    "'{sign}' at character {} has no term after it",
+                    self.col(op.at)
+                ),
             ),
             Some(n) => err(
                 self.text,
                 format!(
                     "'{sign}' at character {} is followed by '{}', not a term",
-                    op.at + 1,
+                    self.col(op.at),
                     &self.text[n.at..n.end]
                 ),
             ),
@@ -229,7 +237,7 @@ impl<'a> Parser<'a> {
                         self.text,
                         format!(
                             "the '(' at character {} is never closed (missing ')')",
-                            t.at + 1
+                            self.col(t.at)
                         ),
                     )),
                     Some(c) => Err(self.expected(Some(&c), "')' or 'and'/'or'")),
@@ -238,7 +246,10 @@ impl<'a> Parser<'a> {
             Some(t) if t.tok == Tok::Word => self.term(t),
             Some(t) if t.tok == Tok::Close => Err(err(
                 self.text,
-                format!("unbalanced ')' at character {} (no '(' opens it)", t.at + 1),
+                format!(
+                    "unbalanced ')' at character {} (no '(' opens it)",
+                    self.col(t.at)
+                ),
             )),
             t => Err(self.expected(t.as_ref(), "a term, as in AGE(25-64), AGE >= 25 or SEX = 2")),
         }
@@ -265,7 +276,7 @@ impl<'a> Parser<'a> {
                 self.text,
                 format!(
                     "the '(' at character {} is never closed (missing ')')",
-                    open.at + 1
+                    self.col(open.at)
                 ),
             ));
         };
@@ -303,7 +314,7 @@ impl<'a> Parser<'a> {
                 self.text,
                 format!(
                     "'{raw}' at character {} needs a term before it (a variable named {raw} is quoted: `{raw}`)",
-                    name.at + 1
+                    self.col(name.at)
                 ),
             ));
         }
@@ -346,7 +357,7 @@ impl<'a> Parser<'a> {
                             self.text,
                             format!(
                                 "'between' at character {} needs 'and' and an upper bound ({var} between {lo} and …){}",
-                                t.at + 1,
+                                self.col(t.at),
                                 a.map(|a| format!(", found '{}'", &self.text[a.at..a.end]))
                                     .unwrap_or_default()
                             ),
@@ -408,7 +419,10 @@ pub fn parse_tree(text: &str) -> Result<Option<Filter>> {
         None => Ok(Some(f)),
         Some(t) if t.tok == Tok::Close => Err(err(
             text,
-            format!("unbalanced ')' at character {} (no '(' opens it)", t.at + 1),
+            format!(
+                "unbalanced ')' at character {} (no '(' opens it)",
+                p.col(t.at)
+            ),
         )),
         Some(t) => Err(p.expected(Some(&t), "'and', 'or' or the end")),
     }
