@@ -75,7 +75,7 @@ pub(crate) fn verify(ds: &Dataset, req: &Request, q: &Query) -> Result<()> {
             .collect::<std::result::Result<_, _>>()?;
         let names = dims
             .iter()
-            .chain(q.filter.iter().map(|t| &t.var))
+            .chain(q.filter.iter().flat_map(|t| t.leaves()).map(|t| &t.var))
             .chain(q.weight.iter())
             .chain(q.measure.iter())
             .chain(q.replicates.iter());

@@ -645,6 +645,12 @@ fn parse_rule(ds: &Dataset, ins: &Inputs, k: usize, raw: &str) -> Result<Rule> {
             compact_ops(cond)
         };
         for t in parse_filter(&filter).map_err(|e| bad(e.to_string()))? {
+            if matches!(t.cond, crate::filter::Cond::Mixed(_)) {
+                return Err(bad(format!(
+                    "'{}' combines several variables with 'or' or 'not'; a rule's condition is terms that must all hold (write one rule per alternative)",
+                    t.text
+                )));
+            }
             let Some(i) = ins.position(ds, &t.var).map_err(|e| bad(e.to_string()))? else {
                 return Err(bad(format!(
                     "{} is not one of the recode's input variables ({})",

@@ -244,6 +244,9 @@ struct Columns {
     times: Option<Column>,
     /// A fold's variables.
     values: Vec<Column>,
+    /// Where the filter's terms on several variables were evaluated (the
+    /// mask among `filters` reads its file until the scan ends).
+    _mask: Option<microtab_store::DatasetWriter>,
 }
 
 impl Columns {
@@ -347,6 +350,11 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
                 }),
         )
         .collect();
+    // Terms combining several variables (`SEX(1) or AGE > 60`) are
+    // evaluated once, record by record, into a mask column.
+    let (mixed, terms): (Vec<crate::Term>, Vec<crate::Term>) = terms
+        .into_iter()
+        .partition(|t| matches!(t.cond, crate::Cond::Mixed(_)));
     let filter_cols = open_all(&mut terms.iter().map(|t| t.var.as_str()))?;
     let mut c = Columns {
         weight: q.weight.as_deref().map(|n| ds.column(n)).transpose()?,
@@ -363,6 +371,7 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
             Some(f) => open_all(&mut f.values.iter().map(|n| n.as_str()))?,
             None => Vec::new(),
         },
+        _mask: None,
     };
     for r in &c.replicates {
         check_replicate(r)?;
@@ -397,7 +406,60 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
         numeric(m.var(), "an analysis variable")?;
     }
     c.filters = resolve_filters(ds, q, &c, terms, filter_cols)?;
+    if let Some((writer, col)) = mask_column(ds, &mixed, q.rows.as_ref())? {
+        c.filters.push((col, Predicate::Ints(vec![(1, 1)])));
+        c._mask = Some(writer);
+    }
     Ok(c)
+}
+
+/// The records that pass `terms` (each combining several variables) as a
+/// column of 0 and 1 beside the dataset's (those of `rows` only: the
+/// scan reads no other), in a dataset being written in
+/// the temporary directory and never published (it is removed when the
+/// writer is dropped). The scan's kernels and zone maps read it as any
+/// filter column; a record with a missing value the terms need is 0 when
+/// the three-valued logic gives unknown.
+fn mask_column(
+    ds: &Dataset,
+    terms: &[crate::Term],
+    rows: Option<&std::ops::Range<u64>>,
+) -> Result<Option<(microtab_store::DatasetWriter, Column)>> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    if terms.is_empty() {
+        return Ok(None);
+    }
+    let all = ds.rows() as usize;
+    // A part of the rows (a partial result) evaluates its own records only.
+    let range = rows.map_or(0..all, |r| {
+        (r.start.min(all as u64) as usize)..(r.end.min(all as u64) as usize)
+    });
+    let (bits, _) = crate::subset::selection_in(ds, terms, range)?;
+    let rows = all;
+    let target = std::env::temp_dir().join(format!(
+        "microtab-filter-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut w = microtab_store::DatasetWriter::create(&target, false)?;
+    // No variable of a dataset has this name (slots match columns by name).
+    let name = "\u{1}filter";
+    let mut cw = w.column_writer(name, microtab_store::PhysType::U8)?;
+    let mut buf: Vec<u8> = Vec::with_capacity(MORSEL);
+    for start in (0..rows).step_by(MORSEL) {
+        let n = MORSEL.min(rows - start);
+        buf.clear();
+        buf.extend((start..start + n).map(|r| (bits[r / 64] >> (r % 64) & 1) as u8));
+        cw.append(&buf)?;
+    }
+    let var = cw.finish(microtab_store::Variable::new(
+        name,
+        microtab_store::Kind::Int,
+        microtab_store::PhysType::U8,
+    ))?;
+    let col = w.finished_column(&var, rows as u64)?;
+    Ok(Some((w, col)))
 }
 
 /// Resolves the filters; drops those that pass every value their variable

@@ -328,7 +328,7 @@ pub fn check_values(
         terms.extend(d.recode.into_iter().flatten().map(|g| g.term));
         terms.extend(d.valid);
     }
-    for t in &terms {
+    for t in terms.iter().flat_map(Term::leaves) {
         let mut var = None;
         let mut dicts = Vec::new();
         for ds in datasets {

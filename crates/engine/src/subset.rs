@@ -34,6 +34,16 @@ pub struct SubsetReport {
 /// `r % 64` of word `r / 64` set for row `r`, and how many are set. A
 /// record whose variable is missing fails a term, as in every query.
 pub fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
+    selection_in(ds, filter, 0..ds.rows() as usize)
+}
+
+/// [`selection`] of the rows in `range` (those outside are not set, nor
+/// read but for the morsels the range shares).
+pub(crate) fn selection_in(
+    ds: &Dataset,
+    filter: &[Term],
+    range: std::ops::Range<usize>,
+) -> Result<(Vec<u64>, u64)> {
     let rows = ds.rows() as usize;
     let mut bits = vec![0u64; rows.div_ceil(64)];
     let Some(p) = filter_program(ds, filter)? else {
@@ -50,7 +60,8 @@ pub fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
         .collect::<std::result::Result<_, _>>()?;
     let mut bufs: Vec<Vec<u64>> = cols.iter().map(|_| Vec::new()).collect();
     let mut kept = 0u64;
-    for start in (0..rows).step_by(MORSEL) {
+    let end = range.end.min(rows);
+    for start in (range.start / MORSEL * MORSEL..end).step_by(MORSEL) {
         let n = MORSEL.min(rows - start);
         let views = cols
             .iter()
@@ -59,8 +70,10 @@ pub fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         p.each_pass(&views, n, |k| {
             let r = start + k;
-            bits[r / 64] |= 1 << (r % 64);
-            kept += 1;
+            if range.contains(&r) {
+                bits[r / 64] |= 1 << (r % 64);
+                kept += 1;
+            }
         });
     }
     Ok((bits, kept))

@@ -346,7 +346,7 @@ async fn analysis_page(
 <div class=\"table-means\"><label for=\"f-control\">Control <span class=\"opt\">(optional: one table per category)</span></label><input id=\"f-control\" name=\"control\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\"></div>\n\
 <p id=\"recode-help\" class=\"hint wide not-regress\">A variable may be recoded for this table: <code>AGE(r: 0-17 \"Child\"; 18-64; 65-*)</code>, or limited to some values: <code>EDUC(6-11)</code>.</p>\n\
 <div class=\"wide\"><label for=\"f-filter\">Selection filter <span class=\"opt\">(optional)</span></label><input id=\"f-filter\" name=\"filter\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" placeholder=\"AGE(25-64) SEX(2)\" aria-describedby=\"filter-help\">\
-<p id=\"filter-help\" class=\"hint\">SDA's syntax: <code>AGE(25-64), RACE(1,2)</code>; comparisons too: <code>INCTOT &lt; 9999999</code>.</p></div>\n",
+<p id=\"filter-help\" class=\"hint\">SDA's syntax: <code>AGE(25-64), RACE(1,2)</code>; comparisons too: <code>INCTOT &lt; 9999999</code>; and <code>and</code>, <code>or</code>, <code>not</code>, parentheses, <code>AGE between 25 and 64</code>, <code>RACE in (1, 2)</code>.</p></div>\n",
         checked(!matches!(kind, "means" | "compare" | "regress")),
         checked(kind == "means"),
         checked(kind == "compare"),

@@ -36,8 +36,9 @@ impl Program {
 
 /// A filter (terms that must all hold) as a program whose value is 1 for
 /// the records that pass (0 or missing for the others: a record whose
-/// variable is missing fails the term, as in every query); `None` for no
-/// terms.
+/// variable is missing fails the term, as in every query; `not`, `and`
+/// and `or` of a term combining several variables follow SQL's
+/// three-valued logic); `None` for no terms.
 pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Option<Program>> {
     let mut t = Typer {
         ds,
@@ -46,14 +47,7 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
     };
     let mut root: Option<Node> = None;
     for term in terms {
-        let i = t.input(&term.var)?;
-        let var = t.inputs[i].var.clone();
-        let dict = dict_of(ds, &var)?;
-        crate::filter::check_text_values(term, &var, &[&dict])?;
-        let p = resolve(term, &var, &dict)?;
-        let x = t.load(i);
-        let na = x.na;
-        let n = boolean(Op::InSet(b(x), p), na);
+        let n = term_node(ds, &mut t, term)?;
         root = Some(match root {
             None => n,
             Some(a) => {
@@ -71,6 +65,52 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
             .collect::<Vec<_>>()
             .join(" "),
     }))
+}
+
+/// A term's node: membership of its variable's value in its predicate,
+/// or a combination of terms on several variables.
+fn term_node(ds: &Dataset, t: &mut Typer<'_>, term: &crate::Term) -> Result<Node> {
+    if let crate::Cond::Mixed(f) = &term.cond {
+        return tree_node(ds, t, f);
+    }
+    let i = t.input(&term.var)?;
+    let var = t.inputs[i].var.clone();
+    let dict = dict_of(ds, &var)?;
+    crate::filter::check_text_values(term, &var, &[&dict])?;
+    let p = resolve(term, &var, &dict)?;
+    let x = t.load(i);
+    let na = x.na;
+    Ok(boolean(Op::InSet(b(x), p), na))
+}
+
+fn tree_node(ds: &Dataset, t: &mut Typer<'_>, f: &crate::filter::Filter) -> Result<Node> {
+    use crate::filter::Filter;
+    Ok(match f {
+        Filter::Term(term) => term_node(ds, t, term)?,
+        Filter::Not(a) => {
+            let a = tree_node(ds, t, a)?;
+            let na = a.na;
+            boolean(Op::Not(b(a)), na)
+        }
+        Filter::And(v) | Filter::Or(v) => {
+            let mut acc: Option<Node> = None;
+            for part in v {
+                let n = tree_node(ds, t, part)?;
+                acc = Some(match acc {
+                    None => n,
+                    Some(a) => {
+                        let na = a.na || n.na;
+                        let op = match f {
+                            Filter::And(_) => Op::And(b(a), b(n)),
+                            _ => Op::Or(b(a), b(n)),
+                        };
+                        boolean(op, na)
+                    }
+                });
+            }
+            acc.ok_or_else(|| crate::Error::Invalid("an empty combination of terms".into()))?
+        }
+    })
 }
 
 /// Replaces the largest subexpressions over small-domain inputs (integer
