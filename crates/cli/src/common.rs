@@ -128,7 +128,22 @@ pub fn open(path: &Path) -> Result<Dataset> {
     if std::env::var("MICROTAB_CHECKSUMS").is_ok_and(|v| v == "off") {
         ds.set_checked_reads(false);
     }
+    if let Ok(mut names) = OPENED.lock() {
+        names.extend(ds.manifest().variables.iter().map(|v| v.name.clone()));
+    }
     Ok(ds)
+}
+
+/// The variables of the datasets this command opened, for the advice an
+/// error may need (how to quote a name: `advice::quoting`).
+static OPENED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The variables of the datasets this command opened (each once).
+pub fn opened_variables() -> Vec<String> {
+    let mut names = OPENED.lock().map(|n| n.clone()).unwrap_or_default();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Opens the datasets an analysis command names: one directory, a

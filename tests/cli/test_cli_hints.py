@@ -1,0 +1,189 @@
+"""A command line that helps (issue 31, item 4): "did you mean" for
+variables, subcommands, options and option values; how to see every
+variable; how to quote a name with spaces or punctuation; errors that name
+the dataset, not its internal files; decimal-comma CSVs; progress only on
+a terminal. Each hint's exact text is checked, and so is what it names
+(the command it names lists every variable)."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import BIN, run, run_json, write
+
+VARS = ["AGE", "SEX", "Body Mass (g)", "Flipper Length", "PERWT"] + [f"V{i}" for i in range(20)]
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """A dataset of 25 variables, two of them with spaces in their names."""
+    tmp = tmp_path_factory.mktemp("hints")
+    rows = [",".join(f'"{v}"' if " " in v else v for v in VARS)]
+    for i in range(60):
+        rows.append(",".join([str(20 + i % 50), str(1 + i % 2), str(3000 + 17 * i), str(180 + i % 9), str(1 + i % 4)]
+                             + [str(i % 3) for _ in range(20)]))
+    csv = write(tmp / "w.csv", "\n".join(rows) + "\n")
+    ds = tmp / "w.mtab"
+    run("import", csv, ds)
+    return ds
+
+
+def err(p):
+    """The one error line of a failed command."""
+    assert p.returncode != 0
+    lines = [line for line in p.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+FIRST12 = "the first 12 of its 25 variables: AGE, SEX, Body Mass (g), Flipper Length, PERWT, V0, V1, V2, V3, V4, V5, V6, …"
+
+
+def test_unknown_variable_everywhere_says_did_you_mean_and_how_to_list_all(wide):
+    tail = f"; {FIRST12}; `microtab info {wide}` lists all 25"
+    cases = [
+        (("freq", wide, "AEG"), "AEG", "AGE"),
+        (("freq", wide, "AGE", "--weight", "PERWTT"), "PERWTT", "PERWT"),
+        (("means", wide, "AGE", "--by", "sxe"), "sxe", "SEX"),
+        (("tab", wide, "AGE", "SEXX"), "SEXX", "SEX"),
+        (("codebook", wide, "AEG"), "AEG", "AGE"),
+        (("label", wide, "AEG", "1=x"), "AEG", "AGE"),
+        (("missing", wide, "AEG", "9"), "AEG", "AGE"),
+        (("list", wide, "AEG"), "AEG", "AGE"),
+        (("subset", wide, wide.parent / "o.mtab", "--vars", "AGE,SEXX"), "SEXX", "SEX"),
+        (("drop", wide, "PERWTX"), "PERWTX", "PERWT"),
+        (("rename", wide, "PERWTT", "W"), "PERWTT", "PERWT"),
+        (("design", wide, "--weight", "PERWTT"), "PERWTT", "PERWT"),
+        (("freq", wide, "AGE", "--filter", "SXE=1"), "SXE", "SEX"),
+    ]
+    for args, bad, good in cases:
+        line = err(run(*args, ok=False))
+        assert f"unknown variable '{bad}' in {wide} (did you mean '{good}'?)" in line, line
+        assert line.endswith(tail), line
+    # Case, spaces and punctuation aside, the same name.
+    line = err(run("freq", wide, "body_mass_g", ok=False))
+    assert f"unknown variable 'body_mass_g' in {wide} (did you mean 'Body Mass (g)'?)" in line
+    # Nothing close: no guess, still the count and the command.
+    line = err(run("freq", wide, "ZZZ", ok=False))
+    assert line == f"error: unknown variable 'ZZZ' in {wide}{tail}"
+    # The command the hint names lists every variable.
+    info = run("info", wide).stdout
+    assert all(v in info for v in VARS)
+    assert len(run_json("info", wide)["variables"]) == 25
+
+
+def test_a_small_dataset_lists_all_its_variables(tmp_path):
+    csv = write(tmp_path / "s.csv", "AGE,SEX\n1,2\n")
+    ds = tmp_path / "s.mtab"
+    run("import", csv, ds)
+    assert err(run("freq", ds, "AEG", ok=False)) == (
+        f"error: unknown variable 'AEG' in {ds} (did you mean 'AGE'?); variables: AGE, SEX"
+    )
+
+
+def test_subcommands_options_and_values_did_you_mean(wide):
+    for bad in ("frq", "FREQ", "feq"):
+        p = run(bad, wide, "AGE", ok=False)
+        assert f"error: unrecognized subcommand '{bad}'" in p.stderr
+        assert "tip: a similar subcommand exists: 'freq'" in p.stderr, p.stderr
+    p = run("freq", wide, "AGE", "--wieght", "PERWT", ok=False)
+    assert "error: unexpected argument '--wieght' found" in p.stderr
+    assert "tip: a similar argument exists: '--weight'" in p.stderr, p.stderr
+    assert "use '-- --wieght'" not in p.stderr
+    p = run("means", wide, "AGE", "--bye", "SEX", ok=False)
+    assert "tip: a similar argument exists: '--by'" in p.stderr, p.stderr
+    p = run("freq", wide, "AGE", "--format", "jsn", ok=False)
+    assert "tip: a similar value exists: 'json'" in p.stderr, p.stderr
+    # Nothing close: no tip.
+    p = run("freq", wide, "AGE", "--zzzzzz", ok=False)
+    assert "similar" not in p.stderr
+
+
+QUOTE = "inside a longer argument a name with spaces or punctuation is quoted with backticks (or double quotes): "
+
+
+def test_names_with_spaces_hint_shows_the_quoted_argument(wide):
+    cases = [
+        (("means", wide, "AGE", "--by", "Body Mass (g), SEX"), "--by '`Body Mass (g)`, SEX'"),
+        (("freq", wide, "AGE", "--filter", "Body Mass (g)>4000"), "--filter '`Body Mass (g)`>4000'"),
+        (("list", wide, "AGE", "Flipper Length,SEX"), "'`Flipper Length`,SEX'"),
+        (("subset", wide, wide.parent / "q.mtab", "--vars", "AGE,Flipper Length"), "--vars 'AGE,`Flipper Length`'"),
+    ]
+    for args, fixed in cases:
+        line = err(run(*args, ok=False))
+        assert line.endswith("; " + QUOTE + fixed), line
+    # The shell cut the name at its spaces.
+    line = err(run("means", wide, "AGE", "--by", "Flipper", "Length", ok=False))
+    assert line.endswith("; Flipper Length has spaces: quote it for the shell, as one argument: --by 'Flipper Length'"), line
+    p = run("freq", wide, "AGE", "--weight", "Flipper", "Length", ok=False)
+    assert "tip: Flipper Length has spaces: quote it for the shell, as one argument: --weight 'Flipper Length'" in p.stderr
+    # The advice works: quoted as shown, each answers.
+    means = run_json("means", wide, "AGE", "--by", "`Body Mass (g)`, SEX")
+    assert means
+    f = run_json("freq", wide, "AGE", "--filter", "`Body Mass (g)`>4000")
+    want = duckdb.sql(f"SELECT count(*) FROM read_csv('{wide.parent / 'w.csv'}') WHERE \"Body Mass (g)\" > 4000").fetchall()[0][0]
+    assert f["total"]["count"] == want
+    run("list", wide, "AGE", "`Flipper Length`,SEX")
+    # Whole or quoted names need no advice: those commands succeed.
+    run("freq", wide, "Body Mass (g)")
+
+
+def as_other_user():
+    """Runs a child as `nobody` when these tests run as root (root writes
+    anywhere); None when not root."""
+    if os.geteuid() != 0:
+        return None
+    return 65534
+
+
+def test_unwritable_dataset_error_names_the_dataset(tmp_path):
+    user = as_other_user()
+    # pytest's own directories are private to root: `nobody` works in a
+    # directory of its own under the system's temporary directory.
+    base = Path(tempfile.mkdtemp()) if user is not None else tmp_path
+    try:
+        unwritable(base, user)
+    finally:
+        for root, dirs, files in os.walk(base):
+            os.chmod(root, 0o755)
+        if user is not None:
+            shutil.rmtree(base)
+
+
+def unwritable(base, user):
+    base.chmod(0o755)
+    csv = write(base / "p.csv", "AGE,W\n1,2\n3,4\n")
+    csv.chmod(0o644)
+    ro = base / "ro"
+    ro.mkdir()
+    ro.chmod(0o755)
+    ds = ro / "p.mtab"
+    run("import", csv, ds)
+    for root, dirs, files in os.walk(ds):
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+        os.chmod(root, 0o755)
+    ds.chmod(0o555)
+
+    def attempt(*args):
+        return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, user=user)
+
+    want = f"error: cannot write to dataset {ds}: permission denied"
+    for args in (("label", ds, "AGE", "1=one"), ("missing", ds, "AGE", "9"),
+                 ("compute", ds, "NEW", "=", "AGE + 1"), ("rename", ds, "AGE", "AGE2"),
+                 ("drop", ds, "W"), ("design", ds, "--weight", "W"),
+                 ("import", csv, ds, "--force")):
+        p = attempt(*args)
+        assert err(p) == want, (args, p.stderr)
+        assert ".lock" not in p.stderr
+    ro.chmod(0o555)
+    p = attempt("import", csv, ro / "q.mtab")
+    assert err(p) == f"error: cannot write to dataset {ro / 'q.mtab'}: permission denied"
+    assert ".importing" not in p.stderr
+    # Reading it still works.
+    assert attempt("freq", ds, "AGE").returncode == 0
