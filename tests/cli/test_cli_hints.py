@@ -187,3 +187,71 @@ def unwritable(base, user):
     assert ".importing" not in p.stderr
     # Reading it still works.
     assert attempt("freq", ds, "AGE").returncode == 0
+
+
+def decimal_comma_csv(path, rows=3000):
+    """A ';'-separated CSV with numbers written with a decimal comma, a
+    missing value, negative numbers, integers and a text column."""
+    lines = ["ID;INC;W;NAME"]
+    for i in range(rows):
+        inc = "" if i % 97 == 0 else f"{'-' if i % 5 == 0 else ''}{i * 37 % 10000},{i % 100:02d}"
+        w = f"{1 + i % 9},{i % 4 * 25}" if i % 3 else str(1 + i % 7)
+        lines.append(f"{i};{inc};{w};n{i % 11}")
+    return write(path, "\n".join(lines) + "\n")
+
+
+def test_decimal_comma_note_names_the_columns(tmp_path):
+    csv = decimal_comma_csv(tmp_path / "dc.csv", 50)
+    p = run("import", csv, tmp_path / "t.mtab")
+    notes = [line for line in p.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        "note: columns are separated by ';' (detected from the first lines); -d chooses another",
+        'note: column INC is read as text: its numbers are written with a decimal comma ("37,01" on line 3); --decimal-comma reads them as numbers',
+        'note: column W is read as text: its numbers are written with a decimal comma ("2,25" on line 3); --decimal-comma reads them as numbers',
+    ], p.stderr
+    # A text column of other words is no decimal-comma column.
+    csv2 = write(tmp_path / "words.csv", "A;B\n1,5;x\nfoo;2\n")
+    p = run("import", csv2, tmp_path / "w.mtab")
+    assert "decimal comma" not in p.stderr
+
+
+@pytest.mark.parametrize("chunk", [None, "4096"])
+def test_decimal_comma_import_reads_the_numbers_pandas_and_duckdb_read(tmp_path, chunk):
+    import pandas as pd
+    csv = decimal_comma_csv(tmp_path / "dc.csv")
+    ds = tmp_path / "dc.mtab"
+    env = dict(os.environ, **({"MICROTAB_CHUNK_BYTES": chunk} if chunk else {}))
+    p = run("import", csv, ds, "--decimal-comma", env=env)
+    assert "decimal comma" not in p.stderr
+    info = {v["name"]: v for v in run_json("info", ds)["variables"]}
+    assert info["INC"]["kind"] != "string" and info["W"]["kind"] != "string", info
+    frame = pd.read_csv(csv, sep=";", decimal=",")
+    duck = duckdb.sql(f"SELECT * FROM read_csv('{csv}', delim=';', decimal_separator=',', header=true)").df()
+    got = {r["value"]: r["count"] for r in run_json("freq", ds, "INC", "--include-missing")["rows"] if not r["missing"]}
+    want = frame["INC"].dropna().value_counts().to_dict()
+    assert {float(k): v for k, v in got.items()} == {float(k): v for k, v in want.items()}
+    assert sorted(duck["INC"].dropna().astype(float)) == sorted(frame["INC"].dropna())
+    # Exact decimals: the weighted totals are DuckDB's exact decimal sums.
+    m = run_json("means", ds, "INC", "--by", "NAME", "--weight", "W")["total"]
+    total, mean = duckdb.sql(
+        f"SELECT sum(W), sum(INC * W) / sum(W) FROM read_csv('{csv}', delim=';', decimal_separator=',', header=true) WHERE INC IS NOT NULL"
+    ).fetchall()[0]
+    assert abs(m["sum_weights"] - float(total)) < 1e-9 * float(total), m
+    assert abs(m["mean"] - float(mean)) < 1e-9 * abs(float(mean)), m
+    # Each record's values, as pandas reads them.
+    rows = run_json("list", ds, "ID", "INC", "W", "--limit", "100000")["records"]
+    assert len(rows) == len(frame)
+    for r, (inc, w) in zip(rows, zip(frame["INC"], frame["W"])):
+        assert (r["INC"] is None and pd.isna(inc)) or r["INC"] == inc, (r, inc)
+        assert r["W"] == w, (r, w)
+
+
+def test_decimal_comma_refused_where_it_cannot_apply(tmp_path):
+    comma = write(tmp_path / "c.csv", "A,B\n1,2\n")
+    assert err(run("import", comma, tmp_path / "c.mtab", "--decimal-comma", ok=False)) == (
+        f"error: {comma}: numbers with a decimal comma need a field delimiter other than the comma; the fields are separated by commas"
+    )
+    semi = write(tmp_path / "s.csv", "A;B\n1,5;2.5\n")
+    run("import", semi, tmp_path / "s.mtab", "--decimal-comma")
+    info = {v["name"]: v["kind"] for v in run_json("info", tmp_path / "s.mtab")["variables"]}
+    assert info == {"A": "int", "B": "string"}, info

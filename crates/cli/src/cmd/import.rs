@@ -26,6 +26,11 @@ pub struct Args {
     /// the first lines among , tab ; and |, preferring ,).
     #[arg(long, short = 'd')]
     delimiter: Option<String>,
+    /// CSV: numbers are written with a decimal comma (1,5 is one and a
+    /// half), as spreadsheets in much of Europe and Latin America write
+    /// them (with ; between fields); a field with a point is then text.
+    #[arg(long)]
+    decimal_comma: bool,
     /// Replace an existing dataset at OUTPUT (atomically).
     #[arg(long)]
     force: bool,
@@ -123,6 +128,7 @@ fn options(a: &Args) -> Result<ImportOptions> {
         catalog: a.catalog.clone(),
         keep_niu: a.keep_niu,
         record_type: a.rectype.clone(),
+        decimal_comma: a.decimal_comma,
         ..ImportOptions::default()
     };
     o.chunk_size = chunk_size(o.chunk_size);
@@ -222,6 +228,9 @@ pub fn run(mut a: Args) -> Result<()> {
             "{}: the output of import is a dataset directory (e.g. census.mtab); `microtab export DS OUT.parquet` writes Parquet, `microtab subset DS OUT.csv` CSV",
             a.output.display()
         );
+    }
+    if a.decimal_comma && (crate::cmd::external::is_parquet(&a.input) || !a.setup.is_empty()) {
+        bail!("--decimal-comma is for CSV input");
     }
     if crate::cmd::external::is_parquet(&a.input) {
         return run_parquet(a);
