@@ -255,3 +255,57 @@ def test_decimal_comma_refused_where_it_cannot_apply(tmp_path):
     run("import", semi, tmp_path / "s.mtab", "--decimal-comma")
     info = {v["name"]: v["kind"] for v in run_json("info", tmp_path / "s.mtab")["variables"]}
     assert info == {"A": "int", "B": "string"}, info
+
+
+def on_a_terminal(*args, env=None):
+    """Runs microtab with stderr on a pseudo-terminal: (exit code, what
+    the terminal got, stdout)."""
+    import pty
+    main, sub = pty.openpty()
+    p = subprocess.Popen([str(BIN), *map(str, args)], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=sub, env=env)
+    os.close(sub)
+    seen = b""
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        seen += data
+    os.close(main)
+    out = p.stdout.read()
+    p.wait()
+    return p.returncode, seen.decode("utf-8", "replace"), out.decode()
+
+
+def test_progress_only_on_a_terminal(tmp_path, wide):
+    out = tmp_path / "c.csv"
+    # gen: a bar of records on a terminal, then its summary line.
+    code, seen, _ = on_a_terminal("gen", "census", "--rows", "300000", "--out", out)
+    assert code == 0 and f"generating {out} [" in seen and "/300,000 records" in seen, seen
+    assert seen.rstrip().endswith(f"to {out} in " + seen.rstrip().split(" in ")[-1])
+    # Captured: only the summary line.
+    p = run("gen", "census", "--rows", "300000", "--out", out)
+    assert p.stderr.startswith("wrote 300000 records (") and p.stderr.count("\n") == 1, p.stderr
+    code, seen, _ = on_a_terminal("import", out, tmp_path / "c.mtab")
+    assert code == 0 and "importing [" in seen, seen
+    # The spinner of a command that runs for a while (here: at once).
+    env = dict(os.environ, MICROTAB_PROGRESS_DELAY_MS="0")
+    for args, what in [(("freq", wide, "SEX"), "answering"), (("verify", wide), f"checking {wide}"),
+                       (("subset", wide, tmp_path / "s.mtab", "--vars", "AGE"), f"writing {tmp_path / 's.mtab'}"),
+                       (("compute", wide, "A2", "=", "AGE * 2"), "computing A2"),
+                       (("codebook", wide, "AGE"), "describing the variables")]:
+        code, seen, stdout = on_a_terminal(*args, env=env)
+        assert code == 0 and what in seen, (args, seen)
+        # The spinner's line is cleared before anything else is written.
+        assert "\x1b[2K" in seen
+    code, seen, stdout = on_a_terminal("freq", wide, "SEX", env=env)
+    assert stdout == run("freq", wide, "SEX").stdout
+    # Not a terminal: nothing on stderr, even with no delay.
+    p = run("freq", wide, "SEX", env=env)
+    assert p.stderr == ""
+    # A command faster than the delay draws nothing.
+    code, seen, _ = on_a_terminal("freq", wide, "SEX")
+    assert seen == "", seen

@@ -216,6 +216,7 @@ pub fn run_timed(ds: &[Dataset], req: &Request, args: &QueryArgs) -> Result<Answ
     let mut times: Vec<Duration> = Vec::new();
     let mut answer = None;
     let mut req = req.clone();
+    let busy = crate::progress::busy("answering");
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
         answer = Some(match ds {
@@ -226,6 +227,7 @@ pub fn run_timed(ds: &[Dataset], req: &Request, args: &QueryArgs) -> Result<Answ
         // Checking the whole files once is enough.
         req.verify = false;
     }
+    drop(busy);
     if repeat > 1 {
         times.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;

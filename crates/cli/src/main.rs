@@ -6,6 +6,7 @@ mod cmd;
 mod common;
 mod hint;
 mod libm_shim;
+mod progress;
 mod render;
 mod settings;
 

@@ -6,7 +6,6 @@ use anyhow::{anyhow, bail, Result};
 use microtab_ingest::{
     Codebook, Delimiter, Format, Hint, ImportOptions, ImportSummary, InferRows, Progress,
 };
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -195,18 +194,14 @@ fn chunk_size(default: usize) -> usize {
 
 /// A progress bar on stderr when it is a terminal.
 fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Option<Progress>) {
-    if !std::io::stderr().is_terminal() {
-        return (None, None);
-    }
     let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let pb = indicatif::ProgressBar::new(total);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} importing [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-        )
-        .unwrap()
-        .progress_chars("=> "),
-    );
+    let Some(pb) = crate::progress::bar(
+        total,
+        "importing",
+        "{bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    ) else {
+        return (None, None);
+    };
     let p = pb.clone();
     let f: Progress = Arc::new(move |done, _| p.set_position(done));
     (Some(pb), Some(f))

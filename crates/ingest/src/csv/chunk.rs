@@ -42,7 +42,11 @@ fn push_field(
             if leading_zeros(s) {
                 FieldNote::add(&mut col.leading_zeros, line, s);
             }
-            let point = if o.comma { comma_to_point(s) } else { Some(s.into()) };
+            let point = if o.comma {
+                comma_to_point(s)
+            } else {
+                Some(s.into())
+            };
             // A point where the comma is the decimal mark: no number.
             let s: &[u8] = point.as_deref().unwrap_or(b"?");
             if matches!(col.buf, ColBuf::Int { .. }) {

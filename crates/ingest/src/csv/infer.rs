@@ -124,7 +124,11 @@ pub(crate) fn infer(
             if out.text[c].is_some() {
                 continue;
             }
-            let point = if comma { comma_to_point(s) } else { Some(s.into()) };
+            let point = if comma {
+                comma_to_point(s)
+            } else {
+                Some(s.into())
+            };
             let s: &[u8] = match &point {
                 Some(p) => p,
                 None => {

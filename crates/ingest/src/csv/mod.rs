@@ -452,8 +452,16 @@ fn sample_rest(
         if end == 0 {
             break;
         }
-        let part = infer(&buf[..end], delim, ncols, max_rows - out.rows, line, na, comma)
-            .map_err(SampleError::Row)?;
+        let part = infer(
+            &buf[..end],
+            delim,
+            ncols,
+            max_rows - out.rows,
+            line,
+            na,
+            comma,
+        )
+        .map_err(SampleError::Row)?;
         out.merge(part);
         line += count_lines(&buf[..end]);
         buf.drain(..end);
