@@ -140,6 +140,26 @@ pub fn all_variables(e: &anyhow::Error) -> Option<String> {
     })
 }
 
+/// Whether `e` may come of a name misread: an unknown variable, a filter
+/// or grouping argument that does not parse (the errors after which
+/// [`quoting`]'s advice is given).
+pub fn about_names(e: &anyhow::Error) -> bool {
+    use microtab_engine::Error as E;
+    e.chain().any(|c| {
+        matches!(
+            store_error(c),
+            Some(microtab_store::Error::UnknownVariable { .. })
+        ) || matches!(
+            c.downcast_ref::<E>()
+                .or_else(|| match c.downcast_ref::<microtab_analysis::Error>() {
+                    Some(microtab_analysis::Error::Engine(x)) => Some(x),
+                    _ => None,
+                }),
+            Some(E::Filter { .. } | E::Invalid(_))
+        )
+    })
+}
+
 /// `s` as a shell reads it back: as it is when it has nothing the shell
 /// would take apart, else in single quotes.
 pub fn shell_quote(s: &str) -> String {

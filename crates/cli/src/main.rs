@@ -123,7 +123,9 @@ fn main() {
         let args: Vec<String> = std::env::args().skip(2).collect();
         for more in [
             advice::all_variables(&e),
-            advice::quoting(&args, &common::opened_variables()),
+            advice::about_names(&e)
+                .then(|| advice::quoting(&args, &common::opened_variables()))
+                .flatten(),
         ]
         .into_iter()
         .flatten()
