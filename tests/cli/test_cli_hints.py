@@ -187,6 +187,12 @@ def unwritable(base, user):
     assert ".importing" not in p.stderr
     # Reading it still works.
     assert attempt("freq", ds, "AGE").returncode == 0
+    # A dataset that cannot be read is named, not its manifest.
+    ds.chmod(0o700)
+    if user is not None:
+        p = attempt("freq", ds, "AGE")
+        assert err(p) == f"error: cannot read dataset {ds}: permission denied", p.stderr
+        assert "manifest.json" not in p.stderr
 
 
 def decimal_comma_csv(path, rows=3000):

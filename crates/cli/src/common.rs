@@ -123,8 +123,11 @@ pub fn open(path: &Path) -> Result<Dataset> {
             path.join("part-001.mtab").display()
         );
     }
-    let mut ds =
-        Dataset::open(path).with_context(|| format!("cannot open dataset {}", path.display()))?;
+    let mut ds = Dataset::open(path).map_err(|e| match e {
+        // It names the dataset already.
+        e @ microtab_store::Error::CannotRead { .. } => anyhow::Error::from(e),
+        e => anyhow::Error::from(e).context(format!("cannot open dataset {}", path.display())),
+    })?;
     if std::env::var("MICROTAB_CHECKSUMS").is_ok_and(|v| v == "off") {
         ds.set_checked_reads(false);
     }

@@ -156,6 +156,13 @@ pub(crate) fn store_error(e: microtab_store::Error) -> PyErr {
             E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
             E::Locked { .. } | E::CreatedMeanwhile { .. } => LockedError::new_err(e.to_string()),
             E::Changed { .. } => ChangedError::new_err(e.to_string()),
+            E::CannotWrite { error, .. } | E::CannotRead { error, .. } => {
+                if error.kind() == std::io::ErrorKind::PermissionDenied {
+                    PyPermissionError::new_err(e.to_string())
+                } else {
+                    PyOSError::new_err(e.to_string())
+                }
+            }
             _ => MicrotabError::new_err(e.to_string()),
         })
     })

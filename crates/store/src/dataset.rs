@@ -187,6 +187,12 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
                     path: dir.to_path_buf(),
                 });
             }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(Error::CannotRead {
+                    dataset: dir.to_path_buf(),
+                    error: e,
+                });
+            }
             Err(e) => return Err(io_err(&mpath, e)),
         };
         // Checked before it is parsed, so that no damaged field is believed.

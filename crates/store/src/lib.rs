@@ -86,6 +86,15 @@ pub enum Error {
         /// The variables the name probably meant ([`close_names`]).
         close: Vec<String>,
     },
+    /// The dataset cannot be read for want of permission: the error names
+    /// the dataset, not its manifest.
+    #[error("cannot read dataset {}: {}", .dataset.display(), io_words(.error))]
+    CannotRead {
+        /// The dataset directory.
+        dataset: PathBuf,
+        /// The operating system's error.
+        error: std::io::Error,
+    },
     /// The dataset (or the directory it is written in) cannot be written:
     /// no permission, a read-only file system. The error names the
     /// dataset, not the file inside it the system refused.
@@ -168,6 +177,10 @@ impl Error {
                 close: close.clone(),
             },
             Error::CannotWrite { dataset, error } => Error::CannotWrite {
+                dataset: dataset.clone(),
+                error: std::io::Error::new(error.kind(), error.to_string()),
+            },
+            Error::CannotRead { dataset, error } => Error::CannotRead {
                 dataset: dataset.clone(),
                 error: std::io::Error::new(error.kind(), error.to_string()),
             },
