@@ -123,12 +123,30 @@ pub fn open(path: &Path) -> Result<Dataset> {
             path.join("part-001.mtab").display()
         );
     }
-    let mut ds =
-        Dataset::open(path).with_context(|| format!("cannot open dataset {}", path.display()))?;
+    let mut ds = Dataset::open(path).map_err(|e| match e {
+        // It names the dataset already.
+        e @ microtab_store::Error::CannotRead { .. } => anyhow::Error::from(e),
+        e => anyhow::Error::from(e).context(format!("cannot open dataset {}", path.display())),
+    })?;
     if std::env::var("MICROTAB_CHECKSUMS").is_ok_and(|v| v == "off") {
         ds.set_checked_reads(false);
     }
+    if let Ok(mut names) = OPENED.lock() {
+        names.extend(ds.manifest().variables.iter().map(|v| v.name.clone()));
+    }
     Ok(ds)
+}
+
+/// The variables of the datasets this command opened, for the advice an
+/// error may need (how to quote a name: `advice::quoting`).
+static OPENED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The variables of the datasets this command opened (each once).
+pub fn opened_variables() -> Vec<String> {
+    let mut names = OPENED.lock().map(|n| n.clone()).unwrap_or_default();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Opens the datasets an analysis command names: one directory, a
@@ -201,6 +219,7 @@ pub fn run_timed(ds: &[Dataset], req: &Request, args: &QueryArgs) -> Result<Answ
     let mut times: Vec<Duration> = Vec::new();
     let mut answer = None;
     let mut req = req.clone();
+    let busy = crate::progress::busy("answering");
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
         answer = Some(match ds {
@@ -211,6 +230,7 @@ pub fn run_timed(ds: &[Dataset], req: &Request, args: &QueryArgs) -> Result<Answ
         // Checking the whole files once is enough.
         req.verify = false;
     }
+    drop(busy);
     if repeat > 1 {
         times.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;

@@ -45,6 +45,7 @@ pub fn words(r: &Remedy) -> Option<String> {
         }
         Remedy::NoLabels => "export without --labels to keep the codes".into(),
         Remedy::NoCodebook => "import without --ddi to keep the values as they are".into(),
+        Remedy::DecimalComma => "import it again with --decimal-comma".into(),
         _ => return None,
     })
 }
@@ -64,6 +65,7 @@ pub fn flag(r: &Remedy) -> String {
         Remedy::KeepTextTokens => "--na-text ''".into(),
         Remedy::KeepNiu => "--keep-niu".into(),
         Remedy::RecordType => "--rectype TYPE".into(),
+        Remedy::DecimalComma => "--decimal-comma".into(),
         Remedy::Delimiter { delimiter } => match delimiter {
             Some('\t') => "-d tab".into(),
             Some(c) => format!("-d {c}"),
@@ -114,6 +116,7 @@ mod tests {
             Remedy::ExactDecimals,
             Remedy::NoLabels,
             Remedy::NoCodebook,
+            Remedy::DecimalComma,
         ];
         for r in &all {
             let w = words(r).unwrap();

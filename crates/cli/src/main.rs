@@ -1,14 +1,16 @@
 //! The `microtab` command line: a thin layer that parses arguments, calls
 //! the library crates and renders their results.
 
+mod advice;
 mod cmd;
 mod common;
 mod hint;
 mod libm_shim;
+mod progress;
 mod render;
 mod settings;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// A refused allocation ends the command with a message and exit status 1,
 /// not an abort (the large buffers are allocated fallibly before that).
@@ -81,7 +83,7 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| advice::clap_error(e, &Cli::command()).exit());
     let result = match cli.command {
         Command::Gen(a) => cmd::gen::run(a),
         Command::Import(a) => cmd::import::run(a),
@@ -117,7 +119,19 @@ fn main() {
         }) {
             std::process::exit(0);
         }
-        let message = hint::with_hint(&format!("{e:#}"), remedy(&e).as_ref());
+        let mut message = hint::with_hint(&format!("{e:#}"), remedy(&e).as_ref());
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        for more in [
+            advice::all_variables(&e),
+            advice::about_names(&e)
+                .then(|| advice::quoting(&args, &common::opened_variables()))
+                .flatten(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            message = format!("{message}; {more}");
+        }
         eprintln!("error: {}", one_line(&message));
         std::process::exit(1);
     }

@@ -200,6 +200,12 @@ pub fn import(
             reason: "a format catalog (.sas7bcat) gives the value labels of a SAS data set (.sas7bdat) only".into(),
         });
     }
+    if opts.decimal_comma && !matches!(format, Format::Csv) {
+        return Err(Error::Input {
+            path: input.to_path_buf(),
+            reason: "a decimal comma applies to delimited text (CSV) only: this file's numbers are not text".into(),
+        });
+    }
     match (format, &opts.codebook) {
         (Format::Sas7bdat, _) => import_sas7bdat(input, target, force, opts),
         (Format::Xport, _) => import_xport(input, target, force, opts),

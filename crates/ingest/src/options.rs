@@ -302,6 +302,9 @@ pub struct ImportOptions {
     pub threads: usize,
     /// Called as chunks are written.
     pub progress: Option<Progress>,
+    /// CSV: numbers are written with a decimal comma (`1,5` is one and a
+    /// half; a field with a point is then no number).
+    pub decimal_comma: bool,
     /// Block size for writing column files (from `microtab tune`).
     pub io: microtab_io::IoConfig,
 }
@@ -319,6 +322,7 @@ impl Default for ImportOptions {
             codebook: None,
             record_type: None,
             keep_niu: false,
+            decimal_comma: false,
             plain: false,
             catalog: None,
             chunk_size: 4 << 20,

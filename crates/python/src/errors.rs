@@ -95,6 +95,7 @@ pub(crate) fn hint(r: &Remedy) -> Option<String> {
         | Remedy::KeepNiu
         | Remedy::RecordType
         | Remedy::Delimiter { .. }
+        | Remedy::DecimalComma
         | Remedy::MissingCodes { .. } => format!("import it again with {}", keyword(r)),
         Remedy::ExactDecimals => {
             "ds.to_parquet(..., exact_decimals=True) carries such values exactly".into()
@@ -155,6 +156,13 @@ pub(crate) fn store_error(e: microtab_store::Error) -> PyErr {
             E::UnknownVariable { .. } => QueryError::new_err(e.to_string()),
             E::Locked { .. } | E::CreatedMeanwhile { .. } => LockedError::new_err(e.to_string()),
             E::Changed { .. } => ChangedError::new_err(e.to_string()),
+            E::CannotWrite { error, .. } | E::CannotRead { error, .. } => {
+                if error.kind() == std::io::ErrorKind::PermissionDenied {
+                    PyPermissionError::new_err(e.to_string())
+                } else {
+                    PyOSError::new_err(e.to_string())
+                }
+            }
             _ => MicrotabError::new_err(e.to_string()),
         })
     })
@@ -236,6 +244,7 @@ pub(crate) fn keyword(r: &microtab_store::Remedy) -> String {
         R::KeepTextTokens => "na_text=[]".into(),
         R::KeepNiu => "keep_niu=True".into(),
         R::RecordType => "rectype=\"TYPE\"".into(),
+        R::DecimalComma => "decimal_comma=True".into(),
         R::Delimiter { delimiter: Some(c) } => format!("delimiter={}", py(&c.to_string())),
         R::Delimiter { delimiter: None } => "delimiter=".into(),
         R::MissingCodes { variable, codes } if codes.is_empty() => {

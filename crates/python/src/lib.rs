@@ -280,7 +280,7 @@ fn pairs(spec: &Json, key: &str) -> Vec<(String, Vec<String>)> {
 
 /// The import options a JSON object of keywords gives (`missing`,
 /// `types`, `na`, `na_text`, `delimiter`, `encoding`, `infer_rows`,
-/// `rectype`, `keep_niu`, `plain`, `ddi`, `catalog`): every word parsed as the CLI
+/// `rectype`, `keep_niu`, `plain`, `ddi`, `catalog`, `decimal_comma`): every word parsed as the CLI
 /// parses its flags.
 fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
     let bad = |k: &str, v: &str, e: microtab_ingest::WordError| {
@@ -324,6 +324,7 @@ fn import_options(spec: &Json) -> PyResult<microtab_ingest::ImportOptions> {
     o.record_type = string(spec, "rectype");
     o.keep_niu = flag(spec, "keep_niu");
     o.plain = flag(spec, "plain");
+    o.decimal_comma = flag(spec, "decimal_comma");
     o.catalog = string(spec, "catalog").map(std::path::PathBuf::from);
     Ok(o)
 }

@@ -69,7 +69,9 @@ fn lock(dir: &Path) -> Result<FileLock> {
         std::process::id(),
         std::env::args().take(2).collect::<Vec<_>>().join(" ")
     );
-    match FileLock::try_acquire(&dir.join(LOCK), &who)? {
+    let tried =
+        FileLock::try_acquire(&dir.join(LOCK), &who).map_err(|e| unwritable(dir, Error::Io(e)))?;
+    match tried {
         Ok(l) => Ok(l),
         Err(holder) => Err(Error::Locked {
             path: dir.to_path_buf(),
@@ -94,6 +96,22 @@ fn remove_stale_temps(dir: &Path) {
         if f.starts_with(&format!(".{MANIFEST}.tmp-")) && f != mine {
             let _ = std::fs::remove_file(e.path());
         }
+    }
+}
+
+/// `e` as [`Error::CannotWrite`] naming `dataset` when the system refused
+/// a write for want of permission or a writable file system (the file it
+/// refused, such as the lock, is the dataset's business, not the user's).
+fn unwritable(dataset: &Path, e: Error) -> Error {
+    use std::io::ErrorKind as K;
+    match e {
+        Error::Io(io) if matches!(io.error.kind(), K::PermissionDenied | K::ReadOnlyFilesystem) => {
+            Error::CannotWrite {
+                dataset: dataset.to_path_buf(),
+                error: io.error,
+            }
+        }
+        e => e,
     }
 }
 
@@ -167,6 +185,12 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
                 }
                 return Err(Error::NotADataset {
                     path: dir.to_path_buf(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(Error::CannotRead {
+                    dataset: dir.to_path_buf(),
+                    error: e,
                 });
             }
             Err(e) => return Err(io_err(&mpath, e)),
@@ -294,20 +318,13 @@ impl Dataset {
             .iter()
             .find(|v| v.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| {
-                let mut known: Vec<&str> = self
-                    .manifest
-                    .variables
-                    .iter()
-                    .take(12)
-                    .map(|v| v.name.as_str())
-                    .collect();
-                if self.manifest.variables.len() > 12 {
-                    known.push("…");
-                }
+                let all = || self.manifest.variables.iter().map(|v| v.name.as_str());
                 Error::UnknownVariable {
                     name: name.to_string(),
                     dataset: self.dir.clone(),
-                    known: known.join(", "),
+                    known: all().take(crate::LISTED).map(String::from).collect(),
+                    count: self.manifest.variables.len(),
+                    close: crate::close_names(name, all()),
                 }
             })
     }
@@ -415,7 +432,7 @@ impl Dataset {
         m.generation += 1;
         // The version says what the files hold (an old dataset's columns
         // keep theirs); the manifest gets its checksum whatever the version.
-        write_manifest(&self.dir, &m)?;
+        write_manifest(&self.dir, &m).map_err(|e| unwritable(&self.dir, e))?;
         self.manifest = m;
         Ok(())
     }
@@ -571,7 +588,8 @@ impl DatasetWriter {
             None => {
                 let staging = parent.join(format!(".{name}.importing-{}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&staging);
-                std::fs::create_dir_all(staging.join("vars")).map_err(|e| io_err(&staging, e))?;
+                std::fs::create_dir_all(staging.join("vars"))
+                    .map_err(|e| unwritable(target, io_err(&staging, e)))?;
                 (
                     staging.clone(),
                     Mode::Fresh {
@@ -815,7 +833,8 @@ impl DatasetWriter {
                         }
                     });
                 }
-                std::fs::rename(staging, &self.target).map_err(|e| io_err(&self.target, e))?;
+                std::fs::rename(staging, &self.target)
+                    .map_err(|e| unwritable(&self.target, io_err(&self.target, e)))?;
                 let parent = self.target.parent().unwrap_or(Path::new("."));
                 let parent = if parent.as_os_str().is_empty() {
                     Path::new(".")

@@ -30,6 +30,7 @@ pub mod codec;
 mod column;
 mod dataset;
 mod manifest;
+mod names;
 pub mod pack;
 mod remedy;
 mod types;
@@ -43,6 +44,7 @@ pub use manifest::{
     new_dataset_id, Design, Kind, LonelyPsu, Manifest, Number, PartOf, RepType, Replicates, Taylor,
     Variable, FORMAT_VERSION,
 };
+pub use names::{close_names, did_you_mean, edits};
 pub use pack::Packing;
 pub use remedy::{ColumnKind, Remedied, Remedy};
 pub use types::{NativeType, PhysType};
@@ -71,14 +73,37 @@ pub enum Error {
         reason: String,
     },
     /// A query named a variable the dataset does not have.
-    #[error("unknown variable '{name}' in {dataset} (variables: {known})")]
+    #[error("unknown variable '{name}' in {}{}; {}", .dataset.display(), did_you_mean(.close), listed(.known, *.count))]
     UnknownVariable {
         /// The requested name.
         name: String,
         /// The dataset directory.
         dataset: PathBuf,
-        /// A short list of the variables that do exist.
-        known: String,
+        /// The dataset's first variables (at most [`LISTED`]).
+        known: Vec<String>,
+        /// How many variables the dataset has.
+        count: usize,
+        /// The variables the name probably meant ([`close_names`]).
+        close: Vec<String>,
+    },
+    /// The dataset cannot be read for want of permission: the error names
+    /// the dataset, not its manifest.
+    #[error("cannot read dataset {}: {}", .dataset.display(), io_words(.error))]
+    CannotRead {
+        /// The dataset directory.
+        dataset: PathBuf,
+        /// The operating system's error.
+        error: std::io::Error,
+    },
+    /// The dataset (or the directory it is written in) cannot be written:
+    /// no permission, a read-only file system. The error names the
+    /// dataset, not the file inside it the system refused.
+    #[error("cannot write to dataset {}: {}", .dataset.display(), io_words(.error))]
+    CannotWrite {
+        /// The dataset directory.
+        dataset: PathBuf,
+        /// The operating system's error.
+        error: std::io::Error,
     },
     /// Another writer created the target while this one wrote it (to a
     /// target that did not exist when it started): nothing was replaced.
@@ -142,10 +167,22 @@ impl Error {
                 name,
                 dataset,
                 known,
+                count,
+                close,
             } => Error::UnknownVariable {
                 name: name.clone(),
                 dataset: dataset.clone(),
                 known: known.clone(),
+                count: *count,
+                close: close.clone(),
+            },
+            Error::CannotWrite { dataset, error } => Error::CannotWrite {
+                dataset: dataset.clone(),
+                error: std::io::Error::new(error.kind(), error.to_string()),
+            },
+            Error::CannotRead { dataset, error } => Error::CannotRead {
+                dataset: dataset.clone(),
+                error: std::io::Error::new(error.kind(), error.to_string()),
             },
             Error::Exists { path } => Error::Exists { path: path.clone() },
             Error::CreatedMeanwhile { path } => Error::CreatedMeanwhile { path: path.clone() },
@@ -159,6 +196,36 @@ impl Error {
                 now: *now,
             },
         }
+    }
+}
+
+/// How many of a dataset's variables an unknown variable's error lists.
+pub const LISTED: usize = 12;
+
+/// `variables: A, B, C`, or the first [`LISTED`] of more, saying how many
+/// there are.
+fn listed(known: &[String], count: usize) -> String {
+    let names = known.join(", ");
+    if count > known.len() {
+        format!(
+            "the first {} of its {count} variables: {names}, …",
+            known.len()
+        )
+    } else {
+        format!("variables: {names}")
+    }
+}
+
+/// An operating-system error in plain words: `permission denied` rather
+/// than `Permission denied (os error 13)`.
+pub fn io_words(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::PermissionDenied => "permission denied".into(),
+        K::ReadOnlyFilesystem => "read-only file system".into(),
+        K::StorageFull => "no space left on the device".into(),
+        K::QuotaExceeded => "disk quota exceeded".into(),
+        _ => e.to_string(),
     }
 }
 

@@ -64,6 +64,8 @@ pub enum Remedy {
         /// The delimiter that would help, when one is known.
         delimiter: Option<char>,
     },
+    /// Read numbers written with a decimal comma (`1,5`) in delimited text.
+    DecimalComma,
     /// Declare user-missing codes of a variable.
     MissingCodes {
         /// The variable.

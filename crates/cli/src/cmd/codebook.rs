@@ -71,10 +71,12 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("wrote {} ({} variables)", file.display(), names.len());
         return Ok(());
     }
+    let busy = crate::progress::busy("describing the variables");
     let entries: Vec<CodebookEntry> = names
         .iter()
         .map(|n| CodebookEntry::of(&ds, n, a.top))
         .collect::<microtab_analysis::Result<_>>()?;
+    drop(busy);
     let text = match a.format {
         Format::Json => {
             let j = Codebook {

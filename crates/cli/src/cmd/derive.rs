@@ -120,7 +120,9 @@ pub fn compute(a: ComputeArgs) -> Result<()> {
     if expr.is_empty() {
         bail!("no expression after '{name} ='");
     }
+    let busy = crate::progress::busy(format!("computing {name}"));
     let d = microtab_engine::compute(&a.dataset, name, expr, &a.common.options()?)?;
+    drop(busy);
     report(&a.dataset, "computed", &d, t);
     Ok(())
 }
@@ -128,6 +130,7 @@ pub fn compute(a: ComputeArgs) -> Result<()> {
 /// Runs `recode`.
 pub fn recode(a: RecodeArgs) -> Result<()> {
     let t = Instant::now();
+    let busy = crate::progress::busy(format!("recoding {}", a.name));
     let d = microtab_engine::recode(
         &a.dataset,
         &a.name,
@@ -139,6 +142,7 @@ pub fn recode(a: RecodeArgs) -> Result<()> {
         },
         &a.common.options()?,
     )?;
+    drop(busy);
     report(&a.dataset, "recoded", &d, t);
     Ok(())
 }

@@ -168,11 +168,13 @@ fn export_dta(a: DtaArgs) -> Result<()> {
         force: a.force,
         value_labels: !a.no_labels,
     };
+    let busy = crate::progress::busy(format!("writing {}", a.out.display()));
     let w = if sav {
         microtab_ingest::write_sav(&ds, &vars, sel, &a.out, opts)?
     } else {
         microtab_ingest::write_dta(&ds, &vars, sel, &a.out, opts)?
     };
+    drop(busy);
     for n in &w.notes {
         eprintln!("note: {n}");
     }

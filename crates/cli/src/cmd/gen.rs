@@ -51,6 +51,11 @@ pub fn run(a: Args) -> Result<()> {
     w.write_all(header(a.repweights, a.strata).as_bytes())?;
     let nblocks = a.rows.div_ceil(BLOCK as u64);
     let group = (rayon::current_num_threads() * 2) as u64;
+    let bar = crate::progress::bar(
+        a.rows,
+        &format!("generating {}", a.out.display()),
+        "{human_pos}/{human_len} records ({eta})",
+    );
     let mut b = 0;
     while b < nblocks {
         let end = (b + group).min(nblocks);
@@ -67,8 +72,14 @@ pub fn run(a: Args) -> Result<()> {
             w.write_all(&buf)?;
         }
         b = end;
+        if let Some(pb) = &bar {
+            pb.set_position((end * BLOCK as u64).min(a.rows));
+        }
     }
     let stats = w.finish()?;
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
     eprintln!(
         "wrote {} records ({:.1} MB) to {} in {:.2} s",
         a.rows,

@@ -6,7 +6,6 @@ use anyhow::{anyhow, bail, Result};
 use microtab_ingest::{
     Codebook, Delimiter, Format, Hint, ImportOptions, ImportSummary, InferRows, Progress,
 };
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +25,11 @@ pub struct Args {
     /// the first lines among , tab ; and |, preferring ,).
     #[arg(long, short = 'd')]
     delimiter: Option<String>,
+    /// CSV: numbers are written with a decimal comma (1,5 is one and a
+    /// half), as spreadsheets in much of Europe and Latin America write
+    /// them (with ; between fields); a field with a point is then text.
+    #[arg(long)]
+    decimal_comma: bool,
     /// Replace an existing dataset at OUTPUT (atomically).
     #[arg(long)]
     force: bool,
@@ -123,6 +127,7 @@ fn options(a: &Args) -> Result<ImportOptions> {
         catalog: a.catalog.clone(),
         keep_niu: a.keep_niu,
         record_type: a.rectype.clone(),
+        decimal_comma: a.decimal_comma,
         ..ImportOptions::default()
     };
     o.chunk_size = chunk_size(o.chunk_size);
@@ -189,18 +194,14 @@ fn chunk_size(default: usize) -> usize {
 
 /// A progress bar on stderr when it is a terminal.
 fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Option<Progress>) {
-    if !std::io::stderr().is_terminal() {
-        return (None, None);
-    }
     let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let pb = indicatif::ProgressBar::new(total);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} importing [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-        )
-        .unwrap()
-        .progress_chars("=> "),
-    );
+    let Some(pb) = crate::progress::bar(
+        total,
+        "importing",
+        "{bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    ) else {
+        return (None, None);
+    };
     let p = pb.clone();
     let f: Progress = Arc::new(move |done, _| p.set_position(done));
     (Some(pb), Some(f))
@@ -222,6 +223,9 @@ pub fn run(mut a: Args) -> Result<()> {
             "{}: the output of import is a dataset directory (e.g. census.mtab); `microtab export DS OUT.parquet` writes Parquet, `microtab subset DS OUT.csv` CSV",
             a.output.display()
         );
+    }
+    if a.decimal_comma && (crate::cmd::external::is_parquet(&a.input) || !a.setup.is_empty()) {
+        bail!("--decimal-comma is for CSV input");
     }
     if crate::cmd::external::is_parquet(&a.input) {
         return run_parquet(a);

@@ -41,7 +41,9 @@ pub fn split_into(
     (force, no_design): (bool, bool),
 ) -> Result<()> {
     let t = std::time::Instant::now();
+    let busy = crate::progress::busy(format!("splitting into {}", out.display()));
     let r = microtab_analysis::split(ds, out, parts, force, no_design)?;
+    drop(busy);
     let c = &r.catalog;
     let sizes: Vec<u64> = c.parts.iter().map(|p| p.rows).collect();
     eprintln!(

@@ -46,7 +46,9 @@ pub fn run(a: Args) -> Result<()> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     if !is_csv {
+        let busy = crate::progress::busy(format!("writing {}", a.out.display()));
         let r = microtab_engine::subset::subset(&ds, &a.out, &vars, &filter, a.force)?;
+        drop(busy);
         eprintln!(
             "wrote {} records × {} variables to {} in {:.2} s{}",
             r.rows,
@@ -88,6 +90,7 @@ pub fn run(a: Args) -> Result<()> {
         filter,
         rows: None,
     };
+    let busy = crate::progress::busy(format!("writing {}", a.out.display()));
     let result = (|| -> Result<u64> {
         let f = std::fs::File::create(&csv_tmp)
             .with_context(|| format!("cannot create {}", csv_tmp.display()))?;
@@ -110,6 +113,7 @@ pub fn run(a: Args) -> Result<()> {
         out.into_inner()?.sync_all()?;
         Ok(n)
     })();
+    drop(busy);
     let rows = match result {
         Ok(n) => n,
         Err(e) => {

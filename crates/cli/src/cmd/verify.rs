@@ -27,7 +27,9 @@ pub fn run(a: Args) -> Result<()> {
     let ds = Dataset::open(&a.dataset)
         .with_context(|| format!("{}: damaged or not a dataset", a.dataset.display()))?;
     let m = ds.manifest();
+    let busy = crate::progress::busy(format!("checking {}", a.dataset.display()));
     let problems = ds.verify_all();
+    drop(busy);
     let bytes: u64 = m
         .variables
         .iter()

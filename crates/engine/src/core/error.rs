@@ -1,7 +1,7 @@
 //! The engine's error type: a kind and the facts, never an option's
 //! spelling (each front end words the remedy, [`microtab_store::Remedied`]).
 
-use microtab_store::{Remedied, Remedy};
+use microtab_store::{did_you_mean, Remedied, Remedy};
 
 /// Query errors. "Expected" errors are the caller's (bad names, bad
 /// filters); `Store` wraps dataset problems.
@@ -87,21 +87,6 @@ pub enum Error {
 
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, Error>;
-
-/// ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
-fn did_you_mean(close: &[String]) -> String {
-    match close {
-        [] => String::new(),
-        [one] => format!(" (did you mean '{one}'?)"),
-        [init @ .., last] => format!(
-            " (did you mean {} or '{last}'?)",
-            init.iter()
-                .map(|c| format!("'{c}'"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
 
 /// The facts of [`Error::TooManyCells`] in words.
 fn too_many_cells(

@@ -73,6 +73,41 @@ pub(crate) fn parse_float(s: &[u8]) -> Option<f64> {
     t.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
+/// A number written with a decimal comma (`1,5`, `-12,25`) as the
+/// grammar above reads it (`1.5`); `None` for a field holding a point,
+/// which is no number where the comma is the decimal mark (`1.234,5`
+/// groups thousands with it, and is not read as a number either).
+pub(crate) fn comma_to_point(s: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if s.contains(&b'.') {
+        return None;
+    }
+    Some(match memchr::memchr(b',', s) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some(_) => s
+            .iter()
+            .map(|&b| if b == b',' { b'.' } else { b })
+            .collect::<Vec<u8>>()
+            .into(),
+    })
+}
+
+/// Whether `s` looks like a number with a decimal comma: `[+-]digits,digits`.
+pub(crate) fn decimal_comma_like(s: &[u8]) -> bool {
+    let d = match s.first() {
+        Some(b'-' | b'+') => &s[1..],
+        _ => s,
+    };
+    match d.iter().position(|&b| b == b',') {
+        Some(at) => {
+            at > 0
+                && at + 1 < d.len()
+                && d[..at].iter().all(u8::is_ascii_digit)
+                && d[at + 1..].iter().all(u8::is_ascii_digit)
+        }
+        None => false,
+    }
+}
+
 pub(crate) fn trim(s: &[u8]) -> &[u8] {
     let mut a = 0;
     let mut b = s.len();

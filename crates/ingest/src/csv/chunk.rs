@@ -7,7 +7,7 @@ use super::tokenizer::{Field, Tokenizer};
 use crate::core::column::{ColBuf, ColParser, FieldNote, Parsed, Plan, NULL_I64};
 use crate::core::na::NaSet;
 use crate::core::number::{
-    int_literal, leading_zeros, parse_decimal, parse_float, trim, MAX_DECIMALS,
+    comma_to_point, int_literal, leading_zeros, parse_decimal, parse_float, trim, MAX_DECIMALS,
 };
 use crate::error::show;
 use crate::error::Fix;
@@ -19,6 +19,8 @@ pub(crate) struct ParseOpts {
     pub encoding: Encoding,
     /// Records sampled to choose the types (for messages).
     pub sampled: u64,
+    /// Numbers are written with a decimal comma (`1,5`).
+    pub comma: bool,
 }
 
 /// Appends one CSV field to `col`.
@@ -40,6 +42,13 @@ fn push_field(
             if leading_zeros(s) {
                 FieldNote::add(&mut col.leading_zeros, line, s);
             }
+            let point = if o.comma {
+                comma_to_point(s)
+            } else {
+                Some(s.into())
+            };
+            // A point where the comma is the decimal mark: no number.
+            let s: &[u8] = point.as_deref().unwrap_or(b"?");
             if matches!(col.buf, ColBuf::Int { .. }) {
                 if let Some((m, d)) = parse_decimal(s) {
                     if col.push_scaled(m, d) {
@@ -144,6 +153,7 @@ fn fast_record(
     buf: &[u8],
     pos: usize,
     delim: u8,
+    point: u8,
     numeric: &[bool],
     out: &mut [FastField],
 ) -> Option<usize> {
@@ -168,7 +178,7 @@ fn fast_record(
                     m = m.wrapping_mul(10).wrapping_add(d as i64);
                     digits += 1;
                     decimals += dot as u32;
-                } else if b == b'.' && !dot {
+                } else if b == point && !dot {
                     dot = true;
                 } else {
                     break;
@@ -235,12 +245,14 @@ pub(crate) fn parse_chunk(
     let na_numbers = o.na.has_numbers();
     // A delimiter that can be part of a number leaves everything to the
     // tokenizer.
-    let fast_ok = !(delim.is_ascii_digit() || b"-.\"\r\n".contains(&delim));
+    let point = if o.comma { b',' } else { b'.' };
+    let fast_ok = !(delim.is_ascii_digit() || b"-.\"\r\n".contains(&delim) || delim == point);
     loop {
         // The common record (plain numbers and unquoted text, one line) is
         // split and parsed in one pass; anything else goes through the
         // tokenizer and the general field parser.
-        if let Some(end) = fast_record(buf, t.pos(), delim, &numeric, &mut fast).filter(|_| fast_ok)
+        if let Some(end) =
+            fast_record(buf, t.pos(), delim, point, &numeric, &mut fast).filter(|_| fast_ok)
         {
             let line = t.line;
             for (c, (col, f)) in cols.iter_mut().zip(&fast).enumerate() {
@@ -318,6 +330,7 @@ mod tests {
             na: NaSet::new(None, None),
             encoding: Encoding::Utf8,
             sampled: 0,
+            comma: false,
         }
     }
 

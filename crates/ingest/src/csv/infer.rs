@@ -5,7 +5,10 @@ use super::tokenizer::Tokenizer;
 use crate::core::column::FieldNote;
 use crate::core::column::Plan;
 use crate::core::na::NaSet;
-use crate::core::number::{int_literal, leading_zeros, parse_decimal, parse_float, trim};
+use crate::core::number::{
+    comma_to_point, decimal_comma_like, int_literal, leading_zeros, parse_decimal, parse_float,
+    trim,
+};
 use crate::error::show;
 
 /// Why a sampled column became text.
@@ -18,6 +21,9 @@ pub(crate) enum TextWhy {
     LeadingZeros(FieldNote),
     /// An integer beyond the 64-bit range: an identifier, kept exactly.
     BeyondI64(FieldNote),
+    /// Numbers written with a decimal comma (`1,5`), every other value
+    /// sampled an integer: the first such number.
+    DecimalComma(FieldNote),
 }
 
 /// What a sample said about each column.
@@ -71,7 +77,9 @@ impl Sampled {
 /// Samples up to `max_rows` records of `buf` (starting on physical line
 /// `line`): a column is text if any sampled value is not a number (empty
 /// fields and missing tokens aside), is an integer beyond 64 bits, or is
-/// written with leading zeros; numeric otherwise.
+/// written with leading zeros; numeric otherwise. `comma`: numbers are
+/// written with a decimal comma (`1,5`); else a text column whose values
+/// all look so is said to ([`TextWhy::DecimalComma`]).
 pub(crate) fn infer(
     buf: &[u8],
     delim: u8,
@@ -79,9 +87,14 @@ pub(crate) fn infer(
     max_rows: u64,
     line: u64,
     na: &NaSet,
+    comma: bool,
 ) -> Result<Sampled, RowError> {
     let mut out = Sampled::new(ncols);
     let mut na_seen: Vec<Option<FieldNote>> = vec![None; ncols];
+    // Per column: the first number with a decimal comma, and whether a
+    // value was neither such a number nor an integer.
+    let mut commas: Vec<Option<FieldNote>> = vec![None; ncols];
+    let mut not_comma = vec![comma || delim == b','; ncols];
     let mut t = Tokenizer::new(buf, delim, line);
     let mut fields = Vec::new();
     while out.rows < max_rows {
@@ -99,9 +112,30 @@ pub(crate) fn infer(
                 }
                 continue;
             }
+            if !not_comma[c] {
+                if decimal_comma_like(s) {
+                    if commas[c].is_none() {
+                        FieldNote::add(&mut commas[c], l, s);
+                    }
+                } else if !int_literal(s) {
+                    not_comma[c] = true;
+                }
+            }
             if out.text[c].is_some() {
                 continue;
             }
+            let point = if comma {
+                comma_to_point(s)
+            } else {
+                Some(s.into())
+            };
+            let s: &[u8] = match &point {
+                Some(p) => p,
+                None => {
+                    out.text[c] = Some(TextWhy::NotANumber);
+                    continue;
+                }
+            };
             let number = parse_decimal(s).is_some() || parse_float(s).is_some();
             out.text[c] = if !number {
                 Some(TextWhy::NotANumber)
@@ -126,6 +160,11 @@ pub(crate) fn infer(
     for (c, n) in na_seen.into_iter().enumerate() {
         if out.text[c].is_some() {
             out.na_in_text[c] = n;
+        }
+    }
+    for (c, n) in commas.into_iter().enumerate() {
+        if let (Some(n), false, Some(TextWhy::NotANumber)) = (n, not_comma[c], &out.text[c]) {
+            out.text[c] = Some(TextWhy::DecimalComma(n));
         }
     }
     Ok(out)

@@ -134,6 +134,11 @@ pub fn import_csv(
             _ => b',',
         },
     };
+    if opts.decimal_comma && delim == b',' {
+        return Err(input_err(
+            "numbers with a decimal comma need a field delimiter other than the comma; the fields are separated by commas".into(),
+        ));
+    }
     let names = parse_header(&buf[..header_end], delim, opts.encoding.unwrap_or_default())
         .map_err(|e| e.into_error(input, &[]))?;
     if names.len() == 1 {
@@ -193,6 +198,7 @@ pub fn import_csv(
         max_rows,
         header_lines + 1,
         &na,
+        opts.decimal_comma,
     )
     .map_err(|e| e.into_error(input, &names))?;
     if sampled.rows < max_rows && !(eof && sample_end == rest.len()) {
@@ -207,6 +213,7 @@ pub fn import_csv(
             ncols,
             chunk_size,
             &na,
+            opts.decimal_comma,
         )
         .map_err(|e| match e {
             SampleError::Row(e) => e.into_error(input, &names),
@@ -247,6 +254,17 @@ pub fn import_csv(
                 ColumnKind::Int,
                 "reads them as numbers",
             ),
+            Some(TextWhy::DecimalComma(n)) => {
+                notes.push(Note::hinted(
+                    format!(
+                        "column {} is read as text: its numbers are written with a decimal comma (\"{}\" on line {})",
+                        names[i], n.example, n.line
+                    ),
+                    Remedy::DecimalComma,
+                    "reads them as numbers",
+                ));
+                continue;
+            }
             Some(TextWhy::BeyondI64(n)) => (
                 format!(
                     "column {} is read as text: \"{}\" on line {} is an integer beyond 64 bits, which microtab does not store exactly as a number",
@@ -295,6 +313,7 @@ pub fn import_csv(
         na: na.clone(),
         encoding: opts.encoding.unwrap_or_default(),
         sampled: sampled.rows,
+        comma: opts.decimal_comma,
     };
     let out = pipeline::run(
         feed,
@@ -396,6 +415,7 @@ fn sample_rest(
     ncols: usize,
     chunk_size: usize,
     na: &NaSet,
+    comma: bool,
 ) -> std::result::Result<Sampled, SampleError> {
     let mut src = source::open(input).map_err(|e| SampleError::Other(Box::new(e)))?;
     let mut out = Sampled::new(ncols);
@@ -432,8 +452,16 @@ fn sample_rest(
         if end == 0 {
             break;
         }
-        let part = infer(&buf[..end], delim, ncols, max_rows - out.rows, line, na)
-            .map_err(SampleError::Row)?;
+        let part = infer(
+            &buf[..end],
+            delim,
+            ncols,
+            max_rows - out.rows,
+            line,
+            na,
+            comma,
+        )
+        .map_err(SampleError::Row)?;
         out.merge(part);
         line += count_lines(&buf[..end]);
         buf.drain(..end);

@@ -83,8 +83,12 @@ pub fn import_fixed(
             return Err(Error::Input {
                 path: data.to_path_buf(),
                 reason: format!(
-                    "no variable named '{n}' in {} (variables: {})",
+                    "no variable named '{n}' in {}{} (variables: {})",
                     cb.path.display(),
+                    microtab_store::did_you_mean(&microtab_store::close_names(
+                        n,
+                        layout.slots.iter().map(|s| s.name.as_str())
+                    )),
                     layout
                         .slots
                         .iter()

@@ -226,7 +226,7 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
                encoding: str | None = None, plain: bool = False, infer_rows: int | str | None = None,
                ddi: str | os.PathLike | None = None, keep_niu: bool = False,
                vars: str | Sequence[str] | None = None, filter: str | None = None,  # noqa: A002
-               force: bool = False,
+               force: bool = False, decimal_comma: bool = False,
                progress: Any = None) -> "Dataset":
     """Imports a CSV file (plain or gzip) as the dataset ``out``, as
     ``microtab import`` does, and opens it. The options take the words
@@ -237,7 +237,8 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
     ``encoding="latin1"``, ``infer_rows=`` a number or ``"all"``; ``ddi``
     reads an IPUMS codebook for the columns (and sets the design its
     replicate weights imply), ``keep_niu=True`` keeps its not-in-universe
-    codes as values. What is worth knowing about how the file was read is
+    codes as values; ``decimal_comma=True`` reads numbers written with a
+    decimal comma (``1,5``), as ``microtab import --decimal-comma``. What is worth knowing about how the file was read is
     issued as :class:`ImportNote` warnings. Bad input raises
     :class:`InputError` naming the file, line and field (and the keyword
     that would read it); a failed import leaves ``out`` as it was.
@@ -261,7 +262,8 @@ def import_csv(path: str | os.PathLike, out: str | os.PathLike, *, missing: dict
             "na_text": list(na_text) if na_text is not None else None,
             "delimiter": delimiter, "encoding": encoding, "plain": plain,
             "infer_rows": str(infer_rows) if infer_rows is not None else None,
-            "ddi": os.fspath(ddi) if ddi else None, "keep_niu": keep_niu}
+            "ddi": os.fspath(ddi) if ddi else None, "keep_niu": keep_niu,
+            "decimal_comma": decimal_comma}
     return _import_file("csv", path, out, force, spec, progress, vars, filter)
 
 
