@@ -542,3 +542,36 @@ def test_regression_and_compare_means(server, browser):
     with pytest.raises(urllib.error.HTTPError) as e:
         api(base, "/sdaweb/analysis/exec?sdaprog=regress&dataset=census&dep=INCTOT&indep=d:RACE")
     assert e.value.code == 400 and "factor(RACE)" in e.value.read().decode()
+
+
+def test_standard_errors_keep_two_significant_digits(server, browser):
+    """A percentage's SE is shown to two significant digits (an SE of 0.023
+    is "0.023", never "(0.0)": read as "no sampling error"), its interval
+    to the same decimals; each equals the API's value to that precision."""
+    base, _ = server
+    q = {"row": "AGE(r: 95-*; 0-94)", "col": "SEX", "pct": "col"}
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode({**q, "show": ["se", "ci"]}, doseq=True))
+    assert wait_answer(browser) == ""
+    shown = browser.execute_script("""
+      return [...document.querySelectorAll('table.xt tbody tr:not(.total)')].map(tr =>
+        [...tr.querySelectorAll('td')].slice(0, -1).map(td => [td.querySelector('.se')?.textContent ?? null,
+                                                            td.querySelector('.ci')?.textContent ?? null]))""")
+    j = api(base, "/api/v1/datasets/census/tab?" + urllib.parse.urlencode(q))
+    t = j["tables"][0]
+    small = 0
+    for i, row in enumerate(shown):
+        for k, (se, ci) in enumerate(row):
+            u = t["pct_se"][i][k]
+            assert se is not None and ci is not None, (i, k)
+            s = se.strip("()")
+            digits = s.replace(".", "").lstrip("0")
+            assert len(digits) >= 2 or float(s) >= 10, se
+            assert float(s) == pytest.approx(u["se"], rel=0.05), (se, u)
+            decimals = len(s.split(".")[1])
+            lo, hi = ci.strip("[]").split(", ")
+            assert len(lo.split(".")[1]) == decimals and float(lo) == pytest.approx(u["lo"], abs=10 ** -decimals)
+            assert float(hi) == pytest.approx(u["hi"], abs=10 ** -decimals)
+            small += u["se"] < 0.05
+    shot(browser, "se-digits")
+    # The case the page got wrong: SEs below 0.05 points.
+    assert small > 0, "no SE below 0.05 in this table: the test does not test the case"

@@ -173,9 +173,22 @@ function syncKind(form) {
 
 // ------------------------------------------------------------ rendering
 
+// Decimals that show a standard error to two significant digits (at
+// least one): an SE of 0.023 percentage points is "0.023", never "0.0".
+function seDecimals(se) {
+  if (se === null || se === undefined || !Number.isFinite(se) || se <= 0) return 1;
+  return Math.min(8, Math.max(1, 1 - Math.floor(Math.log10(se))));
+}
+
+// A standard error and interval (`f` formats them; none: to the SE's
+// two significant digits, the interval to the same decimals).
 function uncertainty(u, f, show) {
   const out = [];
   if (!u) return out;
+  if (!f) {
+    const d = seDecimals(u.se);
+    f = (x) => (x === null || x === undefined ? "" : x.toFixed(d));
+  }
   if (show.has("se")) out.push(el("span", { class: "se" }, `(${f(u.se)})`));
   if (show.has("ci") && u.lo !== null && u.hi !== null) out.push(el("span", { class: "ci" }, `[${f(u.lo)}, ${f(u.hi)}]`));
   return out;
@@ -239,7 +252,7 @@ function renderTab(j, show) {
       const parts = [];
       if (j.pct) {
         if (pct !== null && pct !== undefined) parts.push(el("span", { class: "pct" }, fmtPct(pct)));
-        if (u) parts.push(...uncertainty(u, (x) => x.toFixed(1), show));
+        if (u) parts.push(...uncertainty(u, null, show));
         if (show.has("w") && weighted && w !== null && w !== undefined) parts.push(el("span", { class: "w" }, fmtSig(w)));
       } else {
         if (w !== null && w !== undefined) parts.push(el("span", { class: "w" }, weighted ? fmtSig(w) : fmtN(w)));
@@ -362,8 +375,8 @@ function renderFreq(j, show) {
     const f = flagged(r.percent_se);
     if (f) anyFlag = true;
     tr.append(el("td", { class: "num" }, fmtPct(r.percent), f));
-    if (design && show.has("se")) tr.append(el("td", { class: "num" }, r.percent_se ? r.percent_se.se.toFixed(2) : ""));
-    if (design && show.has("ci")) tr.append(el("td", { class: "num" }, r.percent_se && r.percent_se.lo !== null ? `${r.percent_se.lo.toFixed(1)} – ${r.percent_se.hi.toFixed(1)}` : ""));
+    if (design && show.has("se")) tr.append(el("td", { class: "num" }, r.percent_se ? r.percent_se.se.toFixed(seDecimals(r.percent_se.se)) : ""));
+    if (design && show.has("ci")) tr.append(el("td", { class: "num" }, r.percent_se && r.percent_se.lo !== null ? `${r.percent_se.lo.toFixed(seDecimals(r.percent_se.se))} – ${r.percent_se.hi.toFixed(seDecimals(r.percent_se.se))}` : ""));
     tb.append(tr);
   }
   const tr = el("tr", { class: "total" }, el("th", { scope: "row" }, "Total"), el("td", { class: "num" }, fmtN(j.total.count)));
