@@ -315,3 +315,22 @@ def test_progress_only_on_a_terminal(tmp_path, wide):
     # A command faster than the delay draws nothing.
     code, seen, _ = on_a_terminal("freq", wide, "SEX")
     assert seen == "", seen
+
+
+def test_negative_codes_and_values_as_arguments(tmp_path):
+    """`missing DS V -99`, `label DS V -1="Don't know"` and `compute DS Z =
+    -X` take negative numbers as typed (clap read `-99` as flags and
+    suggested `-- -9`, which set the wrong code). Checked against the
+    data: the codes are missing, the labels attach, the negation is exact."""
+    csv = write(tmp_path / "n.csv", "NEG,X\n-99,1\n-1,2\n5,3\n")
+    ds = tmp_path / "n.mtab"
+    run("import", csv, ds)
+    run("missing", ds, "NEG", "-99", "-1")
+    run("label", ds, "NEG", "-99=Refused", "-1=Don't know")
+    run("compute", ds, "Z", "=", "-X")
+    v = {x["name"]: x for x in run_json("info", ds)["variables"]}
+    assert v["NEG"]["missing_codes"] == [-99, -1]
+    assert v["NEG"]["value_labels"] == {"-99": "Refused", "-1": "Don't know"}
+    f = run_json("freq", ds, "NEG")
+    assert [(r["value"], r["count"]) for r in f["rows"]] == [(5, 1)]
+    assert [r["Z"] for r in run_json("list", ds, "Z", "--all")["records"]] == [-1, -2, -3]

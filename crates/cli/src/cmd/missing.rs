@@ -16,7 +16,11 @@ pub struct Args {
     var: String,
     /// The codes, in displayed units (`9999999`, `99.5`, or a string
     /// value); they replace the variable's current missing codes.
-    #[arg(value_name = "CODE", required_unless_present = "clear")]
+    #[arg(
+        value_name = "CODE",
+        required_unless_present = "clear",
+        allow_negative_numbers = true
+    )]
     codes: Vec<String>,
     /// Remove all missing codes (with CODEs: replace them, the default).
     #[arg(long)]

@@ -426,39 +426,49 @@ impl Predicate {
 #[derive(Clone, Copy)]
 enum Stored {
     Exact(i128),
+    /// Strictly between this integer and the next (a value with more
+    /// decimals than the variable stores, exactly: `2.5` on integers).
+    Between(i128),
     Approx(f64),
 }
 
 impl Stored {
     fn floor(self) -> i128 {
         match self {
-            Stored::Exact(i) => i,
+            Stored::Exact(i) | Stored::Between(i) => i,
             Stored::Approx(f) => f.floor().clamp(-1.7e38, 1.7e38) as i128,
         }
     }
     fn ceil(self) -> i128 {
         match self {
             Stored::Exact(i) => i,
+            Stored::Between(i) => i + 1,
             Stored::Approx(f) => f.ceil().clamp(-1.7e38, 1.7e38) as i128,
         }
     }
     fn f(self) -> f64 {
         match self {
             Stored::Exact(i) => i as f64,
+            Stored::Between(i) => i as f64 + 0.5,
             Stored::Approx(f) => f,
         }
     }
 }
 
-/// Parses `[+-]digits[.digits]` exactly into stored units with `decimals`
-/// (`None` when it has more decimals than that, or is not such a number).
-fn exact_decimal(s: &str, decimals: u32) -> Option<i128> {
+/// Parses `[+-]digits[.digits]` exactly into stored units with `decimals`:
+/// the integer, or the integer below it when it has more decimals than
+/// that (`None`: not such a number, or beyond 38 digits).
+fn exact_decimal(s: &str, decimals: u32) -> Option<Stored> {
     let (m, d) = microtab_store::codec::parse_exact(s.trim())?;
     if d <= decimals {
         m.checked_mul(10i128.checked_pow(decimals - d)?)
+            .map(Stored::Exact)
     } else {
         let k = 10i128.checked_pow(d - decimals)?;
-        (m % k == 0).then(|| m / k)
+        Some(match m.rem_euclid(k) {
+            0 => Stored::Exact(m.div_euclid(k)),
+            _ => Stored::Between(m.div_euclid(k)),
+        })
     }
 }
 
@@ -474,7 +484,7 @@ fn to_stored(term: &Term, var: &Variable, dict: &[String], s: &str) -> Result<St
     }
     if var.kind == Kind::Int {
         if let Some(v) = exact_decimal(s, var.decimals) {
-            return Ok(Stored::Exact(v));
+            return Ok(v);
         }
     }
     let t = s.trim();
@@ -966,6 +976,40 @@ mod tests {
         ] {
             assert!(parse_filter(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn decimal_bounds_beyond_doubles_are_exact() {
+        // Hand-computed: 2^53 + 0.5 lies between 2^53 and 2^53 + 1, which
+        // a double cannot tell apart from 2^53.
+        let big = Variable::new("BIG", Kind::Int, microtab_store::PhysType::I64);
+        let p = |text: &str, v: &Variable| resolve(&one(text), v, &[]).unwrap();
+        let two53 = 9_007_199_254_740_992i64;
+        let ge = p("BIG >= 9007199254740992.5", &big);
+        assert!(!ge.test_int(two53) && ge.test_int(two53 + 1));
+        let eq = p("BIG = 9007199254740992.5", &big);
+        assert!(!eq.test_int(two53) && !eq.test_int(two53 + 1));
+        let le = p("BIG <= 123456789012345677.5", &big);
+        assert!(le.test_int(123_456_789_012_345_677) && !le.test_int(123_456_789_012_345_678));
+        let ge = p("BIG >= 123456789012345677.9", &big);
+        assert!(ge.test_int(123_456_789_012_345_678) && !ge.test_int(123_456_789_012_345_677));
+        // Negative: -2.5 on integers lies between -3 and -2.
+        let lt = p("BIG < -2.5", &big);
+        assert!(lt.test_int(-3) && !lt.test_int(-2));
+        // Two stored decimals: 12345678901234.561 lies between .56 and .57.
+        let mut bd = Variable::new("BD", Kind::Int, microtab_store::PhysType::I64);
+        bd.decimals = 2;
+        let ge = p("BD >= 12345678901234.561", &bd);
+        assert!(!ge.test_int(1_234_567_890_123_456) && ge.test_int(1_234_567_890_123_457));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}AGE>3{}", "!(".repeat(5000), ")".repeat(5000));
+        let e = parse_filter(&deep).unwrap_err().to_string();
+        assert!(e.contains("more than 100 deep"), "{e}");
+        let ok = format!("{}AGE>3{}", "not (".repeat(50), ")".repeat(50));
+        assert!(parse_filter(&ok).is_ok());
     }
 
     fn int_var(name: &str) -> Variable {

@@ -46,7 +46,13 @@ fn ends_word(c: char) -> bool {
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    /// `not`s and parentheses open around the current term.
+    depth: usize,
 }
+
+/// The deepest nesting of `not`s and parentheses a filter may have (the
+/// parser and the evaluation recurse once a level).
+const MAX_DEPTH: usize = 100;
 
 /// A keyword (unquoted, any case).
 fn keyword(word: &str) -> Option<&'static str> {
@@ -219,6 +225,25 @@ impl<'a> Parser<'a> {
 
     fn unary(&mut self) -> Result<Filter> {
         let t = self.peek()?;
+        if let Some(t) = t.as_ref().filter(|t| matches!(t.tok, Tok::Not | Tok::Open)) {
+            if self.depth >= MAX_DEPTH {
+                return Err(err(
+                    self.text,
+                    format!(
+                        "the filter nests 'not's and parentheses more than {MAX_DEPTH} deep (at character {})",
+                        self.col(t.at)
+                    ),
+                ));
+            }
+            self.depth += 1;
+            let f = self.unary_at(Some(t.clone()));
+            self.depth -= 1;
+            return f;
+        }
+        self.unary_at(t)
+    }
+
+    fn unary_at(&mut self, t: Option<Token>) -> Result<Filter> {
         match t {
             Some(t) if t.tok == Tok::Not => {
                 self.bump(&t);
@@ -410,7 +435,11 @@ pub fn parse_filter(text: &str) -> Result<Vec<Term>> {
 
 /// Parses filter text into its boolean tree (`None` for an empty text).
 pub fn parse_tree(text: &str) -> Result<Option<Filter>> {
-    let mut p = Parser { text, pos: 0 };
+    let mut p = Parser {
+        text,
+        pos: 0,
+        depth: 0,
+    };
     if p.peek()?.is_none() {
         return Ok(None);
     }

@@ -195,8 +195,22 @@ def _progress(progress, path) -> tuple[Any, Any]:
 
 
 def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's verb
-    """Opens the dataset directory ``path`` (reads its manifest only)."""
+    """Opens the dataset directory ``path`` (reads its manifest only).
+
+    A file (a CSV, a ``.dta`` …) is not a dataset: import it first
+    (:func:`import_file`, :func:`import_csv`), then open what it wrote.
+
+    >>> ds = mt.open("census.mtab")
+    >>> ds.shape
+    (2000000, 26)
+    """
     return Dataset(path)
+
+
+def __dir__() -> list[str]:
+    # What tab completion offers: the package's own names, not the
+    # modules it imports (np, json, os …).
+    return sorted(__all__ + ["dask"])
 
 
 class ImportNote(UserWarning):
@@ -771,6 +785,12 @@ class Dataset(_Queries):
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
+        if os.path.isfile(self.path):
+            stem = os.path.splitext(os.path.basename(self.path.removesuffix(".gz")))[0]
+            raise NotADirectoryError(
+                20, f"{self.path} is a file, not a microtab dataset (a directory of one file per variable): "
+                f"import it first, e.g. mt.import_file({self.path!r}, {stem + '.mtab'!r}), then open "
+                f"{stem + '.mtab'!r}", self.path)
         self._state: _State | None = None
         self._current()
 
@@ -823,6 +843,18 @@ class Dataset(_Queries):
     def variables(self) -> list[str]:
         """The variables' names, in order."""
         return [v.name for v in self._current().vars]
+
+    @property
+    def columns(self) -> list[str]:
+        """The variables' names, in order (as a pandas frame's columns)."""
+        return self.variables
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(records, variables), as a pandas frame's ``shape``; one
+        generation of the dataset."""
+        st = self._current()
+        return int(st.m["rows"]), len(st.vars)
 
     def design(self, weight: str | None = None, *, repweights: str | Sequence[str] | None = None,
                type: str = "sdr", rho: float | None = None, scale: float | None = None,  # noqa: A002
