@@ -326,8 +326,15 @@ def test_negative_codes_and_values_as_arguments(tmp_path):
     ds = tmp_path / "n.mtab"
     run("import", csv, ds)
     run("missing", ds, "NEG", "-99", "-1")
-    run("label", ds, "NEG", "-99=Refused", "-1=Don't know")
-    run("compute", ds, "Z", "=", "-X")
+    # A label or an expression starting with '-': the tip shows the whole
+    # command with '--' (options before it), and works as typed.
+    p = run("label", ds, "NEG", "-99=Refused", "-1=Don't know", "--var-label", "Codes", ok=False)
+    tip = f"microtab label {ds} NEG --var-label Codes -- -99=Refused '-1=Don'\\''t know'"
+    assert tip in p.stderr, p.stderr
+    run("label", ds, "NEG", "--var-label", "Codes", "--", "-99=Refused", "-1=Don't know")
+    p = run("compute", ds, "Z", "=", "-X", ok=False)
+    assert f"microtab compute {ds} Z = -- -X" in p.stderr, p.stderr
+    run("compute", ds, "Z", "=", "--", "-X")
     v = {x["name"]: x for x in run_json("info", ds)["variables"]}
     assert v["NEG"]["missing_codes"] == [-99, -1]
     assert v["NEG"]["value_labels"] == {"-99": "Refused", "-1": "Don't know"}

@@ -43,6 +43,52 @@ pub fn clap_error(mut e: clap::Error, cmd: &clap::Command) -> clap::Error {
                 return e;
             }
             if !bad.starts_with("--") {
+                // A value that starts with '-' (`-99=Refused`, `-X`),
+                // read as short options: clap's tip would pass a piece of
+                // it (`-- -9`), so the whole command is shown with `--`.
+                let args: Vec<String> = std::env::args().skip(1).collect();
+                let sub = args.first().and_then(|s| cmd.find_subcommand(s));
+                if let (Some(k), Some(sub)) =
+                    (args.iter().skip(1).position(|a| a.starts_with(&bad)), sub)
+                {
+                    let k = k + 1;
+                    // Options after the value go before `--` (with their
+                    // values).
+                    let (mut opts, mut values) = (Vec::new(), Vec::new());
+                    let mut i = k;
+                    while i < args.len() {
+                        let a = &args[i];
+                        let long = a
+                            .strip_prefix("--")
+                            .map(|l| l.split('=').next().unwrap_or(l));
+                        match long
+                            .and_then(|l| sub.get_arguments().find(|x| x.get_long() == Some(l)))
+                        {
+                            Some(o) => {
+                                opts.push(a.as_str());
+                                let takes = o.get_action().takes_values() && !a.contains('=');
+                                if takes && i + 1 < args.len() {
+                                    opts.push(args[i + 1].as_str());
+                                    i += 1;
+                                }
+                            }
+                            None => values.push(a.as_str()),
+                        }
+                        i += 1;
+                    }
+                    let shown: Vec<String> = std::iter::once("microtab")
+                        .chain(args[..k].iter().map(String::as_str))
+                        .chain(opts)
+                        .chain(std::iter::once("--"))
+                        .chain(values)
+                        .map(shell_quote)
+                        .collect();
+                    let tip = clap::builder::StyledStr::from(format!(
+                        "a value that starts with '-' goes after '--', which ends the options: {}",
+                        shown.join(" ")
+                    ));
+                    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip]));
+                }
                 return e;
             }
             let word = bad.trim_start_matches('-');

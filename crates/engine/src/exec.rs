@@ -435,14 +435,22 @@ fn mask_column(
     let range = rows.map_or(0..all, |r| {
         (r.start.min(all as u64) as usize)..(r.end.min(all as u64) as usize)
     });
-    let (bits, _) = crate::subset::selection_in(ds, terms, range)?;
+    // Text values were judged over every dataset answered together.
+    let (bits, _) = crate::subset::selection_in(ds, terms, range, false)?;
     let rows = all;
-    let target = std::env::temp_dir().join(format!(
+    let tmp = std::env::temp_dir();
+    let target = tmp.join(format!(
         "microtab-filter-{}-{}",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
-    let mut w = microtab_store::DatasetWriter::create(&target, false)?;
+    let mut w = microtab_store::DatasetWriter::create(&target, false).map_err(|e| {
+        Error::Invalid(format!(
+            "a filter joining several variables keeps its records in a temporary column, which cannot be written in {} (the temporary directory, TMPDIR): {}",
+            tmp.display(),
+            e
+        ))
+    })?;
     // No variable of a dataset has this name (slots match columns by name).
     let name = "\u{1}filter";
     let mut cw = w.column_writer(name, microtab_store::PhysType::U8)?;

@@ -113,7 +113,7 @@ pub fn list_cases(
         .iter()
         .map(|v| ds.column(&v.name))
         .collect::<std::result::Result<_, _>>()?;
-    let filter = filter_program(ds, &q.filter)?;
+    let filter = filter_program(ds, &q.filter, true)?;
     let fcols: Vec<Column> = match &filter {
         Some(p) => p
             .inputs

@@ -34,19 +34,21 @@ pub struct SubsetReport {
 /// `r % 64` of word `r / 64` set for row `r`, and how many are set. A
 /// record whose variable is missing fails a term, as in every query.
 pub fn selection(ds: &Dataset, filter: &[Term]) -> Result<(Vec<u64>, u64)> {
-    selection_in(ds, filter, 0..ds.rows() as usize)
+    selection_in(ds, filter, 0..ds.rows() as usize, true)
 }
 
 /// [`selection`] of the rows in `range` (those outside are not set, nor
-/// read but for the morsels the range shares).
+/// read but for the morsels the range shares); `judge`: as
+/// `filter_program`'s.
 pub(crate) fn selection_in(
     ds: &Dataset,
     filter: &[Term],
     range: std::ops::Range<usize>,
+    judge: bool,
 ) -> Result<(Vec<u64>, u64)> {
     let rows = ds.rows() as usize;
     let mut bits = vec![0u64; rows.div_ceil(64)];
-    let Some(p) = filter_program(ds, filter)? else {
+    let Some(p) = filter_program(ds, filter, judge)? else {
         for (i, w) in bits.iter_mut().enumerate() {
             let n = (rows - i * 64).min(64);
             *w = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };

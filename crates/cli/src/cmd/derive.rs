@@ -16,11 +16,7 @@ pub struct ComputeArgs {
     /// `NAME = EXPRESSION` (one argument or several, joined by spaces),
     /// e.g. `INCPW = INCTOT * PERWT` or `ADULT = AGE >= 18` (docs/CLI.md
     /// lists the operators and functions).
-    #[arg(
-        required = true,
-        value_name = "NAME = EXPRESSION",
-        allow_hyphen_values = true
-    )]
+    #[arg(required = true, value_name = "NAME = EXPRESSION")]
     spec: Vec<String>,
     #[command(flatten)]
     common: Common,

@@ -15,7 +15,7 @@ pub struct Args {
     /// Variable to label.
     var: String,
     /// Value labels VALUE=LABEL (`1=Male 2=Female`); `VALUE=` removes one.
-    #[arg(value_name = "VALUE=LABEL", allow_hyphen_values = true)]
+    #[arg(value_name = "VALUE=LABEL")]
     labels: Vec<String>,
     /// Set the variable label ("" removes it).
     #[arg(long, value_name = "TEXT")]

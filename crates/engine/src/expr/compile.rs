@@ -39,7 +39,15 @@ impl Program {
 /// variable is missing fails the term, as in every query; `not`, `and`
 /// and `or` of a term combining several variables follow SQL's
 /// three-valued logic); `None` for no terms.
-pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Option<Program>> {
+/// The filter `terms` as one program over their inputs. With `judge`, a
+/// text value no record of `ds` has is an error (one dataset answered
+/// alone); without, it matches none (a part of several, whose values were
+/// judged over all of them).
+pub(crate) fn filter_program(
+    ds: &Dataset,
+    terms: &[crate::Term],
+    judge: bool,
+) -> Result<Option<Program>> {
     let mut t = Typer {
         ds,
         inputs: Vec::new(),
@@ -47,7 +55,7 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
     };
     let mut root: Option<Node> = None;
     for term in terms {
-        let n = term_node(ds, &mut t, term)?;
+        let n = term_node(ds, &mut t, term, judge)?;
         root = Some(match root {
             None => n,
             Some(a) => {
@@ -69,33 +77,40 @@ pub(crate) fn filter_program(ds: &Dataset, terms: &[crate::Term]) -> Result<Opti
 
 /// A term's node: membership of its variable's value in its predicate,
 /// or a combination of terms on several variables.
-fn term_node(ds: &Dataset, t: &mut Typer<'_>, term: &crate::Term) -> Result<Node> {
+fn term_node(ds: &Dataset, t: &mut Typer<'_>, term: &crate::Term, judge: bool) -> Result<Node> {
     if let crate::Cond::Mixed(f) = &term.cond {
-        return tree_node(ds, t, f);
+        return tree_node(ds, t, f, judge);
     }
     let i = t.input(&term.var)?;
     let var = t.inputs[i].var.clone();
     let dict = dict_of(ds, &var)?;
-    crate::filter::check_text_values(term, &var, &[&dict])?;
+    if judge {
+        crate::filter::check_text_values(term, &var, &[&dict])?;
+    }
     let p = resolve(term, &var, &dict)?;
     let x = t.load(i);
     let na = x.na;
     Ok(boolean(Op::InSet(b(x), p), na))
 }
 
-fn tree_node(ds: &Dataset, t: &mut Typer<'_>, f: &crate::filter::Filter) -> Result<Node> {
+fn tree_node(
+    ds: &Dataset,
+    t: &mut Typer<'_>,
+    f: &crate::filter::Filter,
+    judge: bool,
+) -> Result<Node> {
     use crate::filter::Filter;
     Ok(match f {
-        Filter::Term(term) => term_node(ds, t, term)?,
+        Filter::Term(term) => term_node(ds, t, term, judge)?,
         Filter::Not(a) => {
-            let a = tree_node(ds, t, a)?;
+            let a = tree_node(ds, t, a, judge)?;
             let na = a.na;
             boolean(Op::Not(b(a)), na)
         }
         Filter::And(v) | Filter::Or(v) => {
             let mut acc: Option<Node> = None;
             for part in v {
-                let n = tree_node(ds, t, part)?;
+                let n = tree_node(ds, t, part, judge)?;
                 acc = Some(match acc {
                     None => n,
                     Some(a) => {
