@@ -78,6 +78,23 @@ impl Hier {
         t
     }
 
+    /// Every code of every record group of `cb`, as [`Hier::canon`] makes
+    /// it, with the group's index; and whether the type is a number.
+    pub(crate) fn codes(cb: &Codebook) -> (Vec<(Vec<u8>, usize)>, bool) {
+        let numeric = cb.record_id_variable().is_some_and(|v| !v.text);
+        let codes = cb
+            .record_groups
+            .iter()
+            .enumerate()
+            .flat_map(|(k, g)| {
+                std::iter::once(&g.rectype)
+                    .chain(&g.codes)
+                    .map(move |c| (Hier::canon(c.as_bytes(), numeric).to_vec(), k))
+            })
+            .collect();
+        (codes, numeric)
+    }
+
     /// What record `line` (at least `id_end` bytes long) is.
     pub(crate) fn kind(&self, line: &[u8]) -> Kind {
         let rt = Self::canon(&line[self.id_start..self.id_end], self.numeric);
@@ -190,18 +207,12 @@ impl Layout {
         let known: Vec<String> = cb.record_groups.iter().map(|g| g.rectype.clone()).collect();
         let top = cb.top_record_type().unwrap_or("H").to_string();
         let id = cb.record_id_variable().expect("checked when parsed");
-        let numeric = !id.text;
+        let (codes, numeric) = Hier::codes(cb);
         let row = match record_type {
-            Some(t) => cb
-                .record_groups
+            Some(t) => codes
                 .iter()
-                .find(|g| {
-                    std::iter::once(&g.rectype).chain(&g.codes).any(|c| {
-                        Hier::canon(c.as_bytes(), numeric)
-                            .eq_ignore_ascii_case(Hier::canon(t.as_bytes(), numeric))
-                    })
-                })
-                .map(|g| g.rectype.clone())
+                .find(|(c, _)| c.eq_ignore_ascii_case(Hier::canon(t.as_bytes(), numeric)))
+                .map(|&(_, k)| known[k].clone())
                 .ok_or_else(|| {
                     cb_err(format!(
                         "record type {t:?} is not one the codebook lists ({})",
@@ -228,12 +239,6 @@ impl Layout {
         }
         let names = known;
         let index = |t: &str| names.iter().position(|n| n == t).expect("listed");
-        let mut codes = Vec::new();
-        for (k, g) in cb.record_groups.iter().enumerate() {
-            for c in std::iter::once(&g.rectype).chain(&g.codes) {
-                codes.push((Hier::canon(c.as_bytes(), numeric).to_vec(), k));
-            }
-        }
         Ok(Layout {
             slots,
             charset: cb.charset,

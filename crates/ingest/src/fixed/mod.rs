@@ -202,18 +202,7 @@ fn default_record_type(data: &Path, cb: &Codebook, notes: &mut Vec<Note>) -> Res
     use std::io::BufRead;
     let id = cb.record_id_variable().expect("checked when parsed");
     let (a, b) = (id.start - 1, id.end);
-    // A type's codes as the data write them (see `Hier::canon`).
-    let numeric = !id.text;
-    let codes: Vec<(Vec<u8>, usize)> = cb
-        .record_groups
-        .iter()
-        .enumerate()
-        .flat_map(|(k, g)| {
-            std::iter::once(&g.rectype)
-                .chain(&g.codes)
-                .map(move |c| (layout::Hier::canon(c.as_bytes(), numeric).to_vec(), k))
-        })
-        .collect();
+    let (codes, numeric) = layout::Hier::codes(cb);
     let person = cb.person_record_type();
     let top = cb.top_record_type().unwrap_or("H");
     let types: Vec<&str> = cb

@@ -121,9 +121,9 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
         lines: 1,
         ..Desc::default()
     };
-    // Within FILE TYPE … END FILE TYPE: the record types the next DATA
+    // Within FILE TYPE … END FILE TYPE: the record type the next DATA
     // LIST reads (none: RECORD TYPE OTHER, whose records are skipped).
-    let mut types: Option<Vec<String>> = None;
+    let mut types: Option<String> = None;
     for (cmd, line) in commands(text) {
         let mut c = Cursor::new(tokens(&cmd, line)?, line);
         let w: Vec<String> =
@@ -147,14 +147,10 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
                     None => d.notes.push(format!(
                         "line {line}: the DATA LIST of RECORD TYPE OTHER is not read: records of types the setup does not name are skipped"
                     )),
-                    Some(ts) => {
-                        for t in ts {
-                            d.fields.extend(read.iter().cloned().map(|mut f| {
-                                f.rectype = Some(t.clone());
-                                f
-                            }));
-                        }
-                    }
+                    Some(t) => d.fields.extend(read.into_iter().map(|mut f| {
+                        f.rectype = Some(t.clone());
+                        f
+                    })),
                 }
             }
         } else if w(0) == "file" && w(1) == "type" {
@@ -189,7 +185,7 @@ pub(crate) fn read(text: &str, file: usize) -> Result<Desc, String> {
             }
             // Several codes of one type: one layout, named by the first.
             type_codes(&mut d, &ts);
-            types = Some(vec![ts[0].clone()]);
+            types = Some(ts[0].clone());
         } else if w(0) == "end" && w(1) == "file" && w(2) == "type" {
             types = None;
         } else if w(0) == "get" && w(1) == "data" {
