@@ -6,8 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS="${ROWS:-1000000}"
 DIR="${DIR:-target/demo}"
+if [ -x target/release/microtab ]; then
+    echo "== compiling microtab (cargo build --release; only what changed since the last build)"
+else
+    echo "== compiling microtab (cargo build --release): a first build takes 5-10 minutes on 2 cores, about 2 on 8"
+fi
+START=$(date +%s)
 cargo build --release --quiet
+echo "   compiled in $(( $(date +%s) - START )) s: target/release/microtab (add target/release to PATH to type microtab)"
 M=target/release/microtab
+echo "== generating $ROWS census-like records with 80 replicate weights, importing them, setting the design"
 mkdir -p "$DIR"
 $M gen census --rows "$ROWS" --seed 1 --repweights 80 --out "$DIR/census.csv"
 $M import "$DIR/census.csv" "$DIR/census.mtab" --force --missing INCTOT=9999999

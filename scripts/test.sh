@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # All tests: style checks, Rust unit/integration tests, and the end-to-end
 # suite that checks every printed number against DuckDB / numpy / scipy.
-# Installs what it needs (Python packages from PyPI; crates via cargo;
-# R's survey package from Debian, the oracle of standard errors).
+# Installs what it needs: crates via cargo; the Debian packages it lists
+# (R's survey package, the oracle of standard errors, PSPP, Chromium);
+# Python packages from PyPI into its own venv, target/test-venv, with the
+# wheel scripts/wheel.sh builds once (nothing into the system's Python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # pyo3's build script reruns when this changes: the same value for every step.
@@ -19,22 +21,22 @@ if ! python3 scripts/check_arch.py --quiet; then
     echo "warning: check_arch found the problems above (ARCH_CHECK=warn; ARCH_CHECK=enforce fails the run)" >&2
 fi
 
-echo "== Python test dependencies"
-python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-
-echo "== R survey (the oracle of standard errors) and haven (writes SAS transport files), PSPP (runs the SPSS setup files subset writes), chromium (the analysis page's browser tests)"
+echo "== Debian packages the tests need: r-cran-survey (the oracle of standard errors), r-cran-haven (writes SAS transport files), pspp (runs the SPSS setup files subset writes), chromium + chromium-driver (the page's browser tests), python3-venv (the tests' own Python environment)"
 NEED=""
 Rscript -e 'library(survey)' >/dev/null 2>&1 || NEED="$NEED r-cran-survey"
-# haven writes the SAS transport files the import is checked against.
 Rscript -e 'library(haven)' >/dev/null 2>&1 || NEED="$NEED r-cran-haven"
 command -v pspp >/dev/null 2>&1 || NEED="$NEED pspp"
 command -v chromium >/dev/null 2>&1 || NEED="$NEED chromium"
 command -v chromedriver >/dev/null 2>&1 || NEED="$NEED chromium-driver"
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || NEED="$NEED python3-venv"
 if [ -n "$NEED" ]; then
+    echo "   installing with apt-get:$NEED"
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $NEED >/dev/null
+else
+    echo "   all present"
 fi
 
 echo "== cargo fmt / clippy"
@@ -45,20 +47,27 @@ echo "== cargo test"
 cargo build --release --quiet
 cargo test --release --workspace --exclude microtab-python --quiet
 
-echo "== the Python package: one wheel (maturin, the workspace's target/), installed here and in the smoke test's environment"
-rm -rf target/wheels/ci
-python3 -m pip wheel --quiet --disable-pip-version-check --no-deps -w target/wheels/ci ./crates/python
-WHEEL="$(ls target/wheels/ci/microtab-*.whl)"
-python3 -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
+echo "== the wheel: the Python API and the three executables, built once (scripts/wheel.sh)"
+WHEEL="$(bash scripts/wheel.sh | tail -1)"
 
-echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey; the page in headless chromium)"
+echo "== the tests' Python environment (target/test-venv): the wheel and tests/requirements.txt; nothing goes into the system's Python"
+VENV="$PWD/target/test-venv"
+rm -rf "$VENV"
+python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$WHEEL" -r tests/requirements.txt
+
+echo "== end-to-end tests (pytest, oracles: DuckDB, numpy, scipy, R survey; the page in headless chromium), through the wheel's executables"
 # The page's browser tests must run here, not skip; screenshots: target/test-artifacts/page/.
-MICROTAB_REQUIRE_BROWSER=1 MICROTAB_BIN="$PWD/target/release/microtab" python3 -m pytest -q tests/cli tests/python "$@"
+MICROTAB_REQUIRE_BROWSER=1 MICROTAB_BIN="$VENV/bin/microtab" "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/cli tests/python "$@"
 
-echo "== notebook smoke test: the wheel with [pandas,arrow,polars] in a fresh virtual environment"
+echo "== a newcomer's install: the wheel with [pandas,arrow,polars] into a fresh virtual environment, timed; then the notebook"
 rm -rf target/smoke-venv
 python3 -m venv target/smoke-venv
-target/smoke-venv/bin/python -m pip install --quiet --disable-pip-version-check "$WHEEL[pandas,arrow,polars]" duckdb
+START=$(date +%s%N)
+target/smoke-venv/bin/python -m pip install --quiet --disable-pip-version-check "$WHEEL[pandas,arrow,polars]"
+echo "   pip install of the wheel and its dependencies: $(( ($(date +%s%N) - START) / 1000000 )) ms"
+target/smoke-venv/bin/python -m pip install --quiet --disable-pip-version-check duckdb
 SMOKE="$(mktemp -d)"
+PATH="$PWD/target/smoke-venv/bin:$PATH" target/smoke-venv/bin/python tests/smoke/install.py "$SMOKE"
 target/smoke-venv/bin/python tests/smoke/notebook.py "$SMOKE"
 rm -rf "$SMOKE"

@@ -91,7 +91,12 @@ def test_hierarchical_setup_rows_and_rectype(tmp_path):
     df = ds.to_pandas(["DWNUM", "URBAN", "RELATE", "AGE"])
     for c in ["DWNUM", "URBAN", "RELATE", "AGE"]:
         assert df[c].astype("int64").tolist() == persons[c].astype(int).tolist(), c
-    hh = mt.import_setup(dat, fix / "_hier_xx9999a.sps", tmp_path / "h.mtab", rectype="H", progress=False)
+    with pytest.warns(mt.ImportNote) as notes:
+        hh = mt.import_setup(dat, fix / "_hier_xx9999a.sps", tmp_path / "h.mtab", rectype="H", progress=False)
+    said = [str(w.message) for w in notes if "are not imported" in str(w.message)]
+    # The person records' variables are left out; the note names the one type kept once.
+    assert said and said[0].startswith("the variables of records of types other than H are not imported: "), said
+    assert "AGE" in said[0]
     assert len(hh) == 364
     assert "AGE" not in hh.variables
     assert hh.to_pandas(["URBAN"])["URBAN"].astype("int64").tolist() == \

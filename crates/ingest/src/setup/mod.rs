@@ -213,8 +213,13 @@ pub fn import_setup(
                     .map(|v| v.name.clone())
                     .collect();
                 if !left.is_empty() && !row_t.is_empty() {
+                    let kept = if row_t == top {
+                        row_t.clone()
+                    } else {
+                        format!("{row_t} and {top}")
+                    };
                     s.notes.push(Note::from(format!(
-                        "the variables of records of other types than {row_t} and {top} are not imported: {}",
+                        "the variables of records of types other than {kept} are not imported: {}",
                         desc::few(&left)
                     )));
                 }

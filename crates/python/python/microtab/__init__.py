@@ -25,6 +25,8 @@ import os
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
 
 from ._microtab import (
     ChangedError,
@@ -82,6 +84,12 @@ __all__ = [
     "ImportNote",
     "ArrowStream",
 ]
+
+try:
+    __version__: str = _version("microtab")
+    """The installed package's version (the executables print the same: ``microtab --version``)."""
+except _NotInstalled:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
 
 _DTYPES = {
     "u8": np.uint8, "i8": np.int8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32,
@@ -210,7 +218,7 @@ def open(path: str | os.PathLike) -> "Dataset":  # noqa: A001 - the package's ve
 def __dir__() -> list[str]:
     # What tab completion offers: the package's own names, not the
     # modules it imports (np, json, os …).
-    return sorted(__all__ + ["dask"])
+    return sorted(__all__ + ["dask", "__version__"])
 
 
 class ImportNote(UserWarning):
