@@ -82,6 +82,11 @@ def test_mask_edges(data):
         ds.freq("SEX", filter=df["AGE"])
     with pytest.raises(ValueError, match="boolean mask"):
         ds.freq("SEX", filter=np.ones(len(df), dtype=np.int64))
+    # Exports read filter texts only: a mask is refused, saying what takes it.
+    for export in (lambda: ds.arrow(["AGE"], filter=none), lambda: ds.to_parquet("x.parquet", filter=none),
+                   lambda: ds.to_stata("x.dta", filter=none)):
+        with pytest.raises(ValueError, match=r"ds.subset\(out, filter=mask\)"):
+            export()
     # A subset of a mask's records.
     keep = (df["SEX"] == 2).to_numpy()
     sub = ds.subset(os.path.join(os.path.dirname(ds.path), "women.mtab"), ["AGE", "SEX"], filter=keep)

@@ -95,6 +95,8 @@ def cli(*args):
     (["--weight", "W", "--pct", "col"], {"weight": "W", "pct": "col"}),
     (["--control", "REGION"], {"control": "REGION"}),
     (["--weight", "W", "--filter", "AGE >= 30"], {"weight": "W", "filter": "AGE >= 30"}),
+    (["--stats", "--pct", "row"], {"stats": True, "pct": "row"}),
+    (["--stats", "--control", "REGION", "--weight", "W"], {"stats": True, "control": "REGION", "weight": "W"}),
 ])
 def test_printed_crosstab_is_the_cli_table(data, args, kw):
     _, ds = data
@@ -116,6 +118,9 @@ def test_printed_crosstab_with_standard_errors(data, tmp_path):
     t = copy.tab("SEX", "RACE", pct="row")
     want = cli("tab", copy.path, "SEX", "RACE", "--pct", "row")
     assert want.startswith(repr(t).rstrip("\n")), (repr(t), want)
+    s = copy.tab("SEX", "RACE", stats=True)
+    want = cli("tab", copy.path, "SEX", "RACE", "--stats")
+    assert "Rao–Scott F = " in repr(s) and want.startswith(repr(s).rstrip("\n")), (repr(s), want)
     assert repr(t).splitlines()[4].strip().startswith("(")     # SEs under the estimates
     html = t._repr_html_()
     u = t.tables[0]["pct_se"][0][0]["se"]

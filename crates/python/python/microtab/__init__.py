@@ -203,6 +203,14 @@ def _mask(filter: Any, rows: int) -> bytes | None:  # noqa: A002
     return np.packbits(arr, bitorder="little").tobytes()
 
 
+def _text_filter(filter: Any, what: str) -> None:  # noqa: A002
+    """Refuses a boolean mask where only a filter text is read."""
+    if filter is not None and not isinstance(filter, str):
+        raise ArgumentError(f"{what}: filter= takes a filter text such as 'AGE >= 25' here; for the "
+                            "records of a boolean mask, ds.subset(out, filter=mask) or "
+                            "ds.to_pandas(filter=mask)")
+
+
 def _first(n: int, rows: int) -> bytes:
     """The bitmap of the first ``n`` records of ``rows``."""
     n = max(0, min(n, rows))
@@ -710,12 +718,16 @@ class _Queries:
         """
         if pct_ci is not None and pct_ci not in ("logit", "korn-graubard", "beta"):
             raise ArgumentError(f"pct_ci={pct_ci!r}: expected 'logit' or 'korn-graubard'")
-        return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
+        t = Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
                                    "level": _level(level), "pct_ci": pct_ci, "z": z,
                                    "diff": None if diff is None else str(diff),
                                    **_limits(max_cells, allow_negative_weights)}))
+        # Whether the test was asked for (printed as "not defined" when it
+        # cannot be computed).
+        t._asked_stats = bool(stats)
+        return t
 
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
               filter: str | None = None, median: bool = False,  # noqa: A002
@@ -1187,6 +1199,7 @@ class Dataset(_Queries):
         if isinstance(columns, str):
             columns = [columns]
         _wide(dtypes)
+        _text_filter(filter, "arrow")
         return ArrowStream(self.path, {"columns": None if columns is None else list(columns),
                                        "filter": filter, "labels": labels,
                                        "keep_missing_codes": keep_missing_codes,
@@ -1219,6 +1232,7 @@ class Dataset(_Queries):
         codes, decimals and the design in the file's metadata, so
         :func:`import_parquet` gets them back); written beside ``path`` and
         renamed into place. Returns what was written."""
+        _text_filter(filter, 'to_parquet')
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
@@ -1241,6 +1255,7 @@ class Dataset(_Queries):
         values are codes either way. Written beside ``path`` and renamed
         into place. Returns what was written, its ``notes`` among it
         (renamed variables, labels left out)."""
+        _text_filter(filter, 'to_stata')
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
@@ -1260,6 +1275,7 @@ class Dataset(_Queries):
         writes no value labels (variable labels and missing values stay).
         Written beside ``path`` and renamed into place. Returns what was
         written, its ``notes`` among it."""
+        _text_filter(filter, 'to_spss')
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
@@ -1858,6 +1874,13 @@ def _fmt_sig(x: float, sig: int) -> str:
     return s
 
 
+def _exp(x: float) -> str:
+    """``x`` in scientific notation with 4 decimals, as Rust's ``{:.4e}``
+    writes it (``2.6582e-1``)."""
+    m, e = f"{x:.4e}".split("e")
+    return f"{m}e{int(e)}"
+
+
 def _se_text(u: dict, f) -> str:
     """A standard error as the CLI shows it: ``*`` when unreliable, ``†``
     when replicates were left out."""
@@ -2123,6 +2146,41 @@ class Crosstab(_Result):
             note = f"(cells: weighted counts{se}; unweighted N = {t['total']['count']:,})\n"
         return head, rows, note
 
+    def _stats_lines(self, t: dict) -> list[str]:
+        asked = getattr(self, "_asked_stats", False) or t.get("stats") or t.get("rao_scott")
+        return self._stats_text(t).splitlines() if asked else []
+
+    def _stats_text(self, t: dict) -> str:
+        """A table's test as ``microtab tab --stats`` prints it."""
+        design = self._d.get("design") is not None
+        if design:
+            r = t.get("rao_scott")
+            if r is None:
+                return ("Rao–Scott test: not defined (fewer than two rows or columns, a degenerate design "
+                        "covariance, or, under a Taylor design, tables of more than 2,048 planned cells)\n")
+            dropped = r.get("replicates_dropped") or 0
+            extra = (f"; {dropped} replicates without weight in the table left out, as R does"
+                     if dropped > 0 else "")
+            return (f"Rao–Scott F = {_fmt_sig(r['f'], 6)}, df = {_fmt_sig(r['ndf'], 4)}, "
+                    f"{_fmt_sig(r['ddf'], 4)}, p = {_exp(r['p'])} (design-based, second order; first-order "
+                    f"p = {_exp(r['p_first_order'])}; Pearson X² = {_fmt_sig(r['chi2'], 6)} on the table "
+                    f"scaled to N = {int(r['n']):,}){extra}\n")
+        st = t.get("stats")
+        if st is None:
+            return "Chi-square: not defined (fewer than two rows or columns)\n"
+        out = (f"Chi-square = {_fmt_sig(st['chi2'], 6)}, df = {st['df']}, p = {_exp(st['p'])}, "
+               f"Cramer's V = {_fmt_sig(st['cramers_v'], 4)}\n")
+        a = t.get("association")
+        if a:
+            f = lambda x: "-" if x is None else f"{x:.4f}"  # noqa: E731
+            out += (f"Likelihood-ratio chi-square = {_fmt_sig(a['lr_chi2'], 6)}, p = {_exp(a['lr_p'])}\n"
+                    f"Gamma = {f(a['gamma'])}, Kendall's tau-b = {f(a['tau_b'])}, tau-c = {f(a['tau_c'])}, "
+                    f"Somers' d (col|row) = {f(a['somers_d_col'])}, (row|col) = {f(a['somers_d_row'])}\n"
+                    f"Lambda (col|row) = {f(a['lambda_col'])}, (row|col) = {f(a['lambda_row'])}, "
+                    f"symmetric = {f(a['lambda'])}; Pearson's r = {f(a['pearson_r'])}, Spearman's rho = "
+                    f"{f(a['spearman_rho'])}, eta (col|row) = {f(a['eta_col'])}, (row|col) = {f(a['eta_row'])}\n")
+        return out
+
     def _title(self, t: dict) -> str:
         title = f"{self._d['row_var']} by {self._d['col_var']}"
         if self._d.get("control_var") is not None and t.get("control") is not None:
@@ -2137,7 +2195,9 @@ class Crosstab(_Result):
         out = []
         for t in self.tables:
             head, rows, note = self._layout(t)
-            out.append(self._title(t) + "\n" + _text_table(head, rows) + note)
+            asked = getattr(self, "_asked_stats", False) or t.get("stats") or t.get("rao_scott")
+            stats = self._stats_text(t) if asked else ""
+            out.append(self._title(t) + "\n" + _text_table(head, rows) + note + stats)
         return "\n".join(out)
 
     def __repr__(self) -> str:
@@ -2180,7 +2240,8 @@ class Crosstab(_Result):
             _, _, note = self._layout(t)
             parts.append(f"<p><b>{esc(self._title(t))}</b></p><table><thead><tr><th>{corner}</th>{head}"
                          f"<th>Total</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
-                         + (f"<p>{esc(note.strip())}</p>" if note else ""))
+                         + (f"<p>{esc(note.strip())}</p>" if note else "")
+                         + "".join(f"<p>{esc(x)}</p>" for x in self._stats_lines(t)))
         return "".join(parts)
 
     def tests(self, table: int = 0) -> dict:
