@@ -123,3 +123,5 @@ def test_head_and_getitem_are_read_csv(data):
         ds["NOPE"]
     with pytest.raises(TypeError):
         ds[0]
+    # As a pandas frame: iterating gives the variables, `in` asks for one.
+    assert list(ds) == list(df.columns) and "age" in ds and "NOPE" not in ds

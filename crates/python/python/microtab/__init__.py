@@ -1472,6 +1472,15 @@ class Dataset(_Queries):
             return self.to_pandas(list(key))
         raise TypeError(f"ds[{key!r}]: give a variable name or a list of names")
 
+    def __iter__(self):
+        """The variables' names, as iterating a pandas frame gives its
+        columns."""
+        return iter(self.columns)
+
+    def __contains__(self, name: object) -> bool:
+        """Whether the dataset has a variable of that name (any case)."""
+        return isinstance(name, str) and name.lower() in self._current().by_name
+
     # ------------------------------------------------------------ changes
     #
     # The dataset-changing commands of the CLI (label, missing, compute,
@@ -2081,8 +2090,12 @@ class Crosstab(_Result):
         out.columns.names = [None, cv]
         for c in stats:
             # The cells' types as in the long frame (pivot makes objects
-            # of mixed columns).
-            if df[c].dtype != object:
+            # of mixed columns); a cell a control category's table lacks
+            # is <NA> in a nullable column.
+            kind = df[c].dtype.kind
+            if kind in "iub" and out[c].isna().any().any():
+                out[c] = out[c].astype("Int64" if kind in "iu" else "boolean")
+            elif df[c].dtype != object:
                 out[c] = out[c].astype(df[c].dtype)
         return out
 
