@@ -56,6 +56,16 @@ def test_mask_as_filter_matches_pandas(data):
     assert got["INC"].isna().sum() == want_df["INC"].isna().sum()
     np.testing.assert_allclose(got["INC"].dropna().to_numpy(float), want_df["INC"].dropna().to_numpy())
     assert (got["CITY"].astype(str).to_numpy() == want_df["CITY"].to_numpy()).all()
+    # Correlations and models take it too (numpy's on the same records).
+    sub = df[mask].dropna(subset=["INC"])
+    r = ds.corr("AGE", "INC", filter=mask).matrix.loc["AGE", "INC"]
+    assert r == pytest.approx(np.corrcoef(sub.AGE, sub.INC)[0, 1], rel=1e-9)
+    b = ds.regress("INC ~ AGE", filter=mask).coefficients["estimate"]
+    slope, icpt = np.polyfit(sub.AGE.to_numpy(float), sub.INC.to_numpy(), 1)
+    assert b["AGE"] == pytest.approx(slope, rel=1e-8) and b["(Intercept)"] == pytest.approx(icpt, rel=1e-8)
+    q = ds.ratio("INC", "AGE", filter=mask).to_pandas().iloc[-1]
+    both = df[mask].dropna(subset=["INC"])
+    assert q["ratio"] == pytest.approx(both.INC.sum() / both.AGE.sum(), rel=1e-12)
     # Nothing was written to the dataset for the selection.
     assert listing(ds.path) == before
 
