@@ -697,12 +697,7 @@ class _Queries:
             One table per category of it.
         weight : str, optional
         filter : str or boolean mask, optional
-            A filter text (``"AGE >= 25 and SEX = 2"``, ``"AGE(25-64)"``;
-            the grammar of docs/CLI.md's Filters: ``and``/``&``,
-            ``or``/``|``, ``not``, ``between``, ``in``, parentheses; a
-            missing value fails a comparison) or a boolean numpy array /
-            pandas Series with one value per record (``ValueError`` for
-            another length, or a Series with ``<NA>``).
+            As for :meth:`freq`.
         pct : {"row", "col", "total"}, optional
 
         Returns
@@ -756,12 +751,7 @@ class _Queries:
             Grouping variables (or recodes), outermost first.
         weight : str, optional
         filter : str or boolean mask, optional
-            A filter text (``"AGE >= 25 and SEX = 2"``, ``"AGE(25-64)"``;
-            the grammar of docs/CLI.md's Filters: ``and``/``&``,
-            ``or``/``|``, ``not``, ``between``, ``in``, parentheses; a
-            missing value fails a comparison) or a boolean numpy array /
-            pandas Series with one value per record (``ValueError`` for
-            another length, or a Series with ``<NA>``).
+            As for :meth:`freq`.
         median : bool, default False
         percentiles : list of float
             In percent (10 for the 10th).
