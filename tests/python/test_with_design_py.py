@@ -137,6 +137,8 @@ def test_held_design_writes_nothing(data):
     # refused when held, as when stored.
     with pytest.raises(mt.QueryError, match="with_design"):
         v.design("W")
+    with pytest.raises(mt.QueryError, match="with_design"):
+        v.design(clear=True)
     with pytest.raises(mt.QueryError):
         ds.with_design("NOPE")
     with pytest.raises(mt.QueryError, match="weight"):

@@ -1046,14 +1046,14 @@ class Dataset(_Queries):
         given = weight is not None or repweights is not None or strata is not None or \
             cluster is not None or fpc is not None or rho is not None or scale is not None or \
             rscales is not None
+        if self._held is not None and (clear or given):
+            raise QueryError("this Dataset holds a design of its own (with_design): change the stored one "
+                             "on mt.open(path), or call with_design(...) again")
         if clear:
             if given:
                 raise QueryError("design(clear=True) takes no other argument")
             _set_design(self.path, "null")
         elif given:
-            if self._held is not None:
-                raise QueryError("this Dataset holds a design of its own (with_design): set the stored one "
-                                 "on mt.open(path), or call with_design(...) again")
             spec = _design_spec(weight, repweights, type, rho, scale, rscales, mse, strata, cluster, fpc,
                                 lonely_psu)
             d = json.loads(_set_design(self.path, json.dumps(spec)))
@@ -1064,7 +1064,7 @@ class Dataset(_Queries):
                               "totals in memory until the end (sorting the data by PSU makes them faster)",
                               stacklevel=2)
         self._refresh()
-        if self._held is not None and not clear:
+        if self._held is not None:
             return self._held
         return self._m.get("design")
 
