@@ -147,8 +147,11 @@ def test_ratio_corr_and_test_mean_from_python_match_r_and_the_cli(data):
     r = d.ratio("INCWAGE", "INCTOT", by="SEX")
     assert same(r.to_dict(), cli_json("ratio", ds, "INCWAGE", "INCTOT", "--by", "SEX"))
     df = r.to_pandas()
-    assert list(df.columns) == ["SEX", "n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi",
-                                "cv", "unreliable"]
+    assert list(df.columns) == ["SEX", "n", "numerator_total", "denominator_total", "ratio", "se", "t", "p",
+                                "lo", "hi", "cv", "unreliable", "replicates_dropped"]
+    # Every field of to_dict() is in the frame.
+    groups = r.to_dict()["groups"]
+    assert list(df["t"].iloc[:2]) == [g["t"] for g in groups] and list(df["p"].iloc[:2]) == [g["p"] for g in groups]
     assert not df["unreliable"].any() and (df["cv"] > 0).all()
     assert list(df["SEX"]) == [1, 2, "Total"]
     for _, row in df.iloc[:2].iterrows():

@@ -15,7 +15,9 @@ pub(crate) fn design_of(
     req: &Request,
     partial: bool,
 ) -> Result<Option<(Design, Survey)>> {
-    let Some(d) = ds.manifest().design.as_ref().filter(|_| req.use_design) else {
+    // A design the front end holds replaces the stored one.
+    let stored = req.design.as_ref().or(ds.manifest().design.as_ref());
+    let Some(d) = stored.filter(|_| req.use_design) else {
         return Ok(None);
     };
     let weight = ds.variable(&d.weight)?.name.clone();

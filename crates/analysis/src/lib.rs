@@ -45,6 +45,7 @@ mod contrast;
 pub mod corr;
 mod describe;
 mod design;
+pub mod edit;
 mod family;
 mod html;
 mod json;
@@ -214,6 +215,37 @@ pub enum Error {
     /// split cannot be made as asked.
     #[error(transparent)]
     Catalog(#[from] Box<CatalogError>),
+    /// A text that is not a value of the variable it is given for.
+    #[error(transparent)]
+    Value(#[from] microtab_store::codec::NotAValue),
+    /// A missing code that no record has.
+    #[error("'{value}' does not occur in {variable}, so it cannot be a missing code")]
+    NotInData {
+        /// The value as typed.
+        value: String,
+        /// The variable.
+        variable: String,
+    },
+    /// A new name that another variable has.
+    #[error("{dataset} already has a variable {variable}")]
+    NameTaken {
+        /// The dataset.
+        dataset: String,
+        /// The variable that has the name.
+        variable: String,
+    },
+    /// A variable to drop that the survey design uses.
+    #[error("{variable} is part of the survey design: change or clear the design first")]
+    InDesign {
+        /// The variable.
+        variable: String,
+    },
+    /// Dropping every variable.
+    #[error("that would drop every variable of {dataset}")]
+    DropAll {
+        /// The dataset.
+        dataset: String,
+    },
     /// One dataset of several answered as one ([`run_many`]) failed, or
     /// could not be merged with the others.
     #[error("{dataset}: {error}")]
@@ -246,6 +278,11 @@ impl microtab_store::Remedied for Error {
             Error::Catalog(e) => e.remedy(),
             Error::InDataset { error, .. } => error.remedy(),
             Error::Design(_)
+            | Error::InDesign { .. }
+            | Error::Value(_)
+            | Error::NotInData { .. }
+            | Error::NameTaken { .. }
+            | Error::DropAll { .. }
             | Error::Io { .. }
             | Error::Model(_)
             | Error::CompareGroups { .. }

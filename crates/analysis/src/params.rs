@@ -98,6 +98,10 @@ pub struct Params {
     pub vars: Vec<String>,
     /// Test each group's mean against this value (means).
     pub test_mean: Option<f64>,
+    /// A design held for this request instead of the dataset's stored
+    /// one (built by [`build_design`](crate::build_design); Python's
+    /// `with_design`). Not a URL parameter.
+    pub with_design: Option<microtab_store::Design>,
 }
 
 fn flag(name: &str, v: &str) -> Result<bool, String> {
@@ -285,6 +289,7 @@ impl Params {
             }
         }
         r.test_mean = self.test_mean;
+        r.design = self.with_design;
         Ok(r)
     }
 }

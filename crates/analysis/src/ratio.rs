@@ -209,10 +209,9 @@ pub(crate) fn present(var: &str) -> microtab_engine::Term {
 fn replicate_sums(
     ds: &Dataset,
     query: &microtab_engine::Query,
-    values: &[String; 2],
+    (values, design): (&[String; 2], Option<&microtab_store::Design>),
     opts: &ScanOptions,
 ) -> Result<Sums> {
-    let design = ds.manifest().design.as_ref();
     let reps = design
         .and_then(|d| d.replicates.as_ref())
         .map_or(Vec::new(), |r| r.weights.clone());
@@ -375,7 +374,12 @@ pub fn ratio(
     let replicated = scan.replicated();
     let taylor = design.as_ref().and_then(|(d, _)| d.taylor.as_ref());
     let sums = match taylor {
-        _ if replicated => replicate_sums(ds, &scan.query, &values, opts)?,
+        _ if replicated => replicate_sums(
+            ds,
+            &scan.query,
+            (&values, design.as_ref().map(|(d, _)| d)),
+            opts,
+        )?,
         Some(t) => taylor_sums(ds, &scan.query, (&values, t), opts)?,
         None => scan.run(spec(false))?,
     };

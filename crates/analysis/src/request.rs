@@ -169,6 +169,13 @@ pub struct Request {
     /// Means: test each group's mean (and the total's) against this value
     /// (R `svyttest(I(y − value) ~ 0)`).
     pub test_mean: Option<f64>,
+    /// A survey design the front end holds for this request (built by
+    /// [`build_design`](crate::build_design), never stored): used instead
+    /// of the dataset's own (Python's `with_design`).
+    pub design: Option<microtab_store::Design>,
+    /// The records the front end chose besides the filter (a boolean
+    /// mask: [`Term::rows`](microtab_engine::Term::rows)).
+    pub selection: Option<microtab_engine::Term>,
 }
 
 impl Request {
@@ -194,6 +201,27 @@ impl Request {
             z: false,
             diff: None,
             test_mean: None,
+            design: None,
+            selection: None,
+        }
+    }
+
+    /// The filter's terms and the selection's (every record passes none).
+    pub fn filter_terms(&self) -> microtab_engine::Result<Vec<microtab_engine::Term>> {
+        let mut terms = match &self.filter {
+            Some(f) => microtab_engine::parse_filter(f)?,
+            None => Vec::new(),
+        };
+        terms.extend(self.selection.clone());
+        Ok(terms)
+    }
+
+    /// The filter as results show it: its text, and the selection's.
+    pub fn shown_filter(&self) -> Option<String> {
+        let sel = self.selection.as_ref().map(|t| t.text.clone());
+        match (&self.filter, sel) {
+            (Some(f), Some(s)) => Some(format!("{f} and {s}")),
+            (f, s) => f.clone().or(s),
         }
     }
 

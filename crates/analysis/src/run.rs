@@ -56,10 +56,7 @@ fn taylor_query(req: &Request, t: &microtab_store::Taylor) -> TaylorQuery {
 /// The engine query of a request (under `design`: its weight, and its
 /// replicate weights summed beside it).
 fn query(req: &Request, design: Option<&Design>) -> Result<Query> {
-    let filter = match &req.filter {
-        Some(f) => parse_filter(f)?,
-        None => Vec::new(),
-    };
+    let filter = req.filter_terms()?;
     let (measure, include_missing) = match &req.analysis {
         Analysis::Means { var, .. } => (Some(var.clone()), false),
         _ => (None, req.include_missing),
@@ -190,7 +187,7 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
     let context = Context {
         dataset: ds.dir().display().to_string(),
         weight: q.weight.clone(),
-        filter: req.filter.clone(),
+        filter: req.shown_filter(),
         weight_cases: weights,
         design: survey.as_ref().map(|v| v.info.clone()),
     };
@@ -1031,7 +1028,7 @@ impl Partial {
                     .and(self.cube.weight.as_ref())
                     .map(|w| w.name.clone())
             }),
-            filter: req.filter.clone(),
+            filter: req.shown_filter(),
             weight_cases: self.weight_cases,
             design: survey.as_ref().map(|v| v.info.clone()),
         };

@@ -719,10 +719,7 @@ impl Scan<'_> {
         opts: &'a ScanOptions,
     ) -> crate::Result<Scan<'a>> {
         let query = Query {
-            filter: match &req.filter {
-                Some(t) => microtab_engine::parse_filter(t)?,
-                None => Vec::new(),
-            },
+            filter: req.filter_terms()?,
             group_by: by.to_vec(),
             weight: design
                 .as_ref()

@@ -47,7 +47,7 @@ impl Provenance {
             method,
             design: design.map(|v| v.info.clone()),
             weight,
-            filter: req.filter.clone(),
+            filter: req.shown_filter(),
             level: req.level,
             notes,
         }

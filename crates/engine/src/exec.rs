@@ -354,7 +354,7 @@ fn open_columns(ds: &Dataset, q: &Query, partial: bool) -> Result<Columns> {
     // evaluated once, record by record, into a mask column.
     let (mixed, terms): (Vec<crate::Term>, Vec<crate::Term>) = terms
         .into_iter()
-        .partition(|t| matches!(t.cond, crate::Cond::Mixed(_)));
+        .partition(|t| matches!(t.cond, crate::Cond::Mixed(_) | crate::Cond::Rows(_)));
     let filter_cols = open_all(&mut terms.iter().map(|t| t.var.as_str()))?;
     let mut c = Columns {
         weight: q.weight.as_deref().map(|n| ds.column(n)).transpose()?,

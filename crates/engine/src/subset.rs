@@ -46,14 +46,61 @@ pub(crate) fn selection_in(
     range: std::ops::Range<usize>,
     judge: bool,
 ) -> Result<(Vec<u64>, u64)> {
+    // A caller's selections are bitmaps already: the other terms are
+    // evaluated, then each selection cuts their records.
+    let (chosen, terms): (Vec<Term>, Vec<Term>) = filter
+        .iter()
+        .cloned()
+        .partition(|t| matches!(t.cond, crate::Cond::Rows(_)));
+    let (mut bits, kept) = evaluate(ds, &terms, range, judge)?;
+    if chosen.is_empty() {
+        return Ok((bits, kept));
+    }
+    let all = ds.rows() as usize;
+    for t in &chosen {
+        if let crate::Cond::Rows(sel) = &t.cond {
+            if sel.len() != bits.len() {
+                return Err(Error::Invalid(format!(
+                    "{} is a bitmap of {} records, not of the dataset's {all}",
+                    t.text,
+                    sel.len() * 64
+                )));
+            }
+            bits.iter_mut().zip(sel.iter()).for_each(|(a, b)| *a &= b);
+        }
+    }
+    if !all.is_multiple_of(64) {
+        // Bits past the last record are not records.
+        if let Some(w) = bits.last_mut() {
+            *w &= (1u64 << (all % 64)) - 1;
+        }
+    }
+    let kept = bits.iter().map(|w| u64::from(w.count_ones())).sum();
+    Ok((bits, kept))
+}
+
+/// [`selection_in`] of terms that are not selections.
+fn evaluate(
+    ds: &Dataset,
+    filter: &[Term],
+    range: std::ops::Range<usize>,
+    judge: bool,
+) -> Result<(Vec<u64>, u64)> {
     let rows = ds.rows() as usize;
     let mut bits = vec![0u64; rows.div_ceil(64)];
     let Some(p) = filter_program(ds, filter, judge)? else {
-        for (i, w) in bits.iter_mut().enumerate() {
-            let n = (rows - i * 64).min(64);
-            *w = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let range = range.start.min(rows)..range.end.min(rows);
+        if range == (0..rows) {
+            for (i, w) in bits.iter_mut().enumerate() {
+                let n = (rows - i * 64).min(64);
+                *w = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+            }
+        } else {
+            for r in range.clone() {
+                bits[r / 64] |= 1 << (r % 64);
+            }
         }
-        return Ok((bits, rows as u64));
+        return Ok((bits, range.len() as u64));
     };
     let cols: Vec<Column> = p
         .inputs

@@ -406,17 +406,21 @@ impl Snapshot {
     }
 
     /// The variables `names` of the records that pass `filter` (all when
-    /// `None`), decoded on every core (`wide`: `i64`/`f64`, else the stored
-    /// types): one entry per variable and the number of records. All of
-    /// one generation: the columns are opened and the dictionaries read
-    /// before anything is decoded, the filter is of the same snapshot.
-    #[pyo3(signature = (names, filter=None, wide=true))]
+    /// `None`) and are chosen by `mask` (a bitmap's bytes, bit `r % 8` of
+    /// byte `r / 8` for record `r`; a row range is a mask whose stripes
+    /// outside it are not read), decoded on every core (`wide`:
+    /// `i64`/`f64`, else the stored types): one entry per variable and the
+    /// number of records. All of one generation: the columns are opened
+    /// and the dictionaries read before anything is decoded, the filter
+    /// is of the same snapshot.
+    #[pyo3(signature = (names, filter=None, wide=true, mask=None))]
     fn frame(
         &self,
         py: Python<'_>,
         names: Vec<String>,
         filter: Option<String>,
         wide: bool,
+        mask: Option<Vec<u8>>,
     ) -> PyResult<(Vec<FrameColumn>, usize)> {
         type Out = (String, Decoded, Option<Vec<String>>);
         let (cols, n) = py.detach(|| -> PyResult<(Vec<Out>, usize)> {
@@ -436,14 +440,23 @@ impl Snapshot {
                 .collect::<microtab_store::Result<Vec<_>>>()
                 .map_err(store_error)?;
             let rows = ds.rows() as usize;
-            let keep = match filter.as_deref().map(str::trim) {
+            let mut terms = match filter.as_deref().map(str::trim) {
                 Some(f) if !f.is_empty() => {
-                    let terms = microtab_engine::parse_filter(f).map_err(engine_error)?;
-                    let (bits, _) =
-                        microtab_engine::subset::selection(ds, &terms).map_err(engine_error)?;
-                    Some(Keep::new(bits, rows))
+                    microtab_engine::parse_filter(f).map_err(engine_error)?
                 }
-                _ => None,
+                _ => Vec::new(),
+            };
+            terms.extend(
+                mask.as_deref()
+                    .map(|m| crate::common::selection_term(m, rows as u64))
+                    .transpose()?,
+            );
+            let keep = if terms.is_empty() {
+                None
+            } else {
+                let (bits, _) =
+                    microtab_engine::subset::selection(ds, &terms).map_err(engine_error)?;
+                Some(Keep::new(bits, rows))
             };
             let n = keep.as_ref().map_or(rows, Keep::kept);
             let decoded = cols

@@ -10,16 +10,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::Value as Json;
 
+mod common;
+mod edit;
 mod errors;
 mod frame;
 mod settings;
 
+use common::{open, selection_term, to_json};
 use errors::*;
 use settings::{scan_options, settings};
-
-fn open(path: &str) -> PyResult<Dataset> {
-    Dataset::open(std::path::Path::new(path)).map_err(store_error)
-}
 
 /// The datasets at `paths`, opened.
 fn open_all(paths: &[String]) -> PyResult<Vec<Dataset>> {
@@ -29,11 +28,6 @@ fn open_all(paths: &[String]) -> PyResult<Vec<Dataset>> {
 /// A JSON argument from the Python side (a request, options) read.
 fn parse(spec: &str) -> PyResult<Json> {
     serde_json::from_str(spec).map_err(|e| QueryError::new_err(e.to_string()))
-}
-
-/// What crosses back to Python: a value as JSON text.
-fn to_json(value: &impl serde::Serialize) -> PyResult<String> {
-    serde_json::to_string(value).map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
 /// The dataset's manifest (variables, types, labels, missing codes,
@@ -100,13 +94,18 @@ fn request(spec: &str) -> PyResult<Request> {
 }
 
 /// Answers a request (a JSON object: `analysis` and its options) over the
-/// dataset at `path`; the answer as the analysis layer's JSON.
+/// dataset at `path`, only over the records of `mask` when given (see
+/// `selection_term`); the answer as the analysis layer's JSON.
 #[pyfunction]
-fn _query(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
-    let req = request(spec)?;
+#[pyo3(signature = (path, spec, mask=None))]
+fn _query(py: Python<'_>, path: &str, spec: &str, mask: Option<Vec<u8>>) -> PyResult<String> {
+    let mut req = request(spec)?;
     let path = path.to_string();
     let answer = py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
+        if let Some(m) = &mask {
+            req.selection = Some(selection_term(m, ds.rows())?);
+        }
         let a = microtab_analysis::run(&ds, &req, &scan_options()?).map_err(analysis_error)?;
         to_json(&a)
     })?;
@@ -520,67 +519,69 @@ fn import_as(
     s.map_err(ingest_error)
 }
 
-/// Sets the dataset's survey design (a JSON description: `weight`,
-/// `repweights`, `type`, `rho`, `scale`, `rscales`, `mse`, `strata`,
-/// `cluster`, `fpc`, `lonely_psu`), or clears it (`null`); the stored
-/// design as JSON.
+/// The design a JSON description gives (`weight`, `repweights`, `type`,
+/// `rho`, `scale`, `rscales`, `mse`, `strata`, `cluster`, `fpc`,
+/// `lonely_psu`); `None` for `null`.
+fn design_spec(spec: &Json) -> PyResult<Option<microtab_analysis::DesignSpec>> {
+    let bad = |m: String| QueryError::new_err(m);
+    if spec.is_null() {
+        return Ok(None);
+    }
+    let weight = string(spec, "weight").ok_or_else(|| bad("a design needs a weight".into()))?;
+    let mut d = microtab_analysis::DesignSpec::new(weight);
+    d.repweights = match spec.get("repweights") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(s)) => Some(s.clone()),
+        Some(Json::Array(a)) => Some(
+            a.iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(format!("repweights: {x} is not a variable name"))))
+                .collect::<PyResult<Vec<_>>>()?
+                .join(","),
+        ),
+        Some(x) => return Err(bad(format!("repweights={x}: expected a name, a range such as 'REPWTP1-REPWTP80', or a list of names"))),
+    };
+    if let Some(t) = string(spec, "type") {
+        d.kind = t.parse().map_err(bad)?;
+    }
+    if let Some(l) = string(spec, "lonely_psu") {
+        d.lonely_psu = l.parse().map_err(bad)?;
+    }
+    let num = |k: &str| -> PyResult<Option<f64>> {
+        match spec.get(k) {
+            None | Some(Json::Null) => Ok(None),
+            Some(x) => x
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| bad(format!("{k}={x}: expected a number"))),
+        }
+    };
+    d.rho = num("rho")?;
+    d.scale = num("scale")?;
+    if let Some(r) = spec.get("rscales").filter(|x| !x.is_null()) {
+        let a = r
+            .as_array()
+            .ok_or_else(|| bad(format!("rscales={r}: expected a list of numbers")))?;
+        d.rscales = Some(
+            a.iter()
+                .map(|x| {
+                    x.as_f64()
+                        .ok_or_else(|| bad(format!("rscales: {x} is not a number")))
+                })
+                .collect::<PyResult<Vec<_>>>()?,
+        );
+    }
+    d.mse = spec.get("mse").and_then(Json::as_bool).unwrap_or(true);
+    d.strata = string(spec, "strata");
+    d.cluster = string(spec, "cluster");
+    d.fpc = string(spec, "fpc");
+    Ok(Some(d))
+}
+
+/// Sets the dataset's survey design (a JSON description, see
+/// `design_spec`), or clears it (`null`); the stored design as JSON.
 #[pyfunction]
 fn _set_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
-    let spec = parse(spec)?;
-    let bad = |m: String| QueryError::new_err(m);
-    let d = if spec.is_null() {
-        None
-    } else {
-        let weight =
-            string(&spec, "weight").ok_or_else(|| bad("a design needs a weight".into()))?;
-        let mut d = microtab_analysis::DesignSpec::new(weight);
-        d.repweights = match spec.get("repweights") {
-            None | Some(Json::Null) => None,
-            Some(Json::String(s)) => Some(s.clone()),
-            Some(Json::Array(a)) => Some(
-                a.iter()
-                    .map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(format!("repweights: {x} is not a variable name"))))
-                    .collect::<PyResult<Vec<_>>>()?
-                    .join(","),
-            ),
-            Some(x) => return Err(bad(format!("repweights={x}: expected a name, a range such as 'REPWTP1-REPWTP80', or a list of names"))),
-        };
-        if let Some(t) = string(&spec, "type") {
-            d.kind = t.parse().map_err(bad)?;
-        }
-        if let Some(l) = string(&spec, "lonely_psu") {
-            d.lonely_psu = l.parse().map_err(bad)?;
-        }
-        let num = |k: &str| -> PyResult<Option<f64>> {
-            match spec.get(k) {
-                None | Some(Json::Null) => Ok(None),
-                Some(x) => x
-                    .as_f64()
-                    .map(Some)
-                    .ok_or_else(|| bad(format!("{k}={x}: expected a number"))),
-            }
-        };
-        d.rho = num("rho")?;
-        d.scale = num("scale")?;
-        if let Some(r) = spec.get("rscales").filter(|x| !x.is_null()) {
-            let a = r
-                .as_array()
-                .ok_or_else(|| bad(format!("rscales={r}: expected a list of numbers")))?;
-            d.rscales = Some(
-                a.iter()
-                    .map(|x| {
-                        x.as_f64()
-                            .ok_or_else(|| bad(format!("rscales: {x} is not a number")))
-                    })
-                    .collect::<PyResult<Vec<_>>>()?,
-            );
-        }
-        d.mse = spec.get("mse").and_then(Json::as_bool).unwrap_or(true);
-        d.strata = string(&spec, "strata");
-        d.cluster = string(&spec, "cluster");
-        d.fpc = string(&spec, "fpc");
-        Some(d)
-    };
+    let d = design_spec(&parse(spec)?)?;
     let path = path.to_string();
     py.detach(move || -> PyResult<String> {
         let mut ds = open(&path)?;
@@ -592,6 +593,23 @@ fn _set_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
         ds.update_manifest(|m| m.design = design)
             .map_err(store_error)?;
         Ok(out)
+    })
+}
+
+/// The design a JSON description gives (see `design_spec`), built and
+/// checked against the dataset as `_set_design` does but not stored (a
+/// request's `with_design`); as JSON.
+#[pyfunction]
+fn _build_design(py: Python<'_>, path: &str, spec: &str) -> PyResult<String> {
+    let d = design_spec(&parse(spec)?)?;
+    let path = path.to_string();
+    py.detach(move || -> PyResult<String> {
+        let ds = open(&path)?;
+        let design = d
+            .map(|d| microtab_analysis::build_design(&ds, &d))
+            .transpose()
+            .map_err(analysis_error)?;
+        to_json(&design)
     })
 }
 
@@ -805,6 +823,8 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     frame::register(m)?;
     m.add_function(wrap_pyfunction!(_import_text, m)?)?;
     m.add_function(wrap_pyfunction!(_set_design, m)?)?;
+    m.add_function(wrap_pyfunction!(_build_design, m)?)?;
+    edit::register(m)?;
     m.add_function(wrap_pyfunction!(_arrow_stream, m)?)?;
     m.add_function(wrap_pyfunction!(_to_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(_to_stata, m)?)?;

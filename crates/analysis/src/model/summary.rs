@@ -33,10 +33,7 @@ pub(crate) fn model_query(
         .and_then(|(d, _)| d.replicates.as_ref())
         .map_or(Vec::new(), |r| r.weights.clone());
     let q = Query {
-        filter: match &req.filter {
-            Some(t) => microtab_engine::parse_filter(t)?,
-            None => Vec::new(),
-        },
+        filter: req.filter_terms()?,
         group_by: coding.dims.clone(),
         weight: design
             .as_ref()

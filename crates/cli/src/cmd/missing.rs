@@ -2,9 +2,8 @@
 //! IPUMS's `99999999` "N.I.U." that a codebook only mentions in prose). A
 //! metadata-only, atomic change of the manifest: column files are untouched.
 
-use crate::cmd::label::parse_value;
 use crate::common::open;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 
 /// Arguments of `missing`.
@@ -30,26 +29,8 @@ pub struct Args {
 /// Sets the codes.
 pub fn run(a: Args) -> Result<()> {
     let mut ds = open(&a.dataset)?;
-    let var = ds.variable(&a.var)?.clone();
-    let mut codes: Vec<f64> = Vec::new();
-    let mut shown: Vec<String> = Vec::new();
-    for c in &a.codes {
-        let (stored, text) = parse_value(&ds, &var, c)?;
-        let Some(stored) = stored else {
-            bail!(
-                "'{c}' does not occur in {}, so it cannot be a missing code",
-                var.name
-            );
-        };
-        if !codes.contains(&stored) {
-            codes.push(stored);
-            shown.push(text);
-        }
-    }
-    let name = var.name.clone();
-    ds.update_variable(&name, |v| {
-        v.missing_codes = codes;
-    })?;
+    let name = ds.variable(&a.var)?.name.clone();
+    let shown = microtab_analysis::edit::set_missing(&mut ds, &name, &a.codes)?;
     if shown.is_empty() {
         eprintln!("{name}: no missing codes");
     } else {

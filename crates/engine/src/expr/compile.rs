@@ -81,6 +81,13 @@ fn term_node(ds: &Dataset, t: &mut Typer<'_>, term: &crate::Term, judge: bool) -
     if let crate::Cond::Mixed(f) = &term.cond {
         return tree_node(ds, t, f, judge);
     }
+    if let crate::Cond::Rows(_) = &term.cond {
+        // Only the scan reads a caller's selection (as a mask column).
+        return Err(crate::Error::Invalid(format!(
+            "{} cannot be used here: give a filter instead",
+            term.text
+        )));
+    }
     let i = t.input(&term.var)?;
     let var = t.inputs[i].var.clone();
     let dict = dict_of(ds, &var)?;

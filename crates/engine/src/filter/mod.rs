@@ -81,6 +81,11 @@ pub enum Cond {
     /// A combination of terms on several variables (the term's `var` is
     /// empty), evaluated record by record.
     Mixed(Box<Filter>),
+    /// The records a caller chose (a front end's boolean mask; the term's
+    /// `var` is empty): bit `r % 64` of word `r / 64` set for record `r`,
+    /// a bitmap over every record of the dataset. Read as a mixed term's
+    /// mask is ([`Term::rows`]).
+    Rows(std::sync::Arc<Vec<u64>>),
 }
 
 /// A filter as written: terms (each of one variable) under `not`, `and`
@@ -585,7 +590,20 @@ impl Term {
                 f.each_term(&mut |t| out.push(t));
                 out
             }
+            // A mask names no variable.
+            Cond::Rows(_) => Vec::new(),
             _ => vec![self],
+        }
+    }
+
+    /// A term passing the records whose bits are set in `bits` (a bitmap
+    /// over every record: bit `r % 64` of word `r / 64`), `n` of them;
+    /// the scan checks the bitmap covers the dataset's records.
+    pub fn rows(bits: Vec<u64>, n: u64) -> Term {
+        Term {
+            var: String::new(),
+            cond: Cond::Rows(std::sync::Arc::new(bits)),
+            text: format!("a selection of {n} records"),
         }
     }
 }
@@ -644,7 +662,7 @@ fn values_of<'a>(cond: &'a Cond, out: &mut Vec<&'a String>) {
         Cond::Cmp(_, s) => out.push(s),
         Cond::Not(c) => values_of(c, out),
         Cond::All(v) | Cond::Any(v) => v.iter().for_each(|c| values_of(c, out)),
-        Cond::Mixed(_) => {}
+        Cond::Mixed(_) | Cond::Rows(_) => {}
     }
 }
 
@@ -686,7 +704,7 @@ fn ordered(cond: &Cond) -> bool {
             .any(|i| matches!(i, Item::Range(..)) && *i != Item::Range(None, None)),
         Cond::Not(c) => ordered(c),
         Cond::All(v) | Cond::Any(v) => v.iter().any(ordered),
-        Cond::Mixed(_) => false,
+        Cond::Mixed(_) | Cond::Rows(_) => false,
     }
 }
 
@@ -814,7 +832,7 @@ fn resolve_cond(term: &Term, cond: &Cond, var: &Variable, dict: &[String]) -> Re
             .into_iter()
             .reduce(|a, b| a.union(b))
             .unwrap_or_else(|| predicate(var, Vec::new())),
-        Cond::Mixed(_) => {
+        Cond::Mixed(_) | Cond::Rows(_) => {
             return Err(Error::Invalid(format!(
                 "internal error: the filter '{}' names several variables and has no one predicate",
                 term.text

@@ -43,6 +43,14 @@ from ._microtab import (
     _query,
     _query_many,
     _set_design,
+    _build_design,
+    _set_labels,
+    _set_missing,
+    _rename,
+    _drop,
+    _compute,
+    _recode,
+    _subset,
     _split,
     _arrow_stream,
     _to_parquet,
@@ -171,6 +179,72 @@ def _limits(max_cells: Any, allow_negative_weights: Any) -> dict:
     return {"max_cells": max_cells, "allow_negative_weights": bool(allow_negative_weights)}
 
 
+def _mask(filter: Any, rows: int) -> bytes | None:  # noqa: A002
+    """A boolean mask given as ``filter=`` (a numpy array or a pandas
+    Series of booleans, one per record) as the bitmap the native side
+    reads (bit ``r % 8`` of byte ``r / 8``); ``None`` for a filter text
+    or no filter. A mask of another length, of other values than booleans
+    or (a pandas Series) with missing values raises ``ValueError``."""
+    if filter is None or isinstance(filter, str):
+        return None
+    what = type(filter).__name__
+    na = getattr(filter, "isna", None)
+    if na is not None and not isinstance(filter, np.ndarray):
+        # A pandas Series (or Index): a missing value is neither in nor out.
+        n_na = int(np.asarray(na()).sum())
+        if n_na:
+            raise ArgumentError(
+                f"filter: the boolean Series has {n_na} missing value(s) (NA); say which records they "
+                "are, e.g. filter=mask.fillna(False)")
+        dtype = getattr(filter, "dtype", None)
+        if dtype is not None and str(dtype) not in ("bool", "boolean"):
+            raise ArgumentError(f"filter: a Series of {dtype}; expected booleans (one per record), "
+                                "or a filter text such as 'AGE >= 25'")
+        filter = np.asarray(filter, dtype=bool)
+    arr = np.asarray(filter)
+    if arr.dtype != np.bool_ or arr.ndim != 1:
+        raise ArgumentError(f"filter: a {what} of {arr.dtype} with shape {arr.shape}; expected a filter "
+                            "text such as 'AGE >= 25' or a boolean mask with one value per record")
+    if len(arr) != rows:
+        raise ArgumentError(f"filter: the boolean mask has {len(arr):,} values; the dataset has "
+                            f"{rows:,} records (one value per record)")
+    return np.packbits(arr, bitorder="little").tobytes()
+
+
+def _text_filter(filter: Any, what: str) -> None:  # noqa: A002
+    """Refuses a boolean mask where only a filter text is read."""
+    if filter is not None and not isinstance(filter, str):
+        raise ArgumentError(f"{what}: filter= takes a filter text such as 'AGE >= 25' here; for the "
+                            "records of a boolean mask, ds.subset(out, filter=mask) or "
+                            "ds.to_pandas(filter=mask)")
+
+
+def _first(n: int, rows: int) -> bytes:
+    """The bitmap of the first ``n`` records of ``rows``."""
+    n = max(0, min(n, rows))
+    b = bytearray((rows + 7) // 8)
+    b[: n // 8] = b"\xff" * (n // 8)
+    if n % 8:
+        b[n // 8] = (1 << (n % 8)) - 1
+    return bytes(b)
+
+
+def _design_spec(weight, repweights, type, rho, scale, rscales, mse, strata,  # noqa: A002
+                 cluster, fpc, lonely_psu) -> dict:
+    """A design's arguments (as :meth:`Dataset.design` takes them) checked
+    and as the native side reads them."""
+    rho = None if rho is None else _number("rho", rho)
+    scale = None if scale is None else _number("scale", scale)
+    if rscales is not None:
+        rscales = [_number("rscales", r) for r in rscales]
+    if weight is None:
+        raise QueryError("a design needs its full-sample weight: design(\"PERWT\", ...)")
+    return {"weight": weight, "repweights": repweights if repweights is None or isinstance(repweights, str)
+            else list(repweights), "type": type, "rho": rho, "scale": scale,
+            "rscales": rscales, "mse": mse, "strata": strata, "cluster": cluster, "fpc": fpc,
+            "lonely_psu": lonely_psu}
+
+
 def _progress(progress, path) -> tuple[Any, Any]:
     """An import's progress callback and its closer: ``progress=True`` or,
     by default, when stderr is a terminal or the code runs in Jupyter, a
@@ -226,6 +300,21 @@ class ImportNote(UserWarning):
     text and why, a detected delimiter, codes made missing …), with the
     keyword that would read it otherwise: issued as a warning by the
     import functions."""
+
+
+def _typed(x: Any) -> str:
+    """A value as a user types it: ``1`` for ``1`` or ``1.0``, ``1.5``,
+    a text as it is."""
+    if isinstance(x, bool):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)) and float(x).is_integer():
+        return str(int(x))
+    return str(x)
+
+
+def _pairs(labels: dict | None) -> list:
+    """Value labels ``{value: label}`` as (value as typed, label) pairs."""
+    return [(_typed(k), str(v)) for k, v in (labels or {}).items()]
 
 
 def _codes(missing: dict | None) -> dict:
@@ -563,7 +652,30 @@ class _Queries:
         ``ValueError`` naming it). ``max_cells``: the most cells a result
         may have (larger ones raise :class:`TooLargeError`);
         ``allow_negative_weights=True`` accepts a weight that is negative in
-        some records (replicate weights can be), refused otherwise."""
+        some records (replicate weights can be), refused otherwise.
+
+        Parameters
+        ----------
+        var : str
+            A variable, or a temporary recode (``"AGE(r: 0-17; 18-*)"``).
+        weight : str, optional
+            The weight (the design's when the dataset has one).
+        filter : str or boolean mask, optional
+            A filter text (``"AGE >= 25 and SEX = 2"``, ``"AGE(25-64)"``;
+            the grammar of docs/CLI.md's Filters: ``and``/``&``,
+            ``or``/``|``, ``not``, ``between``, ``in``, parentheses; a
+            missing value fails a comparison) or a boolean numpy array /
+            pandas Series with one value per record (``ValueError`` for
+            another length, or a Series with ``<NA>``).
+
+        Returns
+        -------
+        Frequencies
+
+        Examples
+        --------
+        >>> ds.freq("EDUC", weight="PERWT", filter="AGE >= 25").to_pandas()   # doctest: +SKIP
+        """
         return Frequencies(self._ask({"analysis": "freq", "var": var, "weight": weight, "filter": filter,
                                       "include_missing": include_missing, "design": design,
                                       "level": _level(level), **_limits(max_cells, allow_negative_weights)}))
@@ -583,15 +695,42 @@ class _Queries:
         ``diff=BASE`` (no ``control``) compares the columns with the column
         ``BASE``: each row category's share in each column minus its share
         in the base column, with the design-based SE, t, p and interval
-        (:meth:`Crosstab.differences`; R ``svyby`` + ``svycontrast``)."""
+        (:meth:`Crosstab.differences`; R ``svyby`` + ``svycontrast``).
+
+        Parameters
+        ----------
+        row, col : str
+            Variables or temporary recodes.
+        control : str, optional
+            One table per category of it.
+        weight : str, optional
+        filter : str or boolean mask, optional
+            As for :meth:`freq`.
+        pct : {"row", "col", "total"}, optional
+
+        Returns
+        -------
+        Crosstab
+            ``print(t)`` shows the table; ``t.to_pandas(wide=True)`` is it
+            rows × columns.
+
+        Examples
+        --------
+        >>> t = ds.tab("SEX", "RACE", weight="PERWT", pct="row")   # doctest: +SKIP
+        >>> t.to_pandas(wide=True)["pct"]                         # doctest: +SKIP
+        """
         if pct_ci is not None and pct_ci not in ("logit", "korn-graubard", "beta"):
             raise ArgumentError(f"pct_ci={pct_ci!r}: expected 'logit' or 'korn-graubard'")
-        return Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
+        t = Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
                                    "level": _level(level), "pct_ci": pct_ci, "z": z,
                                    "diff": None if diff is None else str(diff),
                                    **_limits(max_cells, allow_negative_weights)}))
+        # Whether the test was asked for (printed as "not defined" when it
+        # cannot be computed).
+        t._asked_stats = bool(stats)
+        return t
 
     def means(self, var: str, by: str | Sequence[str] = (), *, weight: str | None = None,
               filter: str | None = None, median: bool = False,  # noqa: A002
@@ -610,7 +749,31 @@ class _Queries:
         (:meth:`Means.differences`; R ``svyttest``, ``svycontrast``).
         ``test_mean=VALUE`` tests each group's mean, and the total's,
         against ``VALUE`` (:meth:`Means.tests`; R's one-sample ``svyttest``
-        of each group's domain, on its degrees of freedom less one)."""
+        of each group's domain, on its degrees of freedom less one).
+
+        Parameters
+        ----------
+        var : str
+            The analysis variable.
+        by : str or list of str
+            Grouping variables (or recodes), outermost first.
+        weight : str, optional
+        filter : str or boolean mask, optional
+            As for :meth:`freq`.
+        median : bool, default False
+        percentiles : list of float
+            In percent (10 for the 10th).
+
+        Returns
+        -------
+        Means
+            ``to_pandas()``: one row per group, each quantile with its SE
+            and interval under a design.
+
+        Examples
+        --------
+        >>> ds.means("INCTOT", by="SEX", median=True, filter="AGE >= 25").to_pandas()   # doctest: +SKIP
+        """
         by = [by] if isinstance(by, str) else list(by or ())
         if not by:
             raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
@@ -800,6 +963,8 @@ class Dataset(_Queries):
                 f"import it first, e.g. mt.import_file({self.path!r}, {stem + '.mtab'!r}), then open "
                 f"{stem + '.mtab'!r}", self.path)
         self._state: _State | None = None
+        # A design held by this object only (with_design), not stored.
+        self._held: dict | None = None
         self._current()
 
     def _current(self, force: bool = False) -> "_State":
@@ -882,25 +1047,23 @@ class Dataset(_Queries):
           cluster="PSU", fpc=None, lonely_psu="fail")``; a weight alone
           makes every record its own PSU.
         - ``ds.design(clear=True)`` removes it.
+
+        :meth:`with_design` takes the same arguments and holds the design
+        in a new object instead of writing it.
         """
         given = weight is not None or repweights is not None or strata is not None or \
             cluster is not None or fpc is not None or rho is not None or scale is not None or \
             rscales is not None
+        if self._held is not None and (clear or given):
+            raise QueryError("this Dataset holds a design of its own (with_design): change the stored one "
+                             "on mt.open(path), or call with_design(...) again")
         if clear:
             if given:
                 raise QueryError("design(clear=True) takes no other argument")
             _set_design(self.path, "null")
         elif given:
-            rho = None if rho is None else _number("rho", rho)
-            scale = None if scale is None else _number("scale", scale)
-            if rscales is not None:
-                rscales = [_number("rscales", r) for r in rscales]
-            if weight is None:
-                raise QueryError("a design needs its full-sample weight: design(\"PERWT\", ...)")
-            spec = {"weight": weight, "repweights": repweights if repweights is None or isinstance(repweights, str)
-                    else list(repweights), "type": type, "rho": rho, "scale": scale,
-                    "rscales": None if rscales is None else [float(x) for x in rscales], "mse": mse,
-                    "strata": strata, "cluster": cluster, "fpc": fpc, "lonely_psu": lonely_psu}
+            spec = _design_spec(weight, repweights, type, rho, scale, rscales, mse, strata, cluster, fpc,
+                                lonely_psu)
             d = json.loads(_set_design(self.path, json.dumps(spec)))
             t = d.get("taylor") or {}
             if t and not t.get("contiguous", True):
@@ -909,7 +1072,52 @@ class Dataset(_Queries):
                               "totals in memory until the end (sorting the data by PSU makes them faster)",
                               stacklevel=2)
         self._refresh()
+        if self._held is not None:
+            return self._held
         return self._m.get("design")
+
+    def with_design(self, weight: str | None = None, *, repweights: str | Sequence[str] | None = None,
+                    type: str = "sdr", rho: float | None = None, scale: float | None = None,  # noqa: A002
+                    rscales: Sequence[float] | None = None, mse: bool = True, strata: str | None = None,
+                    cluster: str | None = None, fpc: str | None = None,
+                    lonely_psu: str = "fail") -> "Dataset":
+        """The dataset under a survey design held by the object only, as R's
+        ``svydesign``, samplics and Stata's ``svyset`` set one for the
+        analysis at hand: nothing is written, and the stored design (if
+        any) is left as it is for every other user of the dataset.
+
+        Parameters
+        ----------
+        weight : str
+            The full-sample weight.
+        repweights, type, rho, scale, rscales, mse
+            Replicate weights, as for :meth:`design`.
+        strata, cluster, fpc, lonely_psu
+            A Taylor linearization design, as for :meth:`design`.
+
+        Returns
+        -------
+        Dataset
+            A new object over the same files whose queries (``freq``,
+            ``tab``, ``means``, ``regress``, ``ratio``, ``corr``) use this
+            design (``design=False`` in a query ignores it, as it ignores a
+            stored one); its :meth:`design` returns it. The design is
+            checked and built now, as :meth:`design` would store it.
+
+        Examples
+        --------
+        >>> d = ds.with_design("WT", strata="STRATUM", cluster="PSU")   # doctest: +SKIP
+        >>> d.means("INC", by="SEX").to_pandas()[["SEX", "mean", "mean_se"]]   # doctest: +SKIP
+        >>> ds.design() is None          # the file is unchanged            # doctest: +SKIP
+        True
+        """
+        import copy
+        spec = _design_spec(weight, repweights, type, rho, scale, rscales, mse, strata, cluster, fpc,
+                            lonely_psu)
+        held = json.loads(_build_design(self.path, json.dumps(spec)))
+        view = copy.copy(self)
+        view._held = held
+        return view
 
     def info(self) -> dict:
         """The dataset as every front end describes it — the same object
@@ -929,8 +1137,13 @@ class Dataset(_Queries):
         return self._current().variable(name, self.path)
 
     def _ask(self, spec: dict) -> dict:
+        mask = _mask(spec.get("filter"), self.rows)
+        if mask is not None:
+            spec = {**spec, "filter": None}
+        if self._held is not None:
+            spec = {**spec, "with_design": self._held}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
-        return json.loads(_retrying(lambda: _query(self.path, spec)))
+        return json.loads(_retrying(lambda: _query(self.path, spec, mask)))
 
     def __len__(self) -> int:
         return self.rows
@@ -984,6 +1197,7 @@ class Dataset(_Queries):
         if isinstance(columns, str):
             columns = [columns]
         _wide(dtypes)
+        _text_filter(filter, "arrow")
         return ArrowStream(self.path, {"columns": None if columns is None else list(columns),
                                        "filter": filter, "labels": labels,
                                        "keep_missing_codes": keep_missing_codes,
@@ -1016,6 +1230,7 @@ class Dataset(_Queries):
         codes, decimals and the design in the file's metadata, so
         :func:`import_parquet` gets them back); written beside ``path`` and
         renamed into place. Returns what was written."""
+        _text_filter(filter, 'to_parquet')
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
@@ -1038,6 +1253,7 @@ class Dataset(_Queries):
         values are codes either way. Written beside ``path`` and renamed
         into place. Returns what was written, its ``notes`` among it
         (renamed variables, labels left out)."""
+        _text_filter(filter, 'to_stata')
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
@@ -1057,6 +1273,7 @@ class Dataset(_Queries):
         writes no value labels (variable labels and missing values stay).
         Written beside ``path`` and renamed into place. Returns what was
         written, its ``notes`` among it."""
+        _text_filter(filter, 'to_spss')
         if isinstance(columns, str):
             columns = [columns]
         spec = {"columns": None if columns is None else list(columns), "filter": filter,
@@ -1090,8 +1307,20 @@ class Dataset(_Queries):
         return self._read(read)
 
     def select(self, filter: str) -> np.ndarray:  # noqa: A002
-        """The records that pass an SDA-style filter (``"AGE(25-64)
-        SEX(2)"``), as a boolean mask over the records."""
+        """The records that pass a filter (``"AGE(25-64) SEX(2)"``, ``"AGE
+        >= 25 and SEX = 2"``), as a boolean mask over the records.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``bool``, one per record: pass it back as ``filter=`` (combined
+            with ``&``, ``|``, ``~`` as numpy's masks are).
+
+        Examples
+        --------
+        >>> m = ds.select("AGE >= 25")                          # doctest: +SKIP
+        >>> ds.freq("SEX", filter=m & ds.select("RACE = 1"))    # doctest: +SKIP
+        """
         def read(st: _State) -> np.ndarray:
             bits, _ = st.snap.select(filter)
             rows = int(st.m["rows"])
@@ -1106,7 +1335,7 @@ class Dataset(_Queries):
         import pandas as pd
         return pd.DataFrame(self.info()["variables"])
 
-    def to_pandas(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
+    def to_pandas(self, columns: Sequence[str] | None = None, *, filter: Any = None,  # noqa: A002
                   labels: bool = False, dtypes: str = "wide"):
         """The variables (default all) as a pandas DataFrame, values as
         users see them: implied decimals applied, missing codes and empty
@@ -1131,7 +1360,37 @@ class Dataset(_Queries):
         (a dataset replaced meanwhile by ``import --force`` is read again
         from its new generation, or :class:`ChangedError` is raised), never
         a mix. Values and masks are decoded by Rust on every core and
-        handed to pandas without a copy."""
+        handed to pandas without a copy.
+
+        Parameters
+        ----------
+        columns : str or list of str, optional
+            The variables (default all), names matched case-insensitively.
+        filter : str or boolean mask, optional
+            A filter text (``"AGE >= 25 and SEX = 2"``, the grammar of
+            ``docs/CLI.md``'s Filters) or a boolean numpy array / pandas
+            Series with one value per record (``ds.select(...)``, or a
+            mask computed in pandas); a Series with missing values, or a
+            mask of another length, raises ``ValueError``.
+        labels : bool, default False
+            Value labels as ordered categoricals.
+        dtypes : {"wide", "stored"}, default "wide"
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> ds.to_pandas(["AGE", "SEX"], filter="AGE >= 25")      # doctest: +SKIP
+        >>> ds.to_pandas(["AGE"], filter=ds.select("SEX = 2"))    # doctest: +SKIP
+        """
+
+        return self._frame(columns, filter, labels, dtypes, None)
+
+    def _frame(self, columns, filter, labels, dtypes, rows_mask):  # noqa: A002
+        """:meth:`to_pandas`, of the records ``rows_mask(rows)`` chooses
+        (a bitmap's bytes) when given."""
         import pandas as pd
 
         wide = _wide(dtypes)
@@ -1141,7 +1400,9 @@ class Dataset(_Queries):
         def read(st: _State):
             names = [st.variable(n, self.path).name for n in columns] if columns is not None else \
                 [v.name for v in st.vars]
-            got, n = st.snap.frame(names, filter, wide)
+            rows = int(st.m["rows"])
+            mask = rows_mask(rows) if rows_mask is not None else _mask(filter, rows)
+            got, n = st.snap.frame(names, filter if isinstance(filter, str) else None, wide, mask)
             cols = {}
             for name, buf, ty, mbuf, missing, dictionary in got:
                 v = st.by_name[name.lower()]
@@ -1166,6 +1427,285 @@ class Dataset(_Queries):
             return pd.DataFrame(cols, index=pd.RangeIndex(n), copy=False)
 
         return self._read(read)
+
+    def head(self, n: int = 5, *, labels: bool = False, dtypes: str = "wide"):
+        """The first ``n`` records as a ``pandas.DataFrame``, as
+        :meth:`to_pandas` gives them (the same types); only the stripes
+        holding them are read.
+
+        Parameters
+        ----------
+        n : int, default 5
+            Records (fewer when the dataset has fewer).
+        labels, dtypes
+            As for :meth:`to_pandas`.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> ds.head(3)                    # doctest: +SKIP
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise ArgumentError(f"n={n!r}: expected a whole number of records")
+        n = int(n)
+        return self._frame(None, None, labels, dtypes, lambda rows: _first(n, rows))
+
+    def __getitem__(self, key):
+        """``ds["AGE"]``: the variable as a ``pandas.Series`` named
+        ``AGE`` (``int64``/``float64``, or ``Int64``/``Float64`` with
+        ``<NA>`` for missing values, as :meth:`to_pandas` gives it);
+        ``ds[["AGE", "SEX"]]``: a ``pandas.DataFrame`` of them.
+
+        Examples
+        --------
+        >>> ds["AGE"].mean()              # doctest: +SKIP
+        >>> ds[["AGE", "SEX"]].head()     # doctest: +SKIP
+        """
+        if isinstance(key, str):
+            return self.to_pandas([key])[self.variable(key).name]
+        if isinstance(key, (list, tuple)) and all(isinstance(k, str) for k in key):
+            return self.to_pandas(list(key))
+        raise TypeError(f"ds[{key!r}]: give a variable name or a list of names")
+
+    def __iter__(self):
+        """The variables' names, as iterating a pandas frame gives its
+        columns."""
+        return iter(self.columns)
+
+    def __contains__(self, name: object) -> bool:
+        """Whether the dataset has a variable of that name (any case)."""
+        return isinstance(name, str) and name.lower() in self._current().by_name
+
+    # ------------------------------------------------------------ changes
+    #
+    # The dataset-changing commands of the CLI (label, missing, compute,
+    # recode, rename, drop, subset), through the same library functions
+    # and checks. Each is one atomic change of the dataset (writers wait
+    # for each other; readers keep the generation they opened).
+
+    def label(self, var: str, labels: dict | None = None, *, var_label: str | None = None,
+              clear: bool = False) -> "Variable":
+        """Sets value labels and the variable label of ``var``, as
+        ``microtab label`` does (a metadata-only change; the column is
+        untouched).
+
+        Parameters
+        ----------
+        var : str
+            The variable.
+        labels : dict, optional
+            ``{value: label}``, values as displayed (``1``, ``"01"``,
+            ``1.5``, a text); a label ``None`` (or ``""``) removes the
+            value's label. A value that is not one of the variable's
+            (``"x"`` for a number) raises :class:`QueryError`.
+        var_label : str, optional
+            The variable label (``""`` removes it).
+        clear : bool, default False
+            Remove every value label first.
+
+        Returns
+        -------
+        Variable
+            The variable as stored now.
+
+        Examples
+        --------
+        >>> ds.label("SEX", {1: "Male", 2: "Female"}, var_label="Sex")   # doctest: +SKIP
+        """
+        pairs = [(_typed(k), None if v is None or v == "" else str(v)) for k, v in (labels or {}).items()]
+        if not pairs and var_label is None and not clear:
+            raise ArgumentError("nothing to do: give labels={value: label}, var_label= or clear=True")
+        _set_labels(self.path, var, pairs, var_label, bool(clear))
+        return self.variable(var)
+
+    def missing(self, var: str, codes: Any = None, *, clear: bool = False) -> "Variable":
+        """Sets the user-missing codes of ``var``, replacing its current
+        ones, as ``microtab missing`` does (metadata only).
+
+        Parameters
+        ----------
+        var : str
+            The variable.
+        codes : value or list of values, optional
+            The codes as displayed (``9999999``, ``99.5``, a text); each
+            must occur in the data.
+        clear : bool, default False
+            Without ``codes``: remove every missing code.
+
+        Returns
+        -------
+        Variable
+            The variable as stored now (``missing_values`` shows the codes).
+
+        Examples
+        --------
+        >>> ds.missing("INCTOT", [9999999, 9999998])     # doctest: +SKIP
+        >>> ds.missing("INCTOT", clear=True)            # doctest: +SKIP
+        """
+        if codes is None:
+            codes = []
+        elif isinstance(codes, (str, int, float, np.integer, np.floating)):
+            codes = [codes]
+        codes = [_typed(c) for c in codes]
+        if not codes and not clear:
+            raise ArgumentError("give the missing codes (codes=[9999999]), or clear=True to remove them")
+        _set_missing(self.path, var, codes)
+        return self.variable(var)
+
+    def compute(self, name: str, expr: str | None = None, *, label: str | None = None,
+                value_labels: dict | None = None, replace: bool = False) -> "Variable":
+        """A new variable computed from an expression, written as a new
+        column (a new generation of the dataset), as ``microtab compute``
+        does.
+
+        Parameters
+        ----------
+        name : str
+            The new variable's name, or the whole ``"NAME = EXPRESSION"``.
+        expr : str, optional
+            The expression (docs/CLI.md lists the operators and
+            functions): ``"INCTOT * PERWT"``, ``"AGE >= 18"``.
+        label : str, optional
+            The variable label.
+        value_labels : dict, optional
+            ``{value: label}``.
+        replace : bool, default False
+            Overwrite an existing variable of that name (never one the
+            design uses).
+
+        Returns
+        -------
+        Variable
+
+        Examples
+        --------
+        >>> ds.compute("ADULT = AGE >= 18", value_labels={0: "No", 1: "Yes"})   # doctest: +SKIP
+        >>> ds.compute("INCPW", "INCTOT * PERWT")                              # doctest: +SKIP
+        """
+        if expr is None:
+            spec = name
+            at = next((i for i, c in enumerate(spec) if c == "=" and not spec[i + 1:].startswith("=")), None)
+            if at is None:
+                raise ArgumentError(f"expected NAME = EXPRESSION, e.g. ds.compute(\"INCPW = INCTOT * PERWT\"), "
+                                    f"got {spec!r}")
+            name, expr = spec[:at].strip(), spec[at + 1:].strip()
+        if not expr.strip():
+            raise ArgumentError(f"no expression after '{name} ='")
+        v = _compute(self.path, name.strip(), expr, label, _pairs(value_labels), bool(replace))
+        return self.variable(json.loads(v)["name"])
+
+    def recode(self, name: str, source: str | Sequence[str], rules: str | Sequence[str], *,
+               other: Any = None, missing: Any = None, label: str | None = None,
+               value_labels: dict | None = None, replace: bool = False) -> "Variable":
+        """A new variable from rules over one to six input variables,
+        written as a new column, as ``microtab recode`` does.
+
+        Parameters
+        ----------
+        name : str
+            The new variable.
+        source : str or list of str
+            The input variables.
+        rules : str or list of str
+            ``[CODE =] CONDITION ["label"]``, separated by ``;`` (or given
+            as a list): ``'0-17 "Child"; 18-64 "Adult"; 65-* "Senior"'``,
+            ``'1 = AGE(18-34) SEX(1) "Young men"; 9 = *'``.
+        other : code or variable name, optional
+            What records no rule matches get (default missing).
+        missing : code, optional
+            The code of records with a missing input (kept as a missing
+            code of the new variable; default system-missing).
+        label, value_labels, replace
+            As for :meth:`compute`.
+
+        Returns
+        -------
+        Variable
+
+        Examples
+        --------
+        >>> ds.recode("AGEGRP", "AGE", '0-17 "Child"; 18-64 "Adult"; 65-* "Senior"')   # doctest: +SKIP
+        """
+        src = [source] if isinstance(source, str) else list(source)
+        text = rules if isinstance(rules, str) else "; ".join(rules)
+        v = _recode(self.path, name, src, text, None if other is None else _typed(other),
+                    None if missing is None else _typed(missing), label, _pairs(value_labels),
+                    bool(replace))
+        return self.variable(json.loads(v)["name"])
+
+    def rename(self, old: str, new: str) -> "Variable":
+        """Renames a variable (its labels, missing codes and the design's
+        use of it follow), as ``microtab rename`` does (metadata only).
+
+        Returns
+        -------
+        Variable
+            The variable under its new name.
+
+        Examples
+        --------
+        >>> ds.rename("INCTOT", "INCOME")     # doctest: +SKIP
+        """
+        _, new_name = _rename(self.path, old, new)
+        return self.variable(new_name)
+
+    def drop(self, *names: str | Sequence[str]) -> list[str]:
+        """Removes variables, as ``microtab drop`` does (refused for one the
+        survey design uses, or for every variable).
+
+        Returns
+        -------
+        list of str
+            The names removed.
+
+        Examples
+        --------
+        >>> ds.drop("SERIAL", "PERNUM")       # doctest: +SKIP
+        """
+        flat = [x for n in names for x in ([n] if isinstance(n, str) else list(n))]
+        if not flat:
+            raise ArgumentError("drop: give the variables to remove")
+        try:
+            return _drop(self.path, flat)
+        except QueryError as e:
+            if "part of the survey design" in str(e):
+                raise QueryError(f"{e} (ds.design(clear=True), or set another)") from None
+            raise
+
+    def subset(self, out: str | os.PathLike, columns: Sequence[str] | None = None, *,
+               filter: Any = None, force: bool = False) -> "Dataset":  # noqa: A002
+        """The variables (default all) of the records that pass ``filter``
+        as a new dataset at ``out`` (same labels, missing codes and
+        decimals; the design carried over where it still holds), as
+        ``microtab subset`` does, and opens it.
+
+        Parameters
+        ----------
+        out : path
+            The new dataset's directory.
+        columns : list of str, optional
+        filter : str or boolean mask, optional
+            As for :meth:`to_pandas`.
+        force : bool, default False
+            Replace an existing ``out``.
+
+        Returns
+        -------
+        Dataset
+
+        Examples
+        --------
+        >>> adults = ds.subset("adults.mtab", ["AGE", "SEX"], filter="AGE >= 18")   # doctest: +SKIP
+        """
+        if isinstance(columns, str):
+            columns = [columns]
+        mask = _mask(filter, self.rows)
+        _subset(self.path, os.fspath(out), list(columns or []),
+                filter if isinstance(filter, str) else None, mask, bool(force))
+        return Dataset(out)
 
     @staticmethod
     def _labelled(v: Variable, s):
@@ -1271,6 +1811,8 @@ class Datasets(_Queries):
     def _ask(self, spec: dict) -> dict:
         if len(self.datasets) == 1:
             return self.datasets[0]._ask(spec)
+        if not isinstance(spec.get("filter"), (str, type(None))):
+            raise ArgumentError("filter: several datasets take a filter text, not a boolean mask")
         spec = {k: v for k, v in spec.items() if v is not None}
         return json.loads(_query_many([d.path for d in self.datasets], json.dumps(spec)))
 
@@ -1321,6 +1863,63 @@ def _se_cols(prefix: str, u: dict | None) -> dict:
     return {f"{prefix}_{k}": u.get(k) for k in ("se", "lo", "hi", "cv", "deff", "deft", "unreliable")}
 
 
+def _fmt_sig(x: float, sig: int) -> str:
+    """``x`` as ``microtab`` prints numbers (``fmt_sig``): ``sig``
+    significant digits (never fewer than the whole integer part),
+    thousands separators, no trailing zeros after the point."""
+    import math
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(x)))
+    if not -9 <= mag < 15:
+        return f"{x:.{max(sig - 1, 0)}e}"
+    s = f"{x:,.{max(sig - 1 - mag, 0)}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def _exp(x: float) -> str:
+    """``x`` in scientific notation with 4 decimals, as Rust's ``{:.4e}``
+    writes it (``2.6582e-1``)."""
+    m, e = f"{x:.4e}".split("e")
+    return f"{m}e{int(e)}"
+
+
+def _se_text(u: dict, f) -> str:
+    """A standard error as the CLI shows it: ``*`` when unreliable, ``†``
+    when replicates were left out."""
+    return f"{f(u['se'])}{'*' if u.get('unreliable') else ''}{'†' if u.get('replicates_dropped') else ''}"
+
+
+def _category(c: dict) -> str:
+    """A category as the CLI's tables show it: its value and label
+    (``1 Male``), ``(missing)`` for the empty value."""
+    v = c.get("value")
+    if v is None:
+        return "(missing)"
+    shown = str(v)
+    label = c.get("label")
+    return f"{shown} {label}" if label is not None and label != shown else shown
+
+
+def _text_table(head: list[str], rows: list[list[str]]) -> str:
+    """An aligned text table as the CLI's (first column left, the others
+    right, a rule under the header)."""
+    n = len(head)
+    w = [max(len(r[i]) if i < len(r) else 0 for r in [head, *rows]) for i in range(n)]
+
+    def line(r):
+        cells = []
+        for i in range(n):
+            c = r[i] if i < len(r) else ""
+            cells.append(c.ljust(w[i]) if i == 0 else c.rjust(w[i]))
+        return "  ".join(cells).rstrip() + "\n"
+    return line(head) + "-" * (sum(w) + 2 * (n - 1)) + "\n" + "".join(line(r) for r in rows)
+
+
 class Frequencies(_Result):
     """A frequency table: ``rows`` (value, label, missing, count, weighted,
     percent and, under a design, their SEs), ``total``."""
@@ -1329,6 +1928,20 @@ class Frequencies(_Result):
     total = _member("total", "All rows counted: ``count`` and ``weighted``.")
 
     def to_pandas(self):
+        """One row per category as a ``pandas.DataFrame``: ``value``,
+        ``label``, ``missing``, ``count``, ``weighted``, ``percent`` and,
+        under a design, ``weighted_se``, ``weighted_lo``, ``weighted_hi``,
+        ``weighted_cv``, ``weighted_deff``, ``weighted_deft``,
+        ``weighted_unreliable`` and the same of ``percent``.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> ds.freq("RACE").to_pandas()[["value", "label", "count"]]   # doctest: +SKIP
+        """
         import pandas as pd
         recs = []
         for r in self._d["rows"]:
@@ -1346,23 +1959,40 @@ class Frequencies(_Result):
 class Crosstab(_Result):
     """Crosstabs: ``tables`` (one per control category), each with row and
     column categories, ``counts``, ``weighted``, ``pct`` (nested lists, as
-    ``counts[i][j]``), totals and ``stats``."""
+    ``counts[i][j]``), totals and ``stats``.
+
+    ``print(t)`` shows the tables as ``microtab tab`` prints them (rows ×
+    columns, standard errors in parentheses under their estimates); in
+    Jupyter each cell shows its estimates with their SEs, such as
+    ``32.3% (1.52)``. :meth:`to_pandas` gives one row per cell, or with
+    ``wide=True`` rows × columns."""
 
     tables = _member("tables", "The tables, one per control category (a list of dicts).")
 
     def counts(self, table: int = 0) -> np.ndarray:
-        """The counts of one table as a rows × columns array."""
+        """The counts of one table as a rows × columns array.
+
+        Parameters
+        ----------
+        table : int
+            Which table (one per control category), 0 the first.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, rows × columns.
+        """
         return np.asarray(self.tables[table]["counts"], dtype=np.int64)
 
     def weighted(self, table: int = 0) -> np.ndarray | None:
+        """The weighted counts of one table as a rows × columns ``float64``
+        array (``None`` unweighted)."""
         w = self.tables[table].get("weighted")
         return None if w is None else np.asarray(w, dtype=np.float64)
 
-    def to_pandas(self):
-        """One row per cell: control, row and column values and labels,
-        count, weighted, pct (and SEs under a design)."""
-        import pandas as pd
-        recs = []
+    def _cells(self):
+        """Each cell's record: control, row and column (values and labels),
+        then its statistics in the long frame's names."""
         for t in self._d["tables"]:
             ctl = t.get("control") or {}
             for i, r in enumerate(t["rows"]):
@@ -1381,12 +2011,249 @@ class Crosstab(_Result):
                     pse = t.get("pct_se")
                     if pse is not None:
                         rec.update(_se_cols("pct", pse[i][j]))
-                    recs.append(rec)
-        df = pd.DataFrame(recs, columns=None if recs else
-                          ["control", "control_label", "row", "row_label", "col", "col_label", "count"])
+                    if t.get("z") is not None:
+                        rec["z"] = t["z"][i][j]
+                    yield rec
+
+    def to_pandas(self, wide: bool = False, labels: bool = True):
+        """The tables as a ``pandas.DataFrame``.
+
+        Parameters
+        ----------
+        wide : bool, default False
+            ``False``: one row per cell — ``control``, ``control_label``
+            (with a control variable), ``row``, ``row_label``, ``col``,
+            ``col_label``, ``count``, ``weighted``, ``pct``, under a design
+            ``weighted_se``, ``weighted_lo``, ``weighted_hi``,
+            ``weighted_cv``, ``weighted_deff``, ``weighted_deft``,
+            ``weighted_unreliable`` and the same of ``pct``, and ``z``
+            when asked for. ``True``: rows × columns, as
+            ``pandas.crosstab`` lays a table out — the index the row
+            categories (the control category outermost), the columns a
+            MultiIndex of (statistic, column category) with every
+            statistic of the long frame that is present.
+        labels : bool, default True
+            ``wide=True`` only: categories shown by their labels (as the
+            long frame's ``row_label``), their value where they have none;
+            ``False``: by their values.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> t = ds.tab("SEX", "RACE", weight="PERWT", pct="row")   # doctest: +SKIP
+        >>> t.to_pandas(wide=True)["pct"]                         # doctest: +SKIP
+        RACE    White  Black  Other
+        SEX
+        Male     32.3   35.1   32.6
+        Female   33.4   31.8   34.8
+        """
+        import pandas as pd
+        recs = list(self._cells())
+        ids = ["control", "control_label", "row", "row_label", "col", "col_label"]
+        df = pd.DataFrame(recs, columns=None if recs else [*ids, "count"])
+        has_control = self._d.get("control_var") is not None
+        if not wide:
+            if not has_control:
+                df = df.drop(columns=["control", "control_label"])
+            return df
+        stats = [c for c in df.columns if c not in ids]
+
+        def shown(kind):
+            if not labels:
+                return df[kind]
+            lab = df[f"{kind}_label"]
+            return lab.where(lab.notna(), df[kind])
+
+        rv, cv = self._d.get("row_var"), self._d.get("col_var")
+        keys = {"__row": shown("row"), "__col": shown("col")}
+        index = ["__row"]
+        if has_control:
+            keys["__control"] = shown("control")
+            index = ["__control", "__row"]
+        long = df.assign(**keys)
+        # Categories in the table's order, not sorted.
+        order = {k: list(dict.fromkeys(long[k])) for k in keys}
+        out = long.pivot(index=index, columns="__col", values=stats)
+        out = out.reindex(columns=pd.MultiIndex.from_product([stats, order["__col"]]))
+        if has_control:
+            out = out.reindex(pd.MultiIndex.from_tuples(
+                list(dict.fromkeys(zip(long["__control"], long["__row"])))))
+            out.index.names = [self._d["control_var"], rv]
+        else:
+            out = out.reindex(order["__row"])
+            out.index.name = rv
+        out.columns.names = [None, cv]
+        for c in stats:
+            # The cells' types as in the long frame (pivot makes objects
+            # of mixed columns); a cell a control category's table lacks
+            # is <NA> in a nullable column.
+            kind = df[c].dtype.kind
+            if kind in "iub" and out[c].isna().any().any():
+                out[c] = out[c].astype("Int64" if kind in "iu" else "boolean")
+            elif df[c].dtype != object:
+                out[c] = out[c].astype(df[c].dtype)
+        return out
+
+    def totals(self):
+        """The margins of every table as a ``pandas.DataFrame``: one row
+        per row category (``margin`` ``"row"``), column category
+        (``"col"``) and table (``"total"``): ``control``, ``margin``,
+        ``value``, ``label``, ``count``, ``weighted``.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        import pandas as pd
+        recs = []
+        for t in self.tables:
+            ctl = (t.get("control") or {}).get("value")
+            for margin, cats, key in (("row", t["rows"], "row_totals"), ("col", t["cols"], "col_totals")):
+                m = t[key]
+                for i, c in enumerate(cats):
+                    w = m.get("weighted")
+                    recs.append({"control": ctl, "margin": margin, "value": c["value"],
+                                 "label": c.get("label"), "count": m["counts"][i],
+                                 "weighted": None if w is None else w[i]})
+            recs.append({"control": ctl, "margin": "total", "value": None, "label": None,
+                         "count": t["total"]["count"], "weighted": t["total"].get("weighted")})
+        df = pd.DataFrame(recs, columns=["control", "margin", "value", "label", "count", "weighted"])
         if self._d.get("control_var") is None:
-            df = df.drop(columns=["control", "control_label"])
+            df = df.drop(columns=["control"])
         return df
+
+    def _layout(self, t: dict) -> tuple[list[str], list[list[str]], str]:
+        """One table as ``microtab tab`` prints it: header, rows (SEs,
+        percentages and z on the lines under each row's estimates, as the
+        CLI sets them) and the note on the cells."""
+        weighted = t.get("weighted") is not None
+        m = t["weighted"] if weighted else t["counts"]
+        fmt = (lambda v: _fmt_sig(v, 6)) if weighted else (lambda v: f"{int(v):,}")
+        head = [f"{self._d['row_var']} \\ {self._d['col_var']}", *(_category(c) for c in t["cols"]), "Total"]
+
+        def se_line(s, i, f):
+            return ["", *("" if u is None else f"({_se_text(u, f)})" for u in s[i])]
+
+        rows = []
+        for i, r in enumerate(t["rows"]):
+            rows.append([_category(r), *(fmt(v) for v in m[i]), fmt(sum(m[i]))])
+            if t.get("weighted_se") is not None:
+                rows.append(se_line(t["weighted_se"], i, lambda v: _fmt_sig(v, 4)))
+            if t.get("pct") is not None:
+                rows.append(["", *("" if v is None else f"{v:.1f}%" for v in t["pct"][i])])
+                if t.get("pct_se") is not None:
+                    rows.append(se_line(t["pct_se"], i, lambda v: f"{v:.2f}"))
+            if t.get("z") is not None:
+                rows.append(["", *("" if v is None else f"z={v:.2f}" for v in t["z"][i])])
+        ct = t["col_totals"]
+        cs = ct["weighted"] if ct.get("weighted") is not None else ct["counts"]
+        rows.append(["Total", *(fmt(v) for v in cs), fmt(sum(cs))])
+        note = ""
+        if weighted:
+            se = ", standard errors in parentheses" if t.get("weighted_se") is not None else ""
+            note = f"(cells: weighted counts{se}; unweighted N = {t['total']['count']:,})\n"
+        return head, rows, note
+
+    def _stats_lines(self, t: dict) -> list[str]:
+        asked = getattr(self, "_asked_stats", False) or t.get("stats") or t.get("rao_scott")
+        return self._stats_text(t).splitlines() if asked else []
+
+    def _stats_text(self, t: dict) -> str:
+        """A table's test as ``microtab tab --stats`` prints it."""
+        design = self._d.get("design") is not None
+        if design:
+            r = t.get("rao_scott")
+            if r is None:
+                return ("Rao–Scott test: not defined (fewer than two rows or columns, a degenerate design "
+                        "covariance, or, under a Taylor design, tables of more than 2,048 planned cells)\n")
+            dropped = r.get("replicates_dropped") or 0
+            extra = (f"; {dropped} replicates without weight in the table left out, as R does"
+                     if dropped > 0 else "")
+            return (f"Rao–Scott F = {_fmt_sig(r['f'], 6)}, df = {_fmt_sig(r['ndf'], 4)}, "
+                    f"{_fmt_sig(r['ddf'], 4)}, p = {_exp(r['p'])} (design-based, second order; first-order "
+                    f"p = {_exp(r['p_first_order'])}; Pearson X² = {_fmt_sig(r['chi2'], 6)} on the table "
+                    f"scaled to N = {int(r['n']):,}){extra}\n")
+        st = t.get("stats")
+        if st is None:
+            return "Chi-square: not defined (fewer than two rows or columns)\n"
+        out = (f"Chi-square = {_fmt_sig(st['chi2'], 6)}, df = {st['df']}, p = {_exp(st['p'])}, "
+               f"Cramer's V = {_fmt_sig(st['cramers_v'], 4)}\n")
+        a = t.get("association")
+        if a:
+            f = lambda x: "-" if x is None else f"{x:.4f}"  # noqa: E731
+            out += (f"Likelihood-ratio chi-square = {_fmt_sig(a['lr_chi2'], 6)}, p = {_exp(a['lr_p'])}\n"
+                    f"Gamma = {f(a['gamma'])}, Kendall's tau-b = {f(a['tau_b'])}, tau-c = {f(a['tau_c'])}, "
+                    f"Somers' d (col|row) = {f(a['somers_d_col'])}, (row|col) = {f(a['somers_d_row'])}\n"
+                    f"Lambda (col|row) = {f(a['lambda_col'])}, (row|col) = {f(a['lambda_row'])}, "
+                    f"symmetric = {f(a['lambda'])}; Pearson's r = {f(a['pearson_r'])}, Spearman's rho = "
+                    f"{f(a['spearman_rho'])}, eta (col|row) = {f(a['eta_col'])}, (row|col) = {f(a['eta_row'])}\n")
+        return out
+
+    def _title(self, t: dict) -> str:
+        title = f"{self._d['row_var']} by {self._d['col_var']}"
+        if self._d.get("control_var") is not None and t.get("control") is not None:
+            title += f", {self._d['control_var']} = {_category(t['control'])}"
+        if self._d.get("weight"):
+            title += f"  (weighted by {self._d['weight']})"
+        if self._d.get("filter"):
+            title += f"  [filter: {self._d['filter']}]"
+        return title
+
+    def __str__(self) -> str:
+        out = []
+        for t in self.tables:
+            head, rows, note = self._layout(t)
+            asked = getattr(self, "_asked_stats", False) or t.get("stats") or t.get("rao_scott")
+            stats = self._stats_text(t) if asked else ""
+            out.append(self._title(t) + "\n" + _text_table(head, rows) + note + stats)
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: each table rows × columns, a cell's estimates with
+        their standard errors in parentheses (``49,124 (2,298)``, ``32.3%
+        (1.52)``)."""
+        parts = []
+        for t in self.tables:
+            weighted = t.get("weighted") is not None
+            m = t["weighted"] if weighted else t["counts"]
+            fmt = (lambda v: _fmt_sig(v, 6)) if weighted else (lambda v: f"{int(v):,}")
+            esc = html.escape
+            head = "".join(f"<th>{esc(_category(c))}</th>" for c in t["cols"])
+            body = []
+            for i, r in enumerate(t["rows"]):
+                cells = []
+                for j in range(len(t["cols"])):
+                    lines = [fmt(m[i][j])]
+                    se = t.get("weighted_se")
+                    if se is not None and se[i][j] is not None:
+                        lines[0] += f" ({_se_text(se[i][j], lambda v: _fmt_sig(v, 4))})"
+                    if t.get("pct") is not None and t["pct"][i][j] is not None:
+                        p = f"{t['pct'][i][j]:.1f}%"
+                        pse = t.get("pct_se")
+                        if pse is not None and pse[i][j] is not None:
+                            p += f" ({_se_text(pse[i][j], lambda v: f'{v:.2f}')})"
+                        lines.append(p)
+                    if t.get("z") is not None and t["z"][i][j] is not None:
+                        lines.append(f"z={t['z'][i][j]:.2f}")
+                    cells.append("<td>" + "<br>".join(esc(x) for x in lines) + "</td>")
+                body.append(f"<tr><th>{esc(_category(r))}</th>{''.join(cells)}<td>{fmt(sum(m[i]))}</td></tr>")
+            ct = t["col_totals"]
+            cs = ct["weighted"] if ct.get("weighted") is not None else ct["counts"]
+            body.append("<tr><th>Total</th>" + "".join(f"<td>{fmt(v)}</td>" for v in cs)
+                        + f"<td>{fmt(sum(cs))}</td></tr>")
+            corner = esc(f"{self._d['row_var']} \\ {self._d['col_var']}")
+            _, _, note = self._layout(t)
+            parts.append(f"<p><b>{esc(self._title(t))}</b></p><table><thead><tr><th>{corner}</th>{head}"
+                         f"<th>Total</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+                         + (f"<p>{esc(note.strip())}</p>" if note else "")
+                         + "".join(f"<p>{esc(x)}</p>" for x in self._stats_lines(t)))
+        return "".join(parts)
 
     def tests(self, table: int = 0) -> dict:
         """One table's statistics: ``stats`` (chi-square, Cramér's V and
@@ -1415,8 +2282,6 @@ class Crosstab(_Result):
                 for c in cs for d in c["differences"]]
         return pd.DataFrame(recs, columns=["row", "col", "estimate", "se", "t", "p", "lo", "hi"])
 
-    def __repr__(self) -> str:
-        return f"<microtab.Crosstab {self._d.get('row_var')} × {self._d.get('col_var')}: {len(self.tables)} table(s)>"
 
 
 class Means(_Result):
@@ -1426,21 +2291,58 @@ class Means(_Result):
     groups = _member("groups", "The groups that have records, in category order (a list of dicts).")
     total = _member("total", "Over all groups: ``mean``, ``sd``, ``n``, ``sum_weights``.")
 
-    def to_pandas(self):
+    def to_pandas(self, total: bool = False):
+        """One row per group as a ``pandas.DataFrame``: each grouping
+        variable's value and label (``SEX``, ``SEX_label``), ``mean``,
+        ``sd``, ``n``, ``sum_weights``; under a design the mean's
+        ``mean_se``, ``mean_lo``, ``mean_hi``, ``mean_cv``, ``mean_deff``,
+        ``mean_deft``, ``mean_unreliable``; each quantile asked for as
+        ``p50`` (the median), ``p10`` …, with its Woodruff interval and SE
+        under a design (``p50_se``, ``p50_lo``, ``p50_hi``, ``p50_cv``,
+        ``p50_unreliable`` …).
+
+        Parameters
+        ----------
+        total : bool, default False
+            Also a last row for all groups together (``"Total"`` in the
+            first grouping column): ``to_dict()``'s ``total``,
+            ``total_se`` and ``total_quantiles``.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> m = ds.means("INCTOT", by="SEX", weight="PERWT", median=True)  # doctest: +SKIP
+        >>> m.to_pandas(total=True)[["SEX", "mean", "p50", "p50_se"]]      # doctest: +SKIP
+        """
         import pandas as pd
         by = self._d.get("by", [])
-        recs = []
-        for g in self._d["groups"]:
+
+        def record(g, quantiles, se):
             rec = {}
-            for name, b in zip(by, g["by"]):
-                rec[name] = b["value"]
-                rec[f"{name}_label"] = b.get("label")
+            if g is None:
+                for i, name in enumerate(by):
+                    rec[name] = "Total" if i == 0 else None
+                    rec[f"{name}_label"] = None
+                g = self._d["total"]
+            else:
+                for name, b in zip(by, g["by"]):
+                    rec[name] = b["value"]
+                    rec[f"{name}_label"] = b.get("label")
             for k in ("mean", "sd", "n", "sum_weights"):
                 rec[k] = g.get(k)
-            rec.update(_se_cols("mean", g.get("mean_se")))
-            for q in g.get("quantiles") or []:
-                rec[f"p{q['p'] * 100:g}"] = q.get("value")
-            recs.append(rec)
+            rec.update(_se_cols("mean", se))
+            for q in quantiles or []:
+                name = f"p{q['p'] * 100:g}"
+                rec[name] = q.get("value")
+                rec.update(_se_cols(name, q.get("se")))
+            return rec
+
+        recs = [record(g, g.get("quantiles"), g.get("mean_se")) for g in self._d["groups"]]
+        if total:
+            recs.append(record(None, self._d.get("total_quantiles"), self._d.get("total_se")))
         return pd.DataFrame(recs, columns=None if recs else
                             [*by, *(f"{b}_label" for b in by), "mean", "sd", "n", "sum_weights"])
 
@@ -1506,12 +2408,18 @@ class Ratio(_Result):
 
     def to_pandas(self):
         """One row per group, then the total (``Total`` in the first
-        grouping column): n, the totals, ratio, se, lo, hi, cv and the
-        unreliable flag (fewer than 30 records, or a CV above 30%)."""
+        grouping column): n, the totals, ratio, se, t, p, lo, hi, cv, the
+        unreliable flag (fewer than 30 records, or a CV above 30%) and the
+        replicates left out of the variance.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         import pandas as pd
         by = self._d.get("by", [])
-        cols = ["n", "numerator_total", "denominator_total", "ratio", "se", "lo", "hi", "cv",
-                "unreliable"]
+        cols = ["n", "numerator_total", "denominator_total", "ratio", "se", "t", "p", "lo", "hi", "cv",
+                "unreliable", "replicates_dropped"]
         recs = []
         for g in [*self.groups, self.total]:
             rec = {name: b["value"] for name, b in zip(by, g["by"])}
@@ -1519,8 +2427,9 @@ class Ratio(_Result):
                 rec[by[0]] = "Total"
             rec.update({"n": g["n"], "numerator_total": g["numerator_total"],
                         "denominator_total": g["denominator_total"], "ratio": g.get("estimate"),
-                        "se": g.get("se"), "lo": g.get("lo"), "hi": g.get("hi"),
-                        "cv": g.get("cv"), "unreliable": g.get("unreliable")})
+                        "se": g.get("se"), "t": g.get("t"), "p": g.get("p"), "lo": g.get("lo"),
+                        "hi": g.get("hi"), "cv": g.get("cv"), "unreliable": g.get("unreliable"),
+                        "replicates_dropped": g.get("replicates_dropped")})
             recs.append(rec)
         return pd.DataFrame(recs, columns=[*by, *cols])
 
@@ -1554,6 +2463,13 @@ class Correlations(_Result):
         import pandas as pd
         v = self.variables
         return pd.DataFrame(self._d["covariance"], index=v, columns=v)
+
+    @property
+    def moments(self):
+        """Each variable's weighted ``mean`` and ``sd`` over the records
+        used (``to_dict()``'s ``means`` and ``sds``), indexed by variable."""
+        import pandas as pd
+        return pd.DataFrame({"mean": self._d["means"], "sd": self._d["sds"]}, index=self.variables)
 
     def to_pandas(self):
         """One row per pair: a, b, r, se, t, p, lo, hi."""

@@ -1,0 +1,137 @@
+"""A boolean mask as ``filter=`` (numpy or pandas, passed to the native
+side as a selection: nothing is written to the dataset), ``ds.head(n)``
+and ``ds["AGE"]`` — against pandas computing the same from the CSV."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import microtab as mt
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("masks")
+    rng = np.random.default_rng(3)
+    n = 5000
+    df = pd.DataFrame({"AGE": rng.integers(0, 90, n), "SEX": rng.integers(1, 3, n),
+                       "INC": rng.integers(0, 100000, n).astype(float),
+                       "W": rng.uniform(1, 5, n).round(3), "CITY": rng.choice(["Oslo", "Bergen", "Tromsø"], n)})
+    df.loc[rng.random(n) < 0.1, "INC"] = np.nan
+    csv = d / "d.csv"
+    df.to_csv(csv, index=False)
+    ds = mt.import_csv(csv, d / "d.mtab")
+    return csv, ds
+
+
+def listing(path):
+    return sorted((f, os.stat(os.path.join(path, f)).st_mtime_ns) for f in os.listdir(path))
+
+
+def test_mask_as_filter_matches_pandas(data):
+    csv, ds = data
+    df = pd.read_csv(csv)
+    before = listing(ds.path)
+    mask = (df["AGE"] >= 25) & (df["CITY"] != "Oslo")
+    f = ds.freq("SEX", weight="W", filter=mask).to_pandas().set_index("value")
+    want = df[mask].groupby("SEX")
+    assert f["count"].tolist() == want.size().tolist()
+    np.testing.assert_allclose(f["weighted"].to_numpy(), want.W.sum().to_numpy(), rtol=1e-12)
+    m = ds.means("INC", by="SEX", filter=mask.to_numpy()).to_pandas().set_index("SEX")
+    np.testing.assert_allclose(m["mean"].to_numpy(), want.INC.mean().to_numpy(), rtol=1e-12)
+    t = ds.tab("SEX", "CITY", filter=mask).to_pandas(wide=True)["count"]
+    oracle = pd.crosstab(df[mask].SEX, df[mask].CITY)
+    assert (t[oracle.columns].to_numpy() == oracle.to_numpy()).all()
+    # Masks combine as numpy's do (a filter text's mask and one of pandas).
+    both = ds.freq("SEX", filter=ds.select("SEX = 2") & mask.to_numpy()).to_dict()["total"]["count"]
+    assert both == int((mask & (df["SEX"] == 2)).sum())
+    # ds.select's mask round-trips; to_pandas takes it too.
+    sel = ds.select("AGE >= 25 and CITY != Oslo")
+    assert (sel == mask.to_numpy()).all()
+    got = ds.to_pandas(["AGE", "INC", "CITY"], filter=sel)
+    want_df = df.loc[mask, ["AGE", "INC", "CITY"]].reset_index(drop=True)
+    assert (got["AGE"].to_numpy() == want_df["AGE"].to_numpy()).all()
+    assert got["INC"].isna().sum() == want_df["INC"].isna().sum()
+    np.testing.assert_allclose(got["INC"].dropna().to_numpy(float), want_df["INC"].dropna().to_numpy())
+    assert (got["CITY"].astype(str).to_numpy() == want_df["CITY"].to_numpy()).all()
+    # Correlations and models take it too (numpy's on the same records).
+    sub = df[mask].dropna(subset=["INC"])
+    r = ds.corr("AGE", "INC", filter=mask).matrix.loc["AGE", "INC"]
+    assert r == pytest.approx(np.corrcoef(sub.AGE, sub.INC)[0, 1], rel=1e-9)
+    b = ds.regress("INC ~ AGE", filter=mask).coefficients["estimate"]
+    slope, icpt = np.polyfit(sub.AGE.to_numpy(float), sub.INC.to_numpy(), 1)
+    assert b["AGE"] == pytest.approx(slope, rel=1e-8) and b["(Intercept)"] == pytest.approx(icpt, rel=1e-8)
+    q = ds.ratio("INC", "AGE", filter=mask).to_pandas().iloc[-1]
+    both = df[mask].dropna(subset=["INC"])
+    assert q["ratio"] == pytest.approx(both.INC.sum() / both.AGE.sum(), rel=1e-12)
+    # Nothing was written to the dataset for the selection.
+    assert listing(ds.path) == before
+
+
+def test_mask_edges(data):
+    csv, ds = data
+    df = pd.read_csv(csv)
+    none = np.zeros(len(df), dtype=bool)
+    assert ds.freq("SEX", filter=none).to_pandas().empty
+    assert len(ds.to_pandas(["AGE"], filter=none)) == 0
+    assert ds.means("INC", by="SEX", filter=none).groups == []
+    with pytest.raises(ValueError, match="4,999 values; the dataset has 5,000 records"):
+        ds.freq("SEX", filter=none[:-1])
+    with pytest.raises(ValueError, match="5,001 values"):
+        ds.to_pandas(["AGE"], filter=np.ones(len(df) + 1, dtype=bool))
+    na = pd.Series(df["INC"] > 50000, dtype="boolean")
+    na[df["INC"].isna()] = pd.NA
+    with pytest.raises(ValueError, match=r"missing value\(s\) \(NA\).*fillna\(False\)"):
+        ds.freq("SEX", filter=na)
+    # The advice works as typed.
+    ok = ds.freq("SEX", filter=na.fillna(False)).to_dict()["total"]["count"]
+    assert ok == int((df["INC"] > 50000).sum())
+    with pytest.raises(ValueError, match="expected booleans"):
+        ds.freq("SEX", filter=df["AGE"])
+    with pytest.raises(ValueError, match="boolean mask"):
+        ds.freq("SEX", filter=np.ones(len(df), dtype=np.int64))
+    # Exports read filter texts only: a mask is refused, saying what takes it.
+    for export in (lambda: ds.arrow(["AGE"], filter=none), lambda: ds.to_parquet("x.parquet", filter=none),
+                   lambda: ds.to_stata("x.dta", filter=none)):
+        with pytest.raises(ValueError, match=r"ds.subset\(out, filter=mask\)"):
+            export()
+    # A subset of a mask's records.
+    keep = (df["SEX"] == 2).to_numpy()
+    sub = ds.subset(os.path.join(os.path.dirname(ds.path), "women.mtab"), ["AGE", "SEX"], filter=keep)
+    assert sub.shape == (int(keep.sum()), 2)
+    assert (sub["AGE"].to_numpy() == df.loc[keep, "AGE"].to_numpy()).all()
+
+
+def test_head_and_getitem_are_read_csv(data):
+    csv, ds = data
+    df = pd.read_csv(csv)
+    full = ds.to_pandas()
+    for n in (0, 1, 5, 64, 4999, 5000, 10**6):
+        h = ds.head(n)
+        k = min(n, len(df))
+        assert h.shape == (k, df.shape[1])
+        assert list(h.columns) == list(df.columns)
+        assert (h["AGE"].to_numpy() == df["AGE"].head(k).to_numpy()).all()
+        assert (h["CITY"].astype(object).to_numpy() == df["CITY"].head(k).to_numpy()).all()
+        assert h["INC"].isna().sum() == df["INC"].head(k).isna().sum()
+        pd.testing.assert_frame_equal(h.reset_index(drop=True),
+                                      ds.to_pandas(filter=np.arange(len(df)) < k).reset_index(drop=True))
+    assert ds.head()["AGE"].dtype == np.int64 and len(ds.head()) == 5
+    with pytest.raises(ValueError):
+        ds.head("5")
+    age = ds["age"]
+    assert isinstance(age, pd.Series) and age.name == "AGE" and age.dtype == np.int64
+    assert (age.to_numpy() == df["AGE"].to_numpy()).all()
+    inc = ds["INC"]
+    assert str(inc.dtype) == "Float64" and inc.isna().sum() == df["INC"].isna().sum()
+    two = ds[["AGE", "SEX"]]
+    assert list(two.columns) == ["AGE", "SEX"] and two.shape == (len(df), 2)
+    pd.testing.assert_frame_equal(two, full[["AGE", "SEX"]])
+    with pytest.raises(mt.QueryError, match="unknown variable"):
+        ds["NOPE"]
+    with pytest.raises(TypeError):
+        ds[0]
+    # As a pandas frame: iterating gives the variables, `in` asks for one.
+    assert list(ds) == list(df.columns) and "age" in ds and "NOPE" not in ds
