@@ -756,6 +756,17 @@ def test_row_column_and_total_percentages_in_one_table(server, browser):
                 [...t.querySelectorAll('tbody tr.total td')].map(td => td.querySelector('[data-pct=col] .pct').textContent)]""")
     assert set(totals[0]) == {"100.0"} and set(totals[1]) == {"100.0"}
     shot(browser, "three-percentages")
+    # The CSV: a column of each percentage, as the API gives them.
+    text = browser.execute_async_script("""const done = arguments[0];
+        fetch(document.getElementById('dl-csv').href).then(r => r.text()).then(done)""")
+    lines = [x.split(",") for x in text.strip().splitlines()]
+    head = lines[0]
+    assert {"pct_col", "pct_row", "pct_total", "pct_row_se"} <= set(head), head
+    for x in lines[1:]:
+        i = [r["value"] for r in t["rows"]].index(int(x[head.index("row")]))
+        k = [c["value"] for c in t["cols"]].index(int(x[head.index("col")]))
+        for p in ("col", "row", "total"):
+            assert float(x[head.index(f"pct_{p}")]) == t["percentages"][p]["pct"][i][k]
     # The form: ticking row and column only.
     boxes = {e.get_attribute("value"): e for e in browser.find_elements(By.CSS_SELECTOR, "input[name=pct]")}
     boxes["total"].click()
@@ -828,7 +839,11 @@ def test_medians_percentiles_and_means_by_row_and_column(server, browser):
       return out;""")
     want = {f"{s}|{m}": float(v) for s, m, v in con.execute(
         "SELECT SEX, MARST, sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 GROUP BY ALL").fetchall()}
-    assert {k: v for k, v in grid.items() if v} .keys() == want.keys()
+    # The margins: the means by SEX, by MARST and of all.
+    for s, m, v in con.execute("SELECT SEX, MARST, sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 "
+                               "GROUP BY GROUPING SETS ((SEX), (MARST), ())").fetchall():
+        want[f"{s if s is not None else 'All'}|{m if m is not None else 'All'}"] = float(v)
+    assert {k for k, v in grid.items() if v} == want.keys()
     for k, v in want.items():
         assert num(grid[k]) == pytest.approx(v, rel=1e-5), (k, grid[k], v)
     heads = [th.get_attribute("textContent") for th in browser.find_elements(By.CSS_SELECTOR, "table.means thead th")]
@@ -850,7 +865,7 @@ def test_medians_percentiles_and_means_by_row_and_column(server, browser):
         assert num(p90) == weighted_quantile(pairs, 0.9), (key, p90)
         assert api_q[f"{s}|{m}"][0]["value"] == num(med)
         checked += 1
-    assert checked == len(want)
+    assert checked == len([k for k in want if "All" not in k])
     browser.find_element(By.CSS_SELECTOR, "details.all-stats summary").click()
     shot(browser, "means-2d")
 

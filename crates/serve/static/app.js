@@ -529,18 +529,26 @@ function meansGrids(j, show) {
   };
   const rows = uniq(0), cols = uniq(1), ctls = j.by.length > 2 ? uniq(2) : [null];
   const cell = new Map(j.groups.map((g) => [g.by.map(keyOf).join("|"), g]));
+  // The margins (each row's and column's mean over the other, and the
+  // whole table's), from answers grouped by fewer variables.
+  const m = j.margins || {};
+  const mg = (a, by) => (a ? new Map(a.groups.map((g) => [g.by.map(keyOf).join("|"), g])) : new Map());
+  const byRow = mg(m.row), byCol = mg(m.col), byCtl = mg(m.ctl);
   return ctls.map((ctl, ti) => {
     const title = `Mean of ${j.variable} by ${j.by[0]} and ${j.by[1]}${ctl ? `, ${j.by[2]} = ${catText(ctl)}` : ""}`;
     const tbl = el("table", { class: "xt means2" });
     const qn = (j.total_quantiles || []).map((q) => qName(q.p).toLowerCase());
     tbl.append(el("caption", { id: `m${ti}` }, el("span", { class: "title" }, title), el("span", { class: "what" }, `Cells: mean${qn.length ? `, then ${qn.join(", ")}` : ""}${design && show.has("se") ? "; standard error in parentheses" : ""}${design && show.has("ci") ? "; confidence interval in brackets" : ""}${show.has("n") ? "; N" : ""}. Empty: no records.`)));
-    tbl.append(el("thead", {}, el("tr", {}, el("th", { scope: "col" }, `${j.by[0]} \\ ${j.by[1]}`), ...cols.map((c) => el("th", { scope: "col" }, catText(c))))));
+    const margins = !!j.margins;
+    tbl.append(el("thead", {}, el("tr", {}, el("th", { scope: "col" }, `${j.by[0]} \\ ${j.by[1]}`), ...cols.map((c) => el("th", { scope: "col" }, catText(c))), margins ? el("th", { scope: "col", class: "total" }, "All") : null)));
     const tb = el("tbody");
-    for (const r of rows) {
-      const tr = el("tr", {}, el("th", { scope: "row" }, catText(r)));
-      for (const c of cols) {
-        const g = cell.get([r, c, ...(ctl ? [ctl] : [])].map(keyOf).join("|"));
-        const td = el("td", { class: "num" });
+    const c_ = ctl ? [ctl] : [];
+    const all = ctl ? byCtl.get(keyOf(ctl)) : { ...j.total, mean_se: j.total_se, quantiles: j.total_quantiles };
+    for (const r of [...rows, ...(margins ? [null] : [])]) {
+      const tr = el("tr", { class: r ? null : "total" }, el("th", { scope: "row" }, r ? catText(r) : "All"));
+      for (const c of [...cols, ...(margins ? [null] : [])]) {
+        const g = r && c ? cell.get([r, c, ...c_].map(keyOf).join("|")) : r ? byRow.get([r, ...c_].map(keyOf).join("|")) : c ? byCol.get([c, ...c_].map(keyOf).join("|")) : all;
+        const td = el("td", { class: `num${r && c ? "" : " total"}` });
         if (g) {
           td.append(el("span", { class: "mean" }, fmtMean(g.mean)), flagged(g.mean_se) || "");
           if (g.mean_se) td.append(...uncertainty(g.mean_se, (x) => fmtSig(x, 4), design ? show : new Set()));
@@ -751,9 +759,14 @@ export function toCsv(j, kind) {
   const seHead = (p) => [`${p}_se`, `${p}_lo`, `${p}_hi`, `${p}_cv`, `${p}_deff`, `${p}_unreliable`];
   if (kind === "tab") {
     const design = !!j.design;
-    push(["control", "control_label", "row", "row_label", "col", "col_label", "count", "weighted", "pct", ...(design ? [...seHead("weighted"), ...seHead("pct")] : []), "z"]);
+    // Several percentages: a column (and SEs) for each, named by its kind.
+    const ks = j.pcts || [null];
+    const name = (k) => (k ? `pct_${k}` : "pct");
+    push(["control", "control_label", "row", "row_label", "col", "col_label", "count", "weighted", ...ks.map(name), ...(design ? [...seHead("weighted"), ...ks.flatMap((k) => seHead(name(k)))] : []), "z"]);
     for (const t of j.tables) {
-      t.rows.forEach((r, i) => t.cols.forEach((c, k) => push([t.control?.value ?? "", t.control?.label ?? "", r.value, r.label ?? "", c.value, c.label ?? "", t.counts[i][k], t.weighted ? t.weighted[i][k] : "", t.pct ? t.pct[i][k] : "", ...(design ? [...se(t.weighted_se?.[i][k]), ...se(t.pct_se?.[i][k])] : []), t.z ? t.z[i][k] : ""])));
+      const of = (k) => (k ? t.percentages[k] : { pct: t.pct, pct_se: t.pct_se });
+      t.rows.forEach((r, i) => t.cols.forEach((c, k) => push([t.control?.value ?? "", t.control?.label ?? "", r.value, r.label ?? "", c.value, c.label ?? "", t.counts[i][k], t.weighted ? t.weighted[i][k] : "",
+        ...ks.map((x) => (of(x).pct ? of(x).pct[i][k] : "")), ...(design ? [...se(t.weighted_se?.[i][k]), ...ks.flatMap((x) => se(of(x).pct_se?.[i][k]))] : []), t.z ? t.z[i][k] : ""])));
     }
   } else if (kind === "freq") {
     const design = !!j.design;
@@ -824,6 +837,27 @@ async function answerOf(api, signal) {
   return j;
 }
 
+// The margins of a row × column table of means: the means by row, by
+// column (each within the control's categories) and by control alone.
+async function margins(q, signal) {
+  const by = (row, ...drop) => {
+    const x = new URLSearchParams(q);
+    x.set("row", row);
+    for (const k of drop) x.delete(k);
+    return apiUrl(x);
+  };
+  const ctl = (q.get("control") || "").trim();
+  const urls = { row: by(q.get("row"), "col"), col: by(q.get("col"), "col"), ...(ctl ? { ctl: by(ctl, "col", "control") } : {}) };
+  try {
+    const out = {};
+    for (const [k, u] of Object.entries(urls)) out[k] = await answerOf(u, signal);
+    return out;
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    return undefined;
+  }
+}
+
 const countedOf = (j, kind) => (kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : kind === "regress" ? j.n : j.total.n);
 
 // One answer drawn: its tables, its charts and its downloads.
@@ -867,7 +901,9 @@ async function run(p, focus = false) {
   try {
     js = await Promise.all(apis.map(async (api, i) => {
       try {
-        return await answerOf(api, signal);
+        const j = await answerOf(api, signal);
+        if (pk === "means" && (queries[i].get("col") || "").trim()) j.margins = await margins(queries[i], signal);
+        return j;
       } catch (e) {
         if (apis.length > 1 && e.name !== "AbortError") e.message = `${rowVars[i]}: ${e.message}`;
         throw e;
@@ -959,6 +995,7 @@ async function showVariable(name) {
     use.append(b);
   }
   const parts = [el("p", {}, v.label || "(no label)"), use];
+  if (v.description) parts.push(el("p", { class: "hint desc" }, v.description));
   parts.push(el("p", { class: "hint" }, `${v.kind}${v.decimals ? `, ${v.decimals} decimals` : ""}${v.missing_codes.length ? `; missing codes ${v.missing_codes.join(", ")}` : ""}`));
   if (j.frequencies) parts.push(freqMini(j.frequencies));
   else if (j.note) parts.push(el("p", { class: "hint" }, j.note));
