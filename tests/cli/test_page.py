@@ -868,6 +868,19 @@ def test_medians_percentiles_and_means_by_row_and_column(server, browser):
     assert checked == len([k for k in want if "All" not in k])
     browser.find_element(By.CSS_SELECTOR, "details.all-stats summary").click()
     shot(browser, "means-2d")
+    # SDA's median=on and percentileopt=90: the page's boxes, and the JSON.
+    sda = "/sdaweb/analysis/exec?sdaprog=means&dataset=census&dep=INCTOT&row=SEX&median=on&percentileopt=90"
+    browser.get(base + sda)
+    assert wait_answer(browser) == ""
+    assert browser.find_element(By.ID, "f-median").is_selected()
+    assert browser.find_element(By.ID, "f-pctiles").get_attribute("value") == "90"
+    rows = browser.execute_script("""return [...document.querySelectorAll('table.means tbody tr:not(.total)')].map(tr =>
+        [tr.querySelector('th').textContent, ...[...tr.querySelectorAll('td.q')].map(td => td.textContent)])""")
+    for sex, med, p90 in rows:
+        pairs = [(y, w) for a, _, y, w in data if a == int(sex.split()[0])]
+        assert (num(med), num(p90)) == (weighted_quantile(pairs, 0.5), weighted_quantile(pairs, 0.9))
+    j = api(base, sda)
+    assert [q["p"] for q in j["total_quantiles"]] == [0.5, 0.9]
 
 
 def test_charts_per_control_weights_and_negative_weights(server, browser):

@@ -614,6 +614,14 @@ fn wants_html(headers: &axum::http::HeaderMap) -> bool {
         .is_some_and(|a| a.contains("text/html"))
 }
 
+/// An SDA checkbox's value that means on.
+fn is_on(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "on" | "yes" | "true" | "1"
+    )
+}
+
 async fn sda_url(
     State(app): State<Arc<App>>,
     headers: axum::http::HeaderMap,
@@ -684,6 +692,29 @@ async fn sda_url(
             ));
         }
         out.push(("by", by.join(",")));
+        // SDA's median and its one percentile (percentileopt=90), as
+        // quantiles.
+        let mut qs: Vec<String> = Vec::new();
+        if p.get("median").is_some_and(|v| is_on(v)) {
+            qs.push("0.5".into());
+        }
+        if let Some(x) = p
+            .get("percentileopt")
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+        {
+            match x.parse::<f64>() {
+                Ok(v) if v > 0.0 && v < 100.0 => qs.push(format!("{}", v / 100.0)),
+                _ => {
+                    return Err(bad(format!(
+                        "percentileopt={x:?}: expected a percentile between 0 and 100 (90)"
+                    )))
+                }
+            }
+        }
+        if !qs.is_empty() {
+            out.push(("quantiles", qs.join(",")));
+        }
         "means"
     } else if prog.is_empty() || prog == "tables" || form == "tbf" {
         let row = row.ok_or_else(|| bad("an SDA tables URL names its row variable (row=)"))?;
@@ -802,6 +833,15 @@ async fn sda_url(
             match (kind, *k) {
                 ("means", "var") => q.push(("dep", v.clone())),
                 ("means", "by") => q.extend(boxes.iter().cloned()),
+                ("means", "quantiles") => {
+                    // The page's boxes, as SDA's URL had them.
+                    if p.get("median").is_some_and(|v| is_on(v)) {
+                        q.push(("median", "on".into()));
+                    }
+                    if let Some(x) = p.get("percentileopt") {
+                        q.push(("pctiles", x.trim().to_string()));
+                    }
+                }
                 ("freq", "var") => q.push(("row", v.clone())),
                 (_, "stats") => q.push(("stats", "on".into())),
                 (_, "design") => q.push(("design", "off".into())),
