@@ -906,6 +906,9 @@ def test_charts_per_control_weights_and_negative_weights(server, browser):
     browser.get(base + "/analysis/plain")
     opts = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#f-weight option")]
     assert opts[:2] == ["", "PERWT"] and "SERIAL" not in opts and "REPWTP1" not in opts, opts
+    groups = {g.get_attribute("label"): [o.get_attribute("value") for o in g.find_elements(By.TAG_NAME, "option")]
+              for g in browser.find_elements(By.CSS_SELECTOR, "#f-weight optgroup")}
+    assert groups["Weights"] == ["PERWT"] and "INCTOT" in groups["Other numeric variables"], groups
     # Negative weights: INCTOT has some.
     assert con.execute("SELECT count(*) FROM c WHERE INCTOT < 0").fetchone()[0] > 0
     browser.get(base + "/analysis/plain?row=SEX&weight=INCTOT")

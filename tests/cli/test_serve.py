@@ -207,6 +207,11 @@ def test_sda_urls_are_translated(server):
         got = body["tables"][0]["percentages"][p]
         assert got["pct"] == one["tables"][0]["pct"] and got["pct_se"] == one["tables"][0]["pct_se"]
     assert body["tables"][0]["pct"] == body["tables"][0]["percentages"]["col"]["pct"]
+    # One named twice is one; several are for crosstabs only.
+    st, body = get(base, "/api/v1/datasets/census/tab" + q(row="SEX", col="EDUC", pct="row,row"))
+    assert st == 200 and body["pct"] == "row" and "pcts" not in body
+    st, body = get(base, "/api/v1/datasets/census/freq" + q(var="SEX", pct="row,col"))
+    assert st == 400 and "crosstabs" in body["error"]
     for bad_url, needle in [("/sda?dataset=nope&row=SEX", "no dataset"),
                             ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate"),
                             # SDA's totals or differences are not means: refused, not

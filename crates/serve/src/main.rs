@@ -294,6 +294,11 @@ async fn analyse(
     let (body, reservation) = if pcts.len() > 1 {
         several_pcts(&app, &name, &params, &pcts).await?
     } else {
+        // `pct=col,` or `pct=col,col` is one percentage.
+        let mut params = params;
+        if let (Some(one), Some(x)) = (pcts.first(), params.iter_mut().find(|(k, _)| k == "pct")) {
+            x.1 = one.clone();
+        }
         let req = request_of(&app, &name, &kind, &params)?;
         let (b, r) = answer(&app, &name, req).await?;
         (b, vec![r])

@@ -461,23 +461,30 @@ async fn analysis_page(
             "none (unweighted)".into()
         }
     );
-    // Variables named as weights first (PERWT, HHWT, WGTP, …).
-    let mut weights: Vec<&microtab_store::Variable> = m
+    // Variables named as weights (PERWT, HHWT, WGTP, …) in a group of
+    // their own, before the other numeric variables.
+    let (named, other): (Vec<&microtab_store::Variable>, Vec<_>) = m
         .variables
         .iter()
         .filter(|v| weight_like(v, m.design.as_ref()))
-        .collect();
-    weights.sort_by_key(|v| {
-        let u = v.name.to_ascii_uppercase();
-        !(u.contains("WT") || u.contains("WGT") || u.contains("WEIGHT"))
-    });
-    for v in weights {
-        let _ = write!(
-            h,
-            "<option value=\"{n}\"{}>{n}</option>",
-            sel("weight", &v.name, false),
-            n = esc(&v.name)
-        );
+        .partition(|v| {
+            let u = v.name.to_ascii_uppercase();
+            u.contains("WT") || u.contains("WGT") || u.contains("WEIGHT")
+        });
+    for (label, vars) in [("Weights", named), ("Other numeric variables", other)] {
+        if vars.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<optgroup label=\"{label}\">");
+        for v in vars {
+            let _ = write!(
+                h,
+                "<option value=\"{n}\"{}>{n}</option>",
+                sel("weight", &v.name, false),
+                n = esc(&v.name)
+            );
+        }
+        h += "</optgroup>";
     }
     let _ = writeln!(
         h,
