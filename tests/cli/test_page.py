@@ -881,6 +881,30 @@ def test_medians_percentiles_and_means_by_row_and_column(server, browser):
         assert (num(med), num(p90)) == (weighted_quantile(pairs, 0.5), weighted_quantile(pairs, 0.9))
     j = api(base, sda)
     assert [q["p"] for q in j["total_quantiles"]] == [0.5, 0.9]
+    # With a control variable: a table and a chart per category, margins
+    # within each (DuckDB's means).
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode(
+        {"kind": "means", "dep": "INCTOT", "row": "SEX", "col": "MARST", "control": "RACE(1,2)"}))
+    assert wait_answer(browser) == ""
+    charts = [c.get_attribute("aria-label") for c in browser.find_elements(By.CSS_SELECTOR, "svg.chart")]
+    assert charts == [f"Mean of INCTOT by SEX and MARST, RACE = {r}" for r in (1, 2)], charts
+    for i, race in enumerate((1, 2)):
+        grid = browser.execute_script("""const t = document.querySelectorAll('table.means2')[arguments[0]];
+          const cols = [...t.querySelectorAll('thead th')].slice(1).map(th => th.textContent.split(' ')[0]);
+          const out = {};
+          for (const tr of t.querySelectorAll('tbody tr')) {
+            const r = tr.querySelector('th').textContent.split(' ')[0];
+            [...tr.querySelectorAll('td')].forEach((td, k) => out[r + '|' + cols[k]] = td.querySelector('.mean')?.textContent ?? null);
+          }
+          return out;""", i)
+        want = {}
+        for s_, m, v in con.execute(f"SELECT SEX, MARST, sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 "
+                                    f"AND RACE = {race} GROUP BY GROUPING SETS ((SEX, MARST), (SEX), (MARST), ())").fetchall():
+            want[f"{s_ if s_ is not None else 'All'}|{m if m is not None else 'All'}"] = float(v)
+        assert {k for k, v in grid.items() if v} == want.keys()
+        for k, v in want.items():
+            assert num(grid[k].replace("‡", "")) == pytest.approx(v, rel=1e-5), (race, k, grid[k], v)
+    shot(browser, "means-2d-control")
 
 
 def test_charts_per_control_weights_and_negative_weights(server, browser):

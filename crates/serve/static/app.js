@@ -731,16 +731,19 @@ function chartOf(j, kind, how) {
   }
   const gs = j.groups;
   const withCi = gs.some((g) => g.mean_se);
-  if (j.by.length === 2 && !j.comparison) {
-    // Row × column: a group of bars per column category, a bar per row's.
+  if ((j.by.length === 2 || j.by.length === 3) && !j.comparison) {
+    // Row × column: a group of bars per column category, a bar per row's;
+    // a chart per control category.
     const keys = (k) => [...new Map(gs.map((g) => [keyOf(g.by[k]), g.by[k]])).values()];
-    const rows = keys(0), cols = keys(1);
+    const rows = keys(0), cols = keys(1), ctls = j.by.length === 3 ? keys(2) : [null];
     const at = new Map(gs.map((g) => [g.by.map(keyOf).join("|"), g]));
-    const series = rows.map((r) => {
-      const cell = cols.map((c) => at.get(`${keyOf(r)}|${keyOf(c)}`));
-      return { name: catText(r), values: cell.map((g) => g?.mean ?? null), lo: withCi ? cell.map((g) => g?.mean_se?.lo ?? null) : null, hi: withCi ? cell.map((g) => g?.mean_se?.hi ?? null) : null };
+    return ctls.slice(0, MAX_CHARTS).map((ctl) => {
+      const series = rows.map((r) => {
+        const cell = cols.map((c) => at.get([r, c, ...(ctl ? [ctl] : [])].map(keyOf).join("|")));
+        return { name: catText(r), values: cell.map((g) => g?.mean ?? null), lo: withCi ? cell.map((g) => g?.mean_se?.lo ?? null) : null, hi: withCi ? cell.map((g) => g?.mean_se?.hi ?? null) : null };
+      });
+      return chart(`Mean of ${j.variable} by ${j.by[0]} and ${j.by[1]}${ctl ? `, ${j.by[2]} = ${catText(ctl)}` : ""}`, cols.map(catText), series, `mean of ${j.variable}`, false, withCi);
     });
-    return chart(`Mean of ${j.variable} by ${j.by[0]} and ${j.by[1]}`, cols.map(catText), series, `mean of ${j.variable}`, false, withCi);
   }
   return chart(`Mean of ${j.variable}`, gs.map((g) => g.by.map(catText).join(" · ")), [{ name: j.variable, values: gs.map((g) => g.mean), lo: withCi ? gs.map((g) => g.mean_se?.lo ?? null) : null, hi: withCi ? gs.map((g) => g.mean_se?.hi ?? null) : null }], `mean of ${j.variable}`, false, withCi);
 }
