@@ -125,6 +125,11 @@ def check_against_duckdb(cells, want, sig=6):
         assert num(got["w"]) == pytest.approx(w, rel=10 ** (1 - sig)), (k, got, w)
 
 
+def pct_boxes(d):
+    """The percentages ticked in the form."""
+    return [e.get_attribute("value") for e in d.find_elements(By.CSS_SELECTOR, "input[name=pct]") if e.is_selected()]
+
+
 def api(base, path):
     with urllib.request.urlopen(base + path, timeout=30) as r:
         return json.loads(r.read())
@@ -146,7 +151,7 @@ def test_fill_the_form_run_and_share_the_url(server, browser):
     browser.find_element(By.ID, "f-row").send_keys("EDUC")
     browser.find_element(By.ID, "f-col").send_keys("SEX")
     browser.find_element(By.ID, "f-filter").send_keys("AGE(25-64)")
-    Select(browser.find_element(By.ID, "f-pct")).select_by_value("col")
+    assert pct_boxes(browser) == ["col"]  # the default
     browser.find_element(By.ID, "run").click()
     assert wait_answer(browser) == ""
     cells = page_cells(browser)
@@ -219,7 +224,7 @@ def test_sda_url_opens_the_page(server, browser):
     browser.get(sda)
     assert wait_answer(browser) == ""
     assert "/analysis/census?" in browser.current_url
-    assert Select(browser.find_element(By.ID, "f-pct")).first_selected_option.get_attribute("value") == "row"
+    assert pct_boxes(browser) == ["row"]
     cells = page_cells(browser)
     check_against_duckdb(cells, duck_cells(con, "SEX", "MARST", "AGE BETWEEN 25 AND 64 AND RACE = 1", along="row"))
     assert "90% confidence" in browser.find_element(By.CSS_SELECTOR, "table.xt caption").text or \
@@ -575,3 +580,369 @@ def test_standard_errors_keep_two_significant_digits(server, browser):
     shot(browser, "se-digits")
     # The case the page got wrong: SEs below 0.05 points.
     assert small > 0, "no SE below 0.05 in this table: the test does not test the case"
+
+
+# --------------------------------------------------------------------------
+# issue 31, item 3: an SDA-complete page
+# --------------------------------------------------------------------------
+
+def cell_lines(d, table=0):
+    """Each body cell's percentage lines: {(row, col): {kind: text}}."""
+    return d.execute_script("""
+      const t = document.querySelectorAll('table.xt')[arguments[0]];
+      const cols = [...t.querySelectorAll('thead th')].slice(1, -1).map(th => th.textContent.split(' ')[0]);
+      const out = {};
+      for (const tr of t.querySelectorAll('tbody tr:not(.total)')) {
+        const r = tr.querySelector('th').textContent.split(' ')[0];
+        [...tr.querySelectorAll('td')].slice(0, -1).forEach((td, k) => {
+          const o = {};
+          for (const l of td.querySelectorAll('.pline')) o[l.dataset.pct] = {pct: l.querySelector('.pct').textContent,
+            se: l.querySelector('.se')?.textContent ?? null};
+          out[r + '|' + cols[k]] = o;
+        });
+      }
+      return out;""", table)
+
+
+def duck_pcts(con, row, col, where="TRUE", weight="PERWT"):
+    """{row|col: {col, row, total percentages}} from DuckDB."""
+    rows = con.execute(f"SELECT {row}, {col}, sum({weight})::DOUBLE FROM c WHERE {where} GROUP BY ALL").fetchall()
+    by_c, by_r, tot = {}, {}, 0.0
+    for r, c, w in rows:
+        by_c[c] = by_c.get(c, 0) + w
+        by_r[r] = by_r.get(r, 0) + w
+        tot += w
+    return {f"{r}|{c}": {"col": 100 * w / by_c[c], "row": 100 * w / by_r[r], "total": 100 * w / tot}
+            for r, c, w in rows}
+
+
+def test_decimals_control(server, browser):
+    """The decimals chosen set the percentages' and means' decimals (each
+    equal to DuckDB's value to that precision); SEs keep two significant
+    digits (equal to the API's); SDA's decpcts= sets the control."""
+    base, con = server
+    browser.get(base + "/analysis/census?row=EDUC&col=SEX&show=se")
+    assert wait_answer(browser) == ""
+    Select(browser.find_element(By.ID, "f-dec")).select_by_value("3")
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    assert "dec=3" in browser.current_url
+    cells = page_cells(browser)
+    want = duck_cells(con, "EDUC", "SEX")
+    j = api(base, "/api/v1/datasets/census/tab?row=EDUC&col=SEX&pct=col")
+    t = j["tables"][0]
+    ses = browser.execute_script("""return [...document.querySelectorAll('table.xt tbody tr:not(.total)')].map(tr =>
+        [...tr.querySelectorAll('td')].slice(0, -1).map(td => td.querySelector('.se').textContent))""")
+    for k, (w, pct) in want.items():
+        got = cells[k]["pct"]
+        assert len(got.split(".")[1]) == 3, got
+        assert float(got) == pytest.approx(pct, abs=0.0005 + 1e-9), (k, got, pct)
+    for i, row in enumerate(ses):
+        for k, se in enumerate(row):
+            s = se.strip("()")
+            assert len(s.replace(".", "").lstrip("0")) >= 2 or float(s) >= 10, se
+            assert float(s) == pytest.approx(t["pct_se"][i][k]["se"], rel=0.05)
+    shot(browser, "decimals")
+    # Means to 2 decimals.
+    browser.get(base + "/analysis/census?kind=means&dep=INCTOT&row=SEX&dec=2")
+    assert wait_answer(browser) == ""
+    means = browser.execute_script("""return [...document.querySelectorAll('table.means tbody tr:not(.total)')]
+        .map(tr => [tr.querySelector('th').textContent, tr.querySelector('td.mean').textContent])""")
+    want = dict(con.execute("SELECT SEX, sum(INCTOT * PERWT) / sum(PERWT) FROM c "
+                            "WHERE INCTOT <> 9999999 GROUP BY ALL").fetchall())
+    for s, m in means:
+        m = m.replace("‡", "")
+        assert len(m.split(".")[1]) == 2, m
+        assert num(m) == pytest.approx(float(want[int(s.split()[0])]), abs=0.005 + 1e-9)
+    # SDA's decpcts.
+    browser.get(base + "/sdaweb/analysis/exec?" + urllib.parse.urlencode(
+        {"sdaprog": "tables", "dataset": "census", "row": "SEX", "column": "RACE", "colpct": "on", "decpcts": "2"}))
+    assert wait_answer(browser) == ""
+    assert Select(browser.find_element(By.ID, "f-dec")).first_selected_option.get_attribute("value") == "2"
+    assert all(len(c["pct"].split(".")[1]) == 2 for c in page_cells(browser).values())
+
+
+def test_run_focuses_the_answer_and_skip_link(server, browser):
+    """The first Tab reaches "Skip to the form", which leads past the
+    variables into the form; after Run the answer is focused and in view."""
+    base, _ = server
+    browser.set_window_size(1280, 900)
+    browser.get(base + "/analysis/census")
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.TAB)
+    a = browser.switch_to.active_element
+    assert a.text == "Skip to the form" and a.get_attribute("href").endswith("#query")
+    a.send_keys(Keys.ENTER)
+    browser.switch_to.active_element.send_keys(Keys.TAB)
+    a = browser.switch_to.active_element
+    assert browser.execute_script("return document.getElementById('form').contains(arguments[0])", a), a.get_attribute("outerHTML")
+    # Type a query and run it from the keyboard.
+    browser.find_element(By.ID, "f-row").send_keys("EDUC")
+    browser.find_element(By.ID, "f-col").send_keys("SEX", Keys.ENTER)
+    assert wait_answer(browser) == ""
+    WebDriverWait(browser, 5).until(lambda d: d.switch_to.active_element.get_attribute("id") == "result")
+    top = browser.execute_script("return document.getElementById('result').getBoundingClientRect().top")
+    assert -2 <= top < browser.execute_script("return window.innerHeight / 2"), top
+    browser.save_screenshot(str(ART / "after-run.png"))
+    # An error is focused too.
+    row = browser.find_element(By.ID, "f-row")
+    row.clear()
+    row.send_keys("NOPE", Keys.ENTER)
+    assert "NOPE" in wait_answer(browser)
+    WebDriverWait(browser, 5).until(lambda d: d.switch_to.active_element.get_attribute("id") == "error")
+    browser.set_window_size(1280, 1600)
+
+
+def test_malformed_recode_names_the_mistake(server, browser):
+    """`AGE(r: 18-` is a recode with an incomplete range and no closing
+    parenthesis, said so by the API and shown as the
+    API's text on the page, not "unknown variable" and never raw JSON; an
+    SDA URL refused is a page for a browser."""
+    base, _ = server
+    q = urllib.parse.urlencode({"row": "AGE(r: 18-", "col": "SEX"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        api(base, "/api/v1/datasets/census/tab?" + q)
+    j = json.loads(e.value.read())
+    assert e.value.code == 400, j
+    assert "recode of AGE: incomplete range '18-'" in j["error"] and "no ')' closes" in j["error"], j
+    assert "unknown variable" not in j["error"]
+    browser.get(base + "/analysis/census?" + q)
+    err = wait_answer(browser)
+    assert j["error"] in err and "{" not in err, err
+    shot(browser, "recode-error")
+    # A closed list with a bad group names the group.
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode({"row": "AGE(r: 18-30; x-)", "col": "SEX"}))
+    err = wait_answer(browser)
+    assert "AGE" in err and "x" in err and "unknown variable" not in err, err
+    # SDA URL refused: a page with the message, not JSON.
+    browser.get(base + "/sdaweb/analysis/exec?sdaprog=tables&dataset=census&row=SEX&bogus=1")
+    assert "400" in browser.find_element(By.TAG_NAME, "h1").text
+    msg = browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    assert "bogus" in msg and not browser.find_element(By.TAG_NAME, "body").text.lstrip().startswith("{")
+
+
+def test_row_column_and_total_percentages_in_one_table(server, browser):
+    """An SDA URL with colpct, rowpct and totpct opens one table whose
+    cells hold the three (each equal to DuckDB's), with each one's SE
+    (the API's); the same URL asked for JSON answers with all three."""
+    base, con = server
+    sda = "/sdaweb/analysis/exec?" + urllib.parse.urlencode({
+        "sdaprog": "tables", "dataset": "census", "row": "SEX", "column": "MARST", "colpct": "on",
+        "rowpct": "on", "totpct": "on", "filters": "age(25-64)", "se": "on"})
+    browser.get(base + sda)
+    assert wait_answer(browser) == ""
+    assert pct_boxes(browser) == ["col", "row", "total"]
+    got = cell_lines(browser)
+    want = duck_pcts(con, "SEX", "MARST", "AGE BETWEEN 25 AND 64")
+    assert set(got) == set(want)
+    for k, w in want.items():
+        assert list(got[k]) == ["col", "row", "total"], got[k]
+        for p in ("col", "row", "total"):
+            assert float(got[k][p]["pct"]) == pytest.approx(w[p], abs=0.05 + 1e-9), (k, p, got[k], w)
+    # The JSON the same URL redirects to (not a refusal).
+    j = api(base, sda)
+    assert j["pcts"] == ["col", "row", "total"]
+    t = j["tables"][0]
+    for i, r in enumerate(t["rows"]):
+        for k, c in enumerate(t["cols"]):
+            for p in ("col", "row", "total"):
+                v = t["percentages"][p]["pct"][i][k]
+                assert v == pytest.approx(want[f"{r['value']}|{c['value']}"][p], rel=1e-9)
+                se = got[f"{r['value']}|{c['value']}"][p]["se"]
+                assert float(se.strip("()")) == pytest.approx(t["percentages"][p]["pct_se"][i][k]["se"], rel=0.05)
+    # The Total column and row: 100 where the percentages run along them.
+    totals = browser.execute_script("""const t = document.querySelector('table.xt');
+        return [[...t.querySelectorAll('tbody tr:not(.total) td.total')].map(td => td.querySelector('[data-pct=row] .pct').textContent),
+                [...t.querySelectorAll('tbody tr.total td')].map(td => td.querySelector('[data-pct=col] .pct').textContent)]""")
+    assert set(totals[0]) == {"100.0"} and set(totals[1]) == {"100.0"}
+    shot(browser, "three-percentages")
+    # The CSV: a column of each percentage, as the API gives them.
+    text = browser.execute_async_script("""const done = arguments[0];
+        fetch(document.getElementById('dl-csv').href).then(r => r.text()).then(done)""")
+    lines = [x.split(",") for x in text.strip().splitlines()]
+    head = lines[0]
+    assert {"pct_col", "pct_row", "pct_total", "pct_row_se"} <= set(head), head
+    for x in lines[1:]:
+        i = [r["value"] for r in t["rows"]].index(int(x[head.index("row")]))
+        k = [c["value"] for c in t["cols"]].index(int(x[head.index("col")]))
+        for p in ("col", "row", "total"):
+            assert float(x[head.index(f"pct_{p}")]) == t["percentages"][p]["pct"][i][k]
+    # The form: ticking row and column only.
+    boxes = {e.get_attribute("value"): e for e in browser.find_elements(By.CSS_SELECTOR, "input[name=pct]")}
+    boxes["total"].click()
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    assert all(list(v) == ["col", "row"] for v in cell_lines(browser).values())
+    # None ticked: counts, and the URL says so.
+    for b in browser.find_elements(By.CSS_SELECTOR, "input[name=pct]:checked"):
+        b.click()
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    assert "pct=none" in browser.current_url and not browser.find_elements(By.CSS_SELECTOR, "span.pct")
+
+
+def test_several_row_variables_give_several_tables(server, browser):
+    """`SEX, RACE(1,2)` in Row: one crosstab per variable (a recode's comma
+    does not split), each equal to DuckDB's; frequencies too."""
+    base, con = server
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode({"row": "SEX, RACE(1,2)", "col": "MARST"}))
+    assert wait_answer(browser) == ""
+    titles = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "table.xt caption .title")]
+    assert titles == ["SEX by MARST", "RACE by MARST"], titles
+    check_against_duckdb(page_cells(browser, 0), duck_cells(con, "SEX", "MARST"))
+    check_against_duckdb(page_cells(browser, 1), duck_cells(con, "RACE", "MARST", "RACE IN (1, 2)"))
+    assert "2 tables, one per row variable" in browser.find_element(By.CSS_SELECTOR, "#result .meta").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart")) == 2
+    assert browser.find_element(By.ID, "dl-csv-2")
+    shot(browser, "several-rows")
+    browser.get(base + "/analysis/census?row=SEX,EDUC")
+    assert wait_answer(browser) == ""
+    freqs = browser.execute_script("""return [...document.querySelectorAll('table.freq')].map(t =>
+        [...t.querySelectorAll('tbody tr:not(.total)')].map(tr => [tr.querySelector('th').textContent.split(' ')[0],
+          tr.querySelector('td').textContent]))""")
+    assert len(freqs) == 2
+    for var, rows in zip(["SEX", "EDUC"], freqs):
+        want = dict(con.execute(f"SELECT {var}, count(*) FROM c GROUP BY ALL").fetchall())
+        assert {int(v): int(num(n)) for v, n in rows} == want
+
+
+def weighted_quantile(pairs, p):
+    """R's qrule_math: the smallest value whose cumulative weight reaches
+    p of the total (exact decimals)."""
+    from decimal import Decimal
+    pairs = sorted((y, w) for y, w in pairs if w != 0)
+    total = sum(w for _, w in pairs)
+    cum = Decimal(0)
+    for y, w in pairs:
+        cum += w
+        if cum >= Decimal(str(p)) * total:
+            return y
+    return pairs[-1][0]
+
+
+def test_medians_percentiles_and_means_by_row_and_column(server, browser):
+    """Means of INCTOT by SEX × MARST as one table (DuckDB's means), with
+    the median and 90th percentile per group (an exact weighted quantile
+    in Python over DuckDB's rows) and their SEs (the API's)."""
+    base, con = server
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode(
+        {"kind": "means", "dep": "INCTOT", "row": "SEX", "col": "MARST", "median": "on", "pctiles": "90",
+         "show": ["se"], "shown": "1"}, doseq=True))
+    assert wait_answer(browser) == ""
+    grid = browser.execute_script("""const t = document.querySelector('table.means2');
+      const cols = [...t.querySelectorAll('thead th')].slice(1).map(th => th.textContent.split(' ')[0]);
+      const out = {};
+      for (const tr of t.querySelectorAll('tbody tr')) {
+        const r = tr.querySelector('th').textContent.split(' ')[0];
+        [...tr.querySelectorAll('td')].forEach((td, k) => out[r + '|' + cols[k]] = td.querySelector('.mean')?.textContent ?? null);
+      }
+      return out;""")
+    want = {f"{s}|{m}": float(v) for s, m, v in con.execute(
+        "SELECT SEX, MARST, sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 GROUP BY ALL").fetchall()}
+    # The margins: the means by SEX, by MARST and of all.
+    for s, m, v in con.execute("SELECT SEX, MARST, sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 "
+                               "GROUP BY GROUPING SETS ((SEX), (MARST), ())").fetchall():
+        want[f"{s if s is not None else 'All'}|{m if m is not None else 'All'}"] = float(v)
+    assert {k for k, v in grid.items() if v} == want.keys()
+    for k, v in want.items():
+        assert num(grid[k]) == pytest.approx(v, rel=1e-5), (k, grid[k], v)
+    heads = [th.get_attribute("textContent") for th in browser.find_elements(By.CSS_SELECTOR, "table.means thead th")]
+    assert "Median" in heads and "P90" in heads, heads
+    rows = browser.execute_script("""return [...document.querySelectorAll('table.means tbody tr')].map(tr =>
+        [[...tr.querySelectorAll('th, td')].slice(0, 2).map(x => x.textContent).join('|'),
+         ...[...tr.querySelectorAll('td.q')].map(td => td.textContent)])""")
+    data = con.execute("SELECT SEX, MARST, INCTOT, PERWT FROM c WHERE INCTOT <> 9999999").fetchall()
+    j = api(base, "/api/v1/datasets/census/means?" + urllib.parse.urlencode(
+        [("var", "INCTOT"), ("by", "SEX"), ("by", "MARST"), ("quantiles", "0.5,0.9")]))
+    api_q = {f"{g['by'][0]['value']}|{g['by'][1]['value']}": g["quantiles"] for g in j["groups"]}
+    checked = 0
+    for key, med, p90 in rows:
+        if key.startswith("All"):
+            continue
+        s, m = (int(x.split()[0]) for x in key.split("|"))
+        pairs = [(y, w) for a, b, y, w in data if a == s and b == m]
+        assert num(med) == weighted_quantile(pairs, 0.5), (key, med)
+        assert num(p90) == weighted_quantile(pairs, 0.9), (key, p90)
+        assert api_q[f"{s}|{m}"][0]["value"] == num(med)
+        checked += 1
+    assert checked == len([k for k in want if "All" not in k])
+    browser.find_element(By.CSS_SELECTOR, "details.all-stats summary").click()
+    shot(browser, "means-2d")
+    # SDA's median=on and percentileopt=90: the page's boxes, and the JSON.
+    sda = "/sdaweb/analysis/exec?sdaprog=means&dataset=census&dep=INCTOT&row=SEX&median=on&percentileopt=90"
+    browser.get(base + sda)
+    assert wait_answer(browser) == ""
+    assert browser.find_element(By.ID, "f-median").is_selected()
+    assert browser.find_element(By.ID, "f-pctiles").get_attribute("value") == "90"
+    rows = browser.execute_script("""return [...document.querySelectorAll('table.means tbody tr:not(.total)')].map(tr =>
+        [tr.querySelector('th').textContent, ...[...tr.querySelectorAll('td.q')].map(td => td.textContent)])""")
+    for sex, med, p90 in rows:
+        pairs = [(y, w) for a, _, y, w in data if a == int(sex.split()[0])]
+        assert (num(med), num(p90)) == (weighted_quantile(pairs, 0.5), weighted_quantile(pairs, 0.9))
+    j = api(base, sda)
+    assert [q["p"] for q in j["total_quantiles"]] == [0.5, 0.9]
+    # With a control variable: a table and a chart per category, margins
+    # within each (DuckDB's means).
+    browser.get(base + "/analysis/census?" + urllib.parse.urlencode(
+        {"kind": "means", "dep": "INCTOT", "row": "SEX", "col": "MARST", "control": "RACE(1,2)"}))
+    assert wait_answer(browser) == ""
+    charts = [c.get_attribute("aria-label") for c in browser.find_elements(By.CSS_SELECTOR, "svg.chart")]
+    assert charts == [f"Mean of INCTOT by SEX and MARST, RACE = {r}" for r in (1, 2)], charts
+    for i, race in enumerate((1, 2)):
+        grid = browser.execute_script("""const t = document.querySelectorAll('table.means2')[arguments[0]];
+          const cols = [...t.querySelectorAll('thead th')].slice(1).map(th => th.textContent.split(' ')[0]);
+          const out = {};
+          for (const tr of t.querySelectorAll('tbody tr')) {
+            const r = tr.querySelector('th').textContent.split(' ')[0];
+            [...tr.querySelectorAll('td')].forEach((td, k) => out[r + '|' + cols[k]] = td.querySelector('.mean')?.textContent ?? null);
+          }
+          return out;""", i)
+        want = {}
+        for s_, m, v in con.execute(f"SELECT SEX, MARST, sum(INCTOT * PERWT) / sum(PERWT) FROM c WHERE INCTOT <> 9999999 "
+                                    f"AND RACE = {race} GROUP BY GROUPING SETS ((SEX, MARST), (SEX), (MARST), ())").fetchall():
+            want[f"{s_ if s_ is not None else 'All'}|{m if m is not None else 'All'}"] = float(v)
+        assert {k for k, v in grid.items() if v} == want.keys()
+        for k, v in want.items():
+            assert num(grid[k].replace("‡", "")) == pytest.approx(v, rel=1e-5), (race, k, grid[k], v)
+    shot(browser, "means-2d-control")
+
+
+def test_charts_per_control_weights_and_negative_weights(server, browser):
+    """A chart per control category, titled by it; the weight list leads
+    with the design's weight and offers no IDs or replicate weights; a
+    weight with negative values is refused with the page's advice, and
+    answered with "Allow negative weights" ticked (DuckDB's sums)."""
+    base, con = server
+    browser.get(base + "/analysis/census?row=SEX&col=MARST&control=RACE(1,2)")
+    assert wait_answer(browser) == ""
+    charts = browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+    assert [c.get_attribute("aria-label") for c in charts] == ["SEX by MARST, RACE = 1", "SEX by MARST, RACE = 2"]
+    # Each chart's bars are its table's column percentages (DuckDB's).
+    for race, c in zip([1, 2], charts):
+        bars = [r.find_element(By.TAG_NAME, "title").get_attribute("textContent") for r in c.find_elements(By.TAG_NAME, "rect")
+                if r.find_elements(By.TAG_NAME, "title")]
+        want = duck_cells(con, "SEX", "MARST", f"RACE = {race}")
+        assert len(bars) == len(want)
+    shot(browser, "charts-per-control")
+    opts = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#f-weight option")]
+    assert opts[0] == "" and "PERWT" in browser.find_element(By.CSS_SELECTOR, "#f-weight option").text
+    assert not [o for o in opts if o.startswith("REPWTP") or o in ("SERIAL", "PERNUM", "PERWT")], opts
+    browser.get(base + "/analysis/plain")
+    opts = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#f-weight option")]
+    assert opts[:2] == ["", "PERWT"] and "SERIAL" not in opts and "REPWTP1" not in opts, opts
+    groups = {g.get_attribute("label"): [o.get_attribute("value") for o in g.find_elements(By.TAG_NAME, "option")]
+              for g in browser.find_elements(By.CSS_SELECTOR, "#f-weight optgroup")}
+    assert groups["Weights"] == ["PERWT"] and "INCTOT" in groups["Other numeric variables"], groups
+    # Negative weights: INCTOT has some.
+    assert con.execute("SELECT count(*) FROM c WHERE INCTOT < 0").fetchone()[0] > 0
+    browser.get(base + "/analysis/plain?row=SEX&weight=INCTOT")
+    err = wait_answer(browser)
+    assert "negative" in err and "Allow negative weights" in err, err
+    browser.find_element(By.ID, "f-negw").click()
+    browser.find_element(By.ID, "run").click()
+    assert wait_answer(browser) == ""
+    assert "negw=on" in browser.current_url
+    rows = browser.execute_script("""return [...document.querySelectorAll('table.freq tbody tr:not(.total)')]
+        .map(tr => [tr.querySelector('th').textContent.split(' ')[0], tr.querySelectorAll('td')[1].textContent])""")
+    want = dict(con.execute("SELECT SEX, sum(INCTOT)::DOUBLE FROM c WHERE INCTOT <> 9999999 GROUP BY ALL").fetchall())
+    assert {int(s): num(w) for s, w in rows} == pytest.approx(want, rel=1e-5)

@@ -198,8 +198,21 @@ def test_sda_urls_are_translated(server):
     assert params["row"] == ["RACE(1,3)"] and params["col"] == ["SEX"] and "control" not in params
     st, body = get(base, "/api/v1/datasets/census/means" + q(var="INCTOT", by="RACE(1,3), SEX"))
     assert st == 200 and body["by"] == ["RACE", "SEX"]
+    # Row and column percentages together: one table with both, each
+    # the one-percentage answer's.
+    st, body = get(base, "/sda?dataset=census&row=SEX&column=EDUC&rowpct=on&colpct=on")
+    assert st == 200 and body["pcts"] == ["col", "row"], body
+    for p in ("col", "row"):
+        _, one = get(base, "/api/v1/datasets/census/tab" + q(row="SEX", col="EDUC", pct=p))
+        got = body["tables"][0]["percentages"][p]
+        assert got["pct"] == one["tables"][0]["pct"] and got["pct_se"] == one["tables"][0]["pct_se"]
+    assert body["tables"][0]["pct"] == body["tables"][0]["percentages"]["col"]["pct"]
+    # One named twice is one; several are for crosstabs only.
+    st, body = get(base, "/api/v1/datasets/census/tab" + q(row="SEX", col="EDUC", pct="row,row"))
+    assert st == 200 and body["pct"] == "row" and "pcts" not in body
+    st, body = get(base, "/api/v1/datasets/census/freq" + q(var="SEX", pct="row,col"))
+    assert st == 400 and "crosstabs" in body["error"]
     for bad_url, needle in [("/sda?dataset=nope&row=SEX", "no dataset"),
-                            ("/sda?dataset=census&row=SEX&column=EDUC&rowpct=on&colpct=on", "one per table"),
                             ("/sda?dataset=census&row=SEX&frobnicate=1", "frobnicate"),
                             # SDA's totals or differences are not means: refused, not
                             # answered as means.

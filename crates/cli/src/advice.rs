@@ -201,7 +201,7 @@ pub fn about_names(e: &anyhow::Error) -> bool {
                     Some(microtab_analysis::Error::Engine(x)) => Some(x),
                     _ => None,
                 }),
-            Some(E::Filter { .. } | E::Invalid(_))
+            Some(E::Filter { .. } | E::Invalid(_) | E::Grouping { .. })
         )
     })
 }

@@ -52,8 +52,9 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
             Some((name, rest)) => (name, rest.trim()),
             None => return Ok(plain(s)),
         },
-        None => match s.find('(').filter(|_| s.ends_with(')')) {
-            Some(open) => (s[..open].trim().to_string(), &s[open..]),
+        None => match s.find('(') {
+            Some(open) if s.ends_with(')') => (s[..open].trim().to_string(), &s[open..]),
+            Some(open) => return Err(unclosed(spec, &s[..open], s)),
             None => return Ok(plain(s)),
         },
     };
@@ -61,11 +62,17 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         return Ok(plain(&name));
     }
     let Some(inner) = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
+        if rest.starts_with('(') {
+            return Err(unclosed(spec, &quote_name(&name), s));
+        }
         return Ok(plain(s));
     };
     let inner = inner.trim();
     let qname = quote_name(&name);
-    let bad = |reason: String| Error::Invalid(format!("bad grouping argument '{spec}': {reason}"));
+    let bad = |reason: String| Error::Grouping {
+        spec: spec.to_string(),
+        reason,
+    };
     if name.is_empty() {
         return Err(bad("expected a variable name before '('".into()));
     }
@@ -110,8 +117,15 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
                 "group '{g}' has no values (expected e.g. 18-64 \"Adult\")"
             )));
         }
+        let term = one_term(items).map_err(|e| match e {
+            Error::Grouping { spec, reason } => Error::Grouping {
+                spec,
+                reason: format!("recode of {name}: {reason}"),
+            },
+            e => e,
+        })?;
         groups.push(Group {
-            term: one_term(items)?,
+            term,
             label,
             text: items.to_string(),
         });
@@ -126,6 +140,27 @@ pub fn parse_dim(spec: &str) -> Result<DimSpec> {
         recode: Some(groups),
         valid: None,
     })
+}
+
+/// The error of a grouping argument whose `(` is never closed
+/// (`AGE(r: 18-`): what is wrong inside it too, when something is, rather
+/// than "unknown variable 'AGE(r: 18-'".
+fn unclosed(spec: &str, name: &str, s: &str) -> Error {
+    let name = name.trim();
+    let reason = if name.is_empty() {
+        "expected a variable name before '('".to_string()
+    } else {
+        match parse_dim(&format!("{s})")) {
+            Err(Error::Grouping { reason, .. }) => {
+                format!("{reason}; and no ')' closes the list after {name}")
+            }
+            _ => format!("no ')' closes the list after {name}: write {s})"),
+        }
+    };
+    Error::Grouping {
+        spec: spec.to_string(),
+        reason,
+    }
 }
 
 /// Largest range of stored values a recode's lookup table spans.
@@ -392,6 +427,18 @@ mod tests {
             assert_eq!(g[0].label.as_deref(), Some("light"));
             assert_eq!(g[0].term.var, d.name);
         }
+        // An unclosed list names what is wrong, not an unknown variable.
+        let e = parse_dim("AGE(r: 18-").unwrap_err().to_string();
+        assert!(e.contains("recode of AGE: incomplete range '18-'"), "{e}");
+        assert!(e.contains("no ')' closes the list after AGE"), "{e}");
+        let e = parse_dim("AGE(r: 18-30; 31-*").unwrap_err().to_string();
+        assert!(
+            e.ends_with("no ')' closes the list after AGE: write AGE(r: 18-30; 31-*)"),
+            "{e}"
+        );
+        let e = parse_dim("`a b`(1,3").unwrap_err().to_string();
+        assert!(e.contains("no ')' closes the list after `a b`"), "{e}");
+        assert!(matches!(parse_dim("(r: 1"), Err(Error::Grouping { .. })));
         let d = parse_dim("`a(b)`(1,3)").unwrap();
         assert_eq!(
             (d.name.as_str(), d.valid.unwrap().var.as_str()),

@@ -160,6 +160,7 @@ pub(crate) fn error_kind(e: &microtab_analysis::Error) -> &'static str {
             microtab_store::Error::Exists { .. } => "exists",
             _ => "store",
         },
+        E::Engine(microtab_engine::Error::Grouping { .. }) => "grouping",
         E::Engine(_) => "query",
         E::NegativeWeights { .. } => "negative_weights",
         E::DesignWeight { .. } => "design_weight",

@@ -289,17 +289,20 @@ async fn analyse(
             v.len()
         )));
     }
-    let mut p = microtab_analysis::Params::from_pairs(&params).map_err(bad)?;
-    if !p.by.is_empty() || !p.vars.is_empty() {
-        // Each `by` (or `vars`) value is one argument when it names a
-        // variable, else a list in the CLI's grammar (`by=A,B`).
-        let ds = open(&app.path(&name)?, &name)?;
-        p.by = microtab_engine::var_names(&ds, &p.by);
-        p.vars = microtab_engine::var_names(&ds, &p.vars);
-    }
-    let req = p.request(&kind).map_err(bad)?;
     let start = Instant::now();
-    let (body, reservation) = answer(&app, &name, req).await?;
+    let pcts = pct_list(&kind, &params)?;
+    let (body, reservation) = if pcts.len() > 1 {
+        several_pcts(&app, &name, &params, &pcts).await?
+    } else {
+        // `pct=col,` or `pct=col,col` is one percentage.
+        let mut params = params;
+        if let (Some(one), Some(x)) = (pcts.first(), params.iter_mut().find(|(k, _)| k == "pct")) {
+            x.1 = one.clone();
+        }
+        let req = request_of(&app, &name, &kind, &params)?;
+        let (b, r) = answer(&app, &name, req).await?;
+        (b, vec![r])
+    };
     let body = serde_json::to_vec(&body)
         .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None))?;
     // The text keeps its share of the budget until it has been sent.
@@ -315,8 +318,92 @@ async fn analyse(
     Ok(resp)
 }
 
+/// The analysis layer's request of an API query's parameters.
+fn request_of(
+    app: &Arc<App>,
+    name: &str,
+    kind: &str,
+    params: &[(String, String)],
+) -> Result<microtab_analysis::Request, ApiError> {
+    let mut p = microtab_analysis::Params::from_pairs(params).map_err(bad)?;
+    if !p.by.is_empty() || !p.vars.is_empty() {
+        // Each `by` (or `vars`) value is one argument when it names a
+        // variable, else a list in the CLI's grammar (`by=A,B`).
+        let ds = open(&app.path(name)?, name)?;
+        p.by = microtab_engine::var_names(&ds, &p.by);
+        p.vars = microtab_engine::var_names(&ds, &p.vars);
+    }
+    p.request(kind).map_err(bad)
+}
+
+/// The percentages a crosstab asks for: `pct=col,row,total` (SDA's
+/// `colpct=on&rowpct=on&totpct=on`) is several, in the order given.
+fn pct_list(kind: &str, params: &[(String, String)]) -> Result<Vec<String>, ApiError> {
+    let Some((_, v)) = params.iter().find(|(k, _)| k == "pct") else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<String> = Vec::new();
+    for x in v.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        if out.iter().any(|y| y == x) {
+            continue;
+        }
+        out.push(x.to_string());
+    }
+    if out.len() > 1 && kind != "tab" {
+        return Err(bad(format!(
+            "pct={v:?}: several percentages are for crosstabs (tab)"
+        )));
+    }
+    Ok(out)
+}
+
+/// A crosstab with several percentages in each cell (SDA's row, column
+/// and total percentages together): the table of the first, with each
+/// one's percentages and their SEs under `percentages` in every table and
+/// their names, in order, in `pcts`.
+async fn several_pcts(
+    app: &Arc<App>,
+    name: &str,
+    params: &[(String, String)],
+    pcts: &[String],
+) -> Result<(Value, Vec<Reservation>), ApiError> {
+    let mut first: Option<Value> = None;
+    let mut held = Vec::new();
+    let mut per: Vec<(String, Vec<Value>)> = Vec::new();
+    for pct in pcts {
+        let mut one: Vec<(String, String)> =
+            params.iter().filter(|(k, _)| k != "pct").cloned().collect();
+        one.push(("pct".into(), pct.clone()));
+        let req = request_of(app, name, "tab", &one)?;
+        let (v, r) = answer(app, name, req).await?;
+        held.push(r);
+        let tables: Vec<Value> = v["tables"]
+            .as_array()
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| json!({ "pct": t["pct"], "pct_se": t["pct_se"] }))
+                    .collect()
+            })
+            .unwrap_or_default();
+        per.push((pct.clone(), tables));
+        first.get_or_insert(v);
+    }
+    let mut body = first.unwrap_or(Value::Null);
+    if let Some(ts) = body["tables"].as_array_mut() {
+        for (i, t) in ts.iter_mut().enumerate() {
+            let by: serde_json::Map<String, Value> = per
+                .iter()
+                .map(|(p, tables)| (p.clone(), tables.get(i).cloned().unwrap_or(Value::Null)))
+                .collect();
+            t["percentages"] = Value::Object(by);
+        }
+    }
+    body["pcts"] = json!(pcts);
+    Ok((body, held))
+}
+
 /// An answer's text and its share of the memory budget.
-struct Reserved(Vec<u8>, #[allow(dead_code)] Reservation);
+struct Reserved(Vec<u8>, #[allow(dead_code)] Vec<Reservation>);
 
 impl AsRef<[u8]> for Reserved {
     fn as_ref(&self) -> &[u8] {
@@ -511,6 +598,36 @@ const SDA_DISPLAY: &[&str] = &[
 /// `sdaprog=regress&dep=…&indep=…` and SDA's logit and probit) into
 /// this API's URL for the same question, and redirects there (303).
 async fn sda(
+    state: State<Arc<App>>,
+    headers: axum::http::HeaderMap,
+    query: Query<Vec<(String, String)>>,
+) -> Response {
+    let html = wants_html(&headers);
+    match sda_url(state, headers, query).await {
+        Ok(r) => r,
+        // A browser gets the refusal as a page, never raw JSON.
+        Err(e) if html => page::html_error(e),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Whether a browser asks (it accepts HTML).
+fn wants_html(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"))
+}
+
+/// An SDA checkbox's value that means on.
+fn is_on(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "on" | "yes" | "true" | "1"
+    )
+}
+
+async fn sda_url(
     State(app): State<Arc<App>>,
     headers: axum::http::HeaderMap,
     Query(params): Query<Vec<(String, String)>>,
@@ -580,6 +697,29 @@ async fn sda(
             ));
         }
         out.push(("by", by.join(",")));
+        // SDA's median and its one percentile (percentileopt=90), as
+        // quantiles.
+        let mut qs: Vec<String> = Vec::new();
+        if p.get("median").is_some_and(|v| is_on(v)) {
+            qs.push("0.5".into());
+        }
+        if let Some(x) = p
+            .get("percentileopt")
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+        {
+            match x.parse::<f64>() {
+                Ok(v) if v > 0.0 && v < 100.0 => qs.push(format!("{}", v / 100.0)),
+                _ => {
+                    return Err(bad(format!(
+                        "percentileopt={x:?}: expected a percentile between 0 and 100 (90)"
+                    )))
+                }
+            }
+        }
+        if !qs.is_empty() {
+            out.push(("quantiles", qs.join(",")));
+        }
         "means"
     } else if prog.is_empty() || prog == "tables" || form == "tbf" {
         let row = row.ok_or_else(|| bad("an SDA tables URL names its row variable (row=)"))?;
@@ -590,16 +730,14 @@ async fn sda(
                 if let Some(c) = control {
                     out.push(("control", c));
                 }
-                let pcts: Vec<&str> = [("rowpct", "row"), ("colpct", "col"), ("totpct", "total")]
+                let pcts: Vec<&str> = [("colpct", "col"), ("rowpct", "row"), ("totpct", "total")]
                     .into_iter()
                     .filter(|(k, _)| on(&mut p, k))
                     .map(|(_, v)| v)
                     .collect();
-                if pcts.len() > 1 {
-                    return Err(bad(format!("the SDA URL asks for {} percentages; microtab gives one per table: choose rowpct, colpct or totpct", pcts.len())));
-                }
-                if let Some(x) = pcts.first() {
-                    out.push(("pct", x.to_string()));
+                if !pcts.is_empty() {
+                    // Several: each cell shows them all, as SDA's do.
+                    out.push(("pct", pcts.join(",")));
                 }
                 if on(&mut p, "chisq") || on(&mut p, "stats") {
                     out.push(("stats", "true".into()));
@@ -691,11 +829,7 @@ async fn sda(
         }
     }
     // A browser goes to the analysis page, anything else to the API.
-    let html = headers
-        .get(axum::http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("text/html"));
-    let url = if html {
+    let url = if wants_html(&headers) {
         let mut q: Vec<(&str, String)> = Vec::new();
         if kind == "means" || kind == "regress" {
             q.push(("kind", kind.into()));
@@ -704,10 +838,19 @@ async fn sda(
             match (kind, *k) {
                 ("means", "var") => q.push(("dep", v.clone())),
                 ("means", "by") => q.extend(boxes.iter().cloned()),
+                ("means", "quantiles") => {
+                    // The page's boxes, as SDA's URL had them.
+                    if p.get("median").is_some_and(|v| is_on(v)) {
+                        q.push(("median", "on".into()));
+                    }
+                    if let Some(x) = p.get("percentileopt") {
+                        q.push(("pctiles", x.trim().to_string()));
+                    }
+                }
                 ("freq", "var") => q.push(("row", v.clone())),
                 (_, "stats") => q.push(("stats", "on".into())),
                 (_, "design") => q.push(("design", "off".into())),
-                (_, "pct") => q.push(("pct", v.clone())),
+                (_, "pct") => q.extend(v.split(',').map(|x| ("pct", x.to_string()))),
                 _ => q.push((k, v.clone())),
             }
         }
@@ -739,6 +882,20 @@ async fn sda(
                     .map(|(_, v)| ("show", v.to_string())),
             );
             q.push(("shown", "1".into()));
+        }
+        // SDA's decimals of percentages (or of means), the page's one choice.
+        let dec = if kind == "means" {
+            ["decmeans", "decpcts"]
+        } else {
+            ["decpcts", "decmeans"]
+        };
+        if let Some(d) = dec
+            .iter()
+            .find_map(|k| p.get(*k))
+            .map(|d| d.trim())
+            .filter(|d| matches!(*d, "0" | "1" | "2" | "3" | "4"))
+        {
+            q.push(("dec", d.to_string()));
         }
         match p.get("ch_type").map(|v| v.to_ascii_lowercase()).as_deref() {
             Some("bar") => q.push(("chart", "bar".into())),

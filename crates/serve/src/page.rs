@@ -44,15 +44,25 @@ pub const PAGE_PARAMS: &[&str] = &[
     "formula",
     "family",
     "base",
+    "dec",
+    "median",
+    "pctiles",
+    "negw",
 ];
 
 fn head(title: &str) -> String {
+    head_skip(title, "#main", "Skip to content")
+}
+
+/// The page's head and its first tabbable element, a link past what
+/// precedes the part that matters (`#query`: the hundreds of variables).
+fn head_skip(title: &str, to: &str, skip: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <title>{}</title><link rel=\"stylesheet\" href=\"/static/app.css\">\
 <script type=\"module\" src=\"/static/app.js\"></script></head>\n<body>\n\
-<a class=\"skip\" href=\"#main\">Skip to content</a>\n",
+<a class=\"skip\" href=\"{to}\">{skip}</a>\n",
         esc(title)
     )
 }
@@ -151,6 +161,9 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
             .collect();
         // One `by` per variable: a name with spaces or commas stays whole.
         q.extend(by.into_iter().map(|b| ("by", b.to_string())));
+        if let Some(qs) = quantiles(p) {
+            q.push(("quantiles", qs));
+        }
         "means"
     } else if let Some(col) = first(p, "col") {
         q.push(("row", row.into()));
@@ -158,8 +171,9 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
         if let Some(c) = first(p, "control") {
             q.push(("control", c.into()));
         }
-        if let Some(x) = first(p, "pct").filter(|x| *x != "none") {
-            q.push(("pct", x.into()));
+        let pcts = pct_choice(p);
+        if !pcts.is_empty() {
+            q.push(("pct", pcts.join(",")));
         }
         if first(p, "stats").is_some() {
             q.push(("stats", "true".into()));
@@ -186,6 +200,9 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
     if first(p, "include_missing").is_some() && kind != "means" {
         q.push(("include_missing", "true".into()));
     }
+    if first(p, "negw").is_some() {
+        q.push(("allow_negative_weights", "true".into()));
+    }
     let qs: Vec<String> = q
         .iter()
         .map(|(k, v)| format!("{k}={}", crate::app::encode(v)))
@@ -195,6 +212,74 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
         crate::app::encode(name),
         qs.join("&")
     ))
+}
+
+/// The percentages asked for (`pct=col&pct=row`, SDA's several in one
+/// table), in the order column, row, total; column alone when none is
+/// named, none for `pct=none`.
+pub fn pct_choice(p: &Params) -> Vec<&'static str> {
+    let asked: Vec<&str> = p
+        .iter()
+        .filter(|(k, _)| k == "pct")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .collect();
+    if asked.is_empty() {
+        return vec!["col"];
+    }
+    ["col", "row", "total"]
+        .into_iter()
+        .filter(|x| asked.contains(x))
+        .collect()
+}
+
+/// The API's `quantiles` of the means form: the median when ticked and
+/// the percentiles typed (`90`, `25, 75`), as probabilities.
+fn quantiles(p: &Params) -> Option<String> {
+    let mut out: Vec<String> = Vec::new();
+    if first(p, "median").is_some() {
+        out.push("0.5".into());
+    }
+    for x in first(p, "pctiles")
+        .unwrap_or("")
+        .split([',', ' '])
+        .filter(|x| !x.is_empty())
+    {
+        let q = match x.parse::<f64>() {
+            Ok(v) if v > 0.0 && v < 100.0 => format!("{}", v / 100.0),
+            // The API words the error.
+            _ => x.to_string(),
+        };
+        if !out.contains(&q) {
+            out.push(q);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(","))
+}
+
+/// Whether a variable is offered as a weight: not a text variable, not
+/// one of the design's replicate weights, strata, clusters or FPC, and not
+/// named like an identifier or a replicate weight (SERIAL, PERNUM, …ID,
+/// REPWT…).
+fn weight_like(v: &microtab_store::Variable, design: Option<&microtab_store::Design>) -> bool {
+    if v.kind == Kind::String {
+        return false;
+    }
+    if let Some(d) = design {
+        if v.name == d.weight || d.variables().contains(&&v.name) {
+            return false;
+        }
+    }
+    let u = v.name.to_ascii_uppercase();
+    let id = u.contains("SERIAL")
+        || u == "ID"
+        || u.ends_with("_ID")
+        || u.starts_with("ID_")
+        || (u.ends_with("ID") && u.len() <= 6)
+        || u.contains("PERNUM")
+        || u.contains("REPWT")
+        || u.contains("REPWGT");
+    !id
 }
 
 fn check_params(p: &Params) -> Result<(), ApiError> {
@@ -220,7 +305,7 @@ fn check_params(p: &Params) -> Result<(), ApiError> {
 }
 
 /// An error as a page (a browser asked for a page, not JSON).
-fn html_error(e: ApiError) -> Response {
+pub(crate) fn html_error(e: ApiError) -> Response {
     let ApiError(status, message, _) = e;
     let mut h = head("microtab — error");
     let _ = write!(
@@ -285,7 +370,7 @@ async fn analysis_page(
             ""
         }
     };
-    let mut h = head(&format!("{name} — microtab"));
+    let mut h = head_skip(&format!("{name} — microtab"), "#query", "Skip to the form");
     let _ = write!(
         h,
         "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p>\
@@ -324,7 +409,7 @@ async fn analysis_page(
     // The form.
     let _ = write!(
         h,
-        "<section class=\"query\" aria-labelledby=\"q-h\"><h2 id=\"q-h\">Query</h2>\n\
+        "<section id=\"query\" tabindex=\"-1\" class=\"query\" aria-labelledby=\"q-h\"><h2 id=\"q-h\">Query</h2>\n\
 <form id=\"form\" method=\"get\" action=\"/analysis/{u}\">\n\
 <fieldset class=\"kind\"><legend>Analysis</legend>\
 <label><input type=\"radio\" name=\"kind\" value=\"table\"{}> Frequencies or crosstab</label>\
@@ -376,24 +461,66 @@ async fn analysis_page(
             "none (unweighted)".into()
         }
     );
-    for v in m.variables.iter().filter(|v| v.kind != Kind::String) {
-        let _ = write!(
-            h,
-            "<option value=\"{n}\"{}>{n}</option>",
-            sel("weight", &v.name, false),
-            n = esc(&v.name)
-        );
+    // Variables named as weights (PERWT, HHWT, WGTP, …) in a group of
+    // their own, before the other numeric variables.
+    let (named, other): (Vec<&microtab_store::Variable>, Vec<_>) = m
+        .variables
+        .iter()
+        .filter(|v| weight_like(v, m.design.as_ref()))
+        .partition(|v| {
+            let u = v.name.to_ascii_uppercase();
+            u.contains("WT") || u.contains("WGT") || u.contains("WEIGHT")
+        });
+    for (label, vars) in [("Weights", named), ("Other numeric variables", other)] {
+        if vars.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<optgroup label=\"{label}\">");
+        for v in vars {
+            let _ = write!(
+                h,
+                "<option value=\"{n}\"{}>{n}</option>",
+                sel("weight", &v.name, false),
+                n = esc(&v.name)
+            );
+        }
+        h += "</optgroup>";
     }
-    h += "</select></div>\n";
     let _ = writeln!(
         h,
-        "<div class=\"table-only\"><label for=\"f-pct\">Percentages</label><select id=\"f-pct\" name=\"pct\">\
-<option value=\"col\"{}>of each column</option><option value=\"row\"{}>of each row</option>\
-<option value=\"total\"{}>of the table</option><option value=\"none\"{}>none</option></select></div>",
-        sel("pct", "col", true),
-        sel("pct", "row", false),
-        sel("pct", "total", false),
-        sel("pct", "none", false),
+        "</select><label class=\"check\"><input type=\"checkbox\" id=\"f-negw\" name=\"negw\" value=\"on\"{}> Allow negative weights</label></div>",
+        checked(first(&p, "negw").is_some()),
+    );
+    let pcts = pct_choice(&p);
+    let _ = writeln!(
+        h,
+        "<fieldset class=\"table-only pcts\"><legend>Percentages</legend>\
+<label><input type=\"checkbox\" name=\"pct\" value=\"col\"{}> of each column</label>\
+<label><input type=\"checkbox\" name=\"pct\" value=\"row\"{}> of each row</label>\
+<label><input type=\"checkbox\" name=\"pct\" value=\"total\"{}> of the table</label></fieldset>",
+        checked(pcts.contains(&"col")),
+        checked(pcts.contains(&"row")),
+        checked(pcts.contains(&"total")),
+    );
+    let _ = writeln!(
+        h,
+        "<div class=\"means-only\"><label for=\"f-pctiles\">Percentiles <span class=\"opt\">(optional: 25, 75)</span></label>\
+<input id=\"f-pctiles\" name=\"pctiles\" value=\"{}\" autocomplete=\"off\" inputmode=\"decimal\">\
+<label class=\"check\"><input type=\"checkbox\" id=\"f-median\" name=\"median\" value=\"on\"{}> Median</label></div>",
+        val("pctiles"),
+        checked(first(&p, "median").is_some()),
+    );
+    let _ = writeln!(
+        h,
+        "<div class=\"not-regress\"><label for=\"f-dec\">Decimals <span class=\"opt\">(percentages, means)</span></label><select id=\"f-dec\" name=\"dec\">\
+<option value=\"\"{}>automatic</option><option value=\"0\"{}>0</option><option value=\"1\"{}>1</option>\
+<option value=\"2\"{}>2</option><option value=\"3\"{}>3</option><option value=\"4\"{}>4</option></select></div>",
+        sel("dec", "", true),
+        sel("dec", "0", false),
+        sel("dec", "1", false),
+        sel("dec", "2", false),
+        sel("dec", "3", false),
+        sel("dec", "4", false),
     );
     let _ = writeln!(
         h,
@@ -464,7 +591,7 @@ async fn analysis_page(
     }
     h += "</p></noscript></section>\n<section class=\"out\" aria-labelledby=\"out-h\">\
 <h2 id=\"out-h\" class=\"sr\">Result</h2><div id=\"status\" role=\"status\" aria-live=\"polite\"></div>\
-<div id=\"error\" role=\"alert\"></div><div id=\"result\"></div></section>\n</main>\n";
+<div id=\"error\" role=\"alert\" tabindex=\"-1\"></div><div id=\"result\" tabindex=\"-1\" aria-labelledby=\"out-h\"></div></section>\n</main>\n";
     let meta = serde_json::json!({
         "name": name,
         "rows": m.rows,

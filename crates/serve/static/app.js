@@ -25,7 +25,12 @@ const fmtN = (x, d = 0) =>
   x === null || x === undefined || Number.isNaN(x)
     ? ""
     : Number(x).toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
-const fmtPct = (x) => (x === null || x === undefined ? "" : x.toFixed(1));
+// The decimals chosen for percentages and means (null: automatic, one
+// for percentages and six significant digits for means); standard errors
+// and intervals keep their significant digits whatever is chosen.
+let dec = null;
+const fmtPct = (x) => (x === null || x === undefined ? "" : x.toFixed(dec ?? 1));
+const fmtMean = (x, s = 6) => (dec === null ? fmtSig(x, s) : fmtN(x, dec));
 // Significant digits for weighted counts and means.
 function fmtSig(x, s = 6) {
   if (x === null || x === undefined || !Number.isFinite(x)) return "";
@@ -87,13 +92,15 @@ export function apiUrl(p) {
     put("var", dep);
     // One `by` per variable: a name with spaces or commas stays whole.
     for (const b of ["row", "col", "control"].map((k) => (p.get(k) || "").trim()).filter((x) => x)) put("by", b);
+    const qs = quantilesOf(p);
+    if (qs) put("quantiles", qs);
     kind = "means";
   } else if ((p.get("col") || "").trim()) {
     put("row", row);
     put("col", p.get("col").trim());
     if ((p.get("control") || "").trim()) put("control", p.get("control").trim());
-    const pct = p.get("pct") || "col";
-    if (pct !== "none") put("pct", pct);
+    const pcts = pctsOf(p);
+    if (pcts.length) put("pct", pcts.join(","));
     if (p.get("stats")) put("stats", "true");
     put("z", "true");
     kind = "tab";
@@ -112,7 +119,54 @@ export function apiUrl(p) {
     put("design", "false");
   }
   if (p.get("include_missing") && kind !== "means") put("include_missing", "true");
+  if (p.get("negw")) put("allow_negative_weights", "true");
   return `/api/v1/datasets/${enc(meta.name)}/${kind}?${q.join("&")}`;
+}
+
+// The percentages asked for, in SDA's order (column, row, total): column
+// alone when none is named, none for pct=none (the server's pct_choice).
+export function pctsOf(p) {
+  const asked = p.getAll("pct").flatMap((x) => x.split(",")).map((x) => x.trim());
+  if (!asked.length) return ["col"];
+  return ["col", "row", "total"].filter((x) => asked.includes(x));
+}
+
+// The API's quantiles of the means form: the median when ticked, and the
+// percentiles typed (90; 25, 75) as probabilities.
+function quantilesOf(p) {
+  const out = [];
+  if (p.get("median")) out.push("0.5");
+  for (const x of (p.get("pctiles") || "").split(/[,\s]+/).filter((x) => x)) {
+    const v = Number(x);
+    const q = Number.isFinite(v) && v > 0 && v < 100 ? String(v / 100) : x;
+    if (!out.includes(q)) out.push(q);
+  }
+  return out.join(",");
+}
+
+// A row box naming several variables (SEX, RACE: SDA's one table per row
+// variable) as its variables; commas inside parentheses or quotes (a
+// recode, a quoted name) do not split, nor does a variable's whole name.
+export function rowList(text, names = new Set()) {
+  const t = (text || "").trim();
+  if (!t || names.has(t)) return t ? [t] : [];
+  const out = [];
+  let depth = 0, quote = null, cur = "";
+  for (const ch of t) {
+    if (quote) {
+      if (ch === quote) quote = null;
+    } else if (ch === '"' || ch === "`") quote = ch;
+    else if (ch === "(") depth++;
+    else if (ch === ")") depth = Math.max(0, depth - 1);
+    else if (ch === "," && depth === 0) {
+      out.push(cur.trim());
+      cur = "";
+      continue;
+    }
+    cur += ch;
+  }
+  out.push(cur.trim());
+  return out.filter((x) => x);
 }
 
 function pageParams(form) {
@@ -122,18 +176,21 @@ function pageParams(form) {
   }
   // Only what the analysis chosen reads: a shared URL says no more.
   const own = {
-    table: ["row", "col", "control", "pct", "stats", "include_missing", "show", "chart"],
-    means: ["dep", "row", "col", "control", "show", "chart"],
-    compare: ["dep", "row", "base", "show", "chart"],
+    table: ["row", "col", "control", "pct", "stats", "include_missing", "show", "chart", "dec"],
+    means: ["dep", "row", "col", "control", "show", "chart", "dec", "median", "pctiles"],
+    compare: ["dep", "row", "base", "show", "chart", "dec"],
     regress: ["formula", "family"],
   };
   const kind = p.get("kind") || "table";
-  for (const k of ["dep", "row", "col", "control", "pct", "stats", "include_missing", "show", "chart", "formula", "family", "base"]) {
+  for (const k of ["dep", "row", "col", "control", "pct", "stats", "include_missing", "show", "chart", "formula", "family", "base", "dec", "median", "pctiles"]) {
     if (!own[kind].includes(k)) p.delete(k);
   }
   if (kind === "table") p.delete("kind");
   if (kind === "regress") p.delete("shown");
-  if (p.get("pct") === "col") p.delete("pct");
+  // Column percentages are the default; none ticked is said.
+  const pcts = p.getAll("pct");
+  if (kind === "table" && !pcts.length) p.append("pct", "none");
+  if (pcts.length === 1 && pcts[0] === "col") p.delete("pct");
   if (p.get("chart") === "stacked") p.delete("chart");
   if (p.get("level") === "0.95") p.delete("level");
   if (p.get("design") === "on") p.delete("design");
@@ -147,13 +204,14 @@ function fillForm(form, p) {
     if (e.type === "radio") e.checked = (p.get("kind") || "table") === e.value;
     else if (e.type === "checkbox") {
       if (e.name === "show") e.checked = fresh ? ["se", "w", "colour"].includes(e.value) : p.getAll("show").includes(e.value);
+      else if (e.name === "pct") e.checked = pctsOf(p).includes(e.value);
       else e.checked = !!p.get(e.name);
     } else if (e.tagName === "SELECT") {
       const v = p.get(e.name);
       if (v !== null && ![...e.options].some((o) => o.value === v)) e.append(el("option", { value: v }, v));
       e.value = v ?? e.querySelector("option[selected]")?.value ?? e.options[0].value;
       if (v === null) {
-        const dflt = { pct: "col", chart: "stacked", level: "0.95", design: "on", weight: "", family: "gaussian" }[e.name];
+        const dflt = { chart: "stacked", level: "0.95", design: "on", weight: "", family: "gaussian", dec: "" }[e.name];
         if (dflt !== undefined) e.value = dflt;
       }
     } else if (e.tagName === "INPUT") e.value = p.get(e.name) || "";
@@ -213,11 +271,19 @@ function flagged(u) {
   return u && u.unreliable ? el("span", { class: "flag", title: "unreliable: few records or a large coefficient of variation" }, "‡") : null;
 }
 
+const PCT_NAMES = { col: "column percentages", row: "row percentages", total: "percentages of the table" };
+const PCT_SHORT = { col: "col", row: "row", total: "tot" };
+
+// The percentages of an answer (several: `pcts`, each under a table's
+// `percentages`) and one table's of one kind.
+const pctKinds = (j) => j.pcts || (j.pct ? [j.pct] : []);
+const pctOf = (j, t, k) => (j.pcts ? t.percentages[k] : { pct: t.pct, pct_se: t.pct_se });
+
 function renderTab(j, show) {
   const out = [];
+  const pcts = pctKinds(j);
   const design = !!j.design;
   const weighted = j.weight !== null;
-  const along = j.z_along || "col";
   const colour = show.has("colour");
   let cells = 0;
   let anyFlag = false;
@@ -230,7 +296,8 @@ function renderTab(j, show) {
     let title = `${j.row_var} by ${j.col_var}`;
     if (j.control_var && t.control) title += `, ${j.control_var} = ${catText(t.control)}`;
     const what = [];
-    if (j.pct) what.push({ col: "column percentages", row: "row percentages", total: "percentages of the table" }[j.pct]);
+    if (pcts.length > 1) what.push(`${pcts.map((k) => `${PCT_NAMES[k]} (${PCT_SHORT[k]})`).join(", ")}, one under the other`);
+    else if (pcts.length) what.push(PCT_NAMES[pcts[0]]);
     if (design && show.has("se")) what.push("standard errors in parentheses");
     if (design && show.has("ci")) what.push(`${Math.round(j.design.level * 100)}% confidence intervals in brackets`);
     if (weighted && show.has("w")) what.push("weighted N");
@@ -248,11 +315,18 @@ function renderTab(j, show) {
     const total = t.total.weighted ?? t.total.count;
     const rowW = t.row_totals.weighted || t.row_totals.counts;
     const colW = t.col_totals.weighted || t.col_totals.counts;
-    const lines = (pct, w, n, u, uw) => {
+    // A cell's lines: each percentage asked for (`ps`: [kind, value, its
+    // SE and interval]), then the counts.
+    const lines = (ps, w, n, uw) => {
       const parts = [];
       if (j.pct) {
-        if (pct !== null && pct !== undefined) parts.push(el("span", { class: "pct" }, fmtPct(pct)));
-        if (u) parts.push(...uncertainty(u, null, show));
+        for (const [k, v, u] of ps) {
+          const line = el("span", { class: "pline", "data-pct": k });
+          if (v !== null && v !== undefined) line.append(el("span", { class: "pct" }, fmtPct(v)));
+          if (pcts.length > 1) line.append(el("span", { class: "pk", title: PCT_NAMES[k] }, ` ${PCT_SHORT[k]}`));
+          if (u) line.append(...uncertainty(u, null, show));
+          parts.push(line);
+        }
         if (show.has("w") && weighted && w !== null && w !== undefined) parts.push(el("span", { class: "w" }, fmtSig(w)));
       } else {
         if (w !== null && w !== undefined) parts.push(el("span", { class: "w" }, weighted ? fmtSig(w) : fmtN(w)));
@@ -266,11 +340,15 @@ function renderTab(j, show) {
       const tr = el("tr", { class: r.missing ? "missing" : null }, el("th", { scope: "row" }, catText(r), miss(r)));
       t.cols.forEach((c, k) => {
         const z = t.z ? t.z[i][k] : null;
-        const u = t.pct_se ? t.pct_se[i][k] : null;
+        const ps = pcts.map((p) => {
+          const x = pctOf(j, t, p);
+          return [p, x.pct ? x.pct[i][k] : null, x.pct_se ? x.pct_se[i][k] : null];
+        });
+        const u = ps.length ? ps[0][2] : null;
         const uw = t.weighted_se ? t.weighted_se[i][k] : null;
         const f = flagged(j.pct ? u : uw);
         if (f) anyFlag = true;
-        const td = el("td", { class: `num ${colour ? zClass(z) : ""}`.trim() }, lines(t.pct ? t.pct[i][k] : null, meas[i][k], t.counts[i][k], u, uw), f);
+        const td = el("td", { class: `num ${colour ? zClass(z) : ""}`.trim() }, lines(ps, meas[i][k], t.counts[i][k], uw), f);
         if (z !== null && z !== undefined) {
           td.dataset.z = z.toFixed(4);
           td.title = `z = ${z.toFixed(2)}`;
@@ -280,16 +358,17 @@ function renderTab(j, show) {
         }
         tr.append(td);
       });
-      const rp = along === "col" && j.pct ? (100 * rowW[i]) / total : j.pct === "row" ? 100 : j.pct === "total" ? (100 * rowW[i]) / total : null;
-      tr.append(el("td", { class: "num total" }, lines(rp, rowW[i], t.row_totals.counts[i], null, null)));
+      // The Total column: 100 for row percentages, else the row's share.
+      const rp = pcts.map((p) => [p, p === "row" ? 100 : (100 * rowW[i]) / total, null]);
+      tr.append(el("td", { class: "num total" }, lines(rp, rowW[i], t.row_totals.counts[i], null)));
       tb.append(tr);
     });
     const tr = el("tr", { class: "total" }, el("th", { scope: "row" }, "Total"));
     t.cols.forEach((c, k) => {
-      const cp = j.pct === "col" ? 100 : j.pct ? (100 * colW[k]) / total : null;
-      tr.append(el("td", { class: "num" }, lines(cp, colW[k], t.col_totals.counts[k], null, null)));
+      const cp = pcts.map((p) => [p, p === "col" ? 100 : (100 * colW[k]) / total, null]);
+      tr.append(el("td", { class: "num" }, lines(cp, colW[k], t.col_totals.counts[k], null)));
     });
-    tr.append(el("td", { class: "num" }, lines(j.pct ? 100 : null, total, t.total.count, null, null)));
+    tr.append(el("td", { class: "num" }, lines(pcts.map((p) => [p, 100, null]), total, t.total.count, null)));
     tb.append(tr);
     tbl.append(tb);
     sec.append(el("div", { class: "scroll", tabindex: "0", role: "region", "aria-labelledby": `t${ti}` }, tbl));
@@ -381,7 +460,7 @@ function renderFreq(j, show) {
   }
   const tr = el("tr", { class: "total" }, el("th", { scope: "row" }, "Total"), el("td", { class: "num" }, fmtN(j.total.count)));
   if (weighted) tr.append(el("td", { class: "num" }, fmtSig(j.total.weighted)));
-  tr.append(el("td", { class: "num" }, "100.0"));
+  tr.append(el("td", { class: "num" }, fmtPct(100)));
   if (design && show.has("se")) tr.append(el("td"));
   if (design && show.has("ci")) tr.append(el("td"));
   tb.append(tr);
@@ -390,33 +469,99 @@ function renderFreq(j, show) {
   return [el("section", { class: "xtab" }, cut, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Frequencies" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
 }
 
-function renderMeans(j, show) {
+function renderMeans(j, show, grid = false) {
   const design = !!j.design;
   const tbl = el("table", { class: "xt means" });
   tbl.append(el("caption", {}, `Mean of ${j.variable}${j.label ? ` (${j.label})` : ""} by ${j.by.join(", ")}`));
   const h = el("tr", {}, ...j.by.map((b) => el("th", { scope: "col" }, b)), el("th", { scope: "col" }, "Mean"));
   if (design && show.has("se")) h.append(el("th", { scope: "col" }, "SE"));
   if (design && show.has("ci")) h.append(el("th", { scope: "col" }, `${Math.round(j.design.level * 100)}% CI`));
+  // Medians and percentiles asked for: each with its SE and interval.
+  const qs = (j.total_quantiles || []).map((q) => q.p);
+  for (const q of qs) {
+    h.append(el("th", { scope: "col", class: "q" }, qName(q)));
+    if (design && show.has("se")) h.append(el("th", { scope: "col" }, `SE (${qName(q)})`));
+    if (design && show.has("ci")) h.append(el("th", { scope: "col" }, `${Math.round(j.design.level * 100)}% CI (${qName(q)})`));
+  }
   h.append(el("th", { scope: "col" }, "SD"), el("th", { scope: "col" }, "N"));
   if (j.weight) h.append(el("th", { scope: "col" }, "Weighted N"));
   tbl.append(el("thead", {}, h));
   const tb = el("tbody");
   let anyFlag = false;
-  const row = (cats, s, u, cls) => {
+  const row = (cats, s, u, cls, quants) => {
     const tr = el("tr", { class: cls }, ...cats);
     const f = flagged(u);
     if (f) anyFlag = true;
-    tr.append(el("td", { class: "num" }, fmtSig(s.mean), f));
+    tr.append(el("td", { class: "num mean" }, fmtMean(s.mean), f));
     if (design && show.has("se")) tr.append(el("td", { class: "num" }, u ? fmtSig(u.se, 4) : ""));
     if (design && show.has("ci")) tr.append(el("td", { class: "num" }, u && u.lo !== null ? `${fmtSig(u.lo, 5)} – ${fmtSig(u.hi, 5)}` : ""));
+    qs.forEach((p, i) => {
+      const q = (quants || [])[i] || {};
+      tr.append(el("td", { class: "num q", "data-p": String(p) }, q.value === null || q.value === undefined ? "" : fmtMean(q.value)));
+      if (design && show.has("se")) tr.append(el("td", { class: "num" }, q.se ? fmtSig(q.se.se, 4) : ""));
+      if (design && show.has("ci")) tr.append(el("td", { class: "num" }, q.se && q.se.lo !== null ? `${fmtSig(q.se.lo, 5)} – ${fmtSig(q.se.hi, 5)}` : ""));
+    });
     tr.append(el("td", { class: "num" }, fmtSig(s.sd, 4)), el("td", { class: "num" }, fmtN(s.n)));
     if (j.weight) tr.append(el("td", { class: "num" }, fmtSig(s.sum_weights)));
     return tr;
   };
-  for (const g of j.groups) tb.append(row(g.by.map((c, i) => el(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, catText(c))), g, g.mean_se, null));
-  tb.append(row([el("th", { scope: "row", colspan: String(j.by.length) }, "All")], j.total, j.total_se, "total"));
+  for (const g of j.groups) tb.append(row(g.by.map((c, i) => el(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, catText(c))), g, g.mean_se, null, g.quantiles));
+  tb.append(row([el("th", { scope: "row", colspan: String(j.by.length) }, "All")], j.total, j.total_se, "total", j.total_quantiles));
   tbl.append(tb);
-  return [el("section", { class: "xtab" }, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Means" }, tbl)), legend(j, new Set(), 0, 0, anyFlag)];
+  const long = el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "Means" }, tbl);
+  if (!grid) return [el("section", { class: "xtab" }, long), legend(j, new Set(), 0, 0, anyFlag)];
+  // Row × column: SDA's table of means, one per control category; every
+  // statistic by group follows, folded.
+  return [...meansGrids(j, show), el("details", { class: "all-stats" }, el("summary", {}, "Every statistic by group"), long), legend(j, new Set(), 0, 0, anyFlag)];
+}
+
+const qName = (p) => (p === 0.5 ? "Median" : `P${+(p * 100).toPrecision(4)}`);
+const keyOf = (c) => JSON.stringify(c ? c.value : null);
+
+// Means by row × column (a table per control category): each cell the
+// group's mean, its SE and interval as chosen, and its N.
+function meansGrids(j, show) {
+  const design = !!j.design;
+  const uniq = (k) => {
+    const seen = new Map();
+    for (const g of j.groups) if (!seen.has(keyOf(g.by[k]))) seen.set(keyOf(g.by[k]), g.by[k]);
+    return [...seen.values()];
+  };
+  const rows = uniq(0), cols = uniq(1), ctls = j.by.length > 2 ? uniq(2) : [null];
+  const cell = new Map(j.groups.map((g) => [g.by.map(keyOf).join("|"), g]));
+  // The margins (each row's and column's mean over the other, and the
+  // whole table's), from answers grouped by fewer variables.
+  const m = j.margins || {};
+  const mg = (a, by) => (a ? new Map(a.groups.map((g) => [g.by.map(keyOf).join("|"), g])) : new Map());
+  const byRow = mg(m.row), byCol = mg(m.col), byCtl = mg(m.ctl);
+  return ctls.map((ctl, ti) => {
+    const title = `Mean of ${j.variable} by ${j.by[0]} and ${j.by[1]}${ctl ? `, ${j.by[2]} = ${catText(ctl)}` : ""}`;
+    const tbl = el("table", { class: "xt means2" });
+    const qn = (j.total_quantiles || []).map((q) => qName(q.p).toLowerCase());
+    tbl.append(el("caption", { id: `m${ti}` }, el("span", { class: "title" }, title), el("span", { class: "what" }, `Cells: mean${qn.length ? `, then ${qn.join(", ")}` : ""}${design && show.has("se") ? "; standard error in parentheses" : ""}${design && show.has("ci") ? "; confidence interval in brackets" : ""}${show.has("n") ? "; N" : ""}. Empty: no records.`)));
+    const margins = !!j.margins;
+    tbl.append(el("thead", {}, el("tr", {}, el("th", { scope: "col" }, `${j.by[0]} \\ ${j.by[1]}`), ...cols.map((c) => el("th", { scope: "col" }, catText(c))), margins ? el("th", { scope: "col", class: "total" }, "All") : null)));
+    const tb = el("tbody");
+    const c_ = ctl ? [ctl] : [];
+    const all = ctl ? byCtl.get(keyOf(ctl)) : { ...j.total, mean_se: j.total_se, quantiles: j.total_quantiles };
+    for (const r of [...rows, ...(margins ? [null] : [])]) {
+      const tr = el("tr", { class: r ? null : "total" }, el("th", { scope: "row" }, r ? catText(r) : "All"));
+      for (const c of [...cols, ...(margins ? [null] : [])]) {
+        const g = r && c ? cell.get([r, c, ...c_].map(keyOf).join("|")) : r ? byRow.get([r, ...c_].map(keyOf).join("|")) : c ? byCol.get([c, ...c_].map(keyOf).join("|")) : all;
+        const td = el("td", { class: `num${r && c ? "" : " total"}` });
+        if (g) {
+          td.append(el("span", { class: "mean" }, fmtMean(g.mean)), flagged(g.mean_se) || "");
+          if (g.mean_se) td.append(...uncertainty(g.mean_se, (x) => fmtSig(x, 4), design ? show : new Set()));
+          for (const q of g.quantiles || []) if (q.value !== null) td.append(el("span", { class: "q", "data-p": String(q.p) }, `${qName(q.p)} ${fmtMean(q.value)}`));
+          if (show.has("n")) td.append(el("span", { class: "n" }, `N=${fmtN(g.n)}`));
+        }
+        tr.append(td);
+      }
+      tb.append(tr);
+    }
+    tbl.append(tb);
+    return el("section", { class: "xtab" }, el("div", { class: "scroll", tabindex: "0", role: "region", "aria-labelledby": `m${ti}` }, tbl));
+  });
 }
 
 // A p-value as R prints small ones.
@@ -480,6 +625,7 @@ function renderCompare(j, show) {
 const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
   "#332288", "#88CCEE", "#117733", "#999933", "#882255", "#AA4499", "#DDCC77", "#44AA99"];
 const MAX_BARS = 80;
+const MAX_CHARTS = 24;
 const MAX_FREQ_ROWS = 2000;
 // Axis numbers: 200k, 1.5M.
 function compact(v) {
@@ -559,19 +705,24 @@ function chartOf(j, kind, how) {
   if (n > MAX_BARS) return el("p", { class: "hint" }, `No chart: ${n} bars would be too many to read; the table holds every number.`);
   const stacked = how === "stacked";
   if (kind === "tab") {
-    const t = j.tables[0];
-    if (!t || !t.rows.length) return null;
-    const along = j.pct === "row" ? "row" : "col";
-    const vals = t.pct || t.weighted || t.counts;
-    const unit = t.pct ? "%" : t.weighted ? "weighted N" : "N";
-    const title = `${j.row_var} by ${j.col_var}${j.tables.length > 1 ? ` (first table: ${catText(t.control)})` : ""}`;
-    if (along === "row") {
-      // Bars are the rows; segments the columns.
-      const series = t.cols.map((c, k) => ({ name: catText(c), values: t.rows.map((_, i) => vals[i][k]) }));
-      return chart(title, t.rows.map(catText), series, unit, stacked, false);
-    }
-    const series = t.rows.map((r, i) => ({ name: catText(r), values: t.cols.map((_, k) => vals[i][k]) }));
-    return chart(title, t.cols.map(catText), series, unit, stacked, false);
+    // One chart per table (per control category), of the first
+    // percentage asked for.
+    const charts = j.tables.filter((t) => t.rows.length).slice(0, MAX_CHARTS).map((t) => {
+      const along = pctKinds(j)[0] === "row" ? "row" : "col";
+      const pv = pctKinds(j).length ? pctOf(j, t, pctKinds(j)[0]).pct : null;
+      const vals = pv || t.weighted || t.counts;
+      const unit = pv ? `% (${PCT_NAMES[pctKinds(j)[0]]})` : t.weighted ? "weighted N" : "N";
+      const title = `${j.row_var} by ${j.col_var}${t.control ? `, ${j.control_var} = ${catText(t.control)}` : ""}`;
+      if (along === "row") {
+        // Bars are the rows; segments the columns.
+        const series = t.cols.map((c, k) => ({ name: catText(c), values: t.rows.map((_, i) => vals[i][k]) }));
+        return chart(title, t.rows.map(catText), series, unit, stacked, false);
+      }
+      const series = t.rows.map((r, i) => ({ name: catText(r), values: t.cols.map((_, k) => vals[i][k]) }));
+      return chart(title, t.cols.map(catText), series, unit, stacked, false);
+    });
+    if (j.tables.length > MAX_CHARTS) charts.push(el("p", { class: "hint" }, `Charts for the first ${MAX_CHARTS} of ${j.tables.length} control categories; the tables hold every number.`));
+    return charts.length ? charts : null;
   }
   if (kind === "freq") {
     const rows = j.rows.filter((r) => !r.missing);
@@ -580,6 +731,20 @@ function chartOf(j, kind, how) {
   }
   const gs = j.groups;
   const withCi = gs.some((g) => g.mean_se);
+  if ((j.by.length === 2 || j.by.length === 3) && !j.comparison) {
+    // Row × column: a group of bars per column category, a bar per row's;
+    // a chart per control category.
+    const keys = (k) => [...new Map(gs.map((g) => [keyOf(g.by[k]), g.by[k]])).values()];
+    const rows = keys(0), cols = keys(1), ctls = j.by.length === 3 ? keys(2) : [null];
+    const at = new Map(gs.map((g) => [g.by.map(keyOf).join("|"), g]));
+    return ctls.slice(0, MAX_CHARTS).map((ctl) => {
+      const series = rows.map((r) => {
+        const cell = cols.map((c) => at.get([r, c, ...(ctl ? [ctl] : [])].map(keyOf).join("|")));
+        return { name: catText(r), values: cell.map((g) => g?.mean ?? null), lo: withCi ? cell.map((g) => g?.mean_se?.lo ?? null) : null, hi: withCi ? cell.map((g) => g?.mean_se?.hi ?? null) : null };
+      });
+      return chart(`Mean of ${j.variable} by ${j.by[0]} and ${j.by[1]}${ctl ? `, ${j.by[2]} = ${catText(ctl)}` : ""}`, cols.map(catText), series, `mean of ${j.variable}`, false, withCi);
+    });
+  }
   return chart(`Mean of ${j.variable}`, gs.map((g) => g.by.map(catText).join(" · ")), [{ name: j.variable, values: gs.map((g) => g.mean), lo: withCi ? gs.map((g) => g.mean_se?.lo ?? null) : null, hi: withCi ? gs.map((g) => g.mean_se?.hi ?? null) : null }], `mean of ${j.variable}`, false, withCi);
 }
 
@@ -597,9 +762,14 @@ export function toCsv(j, kind) {
   const seHead = (p) => [`${p}_se`, `${p}_lo`, `${p}_hi`, `${p}_cv`, `${p}_deff`, `${p}_unreliable`];
   if (kind === "tab") {
     const design = !!j.design;
-    push(["control", "control_label", "row", "row_label", "col", "col_label", "count", "weighted", "pct", ...(design ? [...seHead("weighted"), ...seHead("pct")] : []), "z"]);
+    // Several percentages: a column (and SEs) for each, named by its kind.
+    const ks = j.pcts || [null];
+    const name = (k) => (k ? `pct_${k}` : "pct");
+    push(["control", "control_label", "row", "row_label", "col", "col_label", "count", "weighted", ...ks.map(name), ...(design ? [...seHead("weighted"), ...ks.flatMap((k) => seHead(name(k)))] : []), "z"]);
     for (const t of j.tables) {
-      t.rows.forEach((r, i) => t.cols.forEach((c, k) => push([t.control?.value ?? "", t.control?.label ?? "", r.value, r.label ?? "", c.value, c.label ?? "", t.counts[i][k], t.weighted ? t.weighted[i][k] : "", t.pct ? t.pct[i][k] : "", ...(design ? [...se(t.weighted_se?.[i][k]), ...se(t.pct_se?.[i][k])] : []), t.z ? t.z[i][k] : ""])));
+      const of = (k) => (k ? t.percentages[k] : { pct: t.pct, pct_se: t.pct_se });
+      t.rows.forEach((r, i) => t.cols.forEach((c, k) => push([t.control?.value ?? "", t.control?.label ?? "", r.value, r.label ?? "", c.value, c.label ?? "", t.counts[i][k], t.weighted ? t.weighted[i][k] : "",
+        ...ks.map((x) => (of(x).pct ? of(x).pct[i][k] : "")), ...(design ? [...se(t.weighted_se?.[i][k]), ...ks.flatMap((x) => se(of(x).pct_se?.[i][k]))] : []), t.z ? t.z[i][k] : ""])));
     }
   } else if (kind === "freq") {
     const design = !!j.design;
@@ -619,12 +789,13 @@ export function toCsv(j, kind) {
   return lines.join("\r\n") + "\r\n";
 }
 
-function downloads(j, kind, api) {
-  const base = `${meta.name}-${kind}`;
+function downloads(j, kind, api, nth = 0) {
+  const sfx = nth ? `-${nth + 1}` : "";
+  const base = `${meta.name}-${kind}${sfx}`;
   const csv = new Blob([toCsv(j, kind)], { type: "text/csv" });
-  const a1 = el("a", { href: URL.createObjectURL(csv), download: `${base}.csv`, id: "dl-csv" }, "Download CSV");
-  const a2 = el("a", { href: api, download: `${base}.json`, id: "dl-json" }, "Download JSON");
-  const copy = el("button", { type: "button", id: "copy-link" }, "Copy link to this table");
+  const a1 = el("a", { href: URL.createObjectURL(csv), download: `${base}.csv`, id: `dl-csv${sfx}` }, "Download CSV");
+  const a2 = el("a", { href: api, download: `${base}.json`, id: `dl-json${sfx}` }, "Download JSON");
+  const copy = el("button", { type: "button", id: `copy-link${sfx}` }, "Copy link to this table");
   copy.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(location.href);
@@ -633,7 +804,7 @@ function downloads(j, kind, api) {
       copy.textContent = "Copy the address bar to share this table";
     }
   });
-  return el("p", { class: "downloads" }, a1, " · ", a2, " · ", el("a", { href: api, id: "api-link" }, "the API URL"), " · ", copy);
+  return el("p", { class: "downloads" }, a1, " · ", a2, " · ", el("a", { href: api, id: `api-link${sfx}` }, "the API URL"), " · ", copy);
 }
 
 // ------------------------------------------------------------ running
@@ -643,6 +814,7 @@ function downloads(j, kind, api) {
 function advice(j) {
   const o = j.option?.option;
   if (o === "no_design") return `On this page: set "Standard errors" to "none" to answer without the survey design${j.kind === "design_weight" ? " and weight by another variable" : ""}.`;
+  if (o === "allow_negative_weights") return 'On this page: tick "Allow negative weights" under Weight to use them as they are.';
   if (o === "max_cells") return "On this page: recode a variable into fewer groups (AGE(r: 0-17; 18-64; 65-*)) or add a filter; the server's limit cannot be raised from here.";
   return j.hint ? `Through the API: ${j.hint}.` : "";
 }
@@ -650,60 +822,136 @@ function advice(j) {
 let latest = 0;
 let inflight = null;
 
-async function run(p) {
+// The JSON of an API answer, or an Error with its message: never the
+// raw text of a refusal (a proxy's HTML page is named by its status).
+async function answerOf(api, signal) {
+  const r = await fetch(api, { headers: { accept: "application/json" }, signal });
+  const text = await r.text();
+  let j = null;
+  try {
+    j = JSON.parse(text);
+  } catch {
+    throw new Error(r.ok ? "the server's answer is not JSON" : `HTTP ${r.status} ${r.statusText}`.trim());
+  }
+  if (!r.ok) {
+    const a = advice(j);
+    throw new Error(`${j.error || `HTTP ${r.status}`}${a ? `. ${a}` : ""}`);
+  }
+  return j;
+}
+
+// The margins of a row × column table of means: the means by row, by
+// column (each within the control's categories) and by control alone.
+async function margins(q, signal) {
+  const by = (row, ...drop) => {
+    const x = new URLSearchParams(q);
+    x.set("row", row);
+    for (const k of drop) x.delete(k);
+    return apiUrl(x);
+  };
+  const ctl = (q.get("control") || "").trim();
+  const urls = { row: by(q.get("row"), "col"), col: by(q.get("col"), "col"), ...(ctl ? { ctl: by(ctl, "col", "control") } : {}) };
+  try {
+    const out = {};
+    for (const [k, u] of Object.entries(urls)) out[k] = await answerOf(u, signal);
+    return out;
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    return undefined;
+  }
+}
+
+const countedOf = (j, kind) => (kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : kind === "regress" ? j.n : j.total.n);
+
+// One answer drawn: its tables, its charts and its downloads.
+function drawn(j, kind, api, p, show, nth) {
+  const grid = kind === "means" && !!(p.get("col") || "").trim();
+  const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : kind === "regress" ? renderRegress(j) : kind === "compare" ? renderCompare(j, show) : renderMeans(j, show, grid);
+  const c = kind === "regress" ? null : chartOf(j, kind === "compare" ? "means" : kind, p.get("chart") || "stacked");
+  const figs = (Array.isArray(c) ? c : [c]).filter((x) => x).map((x) =>
+    x.tagName.toLowerCase() === "svg" ? el("figure", { class: "fig" }, el("figcaption", {}, el("span", { class: "ftitle" }, x.getAttribute("aria-label"))), x, el("p", { class: "hint" }, "Hover a bar for its value; the table holds every number.")) : x);
+  const figBox = figs.length > 1 ? el("div", { class: "figs" }, figs) : figs[0] || null;
+  return el("div", { class: "one", "data-nth": String(nth) }, downloads(j, kind, api, nth), el("div", { class: "answer" }, el("div", { class: "tables" }, parts), figBox));
+}
+
+async function run(p, focus = false) {
   // Only the latest query is drawn: an older, slower answer is dropped.
   const mine = ++latest;
   inflight?.abort();
   inflight = new AbortController();
   const signal = inflight.signal;
-  const api = apiUrl(p);
+  const pk = p.get("kind") || "table";
+  // Several row variables (SEX, RACE): one table each, as SDA gives.
+  const rowVars = pk === "table" || pk === "means" ? rowList(p.get("row"), varNames()) : [p.get("row")];
+  const queries = (rowVars.length > 1 ? rowVars : [p.get("row")]).map((r) => {
+    const q = new URLSearchParams(p);
+    if (r !== null) q.set("row", r);
+    return q;
+  });
+  const apis = queries.map(apiUrl);
   const result = $("result");
   $("error").textContent = "";
-  if (!api) {
+  dec = /^[0-4]$/.test(p.get("dec") || "") ? Number(p.get("dec")) : null;
+  if (!apis[0]) {
     result.replaceChildren();
-    const pk = p.get("kind") || "table";
     $("status").textContent = pk === "regress" ? "Write the model." : pk === "compare" && p.get("row") ? "Name the dependent variable and the base group." : pk === "means" && p.get("row") ? "Name the dependent variable." : "";
     return;
   }
   $("status").textContent = "Running…";
   result.setAttribute("aria-busy", "true");
   const t0 = performance.now();
-  let j;
+  let js;
   try {
-    const r = await fetch(api, { headers: { accept: "application/json" }, signal });
-    j = await r.json();
-    if (!r.ok) {
-      const a = advice(j);
-      throw new Error(`${j.error || `HTTP ${r.status}`}${a ? `. ${a}` : ""}`);
-    }
+    js = await Promise.all(apis.map(async (api, i) => {
+      try {
+        const j = await answerOf(api, signal);
+        if (pk === "means" && (queries[i].get("col") || "").trim()) j.margins = await margins(queries[i], signal);
+        return j;
+      } catch (e) {
+        if (apis.length > 1 && e.name !== "AbortError") e.message = `${rowVars[i]}: ${e.message}`;
+        throw e;
+      }
+    }));
   } catch (e) {
     if (mine !== latest) return;
     result.removeAttribute("aria-busy");
     result.replaceChildren();
     $("status").textContent = "";
     $("error").textContent = `The query was not answered: ${e.message}`;
+    if (focus) $("error").focus();
     return;
   }
   if (mine !== latest) return;
-  const pk = p.get("kind") || "table";
-  const kind = pk === "compare" ? "compare" : api.split("?")[0].split("/").pop();
-  const counted = kind === "freq" ? j.total.count : kind === "tab" ? j.tables.reduce((a, t) => a + t.total.count, 0) : kind === "regress" ? j.n : j.total.n;
-  if (counted === 0) {
+  const kind = pk === "compare" ? "compare" : apis[0].split("?")[0].split("/").pop();
+  const j = js[0];
+  const counted = countedOf(j, kind);
+  const took = `Answered in ${Math.round(performance.now() - t0)} ms.`;
+  if (js.every((x) => countedOf(x, kind) === 0)) {
     result.removeAttribute("aria-busy");
     result.replaceChildren(el("p", { class: "empty" }, `No records are counted${j.filter ? `: the filter ${j.filter} matches none` : ""}${p.get("include_missing") ? "" : " (or every value is missing)"}.`));
-    $("status").textContent = `Answered in ${Math.round(performance.now() - t0)} ms.`;
+    $("status").textContent = took;
+    if (focus) show_(result);
     return;
   }
   const show = new Set(p.getAll("show"));
   if (!p.get("shown") && !show.size) ["se", "w", "colour"].forEach((x) => show.add(x));
-  const parts = kind === "tab" ? renderTab(j, show) : kind === "freq" ? renderFreq(j, show) : kind === "regress" ? renderRegress(j) : kind === "compare" ? renderCompare(j, show) : renderMeans(j, show);
-  const c = kind === "regress" ? null : chartOf(j, kind === "compare" ? "means" : kind, p.get("chart") || "stacked");
-  const fig = c && c.tagName.toLowerCase() === "svg" ? el("figure", { class: "fig" }, c, el("figcaption", {}, "Hover a bar for its value; the table holds every number.")) : c;
-  const head = el("div", { class: "meta" }, el("p", {}, `${meta.name}: ${fmtN(counted)} records counted${j.filter ? `, filter ${j.filter}` : ""}${j.weight ? `, weight ${j.weight}` : ", unweighted"}.`), downloads(j, kind, api));
-  result.replaceChildren(head, el("div", { class: "answer" }, el("div", { class: "tables" }, parts), fig));
+  const several = js.length > 1 ? `; ${js.length} tables, one per row variable (${rowVars.join(", ")})` : "";
+  const head = el("div", { class: "meta" }, el("p", {}, `${meta.name}: ${fmtN(counted)} records counted${j.filter ? `, filter ${j.filter}` : ""}${j.weight ? `, weight ${j.weight}` : ", unweighted"}${several}.`));
+  result.replaceChildren(head, ...js.map((x, i) => drawn(x, kind, apis[i], p, show, i)));
   result.removeAttribute("aria-busy");
-  $("status").textContent = `Answered in ${Math.round(performance.now() - t0)} ms.`;
+  $("status").textContent = took;
+  if (focus) show_(result);
 }
+
+// The answer brought into view and focused (after Run): a keyboard or
+// screen-reader user lands on it, not back at the form.
+function show_(box) {
+  box.focus({ preventScroll: true });
+  box.scrollIntoView({ block: "start" });
+}
+
+let names_ = null;
+const varNames = () => (names_ ??= new Set([...document.querySelectorAll("#vlist button.var")].map((b) => b.dataset.name)));
 
 // ------------------------------------------------------------ variables
 
@@ -750,6 +998,7 @@ async function showVariable(name) {
     use.append(b);
   }
   const parts = [el("p", {}, v.label || "(no label)"), use];
+  if (v.description) parts.push(el("p", { class: "hint desc" }, v.description));
   parts.push(el("p", { class: "hint" }, `${v.kind}${v.decimals ? `, ${v.decimals} decimals` : ""}${v.missing_codes.length ? `; missing codes ${v.missing_codes.join(", ")}` : ""}`));
   if (j.frequencies) parts.push(freqMini(j.frequencies));
   else if (j.note) parts.push(el("p", { class: "hint" }, j.note));
@@ -787,7 +1036,7 @@ function analysisPage() {
     e.preventDefault();
     const q = pageParams(form);
     history.pushState(null, "", `${location.pathname}?${q}`);
-    run(q);
+    run(q, true);
   });
   form.addEventListener("reset", (e) => {
     e.preventDefault();

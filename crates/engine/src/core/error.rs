@@ -22,6 +22,16 @@ pub enum Error {
     /// The query is not meaningful for these variables.
     #[error("{0}")]
     Invalid(String),
+    /// A grouping argument (`AGE(r: 0-17; 18-*)`, `EDUC(6-11)`) that does
+    /// not parse: what is wrong with it, not an unknown variable named by
+    /// the whole text.
+    #[error("bad grouping argument '{spec}': {reason}")]
+    Grouping {
+        /// The argument as given.
+        spec: String,
+        /// What is wrong, naming the variable and the part at fault.
+        reason: String,
+    },
     /// The result would be larger than the query allows.
     #[error("{0}")]
     TooLarge(String),
