@@ -135,3 +135,27 @@ def test_head_and_getitem_are_read_csv(data):
         ds[0]
     # As a pandas frame: iterating gives the variables, `in` asks for one.
     assert list(ds) == list(df.columns) and "age" in ds and "NOPE" not in ds
+
+
+def test_series_mask_is_aligned_on_its_index(data):
+    """A mask built on a sorted or shuffled frame selects the records its
+    index names, as pandas' df[mask] does (it used to be read by position)."""
+    csv, ds = data
+    df = ds.to_pandas(["AGE", "INC", "SEX"])
+    sub = df.sort_values("AGE")
+    mk = (sub.AGE >= 25) & (sub.INC > 50000).fillna(False)
+    want = df[mk].SEX.value_counts().sort_index()
+    got = ds.freq("SEX", filter=mk).to_pandas().set_index("value")["count"]
+    assert got.tolist() == want.tolist()
+    shuffled = mk.sample(frac=1, random_state=5)
+    got = ds.freq("SEX", filter=shuffled).to_pandas().set_index("value")["count"]
+    assert got.tolist() == want.tolist()
+    # An index that names no records is refused, saying how to pass values in record order.
+    moved = pd.Series(mk.sort_index().to_numpy(), index=np.arange(len(mk)) + 10)
+    with pytest.raises(ValueError, match="does not name the records 0"):
+        ds.freq("SEX", filter=moved)
+    by_order = ds.freq("SEX", filter=moved.to_numpy()).to_pandas().set_index("value")["count"]
+    assert by_order.tolist() == want.tolist()
+    text = pd.Series(mk.to_numpy(), index=mk.index.astype(str))
+    with pytest.raises(ValueError, match="does not name the records"):
+        ds.freq("SEX", filter=text)

@@ -46,3 +46,14 @@ def test_completion_offers_the_package_names():
         assert public in names, public
     # Still importable as before.
     import microtab.dask  # noqa: F401
+
+
+def test_without_pandas_the_error_says_how_to_install_it(data, monkeypatch):
+    # As in an environment with the wheel alone (pandas is an extra).
+    _, ds = data
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)
+    for call in (lambda: ds.freq("SEX").to_pandas(), lambda: ds.head(), lambda: ds["AGE"]):
+        with pytest.raises(ModuleNotFoundError, match=r'pip install "microtab\[pandas\]"'):
+            call()
+    # What needs no pandas still works.
+    assert ds.freq("SEX").to_dict()["total"]["count"] == 4

@@ -158,3 +158,20 @@ def test_means_frame_without_design_keeps_its_columns(data):
     assert "p50" in f.columns and "p50_se" not in f.columns
     want = df.dropna(subset=["INC"]).groupby("SEX").INC.mean()
     np.testing.assert_allclose(f["mean"].to_numpy(), want.to_numpy(), rtol=1e-12)
+
+
+def test_wide_crosstab_with_codes_sharing_a_label(data, tmp_path):
+    # Several codes labelled alike ("Other" for 2 and 3) keep their own
+    # columns, named with their code as the printed table names them;
+    # a label that is another code's number does not merge them either.
+    df, _ = data
+    csv = tmp_path / "s.csv"
+    df.to_csv(csv, index=False)
+    ds = mt.import_csv(csv, tmp_path / "s.mtab")
+    ds.label("RACE", {1: "White", 2: "Other", 3: "Other"})
+    ds.label("SEX", {1: "2"})
+    w = ds.tab("SEX", "RACE").to_pandas(wide=True)["count"]
+    assert list(w.columns) == ["White", "2 Other", "3 Other"]
+    assert list(w.index.astype(str)) == ["1 2", "2 2"]
+    oracle = pd.crosstab(df.SEX, df.RACE)
+    assert (w.to_numpy() == oracle.to_numpy()).all()

@@ -31,19 +31,70 @@ pub struct Quantile {
 
 /// R's `qrule_math`: the smallest value whose cumulative weight reaches
 /// `p` of the total (records of weight 0 left out).
+///
+/// "Reaches" allows for rounding: a cumulative weight within
+/// [`TIE`] of `p` of the total counts as reaching it, as it would in exact
+/// arithmetic. Equal weights that are not binary fractions (0.1, or a
+/// float weight such as 15.1000003814697) otherwise put a running sum one
+/// ulp below half the total, and a constant weight changed the median
+/// (R's `cumsum` accumulates in long double). The sums are compensated
+/// (Neumaier), so their own error is a few ulps whatever the number of
+/// values.
+///
+/// `None` when a weight is negative (`allow_negative_weights`): a share of
+/// such a total is no probability, and the rule would answer the smallest
+/// value.
 pub(crate) fn qrule_math(d: &[(f64, f64)], p: f64) -> Option<f64> {
-    let total: f64 = d.iter().map(|e| e.1).sum();
-    let target = p * total;
-    let mut cum = 0.0;
+    if d.iter().any(|e| e.1 < 0.0) {
+        return None;
+    }
+    let total = compensated(d.iter().map(|e| e.1));
+    let target = p * total - TIE * total.abs();
+    let mut cum = Neumaier::default();
     let mut last = None;
     for &(y, w) in d.iter().filter(|e| e.1 != 0.0) {
-        cum += w;
+        cum.add(w);
         last = Some(y);
-        if cum >= target {
+        if cum.sum() >= target {
             return Some(y);
         }
     }
     last
+}
+
+/// How far below `p` of the total a cumulative weight may fall and still
+/// reach it (relative to the total): well above the rounding of sums of
+/// millions of weights, far below any share two real values' weights
+/// differ by.
+pub(crate) const TIE: f64 = 1e-9;
+
+/// Neumaier's compensated sum.
+#[derive(Default)]
+struct Neumaier {
+    sum: f64,
+    c: f64,
+}
+
+impl Neumaier {
+    fn add(&mut self, x: f64) {
+        let t = self.sum + x;
+        if self.sum.abs() >= x.abs() {
+            self.c += (self.sum - t) + x;
+        } else {
+            self.c += (x - t) + self.sum;
+        }
+        self.sum = t;
+    }
+
+    fn sum(&self) -> f64 {
+        self.sum + self.c
+    }
+}
+
+fn compensated(xs: impl Iterator<Item = f64>) -> f64 {
+    let mut s = Neumaier::default();
+    xs.for_each(|x| s.add(x));
+    s.sum()
 }
 
 /// The distributions of several cells as one.
@@ -347,4 +398,50 @@ fn woodruff(
     let (l, u) = (qrule_math(d, lo)?, qrule_math(d, hi)?);
     let se = (u - l) / (2.0 * t);
     Some(v.interval(q, se, (l, u), n, var.dropped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::qrule_math;
+
+    /// The rule by hand on n equal weights: the ⌈p·n⌉-th smallest value.
+    fn by_hand(n: usize, p: f64) -> f64 {
+        ((p * n as f64).ceil() as usize).max(1) as f64
+    }
+
+    #[test]
+    fn a_constant_weight_does_not_move_a_quantile() {
+        // Values 1..n, each of the same weight: the weight's scale (0.1,
+        // a float weight from R's apistrat, 33.847) must not matter.
+        for &(n, w) in &[
+            (50, 15.100_000_381_469_7),
+            (610, 0.1),
+            (610, 0.3),
+            (1000, 1.1),
+            (999, 33.847),
+        ] {
+            let d: Vec<(f64, f64)> = (1..=n).map(|y| (y as f64, w)).collect();
+            for &p in &[0.1, 0.25, 0.5, 0.75, 0.9] {
+                assert_eq!(qrule_math(&d, p), Some(by_hand(n, p)), "n {n} w {w} p {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_uneven_split_still_takes_the_next_value() {
+        // Weights 1, 2, 3, 4 (total 10): shares .1 .3 .6 1. The median is
+        // the third value (0.3 < 0.5 <= 0.6); p = 0.3 is reached by the
+        // second exactly; zero weights are skipped.
+        let d = [(1.0, 1.0), (2.0, 2.0), (2.5, 0.0), (3.0, 3.0), (4.0, 4.0)];
+        assert_eq!(qrule_math(&d, 0.5), Some(3.0));
+        assert_eq!(qrule_math(&d, 0.3), Some(2.0));
+        assert_eq!(qrule_math(&d, 0.300_001), Some(3.0));
+        assert_eq!(qrule_math(&d, 1.0), Some(4.0));
+        assert_eq!(qrule_math(&[], 0.5), None);
+        // A negative weight leaves the quantile undefined.
+        assert_eq!(
+            qrule_math(&[(1.0, 2.0), (5.0, -1.0), (9.0, 3.0)], 0.5),
+            None
+        );
+    }
 }

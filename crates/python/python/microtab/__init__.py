@@ -200,7 +200,7 @@ def _mask(filter: Any, rows: int) -> bytes | None:  # noqa: A002
         if dtype is not None and str(dtype) not in ("bool", "boolean"):
             raise ArgumentError(f"filter: a Series of {dtype}; expected booleans (one per record), "
                                 "or a filter text such as 'AGE >= 25'")
-        filter = np.asarray(filter, dtype=bool)
+        filter = np.asarray(_positional(filter, rows), dtype=bool)
     arr = np.asarray(filter)
     if arr.dtype != np.bool_ or arr.ndim != 1:
         raise ArgumentError(f"filter: a {what} of {arr.dtype} with shape {arr.shape}; expected a filter "
@@ -209,6 +209,46 @@ def _mask(filter: Any, rows: int) -> bytes | None:  # noqa: A002
         raise ArgumentError(f"filter: the boolean mask has {len(arr):,} values; the dataset has "
                             f"{rows:,} records (one value per record)")
     return np.packbits(arr, bitorder="little").tobytes()
+
+
+def _positional(series: Any, rows: int) -> Any:
+    """A pandas Series mask in record order: its index names the records
+    (0 … rows-1, the index ``to_pandas()`` gives), as pandas aligns a mask,
+    so a mask built on a sorted or shuffled frame selects the records its
+    index names. An index that is not such a permutation raises
+    ``ArgumentError``."""
+    index = getattr(series, "index", None)
+    if index is None or len(series) != rows:
+        return series  # the length check follows
+    if index.equals(_range_index(rows)):
+        return series
+    ok = index.is_unique and str(index.dtype).startswith(("int", "uint", "Int", "UInt"))
+    if ok and len(index) and (index.min() != 0 or index.max() != rows - 1):
+        ok = False
+    if not ok:
+        raise ArgumentError(
+            "filter: the boolean Series' index does not name the records 0 … "
+            f"{rows - 1:,} (the index ds.to_pandas() gives), so which record each value is for is "
+            "unknown; build the mask on a frame with that index, or pass mask.to_numpy() if its "
+            "values are in record order")
+    return series.sort_index()
+
+
+def _pandas() -> Any:
+    """pandas, or an error saying how to install it (an optional dependency)."""
+    try:
+        import pandas
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            'this needs pandas, an optional dependency of microtab: pip install "microtab[pandas]" '
+            "(or pip install pandas)", name="pandas") from e
+    return pandas
+
+
+def _range_index(rows: int) -> Any:
+    pd = _pandas()
+
+    return pd.RangeIndex(rows)
 
 
 def _text_filter(filter: Any, what: str) -> None:  # noqa: A002
@@ -1332,7 +1372,7 @@ class Dataset(_Queries):
         :meth:`info` — name, label, type, kind, decimals, min, max, nulls,
         missing codes (as shown), value labels, description … — as
         ``microtab info`` and ``microtab codebook`` describe them."""
-        import pandas as pd
+        pd = _pandas()
         return pd.DataFrame(self.info()["variables"])
 
     def to_pandas(self, columns: Sequence[str] | None = None, *, filter: Any = None,  # noqa: A002
@@ -1391,7 +1431,7 @@ class Dataset(_Queries):
     def _frame(self, columns, filter, labels, dtypes, rows_mask):  # noqa: A002
         """:meth:`to_pandas`, of the records ``rows_mask(rows)`` chooses
         (a bitmap's bytes) when given."""
-        import pandas as pd
+        pd = _pandas()
 
         wide = _wide(dtypes)
         if isinstance(columns, str):
@@ -1712,7 +1752,7 @@ class Dataset(_Queries):
         """A categorical of value labels (a value without one keeps its
         text), categories in code order and every labelled value among
         them, as Stata and ipumspy order them."""
-        import pandas as pd
+        pd = _pandas()
 
         if v.kind == "string":
             text = s
@@ -1942,7 +1982,7 @@ class Frequencies(_Result):
         --------
         >>> ds.freq("RACE").to_pandas()[["value", "label", "count"]]   # doctest: +SKIP
         """
-        import pandas as pd
+        pd = _pandas()
         recs = []
         for r in self._d["rows"]:
             rec = {k: r.get(k) for k in ("value", "label", "missing", "count", "weighted", "percent")}
@@ -2050,7 +2090,7 @@ class Crosstab(_Result):
         Male     32.3   35.1   32.6
         Female   33.4   31.8   34.8
         """
-        import pandas as pd
+        pd = _pandas()
         recs = list(self._cells())
         ids = ["control", "control_label", "row", "row_label", "col", "col_label"]
         df = pd.DataFrame(recs, columns=None if recs else [*ids, "count"])
@@ -2065,7 +2105,17 @@ class Crosstab(_Result):
             if not labels:
                 return df[kind]
             lab = df[f"{kind}_label"]
-            return lab.where(lab.notna(), df[kind])
+            out = lab.where(lab.notna(), df[kind])
+            # Codes sharing a shown name (several codes labelled "NIU")
+            # would merge their cells: those names get their code first,
+            # as the printed table shows them ("1 NIU").
+            text = out.astype(str)
+            pairs = pd.DataFrame({"code": df[kind].astype(str), "text": text}).drop_duplicates()
+            shared = set(pairs["text"][pairs["text"].duplicated(keep=False)])
+            if shared:
+                clash = text.isin(shared)
+                out = out.where(~clash, df[kind].astype(str) + " " + text)
+            return out
 
         rv, cv = self._d.get("row_var"), self._d.get("col_var")
         keys = {"__row": shown("row"), "__col": shown("col")}
@@ -2107,7 +2157,7 @@ class Crosstab(_Result):
         -------
         pandas.DataFrame
         """
-        import pandas as pd
+        pd = _pandas()
         recs = []
         for t in self.tables:
             ctl = (t.get("control") or {}).get("value")
@@ -2274,7 +2324,7 @@ class Crosstab(_Result):
         and column: the row's share in the column minus its share in the
         base column (``row``, ``col``, ``estimate``, ``se``, ``t``, ``p``,
         ``lo``, ``hi``)."""
-        import pandas as pd
+        pd = _pandas()
         cs = self.comparisons
         if cs is None:
             raise QueryError("no comparison: ask for one with tab(..., diff=BASE)")
@@ -2317,7 +2367,7 @@ class Means(_Result):
         >>> m = ds.means("INCTOT", by="SEX", weight="PERWT", median=True)  # doctest: +SKIP
         >>> m.to_pandas(total=True)[["SEX", "mean", "p50", "p50_se"]]      # doctest: +SKIP
         """
-        import pandas as pd
+        pd = _pandas()
         by = self._d.get("by", [])
 
         def record(g, quantiles, se):
@@ -2357,7 +2407,7 @@ class Means(_Result):
         """With ``diff=``: a ``pandas.DataFrame`` of each group's mean
         minus the base's (``group``, ``estimate``, ``se``, ``t``, ``p``,
         ``lo``, ``hi``)."""
-        import pandas as pd
+        pd = _pandas()
         c = self.comparison
         if c is None:
             raise QueryError("no comparison: ask for one with means(..., diff=BASE)")
@@ -2375,7 +2425,7 @@ class Means(_Result):
         and one for the total (``Total`` in the first grouping column):
         ``mean``, ``estimate`` (the mean less the value), ``se``, ``t``,
         ``df``, ``p``, ``lo``, ``hi``."""
-        import pandas as pd
+        pd = _pandas()
         t = self.test
         if t is None:
             raise QueryError("no test: ask for one with means(..., test_mean=VALUE)")
@@ -2416,7 +2466,7 @@ class Ratio(_Result):
         -------
         pandas.DataFrame
         """
-        import pandas as pd
+        pd = _pandas()
         by = self._d.get("by", [])
         cols = ["n", "numerator_total", "denominator_total", "ratio", "se", "t", "p", "lo", "hi", "cv",
                 "unreliable", "replicates_dropped"]
@@ -2453,14 +2503,14 @@ class Correlations(_Result):
     @property
     def matrix(self):
         """The correlations as a ``pandas.DataFrame`` indexed by variable."""
-        import pandas as pd
+        pd = _pandas()
         v = self.variables
         return pd.DataFrame(self._d["matrix"], index=v, columns=v)
 
     @property
     def covariance(self):
         """The covariances (R ``svyvar``) indexed by variable."""
-        import pandas as pd
+        pd = _pandas()
         v = self.variables
         return pd.DataFrame(self._d["covariance"], index=v, columns=v)
 
@@ -2468,12 +2518,12 @@ class Correlations(_Result):
     def moments(self):
         """Each variable's weighted ``mean`` and ``sd`` over the records
         used (``to_dict()``'s ``means`` and ``sds``), indexed by variable."""
-        import pandas as pd
+        pd = _pandas()
         return pd.DataFrame({"mean": self._d["means"], "sd": self._d["sds"]}, index=self.variables)
 
     def to_pandas(self):
         """One row per pair: a, b, r, se, t, p, lo, hi."""
-        import pandas as pd
+        pd = _pandas()
         recs = [{"a": p["a"], "b": p["b"], "r": p.get("estimate"),
                  **{k: p.get(k) for k in ("se", "t", "p", "lo", "hi")}} for p in self.pairs]
         return pd.DataFrame(recs, columns=["a", "b", "r", "se", "t", "p", "lo", "hi"])
@@ -2515,13 +2565,13 @@ class Regression(_Result):
     @property
     def covariance(self):
         """The covariance matrix of the estimates, indexed by term."""
-        import pandas as pd
+        pd = _pandas()
         terms = [c["term"] for c in self._d["coefficients"]]
         return pd.DataFrame(self._d["covariance"], index=terms, columns=terms)
 
     def to_pandas(self):
         """One row per coefficient: term, estimate, se, t, p, lo, hi."""
-        import pandas as pd
+        pd = _pandas()
         return pd.DataFrame(self._d["coefficients"],
                             columns=["term", "estimate", "se", "t", "p", "lo", "hi"])
 
