@@ -159,3 +159,31 @@ def test_series_mask_is_aligned_on_its_index(data):
     text = pd.Series(mk.to_numpy(), index=mk.index.astype(str))
     with pytest.raises(ValueError, match="does not name the records"):
         ds.freq("SEX", filter=text)
+
+
+def test_a_select_mask_is_refused_after_a_new_import(tmp_path):
+    # The same number of records imported anew in another order: a mask
+    # computed before would select other records, so it is refused; a
+    # label or computed variable keeps the records and the mask.
+    rng = np.random.default_rng(11)
+    df = pd.DataFrame({"AGE": rng.integers(0, 90, 3000), "SEX": rng.integers(1, 3, 3000)})
+    df.to_csv(tmp_path / "a.csv", index=False)
+    ds = mt.import_csv(tmp_path / "a.csv", tmp_path / "a.mtab")
+    m = ds.select("AGE >= 65")
+    assert isinstance(m, np.ndarray) and m.dtype == bool and int(m.sum()) == int((df.AGE >= 65).sum())
+    assert isinstance(m & np.ones(len(df), dtype=bool), mt.Mask)
+    ds.label("SEX", {1: "Male", 2: "Female"})
+    ds.compute("OLD = AGE >= 65")
+    want = df[df.AGE >= 65].SEX.value_counts().sort_index().tolist()
+    assert ds.freq("SEX", filter=m).to_pandas()["count"].tolist() == want
+    assert ds.freq("SEX", filter=m & ~ds.select("SEX = 1")).to_pandas()["count"].tolist() == want[1:]
+    df.sort_values("AGE").to_csv(tmp_path / "a.csv", index=False)
+    mt.import_csv(tmp_path / "a.csv", tmp_path / "a.mtab", force=True)
+    for call in (lambda: ds.freq("SEX", filter=m), lambda: ds.to_pandas(["AGE"], filter=m),
+                 lambda: ds.subset(tmp_path / "s.mtab", ["AGE"], filter=m)):
+        with pytest.raises(ValueError, match="another import of this dataset"):
+            call()
+    # As the error says: the mask computed again selects the right records.
+    assert ds.freq("SEX", filter=ds.select("AGE >= 65")).to_pandas()["count"].tolist() == want
+    # A plain numpy copy is taken as it is (its values are in record order by the user's word).
+    assert len(ds.to_pandas(["AGE"], filter=np.asarray(m))) == int(m.sum())

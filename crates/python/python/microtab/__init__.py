@@ -59,6 +59,7 @@ from ._microtab import (
 )
 
 __all__ = [
+    "Mask",
     "open",
     "open_many",
     "split",
@@ -179,14 +180,36 @@ def _limits(max_cells: Any, allow_negative_weights: Any) -> dict:
     return {"max_cells": max_cells, "allow_negative_weights": bool(allow_negative_weights)}
 
 
-def _mask(filter: Any, rows: int) -> bytes | None:  # noqa: A002
+class Mask(np.ndarray):
+    """A boolean mask over a dataset's records, as :meth:`Dataset.select`
+    returns it: a numpy array (``&``, ``|``, ``~``, ``sum()`` as numpy's)
+    that also remembers which import of the dataset it was computed on
+    (``dataset_id``, the manifest's ``id``; labels, computed variables and
+    other changes keep it, a new import does not). Passed back as
+    ``filter=`` after the dataset was imported anew, it is refused: the
+    same number of records may be other records."""
+
+    dataset_id: str | None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.dataset_id = getattr(obj, "dataset_id", None)
+
+
+def _mask(filter: Any, rows: int, ident: str | None = None) -> bytes | None:  # noqa: A002
     """A boolean mask given as ``filter=`` (a numpy array or a pandas
     Series of booleans, one per record) as the bitmap the native side
     reads (bit ``r % 8`` of byte ``r / 8``); ``None`` for a filter text
     or no filter. A mask of another length, of other values than booleans
-    or (a pandas Series) with missing values raises ``ValueError``."""
+    or (a pandas Series) with missing values raises ``ValueError``; so
+    does a :class:`Mask` of another import of the dataset (``ident``, the
+    manifest's ``id``)."""
     if filter is None or isinstance(filter, str):
         return None
+    made = getattr(filter, "dataset_id", None)
+    if made is not None and ident is not None and made != ident:
+        raise ArgumentError(
+            "filter: the mask was computed by select() on another import of this dataset (it was "
+            "imported anew since, so its records may be others); compute the mask again")
     what = type(filter).__name__
     na = getattr(filter, "isna", None)
     if na is not None and not isinstance(filter, np.ndarray):
@@ -1177,7 +1200,8 @@ class Dataset(_Queries):
         return self._current().variable(name, self.path)
 
     def _ask(self, spec: dict) -> dict:
-        mask = _mask(spec.get("filter"), self.rows)
+        st = self._current()
+        mask = _mask(spec.get("filter"), int(st.m["rows"]), st.m.get("id"))
         if mask is not None:
             spec = {**spec, "filter": None}
         if self._held is not None:
@@ -1346,25 +1370,29 @@ class Dataset(_Queries):
             return np.frombuffer(data, dtype=_DTYPES[ty])
         return self._read(read)
 
-    def select(self, filter: str) -> np.ndarray:  # noqa: A002
+    def select(self, filter: str) -> "Mask":  # noqa: A002
         """The records that pass a filter (``"AGE(25-64) SEX(2)"``, ``"AGE
         >= 25 and SEX = 2"``), as a boolean mask over the records.
 
         Returns
         -------
-        numpy.ndarray
-            ``bool``, one per record: pass it back as ``filter=`` (combined
-            with ``&``, ``|``, ``~`` as numpy's masks are).
+        Mask
+            A numpy ``bool`` array, one per record: pass it back as
+            ``filter=`` (combined with ``&``, ``|``, ``~`` as numpy's masks
+            are); refused after the dataset is imported anew.
 
         Examples
         --------
         >>> m = ds.select("AGE >= 25")                          # doctest: +SKIP
         >>> ds.freq("SEX", filter=m & ds.select("RACE = 1"))    # doctest: +SKIP
         """
-        def read(st: _State) -> np.ndarray:
+        def read(st: _State) -> Mask:
             bits, _ = st.snap.select(filter)
             rows = int(st.m["rows"])
-            return np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")[:rows].astype(bool)
+            m = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")[:rows].astype(bool)
+            m = m.view(Mask)
+            m.dataset_id = st.m.get("id")
+            return m
         return self._read(read)
 
     def codebook(self):
@@ -1441,7 +1469,7 @@ class Dataset(_Queries):
             names = [st.variable(n, self.path).name for n in columns] if columns is not None else \
                 [v.name for v in st.vars]
             rows = int(st.m["rows"])
-            mask = rows_mask(rows) if rows_mask is not None else _mask(filter, rows)
+            mask = rows_mask(rows) if rows_mask is not None else _mask(filter, rows, st.m.get("id"))
             got, n = st.snap.frame(names, filter if isinstance(filter, str) else None, wide, mask)
             cols = {}
             for name, buf, ty, mbuf, missing, dictionary in got:
@@ -1742,7 +1770,8 @@ class Dataset(_Queries):
         """
         if isinstance(columns, str):
             columns = [columns]
-        mask = _mask(filter, self.rows)
+        st = self._current()
+        mask = _mask(filter, int(st.m["rows"]), st.m.get("id"))
         _subset(self.path, os.fspath(out), list(columns or []),
                 filter if isinstance(filter, str) else None, mask, bool(force))
         return Dataset(out)
