@@ -341,3 +341,18 @@ def test_negative_codes_and_values_as_arguments(tmp_path):
     f = run_json("freq", ds, "NEG")
     assert [(r["value"], r["count"]) for r in f["rows"]] == [(5, 1)]
     assert [r["Z"] for r in run_json("list", ds, "Z", "--all")["records"]] == [-1, -2, -3]
+
+
+def test_a_copied_executable_says_where_its_siblings_come_from(tmp_path):
+    # `cp .venv/bin/microtab elsewhere`: serve and export need the
+    # executables installed beside it; the error says how to get them.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy2(BIN, alone / "microtab")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for args in (["serve", str(tmp_path)], ["export", str(tmp_path / "x.mtab"), str(tmp_path / "x.parquet")]):
+        p = subprocess.run([str(alone / "microtab"), *args], capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode != 0
+        err = p.stderr
+        assert "is not installed beside microtab or on the PATH" in err, err
+        assert "pip install microtab" in err and "link to it rather than copy it" in err, err

@@ -56,7 +56,7 @@ fn sibling(name: &str) -> Result<PathBuf> {
     }) {
         return Ok(p);
     }
-    bail!("{name} is not installed beside microtab or on the PATH; it comes with microtab (cargo build --release builds both)")
+    bail!("{name} is not installed beside microtab or on the PATH; it comes with microtab: `pip install microtab` puts the three executables in one bin/ (run that bin/'s microtab, or link to it rather than copy it), and `cargo build --release` builds them in target/release")
 }
 
 /// Replaces this process with `name sub args…`.
