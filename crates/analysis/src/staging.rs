@@ -251,9 +251,8 @@ pub fn remove_stale_staging(out: &Path) {
         return;
     };
     let gone = |pid: &str| {
-        pid.parse::<u32>().is_ok_and(|pid| {
-            pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
-        })
+        pid.parse::<u32>()
+            .is_ok_and(|pid| pid != std::process::id() && !microtab_io::sys::process_alive(pid))
     };
     let entries: Vec<String> = rd
         .flatten()

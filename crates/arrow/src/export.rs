@@ -787,7 +787,7 @@ fn tempfile_in(dir: &Path, out: &Path) -> Result<TempPath> {
                 .and_then(|r| r.strip_suffix(".tmp"))
                 .and_then(|p| p.parse::<u32>().ok());
             if let Some(pid) = pid {
-                if !Path::new(&format!("/proc/{pid}")).exists() {
+                if !microtab_io::sys::process_alive(pid) {
                     let _ = std::fs::remove_file(e.path());
                 }
             }

@@ -5,6 +5,7 @@ mod advice;
 mod cmd;
 mod common;
 mod hint;
+#[cfg(target_os = "linux")]
 mod libm_shim;
 mod progress;
 mod render;

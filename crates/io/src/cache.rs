@@ -5,7 +5,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// Whether this process may empty the whole page cache (root).
@@ -19,8 +18,7 @@ pub fn can_drop_caches() -> bool {
 /// `sync; echo 3 > /proc/sys/vm/drop_caches`: empties the page cache
 /// (root only).
 pub fn drop_caches() -> io::Result<()> {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
+    crate::sys::sync_all_filesystems();
     std::fs::write("/proc/sys/vm/drop_caches", b"3")
 }
 
@@ -31,12 +29,7 @@ pub fn evict(path: &Path) -> io::Result<()> {
     // a descriptor opened for reading, so read-only files can be evicted).
     let f = File::open(path)?;
     f.sync_all()?;
-    // SAFETY: plain syscall on an open descriptor.
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if r != 0 {
-        return Err(io::Error::from_raw_os_error(r));
-    }
-    Ok(())
+    crate::sys::evict(&f)
 }
 
 /// Fraction (0..=1) of `path`'s pages that are in the page cache
@@ -51,15 +44,6 @@ pub fn resident_fraction(path: &Path) -> io::Result<f64> {
     let pages = map.len().div_ceil(4096);
     let mut vec = vec![0u8; pages];
     // SAFETY: the range is our mapping; `vec` has one byte per page.
-    let r = unsafe {
-        libc::mincore(
-            map.as_ptr() as *mut libc::c_void,
-            map.len(),
-            vec.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    unsafe { crate::sys::resident_pages(map.as_ptr(), map.len(), &mut vec)? };
     Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as f64 / pages as f64)
 }

@@ -25,6 +25,7 @@
 
 pub mod cache;
 mod reader;
+pub mod sys;
 pub use reader::{
     auto_cold_path, device_readahead, rayon_like_workers, AlignedBuf, ColumnSource, ReadPath,
     ReadStats, RowReader, Segment, SegmentStream, ALIGN, INLINE_COLD_READAHEAD,
@@ -201,12 +202,9 @@ impl BlockWriter {
     }
 
     fn raw_write(&mut self, data: &[u8]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
         let at = self.written;
         let path = self.path.clone();
-        self.file()?
-            .write_all_at(data, at)
-            .map_err(|e| Error::new(&path, e))?;
+        sys::write_all_at(self.file()?, data, at).map_err(|e| Error::new(&path, e))?;
         self.stats.write_calls += 1;
         self.written += data.len() as u64;
         if self.written - self.flushed >= WRITEBACK_EVERY {
@@ -228,17 +226,8 @@ impl BlockWriter {
     /// Starts writing the bytes written since the last call to disk,
     /// asynchronously.
     fn start_writeback(&mut self) {
-        use std::os::fd::AsRawFd;
         if let Some(f) = &self.file {
-            // SAFETY: plain syscall on an open descriptor.
-            unsafe {
-                libc::sync_file_range(
-                    f.as_raw_fd(),
-                    self.flushed as libc::off64_t,
-                    (self.written - self.flushed) as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
+            sys::start_writeback(f, self.flushed, self.written - self.flushed);
         }
         self.flushed = self.written;
     }
@@ -256,12 +245,9 @@ impl BlockWriter {
 
     /// Overwrites `data` at absolute `offset` after flushing (used for headers).
     pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
         self.flush_buf()?;
         let path = self.path.clone();
-        self.file()?
-            .write_all_at(data, offset)
-            .map_err(|e| Error::new(&path, e))?;
+        sys::write_all_at(self.file()?, data, offset).map_err(|e| Error::new(&path, e))?;
         self.stats.write_calls += 1;
         if self.transient {
             self.file = None;
@@ -322,6 +308,7 @@ impl MappedFile {
             // written to new files), so the mapping is never truncated under us.
             Some(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::new(path, e))?)
         };
+        #[cfg(unix)]
         if let Some(m) = &map {
             let _ = m.advise(memmap2::Advice::Sequential);
         }
@@ -347,10 +334,7 @@ impl MappedFile {
     /// the mapping. Used for headers: a fault on a cold mapping would make
     /// the kernel read (and wait for) a whole read-ahead window first.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        use std::os::unix::fs::FileExt;
-        self.file
-            .read_at(buf, offset)
-            .map_err(|e| Error::new(&self.path, e))
+        sys::read_at(&self.file, buf, offset).map_err(|e| Error::new(&self.path, e))
     }
 
     /// Fraction (0..=1) of sampled pages of `start..start+len` that are in
@@ -375,10 +359,10 @@ impl MappedFile {
             let pages = n.div_ceil(page);
             // SAFETY: the range lies inside our mapping; `vec` has room for
             // one byte per page.
-            let r = unsafe {
-                libc::mincore(m.as_ptr().add(at) as *mut libc::c_void, n, vec.as_mut_ptr())
-            };
-            if r != 0 {
+            let r = unsafe { sys::resident_pages(m.as_ptr().add(at), n, &mut vec) };
+            if r.is_err() {
+                // Unknown (no mincore): counted as cold, so a scan reads
+                // ahead rather than faulting page by page.
                 return 0.0;
             }
             hit += vec[..pages].iter().filter(|&&b| b & 1 == 1).count();
@@ -416,16 +400,10 @@ impl MappedFile {
             let s = start.div_ceil(page) * page;
             let e = ((start + len).min(m.len())) / page * page;
             if s < e {
-                // SAFETY: the range is inside our read-only file mapping;
-                // MADV_DONTNEED there only drops page-table entries, and the
-                // next access re-reads the (unchanged) file page.
-                unsafe {
-                    libc::madvise(
-                        m.as_ptr().add(s) as *mut libc::c_void,
-                        e - s,
-                        libc::MADV_DONTNEED,
-                    );
-                }
+                // SAFETY: whole pages inside our read-only file mapping;
+                // dropping them there only drops page-table entries, and
+                // the next access re-reads the (unchanged) file page.
+                unsafe { sys::release_pages(m.as_ptr().add(s), e - s) }
             }
         }
     }
@@ -441,29 +419,19 @@ impl MappedFile {
         // posix_fadvise works on the page cache without taking the mapping's
         // lock, so it does not stall page faults of other scanning threads
         // (madvise(WILLNEED) did: measured 40 ms vs 28 ms warm).
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain syscall on an open descriptor.
-        unsafe {
-            libc::posix_fadvise(
-                self.file.as_raw_fd(),
-                start as libc::off_t,
-                (end - start) as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            );
-        }
+        sys::advise(
+            &self.file,
+            start as u64,
+            (end - start) as u64,
+            sys::Advice::WillNeed,
+        );
     }
 }
 
-/// Makes everything written to the file system holding `path` durable
-/// (`syncfs`): one call for a dataset's many column files.
+/// Makes everything written under `path` durable: on Linux one `syncfs`
+/// for a dataset's many column files ([`sys::sync_tree`]).
 pub fn sync_filesystem(path: &Path) -> Result<()> {
-    use std::os::fd::AsRawFd;
-    let f = File::open(path).map_err(|e| Error::new(path, e))?;
-    // SAFETY: plain syscall on an open descriptor.
-    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
-        return Err(Error::new(path, io::Error::last_os_error()));
-    }
-    Ok(())
+    sys::sync_tree(path).map_err(|e| Error::new(path, e))
 }
 
 /// An exclusive lock on a file (`flock`), held until dropped. The kernel
@@ -479,8 +447,6 @@ impl FileLock {
     /// and writes `who` into the file for others to read. `Ok(Err(holder))`
     /// when another process holds it: `holder` is what that process wrote.
     pub fn try_acquire(path: &Path, who: &str) -> Result<std::result::Result<FileLock, String>> {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::fs::FileExt;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -488,19 +454,14 @@ impl FileLock {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::new(path, e))?;
-        // SAFETY: plain syscall on an open descriptor.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                let holder = std::fs::read_to_string(path).unwrap_or_default();
-                return Ok(Err(holder.trim().to_string()));
-            }
-            return Err(Error::new(path, e));
+        if !sys::try_lock(&file).map_err(|e| Error::new(path, e))? {
+            let holder = std::fs::read_to_string(path).unwrap_or_default();
+            return Ok(Err(holder.trim().to_string()));
         }
         // The text stays after the lock is released (whoever reads it
         // only does so while the lock is held by someone): overwritten in
         // place, never emptied, so a reader never sees it blank.
-        file.write_all_at(who.as_bytes(), 0)
+        sys::write_all_at(&file, who.as_bytes(), 0)
             .and_then(|_| file.set_len(who.len() as u64))
             .map_err(|e| Error::new(path, e))?;
         Ok(Ok(FileLock { _file: file }))
@@ -509,9 +470,7 @@ impl FileLock {
 
 /// `fsync`s a directory so that renames inside it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::new(dir, e))
+    sys::sync_dir(dir).map_err(|e| Error::new(dir, e))
 }
 
 /// Writes `data` to `path` atomically: temp file, `fsync`, rename, `fsync` dir.

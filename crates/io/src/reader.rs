@@ -5,7 +5,6 @@
 use crate::{Error, Result};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
@@ -129,13 +128,8 @@ impl ColumnSource {
     /// gone, and gives a new open file description, so `O_DIRECT` can be
     /// asked for), else by path.
     fn open_with(&self, o: &std::fs::OpenOptions) -> std::io::Result<File> {
-        use std::os::fd::AsRawFd;
         match &self.file {
-            Some(f) => match o.open(format!("/proc/self/fd/{}", f.as_raw_fd())) {
-                // No /proc: by name, as before.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => o.open(&self.path),
-                r => r,
-            },
+            Some(f) => crate::sys::reopen(f, &self.path, o),
             None => o.open(&self.path),
         }
     }
@@ -181,9 +175,8 @@ impl RowReader {
     /// Fills `buf` with the stored bytes from row `start` on (`start` a
     /// multiple of the source's `unit_rows`; see [`ColumnSource::span`]).
     pub fn read_rows(&self, start: usize, buf: &mut [u8]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
         let off = self.src.span(start, 0).0;
-        self.file.read_exact_at(buf, off).map_err(|e| {
+        crate::sys::read_exact_at(&self.file, buf, off).map_err(|e| {
             let e = if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 std::io::Error::new(e.kind(), "column file is shorter than its header says")
             } else {
@@ -199,21 +192,7 @@ impl RowReader {
 /// disk's for a partition); `None` when it cannot be found (tmpfs, overlay
 /// and network file systems, no sysfs).
 pub fn device_readahead(path: &std::path::Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(path).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    if major == 0 {
-        return None;
-    }
-    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    [
-        base.join("queue/read_ahead_kb"),
-        base.join("../queue/read_ahead_kb"),
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok())
-    .and_then(|t| t.trim().parse::<u64>().ok())
-    .map(|kb| kb * 1024)
+    crate::sys::device_readahead(path)
 }
 
 /// Kernel read-ahead from which `auto` reads cold columns inline too.
@@ -279,22 +258,20 @@ fn open(src: &ColumnSource, direct: bool) -> Result<Opened> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
     if direct {
-        o.custom_flags(libc::O_DIRECT);
+        crate::sys::direct_flags(&mut o);
     }
     let file = match src.open_with(&o) {
         // File systems without O_DIRECT (tmpfs) refuse it: read through the
         // page cache instead (whole pages, so the reads stay valid).
-        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => src
+        Err(e) if direct && crate::sys::direct_refused(&e) => src
             .open_with(std::fs::OpenOptions::new().read(true))
             .map_err(|e| Error::new(&src.path, e))?,
         r => r.map_err(|e| Error::new(&src.path, e))?,
     };
-    if !direct {
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain syscall on an open descriptor.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
-        }
+    if direct {
+        crate::sys::no_cache(&file);
+    } else {
+        crate::sys::advise(&file, 0, 0, crate::sys::Advice::Sequential);
     }
     Ok(Opened {
         file,
@@ -323,9 +300,7 @@ fn read_exact_at(
     let mut done = 0;
     while done < want {
         let n = (want - done).min(block);
-        let got = f
-            .file
-            .read_at(&mut spare[done..done + n], off + done as u64)
+        let got = crate::sys::read_at(&f.file, &mut spare[done..done + n], off + done as u64)
             .map_err(|e| Error::new(&f.path, e))?;
         stats.read_calls += 1;
         if got == 0 {

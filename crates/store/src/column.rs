@@ -615,7 +615,6 @@ impl ColumnWriter {
     /// stretch at a time, unpacked, and packed with `to` (or left plain
     /// when `to` is `None`).
     fn rewrite(&mut self, cur: Packing, blocks: usize, to: Option<Packing>) -> Result<()> {
-        use std::os::unix::fs::FileExt;
         let (ty, w) = (self.ty, self.ty.width());
         self.generation += 1;
         let old_path = self.w.path().to_path_buf();
@@ -635,7 +634,7 @@ impl ColumnWriter {
         while b < blocks {
             let k = per.min(blocks - b);
             let sb = &mut bytes_mut(&mut stored)[..k * cur.block_bytes()];
-            src.read_exact_at(sb, (HEADER_SIZE + b * cur.block_bytes()) as u64)
+            microtab_io::sys::read_exact_at(&src, sb, (HEADER_SIZE + b * cur.block_bytes()) as u64)
                 .map_err(|e| io_err(&old_path, e))?;
             let pb = &mut bytes_mut(&mut plain)[..k * BLOCK * w];
             pack::unpack(ty, cur, sb, pb);

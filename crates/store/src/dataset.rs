@@ -520,7 +520,7 @@ fn sanitize(name: &str) -> String {
 }
 
 fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    microtab_io::sys::process_alive(pid)
 }
 
 impl DatasetWriter {
@@ -890,26 +890,12 @@ impl Drop for DatasetWriter {
     }
 }
 
-/// Swaps two directories atomically (`renameat2` with `RENAME_EXCHANGE`)
-/// and flushes `b`'s parent directory: a reader sees one or the other,
-/// never neither, whenever the process stops.
+/// Swaps two directories (atomically on Linux and macOS:
+/// [`microtab_io::sys::exchange_dirs`]) and flushes `b`'s parent
+/// directory: a reader sees one or the other, never neither, whenever the
+/// process stops.
 pub fn exchange(a: &Path, b: &Path) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in paths");
-    let (ca, cb) = (c(a), c(b));
-    // SAFETY: two valid NUL-terminated paths relative to the working directory.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            ca.as_ptr(),
-            libc::AT_FDCWD,
-            cb.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if r != 0 {
-        return Err(io_err(b, std::io::Error::last_os_error()));
-    }
+    microtab_io::sys::exchange_dirs(a, b).map_err(|e| io_err(b, e))?;
     let parent = b.parent().filter(|p| !p.as_os_str().is_empty());
     sync_dir(parent.unwrap_or(Path::new(".")))?;
     Ok(())

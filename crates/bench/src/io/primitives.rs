@@ -3,11 +3,10 @@
 //! done per byte.
 
 use super::results::Interface;
+use microtab_io::sys;
 use microtab_io::{ColumnSource, Error, ReadPath, SegmentStream, ALIGN};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Read};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 /// `1 B`, `512 B`, `64 KiB`, `16 MiB`, `1.5 GiB`.
@@ -27,10 +26,12 @@ pub fn human_bytes(n: usize) -> String {
 }
 
 pub(super) fn open_direct(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
+    let mut o = OpenOptions::new();
+    o.read(true);
+    sys::direct_flags(&mut o);
+    let f = o.open(path)?;
+    sys::no_cache(&f);
+    Ok(f)
 }
 
 /// Reads up to `limit` bytes of `path` with `read()` calls of `buf.len()`.
@@ -287,15 +288,14 @@ pub(super) fn sequential_scan(
 ) -> io::Result<u64> {
     let f = File::open(path)?;
     if !readahead {
-        // SAFETY: plain syscall on an open descriptor.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+        sys::advise(&f, 0, 0, sys::Advice::Random);
     }
     let mut off = 0u64;
     let mut sum = 0u64;
     loop {
         let mut done = 0;
         while done < buf.len() {
-            let n = f.read_at(&mut buf[done..], off + done as u64)?;
+            let n = sys::read_at(&f, &mut buf[done..], off + done as u64)?;
             if n == 0 {
                 break;
             }

@@ -42,6 +42,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
 
 /// The sibling executable `name`: beside this one, else on the PATH.
 fn sibling(name: &str) -> Result<PathBuf> {
+    let name = &format!("{name}{}", std::env::consts::EXE_SUFFIX);
     if let Some(p) = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(|d| d.join(name)))
@@ -59,16 +60,25 @@ fn sibling(name: &str) -> Result<PathBuf> {
     bail!("{name} is not installed beside microtab or on the PATH; it comes with microtab: `pip install microtab` puts the three executables in one bin/ (run that bin/'s microtab, or link to it rather than copy it), and `cargo build --release` builds them in target/release")
 }
 
-/// Replaces this process with `name sub args…`.
+/// Replaces this process with `name sub args…` (on Windows, which cannot
+/// replace a process: runs it and exits with its status).
 pub fn exec(name: &str, sub: &str, args: Vec<OsString>) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let p = sibling(name)?;
-    let mut c = std::process::Command::new(&p);
-    if !sub.is_empty() {
-        c.arg(sub);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let p = sibling(name)?;
+        let mut c = std::process::Command::new(&p);
+        if !sub.is_empty() {
+            c.arg(sub);
+        }
+        let e = c.args(args).exec();
+        bail!("could not run {}: {e}", p.display())
     }
-    let e = c.args(args).exec();
-    bail!("could not run {}: {e}", p.display())
+    #[cfg(not(unix))]
+    {
+        run(name, sub, args)?;
+        std::process::exit(0)
+    }
 }
 
 /// Runs `name sub args…` and waits for it (when work follows it).

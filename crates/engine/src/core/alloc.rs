@@ -103,9 +103,16 @@ impl ExitOnOutOfMemory {
         put(b" more bytes could not be allocated (a memory limit such as ulimit -v, or the machine's memory); the command was stopped and wrote nothing more\n");
         // SAFETY: writing a stack buffer to standard error, then ending the
         // process without running anything that could allocate.
+        #[cfg(unix)]
         unsafe {
             libc::write(2, buf.as_ptr() as *const libc::c_void, n);
             libc::_exit(1)
+        }
+        #[cfg(not(unix))]
+        {
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(&buf[..n]);
+            std::process::exit(1)
         }
     }
 }

@@ -47,7 +47,6 @@ use crate::error::{Error, Result};
 use crate::options::ImportOptions;
 use header::{Dta, Ty, Var};
 use std::collections::BTreeSet;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use tables::StrL;
 
@@ -431,12 +430,12 @@ impl Decoder<'_> {
                 };
                 let s = self.strls[k];
                 let mut raw = vec![0u8; s.len as usize];
-                self.file
-                    .read_exact_at(&mut raw, s.at)
-                    .map_err(|e| Error::Input {
+                microtab_io::sys::read_exact_at(self.file, &mut raw, s.at).map_err(|e| {
+                    Error::Input {
                         path: self.path.to_path_buf(),
                         reason: format!("cannot read: {e}"),
-                    })?;
+                    }
+                })?;
                 if s.nul && raw.last() == Some(&0) {
                     raw.pop();
                 }
