@@ -6,6 +6,7 @@ a terminal. Each hint's exact text is checked, and so is what it names
 (the command it names lists every variable)."""
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -297,6 +298,11 @@ def test_progress_only_on_a_terminal(tmp_path, wide):
     assert p.stderr.startswith("wrote 300000 records (") and p.stderr.count("\n") == 1, p.stderr
     code, seen, _ = on_a_terminal("import", out, tmp_path / "c.mtab")
     assert code == 0 and "importing [" in seen, seen
+    # The bar counts in the summary line's units: decimal MB, as the file
+    # size os.path.getsize gives (not MiB).
+    assert "MiB" not in seen and re.search(r"\d MB/\d+(\.\d+)? MB", seen), seen
+    size = os.path.getsize(out) / 1e6
+    assert f"({size:.1f} MB" in seen.split("imported ")[-1], seen
     # The spinner of a command that runs for a while (here: at once).
     env = dict(os.environ, MICROTAB_PROGRESS_DELAY_MS="0")
     for args, what in [(("freq", wide, "SEX"), "answering"), (("verify", wide), f"checking {wide}"),

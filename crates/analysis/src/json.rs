@@ -75,3 +75,41 @@ pub(crate) mod unknown_nans {
         Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
     }
 }
+
+/// An answer as a JSON value for a front end to send: every `-0.0` (a sum
+/// or difference rounding to zero from below) written `0.0`, as R, Stata
+/// and pandas print it, so a zero never reads as negative.
+pub fn answer_json(value: &impl Serialize) -> serde_json::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(value)?;
+    unsign_zeros(&mut v);
+    Ok(v)
+}
+
+fn unsign_zeros(v: &mut serde_json::Value) {
+    use serde_json::Value as J;
+    match v {
+        J::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => {
+            if n.as_f64().is_some_and(|x| x.is_sign_negative()) {
+                *v = J::from(0.0);
+            }
+        }
+        J::Array(a) => a.iter_mut().for_each(unsign_zeros),
+        J::Object(o) => o.values_mut().for_each(unsign_zeros),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn negative_zeros_are_written_as_zeros() {
+        let v = super::answer_json(&serde_json::json!({
+            "a": -0.0, "b": [1.5, -0.0, {"c": -0.0}], "d": -2.0, "e": 0.0, "f": -0
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"a":0.0,"b":[1.5,0.0,{"c":0.0}],"d":-2.0,"e":0.0,"f":0}"#
+        );
+    }
+}

@@ -49,6 +49,7 @@ pub mod edit;
 mod family;
 mod html;
 mod json;
+pub use json::answer_json;
 pub mod model;
 mod params;
 mod quantile;

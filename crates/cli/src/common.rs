@@ -303,9 +303,9 @@ pub fn answer_in<T: TryFrom<Answer>>(
     Ok(T::try_from(a).unwrap_or_else(|_| unreachable!("an analysis answers with its own kind")))
 }
 
-/// Writes a result as one line of JSON, streamed as it is serialized.
+/// Writes a result as one line of JSON (`-0.0` as `0.0`).
 pub fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
+    serde_json::to_writer(&mut *out, &microtab_analysis::answer_json(value)?)?;
     out.write_all(b"\n")?;
     Ok(())
 }

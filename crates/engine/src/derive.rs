@@ -63,6 +63,10 @@ pub struct Derived {
     pub input_bytes: u64,
     /// The dataset's generation now.
     pub generation: u64,
+    /// What the user should know of the result: recode rules that take
+    /// the same values (the first of them gives its code there), rules a
+    /// `*` before them leaves nothing to take.
+    pub notes: Vec<String>,
 }
 
 /// Whether `name` can name a variable (the grammar of filters and
@@ -515,6 +519,7 @@ fn publish(
         rows,
         input_bytes,
         generation: ds.manifest().generation + 1,
+        notes: Vec::new(),
     })
 }
 
@@ -844,6 +849,7 @@ pub fn recode(
     let name = &check_target(&ds, name, opts.replace)?;
     let ins = Inputs::new(&ds, from)?;
     let (parsed, codes) = parse_rules(&ds, &ins, rules)?;
+    let notes = overlaps(&ins, &parsed);
     let o = outputs(&ds, &ins, &parsed, &codes, ropts)?;
     let (inputs, nodes) = load_nodes(&ds, &ins.vars);
     let can_miss = inputs
@@ -875,5 +881,131 @@ pub fn recode(
     if let Some(m) = o.missing {
         var.missing_codes = vec![m as f64];
     }
-    publish(w, &ds, var, opts, input_bytes)
+    let mut d = publish(w, &ds, var, opts, input_bytes)?;
+    d.notes = notes;
+    Ok(d)
+}
+
+/// Rules that take the same values of one input (a record gets the first
+/// rule's code, so the later rule's share of those values is silently
+/// someone else's), and rules after a `*` (which takes every record left).
+fn overlaps(ins: &Inputs, rules: &[Rule]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(k) = rules.iter().position(|r| r.all) {
+        if k + 1 < rules.len() {
+            notes.push(format!(
+                "recode rule {} '*' takes every record the rules before it leave, so rule{} {} never give{} a code",
+                k + 1,
+                if k + 2 < rules.len() { "s" } else { "" },
+                (k + 2..=rules.len()).map(|i| i.to_string()).collect::<Vec<_>>().join(", "),
+                if k + 2 < rules.len() { "" } else { "s" },
+            ));
+        }
+    }
+    fn single(r: &Rule) -> Option<(usize, &Predicate)> {
+        match r.terms.as_slice() {
+            [(i, p)] if !r.all => Some((*i, p)),
+            _ => None,
+        }
+    }
+    for (a, ra) in rules.iter().enumerate() {
+        let Some((ia, pa)) = single(ra) else { continue };
+        for (b, rb) in rules.iter().enumerate().skip(a + 1) {
+            let Some((ib, pb)) = single(rb) else { continue };
+            if ia != ib {
+                continue;
+            }
+            let var = &ins.vars[ia];
+            let shared = shared_values(pa, pb, !ins.dicts[ia].is_empty(), var.decimals);
+            let Some(shared) = shared else { continue };
+            notes.push(format!(
+                "recode rules {} '{}' and {} '{}' both take {}{shared}: those records get rule {}'s code",
+                a + 1,
+                ra.text,
+                b + 1,
+                rb.text,
+                var.name,
+                a + 1
+            ));
+        }
+    }
+    notes
+}
+
+/// The values two predicates both take (`" 10-17"`, or `""` for text,
+/// whose codes are no values to show; stored integers shown with
+/// `decimals`), or `None` when they share none.
+fn shared_values(a: &Predicate, b: &Predicate, text: bool, decimals: u32) -> Option<String> {
+    use crate::filter::Interval;
+    let show = |x: f64| format!("{x}");
+    match (a, b) {
+        (Predicate::Ints(ra), Predicate::Ints(rb)) => {
+            let mut both: Vec<(i64, i64)> = Vec::new();
+            for &(l1, h1) in ra {
+                for &(l2, h2) in rb {
+                    let (lo, hi) = (l1.max(l2), h1.min(h2));
+                    if lo <= hi {
+                        both.push((lo, hi));
+                    }
+                }
+            }
+            both.sort_unstable();
+            both.dedup();
+            let first = *both.first()?;
+            if text {
+                return Some(String::new());
+            }
+            let shown = |(lo, hi): (i64, i64)| {
+                if lo == hi {
+                    codec::display_int(decimals, lo)
+                } else {
+                    let end = |v: i64| match v {
+                        i64::MIN | i64::MAX => "*".to_string(),
+                        v => codec::display_int(decimals, v),
+                    };
+                    format!("{}-{}", end(lo), end(hi))
+                }
+            };
+            let more = if both.len() > 1 { " …" } else { "" };
+            Some(format!(" {}{more}", shown(first)))
+        }
+        _ => {
+            let iv = |p: &Predicate| -> Vec<Interval> {
+                match p {
+                    Predicate::Floats(v) => v.clone(),
+                    Predicate::Ints(r) => r
+                        .iter()
+                        .map(|&(lo, hi)| Interval {
+                            lo: lo as f64,
+                            lo_open: false,
+                            hi: hi as f64,
+                            hi_open: false,
+                        })
+                        .collect(),
+                }
+            };
+            for x in iv(a) {
+                for y in iv(b) {
+                    let (lo, lo_open) = if x.lo > y.lo || (x.lo == y.lo && x.lo_open) {
+                        (x.lo, x.lo_open)
+                    } else {
+                        (y.lo, y.lo_open)
+                    };
+                    let (hi, hi_open) = if x.hi < y.hi || (x.hi == y.hi && x.hi_open) {
+                        (x.hi, x.hi_open)
+                    } else {
+                        (y.hi, y.hi_open)
+                    };
+                    if lo < hi || (lo == hi && !lo_open && !hi_open) {
+                        return Some(if lo == hi {
+                            format!(" {}", show(lo))
+                        } else {
+                            format!(" values from {} to {}", show(lo), show(hi))
+                        });
+                    }
+                }
+            }
+            None
+        }
+    }
 }

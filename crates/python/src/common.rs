@@ -11,9 +11,11 @@ pub(crate) fn open(path: &str) -> PyResult<Dataset> {
     Dataset::open(std::path::Path::new(path)).map_err(store_error)
 }
 
-/// What crosses back to Python: a value as JSON text.
+/// What crosses back to Python: a value as JSON text (`-0.0` as `0.0`).
 pub(crate) fn to_json(value: &impl serde::Serialize) -> PyResult<String> {
-    serde_json::to_string(value).map_err(|e| MicrotabError::new_err(e.to_string()))
+    microtab_analysis::answer_json(value)
+        .and_then(|v| serde_json::to_string(&v))
+        .map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
 /// The records a boolean mask chose, as a filter term: `mask` is the

@@ -502,7 +502,7 @@ async fn answer(
             )
         })?;
         // The served name, not the server's path, names the dataset.
-        let mut v = serde_json::to_value(&a)
+        let mut v = microtab_analysis::answer_json(&a)
             .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None))?;
         if let Some(o) = v.as_object_mut() {
             o.insert("dataset".into(), Value::String(served));

@@ -101,6 +101,9 @@ fn report(ds: &std::path::Path, what: &str, d: &Derived, t: Instant) {
         d.input_bytes as f64 / 1e6 / secs.max(1e-9),
         d.generation
     );
+    for n in &d.notes {
+        eprintln!("note: {n}");
+    }
 }
 
 /// Runs `compute`.

@@ -198,7 +198,7 @@ fn progress_bar(input: &std::path::Path) -> (Option<indicatif::ProgressBar>, Opt
     let Some(pb) = crate::progress::bar(
         total,
         "importing",
-        "{bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        "{decimal_bytes}/{decimal_total_bytes} ({decimal_bytes_per_sec}, {eta})",
     ) else {
         return (None, None);
     };
