@@ -450,7 +450,32 @@ mod tests {
                 .unwrap_err()
                 .contains("quantiles")
         );
-        assert!(ask("means", &[("var", "A")]).unwrap_err().contains("'by'"));
+        // No `by`: the mean of all the records.
+        assert_eq!(
+            ask("means", &[("var", "A")]).unwrap().analysis,
+            Analysis::Means {
+                var: "A".into(),
+                by: vec![]
+            }
+        );
+        assert!(ask("means", &[("by", "B")]).unwrap_err().contains("'var'"));
+        assert!(
+            ask("tab", &[("row", "A"), ("col", "B"), ("pct", "col,rows")])
+                .unwrap_err()
+                .contains("'rows'")
+        );
+        assert_eq!(
+            ask("tab", &[("row", "A"), ("col", "B"), ("pct", "total, col,")])
+                .unwrap()
+                .analysis,
+            Analysis::Tab {
+                row: "A".into(),
+                col: "B".into(),
+                control: None,
+                pct: vec![Pct::Total, Pct::Col],
+                stats: false
+            }
+        );
         assert!(ask("plot", &[]).unwrap_err().contains("unknown analysis"));
     }
 }
