@@ -290,9 +290,8 @@ async fn analyse(
         )));
     }
     let start = Instant::now();
-    // Several percentages (`pct=col,row,total`) are the request's own
-    // (the analysis layer's `Pct::list`): checked here for other queries.
-    pct_list(&kind, &params)?;
+    // Several percentages (`pct=col,row,total`) are the request's own.
+    check_pcts(&kind, &params)?;
     let req = request_of(&app, &name, &kind, &params)?;
     let (body, reservation) = answer(&app, &name, req).await?;
     let reservation = vec![reservation];
@@ -329,25 +328,19 @@ fn request_of(
     p.request(kind).map_err(bad)
 }
 
-/// The percentages a crosstab asks for: `pct=col,row,total` (SDA's
-/// `colpct=on&rowpct=on&totpct=on`) is several, in the order given.
-fn pct_list(kind: &str, params: &[(String, String)]) -> Result<Vec<String>, ApiError> {
+/// Several percentages (`pct=col,row,total`, SDA's
+/// `colpct=on&rowpct=on&totpct=on`; the analysis layer's `Pct::list`) are
+/// for crosstabs only.
+fn check_pcts(kind: &str, params: &[(String, String)]) -> Result<(), ApiError> {
     let Some((_, v)) = params.iter().find(|(k, _)| k == "pct") else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let mut out: Vec<String> = Vec::new();
-    for x in v.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        if out.iter().any(|y| y == x) {
-            continue;
-        }
-        out.push(x.to_string());
-    }
-    if out.len() > 1 && kind != "tab" {
+    if kind != "tab" && microtab_analysis::Pct::list(v).is_ok_and(|l| l.len() > 1) {
         return Err(bad(format!(
             "pct={v:?}: several percentages are for crosstabs (tab)"
         )));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// An answer's text and its share of the memory budget.

@@ -770,8 +770,8 @@ class _Queries:
         each of them with its SE, in that order);
         ``stats`` adds chi-square (Rao–Scott under a design) and the
         association measures; ``z`` each cell's z-statistic (its column
-        percentage, row percentage with ``pct="row"``, less the whole
-        table's, over the design-based SE of the difference); ``level``,
+        percentage, row percentage with ``pct="row"`` — with several, the
+        first decides — less the whole table's, over the design-based SE of the difference); ``level``,
         ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`.
         ``diff=BASE`` (no ``control``) compares the columns with the column
         ``BASE``: each row category's share in each column minus its share
