@@ -193,9 +193,16 @@ def test_means_without_by(data, r_want):
     u = d.means("INC").to_pandas()
     assert u.loc[0, "mean"] == pytest.approx(r_want.loc[("mean", 0, 0), "est"], rel=1e-9)
     assert u.loc[0, "mean_se"] == pytest.approx(r_want.loc[("mean", 0, 0), "se"], rel=1e-6)
-    # An empty selection: no records, no mean.
-    e = ds.means("INC", filter="INC < 0").to_pandas()
-    assert e["n"].sum() == 0 if len(e) else True
+    # Without groups the one row is the total (not twice), and so is the
+    # one test against a value (R: svyttest(I(INC - 30000) ~ 0, d)).
+    assert len(d.means("INC").to_pandas(total=True)) == 1
+    t = d.means("INC", test_mean=30000).tests()
+    assert len(t) == 1 and t.loc[0, "estimate"] == pytest.approx(u.loc[0, "mean"] - 30000, rel=1e-12)
+    assert t.loc[0, "se"] == pytest.approx(r_want.loc[("mean", 0, 0), "se"], rel=1e-6)
+    # An empty selection: no group, no row.
+    assert ds.means("INC", filter="INC < 0").to_pandas().empty
+    with pytest.raises(mt.QueryError, match="one grouping variable, not 0"):
+        ds.means("INC", diff=1)
 
 
 @pytest.mark.skipif(not os.path.exists(CLI), reason="the CLI binary is not built")

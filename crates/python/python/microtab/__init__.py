@@ -2662,7 +2662,8 @@ class Means(_Result):
         total : bool, default False
             Also a last row for all groups together (``"Total"`` in the
             first grouping column): ``to_dict()``'s ``total``,
-            ``total_se`` and ``total_quantiles``.
+            ``total_se`` and ``total_quantiles`` (without ``by`` the one
+            row is the total already).
 
         Returns
         -------
@@ -2697,7 +2698,8 @@ class Means(_Result):
             return rec
 
         recs = [record(g, g.get("quantiles"), g.get("mean_se")) for g in self._d["groups"]]
-        if total:
+        if total and by:
+            # (Without groups the one row is the total.)
             recs.append(record(None, self._d.get("total_quantiles"), self._d.get("total_se")))
         return pd.DataFrame(recs, columns=None if recs else
                             [*by, *(f"{b}_label" for b in by), "mean", "sd", "n", "sum_weights"])
@@ -2738,7 +2740,8 @@ class Means(_Result):
         by = self._d.get("by", [])
         cols = ["mean", "estimate", "se", "t", "df", "p", "lo", "hi"]
         recs = []
-        for g in [*t["groups"], t["total"]]:
+        # Without groups, the one test is the total's.
+        for g in [*(t["groups"] if by else []), t["total"]]:
             rec = {name: (b["value"] if g["by"] else None) for name, b in
                    zip(by, g["by"] or [{}] * len(by))}
             if not g["by"] and by:
