@@ -260,8 +260,10 @@ def test_review_fixes(data, tmp_path):
         d.tab("SEX", "EDUC", pct="row", pct_ci="wilson")
     with pytest.raises(ValueError, match="percent"):
         d.means("INCTOT", by="SEX", percentiles=[0.5])
-    with pytest.raises(mt.QueryError, match="by="):
-        d.means("INCTOT", by=None)
+    # No grouping: the mean of all the records (as the CLI's means without --by).
+    whole = d.means("INCTOT", by=None).to_pandas()
+    assert len(whole) == 1
+    assert whole.loc[0, "mean"] == pytest.approx(d.to_pandas(["INCTOT"])["INCTOT"].mean(), rel=1e-12)
     with pytest.raises(FileExistsError):
         mt.import_csv(small, work)
 

@@ -57,7 +57,7 @@ reps = np.array([sub[f"REPWTP{r}"].sum() for r in range(1, 9)])
 se = np.sqrt(4 / 8 * ((reps - full) ** 2).sum())
 cell = frame[(frame.row == 1) & (frame.col == 3)].iloc[0]
 assert abs(cell.weighted_se - se) <= 1e-9 * se, (cell.weighted_se, se)
-assert "rao_scott" in t.tests()
+assert list(t.tests()["test"]) == ["rao-scott"] and t.tests()["p"].between(0, 1).all()
 html = t._repr_html_()
 assert "<table" in html
 

@@ -75,10 +75,12 @@ pub use params::{split_list, Params, PARAMS};
 pub use quantile::Quantile;
 pub use request::{Analysis, Pct, PctInterval, Request};
 pub use result::{
-    Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Stat, Table, Totals,
+    Answer, Context, Crosstab, FreqRow, Frequencies, Group, Margins, Means, Percentages, Stat,
+    Table, Totals,
 };
 pub use run::{
-    check_values, partial, partial_round, run, run_many, Partial, Round, Step, MAX_ROUNDS,
+    check_values, partial, partial_round, run, run_many, run_many_each, PartOptions, Partial,
+    Round, Step, MAX_ROUNDS,
 };
 pub use settings::{Settings, SettingsError, SettingsInfo};
 pub use split::{

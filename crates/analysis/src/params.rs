@@ -55,8 +55,10 @@ pub struct Params {
     pub control: Option<String>,
     /// Grouping variables, outermost first (means).
     pub by: Vec<String>,
-    /// Percentages (tab).
-    pub pct: Option<Pct>,
+    /// Percentages (tab): one base, several separated by commas
+    /// (`col,row,total`), or in JSON a list of them.
+    #[serde(deserialize_with = "pcts")]
+    pub pct: Vec<Pct>,
     /// Chi-square test and association measures (tab).
     pub stats: bool,
     /// Weight variable.
@@ -102,6 +104,30 @@ pub struct Params {
     /// one (built by [`build_design`](crate::build_design); Python's
     /// `with_design`). Not a URL parameter.
     pub with_design: Option<microtab_store::Design>,
+}
+
+/// Percentage bases from JSON: `null`, a text (`"col,row"`) or a list
+/// of texts, each base once in the order given.
+fn pcts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Pct>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Words {
+        One(Option<String>),
+        Many(Vec<String>),
+    }
+    let words: Vec<String> = match Words::deserialize(d)? {
+        Words::One(s) => s.into_iter().collect(),
+        Words::Many(v) => v,
+    };
+    let mut out: Vec<Pct> = Vec::new();
+    for w in &words {
+        for p in Pct::list(w).map_err(serde::de::Error::custom)? {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn flag(name: &str, v: &str) -> Result<bool, String> {
@@ -170,7 +196,7 @@ impl Params {
                         .transpose()?
                 }
                 "filter" => p.filter = text(v),
-                "pct" => p.pct = text(v).map(|x| x.parse()).transpose()?,
+                "pct" => p.pct = Pct::list(v)?,
                 "pct_ci" => {
                     p.pct_ci = text(v)
                         .map(|x| x.parse().map_err(|e| format!("pct_ci: {e}")))
@@ -220,15 +246,11 @@ impl Params {
                 pct: self.pct,
                 stats: self.stats,
             },
-            "means" => {
-                if self.by.is_empty() {
-                    return Err("missing parameter 'by'".into());
-                }
-                Analysis::Means {
-                    var: need("var", self.var)?,
-                    by: self.by,
-                }
-            }
+            // No `by`: the mean of all the records (one group).
+            "means" => Analysis::Means {
+                var: need("var", self.var)?,
+                by: self.by,
+            },
             "regress" => Analysis::Regress {
                 formula: need("formula", self.formula)?,
                 family: self.family.unwrap_or(crate::family::Family::Gaussian),
@@ -350,6 +372,14 @@ mod tests {
         assert!(e.to_string().contains("fliter"), "{e}");
         let e = serde_json::from_str::<Params>(r#"{"pct": "rows"}"#).unwrap_err();
         assert!(e.to_string().contains("row, col or total"), "{e}");
+        let p: Params = serde_json::from_str(r#"{"pct": "col, row,col"}"#).unwrap();
+        assert_eq!(p.pct, [Pct::Col, Pct::Row]);
+        let p: Params = serde_json::from_str(r#"{"pct": ["total", "row"]}"#).unwrap();
+        assert_eq!(p.pct, [Pct::Total, Pct::Row]);
+        let p: Params = serde_json::from_str(r#"{"pct": null}"#).unwrap();
+        assert!(p.pct.is_empty());
+        let e = serde_json::from_str::<Params>(r#"{"pct": ["col", "rows"]}"#).unwrap_err();
+        assert!(e.to_string().contains("'rows'"), "{e}");
     }
 
     #[test]
@@ -372,7 +402,7 @@ mod tests {
                 row: "SEX".into(),
                 col: "EDUC".into(),
                 control: None,
-                pct: Some(Pct::Row),
+                pct: vec![Pct::Row],
                 stats: true
             }
         );
@@ -420,7 +450,32 @@ mod tests {
                 .unwrap_err()
                 .contains("quantiles")
         );
-        assert!(ask("means", &[("var", "A")]).unwrap_err().contains("'by'"));
+        // No `by`: the mean of all the records.
+        assert_eq!(
+            ask("means", &[("var", "A")]).unwrap().analysis,
+            Analysis::Means {
+                var: "A".into(),
+                by: vec![]
+            }
+        );
+        assert!(ask("means", &[("by", "B")]).unwrap_err().contains("'var'"));
+        assert!(
+            ask("tab", &[("row", "A"), ("col", "B"), ("pct", "col,rows")])
+                .unwrap_err()
+                .contains("'rows'")
+        );
+        assert_eq!(
+            ask("tab", &[("row", "A"), ("col", "B"), ("pct", "total, col,")])
+                .unwrap()
+                .analysis,
+            Analysis::Tab {
+                row: "A".into(),
+                col: "B".into(),
+                control: None,
+                pct: vec![Pct::Total, Pct::Col],
+                stats: false
+            }
+        );
         assert!(ask("plot", &[]).unwrap_err().contains("unknown analysis"));
     }
 }

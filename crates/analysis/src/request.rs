@@ -49,6 +49,21 @@ from_words!(Pct, "pct", "row, col or total", {
     "total" => Pct::Total,
 });
 
+impl Pct {
+    /// Several bases separated by commas (`col,row,total`), in the order
+    /// given, each once; empty entries are skipped (`""`: none).
+    pub fn list(s: &str) -> Result<Vec<Pct>, String> {
+        let mut out = Vec::new();
+        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let p: Pct = w.parse()?;
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// How percentages' confidence intervals are formed under a design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -84,8 +99,9 @@ pub enum Analysis {
         col: String,
         /// Control variable (one table per category).
         control: Option<String>,
-        /// Percentages to compute.
-        pct: Option<Pct>,
+        /// Percentages to compute, in the order shown (none: counts
+        /// only); with several, each cell has every one with its SE.
+        pct: Vec<Pct>,
         /// Chi-square test and Cramér's V per table.
         stats: bool,
     },

@@ -418,8 +418,11 @@ pub struct Crosstab {
     pub col_var: String,
     /// Control variable.
     pub control_var: Option<String>,
-    /// Percentages computed.
+    /// The table's percentages (the first of [`pcts`](Self::pcts)).
     pub pct: Option<Pct>,
+    /// Every percentage base asked for, in order; with more than one,
+    /// each table has them all in [`Table::percentages`].
+    pub pcts: Vec<Pct>,
     /// Whether each table has its chi-square statistics.
     pub stats: bool,
     /// Whether each table has its cells' z-statistics.
@@ -482,6 +485,53 @@ pub struct Table {
     /// undefined (one row or column, a zero variance). See
     /// [`Crosstab::z_method`].
     pub z: Option<Vec<Vec<Option<f64>>>>,
+    /// With several percentage bases ([`Crosstab::pcts`]): each one's
+    /// percentages and their SEs, in the order asked (empty otherwise;
+    /// [`pct`](Self::pct) is the first's).
+    pub percentages: Vec<Percentages>,
+}
+
+/// One percentage base's percentages of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentages {
+    /// Their base.
+    pub base: Pct,
+    /// Percentages per cell (`None` where the base is 0).
+    pub pct: Vec<Vec<Option<f64>>>,
+    /// Their standard errors and intervals (with a design).
+    pub pct_se: Option<Vec<Vec<Option<Uncertainty>>>>,
+}
+
+/// A table's [`Percentages`] as JSON: `{"col": {"pct": …, "pct_se": …}, …}`.
+struct PercentagesJson<'a>(&'a [Percentages]);
+
+impl Serialize for PercentagesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct One<'a> {
+            pct: &'a Vec<Vec<Option<f64>>>,
+            pct_se: &'a Option<Vec<Vec<Option<Uncertainty>>>>,
+        }
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for p in self.0 {
+            m.serialize_entry(
+                pct_name(p.base),
+                &One {
+                    pct: &p.pct,
+                    pct_se: &p.pct_se,
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+/// What one cut of a crosstab's table computes.
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    pct: Option<Pct>,
+    stats: bool,
+    z: bool,
 }
 
 impl Table {
@@ -523,6 +573,7 @@ impl Table {
             pct_se: None,
             rao_scott: None,
             z: None,
+            percentages: Vec::new(),
         }
     }
 }
@@ -557,6 +608,10 @@ impl Serialize for Table {
             m.serialize_entry("pct_se", &self.pct_se)?;
             m.serialize_entry("rao_scott", &self.rao_scott)?;
         }
+        if !self.percentages.is_empty() {
+            // As the HTTP API has always shown several: by base's name.
+            m.serialize_entry("percentages", &PercentagesJson(&self.percentages))?;
+        }
         if self.z.is_some() {
             m.serialize_entry("z", &self.z)?;
         }
@@ -578,6 +633,15 @@ fn cells<T, U>(m: &[Vec<T>], mut f: impl FnMut(usize, usize, &T) -> U) -> Vec<Ve
         .enumerate()
         .map(|(i, r)| r.iter().enumerate().map(|(j, x)| f(i, j, x)).collect())
         .collect()
+}
+
+/// A base's name in JSON (`row`, `col`, `total`).
+fn pct_name(p: Pct) -> &'static str {
+    match p {
+        Pct::Row => "row",
+        Pct::Col => "col",
+        Pct::Total => "total",
+    }
 }
 
 fn percents(m: &[Vec<f64>], pct: Pct) -> Vec<Vec<Option<f64>>> {
@@ -779,7 +843,7 @@ impl Crosstab {
         context: Context,
         [row_var, col_var]: [String; 2],
         control_var: Option<String>,
-        pct: Option<Pct>,
+        pcts: Vec<Pct>,
         [stats, z]: [bool; 2],
         cube: Cube,
         survey: Option<Survey>,
@@ -789,7 +853,8 @@ impl Crosstab {
             row_var,
             col_var,
             control_var,
-            pct,
+            pct: pcts.first().copied(),
+            pcts,
             stats,
             z,
             comparisons: None,
@@ -845,6 +910,45 @@ impl Crosstab {
     /// Table `k` (the `k`-th control category's) without the rows and
     /// columns empty in it; `None` for a control category with no records.
     fn cut(&self, k: usize) -> Option<Table> {
+        let ask = Ask {
+            pct: self.pct,
+            stats: self.stats,
+            z: self.z,
+        };
+        let mut t = self.cut_as(k, ask)?;
+        if self.pcts.len() > 1 {
+            // Each further base's percentages from the same cells (the
+            // table's own tests and z computed once).
+            t.percentages = self
+                .pcts
+                .iter()
+                .map(|&base| {
+                    let (pct, pct_se) = if Some(base) == self.pct {
+                        (t.pct.clone(), t.pct_se.clone())
+                    } else {
+                        let o = self.cut_as(
+                            k,
+                            Ask {
+                                pct: Some(base),
+                                stats: false,
+                                z: false,
+                            },
+                        );
+                        o.map_or((None, None), |o| (o.pct, o.pct_se))
+                    };
+                    Percentages {
+                        base,
+                        pct: pct.unwrap_or_default(),
+                        pct_se,
+                    }
+                })
+                .collect();
+        }
+        Some(t)
+    }
+
+    /// Table `k` with the percentages, tests and z of `ask`.
+    fn cut_as(&self, k: usize, ask: Ask) -> Option<Table> {
         let cube = &self.cube;
         let control = self.control_var.is_some();
         let off = control as usize;
@@ -889,23 +993,23 @@ impl Crosstab {
             ..Table::empty()
         };
         let m = t.measure();
-        t.pct = self.pct.map(|p| percents(&m, p));
+        t.pct = ask.pct.map(|p| percents(&m, p));
         // With a design, Pearson's statistic on weighted counts would
         // overstate significance (by N̂/n and the design effect): none.
-        if self.stats && self.survey.is_none() {
+        if ask.stats && self.survey.is_none() {
             t.stats = chi_square(&m);
             t.association = code_association(&t, &m);
         }
-        if self.z && self.survey.is_none() {
+        if ask.z && self.survey.is_none() {
             t.z = Some(srs_z(&m, t.total.count));
         }
         if let (Some(v), Some(tc)) = (&self.survey, &cube.taylor) {
-            self.taylor_ses(&mut t, v, tc, &cut);
+            self.taylor_ses(&mut t, v, tc, &cut, ask);
         }
         if let (Some(v), Some(reps)) = (&self.survey, &cube.replicates) {
             // Each replicate's table.
             let rm: Vec<Vec<Vec<f64>>> = reps.w.iter().map(|w| cut.pick(w)).collect();
-            self.replicate_ses(&mut t, v, &m, &rm);
+            self.replicate_ses(&mut t, v, &m, &rm, ask);
         }
         if let Some(v) = self.survey.as_ref().filter(|v| v.srs_ok) {
             // Records of weight 0 per kept cell (Taylor designs: out of
@@ -914,19 +1018,26 @@ impl Crosstab {
                 Some(z) => cut.pick(z),
                 None => vec![vec![0; ncols]; cut.keep_r.len()],
             };
-            self.design_effects(&mut t, &zeros);
+            self.design_effects(&mut t, &zeros, ask);
         }
         Some(t)
     }
 
     /// The standard errors of table `t` (its measure `m`) from the
     /// replicates' tables `rm`: counts, percentages, z and Rao–Scott.
-    fn replicate_ses(&self, t: &mut Table, v: &Survey, m: &[Vec<f64>], rm: &[Vec<Vec<f64>>]) {
-        if self.stats {
+    fn replicate_ses(
+        &self,
+        t: &mut Table,
+        v: &Survey,
+        m: &[Vec<f64>],
+        rm: &[Vec<Vec<f64>>],
+        ask: Ask,
+    ) {
+        if ask.stats {
             t.rao_scott = v.rao_scott(m, rm, t.total.count as f64);
         }
         // z: each replicate's differences, and their variance.
-        t.z = self.z.then(|| {
+        t.z = ask.z.then(|| {
             let along = self.z_along();
             let rd: Vec<Vec<Vec<Option<f64>>>> = rm.iter().map(|m| z_diffs(m, along)).collect();
             cells(&z_diffs(m, along), |i, j, &x| {
@@ -935,9 +1046,8 @@ impl Crosstab {
                 z_of(x, v.variance(x, &reps).v)
             })
         });
-        let rp: Option<Vec<Vec<Vec<Option<f64>>>>> = self
-            .pct
-            .map(|p| rm.iter().map(|m| percents(m, p)).collect());
+        let rp: Option<Vec<Vec<Vec<Option<f64>>>>> =
+            ask.pct.map(|p| rm.iter().map(|m| percents(m, p)).collect());
         let reps_of = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..rm.len()).map(f).collect() };
         t.weighted_se = Some(cells(m, |i, j, &x| {
             let reps = reps_of(&|r| rm[r][i][j]);
@@ -947,7 +1057,7 @@ impl Crosstab {
             let pct_se = cells(pct, |i, j, p| {
                 let p = (*p)?;
                 let reps = reps_of(&|r| rp[r][i][j].unwrap_or(f64::NAN));
-                let d = domain_n(t, self.pct, i, j);
+                let d = domain_n(t, ask.pct, i, j);
                 v.percent(p, v.variance(p, &reps), t.counts[i][j], d)
             });
             t.pct_se = Some(pct_se);
@@ -957,7 +1067,7 @@ impl Crosstab {
     /// The design effects of table `t`'s counts (its domain: the table)
     /// and percentages (their base's); `zeros`: the records of weight 0
     /// per cell, left out of the SRS sizes.
-    fn design_effects(&self, t: &mut Table, zeros: &[Vec<u64>]) {
+    fn design_effects(&self, t: &mut Table, zeros: &[Vec<u64>], ask: Ask) {
         let Some(m) = t.weighted.clone() else {
             return;
         };
@@ -974,7 +1084,7 @@ impl Crosstab {
         }
         let rw = t.row_totals.weighted.clone().unwrap_or_default();
         let cw = t.col_totals.weighted.clone().unwrap_or_default();
-        if let (Some(se), Some(kind)) = (t.pct_se.as_mut(), self.pct) {
+        if let (Some(se), Some(kind)) = (t.pct_se.as_mut(), ask.pct) {
             for (i, row) in se.iter_mut().enumerate() {
                 for (j, u) in row.iter_mut().enumerate() {
                     let (n, w) = match kind {
@@ -992,7 +1102,14 @@ impl Crosstab {
 impl Crosstab {
     /// The standard errors of table `t` (the cube's cells `cut`) from the
     /// Taylor covariances of its totals; its Rao–Scott test.
-    fn taylor_ses(&self, t: &mut Table, v: &Survey, tc: &microtab_engine::TaylorCells, cut: &Cut) {
+    fn taylor_ses(
+        &self,
+        t: &mut Table,
+        v: &Survey,
+        tc: &microtab_engine::TaylorCells,
+        cut: &Cut,
+        ask: Ask,
+    ) {
         let (keep_r, keep_c, k) = (&cut.keep_r[..], &cut.keep_c[..], cut.k);
         let at = |i: usize, j: usize| cut.at(i, j);
         let Some(m) = t.weighted.clone() else {
@@ -1011,7 +1128,7 @@ impl Crosstab {
                 t.counts[i][j],
             )
         }));
-        if let (Some(pct), Some(kind)) = (&t.pct, self.pct) {
+        if let (Some(pct), Some(kind)) = (&t.pct, ask.pct) {
             // The query's margins: the table's total, its rows, its columns.
             let mc = &tc.margins[match kind {
                 Pct::Total => 0,
@@ -1027,7 +1144,7 @@ impl Crosstab {
                     Pct::Col => m.iter().map(|r| r[j]).sum(),
                 };
                 let var = ratio_variance(m[i][j], base, [tc.cell[c][0], mc.cross[c], mc.var[g][0]]);
-                let d = domain_n(t, self.pct, i, j);
+                let d = domain_n(t, ask.pct, i, j);
                 v.percent(p, 1e4 * mc.scale[g] * var, t.counts[i][j], d)
             }));
         }
@@ -1042,10 +1159,10 @@ impl Crosstab {
         let cov = |i: usize, j: usize, i2: usize, j2: usize| {
             table_scale * full[pos(keep_r[i], keep_c[j]) * size + pos(keep_r[i2], keep_c[j2])]
         };
-        if self.z {
+        if ask.z {
             t.z = Some(taylor_z(&m, self.z_along(), &cov));
         }
-        if self.stats {
+        if ask.stats {
             // The covariance of the kept cells' proportions (rows varying
             // fastest) from that of their weighted counts.
             let Some(p) = proportions(&m) else {
@@ -1086,6 +1203,9 @@ result_json!(
     [row_var, col_var, control_var],
     |x, m| {
         m.serialize_entry("pct", &x.pct)?;
+        if x.pcts.len() > 1 {
+            m.serialize_entry("pcts", &x.pcts)?;
+        }
         if x.z {
             m.serialize_entry("z_along", &x.z_along())?;
             m.serialize_entry("z_method", x.z_method())?;

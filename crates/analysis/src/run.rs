@@ -372,7 +372,7 @@ fn answer(
                 context,
                 names,
                 control,
-                *pct,
+                pct.clone(),
                 [*stats, req.z],
                 cube,
                 survey,
@@ -445,11 +445,16 @@ pub struct Round {
 /// records a part covers (and whether whole files are checked). Parts and
 /// rounds of one request merge and finish only with that request.
 fn fingerprint(req: &Request) -> String {
+    // Each part's own: its records, its share of a mask over all the
+    // parts' records, the design held for it (built on its dataset: its
+    // formula is checked when partial results merge).
     format!(
         "{:?}",
         Request {
             rows: None,
             verify: false,
+            selection: None,
+            design: None,
             ..req.clone()
         }
     )
@@ -1126,17 +1131,52 @@ pub const MAX_ROUNDS: usize = 256;
 /// were one: a partial result of each, merged exactly, finished (in as
 /// many rounds as the request needs: [`Partial::step`]).
 pub fn run_many(datasets: &[Dataset], req: &Request, opts: &ScanOptions) -> Result<Answer> {
+    run_many_each(datasets, req, &[], opts)
+}
+
+/// What one dataset of several answered as one has of its own
+/// ([`run_many_each`]).
+#[derive(Debug, Clone, Default)]
+pub struct PartOptions {
+    /// The design held for it (built on it by
+    /// [`build_design`](crate::build_design)), instead of its stored one.
+    pub design: Option<microtab_store::Design>,
+    /// Its records among those a front end chose: its share of a boolean
+    /// mask over all the datasets' records
+    /// ([`Term::rows`](microtab_engine::Term::rows) over its records).
+    pub selection: Option<microtab_engine::Term>,
+}
+
+/// [`run_many`] with each dataset's own options (`own[i]` the `i`-th
+/// dataset's; none: the request's): a design held for the datasets
+/// (built on each), a mask over all their records (cut at their edges).
+/// The answer shows `req`'s filter and selection.
+pub fn run_many_each(
+    datasets: &[Dataset],
+    req: &Request,
+    own: &[PartOptions],
+    opts: &ScanOptions,
+) -> Result<Answer> {
     check_values(&datasets.iter().collect::<Vec<_>>(), req)?;
+    let reqs: Vec<Request> = own
+        .iter()
+        .map(|o| Request {
+            design: o.design.clone().or_else(|| req.design.clone()),
+            selection: o.selection.clone().or_else(|| req.selection.clone()),
+            ..req.clone()
+        })
+        .collect();
     let mut round = None;
     for _ in 0..MAX_ROUNDS {
         let mut acc: Option<Partial> = None;
-        for ds in datasets {
+        for (i, ds) in datasets.iter().enumerate() {
             let name = ds.dir().display().to_string();
             let here = |e: Error| Error::InDataset {
                 dataset: name.clone(),
                 error: Box::new(e),
             };
-            let p = partial_round(ds, req, round.as_ref(), opts).map_err(here)?;
+            let r = reqs.get(i).unwrap_or(req);
+            let p = partial_round(ds, r, round.as_ref(), opts).map_err(here)?;
             acc = Some(match acc {
                 Some(a) => a.merge(p).map_err(here)?,
                 None => p,

@@ -147,7 +147,7 @@ fn crosstab_with_control_percentages() {
         row: "S".into(),
         col: "B".into(),
         control: Some("a".into()), // names match case-insensitively
-        pct: Some(Pct::Col),
+        pct: vec![Pct::Col],
         stats: false,
     });
     req.include_missing = true;
@@ -206,7 +206,7 @@ fn chi_square_against_hand_formula() {
         row: "A".into(),
         col: "S".into(),
         control: None,
-        pct: None,
+        pct: vec![],
         stats: true,
     });
     let Answer::Tab(x) = answer(&ds, &req) else {
@@ -318,7 +318,7 @@ fn partials_over_row_ranges_finish_into_the_whole_answer() {
             row: "A".into(),
             col: "S".into(),
             control: None,
-            pct: Some(Pct::Row),
+            pct: vec![Pct::Row],
             stats: true,
         }),
         weighted(Analysis::Means {

@@ -38,6 +38,20 @@ pub struct ExportOptions {
     /// Records per batch (a Parquet row group); rounded up to a multiple
     /// of the store's stripe.
     pub batch_rows: usize,
+    /// Only the records the front end chose besides the filter (a
+    /// boolean mask: [`Term::rows`](microtab_engine::Term::rows)).
+    pub selection: Option<microtab_engine::Term>,
+}
+
+/// The records' filter as the file's metadata names it: its text, and
+/// the selection's.
+fn shown_filter(opts: &ExportOptions) -> Option<String> {
+    let text = opts.filter.clone().filter(|f| !f.trim().is_empty());
+    let sel = opts.selection.as_ref().map(|t| t.text.clone());
+    match (text, sel) {
+        (Some(f), Some(s)) => Some(format!("{f} and {s}")),
+        (f, s) => f.or(s),
+    }
 }
 
 impl Default for ExportOptions {
@@ -49,6 +63,7 @@ impl Default for ExportOptions {
             keep_missing_codes: false,
             exact_decimals: false,
             batch_rows: 1 << 20,
+            selection: None,
         }
     }
 }
@@ -178,13 +193,16 @@ pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
             v
         }
     };
-    let (selection, selected) = match &opts.filter {
-        Some(f) if !f.trim().is_empty() => {
-            let terms = microtab_engine::parse_filter(f)?;
-            let (bits, n) = microtab_engine::subset::selection(ds, &terms)?;
-            (Some(bits), n)
-        }
-        _ => (None, ds.rows()),
+    let mut terms = match &opts.filter {
+        Some(f) if !f.trim().is_empty() => microtab_engine::parse_filter(f)?,
+        _ => Vec::new(),
+    };
+    terms.extend(opts.selection.clone());
+    let (selection, selected) = if terms.is_empty() {
+        (None, ds.rows())
+    } else {
+        let (bits, n) = microtab_engine::subset::selection(ds, &terms)?;
+        (Some(bits), n)
     };
     let mut fields = Vec::new();
     let mut cols = Vec::new();
@@ -317,7 +335,7 @@ pub fn batches(ds: &Dataset, opts: &ExportOptions) -> Result<Batches> {
         version: 1,
         source_rows: ds.rows(),
         rows: selected,
-        filter: opts.filter.clone().filter(|f| !f.trim().is_empty()),
+        filter: shown_filter(opts),
         missing: if opts.keep_missing_codes {
             "codes"
         } else {

@@ -115,6 +115,7 @@ fn export(a: ExportArgs) -> Result<()> {
         keep_missing_codes: a.keep_missing_codes,
         exact_decimals: a.exact_decimals,
         batch_rows: a.row_group_rows,
+        selection: None,
     };
     let t = Instant::now();
     let s = write_parquet(&ds, &a.output, a.force, &opts, compression)?;

@@ -22,6 +22,13 @@ pub(crate) fn to_json(value: &impl serde::Serialize) -> PyResult<String> {
 /// bitmap's bytes (bit `r % 8` of byte `r / 8` for record `r`, numpy's
 /// `packbits(..., bitorder="little")`), for `rows` records.
 pub(crate) fn selection_term(mask: &[u8], rows: u64) -> PyResult<microtab_engine::Term> {
+    let (bits, n) = selection_bits(mask, rows)?;
+    Ok(microtab_engine::Term::rows(bits, n))
+}
+
+/// A boolean mask's bitmap (bit `r % 64` of word `r / 64`) over `rows`
+/// records, and how many it chose (see `selection_term`).
+pub(crate) fn selection_bits(mask: &[u8], rows: u64) -> PyResult<(Vec<u64>, u64)> {
     let words = (rows as usize).div_ceil(64);
     if mask.len().div_ceil(8) != words {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -41,5 +48,5 @@ pub(crate) fn selection_term(mask: &[u8], rows: u64) -> PyResult<microtab_engine
         }
     }
     let n = bits.iter().map(|w| u64::from(w.count_ones())).sum();
-    Ok(microtab_engine::Term::rows(bits, n))
+    Ok((bits, n))
 }

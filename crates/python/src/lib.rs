@@ -113,13 +113,60 @@ fn _query(py: Python<'_>, path: &str, spec: &str, mask: Option<Vec<u8>>) -> PyRe
 }
 
 /// Answers a request over several datasets with the same variables as
-/// if they were one (exact partial results merged).
+/// if they were one (exact partial results merged); `masks`: each
+/// dataset's share of a boolean mask over all their records (bitmaps as
+/// `_query` takes one), `designs`: a JSON list of the design held for each
+/// (built on it).
 #[pyfunction]
-fn _query_many(py: Python<'_>, paths: Vec<String>, spec: &str) -> PyResult<String> {
-    let req = request(spec)?;
+#[pyo3(signature = (paths, spec, masks=None, designs=None))]
+fn _query_many(
+    py: Python<'_>,
+    paths: Vec<String>,
+    spec: &str,
+    masks: Option<Vec<Vec<u8>>>,
+    designs: Option<String>,
+) -> PyResult<String> {
+    let mut req = request(spec)?;
+    let designs: Option<Vec<microtab_store::Design>> = designs
+        .map(|d| serde_json::from_str(&d))
+        .transpose()
+        .map_err(|e| QueryError::new_err(format!("designs: {e}")))?;
+    let count = |what: &str, n: usize| -> PyResult<()> {
+        if n != paths.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{n} {what} for {} datasets (one each)",
+                paths.len()
+            )));
+        }
+        Ok(())
+    };
+    if let Some(m) = &masks {
+        count("masks", m.len())?;
+    }
+    if let Some(d) = &designs {
+        count("designs", d.len())?;
+    }
     py.detach(move || -> PyResult<String> {
         let ds = open_all(&paths)?;
-        let a = microtab_analysis::run_many(&ds, &req, &scan_options()?).map_err(analysis_error)?;
+        let mut own = vec![microtab_analysis::PartOptions::default(); ds.len()];
+        if let Some(designs) = designs {
+            req.design = designs.first().cloned();
+            for (o, d) in own.iter_mut().zip(designs) {
+                o.design = Some(d);
+            }
+        }
+        if let Some(masks) = masks {
+            let mut n = 0;
+            for ((o, m), d) in own.iter_mut().zip(&masks).zip(&ds) {
+                let (bits, k) = common::selection_bits(m, d.rows())?;
+                n += k;
+                o.selection = Some(microtab_engine::Term::rows(bits, k));
+            }
+            // The answer shows the selection of all the datasets.
+            req.selection = Some(microtab_engine::Term::rows(Vec::new(), n));
+        }
+        let a = microtab_analysis::run_many_each(&ds, &req, &own, &scan_options()?)
+            .map_err(analysis_error)?;
         to_json(&a)
     })
 }
@@ -649,15 +696,18 @@ fn export_options(spec: &Json) -> PyResult<microtab_arrow::ExportOptions> {
 /// The dataset's records as an Arrow C stream (a PyCapsule named
 /// `arrow_array_stream`): batches decoded on every core as the consumer
 /// asks for them (`spec`: `columns`, `filter`, `labels`,
-/// `keep_missing_codes`, `exact_decimals`, `batch_rows`).
+/// `keep_missing_codes`, `exact_decimals`, `batch_rows`), only of the
+/// records of `mask` when given (see `selection_term`).
 #[pyfunction]
+#[pyo3(signature = (path, spec, mask=None))]
 fn _arrow_stream<'py>(
     py: Python<'py>,
     path: &str,
     spec: &str,
+    mask: Option<Vec<u8>>,
 ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
     let spec = parse(spec)?;
-    let opts = export_options(&spec)?;
+    let mut opts = export_options(&spec)?;
     let path = path.to_string();
     let stored = match string(&spec, "dtypes").as_deref() {
         None | Some("wide") => false,
@@ -670,6 +720,7 @@ fn _arrow_stream<'py>(
     };
     let batches = py.detach(move || -> PyResult<microtab_arrow::Batches> {
         let ds = open(&path)?;
+        opts.selection = mask.map(|m| selection_term(&m, ds.rows())).transpose()?;
         microtab_arrow::batches(&ds, &opts).map_err(arrow_error)
     })?;
     // The stored types go over as built (no copy); the wide ones are
@@ -687,11 +738,19 @@ fn _arrow_stream<'py>(
 }
 
 /// Writes the dataset's records as a Parquet file (options as for
-/// `_arrow_stream`, plus `compression`, `force`); a summary as JSON.
+/// `_arrow_stream`, plus `compression`, `force`; only the records of
+/// `mask` when given); a summary as JSON.
 #[pyfunction]
-fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
+#[pyo3(signature = (path, out, spec, mask=None))]
+fn _to_parquet(
+    py: Python<'_>,
+    path: &str,
+    out: &str,
+    spec: &str,
+    mask: Option<Vec<u8>>,
+) -> PyResult<String> {
     let spec = parse(spec)?;
-    let opts = export_options(&spec)?;
+    let mut opts = export_options(&spec)?;
     let compression: microtab_arrow::Compression = string(&spec, "compression")
         .as_deref()
         .unwrap_or("snappy")
@@ -701,6 +760,7 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
     let (path, out) = (path.to_string(), out.to_string());
     py.detach(move || -> PyResult<String> {
         let ds = open(&path)?;
+        opts.selection = mask.map(|m| selection_term(&m, ds.rows())).transpose()?;
         let s = microtab_arrow::write_parquet(&ds, out.as_ref(), force, &opts, compression)
             .map_err(arrow_error)?;
         Ok(serde_json::json!({
@@ -716,10 +776,17 @@ fn _to_parquet(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<St
 
 /// Writes the dataset's records as a Stata file, release 118, or with
 /// `format` `sav` an SPSS system file (`spec`: `columns`, `filter`,
-/// `force`, `format`, `labels`: false for no value-label sets); a summary
-/// as JSON (`notes` among it).
+/// `force`, `format`, `labels`: false for no value-label sets; only the
+/// records of `mask` when given); a summary as JSON (`notes` among it).
 #[pyfunction]
-fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<String> {
+#[pyo3(signature = (path, out, spec, mask=None))]
+fn _to_stata(
+    py: Python<'_>,
+    path: &str,
+    out: &str,
+    spec: &str,
+    mask: Option<Vec<u8>>,
+) -> PyResult<String> {
     let spec = parse(spec)?;
     let columns: Option<Vec<String>> = spec.get("columns").and_then(Json::as_array).map(|a| {
         a.iter()
@@ -742,12 +809,15 @@ fn _to_stata(py: Python<'_>, path: &str, out: &str, spec: &str) -> PyResult<Stri
                 .map(|n| ds.variable(n).cloned().map_err(store_error))
                 .collect::<PyResult<_>>()?,
         };
-        let sel = match &filter {
-            Some(f) => {
-                let terms = microtab_engine::parse_filter(f).map_err(engine_error)?;
-                Some(microtab_engine::subset::selection(&ds, &terms).map_err(engine_error)?)
-            }
-            None => None,
+        let mut terms = match &filter {
+            Some(f) => microtab_engine::parse_filter(f).map_err(engine_error)?,
+            None => Vec::new(),
+        };
+        terms.extend(mask.map(|m| selection_term(&m, ds.rows())).transpose()?);
+        let sel = if terms.is_empty() {
+            None
+        } else {
+            Some(microtab_engine::subset::selection(&ds, &terms).map_err(engine_error)?)
         };
         let sel = sel.as_ref().map(|(b, n)| (b.as_slice(), *n));
         let w = if sav {

@@ -290,19 +290,11 @@ async fn analyse(
         )));
     }
     let start = Instant::now();
-    let pcts = pct_list(&kind, &params)?;
-    let (body, reservation) = if pcts.len() > 1 {
-        several_pcts(&app, &name, &params, &pcts).await?
-    } else {
-        // `pct=col,` or `pct=col,col` is one percentage.
-        let mut params = params;
-        if let (Some(one), Some(x)) = (pcts.first(), params.iter_mut().find(|(k, _)| k == "pct")) {
-            x.1 = one.clone();
-        }
-        let req = request_of(&app, &name, &kind, &params)?;
-        let (b, r) = answer(&app, &name, req).await?;
-        (b, vec![r])
-    };
+    // Several percentages (`pct=col,row,total`) are the request's own.
+    check_pcts(&kind, &params)?;
+    let req = request_of(&app, &name, &kind, &params)?;
+    let (body, reservation) = answer(&app, &name, req).await?;
+    let reservation = vec![reservation];
     let body = serde_json::to_vec(&body)
         .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None))?;
     // The text keeps its share of the budget until it has been sent.
@@ -336,70 +328,19 @@ fn request_of(
     p.request(kind).map_err(bad)
 }
 
-/// The percentages a crosstab asks for: `pct=col,row,total` (SDA's
-/// `colpct=on&rowpct=on&totpct=on`) is several, in the order given.
-fn pct_list(kind: &str, params: &[(String, String)]) -> Result<Vec<String>, ApiError> {
+/// Several percentages (`pct=col,row,total`, SDA's
+/// `colpct=on&rowpct=on&totpct=on`; the analysis layer's `Pct::list`) are
+/// for crosstabs only.
+fn check_pcts(kind: &str, params: &[(String, String)]) -> Result<(), ApiError> {
     let Some((_, v)) = params.iter().find(|(k, _)| k == "pct") else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let mut out: Vec<String> = Vec::new();
-    for x in v.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        if out.iter().any(|y| y == x) {
-            continue;
-        }
-        out.push(x.to_string());
-    }
-    if out.len() > 1 && kind != "tab" {
+    if kind != "tab" && microtab_analysis::Pct::list(v).is_ok_and(|l| l.len() > 1) {
         return Err(bad(format!(
             "pct={v:?}: several percentages are for crosstabs (tab)"
         )));
     }
-    Ok(out)
-}
-
-/// A crosstab with several percentages in each cell (SDA's row, column
-/// and total percentages together): the table of the first, with each
-/// one's percentages and their SEs under `percentages` in every table and
-/// their names, in order, in `pcts`.
-async fn several_pcts(
-    app: &Arc<App>,
-    name: &str,
-    params: &[(String, String)],
-    pcts: &[String],
-) -> Result<(Value, Vec<Reservation>), ApiError> {
-    let mut first: Option<Value> = None;
-    let mut held = Vec::new();
-    let mut per: Vec<(String, Vec<Value>)> = Vec::new();
-    for pct in pcts {
-        let mut one: Vec<(String, String)> =
-            params.iter().filter(|(k, _)| k != "pct").cloned().collect();
-        one.push(("pct".into(), pct.clone()));
-        let req = request_of(app, name, "tab", &one)?;
-        let (v, r) = answer(app, name, req).await?;
-        held.push(r);
-        let tables: Vec<Value> = v["tables"]
-            .as_array()
-            .map(|ts| {
-                ts.iter()
-                    .map(|t| json!({ "pct": t["pct"], "pct_se": t["pct_se"] }))
-                    .collect()
-            })
-            .unwrap_or_default();
-        per.push((pct.clone(), tables));
-        first.get_or_insert(v);
-    }
-    let mut body = first.unwrap_or(Value::Null);
-    if let Some(ts) = body["tables"].as_array_mut() {
-        for (i, t) in ts.iter_mut().enumerate() {
-            let by: serde_json::Map<String, Value> = per
-                .iter()
-                .map(|(p, tables)| (p.clone(), tables.get(i).cloned().unwrap_or(Value::Null)))
-                .collect();
-            t["percentages"] = Value::Object(by);
-        }
-    }
-    body["pcts"] = json!(pcts);
-    Ok((body, held))
+    Ok(())
 }
 
 /// An answer's text and its share of the memory budget.

@@ -20,8 +20,8 @@ pub struct Args {
     var: String,
     /// Grouping variable(s); repeat or separate with commas. Each may be
     /// recoded, `AGE(r: 0-17 "Child"; 18-64; 65-*)`, or restricted,
-    /// `AGE(18-65)`.
-    #[arg(long, num_args = 1.., required = true)]
+    /// `AGE(18-65)`. None: the mean of all records (R `svymean(~x, d)`).
+    #[arg(long, num_args = 1..)]
     by: Vec<String>,
     /// Also the weighted median of the analysis variable per group (with
     /// its Woodruff interval under a survey design).
@@ -175,12 +175,13 @@ pub fn run(a: Args) -> Result<()> {
                 test(&key, total, &mut f);
                 csv_line(&f)
             };
-            for g in m.groups() {
+            // Without groups the one line is the total's (no label column).
+            for g in m.groups().filter(|_| !m.by.is_empty()) {
                 let first = g.by.iter().map(|c| plain_value(c)).collect();
                 out.write_all(line(first, false, &g.stat, &g.mean_se, g.quantiles).as_bytes())?;
             }
             let mut first = vec!["Total".to_string()];
-            first.resize(m.by.len().max(1), String::new());
+            first.resize(m.by.len(), String::new());
             out.write_all(line(first, true, &m.total, &m.total_se, &m.total_quantiles).as_bytes())?;
         }
         Format::Table => {
@@ -224,6 +225,7 @@ pub fn run(a: Args) -> Result<()> {
             };
             let mut rows: Vec<Vec<String>> = m
                 .groups()
+                .filter(|_| !m.by.is_empty())
                 .map(|g| {
                     row(
                         g.by.iter().map(|c| category_text(c, false)).collect(),
@@ -233,8 +235,9 @@ pub fn run(a: Args) -> Result<()> {
                     )
                 })
                 .collect();
+            // Without groups the one row is the total's (no label column).
             let mut first = vec!["Total".to_string()];
-            first.resize(m.by.len().max(1), String::new());
+            first.resize(m.by.len(), String::new());
             rows.push(row(first, &m.total, &m.total_se, &m.total_quantiles));
             let most = m
                 .groups()

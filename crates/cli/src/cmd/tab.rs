@@ -31,10 +31,11 @@ pub struct Args {
     control: Option<String>,
     #[command(flatten)]
     q: QueryArgs,
-    /// Percentages to show.
-    #[arg(long, value_parser = clap::builder::TypedValueParser::try_map(clap::builder::PossibleValuesParser::new(["row", "col", "total"]),
+    /// Percentages to show; several separated by commas (`col,row,total`)
+    /// are each shown in every cell, in that order.
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::TypedValueParser::try_map(clap::builder::PossibleValuesParser::new(["row", "col", "total"]),
         |s: String| s.parse::<microtab_analysis::Pct>()))]
-    pct: Option<microtab_analysis::Pct>,
+    pct: Vec<microtab_analysis::Pct>,
     /// Chi-square test and Cramér's V.
     #[arg(long)]
     stats: bool,
@@ -86,7 +87,12 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
         row: row.to_string(),
         col: col.to_string(),
         control: a.control.clone(),
-        pct: a.pct,
+        pct: a.pct.iter().fold(Vec::new(), |mut v, &p| {
+            if !v.contains(&p) {
+                v.push(p);
+            }
+            v
+        }),
         stats: a.stats,
     };
     let x: Crosstab = answer_in(ds, &a.q, analysis, a.show.include_missing, |r| {
@@ -101,22 +107,33 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                 out.write_all(b"\n")?;
             }
             let se = x.context.design.is_some();
-            let mut head = csv_head(
-                &[
-                    "control",
-                    "control_label",
-                    "row",
-                    "row_label",
-                    "col",
-                    "col_label",
-                    "count",
-                    "weighted",
-                    "pct",
-                ]
-                .map(String::from),
-                &["weighted", "pct"],
-                se,
-            );
+            // Several percentages: a column (and SE columns) of each,
+            // `pct_col`, `pct_row`, `pct_total`, in the order asked.
+            let pct_names: Vec<String> = if x.pcts.len() > 1 {
+                x.pcts
+                    .iter()
+                    .map(|p| format!("pct_{}", pct_word(*p)))
+                    .collect()
+            } else {
+                vec!["pct".into()]
+            };
+            let mut names: Vec<String> = [
+                "control",
+                "control_label",
+                "row",
+                "row_label",
+                "col",
+                "col_label",
+                "count",
+                "weighted",
+            ]
+            .map(String::from)
+            .to_vec();
+            names.extend(pct_names.iter().cloned());
+            let estimates: Vec<&str> = std::iter::once("weighted")
+                .chain(pct_names.iter().map(String::as_str))
+                .collect();
+            let mut head = csv_head(&names, &estimates, se);
             if a.z {
                 head.push("z".into());
             }
@@ -146,16 +163,22 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                             c.label.clone().unwrap_or_default(),
                             t.counts[i][j].to_string(),
                             csv_num(t.weighted.as_ref().map(|w| w[i][j])),
-                            csv_num(t.pct.as_ref().and_then(|p| p[i][j])),
                         ];
                         let cell = |s: &Option<Vec<Vec<Option<Uncertainty>>>>| {
                             s.as_ref().and_then(|s| s[i][j])
                         };
-                        csv_se_cells(
-                            &mut line,
-                            &[&cell(&t.weighted_se), &cell(&t.pct_se)],
-                            &x.context.design,
-                        );
+                        let mut ses = vec![cell(&t.weighted_se)];
+                        if t.percentages.is_empty() {
+                            line.push(csv_num(t.pct.as_ref().and_then(|p| p[i][j])));
+                            ses.push(cell(&t.pct_se));
+                        } else {
+                            for p in &t.percentages {
+                                line.push(csv_num(p.pct[i][j]));
+                                ses.push(cell(&p.pct_se));
+                            }
+                        }
+                        let ses: Vec<&Option<Uncertainty>> = ses.iter().collect();
+                        csv_se_cells(&mut line, &ses, &x.context.design);
                         if a.z {
                             line.push(csv_num(t.z.as_ref().and_then(|z| z[i][j])));
                         }
@@ -231,9 +254,18 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                             .chain(cells.iter().map(|v| v.map(f).unwrap_or_default()))
                             .collect::<Vec<_>>()
                     };
-                    if let Some(p) = &t.pct {
-                        rows.push(under(&p[i], &|v| format!("{v:.1}%")));
-                        if let Some(s) = &t.pct_se {
+                    if t.percentages.is_empty() {
+                        if let Some(p) = &t.pct {
+                            rows.push(under(&p[i], &|v| format!("{v:.1}%")));
+                            if let Some(s) = &t.pct_se {
+                                rows.push(se_line(s, &|v| format!("{v:.2}")));
+                            }
+                        }
+                    }
+                    // Several: each base's line (and its SEs), in order.
+                    for p in &t.percentages {
+                        rows.push(under(&p.pct[i], &|v| format!("{v:.1}%")));
+                        if let Some(s) = &p.pct_se {
                             rows.push(se_line(s, &|v| format!("{v:.2}")));
                         }
                     }
@@ -263,6 +295,13 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                         group_digits(t.total.count)
                     );
                 }
+                if x.pcts.len() > 1 {
+                    let names: Vec<&str> = x.pcts.iter().map(|p| pct_word(*p)).collect();
+                    text += &format!(
+                        "(percentages under each cell: {}, in that order)\n",
+                        names.join(", ")
+                    );
+                }
                 if t.z.is_some() {
                     text += &format!(
                         "(z: each cell's {} percentage less the whole table's, over its {}; |z| > 1.96: p < 0.05 for that one cell)\n",
@@ -278,6 +317,7 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
                     .weighted_se
                     .iter()
                     .chain(&t.pct_se)
+                    .chain(t.percentages.iter().filter_map(|p| p.pct_se.as_ref()))
                     .flatten()
                     .map(most_dropped)
                     .max()
@@ -358,6 +398,15 @@ fn tabulate(a: &Args, ds: &[Dataset], row: &str, col: &str, first: bool) -> Resu
     }
     out.flush()?;
     Ok(())
+}
+
+/// A percentage base's word, as `--pct` takes it.
+fn pct_word(p: microtab_analysis::Pct) -> &'static str {
+    match p {
+        microtab_analysis::Pct::Row => "row",
+        microtab_analysis::Pct::Col => "col",
+        microtab_analysis::Pct::Total => "total",
+    }
 }
 
 /// The CSV columns of a table's test: under a design the Rao–Scott test

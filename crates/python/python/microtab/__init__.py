@@ -190,9 +190,12 @@ class Mask(np.ndarray):
     same number of records may be other records."""
 
     dataset_id: str | None
+    #: Over several datasets (:meth:`Datasets.select`): each one's import.
+    dataset_ids: tuple | None
 
     def __array_finalize__(self, obj: Any) -> None:
         self.dataset_id = getattr(obj, "dataset_id", None)
+        self.dataset_ids = getattr(obj, "dataset_ids", None)
 
 
 def _mask(filter: Any, rows: int, ident: str | None = None) -> bytes | None:  # noqa: A002
@@ -203,6 +206,14 @@ def _mask(filter: Any, rows: int, ident: str | None = None) -> bytes | None:  # 
     or (a pandas Series) with missing values raises ``ValueError``; so
     does a :class:`Mask` of another import of the dataset (``ident``, the
     manifest's ``id``)."""
+    arr = _mask_values(filter, rows, ident)
+    return None if arr is None else np.packbits(arr, bitorder="little").tobytes()
+
+
+def _mask_values(filter: Any, rows: int, ident: str | None = None,  # noqa: A002
+                 whose: str = "the dataset has") -> np.ndarray | None:
+    """A boolean mask given as ``filter=`` checked (as :func:`_mask` says)
+    and as a plain numpy ``bool`` array in record order."""
     if filter is None or isinstance(filter, str):
         return None
     made = getattr(filter, "dataset_id", None)
@@ -229,9 +240,9 @@ def _mask(filter: Any, rows: int, ident: str | None = None) -> bytes | None:  # 
         raise ArgumentError(f"filter: a {what} of {arr.dtype} with shape {arr.shape}; expected a filter "
                             "text such as 'AGE >= 25' or a boolean mask with one value per record")
     if len(arr) != rows:
-        raise ArgumentError(f"filter: the boolean mask has {len(arr):,} values; the dataset has "
+        raise ArgumentError(f"filter: the boolean mask has {len(arr):,} values; {whose} "
                             f"{rows:,} records (one value per record)")
-    return np.packbits(arr, bitorder="little").tobytes()
+    return arr.view(np.ndarray)
 
 
 def _positional(series: Any, rows: int) -> Any:
@@ -272,14 +283,6 @@ def _range_index(rows: int) -> Any:
     pd = _pandas()
 
     return pd.RangeIndex(rows)
-
-
-def _text_filter(filter: Any, what: str) -> None:  # noqa: A002
-    """Refuses a boolean mask where only a filter text is read."""
-    if filter is not None and not isinstance(filter, str):
-        raise ArgumentError(f"{what}: filter= takes a filter text such as 'AGE >= 25' here; for the "
-                            "records of a boolean mask, ds.subset(out, filter=mask) or "
-                            "ds.to_pandas(filter=mask)")
 
 
 def _first(n: int, rows: int) -> bytes:
@@ -676,14 +679,26 @@ class ArrowStream:
     --force``) is read again from its new generation, or
     :class:`ChangedError` is raised — never a mix of the two."""
 
-    def __init__(self, path: str, spec: dict):
+    def __init__(self, path: str, spec: dict, dataset: "Dataset | None" = None):
         self._path = path
         self._spec = {k: v for k, v in spec.items() if v is not None}
         _wide(self._spec.get("dtypes"))
+        # A boolean mask as filter= (checked against the dataset's import
+        # at each pass, as a Mask is).
+        self._dataset = dataset
+        if not isinstance(self._spec.get("filter"), str):
+            self._mask_filter = self._spec.pop("filter", None)
+        else:
+            self._mask_filter = None
+        if self._mask_filter is not None and dataset is not None:
+            dataset._export_mask(self._mask_filter)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         spec = json.dumps(self._spec)
-        return _retrying(lambda: _arrow_stream(self._path, spec))
+        if self._mask_filter is None or self._dataset is None:
+            return _retrying(lambda: _arrow_stream(self._path, spec))
+        mask = self._dataset._export_mask(self._mask_filter)
+        return _retrying(lambda: _arrow_stream(self._path, spec, mask))
 
     def to_arrow(self):
         """A ``pyarrow.Table``."""
@@ -744,16 +759,19 @@ class _Queries:
                                       "level": _level(level), **_limits(max_cells, allow_negative_weights)}))
 
     def tab(self, row: str, col: str, *, control: str | None = None, weight: str | None = None,
-            filter: str | None = None, pct: str | None = None, stats: bool = False,  # noqa: A002
+            filter: str | None = None, pct: str | Sequence[str] | None = None,  # noqa: A002
+            stats: bool = False,
             include_missing: bool = False, design: bool = True, level: float = 0.95,
             pct_ci: str | None = None, z: bool = False, max_cells: int | None = None,
             allow_negative_weights: bool = False, diff: Any = None) -> "Crosstab":
         """Crosstab of ``row`` by ``col`` (one table per category of
-        ``control``); ``pct`` is ``"row"``, ``"col"`` or ``"total"``;
+        ``control``); ``pct`` is ``"row"``, ``"col"`` or ``"total"``, or
+        several (``"col,row,total"`` or ``["col", "row"]``: each cell has
+        each of them with its SE, in that order);
         ``stats`` adds chi-square (Rao–Scott under a design) and the
         association measures; ``z`` each cell's z-statistic (its column
-        percentage, row percentage with ``pct="row"``, less the whole
-        table's, over the design-based SE of the difference); ``level``,
+        percentage, row percentage with ``pct="row"`` — with several, the
+        first decides — less the whole table's, over the design-based SE of the difference); ``level``,
         ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`.
         ``diff=BASE`` (no ``control``) compares the columns with the column
         ``BASE``: each row category's share in each column minus its share
@@ -769,7 +787,7 @@ class _Queries:
         weight : str, optional
         filter : str or boolean mask, optional
             As for :meth:`freq`.
-        pct : {"row", "col", "total"}, optional
+        pct : {"row", "col", "total"}, a text of several separated by commas, or a list of them, optional
 
         Returns
         -------
@@ -784,6 +802,10 @@ class _Queries:
         """
         if pct_ci is not None and pct_ci not in ("logit", "korn-graubard", "beta"):
             raise ArgumentError(f"pct_ci={pct_ci!r}: expected 'logit' or 'korn-graubard'")
+        if pct is not None and not isinstance(pct, str):
+            pct = list(pct)
+            if not all(isinstance(p, str) for p in pct):
+                raise ArgumentError(f"pct={pct!r}: expected 'row', 'col' or 'total', or a list of them")
         t = Crosstab(self._ask({"analysis": "tab", "row": row, "col": col, "control": control,
                                    "weight": weight, "filter": filter, "pct": pct, "stats": stats,
                                    "include_missing": include_missing, "design": design,
@@ -802,7 +824,8 @@ class _Queries:
               diff: Any = None, test_mean: float | None = None) -> "Means":
         """Weighted mean, SD, N and sum of weights of ``var`` per group of
         ``by`` (one name, or a list of names: each is one variable or
-        recode, whatever characters it holds), with medians/percentiles on
+        recode, whatever characters it holds; none: of all the records, as
+        R's ``svymean(~x, design)``), with medians/percentiles on
         request (``percentiles`` in percent, 1 to 99; ``level``,
         ``max_cells`` and ``allow_negative_weights`` as for :meth:`freq`; a
         NaN or a non-number raises ``ValueError`` naming the argument).
@@ -818,8 +841,9 @@ class _Queries:
         ----------
         var : str
             The analysis variable.
-        by : str or list of str
-            Grouping variables (or recodes), outermost first.
+        by : str or list of str, optional
+            Grouping variables (or recodes), outermost first; none: one
+            row, the mean of all the records.
         weight : str, optional
         filter : str or boolean mask, optional
             As for :meth:`freq`.
@@ -838,8 +862,6 @@ class _Queries:
         >>> ds.means("INCTOT", by="SEX", median=True, filter="AGE >= 25").to_pandas()   # doctest: +SKIP
         """
         by = [by] if isinstance(by, str) else list(by or ())
-        if not by:
-            raise QueryError("means needs at least one grouping variable (by=\"SEX\" or by=[...])")
         level = _level(level)
         pct = [_number("percentiles", p) for p in percentiles]
         if any(not (1 <= p < 100) for p in pct):
@@ -1242,11 +1264,13 @@ class Dataset(_Queries):
     # before the call held its files is read again from the new one (or
     # raises ChangedError).
 
-    def arrow(self, columns: Sequence[str] | None = None, *, filter: str | None = None,  # noqa: A002
+    def arrow(self, columns: Sequence[str] | None = None, *, filter: Any = None,  # noqa: A002
               labels: bool = False, keep_missing_codes: bool = False,
               exact_decimals: bool = False, dtypes: str = "wide") -> ArrowStream:
         """The variables (default all) of the records that pass ``filter``
-        as an Arrow stream (:class:`ArrowStream`): hand it to pyarrow,
+        (a filter text, or a boolean mask with one value per record as
+        :meth:`to_pandas` takes it, checked again at each pass) as an
+        Arrow stream (:class:`ArrowStream`): hand it to pyarrow,
         Polars or DuckDB (``v = ds.arrow(["AGE", "INCTOT"]);
         duckdb.sql("SELECT avg(INCTOT) FROM v")``). ``labels`` writes
         labelled variables as their labels; ``keep_missing_codes`` keeps
@@ -1261,11 +1285,17 @@ class Dataset(_Queries):
         if isinstance(columns, str):
             columns = [columns]
         _wide(dtypes)
-        _text_filter(filter, "arrow")
         return ArrowStream(self.path, {"columns": None if columns is None else list(columns),
                                        "filter": filter, "labels": labels,
                                        "keep_missing_codes": keep_missing_codes,
-                                       "exact_decimals": exact_decimals, "dtypes": dtypes})
+                                       "exact_decimals": exact_decimals, "dtypes": dtypes}, self)
+
+    def _export_mask(self, filter: Any) -> bytes | None:  # noqa: A002
+        """A boolean mask given to an export as the bitmap the native side
+        reads, checked against the dataset as it is now (its length, and a
+        :class:`Mask`'s import); ``None`` for a filter text or none."""
+        st = self._current()
+        return _mask(filter, int(st.m["rows"]), st.m.get("id"))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every variable as an Arrow C stream (see :meth:`arrow`)."""
@@ -1285,29 +1315,32 @@ class Dataset(_Queries):
         return self.arrow(columns, **options).to_polars()
 
     def to_parquet(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                   filter: str | None = None, labels: bool = False,  # noqa: A002
+                   filter: Any = None, labels: bool = False,  # noqa: A002
                    keep_missing_codes: bool = False, exact_decimals: bool = False,
                    compression: str = "snappy", force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
-        ``filter`` as a Parquet file, as ``microtab export`` does (values
+        ``filter`` (a filter text, or a boolean mask with one value per
+        record as :meth:`to_pandas` takes it) as a Parquet file, as ``microtab export`` does (values
         as :meth:`arrow` gives them, in the stored types; labels, missing
         codes, decimals and the design in the file's metadata, so
         :func:`import_parquet` gets them back); written beside ``path`` and
         renamed into place. Returns what was written."""
-        _text_filter(filter, 'to_parquet')
         if isinstance(columns, str):
             columns = [columns]
-        spec = {"columns": None if columns is None else list(columns), "filter": filter,
+        mask = self._export_mask(filter)
+        spec = {"columns": None if columns is None else list(columns),
+                "filter": filter if isinstance(filter, str) else None,
                 "labels": labels, "keep_missing_codes": keep_missing_codes,
                 "exact_decimals": exact_decimals, "compression": compression, "force": force}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
-        return json.loads(_retrying(lambda: _to_parquet(self.path, os.fspath(path), spec)))
+        return json.loads(_retrying(lambda: _to_parquet(self.path, os.fspath(path), spec, mask)))
 
     def to_stata(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                 filter: str | None = None, labels: bool = True,  # noqa: A002
+                 filter: Any = None, labels: bool = True,  # noqa: A002
                  force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
-        ``filter`` as a Stata file (release 118), as ``microtab export
+        ``filter`` (a filter text, or a boolean mask with one value per
+        record as :meth:`to_pandas` takes it) as a Stata file (release 118), as ``microtab export
         DS OUT.dta`` does: integers as ``byte``/``int``/``long`` where they
         fit, decimals and floats as ``double``, text as ``strN``/``strL``;
         user-missing codes as ``.a``, ``.b`` … labelled; variable and value
@@ -1317,19 +1350,20 @@ class Dataset(_Queries):
         values are codes either way. Written beside ``path`` and renamed
         into place. Returns what was written, its ``notes`` among it
         (renamed variables, labels left out)."""
-        _text_filter(filter, 'to_stata')
         if isinstance(columns, str):
             columns = [columns]
-        spec = {"columns": None if columns is None else list(columns), "filter": filter,
-                "labels": labels, "force": force}
+        mask = self._export_mask(filter)
+        spec = {"columns": None if columns is None else list(columns),
+                "filter": filter if isinstance(filter, str) else None, "labels": labels, "force": force}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
-        return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
+        return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec, mask)))
 
     def to_spss(self, path: str | os.PathLike, columns: Sequence[str] | None = None, *,
-                filter: str | None = None, labels: bool = True,  # noqa: A002
+                filter: Any = None, labels: bool = True,  # noqa: A002
                 force: bool = False) -> dict:
         """Writes the variables (default all) of the records that pass
-        ``filter`` as an SPSS system file (bytecode-compressed, UTF-8), as
+        ``filter`` (a filter text, or a boolean mask with one value per
+        record as :meth:`to_pandas` takes it) as an SPSS system file (bytecode-compressed, UTF-8), as
         ``microtab export DS OUT.sav`` does: numbers with their decimals,
         text as strings (very long ones too), dates as ``DATE``/``DATETIME``;
         up to three user-missing values (or a range); variable and value
@@ -1337,13 +1371,14 @@ class Dataset(_Queries):
         writes no value labels (variable labels and missing values stay).
         Written beside ``path`` and renamed into place. Returns what was
         written, its ``notes`` among it."""
-        _text_filter(filter, 'to_spss')
         if isinstance(columns, str):
             columns = [columns]
-        spec = {"columns": None if columns is None else list(columns), "filter": filter,
-                "labels": labels, "force": force, "format": "sav"}
+        mask = self._export_mask(filter)
+        spec = {"columns": None if columns is None else list(columns),
+                "filter": filter if isinstance(filter, str) else None, "labels": labels, "force": force,
+                "format": "sav"}
         spec = json.dumps({k: v for k, v in spec.items() if v is not None})
-        return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec)))
+        return json.loads(_retrying(lambda: _to_stata(self.path, os.fspath(path), spec, mask)))
 
     def column(self, name: str) -> np.ndarray:
         """The stored values of a variable as a numpy array: a read-only
@@ -1867,23 +1902,92 @@ def split(path: str | os.PathLike, out: str | os.PathLike, parts: int, force: bo
 
 class Datasets(_Queries):
     """Datasets answered as one (:func:`open_many`): ``freq``, ``tab``,
-    ``means`` as on a :class:`Dataset`; ``datasets`` lists them."""
+    ``means`` as on a :class:`Dataset`; ``datasets`` lists them. A boolean
+    mask as ``filter=`` has one value per record of all of them, in their
+    order (:meth:`select` gives one); :meth:`with_design` holds a design
+    for their queries."""
 
     def __init__(self, datasets: list[Dataset]):
         self.datasets = datasets
+        # A design held by this object only (with_design): each dataset's,
+        # built on it.
+        self._held: list[dict] | None = None
 
     @property
     def rows(self) -> int:
         """Records in all of them."""
         return sum(d.rows for d in self.datasets)
 
+    def design(self) -> dict | None:
+        """The design their queries use: the one held (:meth:`with_design`,
+        as built on the first dataset), else the first dataset's stored
+        one."""
+        if self._held is not None:
+            return self._held[0]
+        return self.datasets[0].design()
+
+    def with_design(self, weight: str | None = None, *, repweights: str | Sequence[str] | None = None,
+                    type: str = "sdr", rho: float | None = None, scale: float | None = None,  # noqa: A002
+                    rscales: Sequence[float] | None = None, mse: bool = True, strata: str | None = None,
+                    cluster: str | None = None, fpc: str | None = None,
+                    lonely_psu: str = "fail") -> "Datasets":
+        """The datasets under a survey design held by the object only (the
+        arguments of :meth:`Dataset.design`), as :meth:`Dataset.with_design`
+        holds one: checked and built on each dataset now (as ``design``
+        would store it on each), sent with each dataset's request, never
+        written. Returns a new :class:`Datasets` whose queries use it
+        (``design=False`` ignores it)."""
+        import copy
+        spec = json.dumps(_design_spec(weight, repweights, type, rho, scale, rscales, mse, strata,
+                                       cluster, fpc, lonely_psu))
+        held = [json.loads(_build_design(d.path, spec)) for d in self.datasets]
+        view = copy.copy(self)
+        view._held = held
+        return view
+
+    def select(self, filter: str) -> "Mask":  # noqa: A002
+        """The records that pass a filter, as a boolean mask over all the
+        datasets' records in their order (each dataset's
+        :meth:`Dataset.select`, one after another). It remembers each
+        dataset's import: passed back as ``filter=`` after any of them was
+        imported anew, it is refused."""
+        parts = [d.select(filter) for d in self.datasets]
+        m = np.concatenate([np.asarray(p) for p in parts]).view(Mask)
+        m.dataset_id = None
+        m.dataset_ids = tuple(p.dataset_id for p in parts)
+        return m
+
+    def _masks(self, filter: Any) -> list[np.ndarray]:  # noqa: A002
+        """A boolean mask over all the datasets' records, checked, cut into
+        each dataset's share."""
+        states = [d._current() for d in self.datasets]
+        ids = tuple(st.m.get("id") for st in states)
+        made = getattr(filter, "dataset_ids", None)
+        if made is not None and tuple(made) != ids:
+            raise ArgumentError(
+                "filter: the mask was computed by select() on other imports of these datasets (one "
+                "was imported anew since, so its records may be others); compute the mask again")
+        rows = [int(st.m["rows"]) for st in states]
+        whole = _mask_values(filter, sum(rows), None, whose="the datasets have")
+        edges = np.cumsum([0, *rows])
+        return [whole[a:b] for a, b in zip(edges, edges[1:])]
+
     def _ask(self, spec: dict) -> dict:
+        filt = spec.get("filter")
+        masks = None if filt is None or isinstance(filt, str) else self._masks(filt)
         if len(self.datasets) == 1:
+            if masks is not None:
+                spec = {**spec, "filter": masks[0]}
+            if self._held is not None:
+                spec = {**spec, "with_design": self._held[0]}
             return self.datasets[0]._ask(spec)
-        if not isinstance(spec.get("filter"), (str, type(None))):
-            raise ArgumentError("filter: several datasets take a filter text, not a boolean mask")
-        spec = {k: v for k, v in spec.items() if v is not None}
-        return json.loads(_query_many([d.path for d in self.datasets], json.dumps(spec)))
+        if masks is not None:
+            spec = {**spec, "filter": None}
+            masks = [np.packbits(m, bitorder="little").tobytes() for m in masks]
+        designs = None if self._held is None else json.dumps(self._held)
+        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        paths = [d.path for d in self.datasets]
+        return json.loads(_retrying(lambda: _query_many(paths, spec, masks, designs)))
 
     def __repr__(self) -> str:
         return f"<microtab.Datasets: {len(self.datasets)} datasets, {self.rows:,} records>"
@@ -1974,9 +2078,9 @@ def _category(c: dict) -> str:
     return f"{shown} {label}" if label is not None and label != shown else shown
 
 
-def _text_table(head: list[str], rows: list[list[str]]) -> str:
-    """An aligned text table as the CLI's (first column left, the others
-    right, a rule under the header)."""
+def _text_table(head: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """An aligned text table as the CLI's (the first ``left`` columns
+    left, the others right, a rule under the header)."""
     n = len(head)
     w = [max(len(r[i]) if i < len(r) else 0 for r in [head, *rows]) for i in range(n)]
 
@@ -1984,9 +2088,75 @@ def _text_table(head: list[str], rows: list[list[str]]) -> str:
         cells = []
         for i in range(n):
             c = r[i] if i < len(r) else ""
-            cells.append(c.ljust(w[i]) if i == 0 else c.rjust(w[i]))
+            cells.append(c.ljust(w[i]) if i < left else c.rjust(w[i]))
         return "  ".join(cells).rstrip() + "\n"
     return line(head) + "-" * (sum(w) + 2 * (n - 1)) + "\n" + "".join(line(r) for r in rows)
+
+
+def _caption(title: str, d: dict) -> str:
+    """A table's title line as the CLI writes it: the variable's label,
+    the weight and the filter."""
+    s = title
+    if d.get("label"):
+        s += f" — {d['label']}"
+    if d.get("weight"):
+        s += f"  (weighted by {d['weight']})"
+    if d.get("filter"):
+        s += f"  [filter: {d['filter']}]"
+    return s + "\n"
+
+
+def _heading(title: str, d: dict) -> str:
+    """A model's, ratio's or correlation's title as the CLI writes it:
+    the filter and weight on their own lines, then a blank line."""
+    s = title + "\n"
+    if d.get("filter"):
+        s += f"filter: {d['filter']}\n"
+    if d.get("weight"):
+        s += f"weight: {d['weight']}\n"
+    return s + "\n"
+
+
+def _num(x: float | None) -> str:
+    """A number as the CLI's models print one (6 significant digits)."""
+    import math
+    if x is None:
+        return "–"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if math.isnan(x):
+        return "NaN"
+    return _fmt_sig(x, 6)
+
+
+def _pval(p: float | None) -> str:
+    """A p-value as R prints small ones."""
+    import math
+    if p is None or math.isnan(p):
+        return "NaN" if p is not None else "–"
+    return "<2e-16" if p < 2e-16 else _fmt_sig(p, 3)
+
+
+def _ci_text(u: dict | None, digits: int) -> str:
+    """An interval as the CLI shows it, ``[lo, hi]`` with ``digits``
+    decimals (``-`` without one)."""
+    if not u or u.get("lo") is None or u.get("hi") is None:
+        return "-"
+    return f"[{u['lo']:.{digits}f}, {u['hi']:.{digits}f}]"
+
+
+def _se_or_dash(u: dict | None, f) -> str:
+    return "-" if u is None else _se_text(u, f)
+
+
+def _html_table(title: str, head: list[str], rows: list[list[str]], notes: str = "") -> str:
+    """A printed table as HTML for Jupyter: its title, its cells, its notes."""
+    esc = html.escape
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    hd = "".join(f"<th>{esc(h)}</th>" for h in head)
+    out = (f"<p><b>{esc(title.strip())}</b></p><table><thead><tr>{hd}</tr></thead>"
+           f"<tbody>{body}</tbody></table>")
+    return out + "".join(f"<p>{esc(x)}</p>" for x in notes.splitlines() if x.strip())
 
 
 class Frequencies(_Result):
@@ -2021,8 +2191,52 @@ class Frequencies(_Result):
         return pd.DataFrame(recs, columns=None if recs else
                             ["value", "label", "missing", "count", "weighted", "percent"])
 
+    def _layout(self) -> tuple[list[str], list[list[str]]]:
+        """The table as ``microtab freq`` prints it: header and rows."""
+        d = self._d
+        weighted = d["total"].get("weighted") is not None
+        se = d.get("design") is not None
+        level = 100 * (d.get("design") or {}).get("level", 0.95)
+        head = [d["variable"], "count"]
+        if weighted:
+            head += ["weighted", *(["SE"] if se else [])]
+        head.append("percent")
+        if se:
+            head += ["SE", f"{_fmt_sig(level, 4)}% CI"]
+        rows = []
+        for r in d["rows"]:
+            line = [_category(r), f"{r['count']:,}"]
+            if r.get("weighted") is not None:
+                line.append(_fmt_sig(r["weighted"], 7))
+                if se:
+                    line.append(_se_or_dash(r.get("weighted_se"), lambda v: _fmt_sig(v, 4)))
+            line.append("-" if r.get("percent") is None else f"{r['percent']:.1f}")
+            if se:
+                line.append(_se_or_dash(r.get("percent_se"), lambda v: f"{v:.2f}"))
+                line.append(_ci_text(r.get("percent_se"), 1))
+            rows.append(line)
+        t = ["Total", f"{d['total']['count']:,}"]
+        if weighted:
+            t.append(_fmt_sig(d["total"]["weighted"], 7))
+            if se:
+                t.append("")
+        t.append("100.0" if any(r.get("percent") is not None for r in d["rows"]) else "-")
+        if se:
+            t += ["", ""]
+        rows.append(t)
+        return head, rows
+
+    def __str__(self) -> str:
+        """The table ``microtab freq`` prints (its notes aside)."""
+        head, rows = self._layout()
+        return _caption(self._d["variable"], self._d) + _text_table(head, rows)
+
     def __repr__(self) -> str:
-        return f"<microtab.Frequencies of {self._d.get('variable')}: {len(self.rows)} rows>"
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        head, rows = self._layout()
+        return _html_table(_caption(self._d["variable"], self._d), head, rows)
 
 
 class Crosstab(_Result):
@@ -2059,6 +2273,17 @@ class Crosstab(_Result):
         w = self.tables[table].get("weighted")
         return None if w is None else np.asarray(w, dtype=np.float64)
 
+    def _percentages(self, t: dict) -> list:
+        """A table's percentages as (name, {pct, pct_se}): ``pct`` for one
+        base, ``pct_col``, ``pct_row``, ``pct_total`` (in the order asked)
+        for several."""
+        several = t.get("percentages")
+        if several:
+            return [(f"pct_{base}", several[base]) for base in self._d.get("pcts", several)]
+        if t.get("pct") is not None:
+            return [("pct", {"pct": t["pct"], "pct_se": t.get("pct_se")})]
+        return []
+
     def _cells(self):
         """Each cell's record: control, row and column (values and labels),
         then its statistics in the long frame's names."""
@@ -2072,14 +2297,15 @@ class Crosstab(_Result):
                            "count": t["counts"][i][j]}
                     if t.get("weighted") is not None:
                         rec["weighted"] = t["weighted"][i][j]
-                    if t.get("pct") is not None:
-                        rec["pct"] = t["pct"][i][j]
+                    pcts = self._percentages(t)
+                    for name, p in pcts:
+                        rec[name] = p["pct"][i][j]
                     se = t.get("weighted_se")
                     if se is not None:
                         rec.update(_se_cols("weighted", se[i][j]))
-                    pse = t.get("pct_se")
-                    if pse is not None:
-                        rec.update(_se_cols("pct", pse[i][j]))
+                    for name, p in pcts:
+                        if p.get("pct_se") is not None:
+                            rec.update(_se_cols(name, p["pct_se"][i][j]))
                     if t.get("z") is not None:
                         rec["z"] = t["z"][i][j]
                     yield rec
@@ -2096,7 +2322,9 @@ class Crosstab(_Result):
             ``weighted_se``, ``weighted_lo``, ``weighted_hi``,
             ``weighted_cv``, ``weighted_deff``, ``weighted_deft``,
             ``weighted_unreliable`` and the same of ``pct``, and ``z``
-            when asked for. ``True``: rows × columns, as
+            when asked for. With several percentages (``pct="col,row"``)
+            each has its columns: ``pct_col``, ``pct_row``, ``pct_total``
+            and ``pct_col_se`` … instead of ``pct``. ``True``: rows × columns, as
             ``pandas.crosstab`` lays a table out — the index the row
             categories (the control category outermost), the columns a
             MultiIndex of (statistic, column category) with every
@@ -2221,10 +2449,10 @@ class Crosstab(_Result):
             rows.append([_category(r), *(fmt(v) for v in m[i]), fmt(sum(m[i]))])
             if t.get("weighted_se") is not None:
                 rows.append(se_line(t["weighted_se"], i, lambda v: _fmt_sig(v, 4)))
-            if t.get("pct") is not None:
-                rows.append(["", *("" if v is None else f"{v:.1f}%" for v in t["pct"][i])])
-                if t.get("pct_se") is not None:
-                    rows.append(se_line(t["pct_se"], i, lambda v: f"{v:.2f}"))
+            for _, p in self._percentages(t):
+                rows.append(["", *("" if v is None else f"{v:.1f}%" for v in p["pct"][i])])
+                if p.get("pct_se") is not None:
+                    rows.append(se_line(p["pct_se"], i, lambda v: f"{v:.2f}"))
             if t.get("z") is not None:
                 rows.append(["", *("" if v is None else f"z={v:.2f}" for v in t["z"][i])])
         ct = t["col_totals"]
@@ -2234,6 +2462,8 @@ class Crosstab(_Result):
         if weighted:
             se = ", standard errors in parentheses" if t.get("weighted_se") is not None else ""
             note = f"(cells: weighted counts{se}; unweighted N = {t['total']['count']:,})\n"
+        if len(self._d.get("pcts") or []) > 1:
+            note += f"(percentages under each cell: {', '.join(self._d['pcts'])}, in that order)\n"
         return head, rows, note
 
     def _stats_lines(self, t: dict) -> list[str]:
@@ -2312,12 +2542,15 @@ class Crosstab(_Result):
                     se = t.get("weighted_se")
                     if se is not None and se[i][j] is not None:
                         lines[0] += f" ({_se_text(se[i][j], lambda v: _fmt_sig(v, 4))})"
-                    if t.get("pct") is not None and t["pct"][i][j] is not None:
-                        p = f"{t['pct'][i][j]:.1f}%"
-                        pse = t.get("pct_se")
+                    several = len(self._d.get("pcts") or []) > 1
+                    for name, ps in self._percentages(t):
+                        if ps["pct"][i][j] is None:
+                            continue
+                        p = f"{ps['pct'][i][j]:.1f}%"
+                        pse = ps.get("pct_se")
                         if pse is not None and pse[i][j] is not None:
                             p += f" ({_se_text(pse[i][j], lambda v: f'{v:.2f}')})"
-                        lines.append(p)
+                        lines.append(p + (f" {name[4:]}" if several else ""))
                     if t.get("z") is not None and t["z"][i][j] is not None:
                         lines.append(f"z={t['z'][i][j]:.2f}")
                     cells.append("<td>" + "<br>".join(esc(x) for x in lines) + "</td>")
@@ -2334,11 +2567,55 @@ class Crosstab(_Result):
                          + "".join(f"<p>{esc(x)}</p>" for x in self._stats_lines(t)))
         return "".join(parts)
 
-    def tests(self, table: int = 0) -> dict:
-        """One table's statistics: ``stats`` (chi-square, Cramér's V and
-        the association measures), ``rao_scott`` under a design."""
-        t = self.tables[table]
-        return {k: t.get(k) for k in ("stats", "rao_scott") if t.get(k) is not None}
+    def tests(self):
+        """The tables' tests (``stats=True``) as a ``pandas.DataFrame``,
+        one row per table (``control``, ``control_label`` with a control
+        variable): ``test`` (``"pearson"``, ``"rao-scott"`` under a design,
+        ``None`` where not defined: fewer than two rows or columns),
+        ``statistic`` (Pearson's X², or Rao–Scott's F), ``df`` (its
+        numerator df), ``ddf`` (Rao–Scott's denominator df), ``p``; then
+        Pearson's ``cramers_v`` and the association measures (``lr_chi2``,
+        ``lr_p``, ``gamma``, ``tau_b``, ``tau_c``, ``somers_d_col``,
+        ``somers_d_row``, ``lambda_col``, ``lambda_row``, ``lambda``,
+        ``pearson_r``, ``spearman_rho``, ``eta_col``, ``eta_row``), or
+        Rao–Scott's ``p_first_order``, ``chi2`` (Pearson's X² on the table
+        scaled to ``n``), ``n`` and ``replicates_dropped``. The same
+        fields as dicts: ``to_dict()["tables"][k]["stats"]``,
+        ``["association"]`` and ``["rao_scott"]``.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> ds.tab("SEX", "RACE", control="REGION", stats=True).tests()   # doctest: +SKIP
+        """
+        pd = _pandas()
+        has_control = self._d.get("control_var") is not None
+        recs = []
+        for t in self.tables:
+            rec = {}
+            if has_control:
+                c = t.get("control") or {}
+                rec.update({"control": c.get("value"), "control_label": c.get("label")})
+            r, st = t.get("rao_scott"), t.get("stats")
+            if r is not None:
+                rec.update({"test": "rao-scott", "statistic": r["f"], "df": r["ndf"], "ddf": r["ddf"],
+                            "p": r["p"], "p_first_order": r.get("p_first_order"), "chi2": r.get("chi2"),
+                            "n": r.get("n"), "replicates_dropped": r.get("replicates_dropped")})
+            elif st is not None:
+                rec.update({"test": "pearson", "statistic": st["chi2"], "df": st["df"], "ddf": None,
+                            "p": st["p"], "cramers_v": st.get("cramers_v")})
+                rec.update(t.get("association") or {})
+            else:
+                rec.update({"test": None, "statistic": None, "df": None, "ddf": None, "p": None})
+            recs.append(rec)
+        ids = ["control", "control_label"] if has_control else []
+        cols = [*ids, "test", "statistic", "df", "ddf", "p"]
+        df = pd.DataFrame(recs)
+        rest = [c for c in df.columns if c not in cols]
+        return df.reindex(columns=cols + rest)
 
     @property
     def comparisons(self) -> list | None:
@@ -2385,7 +2662,8 @@ class Means(_Result):
         total : bool, default False
             Also a last row for all groups together (``"Total"`` in the
             first grouping column): ``to_dict()``'s ``total``,
-            ``total_se`` and ``total_quantiles``.
+            ``total_se`` and ``total_quantiles`` (without ``by`` the one
+            row is the total already).
 
         Returns
         -------
@@ -2420,7 +2698,8 @@ class Means(_Result):
             return rec
 
         recs = [record(g, g.get("quantiles"), g.get("mean_se")) for g in self._d["groups"]]
-        if total:
+        if total and by:
+            # (Without groups the one row is the total.)
             recs.append(record(None, self._d.get("total_quantiles"), self._d.get("total_se")))
         return pd.DataFrame(recs, columns=None if recs else
                             [*by, *(f"{b}_label" for b in by), "mean", "sd", "n", "sum_weights"])
@@ -2461,7 +2740,8 @@ class Means(_Result):
         by = self._d.get("by", [])
         cols = ["mean", "estimate", "se", "t", "df", "p", "lo", "hi"]
         recs = []
-        for g in [*t["groups"], t["total"]]:
+        # Without groups, the one test is the total's.
+        for g in [*(t["groups"] if by else []), t["total"]]:
             rec = {name: (b["value"] if g["by"] else None) for name, b in
                    zip(by, g["by"] or [{}] * len(by))}
             if not g["by"] and by:
@@ -2470,8 +2750,69 @@ class Means(_Result):
             recs.append(rec)
         return pd.DataFrame(recs, columns=[*by, *cols])
 
+    def _layout(self) -> tuple[list[str], list[list[str]]]:
+        """The table as ``microtab means`` prints it: header and rows (the
+        groups, then the total; without groups the total alone)."""
+        import math
+        d = self._d
+        by = d.get("by", [])
+        design = d.get("design")
+        level = None if design is None else _fmt_sig(100 * design.get("level", 0.95), 4)
+        ps = [q["p"] for q in d.get("total_quantiles") or []]
+        head = [*by, "mean"]
+        if level is not None:
+            head += ["SE", f"{level}% CI"]
+        for p in ps:
+            head.append("median" if p == 0.5 else f"p{_fmt_sig(100 * p, 6)}")
+            if level is not None:
+                head += ["SE", f"{level}% CI"]
+        head += ["sd", "N", "sum of weights"]
+
+        def digits(u, floor=False):
+            if not u:
+                return 0
+            x = abs(u["se"])
+            if x != x:      # NaN, as Rust's casts and max read it
+                return 6 if floor else 3
+            x = max(x, 1e-300) if floor else x
+            if x == 0:
+                return 0
+            return min(max(3 - math.floor(math.log10(x)), 0), 6)
+
+        def row(first, st, u, qs):
+            r = list(first)
+            r.append("-" if st.get("mean") is None else _fmt_sig(st["mean"], 6))
+            if level is not None:
+                r.append(_se_or_dash(u, lambda v: _fmt_sig(v, 4)))
+                r.append(_ci_text(u, digits(u)))
+            for q in qs or []:
+                r.append("-" if q.get("value") is None else _fmt_sig(q["value"], 6))
+                if level is not None:
+                    r.append(_se_or_dash(q.get("se"), lambda v: _fmt_sig(v, 4)))
+                    r.append(_ci_text(q.get("se"), digits(q.get("se"), True)))
+            r.append("-" if st.get("sd") is None else _fmt_sig(st["sd"], 6))
+            r.append(f"{st['n']:,}")
+            r.append(_fmt_sig(st["sum_weights"], 7))
+            return r
+
+        rows = [row([_category(b) for b in g["by"]], g, g.get("mean_se"), g.get("quantiles"))
+                for g in (d["groups"] if by else [])]
+        first = ["Total", *[""] * (len(by) - 1)] if by else []
+        rows.append(row(first, d["total"], d.get("total_se"), d.get("total_quantiles")))
+        return head, rows
+
+    def __str__(self) -> str:
+        """The table ``microtab means`` prints (its notes aside)."""
+        head, rows = self._layout()
+        return (_caption(f"Mean of {self._d['variable']}", self._d)
+                + _text_table(head, rows, left=len(self._d.get("by", []))))
+
     def __repr__(self) -> str:
-        return f"<microtab.Means of {self._d.get('variable')}: {len(self.groups)} groups>"
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        head, rows = self._layout()
+        return _html_table(_caption(f"Mean of {self._d['variable']}", self._d), head, rows)
 
 
 class Ratio(_Result):
@@ -2512,8 +2853,42 @@ class Ratio(_Result):
             recs.append(rec)
         return pd.DataFrame(recs, columns=[*by, *cols])
 
+    def _layout(self) -> tuple[str, list[str], list[list[str]], str]:
+        """As ``microtab ratio`` prints it: title, header, rows, notes."""
+        import math
+        d = self._d
+        by = d.get("by", [])
+        level = _fmt_sig(d.get("level", 0.95) * 100, 4)
+        head = [" × ".join(by) if by else "", "n", f"{d['numerator']} total",
+                f"{d['denominator']} total", "ratio", "se", f"{level}% CI low", "high"]
+        rows = []
+        for g in [*d["groups"], d["total"]]:
+            name = " × ".join(_category(c) for c in g["by"]) if g["by"] else "Total"
+            vals = [g["n"], g["numerator_total"], g["denominator_total"], g.get("estimate"),
+                    g.get("se"), g.get("lo"), g.get("hi")]
+            v = [name, *("–" if x is None or not math.isfinite(x) else _num(float(x)) for x in vals)]
+            if g.get("unreliable"):
+                v[4] += "*"
+            rows.append(v)
+        notes = f"df of the intervals: {_num(d['df'])}   standard errors: {d['method']}\n"
+        if any(g.get("unreliable") for g in [*d["groups"], d["total"]]):
+            notes += ("* unreliable: fewer records than --min-n, or a coefficient of variation "
+                      "above --max-cv\n")
+        notes += "".join(f"note: {n}\n" for n in d.get("notes") or [])
+        title = _heading(f"Ratio of the totals of {d['numerator']} to {d['denominator']}", d)
+        return title, head, rows, notes
+
+    def __str__(self) -> str:
+        """The table ``microtab ratio`` prints."""
+        title, head, rows, notes = self._layout()
+        return title + _text_table(head, rows) + notes
+
     def __repr__(self) -> str:
-        return f"<microtab.Ratio {self._d.get('numerator')} / {self._d.get('denominator')}>"
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        title, head, rows, notes = self._layout()
+        return _html_table(title, head, rows, notes)
 
 
 class Correlations(_Result):
@@ -2557,8 +2932,46 @@ class Correlations(_Result):
                  **{k: p.get(k) for k in ("se", "t", "p", "lo", "hi")}} for p in self.pairs]
         return pd.DataFrame(recs, columns=["a", "b", "r", "se", "t", "p", "lo", "hi"])
 
+    def _tables(self) -> tuple[str, list, str]:
+        """As ``microtab corr`` prints it: the title, the three tables
+        (matrix, pairs, moments) as (header, rows), the line between."""
+        import math
+        d = self._d
+        v = d["variables"]
+        mat = ([""] + v, [[a, *("–" if not math.isfinite(x) else f"{x:.4f}" for x in d["matrix"][i])]
+                          for i, a in enumerate(v)])
+        level = _fmt_sig(d.get("level", 0.95) * 100, 4)
+        ph = ["pair", "estimate", "se", "t", "p", f"{level}% CI low", "high"]
+        prs = []
+        for p in d["pairs"]:
+            name = f"{p['a']} × {p['b']}"
+            if p.get("estimate") is None:
+                prs.append([name, *["–"] * 6])
+                continue
+            dash = lambda x, f: "–" if x is None or math.isnan(x) else f(x)  # noqa: E731
+            prs.append([name, _num(p["estimate"]), _num(p["se"]), dash(p.get("t"), _num),
+                        dash(p.get("p"), _pval), _num(p["lo"]), _num(p["hi"])])
+        line = (f"records: {d['n']}   weighted N: {_num(d['weighted_n'])}   df of the t tests: "
+                f"{_num(d['df'])}   standard errors: {d['method']}\n")
+        mom = (["variable", "mean", "sd"], [[a, _num(d["means"][i]), _num(d["sds"][i])]
+                                           for i, a in enumerate(v)])
+        title = _heading(f"Correlations of {', '.join(v)}", d)
+        return title, [mat, (ph, prs), mom], line
+
+    def __str__(self) -> str:
+        """The tables ``microtab corr`` prints."""
+        title, (mat, prs, mom), line = self._tables()
+        notes = "".join(f"note: {n}\n" for n in self._d.get("notes") or [])
+        return (title + _text_table(*mat) + "\n" + _text_table(*prs) + line + "\n"
+                + _text_table(*mom) + notes)
+
     def __repr__(self) -> str:
-        return f"<microtab.Correlations of {', '.join(self.variables)}: n = {self.n}>"
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        title, (mat, prs, mom), line = self._tables()
+        return (_html_table(title, *mat) + _html_table("", *prs, line)
+                + _html_table("", *mom, "\n".join(self._d.get("notes") or [])))
 
 
 class Regression(_Result):
@@ -2634,8 +3047,12 @@ class Regression(_Result):
         lines.extend(f"note: {n}" for n in d.get("notes") or [])
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        """The model as :meth:`summary` gives it."""
+        return self.summary()
+
     def __repr__(self) -> str:
-        return f"<microtab.Regression {self._d.get('family')}: {self._d.get('formula')}>"
+        return self.__str__()
 
 
 for _k, _doc in Regression._MEMBERS.items():

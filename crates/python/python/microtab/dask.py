@@ -35,8 +35,9 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import QueryError, _Queries
-from ._microtab import _MAX_ROUNDS, _catalog_parts, _check_values, _finish, _info, _merge, _partial
+from . import ArgumentError, QueryError, _design_spec, _Queries
+from ._microtab import (_MAX_ROUNDS, _build_design, _catalog_parts, _check_values, _finish, _info, _merge,
+                        _partial)
 
 __all__ = ["Part", "parts", "split", "on", "partial", "merge", "step", "finish"]
 
@@ -183,9 +184,45 @@ class on(_Queries):
         if threads is not None and not 1 <= threads <= 1024:
             raise ValueError("threads must be 1 to 1024")
         self.threads = threads
+        # A design held for these parts (with_design): each dataset's,
+        # built on it, by path.
+        self._held: dict[str, dict] | None = None
+
+    def with_design(self, weight: str | None = None, *, repweights: str | Sequence[str] | None = None,
+                    type: str = "sdr", rho: float | None = None, scale: float | None = None,  # noqa: A002
+                    rscales: Sequence[float] | None = None, mse: bool = True, strata: str | None = None,
+                    cluster: str | None = None, fpc: str | None = None,
+                    lonely_psu: str = "fail") -> "on":
+        """The parts under a survey design held by this object only (the
+        arguments of :meth:`microtab.Dataset.design`), as
+        :meth:`microtab.Dataset.with_design` holds one: checked and built
+        here on each dataset the parts are of (the whole dataset for
+        ranges of records), sent with each part's request, never written.
+        Returns a new ``on`` whose queries use it."""
+        import copy
+        spec = json.dumps(_design_spec(weight, repweights, type, rho, scale, rscales, mse, strata,
+                                       cluster, fpc, lonely_psu))
+        held = {path: json.loads(_build_design(path, spec)) for path in dict.fromkeys(p.path for p in self.parts)}
+        view = copy.copy(self)
+        view._held = held
+        return view
+
+    def _spec(self, spec: dict, path: str) -> str:
+        """The request as a part of the dataset at ``path`` is sent it."""
+        if self._held is not None:
+            spec = {**spec, "with_design": self._held[path]}
+        return json.dumps({k: v for k, v in spec.items() if v is not None})
 
     def _ask(self, spec: dict) -> dict:
-        spec = json.dumps({k: v for k, v in spec.items() if v is not None})
+        f = spec.get("filter")
+        if f is not None and not isinstance(f, str):
+            raise ArgumentError(
+                "filter: Dask's parts take a filter text, not a boolean mask (a mask would travel to "
+                "every worker with each part); write its records as a dataset with "
+                "ds.subset(out, filter=mask) and answer over mtd.split(out, n), or answer here with "
+                "mt.open_many(...)")
+        specs = {p.path: self._spec(spec, p.path) for p in self.parts}
+        spec = specs[self.parts[0].path]
         # A text value no part has is an error, judged here over all the
         # parts at once (each part alone may lack a value others have).
         _check_values(sorted({p.path for p in self.parts}), spec)
@@ -198,17 +235,18 @@ class on(_Queries):
         # or the rank of its replicate weights; shares compared across
         # columns one more first, for the table's rows.
         for _ in range(_MAX_ROUNDS):
-            out = step(self._merged(spec, round), spec)
+            out = step(self._merged(specs, round), spec)
             if not isinstance(out, bytes):
                 return out
             round = out
         raise QueryError("the request took more rounds than it may")
 
-    def _merged(self, spec: str, round: bytes | None) -> bytes:
-        """Every part's partial result in ``round``, merged (in a tree of
+    def _merged(self, specs: dict[str, str], round: bytes | None) -> bytes:
+        """Every part's partial result in ``round`` (``specs``: the request
+        as each dataset's parts are sent it), merged (in a tree of
         ``fan_in`` on the workers)."""
         if self.client is None:
-            return merge(*(partial(p, spec, round) for p in self.parts))
+            return merge(*(partial(p, specs[p.path], round) for p in self.parts))
         threads = self.threads
         if threads is None:
             # Worker processes by host: each counts on its share of the
@@ -217,7 +255,8 @@ class on(_Queries):
             for w in self.client.scheduler_info().get("workers", {}):
                 hosts[_host(w)] = hosts.get(_host(w), 0) + 1
             threads = hosts
-        futures = [self.client.submit(partial, p, spec, round, threads, pure=False, retries=self.retries)
+        futures = [self.client.submit(partial, p, specs[p.path], round, threads, pure=False,
+                                      retries=self.retries)
                    for p in self.parts]
         while len(futures) > 1:
             futures = [self.client.submit(merge, *futures[i:i + self.fan_in], retries=self.retries)
