@@ -137,3 +137,22 @@ def test_compute_recode_rename_drop_subset(pair, tmp_path):
     assert sub.to_pandas()["CITY"].astype(str).tolist() == df.loc[df.AGE >= 65, "CITY"].tolist()
     with pytest.raises(FileExistsError):
         py.subset(tmp_path / "old.mtab", ["AGE"])
+
+
+@needs_cli
+def test_overlapping_recode_rules_warn_as_the_cli_notes(pair):
+    df, py, other = pair
+    rules = "0-17; 10-64; 65-*"
+    with pytest.warns(mt.RecodeNote) as seen:
+        py.recode("G", "AGE", rules)
+    r = cli("recode", other, "G", "--from", "AGE", rules)
+    notes = [l[len("note: "):] for l in r.stderr.splitlines() if l.startswith("note: ")]
+    assert [str(w.message) for w in seen] == notes and "AGE 10-17" in notes[0], notes
+    # The first rule wins where they overlap (numpy, by hand).
+    want = np.select([df.AGE <= 17, df.AGE <= 64, df.AGE >= 65], [1, 2, 3])
+    assert (py.column("G") == want).all()
+    # No overlap: no warning.
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mt.RecodeNote)
+        py.recode("H", "AGE", "0-17; 18-64; 65-*")

@@ -100,7 +100,8 @@ fn _compute(
 }
 
 /// Recodes `from` by `rules` into the new variable `name` (the engine's
-/// `recode`: `other`, `missing` as its options); the variable as stored.
+/// `recode`: `other`, `missing` as its options); its name and the notes
+/// of the rules (overlapping ones), as JSON.
 #[pyfunction]
 #[pyo3(signature = (path, name, from, rules, other=None, missing=None, label=None,
                     value_labels=Vec::new(), replace=false))]
@@ -122,7 +123,7 @@ fn _recode(
     let d = py
         .detach(|| microtab_engine::recode(path.as_ref(), name, &from, rules, &r, &opts))
         .map_err(engine_error)?;
-    variable_json(&d.var)
+    to_json(&serde_json::json!({ "name": d.var.name, "notes": d.notes }))
 }
 
 /// Writes the variables `vars` (all when empty) of the records that pass

@@ -91,6 +91,7 @@ __all__ = [
     "import_fixed",
     "import_parquet",
     "ImportNote",
+    "RecodeNote",
     "ArrowStream",
 ]
 
@@ -359,6 +360,13 @@ def __dir__() -> list[str]:
     # What tab completion offers: the package's own names, not the
     # modules it imports (np, json, os …).
     return sorted(__all__ + ["dask", "__version__"])
+
+
+class RecodeNote(UserWarning):
+    """Something about a recode's rules the result alone would not show:
+    rules that take the same values (the first of them gives its code
+    there), or rules after a ``*`` that take nothing. Issued as a warning
+    by :meth:`Dataset.recode`; the variable is written all the same."""
 
 
 class ImportNote(UserWarning):
@@ -1724,6 +1732,12 @@ class Dataset(_Queries):
         label, value_labels, replace
             As for :meth:`compute`.
 
+        Warns
+        -----
+        RecodeNote
+            For rules that take the same values (the first gives its code
+            there) and rules after a ``*``.
+
         Returns
         -------
         Variable
@@ -1737,7 +1751,11 @@ class Dataset(_Queries):
         v = _recode(self.path, name, src, text, None if other is None else _typed(other),
                     None if missing is None else _typed(missing), label, _pairs(value_labels),
                     bool(replace))
-        return self.variable(json.loads(v)["name"])
+        out = json.loads(v)
+        import warnings
+        for note in out["notes"]:
+            warnings.warn(note, RecodeNote, stacklevel=2)
+        return self.variable(out["name"])
 
     def rename(self, old: str, new: str) -> "Variable":
         """Renames a variable (its labels, missing codes and the design's
