@@ -515,6 +515,8 @@ fn first(slot: &mut Option<String>, text: &str) {
 
 fn clean(s: &str) -> Option<String> {
     let forbidden = |c: char| matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}');
+    // Line ends as XML reads them (CR LF and a lone CR are LF).
+    let s = s.replace("\r\n", "\n").replace('\r', "\n");
     let t: String = s.chars().filter(|&c| !forbidden(c)).collect();
     let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
