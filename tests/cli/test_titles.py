@@ -194,7 +194,8 @@ def test_api_and_page_show_the_title_escaped(server):
 
 def test_grouping_error_kind(server):
     base, _ = server
-    for q in ({"row": "AGE(r: 18-", "col": "SEX"}, {"var": "AGE(r: 18-30"}, {"var": "EDUC(6-"}):
+    for q in ({"row": "AGE(r: 18-", "col": "SEX"}, {"var": "AGE(r: 18-30"}, {"var": "EDUC(6-"},
+              {"var": "AGE(r: 18-30; x-)"}):
         kind = "tab" if "col" in q else "freq"
         with pytest.raises(urllib.error.HTTPError) as e:
             get(base, f"/api/v1/datasets/census/{kind}?" + urllib.parse.urlencode(q))
