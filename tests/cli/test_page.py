@@ -34,6 +34,10 @@ from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 ART = Path(__file__).resolve().parents[2] / "target" / "test-artifacts" / "page"
+# The plain dataset's title and description: markup and a script that
+# must be shown as text, never run.
+TITLE = 'Census <script>window.pwned = 1</script> & "sample"'
+DESCRIPTION = "A synthetic census & <b>not bold</b>.\nSecond line: 30,000 records."
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +47,7 @@ def server(tmp_path_factory):
         run("label", ds, "SEX", *labels)
     replicate_design(ds, 4)
     run("import", csv, ds.parent / "plain.mtab", "--missing", "INCTOT=9999999")
+    run("label", ds.parent / "plain.mtab", "--title", TITLE, "--description", DESCRIPTION)
     p, base = serve(ds.parent)
     yield base, duck_census(csv)
     p.terminate()
@@ -693,6 +698,61 @@ def test_run_focuses_the_answer_and_skip_link(server, browser):
     browser.set_window_size(1280, 1600)
 
 
+def test_the_title_heads_the_page_escaped(server, browser):
+    """The dataset's title (set by `label --title`) is the page's heading
+    and its document title, the description is under it, both as text
+    (the script in the title never runs); the index shows the title."""
+    base, con = server
+    browser.get(base + "/")
+    row = browser.find_element(By.XPATH, "//table[@class='list']//a[text()='plain']/..")
+    assert row.find_element(By.CSS_SELECTOR, ".dtitle").text == TITLE
+    shot(browser, "index-titles")
+    browser.get(base + "/analysis/plain?row=SEX&col=RACE")
+    assert wait_answer(browser) == ""
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"{TITLE} (plain)"
+    assert browser.title == f"{TITLE} (plain) — microtab"
+    assert browser.find_element(By.ID, "ds-description").text == DESCRIPTION
+    assert browser.execute_script("return window.pwned") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, ".intro b, .intro script")
+    # The page still answers (an unweighted crosstab, DuckDB's counts).
+    want = dict(((str(r), str(c)), n) for r, c, n in
+                con.execute("SELECT SEX, RACE, count(*) FROM c GROUP BY ALL").fetchall())
+    got = api(base, "/api/v1/datasets/plain/tab?row=SEX&col=RACE")["tables"][0]
+    assert {(str(r["value"]), str(c["value"])): got["counts"][i][k] for i, r in enumerate(got["rows"])
+            for k, c in enumerate(got["cols"]) if got["counts"][i][k]} == want
+    shot(browser, "title-description")
+
+
+def test_without_javascript_several_row_variables_link_each_answer(server):
+    """A browser without JavaScript: the form, and under it one JSON
+    answer per row variable (`SEX, RACE(1,2)`), each DuckDB's table."""
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1400"]:
+        o.add_argument(a)
+    o.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    d = webdriver.Chrome(service=Service(DRIVER), options=o)
+    try:
+        base, con = server
+        d.get(base + "/analysis/census?" + urllib.parse.urlencode({"row": "SEX, RACE(1,2)", "col": "MARST"}))
+        items = d.find_elements(By.CSS_SELECTOR, "ul.answers li")
+        assert [li.text.split(":")[0] for li in items] == ["SEX", "RACE(1,2)"]
+        assert d.find_element(By.ID, "status").text == ""
+        shot(d, "no-javascript-several-rows")
+        for li, (var, where) in zip(items, [("SEX", "TRUE"), ("RACE", "RACE IN (1, 2)")]):
+            url = li.find_element(By.TAG_NAME, "a").get_attribute("href")
+            with urllib.request.urlopen(url, timeout=30) as r:
+                t = json.loads(r.read())["tables"][0]
+            want = {(r, c): float(w) for r, c, w in con.execute(
+                f"SELECT {var}, MARST, sum(PERWT) FROM c WHERE {where} GROUP BY ALL").fetchall()}
+            got = {(r["value"], c["value"]): t["weighted"][i][k] for i, r in enumerate(t["rows"])
+                   for k, c in enumerate(t["cols"]) if t["counts"][i][k]}
+            assert set(got) == set(want)
+            assert all(got[x] == pytest.approx(w, rel=1e-12) for x, w in want.items())
+    finally:
+        d.quit()
+
+
 def test_malformed_recode_names_the_mistake(server, browser):
     """`AGE(r: 18-` is a recode with an incomplete range and no closing
     parenthesis, said so by the API and shown as the
@@ -706,9 +766,12 @@ def test_malformed_recode_names_the_mistake(server, browser):
     assert e.value.code == 400, j
     assert "recode of AGE: incomplete range '18-'" in j["error"] and "no ')' closes" in j["error"], j
     assert "unknown variable" not in j["error"]
+    # Its own kind, which the page words: how a recode is written.
+    assert j["kind"] == "grouping" and "option" not in j, j
     browser.get(base + "/analysis/census?" + q)
     err = wait_answer(browser)
     assert j["error"] in err and "{" not in err, err
+    assert "On this page: correct the Row, Column or Control box" in err and "AGE(r: 0-17; 18-64; 65-*)" in err, err
     shot(browser, "recode-error")
     # A closed list with a bad group names the group.
     browser.get(base + "/analysis/census?" + urllib.parse.urlencode({"row": "AGE(r: 18-30; x-)", "col": "SEX"}))

@@ -126,7 +126,7 @@ def test_recodes_with_missing_shown_and_spelling(census, tmp_path):
     assert [r["percent"] for r in f["rows"]][:2] == [50.0, 50.0]
     assert run_json("freq", ds, 'M(r : 1-2; 3-*)')["total"]["count"] == 4
     p = run("freq", ds, "M(r: 1-x)", ok=False)
-    assert "bad recode of M" in p.stderr and "1-x" in p.stderr
+    assert "bad grouping argument 'M(r: 1-x)': recode of M" in p.stderr and "1-x" in p.stderr
 
 
 def test_recodes_of_floats_and_wide_ranges(census, tmp_path):

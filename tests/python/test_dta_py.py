@@ -44,12 +44,29 @@ def test_extended_missing_values_are_missing_in_frames(tmp_path):
     assert len(ds.variable("x").info()["missing_codes"]) == 3
 
 
-def test_dataset_label_is_a_note_and_damage_raises(tmp_path):
+def test_dataset_label_is_the_title_and_damage_raises(tmp_path):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         mt.import_dta(FIX / "notes.dta", tmp_path / "n.mtab", progress=False)
     notes = [str(x.message) for x in w if issubclass(x.category, mt.ImportNote)]
-    assert any("This is a test dataset." in n for n in notes), notes
+    assert not any("This is a test dataset." in n for n in notes), notes
+    ds = mt.open(tmp_path / "n.mtab")
+    want = pyreadstat.read_dta(str(FIX / "notes.dta"), metadataonly=True)[1].file_label
+    assert ds.title == want == "This is a test dataset." and ds.description is None
+    # Set from Python: the CLI's info and an export to SPSS say the same.
+    assert ds.set_title("A <b>title</b> & é", description="Two\nlines") is ds
+    assert (ds.title, ds.description) == ("A <b>title</b> & é", "Two\nlines")
+    assert mt.open(tmp_path / "n.mtab").info()["title"] == "A <b>title</b> & é"
+    ds.to_spss(tmp_path / "n.sav")
+    assert pyreadstat.read_sav(str(tmp_path / "n.sav"), metadataonly=True)[1].file_label == "A <b>title</b> & é"
+    ds.set_title(description="")
+    assert (ds.title, ds.description) == ("A <b>title</b> & é", None)
+    ds.set_title("")
+    assert ds.title is None
+    with pytest.raises(mt.ArgumentError, match="nothing to do"):
+        ds.set_title()
+    with pytest.raises(mt.ArgumentError, match="title must be a str"):
+        ds.set_title(3)
     bad = tmp_path / "bad.dta"
     bad.write_bytes((FIX / "sample.dta").read_bytes()[:900])
     with pytest.raises(mt.InputError, match="byte"):

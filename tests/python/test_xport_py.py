@@ -23,7 +23,10 @@ def test_import_xport_gives_pyreadstats_values(tmp_path, how):
         warnings.simplefilter("always")
         ds = getattr(mt, how)(src, tmp_path / "d.mtab", progress=False)
     notes = [str(x.message) for x in w if issubclass(x.category, mt.ImportNote)]
-    assert any("dataset label for the dates test dataset" in n for n in notes), notes
+    # The member's label is the dataset's title, not a note.
+    assert not any("dataset label for the dates test dataset" in n for n in notes), notes
+    assert ds.title == pyreadstat.read_xport(str(src), metadataonly=True)[1].file_label == \
+        "dataset label for the dates test dataset"
     want, meta = pyreadstat.read_xport(str(src))
     got = ds.to_pandas()
     assert list(got.columns) == list(want.columns) and len(got) == len(want) == 19

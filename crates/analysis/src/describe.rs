@@ -176,6 +176,10 @@ pub struct DatasetInfo {
     pub generation: u64,
     /// The file it was imported from.
     pub source: Option<String>,
+    /// The dataset's title (`null`: untitled).
+    pub title: Option<String>,
+    /// The dataset's description (`null`: none).
+    pub description: Option<String>,
     /// The stored survey design.
     pub design: Option<Design>,
     /// The design in one line ([`design_summary`]).
@@ -196,6 +200,8 @@ impl DatasetInfo {
             bytes: dir_bytes(ds),
             generation: m.generation,
             source: m.source.clone(),
+            title: m.title.clone(),
+            description: m.description.clone(),
             design: m.design.clone(),
             design_summary: m.design.as_ref().map(design_summary),
             io_settings: settings.info(Some(ds.dir())),

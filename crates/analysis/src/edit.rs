@@ -1,5 +1,5 @@
 //! Changes to a dataset's metadata that every front end makes the same
-//! way: value and variable labels, user-missing codes, renaming and
+//! way: value and variable labels, the dataset's title and description, user-missing codes, renaming and
 //! dropping variables. Each is one atomic replacement of the manifest
 //! (writers exclude each other; readers keep the generation they opened);
 //! column files are untouched.
@@ -56,6 +56,27 @@ pub fn set_labels(
         }
     })?;
     Ok(ds.variable(&var.name)?.clone())
+}
+
+/// Sets the dataset's title and description: `Some(text)` replaces one
+/// (a blank text removes it), `None` leaves it as it is. One atomic
+/// replacement of the manifest, as for labels. The title and description
+/// as stored afterwards.
+pub fn set_about(
+    ds: &mut Dataset,
+    title: Option<&str>,
+    description: Option<&str>,
+) -> Result<(Option<String>, Option<String>)> {
+    ds.update_manifest(|m| {
+        if let Some(t) = title {
+            m.title = microtab_store::about_text(Some(t));
+        }
+        if let Some(d) = description {
+            m.description = microtab_store::about_text(Some(d));
+        }
+    })?;
+    let m = ds.manifest();
+    Ok((m.title.clone(), m.description.clone()))
 }
 
 /// Replaces the user-missing codes of `name` with `codes` (values as

@@ -57,7 +57,7 @@ enum Command {
     Corr(cmd::corr::Args),
     /// Set or clear a variable's user-missing codes.
     Missing(cmd::missing::Args),
-    /// Set value labels and the variable label of a variable.
+    /// Set value labels and the variable label of a variable, or the dataset's title and description.
     Label(cmd::label::Args),
     /// Set, show or clear the survey design (weight, replicate weights) every query uses.
     Design(cmd::design::Args),

@@ -531,10 +531,15 @@ fn dim_plans(
     Option<std::sync::Arc<crate::quantile::SplitPlan>>,
 )> {
     let mut plans: Vec<DimPlan> = Vec::new();
-    for (col, s) in c.dims.iter().zip(&c.specs) {
+    for ((col, s), arg) in c.dims.iter().zip(&c.specs).zip(&q.group_by) {
         let dict = dict_of(ds, col.var())?;
         plans.push(match &s.recode {
-            Some(groups) => crate::recode::recode_plan(col, &dict, groups, q.include_missing)?,
+            Some(groups) => crate::recode::recode_plan(
+                col,
+                &dict,
+                (arg.as_str(), groups.as_slice()),
+                q.include_missing,
+            )?,
             None => dim_categories(
                 col,
                 dict,

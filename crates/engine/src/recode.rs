@@ -168,11 +168,12 @@ const MAX_RECODE_RANGE: i64 = 1 << 24;
 
 /// The categories of a recoded variable and its lookup table over the
 /// variable's stored range (each value's group, `TRASH` for values in no
-/// group, missing codes and the null code).
+/// group, missing codes and the null code). `spec` is the grouping
+/// argument as given (for errors).
 pub(crate) fn recode_plan(
     col: &microtab_store::Column,
     dict: &[String],
-    groups: &[Group],
+    (spec, groups): (&str, &[Group]),
     include_missing: bool,
 ) -> Result<DimPlan> {
     let var = col.var();
@@ -180,10 +181,15 @@ pub(crate) fn recode_plan(
         .iter()
         .map(|g| {
             resolve(&g.term, var, dict).map_err(|e| match e {
-                Error::Filter { reason, .. } => Error::Invalid(format!(
-                    "bad recode of {}: {reason} (in the group '{}')",
-                    var.name, g.text
-                )),
+                // A group that is no value of the variable: the grouping
+                // argument is at fault.
+                Error::Filter { reason, .. } => Error::Grouping {
+                    spec: spec.to_string(),
+                    reason: format!(
+                        "recode of {}: {reason} (in the group '{}')",
+                        var.name, g.text
+                    ),
+                },
                 e => e,
             })
         })

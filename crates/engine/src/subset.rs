@@ -315,6 +315,8 @@ fn write_selected(
 ) -> Result<SubsetReport> {
     let mut w = DatasetWriter::create(out, force)?;
     w.set_source(source);
+    w.set_title(ds.manifest().title.as_deref());
+    w.set_description(ds.manifest().description.as_deref());
     for var in chosen {
         let col = ds.column(&var.name)?;
         let mut nv = var.clone();

@@ -1,4 +1,5 @@
-//! Changes to a dataset from Python: labels, missing codes, renaming and
+//! Changes to a dataset from Python: labels, the title and description,
+//! missing codes, renaming and
 //! dropping variables (the analysis layer's `edit`, as the CLI's
 //! `label`, `missing`, `rename` and `drop`), computed and recoded
 //! variables (the engine's, as `compute` and `recode`), and subsets.
@@ -32,6 +33,23 @@ fn _set_labels(
             .map_err(analysis_error)
     })?;
     variable_json(&v)
+}
+
+/// Sets the dataset's title and description (`None` leaves one as it
+/// is, `""` removes it); the two as stored.
+#[pyfunction]
+#[pyo3(signature = (path, title=None, description=None))]
+fn _set_about(
+    py: Python<'_>,
+    path: &str,
+    title: Option<String>,
+    description: Option<String>,
+) -> PyResult<(Option<String>, Option<String>)> {
+    py.detach(|| {
+        let mut ds = open(path)?;
+        microtab_analysis::edit::set_about(&mut ds, title.as_deref(), description.as_deref())
+            .map_err(analysis_error)
+    })
 }
 
 /// Replaces the missing codes of `var` (values as displayed); the codes
@@ -164,6 +182,7 @@ fn _subset(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_labels, m)?)?;
     m.add_function(wrap_pyfunction!(_set_missing, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_about, m)?)?;
     m.add_function(wrap_pyfunction!(_rename, m)?)?;
     m.add_function(wrap_pyfunction!(_drop, m)?)?;
     m.add_function(wrap_pyfunction!(_compute, m)?)?;

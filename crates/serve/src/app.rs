@@ -112,21 +112,22 @@ pub(crate) struct ApiError(
 pub(crate) struct Why {
     /// The error's kind (`negative_weights`, `design_weight`, …).
     pub(crate) kind: &'static str,
-    /// The option, as the library names it.
-    pub(crate) remedy: microtab_store::Remedy,
+    /// The option, as the library names it (`None`: no option would help;
+    /// the kind alone tells the page what went wrong).
+    pub(crate) remedy: Option<microtab_store::Remedy>,
     /// The most cells this server answers (a `max_cells` hint cannot go
     /// beyond it).
     pub(crate) max_cells: usize,
 }
 
 impl Why {
-    /// The kind and remedy of an analysis error, if an option would help.
+    /// The kind of an analysis error and its remedy, if an option would
+    /// help.
     pub(crate) fn of(e: &microtab_analysis::Error, max_cells: usize) -> Option<Why> {
         use microtab_store::Remedied;
-        let remedy = e.remedy()?;
         Some(Why {
             kind: error_kind(e),
-            remedy,
+            remedy: e.remedy(),
             max_cells,
         })
     }
@@ -134,7 +135,10 @@ impl Why {
     /// The option in this API's words: its parameters.
     pub(crate) fn hint(&self) -> String {
         use microtab_store::Remedy as R;
-        match &self.remedy {
+        let Some(remedy) = &self.remedy else {
+            return String::new();
+        };
+        match remedy {
             R::AllowNegativeWeights => "add allow_negative_weights=true to use negative weights".into(),
             R::NoDesign => "add design=false to answer without the survey design".into(),
             R::MaxCells { cells: Some(c) } if *c as usize <= self.max_cells => {
@@ -180,7 +184,9 @@ impl IntoResponse for ApiError {
         let mut body = json!({"error": self.1, "status": self.0.as_u16()});
         if let (Some(w), Some(o)) = (&self.2, body.as_object_mut()) {
             o.insert("kind".into(), json!(w.kind));
-            o.insert("option".into(), json!(w.remedy));
+            if let Some(r) = &w.remedy {
+                o.insert("option".into(), json!(r));
+            }
             let hint = w.hint();
             if !hint.is_empty() {
                 o.insert("hint".into(), json!(hint));

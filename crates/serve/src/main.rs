@@ -227,6 +227,8 @@ async fn datasets(State(app): State<Arc<App>>) -> Json<Value> {
                 "variables": m.variables.len(),
                 "design": m.design.is_some(),
                 "source": m.source,
+                "title": m.title,
+                "description": m.description,
             }))
         })
         .collect();

@@ -101,13 +101,18 @@ pub async fn index(State(app): State<Arc<App>>) -> Html<String> {
             let m = ds.manifest();
             let _ = writeln!(
                 h,
-                "<tr><th scope=\"row\"><a href=\"/analysis/{u}\">{n}</a></th><td class=\"num\">{}</td>\
+                "<tr><th scope=\"row\"><a href=\"/analysis/{u}\">{n}</a>{t}</th><td class=\"num\">{}</td>\
 <td class=\"num\">{}</td><td>{}</td><td><a href=\"/analysis/{u}/codebook\">codebook</a></td></tr>",
                 group(m.rows),
                 m.variables.len(),
                 esc(&design_text(m.design.as_ref())),
                 u = esc(&crate::app::encode(name)),
                 n = esc(name),
+                t = m
+                    .title
+                    .as_deref()
+                    .map(|t| format!("<br><span class=\"dtitle\">{}</span>", esc(t)))
+                    .unwrap_or_default(),
             );
         }
         h += "</tbody></table>\n";
@@ -212,6 +217,71 @@ pub fn api_url(name: &str, p: &Params, design_weight: Option<&str>) -> Option<St
         crate::app::encode(name),
         qs.join("&")
     ))
+}
+
+/// A row box naming several variables (`SEX, RACE(1,2)`: SDA's one table
+/// per row variable) as its variables, as `app.js`'s `rowList` splits it:
+/// commas inside parentheses or quotes (a recode, a quoted name) do not
+/// split, nor does a variable's whole name (`names`).
+pub fn row_list(text: &str, names: &[&str]) -> Vec<String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Vec::new();
+    }
+    if names.contains(&t) {
+        return vec![t.to_string()];
+    }
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut cur) = (0usize, None::<char>, String::new());
+    for ch in t.chars() {
+        if let Some(q) = quote {
+            if ch == q {
+                quote = None;
+            }
+        } else if ch == '"' || ch == '`' {
+            quote = Some(ch);
+        } else if ch == '(' {
+            depth += 1;
+        } else if ch == ')' {
+            depth = depth.saturating_sub(1);
+        } else if ch == ',' && depth == 0 {
+            out.push(cur.trim().to_string());
+            cur.clear();
+            continue;
+        }
+        cur.push(ch);
+    }
+    out.push(cur.trim().to_string());
+    out.retain(|x| !x.is_empty());
+    out
+}
+
+/// The page's query for each of its row variables (one table each), with
+/// that variable: the query itself when it has one row variable or none
+/// (regression: the formula is the query).
+pub fn per_row(p: &Params, names: &[&str]) -> Vec<(Option<String>, Params)> {
+    let rows = match first(p, "row") {
+        Some(r) if first(p, "kind") != Some("regress") => row_list(r, names),
+        _ => Vec::new(),
+    };
+    if rows.len() < 2 {
+        return vec![(None, p.clone())];
+    }
+    rows.into_iter()
+        .map(|r| {
+            let q: Params = p
+                .iter()
+                .map(|(k, v)| {
+                    if k == "row" {
+                        (k.clone(), r.clone())
+                    } else {
+                        (k.clone(), v.clone())
+                    }
+                })
+                .collect();
+            (Some(r), q)
+        })
+        .collect()
 }
 
 /// The percentages asked for (`pct=col&pct=row`, SDA's several in one
@@ -370,19 +440,37 @@ async fn analysis_page(
             ""
         }
     };
-    let mut h = head_skip(&format!("{name} — microtab"), "#query", "Skip to the form");
+    // The dataset's title heads the page (its name beside it); its
+    // description under the heading.
+    let title = m.title.as_deref();
+    let mut h = head_skip(
+        &match title {
+            Some(t) => format!("{t} ({name}) — microtab"),
+            None => format!("{name} — microtab"),
+        },
+        "#query",
+        "Skip to the form",
+    );
+    let heading = match title {
+        Some(t) => format!("{} <span class=\"dsname\">({})</span>", esc(t), esc(&name)),
+        None => esc(&name),
+    };
+    let about = m
+        .description
+        .as_deref()
+        .map(|d| format!("<p class=\"about\" id=\"ds-description\">{}</p>", esc(d)))
+        .unwrap_or_default();
     let _ = write!(
         h,
         "<header class=\"top\"><p class=\"brand\"><a href=\"/\">microtab</a></p>\
 <nav aria-label=\"Dataset\"><a href=\"/analysis/{u}/codebook\">Codebook</a> · \
 <a href=\"/api/v1/datasets/{u}\">JSON</a></nav></header>\n\
-<main id=\"main\" class=\"layout\">\n<div class=\"intro\"><h1>{n}</h1>\
+<main id=\"main\" class=\"layout\">\n<div class=\"intro\"><h1 id=\"ds-title\">{heading}</h1>{about}\
 <p>{} records · {} variables · survey design: {}</p></div>\n",
         group(m.rows),
         m.variables.len(),
         esc(&design_text(m.design.as_ref())),
         u = esc(&crate::app::encode(&name)),
-        n = esc(&name),
     );
     // The variables.
     h += "<aside class=\"vars\" aria-labelledby=\"vars-h\"><h2 id=\"vars-h\">Variables</h2>\
@@ -579,17 +667,8 @@ async fn analysis_page(
         sel("chart", "bar", false),
         sel("chart", "none", false),
     );
-    let api = api_url(&name, &p, m.design.as_ref().map(|d| d.weight.as_str()));
-    h += "<noscript><p>Tables are drawn by JavaScript. ";
-    if let Some(u) = &api {
-        let _ = write!(
-            h,
-            "The answer to this query as JSON: <a href=\"{}\">{}</a>.",
-            esc(u),
-            esc(u)
-        );
-    }
-    h += "</p></noscript></section>\n<section class=\"out\" aria-labelledby=\"out-h\">\
+    h += &noscript(&name, &p, m);
+    h += "</section>\n<section class=\"out\" aria-labelledby=\"out-h\">\
 <h2 id=\"out-h\" class=\"sr\">Result</h2><div id=\"status\" role=\"status\" aria-live=\"polite\"></div>\
 <div id=\"error\" role=\"alert\" tabindex=\"-1\"></div><div id=\"result\" tabindex=\"-1\" aria-labelledby=\"out-h\"></div></section>\n</main>\n";
     let meta = serde_json::json!({
@@ -604,6 +683,49 @@ async fn analysis_page(
         meta.to_string().replace('<', "\\u003c")
     );
     Ok(Html(h).into_response())
+}
+
+/// What the page says without JavaScript: the JSON answer of its query, or
+/// with several row variables one answer per variable (a table each, as
+/// the page draws them), each linked.
+fn noscript(name: &str, p: &Params, m: &microtab_store::Manifest) -> String {
+    let names: Vec<&str> = m.variables.iter().map(|v| v.name.as_str()).collect();
+    let weight = m.design.as_ref().map(|d| d.weight.as_str());
+    let links: Vec<(Option<String>, String)> = per_row(p, &names)
+        .into_iter()
+        .filter_map(|(row, q)| Some((row, api_url(name, &q, weight)?)))
+        .collect();
+    let mut h = String::from("<noscript><p>Tables are drawn by JavaScript. ");
+    match links.as_slice() {
+        [] => {}
+        [(_, u)] => {
+            let _ = write!(
+                h,
+                "The answer to this query as JSON: <a href=\"{}\">{}</a>.",
+                esc(u),
+                esc(u)
+            );
+        }
+        several => {
+            let _ = write!(
+                h,
+                "The answers to this query as JSON, one table per row variable ({}):</p><ul class=\"answers\">",
+                several.len()
+            );
+            for (row, u) in several {
+                let _ = write!(
+                    h,
+                    "<li>{}: <a href=\"{}\">{}</a></li>",
+                    esc(row.as_deref().unwrap_or("")),
+                    esc(u),
+                    esc(u)
+                );
+            }
+            h += "</ul><p>";
+        }
+    }
+    h += "</p></noscript>";
+    h
 }
 
 /// `GET /analysis/{name}/codebook`: every variable's label, type,

@@ -816,6 +816,7 @@ function advice(j) {
   if (o === "no_design") return `On this page: set "Standard errors" to "none" to answer without the survey design${j.kind === "design_weight" ? " and weight by another variable" : ""}.`;
   if (o === "allow_negative_weights") return 'On this page: tick "Allow negative weights" under Weight to use them as they are.';
   if (o === "max_cells") return "On this page: recode a variable into fewer groups (AGE(r: 0-17; 18-64; 65-*)) or add a filter; the server's limit cannot be raised from here.";
+  if (j.kind === "grouping") return 'On this page: correct the Row, Column or Control box. A recode is written AGE(r: 0-17; 18-64; 65-*) (each range closed, "*" for no bound, ";" between groups, a ")" at the end), a range of values AGE(18-64), a list RACE(1,2).';
   return j.hint ? `Through the API: ${j.hint}.` : "";
 }
 

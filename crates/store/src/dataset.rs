@@ -451,6 +451,13 @@ impl Dataset {
     }
 }
 
+/// A title or description as stored: trimmed, `None` when blank.
+pub fn about_text(text: Option<&str>) -> Option<String> {
+    text.map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+}
+
 fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
     write_file_atomic(&dir.join(MANIFEST), &manifest_text(m))?;
     Ok(())
@@ -495,6 +502,8 @@ pub struct DatasetWriter {
     seq: u64,
     committed: bool,
     source: Option<String>,
+    title: Option<String>,
+    description: Option<String>,
     pack: bool,
     transient: bool,
     design: Option<crate::Design>,
@@ -613,6 +622,8 @@ impl DatasetWriter {
             seq: 0,
             committed: false,
             source: None,
+            title: None,
+            description: None,
             pack: true,
             transient: false,
             design: None,
@@ -647,6 +658,8 @@ impl DatasetWriter {
             seq: 0,
             committed: false,
             source: old.source.clone(),
+            title: old.title.clone(),
+            description: old.description.clone(),
             pack: true,
             transient: false,
             design: old.design.clone(),
@@ -683,6 +696,17 @@ impl DatasetWriter {
     /// Records where the data came from (shown by `info`).
     pub fn set_source(&mut self, source: &str) {
         self.source = Some(source.to_string());
+    }
+
+    /// Records the dataset's title ([`Manifest::title`]; blank: none).
+    pub fn set_title(&mut self, title: Option<&str>) {
+        self.title = about_text(title);
+    }
+
+    /// Records the dataset's description ([`Manifest::description`];
+    /// blank: none).
+    pub fn set_description(&mut self, description: Option<&str>) {
+        self.description = about_text(description);
     }
 
     /// Records a survey design in the manifest (an IPUMS extract's
@@ -799,6 +823,8 @@ impl DatasetWriter {
             rows,
             source: self.source.clone(),
             part_of,
+            title: self.title.clone(),
+            description: self.description.clone(),
             variables: std::mem::take(&mut self.variables),
             design: self.design.clone(),
         };

@@ -39,7 +39,7 @@ pub use column::{
     fold_floats, Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS,
     ZONE_BYTES,
 };
-pub use dataset::{exchange, Dataset, DatasetWriter};
+pub use dataset::{about_text, exchange, Dataset, DatasetWriter};
 pub use manifest::{
     new_dataset_id, Design, Kind, LonelyPsu, Manifest, Number, PartOf, RepType, Replicates, Taylor,
     Variable, FORMAT_VERSION,

@@ -166,6 +166,14 @@ pub struct Manifest {
     /// For a part of a split: which records of which dataset it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part_of: Option<PartOf>,
+    /// The dataset's title (a Stata dataset label, an SPSS file label, a
+    /// DDI codebook's study title, or set by a user). `None`: untitled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// A longer description of the dataset (a DDI codebook's abstract or
+    /// extract description, or set by a user). `None`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Variables in input order.
     pub variables: Vec<Variable>,
     /// The survey design every query uses unless told not to.

@@ -95,6 +95,15 @@ pub fn run(a: Args) -> Result<()> {
                     .map(|s| format!(", from {s}"))
                     .unwrap_or_default()
             );
+            if let Some(t) = &info.title {
+                s += &format!("title: {t}\n");
+            }
+            if let Some(d) = &info.description {
+                s += &format!("description: {}\n", d.replace('\n', "\n  "));
+            }
+            if info.title.is_some() || info.description.is_some() {
+                s += "\n";
+            }
             if let Some(d) = &info.design_summary {
                 s += &format!(
                     "survey design: {d} (microtab design to change it; --no-design to ignore it)\n\n"

@@ -285,6 +285,13 @@ impl ColumnarImport {
         Ok(())
     }
 
+    /// Records the dataset's title and description (a file's dataset
+    /// label; blank: none).
+    pub fn set_about(&mut self, title: Option<&str>, description: Option<&str>) {
+        self.ds.set_title(title);
+        self.ds.set_description(description);
+    }
+
     /// Records appended so far.
     pub fn rows(&self) -> u64 {
         self.rows
@@ -316,6 +323,9 @@ impl ColumnarImport {
         notes: impl IntoIterator<Item = impl Into<Note>>,
     ) -> Result<ImportSummary> {
         let mut notes: Vec<Note> = notes.into_iter().map(Into::into).collect();
+        if let Some(cb) = codebook.filter(|cb| cb.title.is_some() || cb.description.is_some()) {
+            self.set_about(cb.title.as_deref(), cb.description.as_deref());
+        }
         for (i, sink) in std::mem::take(&mut self.sinks).into_iter().enumerate() {
             let (mut var, dict) = sink.finish(&mut self.ds)?;
             if let Some(dv) = codebook.and_then(|cb| cb.variable(&var.name)) {

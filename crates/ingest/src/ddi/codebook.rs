@@ -190,6 +190,13 @@ pub struct Codebook {
     /// Things the codebook declares that could not be used (e.g. a huge
     /// missing-value range); worth showing to the user.
     pub warnings: Vec<Note>,
+    /// The study's title (`stdyDscr/citation/titlStmt/titl`; IPUMS writes
+    /// "User Extract cps_00006.dat"), the dataset's title on import.
+    pub title: Option<String>,
+    /// The study's abstract (`stdyDscr/stdyInfo/abstract`), else its notes
+    /// (`stdyDscr/notes`: IPUMS writes the extract's user-provided
+    /// description there), the dataset's description on import.
+    pub description: Option<String>,
 }
 
 #[derive(Default)]
@@ -487,6 +494,8 @@ struct Parser<'a> {
     group: Option<RecordGroup>,
     saw_root: bool,
     saw_data_dscr: bool,
+    /// A study abstract was read (it is the description, not the notes).
+    abstract_seen: bool,
 }
 
 fn local_name(e: &BytesStart<'_>) -> String {
@@ -506,6 +515,8 @@ fn first(slot: &mut Option<String>, text: &str) {
 
 fn clean(s: &str) -> Option<String> {
     let forbidden = |c: char| matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}');
+    // Line ends as XML reads them (CR LF and a lone CR are LF).
+    let s = s.replace("\r\n", "\n").replace('\r', "\n");
     let t: String = s.chars().filter(|&c| !forbidden(c)).collect();
     let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
@@ -530,12 +541,15 @@ impl<'a> Parser<'a> {
                 record_lines: Vec::new(),
                 skip_unlisted: false,
                 output_type: None,
+                title: None,
+                description: None,
             },
             var: None,
             cat: None,
             group: None,
             saw_root: false,
             saw_data_dscr: false,
+            abstract_seen: false,
         }
     }
 
@@ -637,6 +651,15 @@ impl<'a> Parser<'a> {
         }
         self.check()?;
         Ok(self.cb)
+    }
+
+    /// Whether the open elements end with `path` (outermost first).
+    fn path_is(&self, path: &[&str]) -> bool {
+        self.stack.len() >= path.len()
+            && self.stack[self.stack.len() - path.len()..]
+                .iter()
+                .zip(path)
+                .all(|((n, _), p)| n == p)
     }
 
     fn parent(&self) -> Option<&str> {
@@ -993,6 +1016,26 @@ impl<'a> Parser<'a> {
             "recGrp" => {
                 if let Some(g) = self.group.take() {
                     self.cb.record_groups.push(g);
+                }
+            }
+            "titl" if self.path_is(&["stdyDscr", "citation", "titlStmt"]) => {
+                first(&mut self.cb.title, &text);
+            }
+            "abstract" if self.path_is(&["stdyDscr", "stdyInfo"]) => {
+                // The abstract wins over notes read before it.
+                if let Some(t) = clean(&text) {
+                    if !self.abstract_seen {
+                        self.cb.description = Some(t);
+                        self.abstract_seen = true;
+                    }
+                }
+            }
+            "notes" if parent == Some("stdyDscr") && !self.abstract_seen => {
+                if let Some(t) = clean(&text) {
+                    let t = t
+                        .strip_prefix("User-provided description:")
+                        .map_or(t.clone(), |d| d.trim().to_string());
+                    first(&mut self.cb.description, &t);
                 }
             }
             "fileName" if parent == Some("fileTxt") && self.cb.file_name.is_none() => {

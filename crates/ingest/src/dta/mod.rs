@@ -148,9 +148,7 @@ pub fn import_dta(
             d.release, seen.utf8.0
         ));
     }
-    if !d.label.is_empty() {
-        notes.push(format!("the dataset is labelled {:?}", d.label));
-    }
+    imp.set_about(Some(&d.label), None);
     for (v, &n) in d.vars.iter().zip(&seen.outside) {
         if n > 0 {
             notes.push(format!(

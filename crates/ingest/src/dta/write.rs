@@ -137,7 +137,8 @@ pub fn write_dta(
     }
     let row_len = offset;
     atomically(out, |w| {
-        let map_at = header(w, &plans, rows)?;
+        let title = label80(ds.manifest().title.as_deref().unwrap_or(""));
+        let map_at = header(w, &plans, rows, &title)?;
         let mut map = [0u64; 14];
         map[1] = map_at;
         // The descriptors, their offsets noted in the map.
@@ -599,15 +600,22 @@ fn range(ds: &Dataset, v: &Variable, tags: &HashMap<i64, u8>) -> Result<(i64, i6
     Ok(if lo > hi { (0, 0) } else { (lo, hi) })
 }
 
-/// Writes `<stata_dta><header>…</header>` and an empty map; where the map
-/// starts.
-fn header(w: &mut (impl Write + Seek), plans: &[Plan], rows: u64) -> std::io::Result<u64> {
+/// Writes `<stata_dta><header>…</header>` (`label`: the dataset label,
+/// the dataset's title) and an empty map; where the map starts.
+fn header(
+    w: &mut (impl Write + Seek),
+    plans: &[Plan],
+    rows: u64,
+    label: &str,
+) -> std::io::Result<u64> {
     w.write_all(b"<stata_dta><header><release>118</release><byteorder>LSF</byteorder><K>")?;
     w.write_all(&(plans.len() as u16).to_le_bytes())?;
     w.write_all(b"</K><N>")?;
     w.write_all(&rows.to_le_bytes())?;
     w.write_all(b"</N><label>")?;
-    w.write_all(&0u16.to_le_bytes())?;
+    // At most 80 characters: 320 bytes of UTF-8.
+    w.write_all(&(label.len() as u16).to_le_bytes())?;
+    w.write_all(label.as_bytes())?;
     w.write_all(b"</label><timestamp>")?;
     let ts = timestamp();
     w.write_all(&[ts.len() as u8])?;

@@ -103,6 +103,8 @@ pub fn import_fixed(
     let total = src.total;
     let ncols = layout.slots.len();
     let mut ds = create_dataset(data, target, force, &opts.io, ncols, opts.plain)?;
+    ds.set_title(cb.title.as_deref());
+    ds.set_description(cb.description.as_deref());
     if let Some(t) = layout.row_type() {
         let name = data.file_name().unwrap_or_default().to_string_lossy();
         ds.set_source(&format!("{name} (record type {t})"));

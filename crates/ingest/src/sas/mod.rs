@@ -250,9 +250,7 @@ pub fn import_sas7bdat(
             ));
         }
     }
-    if let Some(l) = meta.file_label.as_deref().filter(|l| !l.trim().is_empty()) {
-        notes.push(format!("the data set is labelled {:?}", l.trim()));
-    }
+    imp.set_about(meta.file_label.as_deref(), None);
     if meta.deleted_row_count > 0 {
         notes.push(format!(
             "{} records the file marks as deleted were left out",

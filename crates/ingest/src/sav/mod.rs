@@ -144,9 +144,7 @@ pub(crate) fn import_with(
     );
     let mut notes = renamed;
     notes.extend(done(decoded)?);
-    if !s.label.is_empty() {
-        notes.push(format!("the file is labelled {:?}", s.label));
-    }
+    imp.set_about(Some(&s.label), None);
     if let Some(w) = &s.weight {
         notes.push(format!(
             "the file names {w} as its weight variable (set it with a design to use it)"

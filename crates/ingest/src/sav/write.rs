@@ -124,7 +124,8 @@ pub fn write_sav(
     }
     let slots = slot;
     atomically(out, |w| {
-        dictionary(w, &plans, slots, rows)?;
+        let title = ds.manifest().title.as_deref().unwrap_or("");
+        dictionary(w, &plans, slots, rows, title)?;
         data(ds, &plans, slots, selection, w)
     })?;
     Ok(Written {
@@ -392,8 +393,15 @@ fn format_of(p: &Plan) -> i32 {
     (ty << 16) | ((w.min(255) as i32) << 8) | d as i32
 }
 
-/// The header and dictionary.
-fn dictionary(w: &mut impl Write, plans: &[Plan], slots: usize, rows: u64) -> std::io::Result<()> {
+/// Writes the header (`label`: the file label, the dataset's title, cut
+/// to 64 bytes) and the dictionary.
+fn dictionary(
+    w: &mut impl Write,
+    plans: &[Plan],
+    slots: usize,
+    rows: u64,
+    label: &str,
+) -> std::io::Result<()> {
     let i32b = |x: i32| x.to_le_bytes();
     let mut h = Vec::with_capacity(176);
     h.extend_from_slice(b"$FL2");
@@ -407,7 +415,7 @@ fn dictionary(w: &mut impl Write, plans: &[Plan], slots: usize, rows: u64) -> st
     let (date, time) = now();
     h.extend_from_slice(date.as_bytes());
     h.extend_from_slice(time.as_bytes());
-    h.extend_from_slice(&[b' '; 64]);
+    h.extend_from_slice(&pad(cut_bytes(label, 64), 64, b' '));
     h.extend_from_slice(&[0; 3]);
     w.write_all(&h)?;
     // Variable records: a segment's first record, then continuations.

@@ -118,9 +118,7 @@ pub fn import_xport(
             ));
         }
     }
-    if let Some(l) = &m.label {
-        notes.push(format!("the member {} is labelled {l:?}", m.name));
-    }
+    imp.set_about(m.label.as_deref(), None);
     if more {
         notes.push(format!(
             "the file holds more members (data sets) after {}: only the first was imported",

@@ -45,6 +45,7 @@ from ._microtab import (
     _set_design,
     _build_design,
     _set_labels,
+    _set_about,
     _set_missing,
     _rename,
     _drop,
@@ -1116,6 +1117,20 @@ class Dataset(_Queries):
         return self.variables
 
     @property
+    def title(self) -> str | None:
+        """The dataset's title (a Stata dataset label, an SPSS file label,
+        a DDI codebook's study title, or set by :meth:`set_title`);
+        ``None`` when it has none."""
+        return self._m.get("title")
+
+    @property
+    def description(self) -> str | None:
+        """The dataset's description (a DDI codebook's abstract or extract
+        description, or set by :meth:`set_title`); ``None`` when it has
+        none."""
+        return self._m.get("description")
+
+    @property
     def shape(self) -> tuple[int, int]:
         """(records, variables), as a pandas frame's ``shape``; one
         generation of the dataset."""
@@ -1631,6 +1646,29 @@ class Dataset(_Queries):
             raise ArgumentError("nothing to do: give labels={value: label}, var_label= or clear=True")
         _set_labels(self.path, var, pairs, var_label, bool(clear))
         return self.variable(var)
+
+    def set_title(self, title: str | None = None, *, description: str | None = None) -> "Dataset":
+        """Sets the dataset's title and description, as ``microtab label
+        DS --title TEXT --description TEXT`` does (metadata only). ``None``
+        leaves one as it is, ``""`` removes it; surrounding blanks are
+        dropped. ``microtab info``, the analysis page and exports to Stata
+        (dataset label) and SPSS (file label) show the title.
+
+        Returns the dataset (its :attr:`title` and :attr:`description` as
+        stored now).
+
+        Examples
+        --------
+        >>> ds.set_title("CPS 2004", description="March supplement, Minnesota")   # doctest: +SKIP
+        """
+        if title is None and description is None:
+            raise ArgumentError("nothing to do: give a title, description= or both")
+        for what, x in (("title", title), ("description", description)):
+            if x is not None and not isinstance(x, str):
+                raise ArgumentError(f"{what} must be a str, not {type(x).__name__}")
+        _set_about(self.path, title, description)
+        self._refresh()
+        return self
 
     def missing(self, var: str, codes: Any = None, *, clear: bool = False) -> "Variable":
         """Sets the user-missing codes of ``var``, replacing its current
