@@ -21,6 +21,9 @@ if ! python3 scripts/check_arch.py --quiet; then
     echo "warning: check_arch found the problems above (ARCH_CHECK=warn; ARCH_CHECK=enforce fails the run)" >&2
 fi
 
+echo "== dependencies have the same features in the wheel's and the tests' builds as in the workspace build (scripts/check_features.sh: each reuses it)"
+bash scripts/check_features.sh
+
 echo "== Debian packages the tests need: r-cran-survey (the oracle of standard errors), r-cran-haven (writes SAS transport files), pspp (runs the SPSS setup files subset writes), chromium + chromium-driver (the page's browser tests), python3-venv (the tests' own Python environment)"
 NEED=""
 Rscript -e 'library(survey)' >/dev/null 2>&1 || NEED="$NEED r-cran-survey"
@@ -45,7 +48,9 @@ cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 
 echo "== cargo test"
 cargo build --release --quiet
-cargo test --release --workspace --exclude microtab-python --quiet
+# The workspace (the Python extension has no Rust tests: tests/python), so
+# the tests reuse the build's dependencies (scripts/check_features.sh).
+cargo test --release --workspace --quiet
 
 echo "== the wheel: the Python API and the three executables, built once (scripts/wheel.sh)"
 WHEEL="$(bash scripts/wheel.sh | tail -1)"

@@ -134,6 +134,27 @@ def test_names_with_spaces_hint_shows_the_quoted_argument(wide):
     run("freq", wide, "Body Mass (g)")
 
 
+def test_a_filter_the_shell_split_gets_the_quoted_filter(wide, tmp_path):
+    tip = ("tip: a filter with spaces is one argument: quote it for the shell, as in --filter {} "
+           "(unquoted, the shell splits it at its spaces, and a < or > in it sends the output to a "
+           "file or reads one)")
+    # `--filter AGE == 25`, and `--filter AGE >= 25` as the shell passes it on
+    # (the `>=` became a redirection to a file named `=`), and `--filter=`.
+    for args, shown in [(("--filter", "AGE", "==", "25"), "'AGE == 25'"),
+                        (("--filter", "AGE", "25"), "'AGE 25'"),
+                        (("--filter=AGE", "in", "(25,", "26)"), "'AGE in (25, 26)'"),
+                        (("--filter", "SEX(1)", "and", "AGE", "<", "30", "--weight", "PERWT"), "'SEX(1) and AGE < 30'")]:
+        p = run("freq", wide, "SEX", *args, ok=False)
+        assert p.returncode == 2 and tip.format(shown) in p.stderr, p.stderr
+    # Quoted as the tip shows, it answers (DuckDB counts the same records).
+    f = run_json("freq", wide, "SEX", "--filter", "AGE == 25")
+    want = duckdb.sql(f"SELECT count(*) FROM read_csv('{wide.parent / 'w.csv'}') WHERE AGE = 25").fetchall()[0][0]
+    assert f["total"]["count"] == want > 0
+    # Other stray arguments get no filter tip.
+    p = run("freq", wide, "SEX", "AGE", ok=False)
+    assert "filter" not in p.stderr, p.stderr
+
+
 def as_other_user():
     """Runs a child as `nobody` when these tests run as root (root writes
     anywhere); None when not root."""

@@ -151,6 +151,19 @@ def test_errors_name_the_mistake(data, flt, says):
     assert says in p.stderr, p.stderr
 
 
+def test_a_variable_named_as_a_keyword_gets_the_quoting_hint(tmp_path):
+    csv = tmp_path / "k.csv"
+    csv.write_text("in,or,W\n1,2,1\n2,1,1\n2,2,1\n")
+    ds = tmp_path / "k.mtab"
+    run("import", csv, ds)
+    for flt, w in [("or(1)", "or"), ("in >= 2", "in"), ("IN(2) and W(1)", "IN")]:
+        p = run("freq", ds, "W", "--filter", flt, ok=False)
+        assert f"a variable named {w} is quoted: `{w}`" in p.stderr, p.stderr
+    # Quoted as the hint says: the records by hand (or=1: one; in=2 and or=2: one).
+    assert run_json("freq", ds, "W", "--filter", "`or`(1)")["total"]["count"] == 1
+    assert run_json("freq", ds, "W", "--filter", "`in` >= 2 and `or`(2)")["total"]["count"] == 1
+
+
 def test_ranges_on_text_still_refused(data):
     ds, _ = data
     p = run("freq", ds, "G", "--filter", "REGION > Nord", ok=False)

@@ -88,10 +88,10 @@ pub fn answer_json(value: &impl Serialize) -> serde_json::Result<serde_json::Val
 fn unsign_zeros(v: &mut serde_json::Value) {
     use serde_json::Value as J;
     match v {
-        J::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => {
-            if n.as_f64().is_some_and(|x| x.is_sign_negative()) {
-                *v = J::from(0.0);
-            }
+        J::Number(n)
+            if n.is_f64() && n.as_f64().is_some_and(|x| x == 0.0 && x.is_sign_negative()) =>
+        {
+            *v = J::from(0.0);
         }
         J::Array(a) => a.iter_mut().for_each(unsign_zeros),
         J::Object(o) => o.values_mut().for_each(unsign_zeros),

@@ -36,7 +36,9 @@ pub fn clap_error(mut e: clap::Error, cmd: &clap::Command) -> clap::Error {
             if !bad.starts_with('-') {
                 // A name the shell cut at its spaces (`--weight Body Mass`).
                 let args: Vec<String> = std::env::args().skip(2).collect();
-                if let Some(q) = quoting(&args, &named_datasets_variables(&args)) {
+                let q = quoting(&args, &named_datasets_variables(&args))
+                    .or_else(|| split_filter(&args, &bad));
+                if let Some(q) = q {
                     let tip = clap::builder::StyledStr::from(q);
                     e.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip]));
                 }
@@ -283,6 +285,33 @@ pub fn quoting(args: &[String], names: &[String]) -> Option<String> {
         }
     }
     None
+}
+
+/// How to write a filter the shell cut at its spaces (`--filter AGE >= 25`
+/// arrives as `--filter AGE` and a stray `25`, the `>=` having sent the
+/// output to a file named `=`): `bad`, the argument clap found no place
+/// for, is one of the words after the filter's value.
+pub fn split_filter(args: &[String], bad: &str) -> Option<String> {
+    let (i, first) = args.iter().enumerate().find_map(|(i, a)| {
+        if a == "--filter" {
+            args.get(i + 1).map(|v| (i + 1, v.clone()))
+        } else {
+            a.strip_prefix("--filter=").map(|v| (i, v.to_string()))
+        }
+    })?;
+    let rest: Vec<&String> = args[i + 1..]
+        .iter()
+        .take_while(|a| !a.starts_with("--"))
+        .collect();
+    if !rest.iter().any(|a| *a == bad) {
+        return None;
+    }
+    let mut words = vec![first.as_str()];
+    words.extend(rest.iter().map(|a| a.as_str()));
+    Some(format!(
+        "a filter with spaces is one argument: quote it for the shell, as in --filter {} (unquoted, the shell splits it at its spaces, and a < or > in it sends the output to a file or reads one)",
+        shell_quote(&words.join(" "))
+    ))
 }
 
 /// Where `name` stands in `arg` outside backticks and double quotes

@@ -276,6 +276,18 @@ impl<'a> Parser<'a> {
                     self.col(t.at)
                 ),
             )),
+            Some(t) if keyword(&self.text[t.at..t.end]).is_some() => {
+                // A keyword where a variable's name goes: a variable of
+                // that name is quoted.
+                let w = &self.text[t.at..t.end];
+                Err(err(
+                    self.text,
+                    format!(
+                        "expected a term, as in AGE(25-64), AGE >= 25 or SEX = 2 at character {}, found '{w}' (a variable named {w} is quoted: `{w}`)",
+                        self.col(t.at)
+                    ),
+                ))
+            }
             t => Err(self.expected(t.as_ref(), "a term, as in AGE(25-64), AGE >= 25 or SEX = 2")),
         }
     }
