@@ -8,8 +8,14 @@
 # (see the comment there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tree() { cargo tree -f '{p} {f}' --prefix none --no-dedupe "$@" 2>/dev/null | sort -u; }
-python3 - <(tree -e normal,build -p microtab-python) <(tree -e normal,build,dev --workspace) <(tree -e normal,build --workspace) <<'PY'
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+# Each into a file, so that a failing cargo tree fails this script.
+tree() { local out="$1"; shift; cargo tree -f '{p} {f}' --prefix none --no-dedupe "$@" > "$T/$out"; sort -u -o "$T/$out" "$T/$out"; }
+tree alone -e normal,build -p microtab-python
+tree tests -e normal,build,dev --workspace
+tree workspace -e normal,build --workspace
+python3 - "$T/alone" "$T/tests" "$T/workspace" <<'PY'
 import sys
 def load(p):
     d = {}
@@ -19,6 +25,8 @@ def load(p):
             d.setdefault(" ".join(parts[:2]), set()).add(" ".join(parts[2:]))
     return d
 alone, tests, workspace = (load(a) for a in sys.argv[1:4])
+if not (alone and tests and workspace):
+    sys.exit("cargo tree listed no dependencies")
 bad = [f"{k}: {what} {sorted(d[k])}, in the workspace build {sorted(workspace[k])}"
        for what, d in (("the Python extension alone", alone), ("with the tests", tests))
        for k in sorted(d) if k in workspace and d[k] != workspace[k]]

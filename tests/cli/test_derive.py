@@ -234,12 +234,12 @@ def test_overlapping_recode_rules_are_noted_and_the_first_wins(data):
     # a '*' before a last rule leaves it nothing.
     p = run("recode", ds, "OV", "--from", "A", "*-17; 10-64; 65-*")
     notes = [l for l in p.stderr.splitlines() if l.startswith("note:")]
-    assert notes == ["note: recode rules 1 '*-17' and 2 '10-64' both take A 10-17: those records get rule 1's code"], p.stderr
+    assert notes == ["note: recode rules 1 '*-17' and 2 '10-64' both take A 10-17: a record gets the code of the first rule it matches"], p.stderr
     got = values(ds, "OV")
     want = sql_values(con, "CASE WHEN A <= 17 THEN 1 WHEN A <= 64 THEN 2 WHEN A >= 65 THEN 3 END")
     assert all(_same_exact(got[i], want[i]) for i in want)
     p = run("recode", ds, "OD", "--from", "D", "-1-1; 0.5-2; 3-9")
-    assert "note: recode rules 1 '-1-1' and 2 '0.5-2' both take D 0.50-1.00: those records get rule 1's code" in p.stderr, p.stderr
+    assert "note: recode rules 1 '-1-1' and 2 '0.5-2' both take D 0.50-1.00: a record gets the code of the first rule it matches" in p.stderr, p.stderr
     got = values(ds, "OD")
     want = sql_values(con, "CASE WHEN D BETWEEN -1 AND 1 THEN 1 WHEN D BETWEEN 0.5 AND 2 THEN 2 WHEN D BETWEEN 3 AND 9 THEN 3 END")
     assert all(_same_exact(got[i], want[i]) for i in want)

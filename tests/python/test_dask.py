@@ -654,3 +654,21 @@ def test_workers_count_on_their_share_of_the_host_cores(data, client):
         assert strip(t.to_dict()) == whole
     with pytest.raises(ValueError, match="threads must be 1 to 1024"):
         mtd.on(client, mtd.split(str(ds), 3), threads=0)
+
+
+def test_partials_with_sums_beyond_64_bits_merge(tmp_path, client):
+    """Exact partial sums of w·x² beyond 2^64 (incomes of a whole census
+    year) cross between workers as JSON text (a JSON value cannot hold
+    them): the mean and SD over parts equal numpy's over all records."""
+    import numpy as np
+    x = [5_000_000_000, 7_000_000_001, 5_000_000_000, 123, 9_000_000_000_000, 4]
+    w = [3, 1, 2, 5, 7, 1]
+    csv = tmp_path / "big.csv"
+    csv.write_text("X,W\n" + "".join(f"{a},{b}\n" for a, b in zip(x, w)))
+    ds = mt.import_csv(csv, tmp_path / "big.mtab")
+    assert sum(b * a * a for a, b in zip(x, w)) > 2 ** 64
+    want = np.average(np.array(x, dtype=float), weights=w)
+    for c in (None, client):
+        m = mtd.on(c, mtd.split(ds.path, 3)).means("X", weight="W").to_dict()
+        assert m["total"]["mean"] == pytest.approx(want, rel=1e-12)
+        assert m["total"]["sum_weights"] == sum(w)

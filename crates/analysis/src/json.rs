@@ -78,11 +78,52 @@ pub(crate) mod unknown_nans {
 
 /// An answer as a JSON value for a front end to send: every `-0.0` (a sum
 /// or difference rounding to zero from below) written `0.0`, as R, Stata
-/// and pandas print it, so a zero never reads as negative.
+/// and pandas print it, so a zero never reads as negative. A value with
+/// integers beyond 64 bits (exact partial sums) goes through
+/// [`answer_text`] instead: a JSON value cannot hold them.
 pub fn answer_json(value: &impl Serialize) -> serde_json::Result<serde_json::Value> {
     let mut v = serde_json::to_value(value)?;
     unsign_zeros(&mut v);
     Ok(v)
+}
+
+/// An answer (or any result: exact partial sums with 128-bit integers
+/// too) as JSON text, every `-0.0` written `0.0` ([`answer_json`]).
+pub fn answer_text(value: &impl Serialize) -> serde_json::Result<String> {
+    let s = serde_json::to_string(value)?;
+    Ok(unsign_zero_text(s))
+}
+
+/// `s`, a JSON text, with each number `-0.0` outside strings written
+/// `0.0` (serde_json writes a negative zero so and no other number that
+/// way: `-0.05` is left alone).
+fn unsign_zero_text(s: String) -> String {
+    if !s.contains("-0.0") {
+        return s;
+    }
+    let b = s.as_bytes();
+    let (mut out, mut last) = (String::with_capacity(s.len()), 0);
+    let (mut in_str, mut esc) = (false, false);
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            match c {
+                _ if esc => esc = false,
+                b'\\' => esc = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else if c == b'-'
+            && s[i..].starts_with("-0.0")
+            && matches!(b.get(i + 4), None | Some(b',' | b']' | b'}'))
+        {
+            out.push_str(&s[last..i]);
+            last = i + 1;
+        }
+    }
+    out.push_str(&s[last..]);
+    out
 }
 
 fn unsign_zeros(v: &mut serde_json::Value) {
@@ -110,6 +151,32 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
             r#"{"a":0.0,"b":[1.5,0.0,{"c":0.0}],"d":-2.0,"e":0.0,"f":0}"#
+        );
+    }
+
+    #[derive(serde::Serialize)]
+    struct Partial {
+        big: i128,
+        zero: f64,
+        small: f64,
+        label: &'static str,
+        list: Vec<f64>,
+    }
+
+    #[test]
+    fn the_text_form_keeps_128_bit_integers_and_strings() {
+        let p = Partial {
+            big: -(1i128 << 100),
+            zero: -0.0,
+            small: -0.05,
+            label: "a \"-0.0,\" b -0.0",
+            list: vec![-0.0, -0.0, 2.0],
+        };
+        // A JSON value cannot hold the 128-bit sum; the text can.
+        assert!(super::answer_json(&p).is_err());
+        assert_eq!(
+            super::answer_text(&p).unwrap(),
+            r#"{"big":-1267650600228229401496703205376,"zero":0.0,"small":-0.05,"label":"a \"-0.0,\" b -0.0","list":[0.0,0.0,2.0]}"#
         );
     }
 }

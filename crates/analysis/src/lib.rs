@@ -49,7 +49,7 @@ pub mod edit;
 mod family;
 mod html;
 mod json;
-pub use json::answer_json;
+pub use json::{answer_json, answer_text};
 pub mod model;
 mod params;
 mod quantile;

@@ -919,13 +919,12 @@ fn overlaps(ins: &Inputs, rules: &[Rule]) -> Vec<String> {
             let shared = shared_values(pa, pb, !ins.dicts[ia].is_empty(), var.decimals);
             let Some(shared) = shared else { continue };
             notes.push(format!(
-                "recode rules {} '{}' and {} '{}' both take {}{shared}: those records get rule {}'s code",
+                "recode rules {} '{}' and {} '{}' both take {}{shared}: a record gets the code of the first rule it matches",
                 a + 1,
                 ra.text,
                 b + 1,
                 rb.text,
                 var.name,
-                a + 1
             ));
         }
     }
@@ -937,7 +936,13 @@ fn overlaps(ins: &Inputs, rules: &[Rule]) -> Vec<String> {
 /// `decimals`), or `None` when they share none.
 fn shared_values(a: &Predicate, b: &Predicate, text: bool, decimals: u32) -> Option<String> {
     use crate::filter::Interval;
-    let show = |x: f64| format!("{x}");
+    let show = |x: f64| {
+        if x.is_infinite() {
+            "*".to_string()
+        } else {
+            format!("{x}")
+        }
+    };
     match (a, b) {
         (Predicate::Ints(ra), Predicate::Ints(rb)) => {
             let mut both: Vec<(i64, i64)> = Vec::new();

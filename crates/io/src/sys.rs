@@ -324,10 +324,11 @@ fn sync_each(root: &Path) -> io::Result<()> {
         if t.is_dir() {
             sync_each(&e.path())?;
         } else if t.is_file() {
-            OpenOptions::new()
-                .write(true)
-                .open(e.path())
-                .and_then(|f| f.sync_all())?;
+            // Unix syncs a file opened for reading (a read-only file
+            // too); Windows flushes only a handle that may write.
+            let mut o = OpenOptions::new();
+            o.read(true).write(cfg!(windows));
+            o.open(e.path()).and_then(|f| f.sync_all())?;
         }
     }
     sync_dir(root)
@@ -365,8 +366,9 @@ pub const ATOMIC_EXCHANGE: bool = cfg!(any(target_os = "linux", target_os = "mac
 /// (`renameat2(RENAME_EXCHANGE)`) and macOS (`renamex_np(RENAME_SWAP)`),
 /// so a reader sees one or the other, never neither, whenever the process
 /// stops. Elsewhere (Windows) by three renames: `b` is missing for the
-/// moment between the first two, and a failure of the second puts `b`
-/// back.
+/// moment between the first two, a failure of the second puts `b` back,
+/// and a process stopped between them leaves the old `b` at
+/// `b.exchange-PID`.
 pub fn exchange_dirs(a: &Path, b: &Path) -> io::Result<()> {
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     {

@@ -13,9 +13,8 @@ pub(crate) fn open(path: &str) -> PyResult<Dataset> {
 
 /// What crosses back to Python: a value as JSON text (`-0.0` as `0.0`).
 pub(crate) fn to_json(value: &impl serde::Serialize) -> PyResult<String> {
-    microtab_analysis::answer_json(value)
-        .and_then(|v| serde_json::to_string(&v))
-        .map_err(|e| MicrotabError::new_err(e.to_string()))
+    // As text: partial results hold exact sums beyond 64 bits.
+    microtab_analysis::answer_text(value).map_err(|e| MicrotabError::new_err(e.to_string()))
 }
 
 /// The records a boolean mask chose, as a filter term: `mask` is the

@@ -916,10 +916,10 @@ impl Drop for DatasetWriter {
     }
 }
 
-/// Swaps two directories (atomically on Linux and macOS:
-/// [`microtab_io::sys::exchange_dirs`]) and flushes `b`'s parent
-/// directory: a reader sees one or the other, never neither, whenever the
-/// process stops.
+/// Swaps two directories ([`microtab_io::sys::exchange_dirs`]) and
+/// flushes `b`'s parent directory: on Linux and macOS a reader sees one or
+/// the other, never neither, whenever the process stops (Windows has no
+/// atomic exchange: see there).
 pub fn exchange(a: &Path, b: &Path) -> Result<()> {
     microtab_io::sys::exchange_dirs(a, b).map_err(|e| io_err(b, e))?;
     let parent = b.parent().filter(|p| !p.as_os_str().is_empty());

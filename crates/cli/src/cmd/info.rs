@@ -95,11 +95,18 @@ pub fn run(a: Args) -> Result<()> {
                     .map(|s| format!(", from {s}"))
                     .unwrap_or_default()
             );
+            // A file's label is the file author's text: no control
+            // characters (escape sequences) reach the terminal.
+            let shown = |t: &str| -> String {
+                t.chars()
+                    .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+                    .collect()
+            };
             if let Some(t) = &info.title {
-                s += &format!("title: {t}\n");
+                s += &format!("title: {}\n", shown(t).replace('\n', " "));
             }
             if let Some(d) = &info.description {
-                s += &format!("description: {}\n", d.replace('\n', "\n  "));
+                s += &format!("description: {}\n", shown(d).replace('\n', "\n  "));
             }
             if info.title.is_some() || info.description.is_some() {
                 s += "\n";
