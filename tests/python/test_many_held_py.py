@@ -125,6 +125,16 @@ def test_bad_masks_over_datasets(data, tmp_path):
     m0 = single.with_design(**TAYLOR).means("Y", filter=np.ones(n0, dtype=bool)).to_pandas()
     ref = mt.open(paths[0]).with_design(**TAYLOR).means("Y").to_pandas()
     close(m0, ref)
+    # A one-dataset mask (Dataset.select) is tied to its import through
+    # open_many too: after a re-import of the same size it is refused.
+    one = mt.open(copies[0])
+    m1 = one.select("AGE >= 20")
+    alone = mt.open_many([copies[0]])
+    want = int((pd.read_csv(d / "p0.csv").AGE >= 20).sum())
+    assert alone.freq("G", filter=m1).to_dict()["total"]["count"] == want
+    mt.import_csv(d / "p0.csv", tmp_path / "c0.mtab", force=True)
+    with pytest.raises(ValueError, match="compute the mask again"):
+        mt.open_many([copies[0]]).freq("G", filter=m1)
 
 
 @pytest.fixture(scope="module")

@@ -2019,6 +2019,10 @@ class Datasets(_Queries):
         states = [d._current() for d in self.datasets]
         ids = tuple(st.m.get("id") for st in states)
         made = getattr(filter, "dataset_ids", None)
+        # A one-dataset mask (Dataset.select) names one import.
+        one = getattr(filter, "dataset_id", None)
+        if made is None and one is not None:
+            made = (one,)
         if made is not None and tuple(made) != ids:
             raise ArgumentError(
                 "filter: the mask was computed by select() on other imports of these datasets (one "
