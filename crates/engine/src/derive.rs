@@ -933,9 +933,13 @@ fn overlaps(ins: &Inputs, rules: &[Rule]) -> Vec<String> {
 
 /// The values two predicates both take (`" 10-17"`, or `""` for text,
 /// whose codes are no values to show; stored integers shown with
-/// `decimals`), or `None` when they share none.
+/// `decimals`; the first stretch, `…` when there are more), or `None` when
+/// they share none ([`Predicate::intersect`]).
 fn shared_values(a: &Predicate, b: &Predicate, text: bool, decimals: u32) -> Option<String> {
-    use crate::filter::Interval;
+    let end = |v: i64| match v {
+        i64::MIN | i64::MAX => "*".to_string(),
+        v => codec::display_int(decimals, v),
+    };
     let show = |x: f64| {
         if x.is_infinite() {
             "*".to_string()
@@ -943,74 +947,28 @@ fn shared_values(a: &Predicate, b: &Predicate, text: bool, decimals: u32) -> Opt
             format!("{x}")
         }
     };
-    match (a, b) {
-        (Predicate::Ints(ra), Predicate::Ints(rb)) => {
-            let mut both: Vec<(i64, i64)> = Vec::new();
-            for &(l1, h1) in ra {
-                for &(l2, h2) in rb {
-                    let (lo, hi) = (l1.max(l2), h1.min(h2));
-                    if lo <= hi {
-                        both.push((lo, hi));
-                    }
-                }
-            }
-            both.sort_unstable();
-            both.dedup();
-            let first = *both.first()?;
-            if text {
-                return Some(String::new());
-            }
-            let shown = |(lo, hi): (i64, i64)| {
-                if lo == hi {
-                    codec::display_int(decimals, lo)
-                } else {
-                    let end = |v: i64| match v {
-                        i64::MIN | i64::MAX => "*".to_string(),
-                        v => codec::display_int(decimals, v),
-                    };
-                    format!("{}-{}", end(lo), end(hi))
-                }
+    let (first, more) = match a.intersect(b) {
+        Predicate::Ints(r) => {
+            let &(lo, hi) = r.first()?;
+            let first = if lo == hi {
+                end(lo)
+            } else {
+                format!("{}-{}", end(lo), end(hi))
             };
-            let more = if both.len() > 1 { " …" } else { "" };
-            Some(format!(" {}{more}", shown(first)))
+            (first, r.len() > 1)
         }
-        _ => {
-            let iv = |p: &Predicate| -> Vec<Interval> {
-                match p {
-                    Predicate::Floats(v) => v.clone(),
-                    Predicate::Ints(r) => r
-                        .iter()
-                        .map(|&(lo, hi)| Interval {
-                            lo: lo as f64,
-                            lo_open: false,
-                            hi: hi as f64,
-                            hi_open: false,
-                        })
-                        .collect(),
-                }
+        Predicate::Floats(r) => {
+            let i = r.first()?;
+            let first = if i.lo == i.hi {
+                show(i.lo)
+            } else {
+                format!("values from {} to {}", show(i.lo), show(i.hi))
             };
-            for x in iv(a) {
-                for y in iv(b) {
-                    let (lo, lo_open) = if x.lo > y.lo || (x.lo == y.lo && x.lo_open) {
-                        (x.lo, x.lo_open)
-                    } else {
-                        (y.lo, y.lo_open)
-                    };
-                    let (hi, hi_open) = if x.hi < y.hi || (x.hi == y.hi && x.hi_open) {
-                        (x.hi, x.hi_open)
-                    } else {
-                        (y.hi, y.hi_open)
-                    };
-                    if lo < hi || (lo == hi && !lo_open && !hi_open) {
-                        return Some(if lo == hi {
-                            format!(" {}", show(lo))
-                        } else {
-                            format!(" values from {} to {}", show(lo), show(hi))
-                        });
-                    }
-                }
-            }
-            None
+            (first, r.len() > 1)
         }
+    };
+    if text {
+        return Some(String::new());
     }
+    Some(format!(" {first}{}", if more { " …" } else { "" }))
 }
