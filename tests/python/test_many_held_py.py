@@ -137,15 +137,8 @@ def test_bad_masks_over_datasets(data, tmp_path):
         mt.open_many([copies[0]]).freq("G", filter=m1)
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client, LocalCluster
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, silence_logs=40)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+# A real two-process LocalCluster, as test_dask.py starts it.
+from test_dask import client  # noqa: E402,F401  (a fixture)
 
 
 @pytest.mark.parametrize("design", [TAYLOR, JK1], ids=["taylor", "jk1"])
