@@ -242,3 +242,7 @@ def test_tests_are_a_frame_per_table(data, r_want):
     # One row: no test defined.
     one = ds.tab("SEX", "RACE", stats=True, filter="SEX = 1").tests()
     assert len(one) == 1 and one.loc[0, "test"] is None
+    # Not asked for: an error that says how, as Means.tests() and
+    # differences() give, not a row of Nones.
+    with pytest.raises(mt.QueryError, match=r"stats=True"):
+        ds.tab("SEX", "RACE").tests()

@@ -2652,6 +2652,8 @@ class Crosstab(_Result):
         >>> ds.tab("SEX", "RACE", control="REGION", stats=True).tests()   # doctest: +SKIP
         """
         pd = _pandas()
+        if not getattr(self, "_asked_stats", True):
+            raise QueryError("no tests: ask for them with tab(..., stats=True)")
         has_control = self._d.get("control_var") is not None
         recs = []
         for t in self.tables:
