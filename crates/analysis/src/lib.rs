@@ -65,6 +65,7 @@ mod sums;
 pub mod survey;
 mod taylor;
 pub mod ttest;
+pub mod weighting;
 
 pub use codebook::{anchor, codebook_html, CodebookEntry, CodebookHtml, CodebookPage, TopValue};
 pub use describe::{design_summary, DatasetInfo, Shown, VariableInfo};
