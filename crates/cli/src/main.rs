@@ -71,6 +71,8 @@ enum Command {
     Compute(cmd::derive::ComputeArgs),
     /// Add a variable recoded from one to six others by rules (`recode DS AGE3 --from AGE '0-17; 18-64; 65-*'`).
     Recode(cmd::derive::RecodeArgs),
+    /// Make a weight: post-stratify, rake or calibrate a weight (and its replicate weights) to population totals, or trim it.
+    Weight(cmd::weight::Args),
     /// Rename a variable.
     Rename(cmd::vars::RenameArgs),
     /// Remove variables.
@@ -106,6 +108,7 @@ fn main() {
         Command::Split(a) => cmd::split::run(a),
         Command::Compute(a) => cmd::derive::compute(a),
         Command::Recode(a) => cmd::derive::recode(a),
+        Command::Weight(a) => cmd::weight::run(a),
         Command::Rename(a) => cmd::vars::rename(a),
         Command::Drop(a) => cmd::vars::drop(a),
         Command::Verify(a) => cmd::verify::run(a),

@@ -1,9 +1,1060 @@
 //! Making weights: post-stratification, raking and calibration of a
-//! weight (and of every replicate weight the same way), trimming, and
-//! replicate weights built from a design's strata and PSUs. Each writes
-//! its new columns in a new generation of the dataset and sets the design
-//! that uses them.
+//! weight to population totals — and of every replicate weight the same
+//! way, so that replicate standard errors carry the adjustment — and
+//! trimming. The new weights are written as new columns in a new
+//! generation of the dataset (atomic: other writers wait, readers keep
+//! the generation they opened, a killed run leaves the dataset as it
+//! was), with the design that uses them.
+//!
+//! The records are first collapsed into groups that share every
+//! adjustment variable's value; each weight's sum per group is all the
+//! adjustment needs (a group's records all get the same factor), so
+//! raking 14 million records with 80 replicate weights solves 81 small
+//! problems. The arithmetic follows R `survey` (`postStratify`, `rake`,
+//! `calibrate`'s `grake`, `trimWeights`); docs/research/weighting-r-survey.md
+//! has the details and docs/WEIGHTING.md the user's guide.
 
-// Used by the weighting and replicate steps that land next.
-#[allow(dead_code)]
+mod error;
+mod model;
+mod solve;
 pub(crate) mod write;
+
+pub use error::WeightError;
+pub use model::{read_totals, TotalRow};
+pub use solve::Distance;
+
+use microtab_store::{Dataset, DatasetWriter, Design, Replicates, Taylor};
+use model::{Groups, Model, OUT};
+use rayon::prelude::*;
+use std::path::Path;
+
+/// How a weight is adjusted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// Post-stratification to the totals of the cells of one variable or
+    /// of several crossed (`AGEGRP*SEX`).
+    PostStratify(String),
+    /// Raking (iterative proportional fitting) to several margins, each a
+    /// variable or several crossed, separated by `;` (`AGEGRP; SEX`).
+    Rake(String),
+    /// Calibration to totals of the terms of a model joined by `+`
+    /// (`AGE + factor(SEX) + REGION*SEX`): a variable given by values
+    /// (or in `factor()`) is categorical, one given by a single total
+    /// numeric; with a distance and bounds on `g = new/old`.
+    Calibrate {
+        /// The model.
+        model: String,
+        /// The distance.
+        distance: Distance,
+        /// Bounds on `g` (`None`: unbounded).
+        bounds: Option<(f64, f64)>,
+    },
+    /// No adjustment (trimming only).
+    None,
+}
+
+impl Method {
+    /// What the report calls it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::PostStratify(_) => "post-stratification",
+            Method::Rake(_) => "raking",
+            Method::Calibrate { .. } => "calibration",
+            Method::None => "trimming",
+        }
+    }
+}
+
+/// What to make.
+#[derive(Debug, Clone)]
+pub struct WeightSpec {
+    /// The weight adjusted (`None`: the design's weight).
+    pub from: Option<String>,
+    /// The new weight's name; replicate weights follow as `NEW_1 … NEW_R`.
+    pub new: String,
+    /// The adjustment.
+    pub method: Method,
+    /// The population totals (empty for [`Method::None`]).
+    pub totals: Vec<TotalRow>,
+    /// Trim the adjusted weights to these bounds (weights, not factors).
+    pub trim: Option<(f64, f64)>,
+    /// Records outside the totals' categories (missing, or a value the
+    /// totals do not list) keep their weight instead of failing the
+    /// adjustment; categories with a total but no records are left out
+    /// of the adjustment.
+    pub allow_missing_cells: bool,
+    /// Convergence: the largest `|achieved − target| / (1 + |target|)`
+    /// allowed (default 1e-10).
+    pub tolerance: f64,
+    /// Newton steps (calibration) or cycles (raking) allowed (default 100
+    /// and 1000).
+    pub max_iterations: Option<usize>,
+    /// Replace existing variables of the new names.
+    pub replace: bool,
+}
+
+impl WeightSpec {
+    /// A spec with the defaults.
+    pub fn new(new: impl Into<String>, method: Method, totals: Vec<TotalRow>) -> WeightSpec {
+        WeightSpec {
+            from: None,
+            new: new.into(),
+            method,
+            totals,
+            trim: None,
+            allow_missing_cells: false,
+            tolerance: 1e-10,
+            max_iterations: None,
+            replace: false,
+        }
+    }
+}
+
+/// A target's total and what the new full-sample weight achieves.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Achieved {
+    /// The term (`AGEGRP*SEX`, `AGE`, `(Intercept)`).
+    pub term: String,
+    /// The category (empty for a numeric term and the intercept).
+    pub value: String,
+    /// The population total.
+    pub total: f64,
+    /// `Σ new weight` (× the variable for a numeric term).
+    pub achieved: f64,
+    /// `Σ old weight` (× the variable).
+    pub before: f64,
+}
+
+/// Range and spread of a weight.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Spread {
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Records with a weight of zero or less.
+    pub nonpositive: u64,
+    /// Σ weight.
+    pub sum: f64,
+    /// Kish's design effect of weighting, `n Σw² / (Σw)²` over the
+    /// records with a positive weight.
+    pub kish_deff: f64,
+}
+
+/// What was made.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WeightReport {
+    /// The method's name.
+    pub method: &'static str,
+    /// The weight adjusted.
+    pub from: String,
+    /// The new weight.
+    pub weight: String,
+    /// The new replicate weights (empty without replicates).
+    pub replicates: Vec<String>,
+    /// Records.
+    pub records: u64,
+    /// Groups of records sharing every adjustment variable's value.
+    pub groups: usize,
+    /// Records outside the totals' categories, which kept their weight.
+    pub outside: u64,
+    /// Categories with a total but no records, left out.
+    pub empty_cells: Vec<String>,
+    /// The targets and what the new weight achieves.
+    pub achieved: Vec<Achieved>,
+    /// Iterations of the full-sample weight.
+    pub iterations: usize,
+    /// The most iterations any replicate took.
+    pub replicate_iterations: usize,
+    /// The worst relative misfit over every weight and target, before
+    /// trimming.
+    pub worst_misfit: f64,
+    /// The tolerance.
+    pub tolerance: f64,
+    /// R's rescaling before calibration, when every target is more than
+    /// 20 times its sample total (bounds then apply after it).
+    pub rescaled: Option<f64>,
+    /// The old weight.
+    pub before: Spread,
+    /// The new weight.
+    pub after: Spread,
+    /// Trimming: records trimmed (full sample) and the passes taken.
+    pub trimmed: Option<(u64, usize)>,
+    /// The dataset's generation now.
+    pub generation: u64,
+    /// What the user should know.
+    pub notes: Vec<String>,
+}
+
+/// The adjustment's targets, flattened: per target its term index (or
+/// `None` for the intercept) and cell.
+struct Targets {
+    names: Vec<(String, String)>,
+    totals: Vec<f64>,
+}
+
+/// Makes the weights `spec` asks of the dataset at `dir`.
+pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError> {
+    let mut w = DatasetWriter::extend(dir)?;
+    let ds = w.snapshot().expect("an extending writer");
+    let rows = ds.rows() as usize;
+    let design = ds.manifest().design.clone();
+    let from = match (&spec.from, &design) {
+        (Some(f), _) => ds.variable(f)?.name.clone(),
+        (None, Some(d)) => d.weight.clone(),
+        (None, None) => {
+            return Err(WeightError::Weight(format!(
+                "{} has no survey design, so which weight to adjust must be given",
+                dir.display()
+            )))
+        }
+    };
+    let fvar = ds.variable(&from)?;
+    if fvar.kind == microtab_store::Kind::String {
+        return Err(WeightError::Weight(format!(
+            "the weight {from} is a text variable"
+        )));
+    }
+    // Replicates follow the design's weight.
+    let reps: Vec<String> = match &design {
+        Some(Design {
+            weight,
+            replicates: Some(r),
+            ..
+        }) if *weight == from => r.weights.clone(),
+        _ => Vec::new(),
+    };
+    let mut names = vec![new_name(&ds, &spec.new, spec.replace)?];
+    for k in 1..=reps.len() {
+        names.push(new_name(&ds, &format!("{}_{k}", spec.new), spec.replace)?);
+    }
+    if let Some(d) = &design {
+        if let Some(v) = names.iter().find(|n| d.variables().contains(n)) {
+            return Err(WeightError::Weight(format!(
+                "{v} is part of the survey design and cannot be replaced"
+            )));
+        }
+    }
+    let wnames: Vec<String> = std::iter::once(from.clone())
+        .chain(reps.iter().cloned())
+        .collect();
+
+    // The model and the groups.
+    let mut model = model_of(&ds, spec)?;
+    model::numeric_values(&ds, &mut model)?;
+    let groups = model::group_records(&ds, &model)?;
+    let ngroups = groups.keys.len();
+    if groups.outside.records > 0
+        && !spec.allow_missing_cells
+        && !matches!(spec.method, Method::None)
+    {
+        return Err(WeightError::Outside {
+            records: groups.outside.records,
+            detail: outside_detail(&model, &groups),
+        });
+    }
+
+    // Each weight's sum per group, and the old weight's spread.
+    let sums = group_sums(&ds, &wnames, &groups, ngroups)?;
+    let before = spread_of(&ds, &from)?;
+
+    // The problem and its solution, weight by weight.
+    let tol = spec.tolerance;
+    let (targets, results, empty_cells) = solve_all(spec, &model, &groups, &sums, &wnames)?;
+
+    // Trimming: each weight's passes, from its adjusted values.
+    let trims: Vec<Vec<f64>> = match spec.trim {
+        None => vec![Vec::new(); results.len()],
+        Some(b) => trim_all(&ds, &wnames, &groups, &results, b)?,
+    };
+
+    // Write.
+    let cols: Vec<microtab_store::Column> = wnames
+        .iter()
+        .map(|n| ds.column(n))
+        .collect::<Result<_, _>>()?;
+    let wvars: Vec<microtab_store::Variable> = wnames
+        .iter()
+        .map(|n| ds.variable(n).cloned())
+        .collect::<Result<_, _>>()?;
+    let written =
+        write::write_f64_columns::<WeightError, _>(&mut w, rows, &names, |c, start, out| {
+            let (mut buf, mut vals) = (Vec::new(), Vec::new());
+            model::read_block(&cols[c], &wvars[c], start, out.len(), &mut buf, &mut vals)?;
+            let scale = wvars[c].scale();
+            let g = &results[c].g;
+            let of = &groups.of_record[start..start + out.len()];
+            for ((o, &v), &gid) in out.iter_mut().zip(&vals).zip(of) {
+                let x = v / scale;
+                let a = if gid == OUT { x } else { x * g[gid as usize] };
+                *o = if trims[c].is_empty() {
+                    a
+                } else {
+                    solve::trimmed(a, spec.trim.expect("trimming"), &trims[c])
+                };
+            }
+            Ok(())
+        })?;
+    let _ = written;
+
+    // The design.
+    let new_design = new_design(&ds, design.as_ref(), &from, &names);
+    w.set_design(new_design);
+    let generation = ds.manifest().generation + 1;
+    w.commit(rows as u64)?;
+
+    // The report, from the dataset as written.
+    let after_ds = Dataset::open(dir)?;
+    let after = spread_of(&after_ds, &names[0])?;
+    let achieved = achieved_totals(&after_ds, &model, &groups, &names[0], &from, &targets)?;
+    let trimmed = spec.trim.map(|b| {
+        let n = count_outside(&ds, &from, &groups, &results[0], b).unwrap_or(0);
+        (n, trims[0].len())
+    });
+    let notes = notes_of(spec, design.as_ref(), &from, &names[0], &results[0], &after);
+    Ok(WeightReport {
+        method: spec.method.name(),
+        from: from.clone(),
+        weight: names[0].clone(),
+        replicates: names[1..].to_vec(),
+        records: rows as u64,
+        groups: ngroups,
+        outside: groups.outside.records,
+        empty_cells,
+        achieved,
+        iterations: results[0].iterations,
+        replicate_iterations: results[1..].iter().map(|r| r.iterations).max().unwrap_or(0),
+        worst_misfit: results.iter().map(|r| r.worst).fold(0.0, f64::max),
+        tolerance: tol,
+        rescaled: results[0].rescaled,
+        before,
+        after,
+        trimmed,
+        generation,
+        notes,
+    })
+}
+
+/// The model of `spec`'s method over `ds`.
+fn model_of(ds: &Dataset, spec: &WeightSpec) -> Result<Model, WeightError> {
+    let model = match &spec.method {
+        Method::None => Model {
+            inputs: Vec::new(),
+            terms: Vec::new(),
+            intercept: None,
+        },
+        m => {
+            let (text, sep, numeric) = match m {
+                Method::PostStratify(t) => (t, '+', false),
+                Method::Rake(t) => (t, ';', false),
+                Method::Calibrate { model, .. } => (model, '+', true),
+                Method::None => unreachable!(),
+            };
+            let specs = model::parse_terms(text, sep)?;
+            if matches!(m, Method::PostStratify(_)) && specs.len() != 1 {
+                return Err(WeightError::Spec(format!(
+                    "post-stratification takes one variable or several crossed (A*B), not '{text}'"
+                )));
+            }
+            model::build_model(ds, &specs, &spec.totals, numeric)?
+        }
+    };
+    if !matches!(spec.method, Method::Calibrate { .. }) && model.intercept.is_some() {
+        return Err(WeightError::Spec(
+            "(Intercept) is a calibration total: post-stratification and raking take the totals of categories".into(),
+        ));
+    }
+    Ok(model)
+}
+
+/// Each weight's adjustment: the targets, the solutions (full sample
+/// first), and the cells left out.
+fn solve_all(
+    spec: &WeightSpec,
+    model: &Model,
+    groups: &Groups,
+    sums: &[Vec<f64>],
+    wnames: &[String],
+) -> Result<(Targets, Vec<solve::Solved>, Vec<String>), WeightError> {
+    let ngroups = groups.keys.len();
+    let tol = spec.tolerance;
+    let solved: Vec<Result<solve::Solved, solve::Failure>>;
+    let targets: Targets;
+    let mut empty_cells = Vec::new();
+    match &spec.method {
+        Method::None => {
+            targets = Targets {
+                names: Vec::new(),
+                totals: Vec::new(),
+            };
+            solved = sums
+                .iter()
+                .map(|_| {
+                    Ok(solve::Solved {
+                        g: vec![1.0; ngroups],
+                        iterations: 0,
+                        worst: 0.0,
+                        rescaled: None,
+                    })
+                })
+                .collect();
+        }
+        Method::PostStratify(_) | Method::Rake(_) => {
+            let mut margins = Vec::new();
+            let mut names = Vec::new();
+            let mut totals = Vec::new();
+            for t in &model.terms {
+                let cell: Vec<u32> = groups
+                    .keys
+                    .iter()
+                    .map(|k| model::cell_of(t, k).expect("a listed cell") as u32)
+                    .collect();
+                let mut tt: Vec<f64> = t.cells.iter().map(|c| c.total).collect();
+                check_cells(
+                    t,
+                    &cell,
+                    &sums[0],
+                    &mut tt,
+                    spec.allow_missing_cells,
+                    &mut empty_cells,
+                )?;
+                names.extend(t.cells.iter().map(|c| (t.name.clone(), c.shown.clone())));
+                totals.extend(tt.iter().copied());
+                margins.push((cell, tt));
+            }
+            check_margins(model, &margins)?;
+            targets = Targets { names, totals };
+            let max = spec.max_iterations.unwrap_or(1000);
+            solved = sums
+                .par_iter()
+                .map(|w| {
+                    if matches!(spec.method, Method::PostStratify(_)) {
+                        solve::poststratify(w, &margins[0].0, &margins[0].1)
+                    } else {
+                        solve::rake(w, &margins, tol, max)
+                    }
+                })
+                .collect();
+        }
+        Method::Calibrate {
+            distance, bounds, ..
+        } => {
+            let bounds = bounds.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+            if *distance == Distance::Logit && !(bounds.0.is_finite() && bounds.1.is_finite()) {
+                return Err(WeightError::Spec(
+                    "logit calibration needs finite bounds".into(),
+                ));
+            }
+            if !(bounds.0 < 1.0 && 1.0 < bounds.1) {
+                return Err(WeightError::Spec(format!(
+                    "the bounds on g = new/old weight must hold 1 strictly inside, not [{}, {}]",
+                    bounds.0, bounds.1
+                )));
+            }
+            let (x, kept, names, totals) = design_matrix(
+                model,
+                groups,
+                &sums[0],
+                spec.allow_missing_cells,
+                &mut empty_cells,
+            )?;
+            let solver_totals: Vec<f64> = kept.iter().map(|&k| totals[k]).collect();
+            targets = Targets { names, totals };
+            let max = spec.max_iterations.unwrap_or(100);
+            // Failures name targets by their index among all columns.
+            let map = |f: solve::Failure| match f {
+                solve::Failure::Empty(t) => solve::Failure::Empty(kept[t]),
+                solve::Failure::NotConverged {
+                    worst,
+                    at,
+                    iterations,
+                } => solve::Failure::NotConverged {
+                    worst,
+                    at: kept[at],
+                    iterations,
+                },
+            };
+            solved = sums
+                .par_iter()
+                .map(|w| {
+                    solve::calibrate(w, &x, &solver_totals, *distance, bounds, tol, max)
+                        .map_err(map)
+                })
+                .collect();
+        }
+    }
+    let results = solved
+        .into_iter()
+        .enumerate()
+        .map(|(k, r)| r.map_err(|f| named(f, &wnames[k], spec, &targets)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((targets, results, empty_cells))
+}
+
+/// What the report tells the user besides the numbers.
+fn notes_of(
+    spec: &WeightSpec,
+    design: Option<&Design>,
+    from: &str,
+    new: &str,
+    full: &solve::Solved,
+    after: &Spread,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(s) = full.rescaled {
+        notes.push(format!(
+            "every total is more than 20 times its sample total, so {from} was first multiplied by {s:.4} (as R's calibrate does); the bounds apply to g after that"
+        ));
+    }
+    if after.nonpositive > 0 {
+        notes.push(format!(
+            "{} records have a new weight of zero or less",
+            after.nonpositive
+        ));
+    }
+    if spec.trim.is_some() && !matches!(spec.method, Method::None) {
+        notes.push("trimming moves the totals away from their targets (the achieved totals are after trimming)".into());
+    }
+    if matches!(
+        design,
+        Some(Design {
+            taylor: Some(_),
+            ..
+        }) | None
+    ) && !matches!(spec.method, Method::None)
+    {
+        notes.push(format!(
+            "standard errors under this design treat {} as given: they do not subtract the adjustment's residuals as R's calibrated designs do, so they are conservative; for standard errors that carry the adjustment, make replicate weights first and adjust those",
+            new
+        ));
+    }
+    notes
+}
+
+/// A failed adjustment of `weight` as an error naming the target.
+fn named(f: solve::Failure, weight: &str, spec: &WeightSpec, targets: &Targets) -> WeightError {
+    match f {
+        solve::Failure::Empty(t) => {
+            let (term, value) = targets.names[t].clone();
+            WeightError::EmptyCell {
+                weight: weight.to_string(),
+                term,
+                value,
+                total: targets.totals[t],
+            }
+        }
+        solve::Failure::NotConverged {
+            worst,
+            at,
+            iterations,
+        } => {
+            let (term, value) = targets.names[at].clone();
+            let total = targets.totals[at];
+            WeightError::NotConverged {
+                method: spec.method.name(),
+                weight: weight.to_string(),
+                iterations,
+                target: if value.is_empty() {
+                    term
+                } else {
+                    format!("{term} = {value}")
+                },
+                off: worst * (1.0 + total.abs()),
+                total,
+                worst,
+                tolerance: spec.tolerance,
+            }
+        }
+    }
+}
+
+/// `name` as a new variable's name: valid, and new unless `replace`.
+fn new_name(ds: &Dataset, name: &str, replace: bool) -> Result<String, WeightError> {
+    microtab_engine::check_name(name)?;
+    match ds.variable(name) {
+        Ok(v) if !replace => Err(WeightError::Exists {
+            dataset: ds.dir().to_path_buf(),
+            variable: v.name.clone(),
+        }),
+        Ok(v) => Ok(v.name.clone()),
+        Err(_) => Ok(name.to_string()),
+    }
+}
+
+/// The design after weighting: the new weight (and its replicates) in
+/// place of the old.
+fn new_design(ds: &Dataset, old: Option<&Design>, from: &str, names: &[String]) -> Design {
+    match old {
+        Some(d) if d.weight == from => Design {
+            weight: names[0].clone(),
+            replicates: d.replicates.as_ref().map(|r| Replicates {
+                weights: names[1..].to_vec(),
+                rank: None,
+                ..r.clone()
+            }),
+            taylor: d.taylor.clone(),
+        },
+        _ => {
+            let _ = ds;
+            Design {
+                weight: names[0].clone(),
+                replicates: None,
+                taylor: old.and_then(|d| d.taylor.clone()).map(|t: Taylor| t),
+            }
+        }
+    }
+}
+
+/// Lists what puts records outside.
+fn outside_detail(model: &Model, groups: &Groups) -> String {
+    let o = &groups.outside;
+    let mut parts = Vec::new();
+    for (j, inp) in model.inputs.iter().enumerate() {
+        if o.missing[j] > 0 {
+            parts.push(format!("{}: {} missing", inp.var.name, o.missing[j]));
+        }
+        if !o.unlisted[j].is_empty() {
+            let vals: Vec<String> = o.unlisted[j]
+                .iter()
+                .take(5)
+                .map(|(bits, n)| {
+                    let code = f64::from_bits(*bits);
+                    let shown = if inp.var.kind == microtab_store::Kind::String {
+                        inp.dict.get(code as usize).cloned().unwrap_or_default()
+                    } else {
+                        microtab_store::codec::display_code(&inp.var, code)
+                    };
+                    format!("{shown} ({n})")
+                })
+                .collect();
+            let more = if o.unlisted[j].len() > 5 {
+                format!(" and {} more values", o.unlisted[j].len() - 5)
+            } else {
+                String::new()
+            };
+            parts.push(format!(
+                "{} values the totals do not list: {}{more}",
+                inp.var.name,
+                vals.join(", ")
+            ));
+        }
+    }
+    for (t, &n) in model.terms.iter().zip(&o.cells) {
+        if n > 0 {
+            parts.push(format!("{n} in cells of {} the totals do not list", t.name));
+        }
+    }
+    parts.join("; ")
+}
+
+/// Each weight's sum per group (in blocks of fixed size, added in order:
+/// the same sums whatever the number of threads).
+fn group_sums(
+    ds: &Dataset,
+    wnames: &[String],
+    groups: &Groups,
+    ngroups: usize,
+) -> Result<Vec<Vec<f64>>, WeightError> {
+    let rows = ds.rows() as usize;
+    let blocks = rows.div_ceil(write::BLOCK);
+    wnames
+        .par_iter()
+        .map(|name| -> Result<Vec<f64>, WeightError> {
+            let var = ds.variable(name)?.clone();
+            let col = ds.column(name)?;
+            let scale = var.scale();
+            let parts = (0..blocks)
+                .into_par_iter()
+                .map(|b| -> Result<Vec<f64>, WeightError> {
+                    let start = b * write::BLOCK;
+                    let n = write::BLOCK.min(rows - start);
+                    let (mut buf, mut vals) = (Vec::new(), Vec::new());
+                    model::read_block(&col, &var, start, n, &mut buf, &mut vals)?;
+                    let mut s = vec![0.0; ngroups];
+                    let of = &groups.of_record[start..start + n];
+                    for (k, (&v, &g)) in vals.iter().zip(of).enumerate() {
+                        if v.is_nan() {
+                            return Err(WeightError::Weight(format!(
+                                "the weight {name} is missing in record {}",
+                                start + k + 1
+                            )));
+                        }
+                        if g != OUT {
+                            s[g as usize] += v / scale;
+                        }
+                    }
+                    Ok(s)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut total = vec![0.0; ngroups];
+            for p in parts {
+                for (t, x) in total.iter_mut().zip(p) {
+                    *t += x;
+                }
+            }
+            Ok(total)
+        })
+        .collect()
+}
+
+/// The range, sum and Kish design effect of a weight column.
+fn spread_of(ds: &Dataset, name: &str) -> Result<Spread, WeightError> {
+    let rows = ds.rows() as usize;
+    let var = ds.variable(name)?.clone();
+    let col = ds.column(name)?;
+    let scale = var.scale();
+    let blocks = rows.div_ceil(write::BLOCK);
+    let parts = (0..blocks)
+        .into_par_iter()
+        .map(|b| -> Result<(f64, f64, u64, u64, f64, f64), WeightError> {
+            let start = b * write::BLOCK;
+            let n = write::BLOCK.min(rows - start);
+            let (mut buf, mut vals) = (Vec::new(), Vec::new());
+            model::read_block(&col, &var, start, n, &mut buf, &mut vals)?;
+            let (mut lo, mut hi, mut np, mut pos, mut s, mut s2) =
+                (f64::INFINITY, f64::NEG_INFINITY, 0u64, 0u64, 0.0, 0.0);
+            for &v in &vals {
+                let x = v / scale;
+                if x.is_nan() {
+                    continue;
+                }
+                lo = lo.min(x);
+                hi = hi.max(x);
+                if x <= 0.0 {
+                    np += 1;
+                } else {
+                    pos += 1;
+                    s += x;
+                    s2 += x * x;
+                }
+            }
+            Ok((lo, hi, np, pos, s, s2))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut lo, mut hi, mut np, mut pos, mut s, mut s2) =
+        (f64::INFINITY, f64::NEG_INFINITY, 0u64, 0u64, 0.0, 0.0);
+    for p in parts {
+        lo = lo.min(p.0);
+        hi = hi.max(p.1);
+        np += p.2;
+        pos += p.3;
+        s += p.4;
+        s2 += p.5;
+    }
+    Ok(Spread {
+        min: lo,
+        max: hi,
+        nonpositive: np,
+        sum: s,
+        kish_deff: if s > 0.0 {
+            pos as f64 * s2 / (s * s)
+        } else {
+            f64::NAN
+        },
+    })
+}
+
+/// Checks a categorical term's cells against the full-sample weight:
+/// cells with a total and no weight (left out with `allow`), cells with
+/// records and a total of 0.
+fn check_cells(
+    t: &model::Term,
+    cell: &[u32],
+    w: &[f64],
+    totals: &mut [f64],
+    allow: bool,
+    empty: &mut Vec<String>,
+) -> Result<(), WeightError> {
+    let mut sum = vec![0.0; totals.len()];
+    let mut n = vec![0u64; totals.len()];
+    for (&c, &wg) in cell.iter().zip(w) {
+        sum[c as usize] += wg;
+        n[c as usize] += 1;
+    }
+    for (c, tot) in totals.iter_mut().enumerate() {
+        if sum[c] == 0.0 && *tot != 0.0 {
+            if !allow {
+                return Err(WeightError::EmptyCell {
+                    weight: "the sample".into(),
+                    term: t.name.clone(),
+                    value: t.cells[c].shown.clone(),
+                    total: *tot,
+                });
+            }
+            empty.push(format!("{} = {}", t.name, t.cells[c].shown));
+            *tot = 0.0;
+        } else if *tot == 0.0 && sum[c] != 0.0 {
+            return Err(WeightError::ZeroTotal {
+                term: t.name.clone(),
+                value: t.cells[c].shown.clone(),
+                records: n[c],
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Margins of a raking must have the same sum.
+fn check_margins(model: &Model, margins: &[(Vec<u32>, Vec<f64>)]) -> Result<(), WeightError> {
+    let sums: Vec<f64> = margins.iter().map(|m| m.1.iter().sum()).collect();
+    let first = sums[0];
+    if sums
+        .iter()
+        .any(|s| (s - first).abs() > 1e-9 * first.abs().max(1.0))
+    {
+        let list: Vec<String> = model
+            .terms
+            .iter()
+            .zip(&sums)
+            .map(|(t, s)| format!("{} sums to {}", t.name, fmt_total(*s)))
+            .collect();
+        return Err(WeightError::Inconsistent(list.join(", ")));
+    }
+    Ok(())
+}
+
+/// A total as shown in messages.
+fn fmt_total(x: f64) -> String {
+    // Twelve significant digits: sums of the totals carry rounding.
+    let x: f64 = format!("{x:.11e}").parse().unwrap_or(x);
+    if x == x.round() && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The calibration model's rows per group (`p` values each), the names
+/// and totals of its columns, after leaving out columns that other
+/// columns determine over the sample (the totals of those must agree).
+#[allow(clippy::type_complexity)]
+fn design_matrix(
+    model: &Model,
+    groups: &Groups,
+    w: &[f64],
+    allow: bool,
+    empty: &mut Vec<String>,
+) -> Result<(Vec<f64>, Vec<usize>, Vec<(String, String)>, Vec<f64>), WeightError> {
+    // Every column, in order: the intercept, then each term's.
+    let g = groups.keys.len();
+    let mut cols: Vec<Vec<f64>> = Vec::new();
+    let mut names: Vec<(String, String)> = Vec::new();
+    let mut totals: Vec<f64> = Vec::new();
+    if let Some(n) = model.intercept {
+        cols.push(vec![1.0; g]);
+        names.push(("(Intercept)".into(), String::new()));
+        totals.push(n);
+    }
+    for t in &model.terms {
+        if t.numeric {
+            let j = t.vars[0];
+            cols.push(groups.keys.iter().map(|k| k[j]).collect());
+            names.push((t.name.clone(), String::new()));
+            totals.push(t.total);
+        } else {
+            let cell: Vec<usize> = groups
+                .keys
+                .iter()
+                .map(|k| model::cell_of(t, k).expect("a listed cell"))
+                .collect();
+            let mut tt: Vec<f64> = t.cells.iter().map(|c| c.total).collect();
+            let cell32: Vec<u32> = cell.iter().map(|&c| c as u32).collect();
+            check_cells(t, &cell32, w, &mut tt, allow, empty)?;
+            for (idx, (c, tc)) in t.cells.iter().zip(&tt).enumerate() {
+                cols.push(cell.iter().map(|&x| (x == idx) as u8 as f64).collect());
+                names.push((t.name.clone(), c.shown.clone()));
+                totals.push(*tc);
+            }
+        }
+    }
+    // Columns another combination determines: dropped, their totals
+    // checked (incremental Cholesky of the weighted cross products).
+    let p = cols.len();
+    let dot = |a: &[f64], b: &[f64]| -> f64 {
+        a.iter().zip(b).zip(w).map(|((x, y), wg)| x * y * wg).sum()
+    };
+    let mut kept: Vec<usize> = Vec::new();
+    let mut l: Vec<Vec<f64>> = Vec::new(); // rows of L over kept columns
+    for j in 0..p {
+        let mjj = dot(&cols[j], &cols[j]);
+        if mjj == 0.0 {
+            // No weight at all: an empty cell (checked above) or a
+            // numeric variable that is zero throughout.
+            if totals[j] != 0.0 {
+                return Err(WeightError::EmptyCell {
+                    weight: "the sample".into(),
+                    term: names[j].0.clone(),
+                    value: names[j].1.clone(),
+                    total: totals[j],
+                });
+            }
+            continue;
+        }
+        let b: Vec<f64> = kept.iter().map(|&k| dot(&cols[k], &cols[j])).collect();
+        // Forward solve L r = b.
+        let mut r = vec![0.0; kept.len()];
+        for i in 0..kept.len() {
+            let mut s = b[i];
+            for k in 0..i {
+                s -= l[i][k] * r[k];
+            }
+            r[i] = s / l[i][i];
+        }
+        let d = mjj - r.iter().map(|x| x * x).sum::<f64>();
+        if d <= 1e-9 * mjj {
+            // Dependent: x_j = Σ c_k x_k, c = L'⁻¹ r.
+            let mut c = r.clone();
+            for i in (0..kept.len()).rev() {
+                for k in i + 1..kept.len() {
+                    c[i] -= l[k][i] * c[k];
+                }
+                c[i] /= l[i][i];
+            }
+            let implied: f64 = c.iter().zip(&kept).map(|(ck, &k)| ck * totals[k]).sum();
+            let scale = totals[j].abs().max(implied.abs()).max(1.0);
+            if (implied - totals[j]).abs() > 1e-9 * scale {
+                let what = |k: usize| {
+                    if names[k].1.is_empty() {
+                        names[k].0.clone()
+                    } else {
+                        format!("{} = {}", names[k].0, names[k].1)
+                    }
+                };
+                return Err(WeightError::Inconsistent(format!(
+                    "the total of {} is {}, but the other totals make it {} (each variable's categories must add up to the same population)",
+                    what(j),
+                    fmt_total(totals[j]),
+                    fmt_total(implied)
+                )));
+            }
+            continue;
+        }
+        let mut row = r;
+        row.push(d.sqrt());
+        l.push(row);
+        kept.push(j);
+    }
+    let q = kept.len();
+    let mut x = vec![0.0; g * q];
+    for (i, &k) in kept.iter().enumerate() {
+        for (gi, &v) in cols[k].iter().enumerate() {
+            x[gi * q + i] = v;
+        }
+    }
+    Ok((x, kept, names, totals))
+}
+
+/// Each weight's trimming passes, from its adjusted values.
+fn trim_all(
+    ds: &Dataset,
+    wnames: &[String],
+    groups: &Groups,
+    results: &[solve::Solved],
+    bounds: (f64, f64),
+) -> Result<Vec<Vec<f64>>, WeightError> {
+    if bounds.0.is_nan() || bounds.1.is_nan() || bounds.0 >= bounds.1 || bounds.0 < 0.0 {
+        return Err(WeightError::Spec(format!(
+            "trimming bounds must be 0 ≤ low < high, not [{}, {}]",
+            bounds.0, bounds.1
+        )));
+    }
+    wnames
+        .par_iter()
+        .zip(results)
+        .map(|(name, r)| {
+            let vals = adjusted(ds, name, groups, &r.g)?;
+            solve::trim_shares(&vals, bounds, 1000).map_err(|_| WeightError::Trim {
+                weight: name.clone(),
+                lo: bounds.0,
+                hi: bounds.1,
+            })
+        })
+        .collect()
+}
+
+/// A weight's adjusted values, every record (for trimming).
+fn adjusted(ds: &Dataset, name: &str, groups: &Groups, g: &[f64]) -> Result<Vec<f64>, WeightError> {
+    let rows = ds.rows() as usize;
+    let var = ds.variable(name)?.clone();
+    let col = ds.column(name)?;
+    let scale = var.scale();
+    let mut out = vec![0.0; rows];
+    out.par_chunks_mut(write::BLOCK).enumerate().try_for_each(
+        |(b, o)| -> Result<(), WeightError> {
+            let start = b * write::BLOCK;
+            let (mut buf, mut vals) = (Vec::new(), Vec::new());
+            model::read_block(&col, &var, start, o.len(), &mut buf, &mut vals)?;
+            let of = &groups.of_record[start..start + o.len()];
+            for ((x, &v), &gid) in o.iter_mut().zip(&vals).zip(of) {
+                let a = v / scale;
+                *x = if gid == OUT { a } else { a * g[gid as usize] };
+            }
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// Records of the full-sample weight outside the trimming bounds before
+/// trimming.
+fn count_outside(
+    ds: &Dataset,
+    name: &str,
+    groups: &Groups,
+    r: &solve::Solved,
+    (lo, hi): (f64, f64),
+) -> Result<u64, WeightError> {
+    let vals = adjusted(ds, name, groups, &r.g)?;
+    Ok(vals
+        .iter()
+        .filter(|&&x| x != 0.0 && (x < lo || x > hi))
+        .count() as u64)
+}
+
+/// Each target's total, and what the old and new full-sample weights
+/// give it (from the columns as written).
+fn achieved_totals(
+    ds: &Dataset,
+    model: &Model,
+    groups: &Groups,
+    new: &str,
+    old: &str,
+    targets: &Targets,
+) -> Result<Vec<Achieved>, WeightError> {
+    if targets.totals.is_empty() {
+        return Ok(Vec::new());
+    }
+    let g = groups.keys.len();
+    let sums = group_sums(ds, &[new.to_string(), old.to_string()], groups, g)?;
+    let mut out = Vec::new();
+    for ((term, value), &total) in targets.names.iter().zip(&targets.totals) {
+        let mut a = [0.0, 0.0];
+        if term == "(Intercept)" {
+            a = [sums[0].iter().sum(), sums[1].iter().sum()];
+        } else {
+            let t = model
+                .terms
+                .iter()
+                .find(|t| t.name == *term)
+                .expect("a term");
+            for (gi, k) in groups.keys.iter().enumerate() {
+                let x = if t.numeric {
+                    k[t.vars[0]]
+                } else {
+                    let c = model::cell_of(t, k).expect("a listed cell");
+                    (t.cells[c].shown == *value) as u8 as f64
+                };
+                a[0] += sums[0][gi] * x;
+                a[1] += sums[1][gi] * x;
+            }
+        }
+        out.push(Achieved {
+            term: term.clone(),
+            value: value.clone(),
+            total,
+            achieved: a[0],
+            before: a[1],
+        });
+    }
+    Ok(out)
+}

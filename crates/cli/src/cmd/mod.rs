@@ -22,3 +22,4 @@ pub mod tab;
 pub mod tune;
 pub mod vars;
 pub mod verify;
+pub mod weight;
