@@ -15,6 +15,7 @@ mod edit;
 mod errors;
 mod frame;
 mod settings;
+mod weight;
 
 use common::{open, selection_term, to_json};
 use errors::*;
@@ -895,6 +896,7 @@ fn _microtab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_design, m)?)?;
     m.add_function(wrap_pyfunction!(_build_design, m)?)?;
     edit::register(m)?;
+    weight::register(m)?;
     m.add_function(wrap_pyfunction!(_arrow_stream, m)?)?;
     m.add_function(wrap_pyfunction!(_to_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(_to_stata, m)?)?;

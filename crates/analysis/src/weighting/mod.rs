@@ -279,21 +279,21 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
         .collect::<Result<_, _>>()?;
     let written =
         write::write_f64_columns::<WeightError, _>(&mut w, rows, &names, |c, start, out| {
-            let (mut buf, mut vals) = (Vec::new(), Vec::new());
-            model::read_block(&cols[c], &wvars[c], start, out.len(), &mut buf, &mut vals)?;
-            let scale = wvars[c].scale();
-            let g = &results[c].g;
-            let of = &groups.of_record[start..start + out.len()];
-            for ((o, &v), &gid) in out.iter_mut().zip(&vals).zip(of) {
-                let x = v / scale;
-                let a = if gid == OUT { x } else { x * g[gid as usize] };
-                *o = if trims[c].is_empty() {
-                    a
-                } else {
-                    solve::trimmed(a, spec.trim.expect("trimming"), &trims[c])
-                };
-            }
-            Ok(())
+            let n = out.len();
+            model::block_values(&cols[c], &wvars[c], start, n, |vals| {
+                let scale = wvars[c].scale();
+                let g = &results[c].g;
+                let of = &groups.of_record[start..start + n];
+                for ((o, &v), &gid) in out.iter_mut().zip(vals).zip(of) {
+                    let x = v / scale;
+                    let a = if gid == OUT { x } else { x * g[gid as usize] };
+                    *o = if trims[c].is_empty() {
+                        a
+                    } else {
+                        solve::trimmed(a, spec.trim.expect("trimming"), &trims[c])
+                    };
+                }
+            })
         })?;
     let _ = written;
 
@@ -668,22 +668,22 @@ fn group_sums(
                 .map(|b| -> Result<Vec<f64>, WeightError> {
                     let start = b * write::BLOCK;
                     let n = write::BLOCK.min(rows - start);
-                    let (mut buf, mut vals) = (Vec::new(), Vec::new());
-                    model::read_block(&col, &var, start, n, &mut buf, &mut vals)?;
-                    let mut s = vec![0.0; ngroups];
-                    let of = &groups.of_record[start..start + n];
-                    for (k, (&v, &g)) in vals.iter().zip(of).enumerate() {
-                        if v.is_nan() {
-                            return Err(WeightError::Weight(format!(
-                                "the weight {name} is missing in record {}",
-                                start + k + 1
-                            )));
+                    model::block_values(&col, &var, start, n, |vals| {
+                        let mut s = vec![0.0; ngroups];
+                        let of = &groups.of_record[start..start + n];
+                        for (k, (&v, &g)) in vals.iter().zip(of).enumerate() {
+                            if v.is_nan() {
+                                return Err(WeightError::Weight(format!(
+                                    "the weight {name} is missing in record {}",
+                                    start + k + 1
+                                )));
+                            }
+                            if g != OUT {
+                                s[g as usize] += v / scale;
+                            }
                         }
-                        if g != OUT {
-                            s[g as usize] += v / scale;
-                        }
-                    }
-                    Ok(s)
+                        Ok(s)
+                    })?
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let mut total = vec![0.0; ngroups];

@@ -546,6 +546,9 @@ pub(crate) fn read_block(
         ColumnData::F32(v) => conv!(v),
         ColumnData::F64(v) => out.extend_from_slice(v),
     }
+    // The mapped pages read are let go (they stay in the page cache): a
+    // pass over many columns would otherwise count them all as its own.
+    col.release(start, n);
     if let Some(null) = var.null_code {
         let null = null as f64;
         out.iter_mut()
@@ -560,6 +563,32 @@ pub(crate) fn read_block(
         }
     }
     Ok(())
+}
+
+thread_local! {
+    /// A worker's buffers for [`block_values`] (reused: a pass over 81
+    /// columns would otherwise zero fresh pages for every block).
+    static BUFFERS: std::cell::RefCell<(Vec<u64>, Vec<f64>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    };
+}
+
+/// `f` of `n` values of `col` from record `start` (as [`read_block`]
+/// gives them), read into this thread's buffers. `f` must not read
+/// another block itself.
+pub(crate) fn block_values<R>(
+    col: &Column,
+    var: &Variable,
+    start: usize,
+    n: usize,
+    f: impl FnOnce(&[f64]) -> R,
+) -> Result<R, WeightError> {
+    BUFFERS.with(|b| {
+        let mut b = b.borrow_mut();
+        let (buf, vals) = &mut *b;
+        read_block(col, var, start, n, buf, vals)?;
+        Ok(f(vals))
+    })
 }
 
 /// Why records are outside the model: per variable, the records with a
@@ -651,6 +680,8 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
         .map(|i| ds.column(&i.var.name))
         .collect::<Result<_, _>>()?;
     let blocks = rows.div_ceil(BLOCK);
+    // Few combinations: keys index a table directly.
+    let dense = (span <= DENSE as u128).then_some(span as usize);
     // Per block: each record's key (u64::MAX: outside), the distinct keys,
     // and why records were outside.
     type BlockOut = (Vec<u64>, Vec<u64>, Outside);
@@ -694,9 +725,7 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
                     }
                 }
             }
-            let mut distinct: Vec<u64> = keys.iter().copied().filter(|&k| k != u64::MAX).collect();
-            distinct.sort_unstable();
-            distinct.dedup();
+            let distinct = distinct_keys(&keys, dense);
             Ok((keys, distinct, out))
         })
         .collect::<Result<_, _>>()?;
@@ -739,6 +768,13 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
             }
         }
     }
+    let table: Option<Vec<u32>> = dense.map(|span| {
+        let mut t = vec![OUT; span];
+        for (&k, &g) in &gid_of {
+            t[k as usize] = g;
+        }
+        t
+    });
     let mut outside = Outside {
         missing: vec![0; ninp],
         unlisted: vec![BTreeMap::new(); ninp],
@@ -753,18 +789,26 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
                 *outside.unlisted[j].entry(*v).or_insert(0) += c;
             }
         }
-        of_record.extend(keys.iter().map(|k| {
-            if *k == u64::MAX {
-                return OUT;
+        match &table {
+            Some(t) => {
+                of_record.extend(
+                    keys.iter()
+                        .map(|&k| if k == u64::MAX { OUT } else { t[k as usize] }),
+                )
             }
-            match gid_of.get(k) {
-                Some(&g) => g,
-                None => OUT,
-            }
-        }));
-        for k in keys.iter().filter(|k| **k != u64::MAX) {
-            if let Some(&t) = unlisted_cell.get(k) {
-                outside.cells[t] += 1;
+            None => of_record.extend(keys.iter().map(|k| {
+                if *k == u64::MAX {
+                    OUT
+                } else {
+                    gid_of.get(k).copied().unwrap_or(OUT)
+                }
+            })),
+        }
+        if !unlisted_cell.is_empty() {
+            for k in keys.iter().filter(|k| **k != u64::MAX) {
+                if let Some(&t) = unlisted_cell.get(k) {
+                    outside.cells[t] += 1;
+                }
             }
         }
     }
@@ -774,6 +818,38 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
         keys: keys_of,
         outside,
     })
+}
+
+/// Combinations of values up to this many are found with a bitmap and
+/// looked up in a table (beyond, sorted and hashed).
+const DENSE: usize = 1 << 22;
+
+/// The distinct keys of `keys` (`u64::MAX` left out), ascending: with a
+/// bitmap of `dense` bits when given, else by sorting.
+fn distinct_keys(keys: &[u64], dense: Option<usize>) -> Vec<u64> {
+    match dense {
+        Some(span) => {
+            let mut bits = vec![0u64; span.div_ceil(64)];
+            for &k in keys.iter().filter(|&&k| k != u64::MAX) {
+                bits[(k / 64) as usize] |= 1 << (k % 64);
+            }
+            let mut out = Vec::new();
+            for (w, &b) in bits.iter().enumerate() {
+                let mut b = b;
+                while b != 0 {
+                    out.push(w as u64 * 64 + b.trailing_zeros() as u64);
+                    b &= b - 1;
+                }
+            }
+            out
+        }
+        None => {
+            let mut d: Vec<u64> = keys.iter().copied().filter(|&k| k != u64::MAX).collect();
+            d.sort_unstable();
+            d.dedup();
+            d
+        }
+    }
 }
 
 /// The cell of categorical term `t` that a group with `key` is in.

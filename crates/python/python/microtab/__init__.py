@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 from typing import Any, Iterable, Sequence
 
@@ -51,6 +52,7 @@ from ._microtab import (
     _drop,
     _compute,
     _recode,
+    _weight,
     _subset,
     _split,
     _arrow_stream,
@@ -1794,6 +1796,106 @@ class Dataset(_Queries):
         for note in out["notes"]:
             warnings.warn(note, RecodeNote, stacklevel=2)
         return self.variable(out["name"])
+
+    def weight(self, name: str, *, totals: Any = None, poststrata: str | Sequence[str] | None = None,
+               rake: str | Sequence[str] | None = None, calibrate: str | Sequence[str] | None = None,
+               distance: str = "linear", bounds: tuple[float, float] | None = None,
+               trim: tuple[float, float] | None = None, source: str | None = None,
+               allow_missing_cells: bool = False, tolerance: float = 1e-10,
+               max_iterations: int | None = None, replace: bool = False) -> dict:
+        """Makes a weight, as ``microtab weight`` does: post-stratifies,
+        rakes or calibrates a weight to population totals (and each of its
+        replicate weights the same way), or trims it; writes ``name`` (and
+        ``name_1 … name_R``) in a new generation of the dataset and sets
+        the design to it. docs/WEIGHTING.md has the methods and what is
+        refused.
+
+        Parameters
+        ----------
+        name : str
+            The new weight.
+        totals : path, DataFrame or list of (variable, value, total)
+            The population totals: a CSV file with the columns
+            ``variable,value,total``, a DataFrame with those columns, or
+            the rows. Crossed variables are ``"A*B"`` with the value
+            ``"a*b"``; a numeric variable's value is ``""``; the row
+            ``("(Intercept)", "", N)`` gives the population size. An error
+            names a row as a CSV file's line (the header is line 1).
+        poststrata : str or list of str
+            One variable or several crossed: ``"AGEGRP*SEX"`` or
+            ``["AGEGRP", "SEX"]``.
+        rake : str or list of str
+            Margins: ``"AGEGRP; SEX"`` or ``["AGEGRP", "SEX", "A*B"]``.
+        calibrate : str or list of str
+            A model's terms: ``"AGE + factor(SEX)"`` or ``["AGE", "SEX"]``
+            (a variable with totals by value is categorical).
+        distance : {"linear", "raking", "logit"}
+            Calibration's distance (R's ``calfun``).
+        bounds : (float, float), optional
+            Bounds on ``g = new / old`` (calibration; logit needs them).
+        trim : (float, float), optional
+            Trim the new weights to these bounds (alone: trim ``source``).
+        source : str, optional
+            The weight adjusted (default: the design's weight).
+        allow_missing_cells : bool, default False
+            Records outside the totals' categories keep their weight;
+            categories with a total but no records are left out.
+        tolerance, max_iterations
+            Convergence: the largest ``|achieved - total| / (1 + |total|)``
+            accepted, and the Newton steps (100) or raking cycles (1000)
+            allowed. A weight that does not converge is an error.
+        replace : bool, default False
+            Overwrite existing variables of the new names.
+
+        Returns
+        -------
+        dict
+            The report: ``achieved`` (each target's ``total``, ``before``
+            and ``achieved``), ``iterations``, ``worst_misfit``, ``before``
+            and ``after`` (``min``, ``max``, ``sum``, ``kish_deff``),
+            ``replicates``, ``outside``, ``notes`` …
+
+        Examples
+        --------
+        >>> ds.weight("RAKED", rake=["AGEGRP", "SEX"], totals="totals.csv")       # doctest: +SKIP
+        >>> ds.weight("CAL", calibrate="AGE + SEX", totals=df, distance="logit",
+        ...           bounds=(0.5, 2.0))                                         # doctest: +SKIP
+        """
+        chosen = [(k, v) for k, v in (("poststrata", poststrata), ("rake", rake),
+                                      ("calibrate", calibrate)) if v is not None]
+        if len(chosen) > 1:
+            raise ArgumentError("give one of poststrata=, rake= and calibrate=")
+        if not chosen and trim is None:
+            raise ArgumentError("say how to weight: poststrata=, rake= or calibrate= with totals=, "
+                                "or trim=(low, high)")
+        how, spec = chosen[0] if chosen else ("trim", "")
+        if not isinstance(spec, str):
+            spec = {"poststrata": "*", "rake": "; ", "calibrate": " + "}[how].join(spec)
+        rows: list = []
+        path = None
+        if chosen:
+            if totals is None:
+                raise ArgumentError("totals= is needed: a CSV file, a DataFrame or rows of "
+                                    "(variable, value, total)")
+            if isinstance(totals, (str, os.PathLike)):
+                path = os.fspath(totals)
+            else:
+                if hasattr(totals, "to_dict") and hasattr(totals, "columns"):
+                    cols = [str(c).lower() for c in totals.columns]
+                    if cols[:3] != ["variable", "value", "total"]:
+                        raise ArgumentError("a totals DataFrame has the columns variable, value, total")
+                    totals = totals.itertuples(index=False, name=None)
+                for r in totals:
+                    var, val, tot = r[:3]
+                    val = "" if val is None or (isinstance(val, float) and math.isnan(val)) else val
+                    rows.append((str(var), _typed(val) if val != "" else "", float(tot)))
+        b = None if bounds is None else (float(bounds[0]), float(bounds[1]))
+        t = None if trim is None else (float(trim[0]), float(trim[1]))
+        out = json.loads(_weight(self.path, name, how, spec, rows, path, distance, b, source, t,
+                                 bool(allow_missing_cells), float(tolerance), max_iterations,
+                                 bool(replace)))
+        self._refresh()
+        return out
 
     def rename(self, old: str, new: str) -> "Variable":
         """Renames a variable (its labels, missing codes and the design's

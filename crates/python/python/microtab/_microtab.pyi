@@ -62,3 +62,9 @@ class Snapshot:
     def frame(self, names: list[str], filter: str | None = None, wide: bool = True,
               mask: bytes | None = None
               ) -> tuple[list[tuple[str, Buffer, str, Buffer, int, list[str] | None]], int]: ...
+def _weight(path: str, new: str, how: str, spec: str, totals: list[tuple[str, str, float]],
+            totals_path: str | None = None, distance: str = "linear",
+            bounds: tuple[float, float] | None = None, source: str | None = None,
+            trim: tuple[float, float] | None = None, allow_missing_cells: bool = False,
+            tolerance: float = 1e-10, max_iterations: int | None = None,
+            replace: bool = False) -> str: ...
