@@ -5,5 +5,6 @@
 //! that uses them.
 
 // Used by the weighting and replicate steps that land next.
+pub mod replicate;
 #[allow(dead_code)]
 pub(crate) mod write;
