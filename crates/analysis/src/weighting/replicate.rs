@@ -572,6 +572,17 @@ enum Plan {
     },
 }
 
+/// The PSU factors of the replicate being written and the thread making
+/// the next one's.
+struct Factors<'scope, 'env> {
+    /// The replicate and its factors.
+    current: Option<(usize, Arc<Vec<f64>>)>,
+    /// The next replicate and the thread making its factors.
+    next: Option<(usize, std::thread::ScopedJoinHandle<'scope, Vec<f64>>)>,
+    /// (`'env`: what the threads borrow.)
+    _env: std::marker::PhantomData<&'env ()>,
+}
+
 /// 2^(−3/2), the SDR coefficient.
 const SDR_C: f64 = 0.353_553_390_593_273_8;
 
@@ -582,6 +593,13 @@ fn sdr_factor(h: &[Vec<u8>], (a, b): (u32, u32), r: usize) -> f64 {
 }
 
 impl Plan {
+    /// Replicate `r`'s factor of every PSU.
+    fn factor_vec(&self, psus: &Psus, r: usize) -> Vec<f64> {
+        let mut v = vec![0.0; psus.count()];
+        self.factors(psus, r, &mut v);
+        v
+    }
+
     /// Replicate `r`'s factor of every PSU, into `out`.
     fn factors(&self, psus: &Psus, r: usize, out: &mut [f64]) {
         match self {
@@ -611,7 +629,10 @@ impl Plan {
                 }
             }
             Plan::Boot { seed } => {
+                // Each stratum's counts in a small buffer (its PSUs may lie
+                // anywhere in `out`), then one write per PSU.
                 let mut rng = Rng::new(*seed, r as u64);
+                let mut counts: Vec<u32> = Vec::new();
                 for &s in &psus.order {
                     let m = &psus.members[s as usize];
                     let n = m.len();
@@ -619,15 +640,14 @@ impl Plan {
                         out[m[0] as usize] = 1.0;
                         continue;
                     }
-                    for &p in m {
-                        out[p as usize] = 0.0;
-                    }
+                    counts.clear();
+                    counts.resize(n, 0);
                     for _ in 0..n - 1 {
-                        out[m[rng.below(n as u64) as usize] as usize] += 1.0;
+                        counts[rng.below(n as u64) as usize] += 1;
                     }
                     let f = n as f64 / (n - 1) as f64;
-                    for &p in m {
-                        out[p as usize] *= f;
+                    for (&p, &c) in m.iter().zip(&counts) {
+                        out[p as usize] = f64::from(c) * f;
                     }
                 }
             }
@@ -792,13 +812,12 @@ const MAX_PRIME: usize = 7919;
 /// Whether `p` is one of R's Paley primes: a prime ≡ 3 (mod 4) from 3 to
 /// 7919.
 fn paley_prime(p: usize) -> bool {
-    p >= 3
-        && p <= MAX_PRIME
+    (3..=MAX_PRIME).contains(&p)
         && p % 4 == 3
         && (3..)
             .step_by(2)
             .take_while(|d| d * d <= p)
-            .all(|d| p % d != 0)
+            .all(|d| !p.is_multiple_of(d))
 }
 
 /// How a Hadamard matrix is built: a precooked one or a Paley matrix of a
@@ -824,7 +843,7 @@ fn paley(n: usize, nmax: usize) -> Option<Construction> {
     let nceil = n + 4 - n % 4;
     if n % 4 + 4 == n % 8 {
         let mut nn = nceil;
-        while nn % 8 == 0 {
+        while nn.is_multiple_of(8) {
             nn /= 2;
         }
         if paley_prime(nn - 1) {
@@ -1279,7 +1298,7 @@ fn rank(plan: &Plan, psus: &Psus, w: &[f64], r: usize) -> Option<usize> {
             *by.entry(ab).or_default() += x;
         }
         let mut keys: Vec<_> = by.into_iter().collect();
-        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        keys.sort_by_key(|k| k.0);
         if keys.len().saturating_mul(r) > RANK_CELLS {
             return None;
         }
@@ -1466,38 +1485,54 @@ pub fn replicate(dir: &Path, o: &ReplicateOptions) -> Result<Replicated> {
     let made = make(method, &ds, &t, &psus, (rho, o.seed, count))?;
     debug_assert_eq!(made.rscales.len(), count);
     let rank = rank(&made.plan, &psus, &weights, count);
-    // One replicate's PSU factors at a time, made by the first block of
-    // its column to need them.
-    let cache: Mutex<Option<(usize, Arc<Vec<f64>>)>> = Mutex::new(None);
-    let p = psus.count();
-    write_f64_columns::<ReplicateError, _>(&mut w, rows as usize, &names, |col, start, out| {
-        let f = {
-            let mut g = cache.lock().unwrap_or_else(|e| e.into_inner());
-            match &*g {
-                Some((c, f)) if *c == col => f.clone(),
-                _ => {
-                    let mut v = vec![0.0; p];
-                    made.plan.factors(&psus, col, &mut v);
-                    let f = Arc::new(v);
-                    *g = Some((col, f.clone()));
-                    f
+    let plan = &made.plan;
+    let psus = &psus;
+    let weights = &weights;
+    // One replicate's PSU factors at a time: the first block of a column
+    // takes them and starts the next replicate's on a thread of its own
+    // (the bootstrap's draws are serial), so that they are made while
+    // this column is filled and written.
+    std::thread::scope(|sc| {
+        let state: Mutex<Factors<'_, '_>> = Mutex::new(Factors {
+            current: None,
+            next: None,
+            _env: std::marker::PhantomData,
+        });
+        write_f64_columns::<ReplicateError, _>(&mut w, rows as usize, &names, |col, start, out| {
+            let f = {
+                let mut g = state.lock().unwrap_or_else(|e| e.into_inner());
+                match &g.current {
+                    Some((c, f)) if *c == col => f.clone(),
+                    _ => {
+                        let f = match g.next.take() {
+                            Some((c, h)) if c == col => h.join().expect("a replicate's factors"),
+                            _ => plan.factor_vec(psus, col),
+                        };
+                        let f = Arc::new(f);
+                        g.current = Some((col, f.clone()));
+                        if col + 1 < count {
+                            let next = col + 1;
+                            g.next = Some((next, sc.spawn(move || plan.factor_vec(psus, next))));
+                        }
+                        f
+                    }
+                }
+            };
+            let wts = &weights[start..start + out.len()];
+            match &psus.of_record {
+                Some(ix) => {
+                    for ((o, &x), &q) in out.iter_mut().zip(wts).zip(&ix[start..]) {
+                        *o = x * f[q as usize] + 0.0;
+                    }
+                }
+                None => {
+                    for ((o, &x), &q) in out.iter_mut().zip(wts).zip(&f[start..]) {
+                        *o = x * q + 0.0;
+                    }
                 }
             }
-        };
-        let wts = &weights[start..start + out.len()];
-        match &psus.of_record {
-            Some(ix) => {
-                for ((o, &x), &q) in out.iter_mut().zip(wts).zip(&ix[start..]) {
-                    *o = x * f[q as usize] + 0.0;
-                }
-            }
-            None => {
-                for ((o, &x), &q) in out.iter_mut().zip(wts).zip(&f[start..]) {
-                    *o = x * q + 0.0;
-                }
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     })?;
     let kind = method.rep_type();
     w.set_design(Design {
