@@ -181,6 +181,11 @@ def test_jk1_on_apiclus1_matches_r(tmp_path, apidir, fpc):
     assert "15 jk1 replicates from 15 PSUs" in err and "pw_REP1 … pw_REP15" in err
     names = manifest(ds)["design"]["replicates"]["weights"]
     assert names == [f"pw_REP{i}" for i in range(1, 16)]
+    # A public-use file: the PSU codes and FPC dropped, the same SEs.
+    se = run_json("means", ds, "api00")["total_se"]["se"]
+    run("drop", ds, "dnum", "fpc")
+    assert run_json("means", ds, "api00")["total_se"]["se"] == pytest.approx(se, rel=1e-12)
+    assert se == pytest.approx(facts["mean_se"][0], rel=1e-6)
 
 
 @pytest.mark.parametrize("fpc", [True, False])
