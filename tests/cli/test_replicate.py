@@ -435,6 +435,7 @@ def test_bootstrap_with_many_replicates_is_near_taylor(tmp_path, apidir, strat):
                     'svrepdesign(data=d, weights=~pw, repweights=rw, type="bootstrap", scale=1/(R-1), '
                     'rscales=1, combined.weights=TRUE, mse=TRUE)', taylor, "stype", "api00", "ell")
     m = check_ses(ds, facts, "stype", "api00", "ell")
+    assert d["rank"] == facts["degf"][0] + 1
     assert m["total_se"]["se"] == pytest.approx(facts["taylor_mean_se"][0], rel=0.05)
     for a, b in zip(facts["total_se"], facts["taylor_total_se"]):
         assert a == pytest.approx(b, rel=0.05)
@@ -489,6 +490,7 @@ def test_sdr_variance_of_a_total_is_the_successive_difference_formula(tmp_path, 
                     'combined.weights=TRUE, mse=TRUE)',
                     "svydesign(id=~psu, weights=~w, data=d)", "grp", "y", "x")
     check_ses(ds, facts, "grp", "y", "x")
+    assert d["rank"] == facts["degf"][0] + 1
 
 
 def test_sdr_with_more_psus_than_rows_cycles_and_says_so(tmp_path, apidir):
@@ -505,6 +507,8 @@ def test_sdr_with_more_psus_than_rows_cycles_and_says_so(tmp_path, apidir):
                     'combined.weights=TRUE, mse=TRUE)', "svydesign(id=~1, weights=~pw, data=d)",
                     "stype", "api00", "ell")
     check_ses(ds, facts, "stype", "api00", "ell")
+    # The rank, as R's degf() + 1 (rows used in turn make it fewer than 12).
+    assert d["rank"] == facts["degf"][0] + 1
     # Every factor is 1 or 1 ± 2^(−1/2).
     fac = columns(ds, d["weights"]) / np.array([float(r["pw"]) for r in read_rows(csv)])[:, None]
     assert np.allclose(np.min(np.abs(fac[..., None] - np.array([1 - 2 ** -0.5, 1, 1 + 2 ** -0.5])), axis=-1), 0, atol=1e-12)
