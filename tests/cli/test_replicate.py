@@ -508,7 +508,7 @@ def test_sdr_with_more_psus_than_rows_cycles_and_says_so(tmp_path, apidir):
                     "stype", "api00", "ell")
     check_ses(ds, facts, "stype", "api00", "ell")
     # The rank, as R's degf() + 1 (rows used in turn make it fewer than 12).
-    assert d["rank"] == facts["degf"][0] + 1
+    assert d["rank"] == facts["degf"][0] + 1 < 12
     # Every factor is 1 or 1 ± 2^(−1/2).
     fac = columns(ds, d["weights"]) / np.array([float(r["pw"]) for r in read_rows(csv)])[:, None]
     assert np.allclose(np.min(np.abs(fac[..., None] - np.array([1 - 2 ** -0.5, 1, 1 + 2 ** -0.5])), axis=-1), 0, atol=1e-12)
