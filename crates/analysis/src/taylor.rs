@@ -75,7 +75,7 @@ pub(crate) fn keys(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<i64>> {
 }
 
 /// A whole numeric column in displayed units, checked present.
-fn values(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<f64>> {
+pub(crate) fn values(ds: &Dataset, v: &Variable, role: &str) -> Result<Vec<f64>> {
     if v.kind == Kind::String {
         return Err(Error::Design(format!(
             "the {role} {} is a text variable",

@@ -67,6 +67,8 @@ enum Command {
     Subset(cmd::subset::Args),
     /// Cut a dataset into parts by records, under a catalog directory queries name as one.
     Split(cmd::split::Args),
+    /// Build replicate weights (jk1, jkn, brr, fay, bootstrap, sdr) from the dataset's strata and PSUs, and set the replicate design that uses them.
+    Replicate(cmd::replicate::Args),
     /// Add a variable computed from an expression (`compute DS NEW = AGE >= 18`).
     Compute(cmd::derive::ComputeArgs),
     /// Add a variable recoded from one to six others by rules (`recode DS AGE3 --from AGE '0-17; 18-64; 65-*'`).
@@ -106,6 +108,7 @@ fn main() {
         Command::List(a) => cmd::list::run(a),
         Command::Subset(a) => cmd::subset::run(a),
         Command::Split(a) => cmd::split::run(a),
+        Command::Replicate(a) => cmd::replicate::run(a),
         Command::Compute(a) => cmd::derive::compute(a),
         Command::Recode(a) => cmd::derive::recode(a),
         Command::Weight(a) => cmd::weight::run(a),
@@ -147,6 +150,10 @@ fn remedy(e: &anyhow::Error) -> Option<microtab_store::Remedy> {
     use microtab_store::Remedied;
     e.chain().find_map(|c| {
         if let Some(x) = c.downcast_ref::<microtab_analysis::Error>() {
+            x.remedy()
+        } else if let Some(x) =
+            c.downcast_ref::<microtab_analysis::weighting::replicate::ReplicateError>()
+        {
             x.remedy()
         } else if let Some(x) = c.downcast_ref::<microtab_analysis::CatalogError>() {
             x.remedy()

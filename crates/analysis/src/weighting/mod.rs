@@ -1,7 +1,8 @@
 //! Making weights: post-stratification, raking and calibration of a
 //! weight to population totals — and of every replicate weight the same
 //! way, so that replicate standard errors carry the adjustment — and
-//! trimming. The new weights are written as new columns in a new
+//! trimming ([`weight`]); and replicate weights built from a Taylor
+//! design's strata and PSUs ([`replicate::replicate`]). The new weights are written as new columns in a new
 //! generation of the dataset (atomic: other writers wait, readers keep
 //! the generation they opened, a killed run leaves the dataset as it
 //! was), with the design that uses them.
@@ -16,6 +17,7 @@
 
 mod error;
 mod model;
+pub mod replicate;
 mod solve;
 pub(crate) mod write;
 

@@ -16,6 +16,7 @@ pub mod means;
 pub mod missing;
 pub mod ratio;
 pub mod regress;
+pub mod replicate;
 pub mod split;
 pub mod subset;
 pub mod tab;
