@@ -210,6 +210,18 @@ pub(crate) fn analysis_error(e: microtab_analysis::Error) -> PyErr {
     })
 }
 
+pub(crate) fn replicate_error(e: microtab_analysis::weighting::replicate::ReplicateError) -> PyErr {
+    use microtab_analysis::weighting::replicate::ReplicateError as E;
+    raised(e, |e| {
+        Ok(match e {
+            E::Store(s) => return Err(store_error(s)),
+            E::Analysis(a) => return Err(analysis_error(a)),
+            e @ E::NameTaken { .. } => pyo3::exceptions::PyFileExistsError::new_err(e.to_string()),
+            e => QueryError::new_err(e.to_string()),
+        })
+    })
+}
+
 pub(crate) fn ingest_error(e: microtab_ingest::Error) -> PyErr {
     use microtab_ingest::Error as E;
     let hints = e.hints();

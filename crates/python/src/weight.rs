@@ -99,8 +99,55 @@ fn _weight(
     microtab_analysis::answer_text(&r).map_err(|e| QueryError::new_err(e.to_string()))
 }
 
+/// Builds replicate weights from the stored Taylor design as `microtab
+/// replicate` does; what was made, as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, kind, replicates=None, seed=None, prefix=None, rho=None, replace=false))]
+#[allow(clippy::too_many_arguments)]
+fn _replicate(
+    py: Python<'_>,
+    path: &str,
+    kind: &str,
+    replicates: Option<usize>,
+    seed: Option<u64>,
+    prefix: Option<String>,
+    rho: Option<f64>,
+    replace: bool,
+) -> PyResult<String> {
+    use microtab_analysis::weighting::replicate::{self, ReplicateOptions};
+    let method: replicate::Method = kind.parse().map_err(QueryError::new_err)?;
+    let mut o = ReplicateOptions::new(method);
+    o.replicates = replicates;
+    if let Some(s) = seed {
+        o.seed = s;
+    }
+    o.prefix = prefix;
+    o.rho = rho;
+    o.replace = replace;
+    let r = py
+        .detach(|| replicate::replicate(path.as_ref(), &o))
+        .map_err(crate::errors::replicate_error)?;
+    let v = serde_json::json!({
+        "type": r.method.name(),
+        "weight": r.weight,
+        "replicates": r.names,
+        "scale": r.scale,
+        "rscales": r.rscales,
+        "rho": r.rho,
+        "seed": r.seed,
+        "rank": r.rank,
+        "psus": r.psus,
+        "strata": r.strata,
+        "records": r.rows,
+        "generation": r.generation,
+        "notes": r.notes.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+    });
+    microtab_analysis::answer_text(&v).map_err(|e| QueryError::new_err(e.to_string()))
+}
+
 /// Registers the functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_weight, m)?)?;
+    m.add_function(wrap_pyfunction!(_replicate, m)?)?;
     Ok(())
 }

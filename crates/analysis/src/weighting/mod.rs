@@ -25,7 +25,7 @@ pub use error::WeightError;
 pub use model::{read_totals, TotalRow};
 pub use solve::Distance;
 
-use microtab_store::{Dataset, DatasetWriter, Design, Replicates, Taylor};
+use microtab_store::{Column, Dataset, DatasetWriter, Design, Replicates, Variable};
 use model::{Groups, Model, OUT};
 use rayon::prelude::*;
 use std::path::Path;
@@ -257,8 +257,12 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     }
 
     // Each weight's sum per group, and the old weight's spread.
-    let sums = group_sums(&ds, &wnames, &groups, ngroups)?;
-    let before = spread_of(&ds, &from)?;
+    let wcols: Vec<(Column, Variable)> = wnames
+        .iter()
+        .map(|n| Ok((ds.column(n)?, ds.variable(n)?.clone())))
+        .collect::<Result<_, microtab_store::Error>>()?;
+    let sums = group_sums(&wcols, &groups, ngroups)?;
+    let before = spread_of(&wcols[0].0, &wcols[0].1)?;
 
     // The problem and its solution, weight by weight.
     let tol = spec.tolerance;
@@ -271,19 +275,11 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     };
 
     // Write.
-    let cols: Vec<microtab_store::Column> = wnames
-        .iter()
-        .map(|n| ds.column(n))
-        .collect::<Result<_, _>>()?;
-    let wvars: Vec<microtab_store::Variable> = wnames
-        .iter()
-        .map(|n| ds.variable(n).cloned())
-        .collect::<Result<_, _>>()?;
     let written =
         write::write_f64_columns::<WeightError, _>(&mut w, rows, &names, |c, start, out| {
             let n = out.len();
-            model::block_values(&cols[c], &wvars[c], start, n, |vals| {
-                let scale = wvars[c].scale();
+            model::block_values(&wcols[c].0, &wcols[c].1, start, n, |vals| {
+                let scale = wcols[c].1.scale();
                 let g = &results[c].g;
                 let of = &groups.of_record[start..start + n];
                 for ((o, &v), &gid) in out.iter_mut().zip(vals).zip(of) {
@@ -297,22 +293,31 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
                 }
             })
         })?;
-    let _ = written;
+    let new_col = (
+        w.finished_column(&written[0], rows as u64)?,
+        written[0].clone(),
+    );
+
+    // The report, from the new weight as written (before it is published).
+    let after = spread_of(&new_col.0, &new_col.1)?;
+    let old_col = (ds.column(&from)?, ds.variable(&from)?.clone());
+    let achieved = achieved_totals(&model, &groups, &[new_col, old_col], &targets)?;
+    let trimmed = match spec.trim {
+        Some(b) => Some((
+            count_outside(&ds, &from, &groups, &results[0], b)?,
+            trims[0].len(),
+        )),
+        None => None,
+    };
 
     // The design.
-    let new_design = new_design(&ds, design.as_ref(), &from, &names);
-    w.set_design(new_design);
+    let new = new_design(design.as_ref(), &from, &names);
+    if let Some(d) = &new {
+        w.set_design(d.clone());
+    }
     let generation = ds.manifest().generation + 1;
     w.commit(rows as u64)?;
 
-    // The report, from the dataset as written.
-    let after_ds = Dataset::open(dir)?;
-    let after = spread_of(&after_ds, &names[0])?;
-    let achieved = achieved_totals(&after_ds, &model, &groups, &names[0], &from, &targets)?;
-    let trimmed = spec.trim.map(|b| {
-        let n = count_outside(&ds, &from, &groups, &results[0], b).unwrap_or(0);
-        (n, trims[0].len())
-    });
     let notes = notes_of(spec, design.as_ref(), &from, &names[0], &results[0], &after);
     Ok(WeightReport {
         method: spec.method.name(),
@@ -517,18 +522,19 @@ fn notes_of(
     if spec.trim.is_some() && !matches!(spec.method, Method::None) {
         notes.push("trimming moves the totals away from their targets (the achieved totals are after trimming)".into());
     }
-    if matches!(
-        design,
+    match design {
+        Some(d) if d.weight != from => notes.push(format!(
+            "the survey design still weights by {}: {new} is not part of it",
+            d.weight
+        )),
         Some(Design {
-            taylor: Some(_),
+            replicates: Some(_),
             ..
-        }) | None
-    ) && !matches!(spec.method, Method::None)
-    {
-        notes.push(format!(
-            "standard errors under this design treat {} as given: they do not subtract the adjustment's residuals as R's calibrated designs do, so they are conservative; for standard errors that carry the adjustment, make replicate weights first and adjust those",
-            new
-        ));
+        }) => {}
+        _ if !matches!(spec.method, Method::None) => notes.push(format!(
+            "standard errors under this design treat {new} as given: they do not subtract the adjustment's residuals as R's calibrated designs do (for variables the totals explain they are larger than R's); for standard errors that carry the adjustment, make replicate weights from the design first and adjust those"
+        )),
+        _ => {}
     }
     notes
 }
@@ -584,10 +590,11 @@ fn new_name(ds: &Dataset, name: &str, replace: bool) -> Result<String, WeightErr
 }
 
 /// The design after weighting: the new weight (and its replicates) in
-/// place of the old.
-fn new_design(ds: &Dataset, old: Option<&Design>, from: &str, names: &[String]) -> Design {
+/// place of the old; a weight-only design on a dataset without one;
+/// `None` (unchanged) when the design is another weight's.
+fn new_design(old: Option<&Design>, from: &str, names: &[String]) -> Option<Design> {
     match old {
-        Some(d) if d.weight == from => Design {
+        Some(d) if d.weight == from => Some(Design {
             weight: names[0].clone(),
             replicates: d.replicates.as_ref().map(|r| Replicates {
                 weights: names[1..].to_vec(),
@@ -595,15 +602,14 @@ fn new_design(ds: &Dataset, old: Option<&Design>, from: &str, names: &[String]) 
                 ..r.clone()
             }),
             taylor: d.taylor.clone(),
-        },
-        _ => {
-            let _ = ds;
-            Design {
-                weight: names[0].clone(),
-                replicates: None,
-                taylor: old.and_then(|d| d.taylor.clone()).map(|t: Taylor| t),
-            }
-        }
+        }),
+        // Another weight's design stays as it is.
+        Some(_) => None,
+        None => Some(Design {
+            weight: names[0].clone(),
+            replicates: None,
+            taylor: None,
+        }),
     }
 }
 
@@ -652,25 +658,22 @@ fn outside_detail(model: &Model, groups: &Groups) -> String {
 /// Each weight's sum per group (in blocks of fixed size, added in order:
 /// the same sums whatever the number of threads).
 fn group_sums(
-    ds: &Dataset,
-    wnames: &[String],
+    cols: &[(Column, Variable)],
     groups: &Groups,
     ngroups: usize,
 ) -> Result<Vec<Vec<f64>>, WeightError> {
-    let rows = ds.rows() as usize;
+    let rows = groups.of_record.len();
     let blocks = rows.div_ceil(write::BLOCK);
-    wnames
-        .par_iter()
-        .map(|name| -> Result<Vec<f64>, WeightError> {
-            let var = ds.variable(name)?.clone();
-            let col = ds.column(name)?;
+    cols.par_iter()
+        .map(|(col, var)| -> Result<Vec<f64>, WeightError> {
+            let name = &var.name;
             let scale = var.scale();
             let parts = (0..blocks)
                 .into_par_iter()
                 .map(|b| -> Result<Vec<f64>, WeightError> {
                     let start = b * write::BLOCK;
                     let n = write::BLOCK.min(rows - start);
-                    model::block_values(&col, &var, start, n, |vals| {
+                    model::block_values(col, var, start, n, |vals| {
                         let mut s = vec![0.0; ngroups];
                         let of = &groups.of_record[start..start + n];
                         for (k, (&v, &g)) in vals.iter().zip(of).enumerate() {
@@ -700,10 +703,8 @@ fn group_sums(
 }
 
 /// The range, sum and Kish design effect of a weight column.
-fn spread_of(ds: &Dataset, name: &str) -> Result<Spread, WeightError> {
-    let rows = ds.rows() as usize;
-    let var = ds.variable(name)?.clone();
-    let col = ds.column(name)?;
+fn spread_of(col: &Column, var: &Variable) -> Result<Spread, WeightError> {
+    let rows = col.rows();
     let scale = var.scale();
     let blocks = rows.div_ceil(write::BLOCK);
     let parts = (0..blocks)
@@ -712,7 +713,7 @@ fn spread_of(ds: &Dataset, name: &str) -> Result<Spread, WeightError> {
             let start = b * write::BLOCK;
             let n = write::BLOCK.min(rows - start);
             let (mut buf, mut vals) = (Vec::new(), Vec::new());
-            model::read_block(&col, &var, start, n, &mut buf, &mut vals)?;
+            model::read_block(col, var, start, n, &mut buf, &mut vals)?;
             let (mut lo, mut hi, mut np, mut pos, mut s, mut s2) =
                 (f64::INFINITY, f64::NEG_INFINITY, 0u64, 0u64, 0.0, 0.0);
             for &v in &vals {
@@ -1016,18 +1017,16 @@ fn count_outside(
 /// Each target's total, and what the old and new full-sample weights
 /// give it (from the columns as written).
 fn achieved_totals(
-    ds: &Dataset,
     model: &Model,
     groups: &Groups,
-    new: &str,
-    old: &str,
+    new_and_old: &[(Column, Variable)],
     targets: &Targets,
 ) -> Result<Vec<Achieved>, WeightError> {
     if targets.totals.is_empty() {
         return Ok(Vec::new());
     }
     let g = groups.keys.len();
-    let sums = group_sums(ds, &[new.to_string(), old.to_string()], groups, g)?;
+    let sums = group_sums(new_and_old, groups, g)?;
     let mut out = Vec::new();
     for ((term, value), &total) in targets.names.iter().zip(&targets.totals) {
         let mut a = [0.0, 0.0];

@@ -732,42 +732,7 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
     let mut distinct: Vec<u64> = per_block.iter().flat_map(|b| b.1.iter().copied()).collect();
     distinct.sort_unstable();
     distinct.dedup();
-    // Each group's key decoded, and whether each crossed term lists its
-    // cell.
-    let decode = |key: u64| -> Vec<f64> {
-        model
-            .inputs
-            .iter()
-            .zip(&strides)
-            .map(|(inp, &s)| {
-                let i = (key / s) % inp.radix() as u64;
-                if inp.numeric {
-                    inp.values[i as usize]
-                } else {
-                    i as f64
-                }
-            })
-            .collect()
-    };
-    let mut keys_of: Vec<Vec<f64>> = Vec::with_capacity(distinct.len());
-    let mut gid_of: HashMap<u64, u32> = HashMap::with_capacity(distinct.len());
-    let mut unlisted_cell: HashMap<u64, usize> = HashMap::new();
-    for &k in &distinct {
-        let key = decode(k);
-        let missing_cell = model
-            .terms
-            .iter()
-            .position(|t| !t.numeric && cell_of(t, &key).is_none());
-        match missing_cell {
-            Some(t) => {
-                unlisted_cell.insert(k, t);
-            }
-            None => {
-                gid_of.insert(k, keys_of.len() as u32);
-                keys_of.push(key);
-            }
-        }
-    }
+    let (keys_of, gid_of, unlisted_cell) = groups_of(model, &strides, &distinct);
     let table: Option<Vec<u32>> = dense.map(|span| {
         let mut t = vec![OUT; span];
         for (&k, &g) in &gid_of {
@@ -818,6 +783,54 @@ pub(crate) fn group_records(ds: &Dataset, model: &Model) -> Result<Groups, Weigh
         keys: keys_of,
         outside,
     })
+}
+
+/// The groups of the distinct keys: each one's levels or values per input
+/// and its number, and the keys in a cell a crossed term does not list
+/// (with the term).
+#[allow(clippy::type_complexity)]
+fn groups_of(
+    model: &Model,
+    strides: &[u64],
+    distinct: &[u64],
+) -> (Vec<Vec<f64>>, HashMap<u64, u32>, HashMap<u64, usize>) {
+    // Each group's key decoded, and whether each crossed term lists its
+    // cell.
+    let decode = |key: u64| -> Vec<f64> {
+        model
+            .inputs
+            .iter()
+            .zip(strides)
+            .map(|(inp, &s)| {
+                let i = (key / s) % inp.radix() as u64;
+                if inp.numeric {
+                    inp.values[i as usize]
+                } else {
+                    i as f64
+                }
+            })
+            .collect()
+    };
+    let mut keys_of: Vec<Vec<f64>> = Vec::with_capacity(distinct.len());
+    let mut gid_of: HashMap<u64, u32> = HashMap::with_capacity(distinct.len());
+    let mut unlisted_cell: HashMap<u64, usize> = HashMap::new();
+    for &k in distinct {
+        let key = decode(k);
+        let missing_cell = model
+            .terms
+            .iter()
+            .position(|t| !t.numeric && cell_of(t, &key).is_none());
+        match missing_cell {
+            Some(t) => {
+                unlisted_cell.insert(k, t);
+            }
+            None => {
+                gid_of.insert(k, keys_of.len() as u32);
+                keys_of.push(key);
+            }
+        }
+    }
+    (keys_of, gid_of, unlisted_cell)
 }
 
 /// Combinations of values up to this many are found with a bitmap and

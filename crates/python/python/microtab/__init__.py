@@ -53,6 +53,7 @@ from ._microtab import (
     _compute,
     _recode,
     _weight,
+    _replicate,
     _subset,
     _split,
     _arrow_stream,
@@ -1894,6 +1895,47 @@ class Dataset(_Queries):
         out = json.loads(_weight(self.path, name, how, spec, rows, path, distance, b, source, t,
                                  bool(allow_missing_cells), float(tolerance), max_iterations,
                                  bool(replace)))
+        self._refresh()
+        return out
+
+    def replicate(self, type: str, *, replicates: int | None = None, seed: int | None = None,  # noqa: A002
+                  prefix: str | None = None, rho: float | None = None, replace: bool = False) -> dict:
+        """Builds replicate weights from the stored Taylor design (its
+        weight, strata, first-stage PSUs and FPC), as ``microtab
+        replicate`` does: writes ``{prefix}1 … {prefix}R`` (default
+        ``{WEIGHT}_REP``) in a new generation and sets the replicate design,
+        so a public-use file can carry replicate weights instead of strata
+        and PSU codes. docs/SURVEY.md describes each type.
+
+        Parameters
+        ----------
+        type : {"jk1", "jkn", "brr", "fay", "bootstrap", "sdr"}
+            The replication method (as R's ``as.svrepdesign``; the bootstrap
+            is Rao–Wu's).
+        replicates : int, optional
+            How many (bootstrap and SDR; default 80).
+        seed : int, optional
+            The bootstrap's seed (default 1: the same seed, the same
+            weights).
+        prefix : str, optional
+            The names' prefix.
+        rho : float, optional
+            Fay's coefficient (type ``"fay"``; default 0.5).
+        replace : bool, default False
+            Overwrite existing variables of those names.
+
+        Returns
+        -------
+        dict
+            ``type``, ``replicates`` (the names), ``scale``, ``rscales``,
+            ``psus``, ``strata``, ``seed``, ``notes`` …
+
+        Examples
+        --------
+        >>> ds.design("PERWT", strata="STRATA", cluster="SERIAL")   # doctest: +SKIP
+        >>> ds.replicate("bootstrap", replicates=80)                 # doctest: +SKIP
+        """
+        out = json.loads(_replicate(self.path, type, replicates, seed, prefix, rho, bool(replace)))
         self._refresh()
         return out
 
