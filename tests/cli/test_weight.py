@@ -339,3 +339,74 @@ def test_a_killed_weight_leaves_the_dataset_as_it_was(tmp_path):
     after = json.loads(run("freq", ds, "SEX", "--format", "json").stdout)
     assert [r["weighted"] for r in after["rows"]] == pytest.approx(
         [round(r["weighted"] * 1.1) for r in f["rows"]], rel=1e-12)
+
+
+def test_rescaling_and_bounds_as_r(clus, tmp_path):
+    """Weights of 1 against totals 34× larger: R's grake first multiplies
+    them by the mean ratio over its treatment-contrast columns (40.93 here,
+    not the mean over other columns), and the logit bounds apply after it."""
+    rows = rscript(tmp_path / "r.R", r"""
+suppressMessages(library(survey)); data(api)
+a <- commandArgs(trailingOnly=TRUE)
+d1 <- svydesign(id=~1, weights=~I(rep(1, 183)), data=apiclus1)
+c <- calibrate(d1, ~api99+stype, c(6194, 3914069, 755, 1018), calfun="logit", bounds=c(0.5, 2),
+               epsilon=1e-12, maxit=100)
+write.csv(data.frame(w=sprintf("%.17g", weights(c))), a[2], row.names=FALSE, quote=FALSE)
+""", clus["dir"], tmp_path / "r.csv")
+    ds = tmp_path / "one.mtab"
+    run("import", clus["csv"], ds)
+    run("compute", ds, "ONE = 1 + 0 * PW")
+    rep = json.loads(run("weight", ds, "LG", "--from", "ONE", "--calibrate", "API99 + STYPE", "--distance",
+                         "logit", "--bounds", "0.5,2", "--totals", clus["dir"] / "cal.csv", "--json").stdout)
+    assert rep["rescaled"] == pytest.approx((6194 / 183 + 3914069 / sum_api99(clus) + 755 / 14 + 1018 / 25) / 4,
+                                            rel=1e-12)
+    got = column(ds, "LG")
+    assert max(rel(a, float(b["w"])) for a, b in zip(got, rows)) < 1e-9
+
+
+def sum_api99(clus):
+    with open(clus["csv"]) as f:
+        return sum(float(r["API99"]) for r in csvmod.DictReader(f))
+
+
+def test_records_outside_are_counted_in_the_achieved_totals(clus, tmp_path):
+    """SCHWIDE blank on 19 records: with --allow-missing-cells they keep
+    PW, the others are raked; the report's achieved totals are what the
+    new weight gives over every record (as `freq` counts them)."""
+    src = list(csvmod.DictReader(open(clus["csv"])))
+    for r in src[:19]:
+        r["SCHWIDE"] = ""
+    csv = tmp_path / "miss.csv"
+    with open(csv, "w", newline="") as f:
+        w = csvmod.DictWriter(f, fieldnames=list(src[0]))
+        w.writeheader()
+        w.writerows(src)
+    ds = tmp_path / "m.mtab"
+    run("import", csv, ds)
+    run("design", ds, "--weight", "PW")
+    rep = json.loads(run("weight", ds, "NW", "--rake", "STYPE; SCHWIDE", "--totals", clus["dir"] / "rake.csv",
+                         "--allow-missing-cells", "--json").stdout)
+    assert rep["outside"] == 19
+    f = json.loads(run("freq", ds, "STYPE", "--format", "json").stdout)
+    by = {r["value"]: r["weighted"] for r in f["rows"]}
+    for a in rep["achieved"]:
+        if a["term"] == "STYPE":
+            assert a["achieved"] == pytest.approx(by[a["value"]], rel=1e-12)
+    assert rep["after"]["sum"] == pytest.approx(sum(by.values()), rel=1e-12)
+    assert rep["after"]["sum"] > 6194 + 100
+    assert any("19 records outside" in n for n in rep["notes"])
+    # Records outside kept PW exactly.
+    out = run("list", ds, "SCHWIDE", "PW", "NW", "--all", "--format", "csv").stdout
+    kept = [r for r in csvmod.DictReader(io.StringIO(out)) if r["SCHWIDE"] == ""]
+    assert len(kept) == 19 and all(float(r["PW"]) == float(r["NW"]) for r in kept)
+
+
+def test_the_replicate_designs_rank_is_kept(clus, tmp_path):
+    """JK1 over 15 PSUs: rank 15 (R's degf 14) before and after weighting."""
+    ds = fresh(clus, tmp_path)
+    before = json.loads((ds / "manifest.json").read_text())["design"]["replicates"]["rank"]
+    run("weight", ds, "NEW", "--poststrata", "STYPE", "--totals", clus["dir"] / "ps.csv")
+    d = json.loads((ds / "manifest.json").read_text())["design"]
+    assert before == 15 and d["replicates"]["rank"] == 15
+    m = json.loads(run("means", ds, "API00", "--format", "json").stdout)
+    assert m["design"]["df"] == 14

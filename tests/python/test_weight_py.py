@@ -203,3 +203,12 @@ def test_replicate_is_the_clis_and_then_weighting_follows(tmp_path):
     r1 = values(ds, rep["replicates"][0])
     sums = pd.Series(first).groupby(df.SEX).transform("sum").to_numpy()
     np.testing.assert_allclose(r1, first * df.SEX.map({1: 5000.0, 2: 5200.0}).to_numpy() / sums, rtol=1e-13)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), -float("inf")])
+def test_non_finite_totals_are_refused(data, bad):
+    df, ds, _ = data
+    with pytest.raises(mt.InputError, match="line 3: the total of REGION South is not a finite number"):
+        ds.weight("X", poststrata="REGION",
+                  totals=[("REGION", "North", 1.0), ("REGION", "South", bad), ("REGION", "West", 3.0)])
+    assert "X" not in ds.variables

@@ -507,6 +507,9 @@ pub struct DatasetWriter {
     pack: bool,
     transient: bool,
     design: Option<crate::Design>,
+    /// The removal of an earlier writer's leftover files, running while
+    /// this one works (joined at commit).
+    cleanup: Option<std::thread::JoinHandle<()>>,
 }
 
 fn sanitize(name: &str) -> String {
@@ -627,6 +630,7 @@ impl DatasetWriter {
             pack: true,
             transient: false,
             design: None,
+            cleanup: None,
         })
     }
 
@@ -641,7 +645,30 @@ impl DatasetWriter {
         read_manifest(dir)?;
         let held = lock(dir)?;
         let old = read_manifest(dir)?;
-        remove_orphans(dir, &old);
+        // Leftovers (a replaced variable's old column, a killed writer's
+        // files) are listed now and removed while this writer works:
+        // unlinking gigabytes takes seconds, and files made from now on are
+        // not in the list.
+        let mut leftovers = orphans(dir, &old);
+        // Those of the generation this writer writes (a killed writer's)
+        // could have the names of its own files: removed first.
+        let mine = format!(".{}.", old.generation + 1);
+        leftovers.retain(|f| {
+            let same = f
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(&mine));
+            if same {
+                let _ = std::fs::remove_file(f);
+            }
+            !same
+        });
+        let cleanup = (!leftovers.is_empty()).then(|| {
+            std::thread::spawn(move || {
+                for f in leftovers {
+                    let _ = std::fs::remove_file(f);
+                }
+            })
+        });
         remove_stale_temps(dir);
         let mut files = HashMap::new();
         for v in &old.variables {
@@ -663,6 +690,7 @@ impl DatasetWriter {
             pack: true,
             transient: false,
             design: old.design.clone(),
+            cleanup,
             mode: Mode::Extend { old: Box::new(old) },
         })
     }
@@ -803,6 +831,9 @@ impl DatasetWriter {
     /// Publishes the dataset with `rows` records: writes the manifest and
     /// makes it visible atomically.
     pub fn commit(mut self, rows: u64) -> Result<PathBuf> {
+        if let Some(c) = self.cleanup.take() {
+            let _ = c.join();
+        }
         let version = match &self.mode {
             // The old columns keep the version they were written in.
             Mode::Extend { old } => old.version,
@@ -904,6 +935,9 @@ impl DatasetWriter {
 
 impl Drop for DatasetWriter {
     fn drop(&mut self) {
+        if let Some(c) = self.cleanup.take() {
+            let _ = c.join();
+        }
         if self.committed {
             return;
         }
@@ -930,19 +964,25 @@ pub fn exchange(a: &Path, b: &Path) -> Result<()> {
 /// Removes files in `vars/` that the manifest does not reference (left by a
 /// killed writer).
 fn remove_orphans(dir: &Path, m: &Manifest) {
-    let Ok(rd) = std::fs::read_dir(dir.join("vars")) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let rel = format!("vars/{}", e.file_name().to_string_lossy());
-        let used = m
-            .variables
-            .iter()
-            .any(|v| v.file == rel || v.dictionary.as_deref() == Some(rel.as_str()));
-        if !used {
-            let _ = std::fs::remove_file(e.path());
-        }
+    for f in orphans(dir, m) {
+        let _ = std::fs::remove_file(f);
     }
+}
+
+/// The files of `dir/vars` that manifest `m` does not use.
+fn orphans(dir: &Path, m: &Manifest) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir.join("vars")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| {
+            let rel = format!("vars/{}", e.file_name().to_string_lossy());
+            !m.variables
+                .iter()
+                .any(|v| v.file == rel || v.dictionary.as_deref() == Some(rel.as_str()))
+        })
+        .map(|e| e.path())
+        .collect()
 }
 
 /// Removes `.NAME.importing-PID` directories whose process is gone.

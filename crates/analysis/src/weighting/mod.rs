@@ -3,7 +3,7 @@
 //! way, so that replicate standard errors carry the adjustment — and
 //! trimming ([`weight`]); and replicate weights built from a Taylor
 //! design's strata and PSUs ([`replicate::replicate`]). The new weights are written as new columns in a new
-//! generation of the dataset (atomic: other writers wait, readers keep
+//! generation of the dataset (atomic: other writers are refused, readers keep
 //! the generation they opened, a killed run leaves the dataset as it
 //! was), with the design that uses them.
 //!
@@ -301,14 +301,10 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     // The report, from the new weight as written (before it is published).
     let after = spread_of(&new_col.0, &new_col.1)?;
     let old_col = (ds.column(&from)?, ds.variable(&from)?.clone());
-    let achieved = achieved_totals(&model, &groups, &[new_col, old_col], &targets)?;
-    let trimmed = match spec.trim {
-        Some(b) => Some((
-            count_outside(&ds, &from, &groups, &results[0], b)?,
-            trims[0].len(),
-        )),
-        None => None,
-    };
+    let achieved = achieved_totals(&ds, &model, &groups, &[new_col, old_col], &targets)?;
+    let trimmed = (spec.trim)
+        .map(|b| count_outside(&ds, &from, &groups, &results[0], b).map(|n| (n, trims[0].len())))
+        .transpose()?;
 
     // The design.
     let new = new_design(design.as_ref(), &from, &names);
@@ -318,7 +314,15 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     let generation = ds.manifest().generation + 1;
     w.commit(rows as u64)?;
 
-    let notes = notes_of(spec, design.as_ref(), &from, &names[0], &results[0], &after);
+    let notes = notes_of(
+        spec,
+        design.as_ref(),
+        &from,
+        &names[0],
+        &results[0],
+        &after,
+        groups.outside.records,
+    );
     Ok(WeightReport {
         method: spec.method.name(),
         from: from.clone(),
@@ -426,7 +430,9 @@ fn solve_all(
                     &mut empty_cells,
                 )?;
                 names.extend(t.cells.iter().map(|c| (t.name.clone(), c.shown.clone())));
-                totals.extend(tt.iter().copied());
+                // The report shows the totals as given (a cell left out
+                // has 0 as the adjustment's target).
+                totals.extend(t.cells.iter().map(|c| c.total));
                 margins.push((cell, tt));
             }
             check_margins(model, &margins)?;
@@ -458,7 +464,13 @@ fn solve_all(
                     bounds.0, bounds.1
                 )));
             }
-            let (x, kept, names, totals) = design_matrix(
+            let Matrix {
+                x,
+                kept,
+                names,
+                totals,
+                r_cols,
+            } = design_matrix(
                 model,
                 groups,
                 &sums[0],
@@ -484,7 +496,8 @@ fn solve_all(
             solved = sums
                 .par_iter()
                 .map(|w| {
-                    solve::calibrate(w, &x, &solver_totals, *distance, bounds, tol, max)
+                    let r = solve::rescaling(w, &r_cols);
+                    solve::calibrate(w, &x, &solver_totals, *distance, bounds, tol, max, r)
                         .map_err(map)
                 })
                 .collect();
@@ -506,6 +519,7 @@ fn notes_of(
     new: &str,
     full: &solve::Solved,
     after: &Spread,
+    outside: u64,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(s) = full.rescaled {
@@ -515,12 +529,25 @@ fn notes_of(
     }
     if after.nonpositive > 0 {
         notes.push(format!(
-            "{} records have a new weight of zero or less",
-            after.nonpositive
+            "{} record{} a new weight of zero or less",
+            after.nonpositive,
+            if after.nonpositive == 1 {
+                " has"
+            } else {
+                "s have"
+            }
         ));
     }
     if spec.trim.is_some() && !matches!(spec.method, Method::None) {
         notes.push("trimming moves the totals away from their targets (the achieved totals are after trimming)".into());
+    }
+    if outside > 0 {
+        notes.push(format!(
+            "{outside} record{} outside the totals' categories kept {} weight; the achieved totals count {}, so they can differ from the targets",
+            if outside == 1 { "" } else { "s" },
+            if outside == 1 { "its" } else { "their" },
+            if outside == 1 { "it" } else { "them" }
+        ));
     }
     match design {
         Some(d) if d.weight != from => notes.push(format!(
@@ -596,9 +623,10 @@ fn new_design(old: Option<&Design>, from: &str, names: &[String]) -> Option<Desi
     match old {
         Some(d) if d.weight == from => Some(Design {
             weight: names[0].clone(),
+            // The input replicate design's rank (R's degf) is kept: each
+            // replicate is the old one times a factor per group.
             replicates: d.replicates.as_ref().map(|r| Replicates {
                 weights: names[1..].to_vec(),
-                rank: None,
                 ..r.clone()
             }),
             taylor: d.taylor.clone(),
@@ -707,50 +735,55 @@ fn spread_of(col: &Column, var: &Variable) -> Result<Spread, WeightError> {
     let rows = col.rows();
     let scale = var.scale();
     let blocks = rows.div_ceil(write::BLOCK);
+    // Per block: min, max, records ≤ 0, records > 0, Σw, Σw (w > 0),
+    // Σw² (w > 0).
+    type Part = (f64, f64, u64, u64, f64, f64, f64);
     let parts = (0..blocks)
         .into_par_iter()
-        .map(|b| -> Result<(f64, f64, u64, u64, f64, f64), WeightError> {
+        .map(|b| -> Result<Part, WeightError> {
             let start = b * write::BLOCK;
             let n = write::BLOCK.min(rows - start);
-            let (mut buf, mut vals) = (Vec::new(), Vec::new());
-            model::read_block(col, var, start, n, &mut buf, &mut vals)?;
-            let (mut lo, mut hi, mut np, mut pos, mut s, mut s2) =
-                (f64::INFINITY, f64::NEG_INFINITY, 0u64, 0u64, 0.0, 0.0);
-            for &v in &vals {
-                let x = v / scale;
-                if x.is_nan() {
-                    continue;
+            model::block_values(col, var, start, n, |vals| {
+                let mut p: Part = (f64::INFINITY, f64::NEG_INFINITY, 0, 0, 0.0, 0.0, 0.0);
+                for &v in vals {
+                    let x = v / scale;
+                    if x.is_nan() {
+                        continue;
+                    }
+                    p.0 = p.0.min(x);
+                    p.1 = p.1.max(x);
+                    p.4 += x;
+                    if x <= 0.0 {
+                        p.2 += 1;
+                    } else {
+                        p.3 += 1;
+                        p.5 += x;
+                        p.6 += x * x;
+                    }
                 }
-                lo = lo.min(x);
-                hi = hi.max(x);
-                if x <= 0.0 {
-                    np += 1;
-                } else {
-                    pos += 1;
-                    s += x;
-                    s2 += x * x;
-                }
-            }
-            Ok((lo, hi, np, pos, s, s2))
+                p
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (mut lo, mut hi, mut np, mut pos, mut s, mut s2) =
-        (f64::INFINITY, f64::NEG_INFINITY, 0u64, 0u64, 0.0, 0.0);
+    let mut t: Part = (f64::INFINITY, f64::NEG_INFINITY, 0, 0, 0.0, 0.0, 0.0);
     for p in parts {
-        lo = lo.min(p.0);
-        hi = hi.max(p.1);
-        np += p.2;
-        pos += p.3;
-        s += p.4;
-        s2 += p.5;
+        t = (
+            t.0.min(p.0),
+            t.1.max(p.1),
+            t.2 + p.2,
+            t.3 + p.3,
+            t.4 + p.4,
+            t.5 + p.5,
+            t.6 + p.6,
+        );
     }
     Ok(Spread {
-        min: lo,
-        max: hi,
-        nonpositive: np,
-        sum: s,
-        kish_deff: if s > 0.0 {
-            pos as f64 * s2 / (s * s)
+        min: t.0,
+        max: t.1,
+        nonpositive: t.2,
+        sum: t.4,
+        kish_deff: if t.5 > 0.0 {
+            t.3 as f64 * t.6 / (t.5 * t.5)
         } else {
             f64::NAN
         },
@@ -827,6 +860,51 @@ fn fmt_total(x: f64) -> String {
     }
 }
 
+/// R's model columns (treatment contrasts: each categorical term's first
+/// cell, in the order of its levels, left out) among `cols`, with their
+/// totals, for its rescaling.
+fn r_columns(model: &Model, cols: &[Vec<f64>], totals: &[f64]) -> Vec<(Vec<f64>, f64)> {
+    let mut r_cols = Vec::new();
+    let mut at = usize::from(model.intercept.is_some());
+    if model.intercept.is_some() {
+        r_cols.push((cols[0].clone(), totals[0]));
+    }
+    for t in &model.terms {
+        if t.numeric {
+            r_cols.push((cols[at].clone(), totals[at]));
+            at += 1;
+            continue;
+        }
+        let mut order: Vec<usize> = (0..t.cells.len()).collect();
+        order.sort_by_key(|&c| {
+            t.index
+                .iter()
+                .find(|(_, &i)| i == c)
+                .map(|(k, _)| k.clone())
+                .unwrap_or_default()
+        });
+        for &c in order.iter().skip(1) {
+            r_cols.push((cols[at + c].clone(), totals[at + c]));
+        }
+        at += t.cells.len();
+    }
+    r_cols
+}
+
+/// A calibration model over the groups.
+struct Matrix {
+    /// The kept columns' values, row-major (a row per group).
+    x: Vec<f64>,
+    /// The kept columns, as indices into `names` and `totals`.
+    kept: Vec<usize>,
+    /// Every column's term and category.
+    names: Vec<(String, String)>,
+    /// Every column's total.
+    totals: Vec<f64>,
+    /// R's columns (treatment contrasts) and their totals.
+    r_cols: Vec<(Vec<f64>, f64)>,
+}
+
 /// The calibration model's rows per group (`p` values each), the names
 /// and totals of its columns, after leaving out columns that other
 /// columns determine over the sample (the totals of those must agree).
@@ -837,14 +915,17 @@ fn design_matrix(
     w: &[f64],
     allow: bool,
     empty: &mut Vec<String>,
-) -> Result<(Vec<f64>, Vec<usize>, Vec<(String, String)>, Vec<f64>), WeightError> {
+) -> Result<Matrix, WeightError> {
     // Every column, in order: the intercept, then each term's.
     let g = groups.keys.len();
     let mut cols: Vec<Vec<f64>> = Vec::new();
     let mut names: Vec<(String, String)> = Vec::new();
     let mut totals: Vec<f64> = Vec::new();
+    // Cells left out (a total but no records, allowed).
+    let mut left_out: Vec<bool> = Vec::new();
     if let Some(n) = model.intercept {
         cols.push(vec![1.0; g]);
+        left_out.push(false);
         names.push(("(Intercept)".into(), String::new()));
         totals.push(n);
     }
@@ -852,6 +933,7 @@ fn design_matrix(
         if t.numeric {
             let j = t.vars[0];
             cols.push(groups.keys.iter().map(|k| k[j]).collect());
+            left_out.push(false);
             names.push((t.name.clone(), String::new()));
             totals.push(t.total);
         } else {
@@ -866,7 +948,8 @@ fn design_matrix(
             for (idx, (c, tc)) in t.cells.iter().zip(&tt).enumerate() {
                 cols.push(cell.iter().map(|&x| (x == idx) as u8 as f64).collect());
                 names.push((t.name.clone(), c.shown.clone()));
-                totals.push(*tc);
+                totals.push(c.total);
+                left_out.push(*tc == 0.0 && c.total != 0.0);
             }
         }
     }
@@ -881,9 +964,9 @@ fn design_matrix(
     for j in 0..p {
         let mjj = dot(&cols[j], &cols[j]);
         if mjj == 0.0 {
-            // No weight at all: an empty cell (checked above) or a
-            // numeric variable that is zero throughout.
-            if totals[j] != 0.0 {
+            // No weight at all: an empty cell (checked above, left out
+            // when allowed) or a numeric variable that is zero throughout.
+            if totals[j] != 0.0 && !left_out[j] {
                 return Err(WeightError::EmptyCell {
                     weight: "the sample".into(),
                     term: names[j].0.clone(),
@@ -944,7 +1027,14 @@ fn design_matrix(
             x[gi * q + i] = v;
         }
     }
-    Ok((x, kept, names, totals))
+    let r_cols = r_columns(model, &cols, &totals);
+    Ok(Matrix {
+        x,
+        kept,
+        names,
+        totals,
+        r_cols,
+    })
 }
 
 /// Each weight's trimming passes, from its adjusted values.
@@ -1017,6 +1107,7 @@ fn count_outside(
 /// Each target's total, and what the old and new full-sample weights
 /// give it (from the columns as written).
 fn achieved_totals(
+    ds: &Dataset,
     model: &Model,
     groups: &Groups,
     new_and_old: &[(Column, Variable)],
@@ -1027,6 +1118,11 @@ fn achieved_totals(
     }
     let g = groups.keys.len();
     let sums = group_sums(new_and_old, groups, g)?;
+    let outside = if groups.outside.records > 0 {
+        outside_sums(ds, model, groups, new_and_old)?
+    } else {
+        std::collections::HashMap::new()
+    };
     let mut out = Vec::new();
     for ((term, value), &total) in targets.names.iter().zip(&targets.totals) {
         let mut a = [0.0, 0.0];
@@ -1049,6 +1145,10 @@ fn achieved_totals(
                 a[1] += sums[1][gi] * x;
             }
         }
+        if let Some(o) = outside.get(&(term.clone(), value.clone())) {
+            a[0] += o[0];
+            a[1] += o[1];
+        }
         out.push(Achieved {
             term: term.clone(),
             value: value.clone(),
@@ -1056,6 +1156,83 @@ fn achieved_totals(
             achieved: a[0],
             before: a[1],
         });
+    }
+    Ok(out)
+}
+
+/// What the records outside the model (which keep their weight) add to
+/// each target whose category they are in: per (term, category), the
+/// sums of the new and the old weight (× the variable for a numeric
+/// term; the intercept's category is empty).
+#[allow(clippy::type_complexity)]
+fn outside_sums(
+    ds: &Dataset,
+    model: &Model,
+    groups: &Groups,
+    new_and_old: &[(Column, Variable)],
+) -> Result<std::collections::HashMap<(String, String), [f64; 2]>, WeightError> {
+    let rows = groups.of_record.len();
+    let inputs: Vec<Column> = model
+        .inputs
+        .iter()
+        .map(|i| ds.column(&i.var.name))
+        .collect::<Result<_, _>>()?;
+    let mut out: std::collections::HashMap<(String, String), [f64; 2]> = Default::default();
+    let (mut buf, mut vals) = (Vec::new(), Vec::new());
+    for start in (0..rows).step_by(write::BLOCK) {
+        let n = write::BLOCK.min(rows - start);
+        let of = &groups.of_record[start..start + n];
+        if !of.contains(&OUT) {
+            continue;
+        }
+        let mut x: Vec<Vec<f64>> = Vec::new();
+        for (c, inp) in inputs.iter().zip(&model.inputs) {
+            model::read_block(c, &inp.var, start, n, &mut buf, &mut vals)?;
+            x.push(vals.clone());
+        }
+        let mut w: Vec<Vec<f64>> = Vec::new();
+        for (c, v) in new_and_old {
+            model::read_block(c, v, start, n, &mut buf, &mut vals)?;
+            let scale = v.scale();
+            w.push(vals.iter().map(|a| a / scale).collect());
+        }
+        for (i, _) in of.iter().enumerate().filter(|(_, g)| **g == OUT) {
+            let mut add = |key: (String, String), m: f64| {
+                let e = out.entry(key).or_insert([0.0, 0.0]);
+                e[0] += w[0][i] * m;
+                e[1] += w[1][i] * m;
+            };
+            add(("(Intercept)".into(), String::new()), 1.0);
+            for t in &model.terms {
+                if t.numeric {
+                    let j = t.vars[0];
+                    let v = x[j][i] / model.inputs[j].var.scale();
+                    if !v.is_nan() {
+                        add((t.name.clone(), String::new()), v);
+                    }
+                    continue;
+                }
+                let levels: Option<Vec<u32>> = t
+                    .vars
+                    .iter()
+                    .map(|&j| {
+                        let v = x[j][i];
+                        (!v.is_nan())
+                            .then(|| {
+                                model.inputs[j]
+                                    .levels
+                                    .binary_search_by(|l| l.total_cmp(&v))
+                                    .ok()
+                            })
+                            .flatten()
+                            .map(|l| l as u32)
+                    })
+                    .collect();
+                if let Some(c) = levels.and_then(|l| t.index.get(&l).copied()) {
+                    add((t.name.clone(), t.cells[c].shown.clone()), 1.0);
+                }
+            }
+        }
     }
     Ok(out)
 }

@@ -236,6 +236,15 @@ pub(crate) fn build_model(
     let mut inputs: Vec<Input> = Vec::new();
     let mut terms: Vec<Term> = Vec::new();
     let mut used = vec![false; rows.len()];
+    if let Some(r) = rows.iter().find(|r| !r.total.is_finite()) {
+        return Err(WeightError::TotalsRow {
+            line: r.line,
+            message: format!(
+                "the total of {} {} is not a finite number",
+                r.variable, r.value
+            ),
+        });
+    }
     let intercept = intercept_of(rows, &mut used)?;
     for spec in specs {
         let mut vars = Vec::new();
@@ -250,6 +259,9 @@ pub(crate) fn build_model(
             vars.push(v.name.clone());
         }
         let name = vars.join("*");
+        if let Some(t) = same_term(&terms, &inputs, &vars) {
+            return Err(WeightError::Spec(format!("{} is named twice", t.name)));
+        }
         let mine: Vec<(usize, Vec<usize>)> = rows
             .iter()
             .enumerate()
@@ -385,6 +397,17 @@ fn intercept_of(rows: &[TotalRow], used: &mut [bool]) -> Result<Option<f64>, Wei
         }
     }
     Ok(intercept)
+}
+
+/// The term of `terms` over the variables `vars` (in any order), if any.
+fn same_term<'a>(terms: &'a [Term], inputs: &[Input], vars: &[String]) -> Option<&'a Term> {
+    let mut a: Vec<&String> = vars.iter().collect();
+    a.sort();
+    terms.iter().find(|t| {
+        let mut b: Vec<&String> = t.vars.iter().map(|&i| &inputs[i].var.name).collect();
+        b.sort();
+        a == b
+    })
 }
 
 /// Checks a categorical term's totals rows (`mine`: each row and the

@@ -224,6 +224,7 @@ fn rake_misfit(w: &[f64], g: &[f64], margins: &[(Vec<u32>, Vec<f64>)]) -> (f64, 
 /// row-major), by Newton's method from `η = 0`, halving a step that
 /// overflows; the pseudo-inverse where the system is singular (records
 /// at their bounds). Unbounded linear calibration converges in one step.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn calibrate(
     w: &[f64],
     x: &[f64],
@@ -232,17 +233,12 @@ pub(crate) fn calibrate(
     bounds: (f64, f64),
     tol: f64,
     max_iter: usize,
+    rescale: Option<f64>,
 ) -> Result<Solved, Failure> {
     let p = totals.len();
     let n = w.len();
     let mut w = w.to_vec();
-    // Sample totals; a target with no weight at all cannot be met.
-    let mut sample = vec![0.0; p];
-    for (row, &wg) in x.chunks(p).zip(&w) {
-        for (s, &xv) in sample.iter_mut().zip(row) {
-            *s += wg * xv;
-        }
-    }
+    // A target with no weight at all cannot be met.
     for k in 0..p {
         let any = x
             .chunks(p)
@@ -252,16 +248,11 @@ pub(crate) fn calibrate(
             return Err(Failure::Empty(k));
         }
     }
-    // R's automatic rescaling (SOMETHRESHOLD = 20).
-    let scales: Vec<f64> = totals.iter().zip(&sample).map(|(t, s)| t / s).collect();
-    let mut rescaled = None;
-    if scales.iter().all(|s| s.is_finite())
-        && scales.iter().cloned().fold(f64::INFINITY, f64::min) > 20.0
-    {
-        let s = scales.iter().sum::<f64>() / p as f64;
+    // R's automatic rescaling, decided by the caller.
+    if let Some(s) = rescale {
         w.iter_mut().for_each(|x| *x *= s);
-        rescaled = Some(s);
     }
+    let rescaled = rescale;
     let mut eta = vec![0.0; p];
     let mut u = vec![0.0; n];
     let (mut g, mut d) = (vec![1.0; n], vec![0.0; n]);
@@ -361,6 +352,20 @@ pub(crate) fn calibrate(
             eval(&u, &mut g, &mut d);
         }
     }
+}
+
+/// R `grake`'s rescaling (its SOMETHRESHOLD, 20): when every total of R's
+/// model columns (`cols`: each over the groups, with its total) is more
+/// than 20 times the weights' sample total, the weights are first
+/// multiplied by the mean of those ratios (and bounds apply after it).
+pub(crate) fn rescaling(w: &[f64], cols: &[(Vec<f64>, f64)]) -> Option<f64> {
+    let scales: Vec<f64> = cols
+        .iter()
+        .map(|(c, t)| t / c.iter().zip(w).map(|(x, wg)| x * wg).sum::<f64>())
+        .collect();
+    let finite = !scales.is_empty() && scales.iter().all(|s| s.is_finite());
+    (finite && scales.iter().cloned().fold(f64::INFINITY, f64::min) > 20.0)
+        .then(|| scales.iter().sum::<f64>() / scales.len() as f64)
 }
 
 /// Solves the symmetric `m x = b` (`p × p`): by Cholesky when `m` is
@@ -580,6 +585,7 @@ mod tests {
             (f64::NEG_INFINITY, f64::INFINITY),
             1e-12,
             50,
+            None,
         )
         .unwrap();
         assert_eq!(s.iterations, 1);

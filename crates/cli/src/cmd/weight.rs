@@ -129,6 +129,9 @@ pub fn run(a: Args) -> Result<()> {
             weighting::WeightError::Outside { .. } => {
                 Some("(--allow-missing-cells keeps their weights as they are)")
             }
+            weighting::WeightError::NotConverged { method, .. } if *method == "raking" => Some(
+                "(more --max-iterations may help, unless the sample cannot reach these margins)",
+            ),
             weighting::WeightError::NotConverged { .. } => {
                 Some("(wider --bounds, another --distance, or more --max-iterations may help)")
             }
