@@ -410,3 +410,24 @@ def test_the_replicate_designs_rank_is_kept(clus, tmp_path):
     assert before == 15 and d["replicates"]["rank"] == 15
     m = json.loads(run("means", ds, "API00", "--format", "json").stdout)
     assert m["design"]["df"] == 14
+
+
+def test_values_by_label_and_text_holding_a_star(tmp_path):
+    """A value label that labels one code stands for it; a text value
+    holding `*` is one value of its own variable (by hand: factors
+    60/30 and 90/30)."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("SEX,G,W\n1,p*q,10\n1,r,20\n2,p*q,30\n")
+    ds = tmp_path / "t.mtab"
+    run("import", csv, ds)
+    run("label", ds, "SEX", "1=Female", "2=Male")
+    tot = tmp_path / "tot.csv"
+    tot.write_text("variable,value,total\nSEX,Female,60\nSEX,Male,90\n")
+    run("weight", ds, "A", "--from", "W", "--poststrata", "SEX", "--totals", tot)
+    assert column(ds, "A") == [20.0, 40.0, 90.0]
+    tot.write_text('variable,value,total\nG,p*q,80\nG,r,40\n')
+    run("weight", ds, "B", "--from", "W", "--poststrata", "G", "--totals", tot)
+    assert column(ds, "B") == [20.0, 40.0, 60.0]
+    tot.write_text("variable,value,total\nW*SEX,,5\n")
+    p = run("weight", ds, "C", "--from", "W", "--calibrate", "W*SEX", "--totals", tot, ok=False)
+    assert "a number crossed with categories is not a target" in p.stderr

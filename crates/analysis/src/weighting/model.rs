@@ -280,6 +280,11 @@ pub(crate) fn build_model(
                 "{name} has a total but no values: post-stratification and raking take categories (a row per value)"
             )));
         }
+        if vars.len() > 1 && categorical_rows != mine.len() {
+            return Err(WeightError::Spec(format!(
+                "{name} crosses variables, which takes a total per cell (a*b); a number crossed with categories is not a target microtab makes"
+            )));
+        }
         if !numeric && categorical_rows != mine.len() {
             let k = mine
                 .iter()
@@ -291,43 +296,7 @@ pub(crate) fn build_model(
                 message: format!("{name} is taken by categories, but this row gives no value"),
             });
         }
-        // The term's inputs, shared with other terms that read them.
-        let mut idx = Vec::new();
-        for v in &vars {
-            let var = ds.variable(v)?.clone();
-            if numeric && var.kind == Kind::String {
-                return Err(WeightError::Spec(format!(
-                    "{v} is a text variable: give its totals by value (a row per value)"
-                )));
-            }
-            let i = match inputs.iter().position(|x| x.var.name == *v) {
-                Some(i) => {
-                    if inputs[i].numeric != numeric {
-                        return Err(WeightError::Spec(format!(
-                            "{v} is used both as a number and by categories"
-                        )));
-                    }
-                    i
-                }
-                None => {
-                    let dict = if var.kind == Kind::String {
-                        ds.dictionary(&var)?
-                    } else {
-                        Vec::new()
-                    };
-                    inputs.push(Input {
-                        var,
-                        dict,
-                        numeric,
-                        levels: Vec::new(),
-                        values: Vec::new(),
-                        absent: Vec::new(),
-                    });
-                    inputs.len() - 1
-                }
-            };
-            idx.push(i);
-        }
+        let idx = term_inputs(ds, &mut inputs, &vars, numeric)?;
         let mut term = Term {
             name: name.clone(),
             vars: idx.clone(),
@@ -399,6 +368,53 @@ fn intercept_of(rows: &[TotalRow], used: &mut [bool]) -> Result<Option<f64>, Wei
     Ok(intercept)
 }
 
+/// The inputs (indices) of a term over `vars`, added to `inputs` unless
+/// another term reads them already (as the same kind).
+fn term_inputs(
+    ds: &Dataset,
+    inputs: &mut Vec<Input>,
+    vars: &[String],
+    numeric: bool,
+) -> Result<Vec<usize>, WeightError> {
+    let mut idx = Vec::new();
+    for v in vars {
+        let var = ds.variable(v)?.clone();
+        if numeric && var.kind == Kind::String {
+            return Err(WeightError::Spec(format!(
+                "{v} is a text variable: give its totals by value (a row per value)"
+            )));
+        }
+        let i = match inputs.iter().position(|x| x.var.name == *v) {
+            Some(i) => {
+                if inputs[i].numeric != numeric {
+                    return Err(WeightError::Spec(format!(
+                        "{v} is used both as a number and by categories"
+                    )));
+                }
+                i
+            }
+            None => {
+                let dict = if var.kind == Kind::String {
+                    ds.dictionary(&var)?
+                } else {
+                    Vec::new()
+                };
+                inputs.push(Input {
+                    var,
+                    dict,
+                    numeric,
+                    levels: Vec::new(),
+                    values: Vec::new(),
+                    absent: Vec::new(),
+                });
+                inputs.len() - 1
+            }
+        };
+        idx.push(i);
+    }
+    Ok(idx)
+}
+
 /// The term of `terms` over the variables `vars` (in any order), if any.
 fn same_term<'a>(terms: &'a [Term], inputs: &[Input], vars: &[String]) -> Option<&'a Term> {
     let mut a: Vec<&String> = vars.iter().collect();
@@ -424,7 +440,7 @@ fn register_cells(
     let mut seen: HashMap<Vec<u64>, u64> = HashMap::new();
     for (k, perm) in mine {
         let r = &rows[*k];
-        let parts: Vec<&str> = r.value.split('*').map(str::trim).collect();
+        let parts = value_parts(&r.value, vars.len());
         if parts.len() != vars.len() {
             return Err(WeightError::TotalsRow {
                 line: r.line,
@@ -473,7 +489,12 @@ fn register_cells(
 /// value absent from the data gets a code past the dictionary's (a level
 /// no record has).
 fn register_code(inp: &mut Input, text: &str) -> Result<f64, String> {
-    match codec::stored_code(&inp.var, &inp.dict, text).map_err(|e| e.to_string())? {
+    if let Some(c) = labelled_code(inp, text) {
+        return Ok(c);
+    }
+    match codec::stored_code(&inp.var, &inp.dict, text).map_err(|e| {
+        format!("{e} (a value is a code as stored; a value label is read only when it is the label of one code)")
+    })? {
         Some(c) => Ok(c),
         None => {
             if !inp.absent.iter().any(|a| a == text) {
@@ -484,8 +505,29 @@ fn register_code(inp: &mut Input, text: &str) -> Result<f64, String> {
     }
 }
 
+/// The code whose value label is `text`, when `text` is not itself a
+/// value of the variable and exactly one code has that label.
+fn labelled_code(inp: &Input, text: &str) -> Option<f64> {
+    if matches!(codec::stored_code(&inp.var, &inp.dict, text), Ok(Some(_))) {
+        return None;
+    }
+    let mut found = inp
+        .var
+        .value_labels
+        .iter()
+        .filter(|(_, l)| l.as_str() == text);
+    let (code, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    codec::stored_code(&inp.var, &inp.dict, code).ok().flatten()
+}
+
 /// The code [`register_code`] gave `text`.
 fn lookup_code(inp: &Input, text: &str) -> f64 {
+    if let Some(c) = labelled_code(inp, text) {
+        return c;
+    }
     match codec::stored_code(&inp.var, &inp.dict, text) {
         Ok(Some(c)) => c,
         _ => {
@@ -495,9 +537,19 @@ fn lookup_code(inp: &Input, text: &str) -> f64 {
     }
 }
 
+/// A totals value's parts: `a*b` split for crossed variables; whole for
+/// one variable (a text value may hold `*`).
+fn value_parts(value: &str, vars: usize) -> Vec<&str> {
+    if vars == 1 {
+        vec![value.trim()]
+    } else {
+        value.split('*').map(str::trim).collect()
+    }
+}
+
 /// `a*b` written in the order of the term's variables.
 fn ordered_value(value: &str, perm: &[usize]) -> String {
-    let parts: Vec<&str> = value.split('*').map(str::trim).collect();
+    let parts = value_parts(value, perm.len());
     let mut out = vec![""; parts.len()];
     for (p, &j) in parts.iter().zip(perm) {
         out[j] = p;
@@ -522,7 +574,7 @@ fn fix_levels(model: &mut Model, rows: &[TotalRow]) {
             let Some(perm) = matches_term(&r.variable, &vars) else {
                 continue;
             };
-            let parts: Vec<&str> = r.value.split('*').map(str::trim).collect();
+            let parts = value_parts(&r.value, vars.len());
             let mut levels = vec![0u32; vars.len()];
             for (p, &j) in parts.iter().zip(&perm) {
                 let inp = &model.inputs[term.vars[j]];
