@@ -152,12 +152,25 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
+/// A number with twelve significant digits at most (ten decimals at
+/// most): sums of millions of weights carry rounding in the digits past
+/// that.
 fn num(x: f64) -> String {
     if x.is_nan() {
         return "-".into();
     }
-    let s = format!("{:.10}", x);
-    let s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    let int_digits = if x.abs() >= 1.0 {
+        x.abs().log10().floor() as i32 + 1
+    } else {
+        1
+    };
+    let decimals = (12 - int_digits).clamp(0, 10) as usize;
+    let s = format!("{x:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
     if s == "-0" {
         "0".into()
     } else {
