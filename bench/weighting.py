@@ -33,17 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data" / "wt"
 MARGINS = ["STATEFIP", "AGE", "SEX"]
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def sh(args, **kw):
-    p = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(map(str, args))}\n{p.stderr}")
-    return p
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from survey import log, sh  # noqa: E402
 
 
 def timed(args):

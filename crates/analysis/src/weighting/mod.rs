@@ -269,10 +269,7 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     let (targets, results, empty_cells) = solve_all(spec, &model, &groups, &sums, &wnames)?;
 
     // Trimming: each weight's passes, from its adjusted values.
-    let trims: Vec<Vec<f64>> = match spec.trim {
-        None => vec![Vec::new(); results.len()],
-        Some(b) => trim_all(&ds, &wnames, &groups, &results, b)?,
-    };
+    let (trims, trimmed_full) = trim_all(&ds, &wnames, &groups, &results, spec.trim)?;
 
     // Write.
     let written =
@@ -301,10 +298,8 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     // The report, from the new weight as written (before it is published).
     let after = spread_of(&new_col.0, &new_col.1)?;
     let old_col = (ds.column(&from)?, ds.variable(&from)?.clone());
-    let achieved = achieved_totals(&ds, &model, &groups, &[new_col, old_col], &targets)?;
-    let trimmed = (spec.trim)
-        .map(|b| count_outside(&ds, &from, &groups, &results[0], b).map(|n| (n, trims[0].len())))
-        .transpose()?;
+    let achieved = achieved_totals(&ds, &model, &groups, [new_col, old_col], &sums[0], &targets)?;
+    let trimmed = spec.trim.map(|_| (trimmed_full, trims[0].len()));
 
     // The design.
     let new = new_design(design.as_ref(), &from, &names);
@@ -1037,32 +1032,44 @@ fn design_matrix(
     })
 }
 
-/// Each weight's trimming passes, from its adjusted values.
+/// Each weight's trimming passes, from its adjusted values (none without
+/// bounds), and the full-sample records outside the bounds before them.
 fn trim_all(
     ds: &Dataset,
     wnames: &[String],
     groups: &Groups,
     results: &[solve::Solved],
-    bounds: (f64, f64),
-) -> Result<Vec<Vec<f64>>, WeightError> {
+    bounds: Option<(f64, f64)>,
+) -> Result<(Vec<Vec<f64>>, u64), WeightError> {
+    let Some(bounds) = bounds else {
+        return Ok((vec![Vec::new(); results.len()], 0));
+    };
     if bounds.0.is_nan() || bounds.1.is_nan() || bounds.0 >= bounds.1 || bounds.0 < 0.0 {
         return Err(WeightError::Spec(format!(
             "trimming bounds must be 0 ≤ low < high, not [{}, {}]",
             bounds.0, bounds.1
         )));
     }
-    wnames
+    let each = wnames
         .par_iter()
         .zip(results)
         .map(|(name, r)| {
             let vals = adjusted(ds, name, groups, &r.g)?;
-            solve::trim_shares(&vals, bounds, 1000).map_err(|_| WeightError::Trim {
-                weight: name.clone(),
-                lo: bounds.0,
-                hi: bounds.1,
-            })
+            let outside = vals
+                .iter()
+                .filter(|&&x| x != 0.0 && (x < bounds.0 || x > bounds.1))
+                .count() as u64;
+            let shares =
+                solve::trim_shares(&vals, bounds, 1000).map_err(|_| WeightError::Trim {
+                    weight: name.clone(),
+                    lo: bounds.0,
+                    hi: bounds.1,
+                })?;
+            Ok((shares, outside))
         })
-        .collect()
+        .collect::<Result<Vec<_>, WeightError>>()?;
+    let full = each[0].1;
+    Ok((each.into_iter().map(|(shares, _)| shares).collect(), full))
 }
 
 /// A weight's adjusted values, every record (for trimming).
@@ -1088,38 +1095,24 @@ fn adjusted(ds: &Dataset, name: &str, groups: &Groups, g: &[f64]) -> Result<Vec<
     Ok(out)
 }
 
-/// Records of the full-sample weight outside the trimming bounds before
-/// trimming.
-fn count_outside(
-    ds: &Dataset,
-    name: &str,
-    groups: &Groups,
-    r: &solve::Solved,
-    (lo, hi): (f64, f64),
-) -> Result<u64, WeightError> {
-    let vals = adjusted(ds, name, groups, &r.g)?;
-    Ok(vals
-        .iter()
-        .filter(|&&x| x != 0.0 && (x < lo || x > hi))
-        .count() as u64)
-}
-
 /// Each target's total, and what the old and new full-sample weights
 /// give it (from the columns as written).
 fn achieved_totals(
     ds: &Dataset,
     model: &Model,
     groups: &Groups,
-    new_and_old: &[(Column, Variable)],
+    new_and_old: [(Column, Variable); 2],
+    old_sums: &[f64],
     targets: &Targets,
 ) -> Result<Vec<Achieved>, WeightError> {
     if targets.totals.is_empty() {
         return Ok(Vec::new());
     }
     let g = groups.keys.len();
-    let sums = group_sums(new_and_old, groups, g)?;
+    let new_sums = group_sums(&new_and_old[..1], groups, g)?.remove(0);
+    let sums = [new_sums.as_slice(), old_sums];
     let outside = if groups.outside.records > 0 {
-        outside_sums(ds, model, groups, new_and_old)?
+        outside_sums(ds, model, groups, &new_and_old)?
     } else {
         std::collections::HashMap::new()
     };
