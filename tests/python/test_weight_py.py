@@ -212,3 +212,32 @@ def test_non_finite_totals_are_refused(data, bad):
         ds.weight("X", poststrata="REGION",
                   totals=[("REGION", "North", 1.0), ("REGION", "South", bad), ("REGION", "West", 3.0)])
     assert "X" not in ds.variables
+
+
+def test_poststratified_weight_only_design_keeps_the_residuals(data):
+    """On data with only a weight, post-stratifying sets a design with each
+    record its own PSU that keeps the adjustment: the SE of a mean is that
+    of the residuals w*·(u − ū_h) (ū_h the old-weight mean of the mean's
+    linearized variable u in post-stratum h), computed here with numpy."""
+    df, _, tmp = data
+    ds = mt.import_csv(tmp / "d.csv", tmp / "plain.mtab")
+    tot = {"North": 30000.0, "South": 25000.0, "West": 45000.0}
+    ds.weight("PS", poststrata="REGION", source="W",
+              totals=[("REGION", k, v) for k, v in tot.items()])
+    d = ds.design()
+    assert d["taylor"]["calibration"]["source"] == "W"
+    w = df["W"].to_numpy()
+    ws = (df["W"] * df["REGION"].map(tot) / df.groupby("REGION")["W"].transform("sum")).to_numpy()
+    y = df["AGE"].to_numpy(dtype=float)
+    mean = np.average(y, weights=ws)
+    u = (y - mean) / ws.sum()
+    ubar = pd.Series(w * u).groupby(df["REGION"]).transform("sum") / pd.Series(w).groupby(df["REGION"]).transform("sum")
+    z = ws * (u - ubar.to_numpy())
+    n = len(z)
+    se = np.sqrt(n / (n - 1) * ((z - z.mean()) ** 2).sum())
+    m = ds.means("AGE").to_pandas()
+    assert m["mean"].iloc[0] == pytest.approx(mean, rel=1e-12)
+    assert m["mean_se"].iloc[0] == pytest.approx(se, rel=1e-9)
+    # The weight taken as given would give a larger SE here.
+    z0 = ws * u
+    assert se < np.sqrt(n / (n - 1) * ((z0 - z0.mean()) ** 2).sum())

@@ -46,12 +46,71 @@ pub(crate) fn design_of(
         if req.rows.is_some() && !partial {
             return Err(Error::TaylorRange);
         }
-        Survey::taylor(&weight, t, req.level, limits)
+        let mut v = Survey::taylor(&weight, t, req.level, limits);
+        if let Some(c) = &t.calibration {
+            if partial {
+                return Err(Error::Design(format!(
+                    "the design's weight {weight} was adjusted to population totals ({} of {}): its linearized variance needs every record at once, so it has no partial results; answer it in one process, or make replicate weights and adjust those",
+                    c.method, c.source
+                )));
+            }
+            v.info.calibration = Some(calibration_note(req, &weight, c));
+        }
+        v
     } else {
         return Ok(None);
     };
     v.info.pct_interval = req.pct_interval;
     Ok(Some((Design { weight, ..d }, v)))
+}
+
+/// How the design's adjustment enters this request's standard errors
+/// (regressions: given, until the model is fitted on its cells, where
+/// [`calibration_kept`] replaces it).
+fn calibration_note(req: &Request, weight: &str, c: &microtab_store::Calibration) -> String {
+    let kept = matches!(
+        &req.analysis,
+        crate::Analysis::Freq { .. } | crate::Analysis::Tab { .. } | crate::Analysis::Means { .. }
+    );
+    if kept && req.quantiles.is_empty() {
+        calibration_kept(weight, c, None)
+    } else if kept {
+        calibration_kept(weight, c, Some("the quantiles'"))
+    } else {
+        format!(
+            "{} these standard errors treat {weight} as given (the adjustment's residuals are subtracted for frequencies, crosstabs, means and regressions on few distinct values)",
+            adjusted_from(weight, c)
+        )
+    }
+}
+
+/// `W2 is W raked to A; B`.
+fn adjusted_from(weight: &str, c: &microtab_store::Calibration) -> String {
+    let what = match c.method.as_str() {
+        "poststrata" => "post-stratified by",
+        "rake" => "raked to",
+        _ => "calibrated to",
+    };
+    format!("{weight} is {} {what} {}:", c.source, c.terms)
+}
+
+/// The note of standard errors that subtract the adjustment's residuals
+/// (but for `except`'s).
+pub(crate) fn calibration_kept(
+    weight: &str,
+    c: &microtab_store::Calibration,
+    except: Option<&str>,
+) -> String {
+    match except {
+        None => format!(
+            "{} the standard errors subtract the adjustment's residuals",
+            adjusted_from(weight, c)
+        ),
+        Some(e) => format!(
+            "{} the standard errors subtract the adjustment's residuals, except {e}, which treat {weight} as given",
+            adjusted_from(weight, c)
+        ),
+    }
 }
 
 /// Checks the whole files (and dictionaries) of the variables named, so

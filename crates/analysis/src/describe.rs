@@ -244,6 +244,17 @@ pub fn design_summary(d: &Design) -> String {
         if let Some(f) = &t.fpc {
             parts.push(format!("finite population correction {f}"));
         }
+        if let Some(c) = &t.calibration {
+            let how = match c.method.as_str() {
+                "poststrata" => "post-stratified by",
+                "rake" => "raked to",
+                _ => "calibrated to",
+            };
+            parts.push(format!(
+                "{} {how} {} (its residuals kept in the variance)",
+                c.source, c.terms
+            ));
+        }
         let lonely = t.psus.iter().filter(|&&n| n == 1).count();
         if lonely > 0 {
             parts.push(format!(

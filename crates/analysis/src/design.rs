@@ -146,10 +146,23 @@ pub fn build_design(ds: &Dataset, a: &DesignSpec) -> Result<Design> {
             a.fpc.as_deref(),
             a.lonely_psu,
         )?;
+        // The same weight keeps the adjustment it was made by (set again
+        // for other strata, clusters or lonely-PSU option).
+        let calibration = ds
+            .manifest()
+            .design
+            .as_ref()
+            .filter(|d| d.weight == wvar.name)
+            .and_then(|d| d.taylor.as_ref())
+            .filter(|t| t.rows == ds.rows())
+            .and_then(|t| t.calibration.clone());
         return Ok(Design {
             weight: wvar.name.clone(),
             replicates: None,
-            taylor: Some(taylor),
+            taylor: Some(microtab_store::Taylor {
+                calibration,
+                ..taylor
+            }),
         });
     };
     if a.strata.is_some() || a.cluster.is_some() || a.fpc.is_some() {

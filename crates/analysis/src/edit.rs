@@ -36,6 +36,9 @@ pub fn set_labels(
     clear: bool,
 ) -> Result<Variable> {
     let var = ds.variable(name)?.clone();
+    if clear || !labels.is_empty() {
+        check_adjustment(ds, &var.name)?;
+    }
     let mut set: Vec<(String, Option<String>)> = Vec::new();
     for (value, label) in labels {
         let (_, key) = parse_value(ds, &var, value)?;
@@ -79,11 +82,30 @@ pub fn set_about(
     Ok((m.title.clone(), m.description.clone()))
 }
 
+/// Refuses a change to `name` when the adjustment of the design's weight
+/// used it (a variable it adjusted by, or the weight it adjusted).
+fn check_adjustment(ds: &Dataset, name: &str) -> Result<()> {
+    let Some(d) = &ds.manifest().design else {
+        return Ok(());
+    };
+    if let Some(c) = d.taylor.as_ref().and_then(|t| t.calibration.as_ref()) {
+        let used = c.variables.iter().chain(std::iter::once(&c.source));
+        if let Some(v) = used.into_iter().find(|v| v.eq_ignore_ascii_case(name)) {
+            return Err(Error::InAdjustment {
+                variable: v.clone(),
+                weight: d.weight.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Replaces the user-missing codes of `name` with `codes` (values as
 /// displayed; none clears them); each must occur in the data. The codes
 /// as displayed, each once.
 pub fn set_missing(ds: &mut Dataset, name: &str, codes: &[String]) -> Result<Vec<String>> {
     let var = ds.variable(name)?.clone();
+    check_adjustment(ds, &var.name)?;
     let mut stored: Vec<f64> = Vec::new();
     let mut shown: Vec<String> = Vec::new();
     for c in codes {
@@ -107,6 +129,7 @@ pub fn set_missing(ds: &mut Dataset, name: &str, codes: &[String]) -> Result<Vec
 /// codes and the design's use of it follow. The old and new names.
 pub fn rename(ds: &mut Dataset, old: &str, new: &str) -> Result<(String, String)> {
     let old = ds.variable(old)?.name.clone();
+    check_adjustment(ds, &old)?;
     let new = new.trim().to_string();
     microtab_engine::check_name(&new)?;
     if let Ok(v) = ds.variable(&new) {

@@ -238,6 +238,16 @@ pub enum Error {
         /// The variable that has the name.
         variable: String,
     },
+    /// A change to a variable that the adjustment of the design's weight
+    /// read (its values, missing codes or value labels, or its name):
+    /// the linearized variance rebuilds the adjustment from it.
+    #[error("{variable} is used by the adjustment the design's weight {weight} was made by: its standard errors rebuild that adjustment from {variable} as it was; change or clear the design first")]
+    InAdjustment {
+        /// The variable.
+        variable: String,
+        /// The design's weight.
+        weight: String,
+    },
     /// A variable to drop that the survey design uses.
     #[error("{variable} is part of the survey design: change or clear the design first")]
     InDesign {
@@ -283,6 +293,7 @@ impl microtab_store::Remedied for Error {
             Error::InDataset { error, .. } => error.remedy(),
             Error::Design(_)
             | Error::InDesign { .. }
+            | Error::InAdjustment { .. }
             | Error::Value(_)
             | Error::NotInData { .. }
             | Error::NameTaken { .. }

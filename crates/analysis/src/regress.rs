@@ -38,7 +38,7 @@ fn by_cells(
     family: Family,
     opts: &ScanOptions,
 ) -> crate::Result<Regression> {
-    let design = crate::checks::design_of(ds, req, false)?;
+    let mut design = crate::checks::design_of(ds, req, false)?;
     let coding = Coding::new(ds, f, family, false)?;
     let mut q = model_query(ds, req, &coding, &design, true)?;
     let cube = microtab_engine::run_with(ds, &q, opts)?;
@@ -47,6 +47,17 @@ fn by_cells(
     let wname = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     crate::checks::check_weights(req, &weights, wname.map(|v| v.name.as_str()))?;
     let fitted = Fitted::new(coding, &cube, family)?;
+    // A weight adjusted to population totals: the scores' residuals.
+    let adjusted = match &mut design {
+        Some((d, v)) if cube.replicates.is_none() => {
+            let c = d.taylor.as_ref().and_then(|t| t.calibration.clone());
+            if let (Some(c), Some(info)) = (&c, v.info.calibration.as_mut()) {
+                *info = crate::checks::calibration_kept(&d.weight, c, None);
+            }
+            c
+        }
+        _ => None,
+    };
     let survey = design.as_ref().map(|(_, v)| v);
     let mut notes = Vec::new();
     let (cov, method, domain_df) = match (&design, &cube.replicates) {
@@ -70,7 +81,10 @@ fn by_cells(
                 .as_ref()
                 .expect("a design with replicates or Taylor");
             scores_query(&mut q, crate::taylor::query_of(t), &fitted, family);
-            let cube = microtab_engine::run_with(ds, &q, opts)?;
+            let mut cube = microtab_engine::run_with(ds, &q, opts)?;
+            if let Some(c) = &adjusted {
+                crate::weighting::correct(ds, &q, t, c, &mut cube, opts)?;
+            }
             let (cov, df) = fitted.sandwich(&cube)?;
             (cov, "linearization".to_string(), Some(df))
         }

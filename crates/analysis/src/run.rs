@@ -129,6 +129,27 @@ fn scan<C>(
 /// and the design used with its variance formula.
 type Scanned<C> = (Query, C, Option<WeightCases>, Option<(Design, Survey)>);
 
+/// Under a design whose weight was adjusted to population totals, the
+/// Taylor covariances of `cube` (the answer to `q`) take the adjustment's
+/// residuals.
+fn adjusted(
+    ds: &Dataset,
+    q: &Query,
+    design: Option<&Design>,
+    cube: &mut Cube,
+    opts: &ScanOptions,
+) -> Result<()> {
+    if let Some((t, c)) = design
+        .and_then(|d| d.taylor.as_ref())
+        .and_then(|t| t.calibration.as_ref().map(|c| (t, c)))
+    {
+        if crate::weighting::supported(q) {
+            crate::weighting::correct(ds, q, t, c, cube, opts)?;
+        }
+    }
+    Ok(())
+}
+
 /// Answers `req` over `ds`, reading columns as `opts` says.
 ///
 /// A weighted request also counts the rows whose weight is negative, zero
@@ -169,6 +190,7 @@ pub fn run(ds: &Dataset, req: &Request, opts: &ScanOptions) -> Result<Answer> {
             records: t.unknown_strata,
         });
     }
+    adjusted(ds, &q, design.as_ref().map(|(d, _)| d), &mut cube, opts)?;
     let weight = q.weight.as_deref().map(|n| ds.variable(n)).transpose()?;
     check_weights(req, &weights, weight.map(|v| v.name.as_str()))?;
     let survey = match design {

@@ -638,6 +638,13 @@ fn taylor_plan(
     let per_part_taylor = match (taylor, keys) {
         (None, _) => false,
         (Some(_), _) if ranges.len() == 1 => false,
+        (Some(t), _) if t.calibration.is_some() => {
+            note = Some(format!(
+                "the Taylor design is not carried to the parts: its weight was adjusted to population totals (from {}), and the adjustment's residuals span every part (make replicate weights from the design first and adjust those)",
+                t.calibration.as_ref().map_or("", |c| c.source.as_str())
+            ));
+            false
+        }
         (Some(_), None) => {
             note = Some("the Taylor design is not carried to the parts: without strata its one stratum spans every part, and its variance rests on the PSU count of the whole (query ranges of the dataset instead: microtab.dask.split)".to_string());
             false

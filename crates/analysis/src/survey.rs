@@ -98,6 +98,11 @@ pub struct DesignInfo {
     /// when some are linear combinations of others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rank: Option<usize>,
+    /// The adjustment the weight was made by, and whether these standard
+    /// errors subtract its residuals (Taylor designs whose weight was
+    /// post-stratified, raked or calibrated by `weight`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<String>,
     /// Degrees of freedom of the t intervals: the rank of the replicate
     /// weights − 1 (R's `degf()`), or PSUs − strata (of the whole sample,
     /// also for domains).
@@ -245,6 +250,7 @@ impl Survey {
                 psus: Some(t.weighted_psus),
                 strata_count: Some(t.weighted_strata),
                 rank: None,
+                calibration: None,
                 df,
                 pct_interval: crate::PctInterval::Logit,
                 level,
@@ -284,6 +290,7 @@ impl Survey {
                 psus: None,
                 strata_count: None,
                 rank: r.rank,
+                calibration: None,
                 df,
                 pct_interval: crate::PctInterval::Logit,
                 level,
@@ -316,6 +323,7 @@ impl Survey {
                 psus: Some(n),
                 strata_count: Some(1),
                 rank: None,
+                calibration: None,
                 df,
                 pct_interval: crate::PctInterval::Logit,
                 level,

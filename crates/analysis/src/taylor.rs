@@ -199,6 +199,7 @@ pub fn taylor_structure(
         weighted_psus,
         weighted_strata,
         rows: rows as u64,
+        calibration: None,
     })
 }
 

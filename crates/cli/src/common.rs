@@ -427,7 +427,12 @@ pub fn design_note(d: &Option<microtab_analysis::survey::DesignInfo>, percentage
             )
         }
     };
+    let adjusted = d
+        .calibration
+        .as_ref()
+        .map_or(String::new(), |c| format!("({c})\n"));
     format!("(standard errors from {source}; {intervals})\n")
+        + &adjusted
         + &format!(
             "(* unreliable: fewer than {} records, or a coefficient of variation above {}%)\n",
             d.min_n,

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 /// The records of one stretch of a morsel that the query counts.
 pub struct FoldRows<'a> {
+    /// Each record's number in the dataset (from 0).
+    pub rows: &'a [usize],
     /// Each record's cell of the query's table (row-major over the
     /// grouping variables' planned categories; see [`crate::fold_rows`]).
     pub cells: &'a [u32],

@@ -58,7 +58,7 @@ pub(crate) fn scan_mapped(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => acc.morsel(p, &views, counted(s, e, &range)),
+                    Ok(views) => acc.morsel(p, &views, counted(s, e, &range), s),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -224,7 +224,7 @@ pub(crate) fn scan_inline(
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => acc.morsel(p, &data, counted(s, s + n, &range)),
+                Ok(data) => acc.morsel(p, &data, counted(s, s + n, &range), s),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;
@@ -308,7 +308,7 @@ pub(crate) fn scan_streamed(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match data {
-                    Ok(data) => acc.morsel(p, &data, 0..e - s),
+                    Ok(data) => acc.morsel(p, &data, 0..e - s, seg.start + s),
                     Err(err) => {
                         fail(&failed, err);
                         stream.recycle(seg);

@@ -41,8 +41,8 @@ pub use column::{
 };
 pub use dataset::{about_text, exchange, Dataset, DatasetWriter};
 pub use manifest::{
-    new_dataset_id, Design, Kind, LonelyPsu, Manifest, Number, PartOf, RepType, Replicates, Taylor,
-    Variable, FORMAT_VERSION,
+    new_dataset_id, Calibration, Design, Kind, LonelyPsu, Manifest, Number, PartOf, RepType,
+    Replicates, Taylor, Variable, FORMAT_VERSION,
 };
 pub use names::{close_names, did_you_mean, edits};
 pub use pack::Packing;

@@ -250,6 +250,10 @@ impl Design {
         }
         if let Some(t) = &self.taylor {
             v.extend(t.strata.iter().chain(&t.cluster).chain(&t.fpc));
+            if let Some(c) = &t.calibration {
+                v.push(&c.source);
+                v.extend(&c.variables);
+            }
         }
         v
     }
@@ -364,6 +368,34 @@ pub struct Taylor {
     /// Records when the design was set (a design is refused once the
     /// dataset has changed).
     pub rows: u64,
+    /// The adjustment the weight was made by (post-stratification,
+    /// raking or calibration to population totals): the linearized
+    /// variance subtracts its residuals (R's calibrated `survey.design2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// How a design's weight was adjusted to population totals, kept so that
+/// the linearized variance can take the adjustment into account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The weight that was adjusted.
+    pub source: String,
+    /// `poststrata`, `rake` or `calibrate`.
+    pub method: String,
+    /// The method's terms, as given (`AGEGRP*SEX`, `A; B`, `X + factor(A)`).
+    pub terms: String,
+    /// The variables the terms use (kept unchanged while the design
+    /// stands).
+    pub variables: Vec<String>,
+    /// The population totals: variable, value, total.
+    pub totals: Vec<(String, String, f64)>,
+    /// Records outside the totals' categories kept their weight.
+    #[serde(default)]
+    pub allow_missing_cells: bool,
+    /// The adjusted weights were trimmed afterwards.
+    #[serde(default)]
+    pub trimmed: bool,
 }
 
 /// The kind of a replicate design, which fixes its default scale.

@@ -16,16 +16,21 @@
 //! has the details and docs/WEIGHTING.md the user's guide.
 
 mod error;
+mod linearize;
 mod model;
 pub mod replicate;
 mod solve;
+
+pub(crate) use linearize::{correct, supported};
 pub(crate) mod write;
 
 pub use error::WeightError;
 pub use model::{read_totals, TotalRow};
 pub use solve::Distance;
 
-use microtab_store::{Column, Dataset, DatasetWriter, Design, Replicates, Variable};
+use microtab_store::{
+    Calibration, Column, Dataset, DatasetWriter, Design, Replicates, Taylor, Variable,
+};
 use model::{Groups, Model, OUT};
 use rayon::prelude::*;
 use std::path::Path;
@@ -237,6 +242,7 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
             )));
         }
     }
+    check_adjustable(spec, design.as_ref(), &from, &names[0])?;
     let wnames: Vec<String> = std::iter::once(from.clone())
         .chain(reps.iter().cloned())
         .collect();
@@ -302,7 +308,9 @@ pub fn weight(dir: &Path, spec: &WeightSpec) -> Result<WeightReport, WeightError
     let trimmed = spec.trim.map(|_| (trimmed_full, trims[0].len()));
 
     // The design.
-    let new = new_design(design.as_ref(), &from, &names);
+    let cal = calibration_of(spec, &from, &model);
+    let weighted = rows as u64 - after.nonpositive;
+    let new = new_design(design.as_ref(), &from, &names, cal, (rows as u64, weighted));
     if let Some(d) = &new {
         w.set_design(d.clone());
     }
@@ -554,7 +562,12 @@ fn notes_of(
             ..
         }) => {}
         _ if !matches!(spec.method, Method::None) => notes.push(format!(
-            "standard errors under this design treat {new} as given: they do not subtract the adjustment's residuals as R's calibrated designs do (for variables the totals explain they are larger than R's); for standard errors that carry the adjustment, make replicate weights from the design first and adjust those"
+            "the design is a linearization design on {new} that keeps the adjustment: the standard errors of frequencies, crosstabs, means and regressions on few distinct values subtract its residuals (R's calibrated designs); those of ratios, correlations, quantiles and regressions fitted record by record treat {new} as given{}",
+            if spec.trim.is_some() {
+                " (after trimming, the residuals are those of the adjustment before it)"
+            } else {
+                ""
+            }
         )),
         _ => {}
     }
@@ -614,7 +627,30 @@ fn new_name(ds: &Dataset, name: &str, replace: bool) -> Result<String, WeightErr
 /// The design after weighting: the new weight (and its replicates) in
 /// place of the old; a weight-only design on a dataset without one;
 /// `None` (unchanged) when the design is another weight's.
-fn new_design(old: Option<&Design>, from: &str, names: &[String]) -> Option<Design> {
+fn new_design(
+    old: Option<&Design>,
+    from: &str,
+    names: &[String],
+    cal: Option<Calibration>,
+    (rows, weighted): (u64, u64),
+) -> Option<Design> {
+    // Without strata or clusters: each record its own PSU (R's
+    // `svydesign(ids = ~1, weights = ~W)`), so that the adjustment's
+    // residuals can be kept.
+    let plain = || Taylor {
+        strata: None,
+        cluster: None,
+        fpc: None,
+        lonely_psu: microtab_store::LonelyPsu::Fail,
+        strata_keys: vec![0],
+        psus: vec![rows],
+        population: None,
+        contiguous: true,
+        weighted_psus: weighted,
+        weighted_strata: u64::from(weighted > 0),
+        rows,
+        calibration: cal.clone(),
+    };
     match old {
         Some(d) if d.weight == from => Some(Design {
             weight: names[0].clone(),
@@ -624,16 +660,77 @@ fn new_design(old: Option<&Design>, from: &str, names: &[String]) -> Option<Desi
                 weights: names[1..].to_vec(),
                 ..r.clone()
             }),
-            taylor: d.taylor.clone(),
+            taylor: match (&d.taylor, &d.replicates) {
+                (Some(t), _) => Some(Taylor {
+                    calibration: cal.clone(),
+                    ..t.clone()
+                }),
+                (None, None) => cal.as_ref().map(|_| plain()),
+                (None, Some(_)) => None,
+            },
         }),
         // Another weight's design stays as it is.
         Some(_) => None,
         None => Some(Design {
             weight: names[0].clone(),
             replicates: None,
-            taylor: None,
+            taylor: cal.as_ref().map(|_| plain()),
         }),
     }
+}
+
+/// Refuses an adjustment whose design could not keep it: the new weight
+/// replacing the one adjusted, or a design whose weight was itself
+/// adjusted (its residuals would be lost).
+fn check_adjustable(
+    spec: &WeightSpec,
+    design: Option<&Design>,
+    from: &str,
+    new: &str,
+) -> Result<(), WeightError> {
+    // The design keeps the adjusted weight (its residuals need it).
+    if new.eq_ignore_ascii_case(from) && !matches!(spec.method, Method::None) {
+        return Err(WeightError::Weight(format!(
+            "the new weight cannot replace {from}, the weight it is made from"
+        )));
+    }
+    if let Some(Design {
+        weight,
+        replicates: None,
+        taylor: Some(t),
+    }) = &design
+    {
+        if let (true, Some(c)) = (*weight == from, &t.calibration) {
+            return Err(WeightError::Weight(format!(
+                "the design's weight {from} was itself adjusted ({} of {} to {}): adjusting it again would lose that adjustment's residuals in the standard errors; adjust {} to all the totals at once",
+                c.method, c.source, c.terms, c.source
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What a Taylor design keeps of the adjustment (`None`: trimming only).
+fn calibration_of(spec: &WeightSpec, from: &str, model: &Model) -> Option<Calibration> {
+    let (method, terms) = match &spec.method {
+        Method::PostStratify(t) => ("poststrata", t),
+        Method::Rake(t) => ("rake", t),
+        Method::Calibrate { model, .. } => ("calibrate", model),
+        Method::None => return None,
+    };
+    Some(Calibration {
+        source: from.to_string(),
+        method: method.to_string(),
+        terms: terms.clone(),
+        variables: model.inputs.iter().map(|i| i.var.name.clone()).collect(),
+        totals: spec
+            .totals
+            .iter()
+            .map(|r| (r.variable.clone(), r.value.clone(), r.total))
+            .collect(),
+        allow_missing_cells: spec.allow_missing_cells,
+        trimmed: spec.trim.is_some(),
+    })
 }
 
 /// Lists what puts records outside.

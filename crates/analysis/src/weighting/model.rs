@@ -702,6 +702,9 @@ pub(crate) fn numeric_values(ds: &Dataset, model: &mut Model) -> Result<(), Weig
     for inp in model.inputs.iter_mut().filter(|i| i.numeric) {
         let col = ds.column(&inp.var.name)?;
         let blocks = rows.div_ceil(BLOCK);
+        // Displayed units (implied decimals divided out), as the groups
+        // look them up.
+        let scale = inp.var.scale();
         let sets = (0..blocks)
             .into_par_iter()
             .map(|b| -> Result<Vec<u64>, WeightError> {
@@ -718,7 +721,7 @@ pub(crate) fn numeric_values(ds: &Dataset, model: &mut Model) -> Result<(), Weig
                 let mut v: Vec<u64> = vals
                     .iter()
                     .filter(|x| !x.is_nan())
-                    .map(|&x| (x + 0.0).to_bits())
+                    .map(|&x| (x / scale + 0.0).to_bits())
                     .collect();
                 v.sort_unstable();
                 v.dedup();

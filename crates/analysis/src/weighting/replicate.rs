@@ -176,6 +176,15 @@ pub enum ReplicateNote {
         /// The design's option.
         option: LonelyPsu,
     },
+    /// The design's weight was adjusted to population totals: the
+    /// replicate weights are made from it as it is, and the adjustment
+    /// is not repeated in each of them (nor kept by the new design).
+    Adjusted {
+        /// The design's weight.
+        weight: String,
+        /// The weight it was adjusted from.
+        source: String,
+    },
 }
 
 impl std::fmt::Display for ReplicateNote {
@@ -195,6 +204,10 @@ impl std::fmt::Display for ReplicateNote {
                 if *count == 1 { "stratum has" } else { "strata have" },
                 if *count == 1 { "it" } else { "them" },
                 option.name()
+            ),
+            ReplicateNote::Adjusted { weight, source } => write!(
+                f,
+                "{weight} was adjusted from {source} to population totals: the replicate weights carry {weight} as it is, not the adjustment (their standard errors leave its reduction out); to carry it, make replicate weights from a design on {source} and adjust {source} on that design"
             ),
         }
     }
@@ -1563,7 +1576,16 @@ pub fn replicate(dir: &Path, o: &ReplicateOptions) -> Result<Replicated> {
         strata: t.strata_keys.len(),
         rows,
         generation,
-        notes: made.notes,
+        notes: {
+            let mut notes = made.notes;
+            if let Some(c) = &t.calibration {
+                notes.push(ReplicateNote::Adjusted {
+                    weight: design.weight.clone(),
+                    source: c.source.clone(),
+                });
+            }
+            notes
+        },
     })
 }
 
@@ -1678,6 +1700,7 @@ mod tests {
             weighted_psus: 5,
             weighted_strata: 2,
             rows: 5,
+            calibration: None,
         };
         let made = sdr(&t, &psus, 8);
         let Plan::Sdr { rows, .. } = &made.plan else {

@@ -203,18 +203,14 @@ pub fn run(a: Args) -> Result<()> {
                 r.push(s.mean.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
                 if se.is_some() {
                     r.push(se_text(u, |v| fmt_sig(v, 4)));
-                    let digits = u.map_or(0, |u| {
-                        (3 - u.se.abs().log10().floor() as i64).clamp(0, 6) as usize
-                    });
+                    let digits = u.map_or(0, |u| ci_digits(u.se));
                     r.push(ci_text(u, digits));
                 }
                 for q in qs {
                     r.push(q.value.map(|v| fmt_sig(v, 6)).unwrap_or_else(|| "-".into()));
                     if se.is_some() {
                         r.push(se_text(&q.se, |v| fmt_sig(v, 4)));
-                        let digits = q.se.map_or(0, |u| {
-                            (3 - u.se.abs().max(1e-300).log10().floor() as i64).clamp(0, 6) as usize
-                        });
+                        let digits = q.se.map_or(0, |u| ci_digits(u.se));
                         r.push(ci_text(&q.se, digits));
                     }
                 }
@@ -277,4 +273,14 @@ pub fn run(a: Args) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// Decimals of an interval: three significant digits of its SE (an SE of
+/// 0, a total the adjustment fixes, shows six).
+fn ci_digits(se: f64) -> usize {
+    if se.is_finite() && se > 0.0 {
+        (3 - se.log10().floor() as i64).clamp(0, 6) as usize
+    } else {
+        6
+    }
 }

@@ -142,7 +142,12 @@ pub(crate) fn heading(title: String, p: &Provenance) -> String {
 
 /// A result's notes, a line each.
 pub(crate) fn notes(p: &Provenance) -> String {
-    p.notes.iter().map(|n| format!("note: {n}\n")).collect()
+    let adjusted = p.design.as_ref().and_then(|d| d.calibration.as_ref());
+    p.notes
+        .iter()
+        .chain(adjusted)
+        .map(|n| format!("note: {n}\n"))
+        .collect()
 }
 
 /// A Wald test as a line of text.

@@ -13,6 +13,8 @@ const STRETCH: usize = 4096;
 pub(crate) struct FoldAcc {
     pub(crate) state: Box<dyn FoldState>,
     rows: Vec<usize>,
+    /// The rows' numbers in the dataset.
+    abs: Vec<usize>,
     cells: Vec<u32>,
     values: Vec<Vec<f64>>,
 }
@@ -24,6 +26,7 @@ impl FoldAcc {
         FoldAcc {
             state,
             rows: Vec::new(),
+            abs: Vec::new(),
             cells: Vec::new(),
             values: vec![Vec::new(); fp.values.len()],
         }
@@ -38,15 +41,18 @@ impl FoldAcc {
         (idx, trash): (&[u32], u32),
         data: &[ColumnData<'_>],
         r: std::ops::Range<usize>,
+        base: usize,
     ) {
         if self.state.done() {
             return;
         }
         self.rows.clear();
+        self.abs.clear();
         self.cells.clear();
         for (i, &c) in idx.iter().enumerate().take(r.len()) {
             if c < trash {
                 self.rows.push(r.start + i);
+                self.abs.push(base + r.start + i);
                 self.cells.push(c);
             }
         }
@@ -100,6 +106,7 @@ impl FoldAcc {
             }
         }
         self.state.add(&FoldRows {
+            rows: &self.abs[at.clone()],
             cells: &self.cells[at],
             values: &self.values,
         });

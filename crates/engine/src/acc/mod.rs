@@ -119,8 +119,15 @@ impl Acc {
     }
 
     /// Counts rows `r` of `data` (the views of the distinct columns, each
-    /// role's at its slot, [`Plan::slots`]).
-    pub(crate) fn morsel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
+    /// role's at its slot, [`Plan::slots`]), `base` the dataset's row of
+    /// `data`'s first.
+    pub(crate) fn morsel(
+        &mut self,
+        p: &Plan,
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+        base: usize,
+    ) {
         self.kernel(p, data, r.clone());
         let trash = p.cells as u32;
         let s = &p.slots;
@@ -151,7 +158,7 @@ impl Acc {
             d.morsel(&self.rows.idx, trash, w, x, r.clone(), float);
         }
         if let (Some(fp), Some(f)) = (p.fold.as_ref(), self.fold_acc.as_mut()) {
-            f.morsel(fp, &s.values, (&self.rows.idx, trash), data, r);
+            f.morsel(fp, &s.values, (&self.rows.idx, trash), data, r, base);
         }
     }
 
