@@ -187,7 +187,7 @@ def test_adjusted_design_is_refused_where_it_cannot_be_kept(data, tmp_path):
     assert "adjusted to population totals" in p.stderr, p.stderr
     run("design", ds, "--weight", "W2", "--strata", "S", "--cluster", "C", "--lonely-psu", "remove")
     assert run_json("info", ds)["design"]["taylor"]["calibration"]["source"] == "W"
-    r = run_json("ratio", ds, "INC", "AGE")
+    r = run_json("corr", ds, "INC", "AGE")
     assert "as given" in r["design"]["calibration"]
     # Replicate weights of W2 say that they leave the adjustment out.
     p = run("replicate", ds, "--type", "jkn")
@@ -299,3 +299,76 @@ def test_lonely_psus_averaged_under_an_adjusted_design_match_r(tmp_path, monkeyp
     # A domain of the lonely stratum alone has an SE (from the others).
     m = run_json("means", ds, "INC", "--filter", "S(8)")
     assert m["total_se"]["se"] > 0
+
+
+@pytest.mark.parametrize("method", ["rake", "linear"])
+def test_quantiles_under_an_adjusted_design_match_r(data, tmp_path, method):
+    """Medians and 10th/90th percentiles by SEX (all records and a filtered
+    domain): their Woodruff SEs and intervals (the shares below each
+    quantile, the adjustment's residuals subtracted) against R's
+    `svyquantile` on the adjusted design."""
+    from test_taylor import QUANTILE_R, quantiles_match_r
+
+    d, path, rows, r_code = data
+    ds = tmp_path / "q.mtab"
+    run("import", path, ds, "--missing", "INC=99999")
+    run("design", ds, "--weight", "W", "--strata", "S", "--cluster", "C")
+    run("weight", ds, "W2", "--from", "W", *METHODS[method], "--totals", d / f"{method}.csv")
+    m = run_json("means", ds, "INC", "--median")
+    assert "subtract the adjustment's residuals" in m["design"]["calibration"]
+    # The adjustment's variables as factors before the design takes them.
+    script = QUANTILE_R.replace(
+        'des <- if (kind == "taylor") {', 'd$SEX <- factor(d$SEX); d$S <- factor(d$S)\ndes <- if (kind == "taylor") {'
+    ).replace("df <- degf(des)", r_code[method] + "df <- degf(des)")
+    import test_taylor
+
+    orig = test_taylor.QUANTILE_R
+    test_taylor.QUANTILE_R = script
+    try:
+        quantiles_match_r(tmp_path, path, ds, "taylor")
+    finally:
+        test_taylor.QUANTILE_R = orig
+
+
+R_RATIO = R_HEAD + r"""
+d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX); d$S <- factor(d$S)
+f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
+des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
+                 weights=~W, data=d, nest=TRUE)
+%s
+# A calibrated design's subset keeps every record (weight 0 outside),
+# whose missing values R's svyratio cannot take: 0 there, out of the domain.
+des <- update(des, INC0=ifelse(is.na(INC), 0, INC), HAS=!is.na(INC))
+sub <- subset(des, HAS)
+r <- svyratio(~INC0, ~AGE, sub)
+b <- svyby(~INC0, ~EDUC, denominator=~AGE, sub, svyratio)
+dom <- svyby(~INC0, ~SEX, denominator=~AGE, subset(sub, AGE >= 30), svyratio)
+rows <- rbind(data.frame(what="all", key="all", est=coef(r)[[1]], se=SE(r)[[1]]),
+              data.frame(what="by", key=as.character(b$EDUC), est=coef(b), se=SE(b)),
+              data.frame(what="dom", key=as.character(dom$SEX), est=coef(dom), se=SE(dom)))
+write.csv(rows, out, row.names=FALSE)
+"""
+
+
+@pytest.mark.parametrize("method", ["ps", "rake", "linear"])
+def test_ratios_under_an_adjusted_design_match_r(data, tmp_path, method):
+    """Ratios of two totals (over all, by group, in a filtered domain) under
+    the adjusted design against R's `svyratio`: the residuals of both
+    totals' influence values."""
+    d, path, rows, r_code = data
+    ds = tmp_path / "r.mtab"
+    run("import", path, ds, "--missing", "INC=99999")
+    run("design", ds, "--weight", "W", "--strata", "S", "--cluster", "C", "--fpc", "F")
+    run("weight", ds, "W2", "--from", "W", *METHODS[method], "--totals", d / f"{method}.csv")
+    want = {(r["what"], r["key"]): (float(r["est"]), float(r["se"]))
+            for r in rscript(tmp_path / "ratio.R", R_RATIO % r_code[method], path, tmp_path / "out.csv",
+                             "S", "C", "F", "fail")}
+    got = run_json("ratio", ds, "INC", "AGE")
+    assert "subtract the adjustment's residuals" in got["design"]["calibration"]
+    t = got["total"]
+    assert near(t["estimate"], want[("all", "all")][0], 1e-9) and near(t["se"], want[("all", "all")][1])
+    for what, args in (("by", ["--by", "EDUC"]), ("dom", ["--by", "SEX", "--filter", "AGE(30-*)"])):
+        got = run_json("ratio", ds, "INC", "AGE", *args)
+        for g in got["groups"]:
+            est, se = want[(what, str(g["by"][0]["value"]))]
+            assert near(g["estimate"], est, 1e-9) and near(g["se"], se), (what, g, est, se)

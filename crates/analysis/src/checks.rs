@@ -55,6 +55,7 @@ pub(crate) fn design_of(
                 )));
             }
             v.info.calibration = Some(calibration_note(req, &weight, c));
+            v.adjusted = Some(Box::new(t.clone()));
         }
         v
     } else {
@@ -70,15 +71,16 @@ pub(crate) fn design_of(
 fn calibration_note(req: &Request, weight: &str, c: &microtab_store::Calibration) -> String {
     let kept = matches!(
         &req.analysis,
-        crate::Analysis::Freq { .. } | crate::Analysis::Tab { .. } | crate::Analysis::Means { .. }
+        crate::Analysis::Freq { .. }
+            | crate::Analysis::Tab { .. }
+            | crate::Analysis::Means { .. }
+            | crate::Analysis::Ratio { .. }
     );
-    if kept && req.quantiles.is_empty() {
-        calibration_kept(weight, c, None)
-    } else if kept {
-        calibration_kept(weight, c, Some("the quantiles'"))
+    if kept {
+        calibration_kept(weight, c)
     } else {
         format!(
-            "{} these standard errors treat {weight} as given (the adjustment's residuals are subtracted for frequencies, crosstabs, means and regressions on few distinct values)",
+            "{} these standard errors treat {weight} as given (the adjustment's residuals are subtracted for frequencies, crosstabs, means, quantiles, ratios and regressions on few distinct values)",
             adjusted_from(weight, c)
         )
     }
@@ -94,23 +96,12 @@ fn adjusted_from(weight: &str, c: &microtab_store::Calibration) -> String {
     format!("{weight} is {} {what} {}:", c.source, c.terms)
 }
 
-/// The note of standard errors that subtract the adjustment's residuals
-/// (but for `except`'s).
-pub(crate) fn calibration_kept(
-    weight: &str,
-    c: &microtab_store::Calibration,
-    except: Option<&str>,
-) -> String {
-    match except {
-        None => format!(
-            "{} the standard errors subtract the adjustment's residuals",
-            adjusted_from(weight, c)
-        ),
-        Some(e) => format!(
-            "{} the standard errors subtract the adjustment's residuals, except {e}, which treat {weight} as given",
-            adjusted_from(weight, c)
-        ),
-    }
+/// The note of standard errors that subtract the adjustment's residuals.
+pub(crate) fn calibration_kept(weight: &str, c: &microtab_store::Calibration) -> String {
+    format!(
+        "{} the standard errors subtract the adjustment's residuals",
+        adjusted_from(weight, c)
+    )
 }
 
 /// Checks the whole files (and dictionaries) of the variables named, so

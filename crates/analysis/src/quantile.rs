@@ -252,7 +252,12 @@ fn shares(
         };
         t.full = None;
     }
-    let cube = microtab_engine::run_with(ds, &sq, opts)?;
+    let mut cube = microtab_engine::run_with(ds, &sq, opts)?;
+    if let Some(t) = v.adjusted.as_deref() {
+        // The shares' variances take the adjustment's residuals.
+        let c = t.calibration.as_ref().expect("an adjusted design");
+        crate::weighting::correct(ds, &sq, t, c, &mut cube, opts)?;
+    }
     if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
         return Err(Error::UnknownStrata {
             records: t.unknown_strata,

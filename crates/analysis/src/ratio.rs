@@ -293,7 +293,11 @@ fn taylor_sums(
         fold: None,
         ..query.clone()
     };
-    let cy = microtab_engine::run_with(ds, &q, opts)?;
+    let mut cy = microtab_engine::run_with(ds, &q, opts)?;
+    if let Some(c) = &t.calibration {
+        // A weight adjusted to population totals: its residuals.
+        crate::weighting::correct(ds, &q, t, c, &mut cy, opts)?;
+    }
     let tc = cy.taylor.as_ref().expect("a Taylor query's sums");
     if tc.unknown_strata > 0 {
         return Err(crate::Error::UnknownStrata {

@@ -52,7 +52,7 @@ fn by_cells(
         Some((d, v)) if cube.replicates.is_none() => {
             let c = d.taylor.as_ref().and_then(|t| t.calibration.clone());
             if let (Some(c), Some(info)) = (&c, v.info.calibration.as_mut()) {
-                *info = crate::checks::calibration_kept(&d.weight, c, None);
+                *info = crate::checks::calibration_kept(&d.weight, c);
             }
             c
         }

@@ -219,6 +219,9 @@ pub(crate) struct Survey {
     /// design effect, so each domain's are subtracted.
     pub(crate) zeros: Option<Vec<u64>>,
     pub(crate) info: DesignInfo,
+    /// A Taylor design whose weight was adjusted to population totals
+    /// (its residuals enter the linearized variance).
+    pub(crate) adjusted: Option<Box<microtab_store::Taylor>>,
     /// Each replicate's coefficient (empty for Taylor designs).
     rscales: Vec<f64>,
     t: f64,
@@ -236,6 +239,7 @@ impl Survey {
         Survey {
             srs_ok: true,
             zeros: None,
+            adjusted: None,
             info: DesignInfo {
                 method: "taylor",
                 kind: "linearization",
@@ -276,6 +280,7 @@ impl Survey {
         Survey {
             srs_ok: true,
             zeros: None,
+            adjusted: None,
             info: DesignInfo {
                 method: "replicate",
                 kind: r.kind.name(),
@@ -309,6 +314,7 @@ impl Survey {
         Survey {
             srs_ok: false,
             zeros: None,
+            adjusted: None,
             info: DesignInfo {
                 method: "records",
                 kind: "each record independent",

@@ -336,6 +336,10 @@ struct Sums {
     adj: Arc<Adjustment>,
     shift: f64,
     measure: bool,
+    /// A ratio's denominator ([`microtab_engine::TaylorQuery::times`]) is
+    /// the fold's last value: each record's count is `v` (records without
+    /// it are not counted).
+    times: bool,
     /// Per (group, planned cell): the sums the fit takes (old weights, or
     /// plain for raking).
     s: Table,
@@ -355,16 +359,27 @@ impl FoldState for Sums {
             } else {
                 0.0
             };
+            let v = if self.times {
+                let v = rows.values[rows.values.len() - 1][i];
+                if v.is_nan() {
+                    continue;
+                }
+                v
+            } else {
+                1.0
+            };
+            // The record's influence values: `w·v` (its count's) and
+            // `w·y` (its total's).
             let w = adj.new[row];
             let g = adj.group[row];
             if g != OUT {
                 if rake {
                     if w != 0.0 {
-                        self.s.add(g, cell, 1.0, y);
+                        self.s.add(g, cell, v, y);
                     }
                 } else {
                     let o = adj.old[row];
-                    self.s.add(g, cell, o, o * y);
+                    self.s.add(g, cell, o * v, o * y);
                 }
             }
             if w == 0.0 {
@@ -375,9 +390,9 @@ impl FoldState for Sums {
             let c = adj.coef[h as usize][0];
             for &(g2, tw) in adj.psu_entries(p) {
                 let x = c * tw * w;
-                self.q.add(g2, cell, x, x * y);
+                self.q.add(g2, cell, x * v, x * y);
             }
-            self.a.add(h, cell, w, w * y);
+            self.a.add(h, cell, w * v, w * y);
         }
     }
 
@@ -400,14 +415,10 @@ impl FoldState for Sums {
     }
 }
 
-/// Whether the engine query's Taylor sums can take the adjustment's
-/// residuals here: tables and means (not linear scores, ratios' `times`
-/// or a split).
+/// Whether the engine query has Taylor sums to take the adjustment's
+/// residuals.
 pub(crate) fn supported(q: &Query) -> bool {
-    q.taylor
-        .as_ref()
-        .is_some_and(|t| t.scores.is_none() && t.times.is_none())
-        && q.split.is_none()
+    q.taylor.is_some()
 }
 
 /// Adds the adjustment's residuals to the Taylor covariances of `cube`
@@ -431,12 +442,14 @@ pub(crate) fn correct(
     let adj = Arc::new(Adjustment::new(ds, t, c, &weight)?);
     let shift = tc.shift;
     let measure = q.measure.is_some();
+    let times = q.taylor.as_ref().and_then(|t| t.times.clone());
+    let has_times = times.is_some();
     let fq = Query {
         taylor: None,
         replicates: Vec::new(),
         distribution: false,
         fold: Some(Fold {
-            values: q.measure.iter().cloned().collect(),
+            values: q.measure.iter().cloned().chain(times).collect(),
             make: {
                 let adj = adj.clone();
                 Arc::new(move || {
@@ -444,6 +457,7 @@ pub(crate) fn correct(
                         adj: adj.clone(),
                         shift,
                         measure,
+                        times: has_times,
                         s: Table::new(adj.groups),
                         q: Table::new(adj.groups),
                         a: Table::new(adj.coef.len()),

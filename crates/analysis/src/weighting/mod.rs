@@ -562,7 +562,7 @@ fn notes_of(
             ..
         }) => {}
         _ if !matches!(spec.method, Method::None) => notes.push(format!(
-            "the design is a linearization design on {new} that keeps the adjustment: the standard errors of frequencies, crosstabs, means and regressions on few distinct values subtract its residuals (R's calibrated designs); those of ratios, correlations, quantiles and regressions fitted record by record treat {new} as given{}",
+            "the design is a linearization design on {new} that keeps the adjustment: the standard errors of frequencies, crosstabs, means, quantiles, ratios and regressions on few distinct values subtract its residuals (R's calibrated designs); those of correlations and regressions fitted record by record treat {new} as given{}",
             if spec.trim.is_some() {
                 " (after trimming, the residuals are those of the adjustment before it)"
             } else {
