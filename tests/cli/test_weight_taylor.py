@@ -16,6 +16,7 @@ import pytest
 
 from conftest import r_estimates, rscript, run, run_json
 from test_survey import DEFF_R, KG_R, TABLES_R, check_estimates  # noqa: F401
+import test_taylor
 from test_taylor import R_HEAD, rows_of, write_csv
 
 SEXES = [1, 2]
@@ -83,13 +84,23 @@ METHODS = {
     "decimal": ["--calibrate", "W + factor(SEX)"],
 }
 
-R_SCRIPT = R_HEAD + r"""
-d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX); d$S <- factor(d$S)
+# The R scripts' design (test_taylor.py's), its adjustment's variables as
+# factors, and the adjustment (%s).
+DESIGN_R = r"""
+d$SEX <- factor(d$SEX); d$S <- factor(d$S)
 f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
 des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
                  weights=~W, data=d, nest=TRUE)
 %s
-df <- degf(des)
+"""
+
+
+def adjusted_r(extra, body):
+    """R_HEAD, `extra` lines on the data, the adjusted design, `body`."""
+    return R_HEAD + extra + DESIGN_R + body
+
+
+R_SCRIPT = adjusted_r("d$EDUC <- factor(d$EDUC)\n", r"""df <- degf(des)
 rows <- list()
 add <- function(what, key, est, se, lo=NA, hi=NA) {
   rows[[length(rows) + 1]] <<- data.frame(what=what, key=key, est=est, se=se, lo=lo, hi=hi)
@@ -99,7 +110,7 @@ w <- weights(des)
 for (i in seq_along(w)) add("w", as.character(i), w[[i]], 0)
 """ + TABLES_R + DEFF_R + KG_R + r"""
 write.csv(do.call(rbind, rows), out, row.names=FALSE)
-"""
+""")
 
 
 @pytest.fixture(scope="module")
@@ -194,25 +205,10 @@ def test_adjusted_design_is_refused_where_it_cannot_be_kept(data, tmp_path):
     assert "not the adjustment" in p.stdout + p.stderr, p.stdout + p.stderr
 
 
-R_DIFF = R_HEAD + r"""
-d$E <- relevel(factor(d$EDUC), "2"); d$z <- as.numeric(d$SEX == 1)
-d$SEX <- factor(d$SEX); d$S <- factor(d$S)
-f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
-des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
-                 weights=~W, data=d, nest=TRUE)
-%s
-rows <- NULL
-add <- function(what, m) {
-  s <- summary(m)$coefficients
-  w <- regTermTest(m, ~E)
-  rows <<- rbind(rows, data.frame(what=what, key=sub("^E", "", rownames(s)[-1]), est=s[-1, 1],
-                                  se=s[-1, 2], p=s[-1, 4], df=m$df.residual, f=w$Ftest[1],
-                                  fp=w$p[1]))
-}
-add("mean", svyglm(INC ~ E, design=subset(des, !is.na(INC))))
-add("share", svyglm(z ~ E, design=des))
-write.csv(rows, out, row.names=FALSE)
-"""
+# test_taylor.py's differences script, on the adjusted design.
+R_DIFF = test_taylor.R_DIFF.replace(
+    "f <- function", 'd$SEX <- factor(d$SEX); d$S <- factor(d$S)\nf <- function'
+).replace("rows <- NULL", "%s\nrows <- NULL")
 
 
 @pytest.mark.parametrize("method", ["rake", "linear"])
@@ -239,13 +235,7 @@ def test_differences_under_an_adjusted_design_match_r(data, tmp_path, method):
         assert near(c["wald"]["f"], float(r["f"]), 1e-6), (what, c["wald"], r)
 
 
-R_REG = R_HEAD + r"""
-d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX); d$S <- factor(d$S); d$z <- as.numeric(d$AGE >= 50)
-f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
-des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
-                 weights=~W, data=d, nest=TRUE)
-%s
-rows <- NULL
+R_REG = adjusted_r("d$EDUC <- factor(d$EDUC); d$z <- as.numeric(d$AGE >= 50)\n", r"""rows <- NULL
 add <- function(what, m) {
   s <- summary(m)$coefficients
   rows <<- rbind(rows, data.frame(what=what, key=rownames(s), est=s[, 1], se=s[, 2]))
@@ -253,7 +243,7 @@ add <- function(what, m) {
 add("lm", svyglm(INC ~ EDUC + SEX, design=subset(des, !is.na(INC))))
 add("logit", svyglm(z ~ EDUC + SEX, design=des, family=quasibinomial))
 write.csv(rows, out, row.names=FALSE)
-"""
+""")
 
 
 @pytest.mark.parametrize("method", ["ps", "rake", "linear"])
@@ -330,13 +320,7 @@ def test_quantiles_under_an_adjusted_design_match_r(data, tmp_path, method):
         test_taylor.QUANTILE_R = orig
 
 
-R_RATIO = R_HEAD + r"""
-d$EDUC <- factor(d$EDUC); d$SEX <- factor(d$SEX); d$S <- factor(d$S)
-f <- function(v) if (v == "") NULL else as.formula(paste0("~", v))
-des <- svydesign(ids=if (cluster == "") ~1 else f(cluster), strata=f(strata), fpc=f(fpc),
-                 weights=~W, data=d, nest=TRUE)
-%s
-# A calibrated design's subset keeps every record (weight 0 outside),
+R_RATIO = adjusted_r("d$EDUC <- factor(d$EDUC)\n", r"""# A calibrated design's subset keeps every record (weight 0 outside),
 # whose missing values R's svyratio cannot take: 0 there, out of the domain.
 des <- update(des, INC0=ifelse(is.na(INC), 0, INC), HAS=!is.na(INC))
 sub <- subset(des, HAS)
@@ -347,7 +331,7 @@ rows <- rbind(data.frame(what="all", key="all", est=coef(r)[[1]], se=SE(r)[[1]])
               data.frame(what="by", key=as.character(b$EDUC), est=coef(b), se=SE(b)),
               data.frame(what="dom", key=as.character(dom$SEX), est=coef(dom), se=SE(dom)))
 write.csv(rows, out, row.names=FALSE)
-"""
+""")
 
 
 @pytest.mark.parametrize("method", ["ps", "rake", "linear"])
