@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Standard errors under a raked Taylor design (issue 32, item 3): the
 census's records in strata STATEFIP and household PSUs SERIAL, PERWT raked
-to STATEFIP, SEX and AGE (149 categories); `means INCTOT --by EDUC` and
-`freq EDUC` with the adjustment's residuals (the calibrated design), the
+to STATEFIP, SEX and AGE (149 categories); `means INCTOT --by EDUC`,
+`freq EDUC`, `corr INCTOT AGE` and `regress INCTOT ~ AGE + factor(SEX)`
+(fitted record by record) with the adjustment's residuals (the calibrated
+design), the
 same weight as a plain design (its residuals left out), and R `survey`
-(`rake()` on the `svydesign`, then `svyby(svymean)` and `svytotal`) on the
+(`rake()` on the `svydesign`, then `svyby(svymean)`, `svytotal`, the
+correlation's `svycontrast` of `svymean`s and `svyglm`) on the
 first records, side by side in one run.
 
     python3 bench/calibrated_se.py [--runs 5] [--r-rows 100000]
@@ -32,7 +35,14 @@ from survey import log, sh  # noqa: E402
 from weighting import DATA, REPO, dataset  # noqa: E402
 
 COLS = ["SERIAL", "STATEFIP", "SEX", "AGE", "EDUC", "INCTOT", "PERWT"]
-QUERIES = {"means": ["means", "INCTOT", "--by", "EDUC"], "freq": ["freq", "EDUC"]}
+QUERIES = {
+    "means": ["means", "INCTOT", "--by", "EDUC"],
+    "freq": ["freq", "EDUC"],
+    # Record by record: a correlation, and a regression on a numeric
+    # predictor with too many distinct values for the cube.
+    "corr": ["corr", "INCTOT", "AGE"],
+    "regress": ["regress", "INCTOT ~ AGE + factor(SEX)"],
+}
 
 
 def cut(src, out, rows):
@@ -71,6 +81,10 @@ def timed(binary, ds, q, runs):
 
 
 def ses(kind, res):
+    if kind == "corr":
+        return {f"{p['a']}:{p['b']}": p["se"] for p in res["pairs"]}
+    if kind == "regress":
+        return {str(i): c["se"] for i, c in enumerate(res["coefficients"])}
     if kind == "means":
         return {str(g["by"][0]["value"]): g["mean_se"]["se"] for g in res["groups"] if g.get("mean_se")}
     return {str(r["value"]): r["weighted_se"]["se"] for r in res["rows"]}
@@ -88,8 +102,18 @@ des <- rake(des, list(~STATEFIP, ~SEX, ~AGE), list(pop("STATEFIP"), pop("SEX"), 
             control=list(maxit=1000, epsilon=1e-13))
 tm <- system.time(m <- svyby(~INCTOT, ~EDUC, des, svymean, na.rm=TRUE))[["elapsed"]]
 tf <- system.time(f <- svytotal(~EDUC, des))[["elapsed"]]
+des <- update(des, X=as.numeric(as.character(AGE)), Y=ifelse(is.na(INCTOT), 0, INCTOT))
+sub <- subset(des, !is.na(INCTOT))
+tc <- system.time({
+  s2 <- update(sub, xy=Y*X, xx=Y^2, yy=X^2)
+  cm <- svymean(~Y+X+xy+xx+yy, s2)
+  ct <- svycontrast(cm, quote((xy - Y*X)/sqrt((xx - Y^2)*(yy - X^2))))
+})[["elapsed"]]
+tg <- system.time(g <- svyglm(INCTOT ~ X + SEX, design=sub))[["elapsed"]]
 res <- rbind(data.frame(what="means", key=as.character(m$EDUC), se=SE(m), t=tm),
-             data.frame(what="freq", key=sub("^EDUC", "", names(coef(f))), se=unname(SE(f)), t=tf))
+             data.frame(what="freq", key=sub("^EDUC", "", names(coef(f))), se=unname(SE(f)), t=tf),
+             data.frame(what="corr", key="INCTOT:AGE", se=SE(ct)[[1]], t=tc),
+             data.frame(what="regress", key=as.character(0:2), se=unname(SE(g)), t=tg))
 write.csv(res, out, row.names=FALSE)
 """
 

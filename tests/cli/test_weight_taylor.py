@@ -175,8 +175,7 @@ def test_adjusted_taylor_designs_match_r(data, tmp_path, monkeypatch, method, na
 def test_adjusted_design_is_refused_where_it_cannot_be_kept(data, tmp_path):
     """A second adjustment of an adjusted weight, replacing the weight
     adjusted, and dropping a variable the adjustment uses are refused;
-    estimates other than tables and means say the weight is taken as
-    given."""
+    re-setting the design on the adjusted weight keeps the adjustment."""
     d, path, rows, _ = data
     ds = tmp_path / "t.mtab"
     run("import", path, ds, "--missing", "INC=99999")
@@ -199,7 +198,7 @@ def test_adjusted_design_is_refused_where_it_cannot_be_kept(data, tmp_path):
     run("design", ds, "--weight", "W2", "--strata", "S", "--cluster", "C", "--lonely-psu", "remove")
     assert run_json("info", ds)["design"]["taylor"]["calibration"]["source"] == "W"
     r = run_json("corr", ds, "INC", "AGE")
-    assert "as given" in r["design"]["calibration"]
+    assert "subtract the adjustment's residuals" in r["design"]["calibration"]
     # Replicate weights of W2 say that they leave the adjustment out.
     p = run("replicate", ds, "--type", "jkn")
     assert "not the adjustment" in p.stdout + p.stderr, p.stdout + p.stderr
@@ -289,6 +288,10 @@ def test_lonely_psus_averaged_under_an_adjusted_design_match_r(tmp_path, monkeyp
     # A domain of the lonely stratum alone has an SE (from the others).
     m = run_json("means", ds, "INC", "--filter", "S(8)")
     assert m["total_se"]["se"] > 0
+    # Regressions record by record and correlations too.
+    run("compute", ds, "Z = EDUC >= 3")
+    records_match_r(ds, rscript(tmp_path / "rec.R", R_RECORDS % r_code["linear"], path, tmp_path / "rec.csv",
+                                "S", "C", "", "average"))
 
 
 @pytest.mark.parametrize("method", ["rake", "linear"])
@@ -356,3 +359,73 @@ def test_ratios_under_an_adjusted_design_match_r(data, tmp_path, method):
         for g in got["groups"]:
             est, se = want[(what, str(g["by"][0]["value"]))]
             assert near(g["estimate"], est, 1e-9) and near(g["se"], se), (what, g, est, se)
+
+
+R_RECORDS = adjusted_r("d$z <- as.numeric(d$EDUC >= 3)\n", r"""rows <- NULL
+add <- function(what, key, est, se) rows <<- rbind(rows, data.frame(what=what, key=key, est=est, se=se))
+reg <- function(what, m) {
+  s <- summary(m)$coefficients
+  add(what, rownames(s), s[, 1], s[, 2])
+}
+reg("lm", svyglm(INC ~ AGE + SEX, design=subset(des, !is.na(INC))))
+reg("logit", svyglm(z ~ AGE + SEX, design=des, family=quasibinomial))
+reg("dom", svyglm(INC ~ AGE, design=subset(des, !is.na(INC) & EDUC >= 2)))
+# A calibrated design's subset keeps every record (weight 0 outside), whose
+# missing values svymean cannot take: 0 there, out of the domain.
+des <- update(des, INC0=ifelse(is.na(INC), 0, INC))
+corr <- function(what, sub, vars) {
+  for (i in 1:(length(vars) - 1)) for (j in (i + 1):length(vars)) {
+    x <- sub$variables[[vars[i]]]; y <- sub$variables[[vars[j]]]
+    s2 <- update(sub, x=x, y=y, xy=x*y, xx=x^2, yy=y^2)
+    m <- svymean(~x+y+xy+xx+yy, s2)
+    ct <- svycontrast(m, quote((xy - x*y)/sqrt((xx - x^2)*(yy - y^2))))
+    add(what, paste(vars[i], vars[j], sep=":"), coef(ct), SE(ct))
+  }
+}
+corr("corr", subset(des, !is.na(INC)), c("INC0", "AGE", "EDUC"))
+corr("corr_dom", subset(des, !is.na(INC) & SEX == "2"), c("INC0", "AGE"))
+write.csv(rows, out, row.names=FALSE)
+""")
+
+
+@pytest.mark.parametrize("method", ["ps", "rake", "linear", "raking"])
+@pytest.mark.parametrize("name,flags,r_args", DESIGNS[:2], ids=[d[0] for d in DESIGNS[:2]])
+def test_records_estimates_under_an_adjusted_design_match_r(data, tmp_path, method, name, flags, r_args):
+    """Regressions fitted record by record (a numeric predictor: linear,
+    logistic, in a filtered domain) and correlations (three variables over
+    all, two in a domain) under the adjusted design against R's `svyglm`
+    and the delta method of `svymean`s (`svycontrast`): each record's
+    influence, its residual from the adjustment subtracted."""
+    d, path, rows, r_code = data
+    ds = tmp_path / "c.mtab"
+    run("import", path, ds, "--missing", "INC=99999")
+    run("compute", ds, "Z = EDUC >= 3")
+    run("design", ds, "--weight", "W", *flags)
+    run("weight", ds, "W2", "--from", "W", *METHODS[method], "--totals", d / f"{method}.csv")
+    records_match_r(ds, rscript(tmp_path / "rec.R", R_RECORDS % r_code[method], path, tmp_path / "out.csv",
+                                *r_args, "fail"))
+
+
+def records_match_r(ds, want):
+    """R_RECORDS' estimates (`want`) against microtab's on `ds`."""
+    # Few cells allowed: every model is fitted record by record.
+    for what, args in (("lm", ["INC ~ AGE + factor(SEX)"]),
+                       ("logit", ["Z ~ AGE + factor(SEX)", "--family", "logit"]),
+                       ("dom", ["INC ~ AGE", "--filter", "EDUC(2-4)"])):
+        got = run_json("regress", ds, *args, "--max-cells", "20")
+        assert got["fitted_on"] == "records", got
+        assert "subtract the adjustment's residuals" in got["design"]["calibration"], got["design"]
+        rs = [r for r in want if r["what"] == what]
+        assert len(got["coefficients"]) == len(rs)
+        for g, r in zip(got["coefficients"], rs):
+            assert near(g["estimate"], float(r["est"]), 1e-8), (what, g, r)
+            assert near(g["se"], float(r["se"]), 1e-6), (what, g, r)
+    for what, args in (("corr", ["INC", "AGE", "EDUC"]), ("corr_dom", ["INC", "AGE", "--filter", "SEX(2)"])):
+        got = run_json("corr", ds, *args)
+        assert "subtract the adjustment's residuals" in got["design"]["calibration"], got["design"]
+        rs = {r["key"].replace("INC0", "INC"): r for r in want if r["what"] == what}
+        assert len(got["pairs"]) == len(rs)
+        for pr in got["pairs"]:
+            r = rs[f"{pr['a']}:{pr['b']}"]
+            assert near(pr["estimate"], float(r["est"]), 1e-9), (what, pr, r)
+            assert near(pr["se"], float(r["se"]), 1e-6), (what, pr, r)

@@ -112,7 +112,7 @@ write.csv(data.frame(w=sprintf("%.17g", weights(cal))), a[2], row.names=FALSE, q
                             ("SEX", 2, round(n * 0.52))])
     np.testing.assert_allclose(values(ds, "CAL"), want, rtol=1e-9)
     assert rep["after"]["min"] >= 0.5 * df.W.min() - 1e-9
-    assert any("treat CAL as given" in n for n in rep["notes"])
+    assert any("every standard error subtracts its residuals" in n for n in rep["notes"])
 
 
 def test_report_is_the_clis(data):

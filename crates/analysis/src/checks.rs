@@ -54,7 +54,7 @@ pub(crate) fn design_of(
                     c.method, c.source
                 )));
             }
-            v.info.calibration = Some(calibration_note(req, &weight, c));
+            v.info.calibration = Some(calibration_kept(&weight, c));
             v.adjusted = Some(Box::new(t.clone()));
         }
         v
@@ -63,27 +63,6 @@ pub(crate) fn design_of(
     };
     v.info.pct_interval = req.pct_interval;
     Ok(Some((Design { weight, ..d }, v)))
-}
-
-/// How the design's adjustment enters this request's standard errors
-/// (regressions: given, until the model is fitted on its cells, where
-/// [`calibration_kept`] replaces it).
-fn calibration_note(req: &Request, weight: &str, c: &microtab_store::Calibration) -> String {
-    let kept = matches!(
-        &req.analysis,
-        crate::Analysis::Freq { .. }
-            | crate::Analysis::Tab { .. }
-            | crate::Analysis::Means { .. }
-            | crate::Analysis::Ratio { .. }
-    );
-    if kept {
-        calibration_kept(weight, c)
-    } else {
-        format!(
-            "{} these standard errors treat {weight} as given (the adjustment's residuals are subtracted for frequencies, crosstabs, means, quantiles, ratios and regressions on few distinct values)",
-            adjusted_from(weight, c)
-        )
-    }
 }
 
 /// `W2 is W raked to A; B`.

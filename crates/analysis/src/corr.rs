@@ -186,6 +186,7 @@ fn pair_variances(
     (c, r, pairs): (&[f64], &[f64], &[(usize, usize)]),
     delta: &[f64],
     (w, p, k): (f64, usize, usize),
+    adjusted: Option<&crate::weighting::RecordCorrection>,
 ) -> Vec<f64> {
     influence_terms((c, r, pairs), p)
         .into_iter()
@@ -206,6 +207,12 @@ fn pair_variances(
                 for &(j, lj) in &l {
                     v += li * lj * cov[i * k + j];
                 }
+            }
+            // A weight adjusted to population totals: the influences'
+            // residuals (their covariance unscaled, the whole design's
+            // scale for lonely PSUs averaged).
+            if let Some(fix) = adjusted {
+                v = (v + fix.pair(&l, &l)) * fix.scale.unwrap_or(1.0);
             }
             v / (w * w)
         })
@@ -327,27 +334,43 @@ fn width(p: usize) -> usize {
 /// A record's centred values and their cross products (`false`: a value
 /// is missing).
 fn centred(centre: Vec<f64>) -> crate::sums::Record {
-    let p = centre.len();
-    // The products in `tri`'s order.
+    let products = products_of(centre.len());
+    Arc::new(move |v: &[f64], a: &mut [f64]| fill_centred((&centre, &products), |j| v[j], a))
+}
+
+/// The pairs of `p` variables whose products the cross products' vector
+/// holds, in `tri`'s order.
+fn products_of(p: usize) -> Vec<(usize, usize)> {
     let products: Vec<(usize, usize)> = (0..p).flat_map(|x| (x..p).map(move |y| (x, y))).collect();
     debug_assert!(products
         .iter()
         .enumerate()
         .all(|(i, &(x, y))| tri(p, x, y) == i));
-    Arc::new(move |v: &[f64], a: &mut [f64]| {
-        if v.iter().any(|x| x.is_nan()) {
+    products
+}
+
+/// Fills `a` with `[1, d…, products…]`, `d` the values `v(j)` less the
+/// centre (`false`: a value is missing).
+#[inline]
+fn fill_centred(
+    (centre, products): (&[f64], &[(usize, usize)]),
+    v: impl Fn(usize) -> f64,
+    a: &mut [f64],
+) -> bool {
+    let p = centre.len();
+    a[0] = 1.0;
+    let (d, prods) = a.split_at_mut(1 + p);
+    for (j, (d, c)) in d[1..].iter_mut().zip(centre).enumerate() {
+        let x = v(j);
+        if x.is_nan() {
             return false;
         }
-        a[0] = 1.0;
-        let (d, prods) = a.split_at_mut(1 + p);
-        for ((d, v), c) in d[1..].iter_mut().zip(v).zip(&centre) {
-            *d = v - c;
-        }
-        for (o, &(x, y)) in prods.iter_mut().zip(&products) {
-            *o = d[1 + x] * d[1 + y];
-        }
-        true
-    })
+        *d = x - c;
+    }
+    for (o, &(x, y)) in prods.iter_mut().zip(products) {
+        *o = d[1 + x] * d[1 + y];
+    }
+    true
 }
 
 /// The pairs of `p` variables, and their correlations from the totals `t`
@@ -586,8 +609,15 @@ pub fn corr(
 ) -> Result<Correlations> {
     let names = names_of(ds, vars)?;
     let design = crate::checks::design_of(ds, req, false)?;
-    let scan = Scan::new(ds, req, (&[], &names), (&design, true), opts)?;
+    let mut scan = Scan::new(ds, req, (&[], &names), (&design, true), opts)?;
     let cases = crate::checks::weights_ok(ds, req, &scan.query, opts)?;
+    // A weight adjusted to population totals: every stratum carries the
+    // residuals, so lonely PSUs averaged take the whole design's scale
+    // (the scan's covariance is left unscaled).
+    let adjusted = design.as_ref().and_then(|(_, v)| v.adjusted.clone());
+    if let (Some(_), Some((_, average))) = (&adjusted, scan.coef.as_mut()) {
+        average.clear();
+    }
     // The cross products are taken about a centre near the means (those
     // of the first records): the means' own scan is needed only when
     // those records give none.
@@ -613,8 +643,17 @@ pub fn corr(
                 let (pairs, r) = pairs_of(&t, centre, p);
                 let c = covariances(&t, centre, p);
                 let delta: Vec<f64> = (0..p).map(|a| t[1 + a] / t[0]).collect();
-                let vars =
-                    pair_variances(&sums.cov[0], (&c, &r, &pairs), &delta, (t[0], p, width(p)));
+                let fix = match &adjusted {
+                    Some(t) => Some(adjusted_cross(&scan, t, centre, opts)?),
+                    None => None,
+                };
+                let vars = pair_variances(
+                    &sums.cov[0],
+                    (&c, &r, &pairs),
+                    &delta,
+                    (t[0], p, width(p)),
+                    fix.as_ref(),
+                );
                 stage = Stage::Influence {
                     centre: centre.clone(),
                     t,
@@ -641,6 +680,30 @@ pub fn corr(
             Next::Scan(next) => stage = next,
         }
     }
+}
+
+/// The adjustment's part of the design covariance of the cross products'
+/// totals about `centre` (each record's values less it and their
+/// products) under the adjusted design `t`.
+fn adjusted_cross(
+    scan: &Scan<'_>,
+    t: &microtab_store::Taylor,
+    centre: &[f64],
+    opts: &ScanOptions,
+) -> Result<crate::weighting::RecordCorrection> {
+    let c = t.calibration.as_ref().expect("an adjusted design");
+    let p = centre.len();
+    let (centre, products) = (centre.to_vec(), products_of(p));
+    let per_unit: crate::weighting::PerUnit =
+        Arc::new(move |rows, i, e| fill_centred((&centre, &products), |j| rows.values[j][i], e));
+    let values = scan.values[..p].to_vec();
+    crate::weighting::record_correction(
+        scan.ds,
+        (t, c),
+        &scan.query,
+        (values, width(p), per_unit),
+        opts,
+    )
 }
 
 /// Records whose means centre the cross products over one dataset.

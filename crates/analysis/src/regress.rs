@@ -38,7 +38,7 @@ fn by_cells(
     family: Family,
     opts: &ScanOptions,
 ) -> crate::Result<Regression> {
-    let mut design = crate::checks::design_of(ds, req, false)?;
+    let design = crate::checks::design_of(ds, req, false)?;
     let coding = Coding::new(ds, f, family, false)?;
     let mut q = model_query(ds, req, &coding, &design, true)?;
     let cube = microtab_engine::run_with(ds, &q, opts)?;
@@ -48,13 +48,9 @@ fn by_cells(
     crate::checks::check_weights(req, &weights, wname.map(|v| v.name.as_str()))?;
     let fitted = Fitted::new(coding, &cube, family)?;
     // A weight adjusted to population totals: the scores' residuals.
-    let adjusted = match &mut design {
-        Some((d, v)) if cube.replicates.is_none() => {
-            let c = d.taylor.as_ref().and_then(|t| t.calibration.clone());
-            if let (Some(c), Some(info)) = (&c, v.info.calibration.as_mut()) {
-                *info = crate::checks::calibration_kept(&d.weight, c);
-            }
-            c
+    let adjusted = match &design {
+        Some((d, _)) if cube.replicates.is_none() => {
+            d.taylor.as_ref().and_then(|t| t.calibration.clone())
         }
         _ => None,
     };

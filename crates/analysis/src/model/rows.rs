@@ -1047,9 +1047,20 @@ pub(crate) fn regress(
                 .as_ref()
                 .expect("a design with replicates or Taylor");
             let (coef, average) = crate::taylor::coefficients(t);
-            let (cov, psus, strata) = sandwich(&coef, &average)?;
+            let (mut v, mut scale, psus, strata) =
+                passes.scores(&lay, &full.beta, &coef, &average)?;
+            if let Some(c) = &t.calibration {
+                // A weight adjusted to population totals: the scores'
+                // residuals.
+                let fix = adjusted_scores(&passes, &lay, &full.beta, (t, c))?;
+                v.iter_mut().zip(fix.matrix()).for_each(|(a, b)| *a += b);
+                scale = fix.scale.unwrap_or(scale);
+            }
             domain_df = Some(psus as f64 - strata as f64);
-            (cov, "linearization".to_string())
+            (
+                super::fit::sandwich(&full.ainv, &v, p, scale),
+                "linearization".to_string(),
+            )
         }
         None if lay.weight.is_some() => {
             notes.push(super::fitted::HC0_NOTE.into());
@@ -1093,6 +1104,37 @@ pub(crate) fn regress(
     );
     r.fitted_on = "records".into();
     Ok(r)
+}
+
+/// The adjustment's part of the covariance of the score totals at `beta`
+/// under design `t`, whose weight `c` made: each record's score per unit
+/// of weight, `x (y − μ) μ'/V(μ)`.
+fn adjusted_scores(
+    passes: &Passes<'_>,
+    lay: &Arc<Layout>,
+    beta: &[f64],
+    (t, c): (&microtab_store::Taylor, &microtab_store::Calibration),
+) -> crate::Result<crate::weighting::RecordCorrection> {
+    let (l, b) = (lay.clone(), beta.to_vec());
+    let per_unit: crate::weighting::PerUnit = Arc::new(move |rows, i, e| {
+        let Some((y, _)) = l.record(rows.cells[i], rows.values, i, e) else {
+            return false;
+        };
+        let fam = l.family;
+        let eta = dot(e, &b);
+        let mu = fam.mu(eta);
+        let g = (y - mu) * fam.dmu(eta) / fam.var(mu);
+        e.iter_mut().for_each(|x| *x *= g);
+        true
+    });
+    let values = passes.values[..lay.replicates.start].to_vec();
+    crate::weighting::record_correction(
+        passes.ds,
+        (t, c),
+        &passes.query,
+        (values, lay.p, per_unit),
+        passes.opts,
+    )
 }
 
 /// Each planned cell's columns (numeric parts at 1) and outcome.

@@ -474,7 +474,7 @@ pub(crate) fn correct(
     let sums: Sums = state_of(state);
     let map = cell_map(&folded.categories, cube);
     let total = cube.taylor.as_ref().map_or(0, |t| t.cell.len());
-    let parts = Parts::new(&adj, &sums, &map, total)?;
+    let parts = Parts::new(&adj, (&sums.s, &sums.q, &sums.a), &map, total)?;
     let shape = cube_shape(cube);
     let cats: Vec<Vec<&Category>> = (0..total)
         .map(|dst| {
@@ -493,13 +493,7 @@ pub(crate) fn correct(
         .collect();
     let mut tc = cube.taylor.take().expect("Taylor sums");
     apply(&mut tc, &parts, q, &shape, &cats);
-    if t.lonely_psu == microtab_store::LonelyPsu::Average {
-        // Every record carries a residual, in a domain or not: each
-        // domain's variance has every stratum's terms, so the lonely
-        // strata's are made up over the whole design (R's `average`).
-        let h = t.psus.len() as f64;
-        let ok = t.psus.iter().filter(|&&n| n > 1).count() as f64;
-        let f = if ok > 0.0 { h / ok } else { f64::NAN };
+    if let Some(f) = whole_design_scale(t) {
         tc.cell_scale.iter_mut().for_each(|x| *x = f);
         for m in tc.margins.iter_mut() {
             m.scale.iter_mut().for_each(|x| *x = f);
@@ -508,6 +502,191 @@ pub(crate) fn correct(
     }
     cube.taylor = Some(tc);
     Ok(())
+}
+
+/// Under `--lonely-psu average`, the scale of every domain's variance:
+/// every record carries a residual, in a domain or not, so each domain's
+/// variance has every stratum's terms and the lonely strata's are made up
+/// over the whole design (R's `average`).
+fn whole_design_scale(t: &Taylor) -> Option<f64> {
+    if t.lonely_psu != microtab_store::LonelyPsu::Average {
+        return None;
+    }
+    let h = t.psus.len() as f64;
+    let ok = t.psus.iter().filter(|&&n| n > 1).count() as f64;
+    Some(if ok > 0.0 { h / ok } else { f64::NAN })
+}
+
+/// A record's linearized value per unit of its weight, from the fold's
+/// values at position `i` of a stretch (its cell `rows.cells[i]`): fills
+/// `e` (the estimate's `m` totals) and says whether the record is in the
+/// estimate.
+pub(crate) type PerUnit = Arc<dyn Fn(&FoldRows<'_>, usize, &mut [f64]) -> bool + Send + Sync>;
+
+/// The adjustment's part of the design covariance of `m` totals `Σ w e`
+/// whose values `e` a fold gives record by record (correlations,
+/// regressions fitted record by record).
+pub(crate) struct RecordCorrection {
+    parts: Parts,
+    m: usize,
+    /// Under `--lonely-psu average`, every domain's scale.
+    pub scale: Option<f64>,
+}
+
+impl RecordCorrection {
+    /// The correction to the covariance of two combinations of the
+    /// totals (`(index, coefficient)` each), before any lonely-PSU scale.
+    pub(crate) fn pair(&self, a: &[(usize, f64)], b: &[(usize, f64)]) -> f64 {
+        Parts::pair(
+            &self.parts.combine(a),
+            &self.parts.combine(b),
+            &self.parts.d,
+        )
+    }
+
+    /// The correction to the totals' covariance matrix (`m × m`).
+    pub(crate) fn matrix(&self) -> Vec<f64> {
+        let m = self.m;
+        let base: Vec<[Vec<f64>; 5]> = (0..m).map(|k| self.parts.combine(&[(k, 1.0)])).collect();
+        let mut out = vec![0.0; m * m];
+        for i in 0..m {
+            for j in i..m {
+                let v = Parts::pair(&base[i], &base[j], &self.parts.d);
+                out[i * m + j] = v;
+                out[j * m + i] = v;
+            }
+        }
+        out
+    }
+}
+
+/// A worker's sums of the values `e` of the records a [`PerUnit`] keeps:
+/// [`Sums`]' tables, the totals `k` at (row, `k / 2`), slot `k % 2`.
+struct RecordSums {
+    adj: Arc<Adjustment>,
+    e: PerUnit,
+    buf: Vec<f64>,
+    s: Table,
+    q: Table,
+    a: Table,
+}
+
+impl RecordSums {
+    fn new(adj: &Arc<Adjustment>, e: &PerUnit, m: usize) -> RecordSums {
+        let mut t = [
+            Table::new(adj.groups),
+            Table::new(adj.groups),
+            Table::new(adj.coef.len()),
+        ];
+        t.iter_mut().for_each(|t| t.planned(m.div_ceil(2)));
+        let [s, q, a] = t;
+        RecordSums {
+            adj: adj.clone(),
+            e: e.clone(),
+            buf: vec![0.0; m],
+            s,
+            q,
+            a,
+        }
+    }
+}
+
+/// Adds `f·e` to a table's row.
+fn add_scaled(t: &mut Table, row: u32, e: &[f64], f: f64) {
+    for (j, pair) in e.chunks(2).enumerate() {
+        t.add(
+            row,
+            j as u32,
+            f * pair[0],
+            f * pair.get(1).copied().unwrap_or(0.0),
+        );
+    }
+}
+
+impl FoldState for RecordSums {
+    fn add(&mut self, rows: &FoldRows<'_>) {
+        let adj = self.adj.clone();
+        let rake = matches!(adj.fit, Fit::Rake { .. });
+        let mut e = std::mem::take(&mut self.buf);
+        for (i, &row) in rows.rows.iter().enumerate() {
+            if !(self.e)(rows, i, &mut e) {
+                continue;
+            }
+            let w = adj.new[row];
+            let g = adj.group[row];
+            if g != OUT {
+                if !rake {
+                    add_scaled(&mut self.s, g, &e, adj.old[row]);
+                } else if w != 0.0 {
+                    add_scaled(&mut self.s, g, &e, 1.0);
+                }
+            }
+            if w == 0.0 {
+                continue;
+            }
+            let p = adj.psu[row] as usize;
+            let h = adj.stratum[p];
+            let c = adj.coef[h as usize][0];
+            for &(g2, tw) in adj.psu_entries(p) {
+                add_scaled(&mut self.q, g2, &e, c * tw * w);
+            }
+            add_scaled(&mut self.a, h, &e, w);
+        }
+        self.buf = e;
+    }
+
+    fn merge(&mut self, other: Box<dyn FoldState>) {
+        let o: RecordSums = state_of(other);
+        self.s.merge(o.s);
+        self.q.merge(o.q);
+        self.a.merge(o.a);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// The adjustment's part of the design covariance of `m` totals `Σ w e`
+/// over the records of `q` (its filter, groups, weight and range; the
+/// fold reads `values`), `e` given by `per_unit`, under design `t` whose
+/// weight was made by `c`.
+pub(crate) fn record_correction(
+    ds: &Dataset,
+    (t, c): (&Taylor, &Calibration),
+    q: &Query,
+    (values, m, per_unit): (Vec<String>, usize, PerUnit),
+    opts: &ScanOptions,
+) -> Result<RecordCorrection> {
+    let weight = q.weight.clone().expect("a Taylor design's weight");
+    let adj = Arc::new(Adjustment::new(ds, t, c, &weight)?);
+    let fq = Query {
+        taylor: None,
+        replicates: Vec::new(),
+        measure: None,
+        distribution: false,
+        fold: Some(Fold {
+            values,
+            make: {
+                let (adj, e) = (adj.clone(), per_unit.clone());
+                Arc::new(move || Box::new(RecordSums::new(&adj, &e, m)) as Box<dyn FoldState>)
+            },
+        }),
+        ..q.clone()
+    };
+    let folded = fold_rows(ds, &fq, opts)?;
+    let total = m.div_ceil(2);
+    let sums = match folded.state {
+        Some(s) => state_of(s),
+        None => RecordSums::new(&adj, &per_unit, m),
+    };
+    let map: Vec<usize> = (0..total).collect();
+    let parts = Parts::new(&adj, (&sums.s, &sums.q, &sums.a), &map, total)?;
+    Ok(RecordCorrection {
+        parts,
+        m,
+        scale: whole_design_scale(t),
+    })
 }
 
 fn cube_shape(cube: &Cube) -> Vec<usize> {
@@ -582,7 +761,12 @@ struct Parts {
 const MAX_PARTS: usize = 1 << 26;
 
 impl Parts {
-    fn new(adj: &Adjustment, sums: &Sums, map: &[usize], total: usize) -> Result<Parts> {
+    fn new(
+        adj: &Adjustment,
+        (s, q, a): (&Table, &Table, &Table),
+        map: &[usize],
+        total: usize,
+    ) -> Result<Parts> {
         let nq = 2 * total;
         let ng = adj.groups;
         let strata = adj.coef.len();
@@ -602,9 +786,7 @@ impl Parts {
             }
             out
         };
-        let s = per(&sums.s, ng);
-        let q = per(&sums.q, ng);
-        let ah = per(&sums.a, strata);
+        let (s, q, ah) = (per(s, ng), per(q, ng), per(a, strata));
         let r: Vec<Vec<f64>> = s.par_iter().map(|sk| fitted(adj, sk)).collect();
         // Per quantity (on every core): `H r` and the strata's fitted
         // totals, from each PSU's fitted total F_p.

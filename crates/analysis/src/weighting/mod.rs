@@ -21,7 +21,7 @@ mod model;
 pub mod replicate;
 mod solve;
 
-pub(crate) use linearize::{correct, supported};
+pub(crate) use linearize::{correct, record_correction, supported, PerUnit, RecordCorrection};
 pub(crate) mod write;
 
 pub use error::WeightError;
@@ -562,7 +562,7 @@ fn notes_of(
             ..
         }) => {}
         _ if !matches!(spec.method, Method::None) => notes.push(format!(
-            "the design is a linearization design on {new} that keeps the adjustment: the standard errors of frequencies, crosstabs, means, quantiles, ratios and regressions on few distinct values subtract its residuals (R's calibrated designs); those of correlations and regressions fitted record by record treat {new} as given{}",
+            "the design is a linearization design on {new} that keeps the adjustment: every standard error subtracts its residuals (R's calibrated designs){}",
             if spec.trim.is_some() {
                 " (after trimming, the residuals are those of the adjustment before it)"
             } else {
