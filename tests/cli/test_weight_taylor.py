@@ -259,13 +259,18 @@ def test_regressions_under_an_adjusted_design_match_r(data, tmp_path, method):
     want = rscript(tmp_path / "reg.R", R_REG % r_code[method], path, tmp_path / "out.csv", "S", "C", "F", "fail")
     for what, formula, fam in (("lm", "INC ~ factor(EDUC) + factor(SEX)", "gaussian"),
                                ("logit", "Z ~ factor(EDUC) + factor(SEX)", "logit")):
-        got = run_json("regress", ds, formula, "--family", fam)
-        assert "subtract the adjustment's residuals" in got["design"]["calibration"], got["design"]
-        rs = [r for r in want if r["what"] == what]
-        assert len(got["coefficients"]) == len(rs)
-        for g, r in zip(got["coefficients"], rs):
-            assert near(g["estimate"], float(r["est"]), 1e-8), (what, g, r)
-            assert near(g["se"], float(r["se"]), 1e-6), (what, g, r)
+        coefficients_match(run_json("regress", ds, formula, "--family", fam), want, what)
+
+
+def coefficients_match(got, want, what):
+    """A regression's coefficients and SEs against R's rows `what` of
+    `want` (in order), and its note on the adjustment."""
+    assert "subtract the adjustment's residuals" in got["design"]["calibration"], got["design"]
+    rs = [r for r in want if r["what"] == what]
+    assert len(got["coefficients"]) == len(rs)
+    for g, r in zip(got["coefficients"], rs):
+        assert near(g["estimate"], float(r["est"]), 1e-8), (what, g, r)
+        assert near(g["se"], float(r["se"]), 1e-6), (what, g, r)
 
 
 def test_lonely_psus_averaged_under_an_adjusted_design_match_r(tmp_path, monkeypatch):
@@ -414,12 +419,7 @@ def records_match_r(ds, want):
                        ("dom", ["INC ~ AGE", "--filter", "EDUC(2-4)"])):
         got = run_json("regress", ds, *args, "--max-cells", "20")
         assert got["fitted_on"] == "records", got
-        assert "subtract the adjustment's residuals" in got["design"]["calibration"], got["design"]
-        rs = [r for r in want if r["what"] == what]
-        assert len(got["coefficients"]) == len(rs)
-        for g, r in zip(got["coefficients"], rs):
-            assert near(g["estimate"], float(r["est"]), 1e-8), (what, g, r)
-            assert near(g["se"], float(r["se"]), 1e-6), (what, g, r)
+        coefficients_match(got, want, what)
     for what, args in (("corr", ["INC", "AGE", "EDUC"]), ("corr_dom", ["INC", "AGE", "--filter", "SEX(2)"])):
         got = run_json("corr", ds, *args)
         assert "subtract the adjustment's residuals" in got["design"]["calibration"], got["design"]

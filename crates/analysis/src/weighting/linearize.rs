@@ -329,6 +329,62 @@ impl Table {
     }
 }
 
+/// A fold's sums per quantity: per (group, planned cell) the sums the fit
+/// takes (`s`: old weights, or plain for raking) and `Σ_p c_h T_pg a_p`
+/// (`q`), and per (stratum, planned cell) the strata's totals `A_h` (`a`).
+struct Tables {
+    s: Table,
+    q: Table,
+    a: Table,
+}
+
+impl Tables {
+    fn new(adj: &Adjustment) -> Tables {
+        Tables {
+            s: Table::new(adj.groups),
+            q: Table::new(adj.groups),
+            a: Table::new(adj.coef.len()),
+        }
+    }
+
+    fn planned(&mut self, cells: usize) {
+        self.s.planned(cells);
+        self.q.planned(cells);
+        self.a.planned(cells);
+    }
+
+    fn merge(&mut self, o: Tables) {
+        self.s.merge(o.s);
+        self.q.merge(o.q);
+        self.a.merge(o.a);
+    }
+
+    /// Adds record `row` of the domain: `put(table, row, f)` adds `f`
+    /// times the record's values (per unit of weight) to a table's row.
+    #[inline]
+    fn record(&mut self, adj: &Adjustment, row: usize, put: impl Fn(&mut Table, u32, f64)) {
+        let w = adj.new[row];
+        let g = adj.group[row];
+        if g != OUT {
+            match adj.fit {
+                Fit::Rake { .. } if w != 0.0 => put(&mut self.s, g, 1.0),
+                Fit::Rake { .. } => {}
+                Fit::Greg { .. } => put(&mut self.s, g, adj.old[row]),
+            }
+        }
+        if w == 0.0 {
+            return;
+        }
+        let p = adj.psu[row] as usize;
+        let h = adj.stratum[p];
+        let c = adj.coef[h as usize][0];
+        for &(g2, tw) in adj.psu_entries(p) {
+            put(&mut self.q, g2, c * tw * w);
+        }
+        put(&mut self.a, h, w);
+    }
+}
+
 /// A worker's sums over the domain's records, per quantity `k` of a
 /// cell (`2·cell`: its weighted count, `2·cell + 1`: its total of the
 /// analysis variable less the shift).
@@ -340,19 +396,12 @@ struct Sums {
     /// the fold's last value: each record's count is `v` (records without
     /// it are not counted).
     times: bool,
-    /// Per (group, planned cell): the sums the fit takes (old weights, or
-    /// plain for raking).
-    s: Table,
-    /// Per (group, planned cell): `Σ_p c_h T_pg a_p`.
-    q: Table,
-    /// Per (stratum, planned cell): the stratum's totals `A_h`.
-    a: Table,
+    t: Tables,
 }
 
 impl FoldState for Sums {
     fn add(&mut self, rows: &FoldRows<'_>) {
         let adj = &*self.adj;
-        let rake = matches!(adj.fit, Fit::Rake { .. });
         for (i, (&row, &cell)) in rows.rows.iter().zip(rows.cells).enumerate() {
             let y = if self.measure {
                 rows.values[0][i] - self.shift
@@ -368,46 +417,21 @@ impl FoldState for Sums {
             } else {
                 1.0
             };
-            // The record's influence values: `w·v` (its count's) and
-            // `w·y` (its total's).
-            let w = adj.new[row];
-            let g = adj.group[row];
-            if g != OUT {
-                if rake {
-                    if w != 0.0 {
-                        self.s.add(g, cell, v, y);
-                    }
-                } else {
-                    let o = adj.old[row];
-                    self.s.add(g, cell, o * v, o * y);
-                }
-            }
-            if w == 0.0 {
-                continue;
-            }
-            let p = adj.psu[row] as usize;
-            let h = adj.stratum[p];
-            let c = adj.coef[h as usize][0];
-            for &(g2, tw) in adj.psu_entries(p) {
-                let x = c * tw * w;
-                self.q.add(g2, cell, x * v, x * y);
-            }
-            self.a.add(h, cell, w * v, w * y);
+            // The record's values: `v` (its count's) and `y` (its
+            // total's).
+            self.t
+                .record(adj, row, |t, r, f| t.add(r, cell, f * v, f * y));
         }
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
         let o: Sums = state_of(other);
-        self.s.merge(o.s);
-        self.q.merge(o.q);
-        self.a.merge(o.a);
+        self.t.merge(o.t);
     }
 
     fn planned(&mut self, categories: &[Vec<Category>]) {
         let cells = categories.iter().map(|c| c.len().max(1)).product();
-        self.s.planned(cells);
-        self.q.planned(cells);
-        self.a.planned(cells);
+        self.t.planned(cells);
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
@@ -458,9 +482,7 @@ pub(crate) fn correct(
                         shift,
                         measure,
                         times: has_times,
-                        s: Table::new(adj.groups),
-                        q: Table::new(adj.groups),
-                        a: Table::new(adj.coef.len()),
+                        t: Tables::new(&adj),
                     }) as Box<dyn FoldState>
                 })
             },
@@ -474,7 +496,7 @@ pub(crate) fn correct(
     let sums: Sums = state_of(state);
     let map = cell_map(&folded.categories, cube);
     let total = cube.taylor.as_ref().map_or(0, |t| t.cell.len());
-    let parts = Parts::new(&adj, (&sums.s, &sums.q, &sums.a), &map, total)?;
+    let parts = Parts::new(&adj, &sums.t, &map, total)?;
     let shape = cube_shape(cube);
     let cats: Vec<Vec<&Category>> = (0..total)
         .map(|dst| {
@@ -566,80 +588,47 @@ struct RecordSums {
     adj: Arc<Adjustment>,
     e: PerUnit,
     buf: Vec<f64>,
-    s: Table,
-    q: Table,
-    a: Table,
+    t: Tables,
 }
 
 impl RecordSums {
     fn new(adj: &Arc<Adjustment>, e: &PerUnit, m: usize) -> RecordSums {
-        let mut t = [
-            Table::new(adj.groups),
-            Table::new(adj.groups),
-            Table::new(adj.coef.len()),
-        ];
-        t.iter_mut().for_each(|t| t.planned(m.div_ceil(2)));
-        let [s, q, a] = t;
+        let mut t = Tables::new(adj);
+        t.planned(m.div_ceil(2));
         RecordSums {
             adj: adj.clone(),
             e: e.clone(),
             buf: vec![0.0; m],
-            s,
-            q,
-            a,
+            t,
         }
-    }
-}
-
-/// Adds `f·e` to a table's row.
-fn add_scaled(t: &mut Table, row: u32, e: &[f64], f: f64) {
-    for (j, pair) in e.chunks(2).enumerate() {
-        t.add(
-            row,
-            j as u32,
-            f * pair[0],
-            f * pair.get(1).copied().unwrap_or(0.0),
-        );
     }
 }
 
 impl FoldState for RecordSums {
     fn add(&mut self, rows: &FoldRows<'_>) {
-        let adj = self.adj.clone();
-        let rake = matches!(adj.fit, Fit::Rake { .. });
-        let mut e = std::mem::take(&mut self.buf);
+        let adj = &*self.adj;
+        let e = &mut self.buf;
         for (i, &row) in rows.rows.iter().enumerate() {
-            if !(self.e)(rows, i, &mut e) {
+            if !(self.e)(rows, i, e) {
                 continue;
             }
-            let w = adj.new[row];
-            let g = adj.group[row];
-            if g != OUT {
-                if !rake {
-                    add_scaled(&mut self.s, g, &e, adj.old[row]);
-                } else if w != 0.0 {
-                    add_scaled(&mut self.s, g, &e, 1.0);
+            let e = &*e;
+            self.t.record(adj, row, |t, r, f| {
+                for (j, pair) in e.chunks(2).enumerate() {
+                    t.add(
+                        r,
+                        j as u32,
+                        f * pair[0],
+                        f * pair.get(1).copied().unwrap_or(0.0),
+                    );
                 }
-            }
-            if w == 0.0 {
-                continue;
-            }
-            let p = adj.psu[row] as usize;
-            let h = adj.stratum[p];
-            let c = adj.coef[h as usize][0];
-            for &(g2, tw) in adj.psu_entries(p) {
-                add_scaled(&mut self.q, g2, &e, c * tw * w);
-            }
-            add_scaled(&mut self.a, h, &e, w);
+            });
         }
-        self.buf = e;
     }
 
     fn merge(&mut self, other: Box<dyn FoldState>) {
         let o: RecordSums = state_of(other);
-        self.s.merge(o.s);
-        self.q.merge(o.q);
-        self.a.merge(o.a);
+        self.t.merge(o.t);
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
@@ -681,7 +670,7 @@ pub(crate) fn record_correction(
         None => RecordSums::new(&adj, &per_unit, m),
     };
     let map: Vec<usize> = (0..total).collect();
-    let parts = Parts::new(&adj, (&sums.s, &sums.q, &sums.a), &map, total)?;
+    let parts = Parts::new(&adj, &sums.t, &map, total)?;
     Ok(RecordCorrection {
         parts,
         m,
@@ -761,12 +750,7 @@ struct Parts {
 const MAX_PARTS: usize = 1 << 26;
 
 impl Parts {
-    fn new(
-        adj: &Adjustment,
-        (s, q, a): (&Table, &Table, &Table),
-        map: &[usize],
-        total: usize,
-    ) -> Result<Parts> {
+    fn new(adj: &Adjustment, t: &Tables, map: &[usize], total: usize) -> Result<Parts> {
         let nq = 2 * total;
         let ng = adj.groups;
         let strata = adj.coef.len();
@@ -786,7 +770,7 @@ impl Parts {
             }
             out
         };
-        let (s, q, ah) = (per(s, ng), per(q, ng), per(a, strata));
+        let (s, q, ah) = (per(&t.s, ng), per(&t.q, ng), per(&t.a, strata));
         let r: Vec<Vec<f64>> = s.par_iter().map(|sk| fitted(adj, sk)).collect();
         // Per quantity (on every core): `H r` and the strata's fitted
         // totals, from each PSU's fitted total F_p.

@@ -761,7 +761,12 @@ impl<'a> Parser<'a> {
                 .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b':')
                 && k.iter()
                     .all(|&c| c.is_ascii_alphanumeric() || b"_:.-".contains(&c));
-            if !ok || seen.contains(&k) {
+            // XML forbids `<` in a value, and every `&` starts a
+            // reference that must resolve.
+            let value_ok = !a.value.contains(&b'<')
+                && a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                    .is_ok();
+            if !ok || !value_ok || seen.contains(&k) {
                 let line = self.line_at(self.reader.buffer_position());
                 return Err(self.err(format!(
                     "line {line}: malformed XML attribute {:?} in <{name}> (the codebook is damaged)",
@@ -1268,6 +1273,27 @@ mod tests {
         let xml = "<codeBook>\n<dataDscr>\n<var name=\"A\">\n</dataDscr>\n</codeBook>";
         let e = parse(xml).unwrap_err().to_string();
         assert!(e.contains("line 4") && e.contains("malformed XML"), "{e}");
+    }
+
+    #[test]
+    fn attribute_values_xml_forbids_are_refused() {
+        // Python's XML parser rejects each: `<` in a value (even one
+        // microtab does not read), an entity that does not resolve.
+        for bad in [
+            r#"xmlns="ddi:code<ook:2_5""#,
+            r#"version="2&x;5""#,
+            r#"version="2 & 5""#,
+        ] {
+            let xml = RECT.replacen(r#"xmlns="ddi:codebook:2_5""#, bad, 1);
+            let e = parse(&xml).unwrap_err().to_string();
+            assert!(
+                e.contains("line 2") && e.contains("malformed XML attribute"),
+                "{bad}: {e}"
+            );
+        }
+        // References that resolve are values like any other.
+        let ok = RECT.replacen(r#"version="2.5""#, r#"version="2&#46;5 &amp; &lt;""#, 1);
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]
