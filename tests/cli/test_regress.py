@@ -9,6 +9,7 @@ converged answers agree to 1e-8."""
 
 import csv
 import math
+import shutil
 
 import pytest
 
@@ -708,3 +709,29 @@ def test_differences_with_missing_categories_and_repeated_labels(api, tmp_path):
             assert p.returncode == 1 and 'both shown as "X"' in p.stderr, (ds_, args, p.stderr)
         p = run("tab", ds_, "yes", twice, "--diff", "Y", ok=False)
         assert p.returncode == 1 and 'both shown as "X"' in p.stderr, (ds_, p.stderr)
+
+
+def test_outcomes_a_family_refuses_are_named(api, tmp_path):
+    """A Poisson outcome below 0 and a logit outcome of many values are
+    refused for what they are, whether the model is fitted on cells or
+    record by record (not as a failure to converge, or a table too large);
+    an empty domain with a factor is the empty-domain error."""
+    ds = tmp_path / "g.mtab"
+    shutil.copytree(api["strat"], ds)
+    run("compute", ds, "G = api00 - api99")
+    with open(api["dir"] / "strat.csv") as f:
+        growth = {int(r["api00"]) - int(r["api99"]) for r in csv.DictReader(f)}
+    negative = {str(g) for g in growth if g < 0}
+    assert negative
+    for args in (["G ~ meals"], ["G ~ meals", "--max-cells", "20"], ["G ~ factor(stype)"]):
+        p = run("regress", ds, *args, "--family", "poisson", ok=False)
+        msg = "the outcome G of a poisson model must not be negative (it takes "
+        assert msg in p.stderr and p.stderr.split(msg)[1].split(")")[0] in negative, p.stderr
+    # Poisson on G where it is not negative is fitted.
+    run("regress", ds, "G ~ meals", "--family", "poisson", "--filter", "G(0-*)")
+    for args in (["api00 ~ meals + factor(stype)"], ["api00 ~ meals + factor(stype)", "--max-cells", "20"]):
+        p = run("regress", ds, *args, "--family", "logit", ok=False)
+        assert "the outcome api00 of a logit model must be 0 or 1" in p.stderr, p.stderr
+    p = run("regress", ds, "api00 ~ meals + factor(stype)", "--filter", "api00(2000-3000)", "--max-cells", "20",
+            ok=False)
+    assert "no record has a value of every model variable" in p.stderr, p.stderr

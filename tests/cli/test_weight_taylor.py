@@ -429,3 +429,63 @@ def records_match_r(ds, want):
             r = rs[f"{pr['a']}:{pr['b']}"]
             assert near(pr["estimate"], float(r["est"]), 1e-9), (what, pr, r)
             assert near(pr["se"], float(r["se"]), 1e-6), (what, pr, r)
+
+
+# Records outside the totals' categories (`--allow-missing-cells`) keep
+# their weight and have no residual: R's `calibrate` on the listed cells'
+# indicators, the others' rows all 0.
+R_OUTSIDE = adjusted_r(r"""tot <- read.csv(args[7], colClasses="character")
+ind <- c()
+for (i in seq_len(nrow(tot))) {
+  ab <- strsplit(tot$value[i], "\\*")[[1]]; nm <- paste0("I", ab[1], "_", ab[2])
+  d[[nm]] <- as.numeric(d$SEX == as.numeric(ab[1]) & d$S == as.numeric(ab[2]))
+  ind <- c(ind, nm)
+}
+""", r"""des <- calibrate(des, as.formula(paste("~0+", paste(ind, collapse="+"))), as.numeric(tot$total), epsilon=1e-13)
+rows <- NULL
+add <- function(what, key, est, se) rows <<- rbind(rows, data.frame(what=what, key=key, est=est, se=se))
+m <- svymean(~S, des)
+add("pct", sub("^S", "", names(coef(m))), 100 * coef(m), 100 * SE(m))
+t <- svytotal(~S, des)
+add("tot", sub("^S", "", names(coef(t))), coef(t), SE(t))
+s <- summary(svyglm(INC ~ S, design=subset(des, !is.na(INC))))$coefficients
+add("diff", rownames(s), s[, 1], s[, 2])
+s <- summary(svyglm(INC ~ AGE + S, design=subset(des, !is.na(INC))))$coefficients
+add("rec", rownames(s), s[, 1], s[, 2])
+write.csv(rows, out, row.names=FALSE)
+""")
+
+
+@pytest.mark.parametrize("name,flags,r_args", DESIGNS, ids=[d[0] for d in DESIGNS])
+def test_records_outside_the_totals_match_r(data, tmp_path, name, flags, r_args):
+    """Post-stratified by SEX*S with stratum 7's cells left out of the
+    totals (`--allow-missing-cells`): the shares of S (whose base holds the
+    records outside, their weight random), its totals, `means --diff` of
+    every stratum against the first and a regression record by record
+    against R's `calibrate` on the listed cells' indicators."""
+    d, path, rows, _ = data
+    cells, _ = population(rows)
+    tot = tmp_path / "out.csv"
+    tot.write_text("variable,value,total\n" + "".join(
+        f"SEX*S,{s}*{e},{v}\n" for (s, e), v in cells.items() if e != 7))
+    ds = tmp_path / "o.mtab"
+    run("import", path, ds, "--missing", "INC=99999")
+    if flags is not None:
+        run("design", ds, "--weight", "W", *flags)
+    run("weight", ds, "W2", "--from", "W", "--poststrata", "SEX*S", "--totals", tot, "--allow-missing-cells")
+    want = rscript(tmp_path / "o.R", R_OUTSIDE % "", path, tmp_path / "o_r.csv", *r_args, "fail", tot)
+    by = {(r["what"], r["key"]): (float(r["est"]), float(r["se"])) for r in want}
+    f = run_json("freq", ds, "S")
+    for r in f["rows"]:
+        k = str(r["value"])
+        assert near(r["percent"], by[("pct", k)][0], 1e-9) and near(r["percent_se"]["se"], by[("pct", k)][1]), (k, r)
+        assert near(r["weighted_se"]["se"], by[("tot", k)][1]), (k, r)
+    # Stratum 7's share is not fixed, and neither are the others'.
+    assert all(r["percent_se"]["se"] > 1e-3 for r in f["rows"])
+    c = run_json("means", ds, "INC", "--by", "S", "--diff", "1")["comparison"]
+    for x in c["differences"]:
+        est, se = by[("diff", f"S{x['group']}")]
+        assert near(x["estimate"], est, 1e-9) and near(x["se"], se), x
+    got = run_json("regress", ds, "INC ~ AGE + factor(S)", "--max-cells", "20")
+    assert got["fitted_on"] == "records"
+    coefficients_match(got, want, "rec")

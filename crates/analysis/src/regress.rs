@@ -22,11 +22,85 @@ pub fn regress(
     opts: &ScanOptions,
 ) -> crate::Result<Regression> {
     let f = parse_formula(formula)?;
+    check_outcome(ds, req, &f, family, opts)?;
     match by_cells(ds, req, (formula, &f), family, opts) {
         Err(crate::Error::Engine(microtab_engine::Error::TooManyCells { .. })) => {
             crate::model::rows::regress(ds, req, (formula, &f), family, opts)
+                .map_err(|e| too_many_outcomes(e, &f, family))
         }
         r => r,
+    }
+}
+
+/// A binary outcome taking more values than a table may hold is not
+/// binary: the error says so rather than asking for a larger table.
+fn too_many_outcomes(
+    e: crate::Error,
+    f: &microtab_engine::Formula,
+    family: Family,
+) -> crate::Error {
+    let y = &f.outcome.name;
+    match &e {
+        crate::Error::Engine(microtab_engine::Error::TooManyCells {
+            variable, shape, ..
+        }) if family.binary() && f.outcome.condition.is_none() => {
+            // The outcome's planned categories (its range when numeric).
+            let n = shape.iter().find(|(v, _)| v == y).map_or(0, |s| s.1);
+            if variable.as_deref() == Some(y.as_str()) || n > 3 {
+                crate::model::ModelError::NotBinary {
+                    variable: y.clone(),
+                    family: family.name().to_string(),
+                    values: "more than two values".into(),
+                }
+                .into()
+            } else {
+                e
+            }
+        }
+        _ => e,
+    }
+}
+
+/// A Poisson outcome is not negative: the records of the model's domain
+/// with a negative outcome are counted (only when the variable's stored
+/// range reaches below 0).
+fn check_outcome(
+    ds: &Dataset,
+    req: &Request,
+    f: &microtab_engine::Formula,
+    family: Family,
+    opts: &ScanOptions,
+) -> crate::Result<()> {
+    if family != Family::Poisson || f.outcome.condition.is_some() {
+        return Ok(());
+    }
+    let v = ds.variable(&f.outcome.name)?;
+    if v.kind == microtab_store::Kind::String || v.min.is_none_or(|m| m.as_f64() >= 0.0) {
+        return Ok(());
+    }
+    let mut filter = req.filter_terms()?;
+    filter.extend(microtab_engine::parse_filter(&format!("{}<0", v.name))?);
+    let q = microtab_engine::Query {
+        filter,
+        group_by: vec![v.name.clone()],
+        max_cells: Some(1 << 20),
+        rows: req.rows.clone(),
+        ..microtab_engine::Query::default()
+    };
+    let cube = microtab_engine::run_with(ds, &q, opts)?;
+    let first = cube.dims.first().and_then(|d| {
+        d.categories
+            .iter()
+            .zip(&cube.counts)
+            .find(|(c, &n)| n > 0 && !c.missing)
+    });
+    match first {
+        Some((c, _)) => Err(crate::model::ModelError::Negative {
+            variable: v.name.clone(),
+            value: c.display.clone(),
+        }
+        .into()),
+        None => Ok(()),
     }
 }
 

@@ -398,6 +398,25 @@ impl Coding {
         number(c)
     }
 
+    /// The error of an outcome value `y` the family refuses (binary: not
+    /// 0 or 1; Poisson: negative).
+    pub(crate) fn refused_outcome(&self, y: f64) -> ModelError {
+        // As displayed: 12 significant digits at most.
+        let shown = format!("{}", (y * 1e12).round() / 1e12);
+        if self.family.binary() {
+            ModelError::NotBinary {
+                variable: self.outcome.clone(),
+                family: self.family.name().to_string(),
+                values: format!("the value {shown}"),
+            }
+        } else {
+            ModelError::Negative {
+                variable: self.outcome.clone(),
+                value: shown,
+            }
+        }
+    }
+
     /// A binary outcome is 0 or 1; a Poisson one not negative.
     fn check_outcome(&self, dims: &[Vec<Category>]) -> crate::Result<()> {
         let Some(d) = self.outcome_dim.filter(|_| !self.condition) else {
@@ -420,7 +439,7 @@ impl Coding {
                 return Err(ModelError::NotBinary {
                     variable: self.outcome.clone(),
                     family: self.family.name().to_string(),
-                    values: list(&bad),
+                    values: format!("the values {}", list(&bad)),
                 }
                 .into());
             }

@@ -24,13 +24,14 @@ pub enum ModelError {
         cells: String,
     },
     /// A binary model's outcome takes other values than 0 and 1.
-    #[error("the outcome {variable} of a {family} model must be 0 or 1, but it takes the values {values}: write a condition such as {variable}(1)")]
+    #[error("the outcome {variable} of a {family} model must be 0 or 1, but it takes {values}: write a condition such as {variable}(1)")]
     NotBinary {
         /// The outcome variable.
         variable: String,
         /// The family.
         family: String,
-        /// Some of its other values.
+        /// Some of its other values, in words ("the values 2, 3", "729497
+        /// distinct values").
         values: String,
     },
     /// A Poisson outcome is negative somewhere.

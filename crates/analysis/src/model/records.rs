@@ -331,12 +331,13 @@ pub(crate) fn step(
             },
         ) => {
             crate::checks::check_weights(req, &cases, weight.as_deref())?;
-            let mut coding = coding.clone();
-            coding.set_levels(occurring)?;
-            let p = coding.names.len();
+            // No records: no levels to code either.
             if *n == 0 || sums[0] == 0.0 {
                 return Err(ModelError::Empty.into());
             }
+            let mut coding = coding.clone();
+            coding.set_levels(occurring)?;
+            let p = coding.names.len();
             if (*n as usize) < p {
                 return Err(ModelError::TooFew {
                     columns: p,

@@ -411,6 +411,9 @@ pub(crate) struct State {
     dev: Vec<f64>,
     /// Records fitted at 0 or 1 within 1e-8 of their outcome.
     extreme: u64,
+    /// Count: an outcome the family refuses (negative; binary: not 0 or
+    /// 1), the first met.
+    odd: Option<f64>,
     /// Scores: per stratum, and PSUs that may continue in another
     /// stretch (by stratum index and PSU key).
     strata: HashMap<usize, Strata>,
@@ -502,6 +505,7 @@ impl State {
             xtwz: vec![vec![0.0; p]; k],
             dev: vec![0.0; k],
             extreme: 0,
+            odd: None,
             strata: HashMap::new(),
             open: HashMap::new(),
             unknown: 0,
@@ -768,6 +772,13 @@ impl FoldState for State {
                     self.sums[0] += w;
                     self.sums[1] += w * y;
                     self.sums[2] += w * lay.s(y);
+                    // An outcome a binary or Poisson model refuses.
+                    if self.odd.is_none()
+                        && ((lay.family == Family::Poisson && y < 0.0)
+                            || (lay.family.binary() && y != 0.0 && y != 1.0))
+                    {
+                        self.odd = Some(y);
+                    }
                 }
                 Pass::Irls(_) => {
                     batch.x.extend_from_slice(&x);
@@ -804,6 +815,7 @@ impl FoldState for State {
             (&o.xtwx, &o.xtwz, &o.dev),
         );
         self.extreme += o.extreme;
+        self.odd = self.odd.or(o.odd);
         self.unknown += o.unknown;
         for (h, s) in o.strata {
             self.strata.entry(h).or_default().absorb(&s);
@@ -839,6 +851,8 @@ pub(crate) struct Counted {
     pub n: u64,
     /// Their `Σ w`, `Σ w·y` and `Σ w·s`.
     pub sums: [f64; 3],
+    /// An outcome the family refuses, if any.
+    pub odd: Option<f64>,
 }
 
 /// A model's passes over the records of a query.
@@ -911,6 +925,7 @@ impl Passes<'_> {
             occurring,
             n: st.n,
             sums: st.sums,
+            odd: st.odd,
         })
     }
 
@@ -997,16 +1012,21 @@ pub(crate) fn regress(
         occurring,
         n,
         sums,
+        odd,
     } = passes.count(&Arc::new(lay.clone()))?;
+    if let Some(y) = odd {
+        return Err(coding.refused_outcome(y).into());
+    }
+    // No records: no levels to code either.
+    if n == 0 || sums[0] == 0.0 {
+        return Err(ModelError::Empty.into());
+    }
     coding.set_levels(&occurring)?;
     let names = coding.names.clone();
     lay.p = names.len();
     lay.colvals = coding.column_values();
     lay.cells = planned_cells(&coding, &planned);
     let lay = Arc::new(lay);
-    if n == 0 || sums[0] == 0.0 {
-        return Err(ModelError::Empty.into());
-    }
     if (n as usize) < lay.p {
         return Err(ModelError::TooFew {
             columns: lay.p,

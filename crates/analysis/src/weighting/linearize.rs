@@ -822,7 +822,10 @@ impl Parts {
             vec![0.0; self.strata],
         ];
         for &(k, a) in terms {
-            if a == 0.0 || self.r[k].is_empty() {
+            // A quantity without fitted values (none of its records in the
+            // adjustment: records outside the totals' categories) keeps its
+            // `Q` and strata totals, which the others' corrections meet.
+            if a == 0.0 {
                 continue;
             }
             let src = [
@@ -833,6 +836,7 @@ impl Parts {
                 &self.ah[k],
             ];
             for (o, v) in out.iter_mut().zip(src) {
+                // Empty: all 0.
                 for (x, y) in o.iter_mut().zip(v) {
                     *x += a * y;
                 }
