@@ -256,7 +256,7 @@ fn shares(
     if let Some(t) = v.adjusted.as_deref() {
         // The shares' variances take the adjustment's residuals.
         let c = t.calibration.as_ref().expect("an adjusted design");
-        crate::weighting::correct(ds, &sq, t, c, &mut cube, opts)?;
+        crate::weighting::correct(ds, &sq, t, c, &mut cube, (opts, false))?;
     }
     if let Some(t) = cube.taylor.as_ref().filter(|t| t.unknown_strata > 0) {
         return Err(Error::UnknownStrata {

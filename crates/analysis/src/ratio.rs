@@ -296,7 +296,7 @@ fn taylor_sums(
     let mut cy = microtab_engine::run_with(ds, &q, opts)?;
     if let Some(c) = &t.calibration {
         // A weight adjusted to population totals: its residuals.
-        crate::weighting::correct(ds, &q, t, c, &mut cy, opts)?;
+        crate::weighting::correct(ds, &q, t, c, &mut cy, (opts, false))?;
     }
     let tc = cy.taylor.as_ref().expect("a Taylor query's sums");
     if tc.unknown_strata > 0 {

@@ -153,7 +153,7 @@ fn by_cells(
             scores_query(&mut q, crate::taylor::query_of(t), &fitted, family);
             let mut cube = microtab_engine::run_with(ds, &q, opts)?;
             if let Some(c) = &adjusted {
-                crate::weighting::correct(ds, &q, t, c, &mut cube, opts)?;
+                crate::weighting::correct(ds, &q, t, c, &mut cube, (opts, true))?;
             }
             let (cov, df) = fitted.sandwich(&cube)?;
             (cov, "linearization".to_string(), Some(df))

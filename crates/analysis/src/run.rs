@@ -144,7 +144,7 @@ fn adjusted(
         .and_then(|t| t.calibration.as_ref().map(|c| (t, c)))
     {
         if crate::weighting::supported(q) {
-            crate::weighting::correct(ds, q, t, c, cube, opts)?;
+            crate::weighting::correct(ds, q, t, c, cube, (opts, false))?;
         }
     }
     Ok(())

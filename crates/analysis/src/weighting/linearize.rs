@@ -272,6 +272,8 @@ fn fit_of(
 struct Table {
     rows: usize,
     width: usize,
+    /// The most entries a dense table may have.
+    limit: usize,
     dense: Vec<[f64; 2]>,
     map: HashMap<(u32, u32), [f64; 2]>,
 }
@@ -280,10 +282,12 @@ struct Table {
 const MAX_DENSE: usize = 1 << 21;
 
 impl Table {
-    fn new(rows: usize) -> Table {
+    /// A table of `rows` rows, dense when its entries are at most `limit`.
+    fn new(rows: usize, limit: usize) -> Table {
         Table {
             rows,
             width: 0,
+            limit: limit.min(MAX_DENSE),
             dense: Vec::new(),
             map: HashMap::new(),
         }
@@ -292,7 +296,7 @@ impl Table {
     /// Told the planned cells: dense when few enough.
     fn planned(&mut self, cells: usize) {
         self.width = cells;
-        if self.rows.saturating_mul(cells) <= MAX_DENSE {
+        if self.rows.saturating_mul(cells) <= self.limit {
             self.dense = vec![[0.0; 2]; self.rows * cells];
         }
     }
@@ -309,6 +313,13 @@ impl Table {
     }
 
     fn merge(&mut self, o: Table) {
+        if !self.dense.is_empty() && self.dense.len() == o.dense.len() {
+            for (a, b) in self.dense.iter_mut().zip(&o.dense) {
+                a[0] += b[0];
+                a[1] += b[1];
+            }
+            return;
+        }
         for ((r, c), v) in o.entries() {
             self.add(r, c, v[0], v[1]);
         }
@@ -340,10 +351,13 @@ struct Tables {
 
 impl Tables {
     fn new(adj: &Adjustment) -> Tables {
+        // Dense while not much larger than the records could fill (a
+        // record touches a few entries).
+        let limit = adj.new.len().saturating_mul(4).max(1 << 16);
         Tables {
-            s: Table::new(adj.groups),
-            q: Table::new(adj.groups),
-            a: Table::new(adj.coef.len()),
+            s: Table::new(adj.groups, limit),
+            q: Table::new(adj.groups, limit),
+            a: Table::new(adj.coef.len(), limit),
         }
     }
 
@@ -454,7 +468,7 @@ pub(crate) fn correct(
     t: &Taylor,
     c: &Calibration,
     cube: &mut Cube,
-    opts: &ScanOptions,
+    (opts, only_scores): (&ScanOptions, bool),
 ) -> Result<()> {
     let Some(tc) = cube.taylor.as_ref() else {
         return Ok(());
@@ -494,9 +508,8 @@ pub(crate) fn correct(
         return Ok(());
     };
     let sums: Sums = state_of(state);
-    let map = cell_map(&folded.categories, cube);
+    let map = CellMap::new(&folded.categories, cube);
     let total = cube.taylor.as_ref().map_or(0, |t| t.cell.len());
-    let parts = Parts::new(&adj, &sums.t, &map, total)?;
     let shape = cube_shape(cube);
     let cats: Vec<Vec<&Category>> = (0..total)
         .map(|dst| {
@@ -514,7 +527,51 @@ pub(crate) fn correct(
         })
         .collect();
     let mut tc = cube.taylor.take().expect("Taylor sums");
-    apply(&mut tc, &parts, q, &shape, &cats);
+    match q.taylor.as_ref().and_then(|t| t.scores.as_ref()) {
+        // A regression reads only its scores: the cells' sums are folded
+        // into the scores' first, so each score is fitted once, not each
+        // cell's count and total.
+        Some(spec) if only_scores => {
+            let len = spec.len;
+            let width = len.div_ceil(2);
+            let mut st = Tables::new(&adj);
+            st.planned(width);
+            let coef: Vec<_> = cats.iter().map(|c| (spec.of)(c)).collect();
+            let mut e = vec![0.0; len];
+            for (src, dst) in [
+                (&sums.t.s, &mut st.s),
+                (&sums.t.q, &mut st.q),
+                (&sums.t.a, &mut st.a),
+            ] {
+                for ((row, cell), v) in src.entries() {
+                    let Some(Some((a, b))) = coef.get(map.get(cell)) else {
+                        continue;
+                    };
+                    for (k, x) in e.iter_mut().enumerate() {
+                        *x = (a[k] + b[k] * shift) * v[0] + b[k] * v[1];
+                    }
+                    add_vec(dst, row, &e, 1.0);
+                }
+            }
+            let parts = Parts::new(&adj, &st, &|c| c as usize, width)?;
+            let base: Vec<[Vec<f64>; 5]> = (0..len).map(|k| parts.combine(&[(k, 1.0)])).collect();
+            if let Some(sc) = tc.scores.as_mut() {
+                for i in 0..len {
+                    for j in i..len {
+                        let v = Parts::pair(&base[i], &base[j], &parts.d);
+                        sc[i * len + j] += v;
+                        if i != j {
+                            sc[j * len + i] += v;
+                        }
+                    }
+                }
+            }
+        }
+        _ => {
+            let parts = Parts::new(&adj, &sums.t, &|c| map.get(c), total)?;
+            apply(&mut tc, &parts, q, &shape, &cats);
+        }
+    }
     if let Some(f) = whole_design_scale(t) {
         tc.cell_scale.iter_mut().for_each(|x| *x = f);
         for m in tc.margins.iter_mut() {
@@ -604,6 +661,19 @@ impl RecordSums {
     }
 }
 
+/// Adds `f·e` to a table's row: the totals `k` at (row, `k / 2`), slot
+/// `k % 2`.
+fn add_vec(t: &mut Table, row: u32, e: &[f64], f: f64) {
+    for (j, pair) in e.chunks(2).enumerate() {
+        t.add(
+            row,
+            j as u32,
+            f * pair[0],
+            f * pair.get(1).copied().unwrap_or(0.0),
+        );
+    }
+}
+
 impl FoldState for RecordSums {
     fn add(&mut self, rows: &FoldRows<'_>) {
         let adj = &*self.adj;
@@ -613,16 +683,7 @@ impl FoldState for RecordSums {
                 continue;
             }
             let e = &*e;
-            self.t.record(adj, row, |t, r, f| {
-                for (j, pair) in e.chunks(2).enumerate() {
-                    t.add(
-                        r,
-                        j as u32,
-                        f * pair[0],
-                        f * pair.get(1).copied().unwrap_or(0.0),
-                    );
-                }
-            });
+            self.t.record(adj, row, |t, r, f| add_vec(t, r, e, f));
         }
     }
 
@@ -669,8 +730,7 @@ pub(crate) fn record_correction(
         Some(s) => state_of(s),
         None => RecordSums::new(&adj, &per_unit, m),
     };
-    let map: Vec<usize> = (0..total).collect();
-    let parts = Parts::new(&adj, &sums.t, &map, total)?;
+    let parts = Parts::new(&adj, &sums.t, &|c| c as usize, total)?;
     Ok(RecordCorrection {
         parts,
         m,
@@ -685,48 +745,64 @@ fn cube_shape(cube: &Cube) -> Vec<usize> {
         .collect()
 }
 
-/// Each planned cell's compacted cell (`usize::MAX`: none).
-fn cell_map(planned: &[Vec<Category>], cube: &Cube) -> Vec<usize> {
-    let per_dim: Vec<Vec<usize>> = planned
-        .iter()
-        .zip(&cube.dims)
-        .map(|(cats, dim)| {
-            cats.iter()
-                .map(|c| {
-                    dim.categories
-                        .iter()
-                        .position(|d| d == c)
-                        .unwrap_or(usize::MAX)
-                })
-                .collect()
-        })
-        .collect();
-    let pshape: Vec<usize> = planned.iter().map(|c| c.len().max(1)).collect();
-    let cshape = cube_shape(cube);
-    let n: usize = pshape.iter().product();
-    (0..n)
-        .map(|cell| {
-            let mut r = cell;
-            let mut idx = vec![0; pshape.len()];
-            for d in (0..pshape.len()).rev() {
-                idx[d] = r % pshape[d];
-                r /= pshape[d];
+/// Each planned cell's compacted cell (`usize::MAX`: none), found when
+/// asked (the planned cells may be many more than the cube's).
+struct CellMap {
+    /// Per dimension, each planned category's compacted index.
+    per_dim: Vec<Vec<usize>>,
+    planned: Vec<usize>,
+    compacted: Vec<usize>,
+}
+
+impl CellMap {
+    fn new(planned: &[Vec<Category>], cube: &Cube) -> CellMap {
+        let per_dim = planned
+            .iter()
+            .zip(&cube.dims)
+            .map(|(cats, dim)| {
+                // The cube's categories are the planned ones that occur, in
+                // the same order: one walk (a search where not).
+                let mut at = 0;
+                cats.iter()
+                    .map(|c| {
+                        let d = &dim.categories;
+                        if at < d.len() && d[at] == *c {
+                            at += 1;
+                            return at - 1;
+                        }
+                        d.iter().position(|x| x == c).unwrap_or(usize::MAX)
+                    })
+                    .collect()
+            })
+            .collect();
+        CellMap {
+            per_dim,
+            planned: planned.iter().map(|c| c.len().max(1)).collect(),
+            compacted: cube_shape(cube),
+        }
+    }
+
+    /// Planned cell `cell`'s compacted cell.
+    fn get(&self, cell: u32) -> usize {
+        let mut r = cell as usize;
+        let mut dst = 0;
+        let mut mult = 1;
+        for d in (0..self.planned.len()).rev() {
+            let i = r % self.planned[d];
+            r /= self.planned[d];
+            let j = if self.per_dim[d].is_empty() {
+                0
+            } else {
+                self.per_dim[d][i]
+            };
+            if j == usize::MAX {
+                return usize::MAX;
             }
-            let mut dst = 0;
-            for d in 0..pshape.len() {
-                let j = if per_dim[d].is_empty() {
-                    0
-                } else {
-                    per_dim[d][idx[d]]
-                };
-                if j == usize::MAX {
-                    return usize::MAX;
-                }
-                dst = dst * cshape[d] + j;
-            }
-            dst
-        })
-        .collect()
+            dst += j * mult;
+            mult *= self.compacted[d];
+        }
+        dst
+    }
 }
 
 /// Per base quantity (`2·cell`: the cell's weighted count, `2·cell + 1`:
@@ -750,7 +826,12 @@ struct Parts {
 const MAX_PARTS: usize = 1 << 26;
 
 impl Parts {
-    fn new(adj: &Adjustment, t: &Tables, map: &[usize], total: usize) -> Result<Parts> {
+    fn new(
+        adj: &Adjustment,
+        t: &Tables,
+        map: &dyn Fn(u32) -> usize,
+        total: usize,
+    ) -> Result<Parts> {
         let nq = 2 * total;
         let ng = adj.groups;
         let strata = adj.coef.len();
@@ -762,7 +843,7 @@ impl Parts {
         let per = |m: &Table, rows: usize| -> Vec<Vec<f64>> {
             let mut out = vec![vec![0.0; rows]; nq];
             for ((g, cell), v) in m.entries() {
-                let dst = map[cell as usize];
+                let dst = map(cell);
                 if dst != usize::MAX {
                     out[2 * dst][g as usize] += v[0];
                     out[2 * dst + 1][g as usize] += v[1];
