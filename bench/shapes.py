@@ -19,8 +19,16 @@ Run after `python3 bench/run.py` (it makes bench/data/census.mtab and
 census.duckdb):
 
     python3 bench/shapes.py [--runs 10] [--cold] [--cold-runs 3] [--only F1,G3]
+    python3 bench/shapes.py --random 20 [--seed S]   # shapes drawn from the grammar
 
-Writes bench/results/shapes.md and prints it.
+`--random N` draws N shapes instead of the fixed ones: a frequency,
+crosstab (with a control or not) or means by one or two variables,
+weighted or not, with zero to three conditions (ranges between two of a
+variable's quantiles, lists of its values, comparisons) on any variable
+of any column kind; the seed is printed and kept in the results, and the
+worst ratio is reported beside the table.
+
+Writes bench/results/shapes.md (or --out) and prints it.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -73,6 +82,87 @@ SHAPES = {
     "M3": ("mean u32 by u8 x u8, filtered", f"means INCWAGE --by STATEFIP,SEX {W} --filter AGE(25-64)", "AGE BETWEEN 25 AND 64", "means"),
     "M4": ("mean of a decimal (the weight) by u8, unweighted", "means PERWT --by RACE", None, "means"),
 }
+
+
+# The grammar of random shapes (`--random N`): the census's variables by
+# the kind of column they are stored as.
+CODES_U8 = ["SEX", "RACE", "HISPAN", "MARST", "EDUC", "EMPSTAT", "CITIZEN", "GQ", "STATEFIP", "AGE"]
+CODES_U16 = ["OCC", "IND", "PUMA", "BPL"]
+NUMERIC = ["AGE", "UHRSWORK", "POVERTY", "INCTOT", "INCWAGE", "SERIAL", "PERWT", "OCC", "PUMA"]
+MEASURES = ["INCTOT", "INCWAGE", "UHRSWORK", "AGE", "POVERTY", "PERWT"]
+
+
+def value_pool(con, v):
+    """Values of `v` to build conditions from: quantiles of its values
+    (the missing code left out) and some of its distinct values."""
+    na = f" WHERE {v} <> {NA}" if v == "INCTOT" else ""
+    qs = con.execute(f"SELECT quantile_disc({v}, [0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98]) FROM census{na}").fetchone()[0]
+    distinct = [r[0] for r in con.execute(f"SELECT DISTINCT {v} FROM census{na} USING SAMPLE 20000 ROWS LIMIT 40").fetchall()
+                if r[0] is not None]
+    return sorted(set(qs)), sorted(set(distinct))
+
+
+def fmt_value(x):
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
+
+
+def random_condition(rng, v, pools):
+    """A condition on `v` in microtab's filter syntax and in SQL."""
+    qs, distinct = pools[v]
+    form = rng.choice(["range", "range", "list", "cmp"] if v in CODES_U8 + CODES_U16 else ["range", "range", "cmp"])
+    if form == "range":
+        lo, hi = sorted(rng.sample(qs, 2)) if len(qs) > 1 else (qs[0], qs[0])
+        mt, sql = f"{v}({fmt_value(lo)}-{fmt_value(hi)})", f"{v} BETWEEN {fmt_value(lo)} AND {fmt_value(hi)}"
+    elif form == "list":
+        vals = sorted(rng.sample(distinct, min(len(distinct), rng.randint(2, 4))))
+        txt = ",".join(fmt_value(x) for x in vals)
+        mt, sql = f"{v}({txt})", f"{v} IN ({txt})"
+    else:
+        op = rng.choice([">", "<", "!="])
+        x = fmt_value(rng.choice(qs))
+        mt, sql = f"{v}{op}{x}", f"{v} {'<>' if op == '!=' else op} {x}"
+    if v == "INCTOT":
+        # A filter keeps no record whose value is missing.
+        sql = f"({sql} AND INCTOT <> {NA})"
+    return mt, sql
+
+
+def random_shapes(con, n, seed):
+    """`n` shapes drawn from the grammar: a frequency, crosstab (with a
+    control or not) or means by one or two variables, weighted or not,
+    with one to three conditions of any form on any variable."""
+    rng = random.Random(seed)
+    pools = {v: value_pool(con, v) for v in sorted(set(CODES_U8 + CODES_U16 + NUMERIC))}
+    shapes = {}
+    for i in range(n):
+        kind = rng.choice(["freq", "tab", "tab", "tab3", "means", "means"])
+        groups = CODES_U8 + CODES_U16
+        weighted = rng.random() < 0.6
+        w = f" {W}" if weighted else ""
+        if kind == "freq":
+            args = f"freq {rng.choice(groups)}{w}"
+        elif kind == "tab":
+            a, b = rng.sample(groups, 2)
+            # Two u16 codes plan more cells than the default limit: what the
+            # refusal's hint says to add.
+            big = " --max-cells 20000000" if a in CODES_U16 and b in CODES_U16 else ""
+            args = f"tab {a} {b}{w}{big}"
+        elif kind == "tab3":
+            a, b, c = rng.sample(CODES_U8, 3)
+            args = f"tab {a} {b} --control {c}{w}"
+        else:
+            x = rng.choice(MEASURES)
+            by = rng.sample([g for g in groups if g != x], rng.choice([1, 1, 2]))
+            big = " --max-cells 20000000" if all(g in CODES_U16 for g in by) and len(by) > 1 else ""
+            args = f"means {x} --by {','.join(by)}{'' if x == 'PERWT' else w}{big}"
+        conds = [random_condition(rng, v, pools)
+                 for v in rng.sample(sorted(pools), rng.choice([0, 1, 1, 2, 3]))]
+        where = " AND ".join(c[1] for c in conds) or None
+        if conds:
+            args += " --filter " + " ".join(c[0] for c in conds)
+        desc = f"random {kind}, {len(conds)} filter(s), {'weighted' if weighted else 'unweighted'}"
+        shapes[f"R{i + 1}"] = (desc, args, where, kind)
+    return shapes
 
 
 def sql_for(kind, args, where):
@@ -183,16 +273,25 @@ def main():
     ap.add_argument("--cold", action="store_true")
     ap.add_argument("--cold-runs", type=int, default=3)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--random", type=int, default=0,
+                    help="instead of the fixed shapes, this many drawn from the grammar")
+    ap.add_argument("--seed", type=int, default=None, help="the random shapes' seed (default: a new one)")
     ap.add_argument("--out", default=REPO / "bench" / "results" / "shapes.md")
     a = ap.parse_args()
     d = Path(a.dir)
     ds, db = d / "census.mtab", d / "census.duckdb"
     con = duckdb.connect(str(db), read_only=True)
-    names = a.only.split(",") if a.only else list(SHAPES)
+    shapes = SHAPES
+    seed = None
+    if a.random:
+        seed = a.seed if a.seed is not None else random.randrange(1 << 31)
+        shapes = random_shapes(con, a.random, seed)
+        print(f"random shapes: seed {seed}", flush=True)
+    names = a.only.split(",") if a.only else list(shapes)
     results = []
     bad = False
     for name in names:
-        desc, args, where, kind = SHAPES[name]
+        desc, args, where, kind = shapes[name]
         cmd = mt_cmd(str(a.bin), ds, args)
         p = subprocess.run(cmd + ["--format", "json", "--repeat", str(a.runs)],
                            capture_output=True, text=True)
@@ -238,6 +337,7 @@ def main():
               + ("" if diff is None else "  DIFFERENT"), flush=True)
     lines = ["# Query shapes: microtab vs DuckDB", "",
              f"{time.strftime('%Y-%m-%dT%H:%M:%S')} · `python3 bench/shapes.py --runs {a.runs}"
+             + (f" --random {a.random} --seed {seed}" if a.random else "")
              + (f" --cold --cold-runs {a.cold_runs}" if a.cold else "") + "` · "
              + f"{os.cpu_count()} cores · DuckDB {duckdb.__version__}", "",
              "| shape | what | microtab args | microtab warm median (min–max) | DuckDB warm median (min–max) | DuckDB/microtab |"
@@ -251,6 +351,12 @@ def main():
             line += f" {r['cold'][0]:.0f} ms | {r['cold'][1]:.0f} ms | {r['cold'][1]/r['cold'][0]:.1f}× |"
         line += " yes |" if r["same"] else " **no** |"
         lines.append(line)
+    if results:
+        worst = min(results, key=lambda r: r["db"][0] / r["mt"][0])
+        line = (f"worst shape: {worst['name']} `{worst['args']}` at {worst['db'][0] / worst['mt'][0]:.2f}× "
+                f"(microtab {worst['mt'][0]:.2f} ms, DuckDB {worst['db'][0]:.2f} ms)")
+        lines += ["", line]
+        print(line)
     Path(a.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {a.out}")
     sys.exit(1 if bad else 0)
