@@ -735,3 +735,19 @@ def test_outcomes_a_family_refuses_are_named(api, tmp_path):
     p = run("regress", ds, "api00 ~ meals + factor(stype)", "--filter", "api00(2000-3000)", "--max-cells", "20",
             ok=False)
     assert "no record has a value of every model variable" in p.stderr, p.stderr
+
+
+def test_a_negative_outcome_outside_the_models_records_is_no_refusal(tmp_path):
+    """A record whose outcome is negative but whose predictor is missing is
+    not in the model: the Poisson fit goes on, on cells and record by
+    record, and equals R's `glm(Y ~ X, family = poisson)` (its values
+    below, from R 4's glm on these six records; its SEs to 1e-6, R's
+    default convergence)."""
+    (tmp_path / "p.csv").write_text("Y,X\n1,1\n2,2\n3,\n-1,\n0,3\n4,4\n")
+    ds = tmp_path / "p.mtab"
+    run("import", tmp_path / "p.csv", ds)
+    want = [(-0.5968495403, 1.1537414627), (0.4196176250, 0.3633581426)]
+    for extra in ([], ["--max-cells", "2"]):
+        got = run_json("regress", ds, "Y ~ X", "--family", "poisson", *extra)
+        for g, (est, se) in zip(got["coefficients"], want, strict=True):
+            assert abs(g["estimate"] - est) < 1e-8 and abs(g["se"] - se) < 1e-6 * se, (extra, g)

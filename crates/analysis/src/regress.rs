@@ -62,8 +62,9 @@ fn too_many_outcomes(
 }
 
 /// A Poisson outcome is not negative: the records of the model's domain
-/// with a negative outcome are counted (only when the variable's stored
-/// range reaches below 0).
+/// (the filter's, with every model variable) with a negative outcome are
+/// counted, only when the variable's stored range reaches below 0. (Fitted
+/// on cells, the outcome is summed, not a category the coding checks.)
 fn check_outcome(
     ds: &Dataset,
     req: &Request,
@@ -80,6 +81,10 @@ fn check_outcome(
     }
     let mut filter = req.filter_terms()?;
     filter.extend(microtab_engine::parse_filter(&format!("{}<0", v.name))?);
+    for part in f.terms.iter().flatten() {
+        let name = part.spec.split('(').next().unwrap_or_default().trim();
+        filter.push(crate::ratio::present(name));
+    }
     let q = microtab_engine::Query {
         filter,
         group_by: vec![v.name.clone()],
