@@ -17,7 +17,7 @@
 //! [`merge`]: Partial::merge
 
 use crate::acc::{Acc, CellSums, RepSums, Scanned};
-use crate::core::{Error, ExactCell, Moments, Result, LANES};
+use crate::core::{Error, ExactCell, Moments, Result};
 use crate::cube::{Cube, RepCells};
 use crate::exact::{div_pow10, exact_moments, ExactSum};
 use crate::layout::{Dim, Layout};
@@ -895,7 +895,7 @@ pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -
             (Sums::Int { w, .. }, CellSums::Tally(t) | CellSums::Moments(t, _)) => {
                 // Integer weights: integer lanes, and f64 lanes that
                 // hold integers below 2^53 (`needs_exact_floats`).
-                let l = c * LANES..(c + 1) * LANES;
+                let l = t.cell_lanes(c);
                 w[dst] = t.wsum[l.clone()].iter().map(|&f| f as i128).sum::<i128>()
                     + t.wsum_int[l].iter().map(|&i| i as i128).sum::<i128>();
             }

@@ -85,7 +85,9 @@ pub(crate) struct DimPlan {
 /// How a grouping variable's values reach its categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DimMap {
-    /// A direct table over its range (every value of the range a category).
+    /// A direct table over its range (every value of the range a
+    /// category, or with a compacted plan every value that occurs; the
+    /// others map to no cell).
     Table,
     /// A rank dictionary over its range (the values that occur).
     Rank,
@@ -114,6 +116,9 @@ fn int_range(var: &Variable, limit: i64) -> Option<(i64, i64)> {
 /// (one bit each; the null code lies outside), built in parallel over
 /// stretches of rows.
 fn occurring(col: &Column, lo: i64, hi: i64) -> microtab_store::Result<Vec<u64>> {
+    if hi - lo < MAX_TABLE {
+        return occurring_bytes(col, lo, hi);
+    }
     use rayon::prelude::*;
     const STRETCH: usize = 1 << 16;
     let span = (hi - lo) as u64;
@@ -158,6 +163,63 @@ fn occurring(col: &Column, lo: i64, hi: i64) -> microtab_store::Result<Vec<u64>>
                 Ok(a)
             },
         )
+}
+
+/// [`occurring`] over a range of at most [`MAX_TABLE`] values: a byte a
+/// value, so that each row is one store with no read of the word it
+/// lands in (a run of equal values, as sorted codes give, set bits at
+/// one word's read-modify-write latency a row: 8.5 ms against ~2 ms for
+/// PUMA on the 14.1 M census).
+fn occurring_bytes(col: &Column, lo: i64, hi: i64) -> microtab_store::Result<Vec<u64>> {
+    use rayon::prelude::*;
+    const STRETCH: usize = 1 << 16;
+    let span = (hi - lo) as u64;
+    let n = span as usize + 1;
+    let rows = col.rows();
+    fn set<T: Copy>(v: &[T], key: impl Fn(T) -> i64, lo: i64, span: u64, seen: &mut [u8]) {
+        for &x in v {
+            let o = key(x).wrapping_sub(lo) as u64;
+            if o <= span {
+                seen[o as usize] = 1;
+            }
+        }
+    }
+    let seen: Vec<u8> = (0..rows.div_ceil(STRETCH))
+        .into_par_iter()
+        .try_fold(
+            || (vec![0u8; n], Vec::<u64>::new()),
+            |(mut seen, mut buf), i| {
+                let s = i * STRETCH;
+                let data = col.rows_view(s, STRETCH.min(rows - s), &mut buf)?;
+                let b = &mut seen;
+                match data {
+                    ColumnData::U8(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I8(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::U16(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I16(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::U32(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I32(v) => set(v, |x| x as i64, lo, span, b),
+                    ColumnData::I64(v) => set(v, |x| x, lo, span, b),
+                    ColumnData::F32(_) | ColumnData::F64(_) => unreachable!("integer column"),
+                }
+                Ok::<_, microtab_store::Error>((seen, buf))
+            },
+        )
+        .map(|r| r.map(|(seen, _)| seen))
+        .try_reduce(
+            || vec![0u8; n],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(&b) {
+                    *x |= y;
+                }
+                Ok(a)
+            },
+        )?;
+    let mut bits = vec![0u64; (span >> 6) as usize + 1];
+    for (o, &b) in seen.iter().enumerate() {
+        bits[o >> 6] |= (b as u64) << (o & 63);
+    }
+    Ok(bits)
 }
 
 pub(crate) fn is_missing(var: &Variable, v: f64) -> bool {
@@ -269,12 +331,17 @@ pub(crate) fn distinct_key_set(
 
 /// Lists the categories of a grouping variable: every value in its range
 /// (table-mapped), or every value that occurs (rank- or hash-mapped, found
-/// by a scan).
+/// by a scan). With `compact`, a table-mapped variable keeps only the
+/// values that occur too (found by a scan; its table sends the others to
+/// no cell), so that a cross of wide code ranges, most of whose values
+/// never occur, plans the cells the data can fill and not the product of
+/// the ranges.
 pub(crate) fn dim_categories(
     col: &Column,
     dict: Vec<String>,
     include_missing: bool,
     max_cells: usize,
+    compact: bool,
 ) -> crate::core::Result<DimPlan> {
     let var = col.var().clone();
     let mut categories = Vec::new();
@@ -295,6 +362,16 @@ pub(crate) fn dim_categories(
         shape: Vec::new(),
     };
     let map = match (table_range(&var), int_range(&var, MAX_RANK)) {
+        (Some((lo, hi)), _) if compact && hi >= lo => {
+            let bits = occurring(col, lo, hi)?;
+            for v in lo..=hi {
+                let o = (v - lo) as usize;
+                if bits[o >> 6] >> (o & 63) & 1 == 1 {
+                    push(v, &mut categories);
+                }
+            }
+            DimMap::Table
+        }
         (Some((lo, hi)), _) => {
             for v in lo..=hi {
                 push(v, &mut categories);

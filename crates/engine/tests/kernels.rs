@@ -517,6 +517,16 @@ fn every_kernel_matches_the_scalar_reference() {
             tried += 1;
         }
     }
+    // Wide crosses (1,200 × 251 codes planned): compacted to the codes
+    // that occur, and counted in one lane a cell; every weight form
+    // (none, maybe missing, implied decimals, float), missing shown.
+    for d in [&["C", "B"][..], &["D", "C"]] {
+        for (f, w) in [(0, None), (1, Some("W")), (4, Some("WD")), (2, Some("WF"))] {
+            check(&ds, &recs, d, f, w, None);
+            check_with(&ds, &recs, d, f, w, None, true, None);
+            tried += 2;
+        }
+    }
     // Parts of the rows: within one stripe, across stripe boundaries,
     // whole stripes, the tail, empty, beyond the end.
     for (k, r) in [
@@ -569,6 +579,10 @@ fn every_kernel_variant_is_reached_and_matches_the_reference() {
         // A weight that may be missing, a grouping that is not a code.
         (c(&["A", "B"], 1, Some("W"), None), "Counts"),
         (c(&["E"], 0, Some("WD"), None), "Counts"),
+        // A wide cross (one lane a cell, not fused).
+        (c(&["C", "B"], 0, Some("WD"), None), "Counts"),
+        (c(&["C", "B"], 1, None, None), "Counts"),
+        (c(&["C", "B"], 1, Some("WF"), None), "Counts"),
         (c(&["A"], 2, Some("WN"), None), "Counts"),
         // Float measures.
         (c(&["A"], 0, Some("WF"), Some("G")), "Moments"),

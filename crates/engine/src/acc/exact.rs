@@ -9,20 +9,28 @@ use crate::core::alloc::zeroed;
 use crate::core::{ExactCell, MorselCell, Result, LANES, PACK_SHIFT, XLANES};
 use crate::kernels::PackedCell;
 
+/// Largest table whose exact sums keep [`XLANES`] lanes a cell (3 MiB a
+/// worker); beyond it one lane a cell takes a quarter of the memory. Means
+/// of AGE by CITIZEN and PUMA (14.4 K cells) took 35.0 ms in four lanes
+/// and 34.8 ms in one; of INCTOT by STATEFIP and IND (compacted) 52 ms.
+const ONE_LANE_CELLS: usize = 16 * 1024;
+
 pub(crate) struct ExactSums {
-    /// Per cell and lane (`cell * XLANES + lane`, the trash cell last).
+    /// Per cell and lane (`cell * lanes + lane`, the trash cell last).
     cells: Vec<ExactCell>,
+    /// Lanes a cell: [`XLANES`], or one for a table whose lanes would
+    /// outgrow the L2 cache (more than [`ONE_LANE_CELLS`] cells).
+    lanes: usize,
     /// One morsel's sums per cell lane (`ExactMorsel`).
     mloc: Vec<MorselCell>,
 }
 
 impl ExactSums {
     pub(crate) fn new(cells: usize) -> Result<ExactSums> {
+        let lanes = if cells > ONE_LANE_CELLS { 1 } else { XLANES };
         Ok(ExactSums {
-            cells: zeroed(
-                (cells + 1).saturating_mul(XLANES),
-                what("exact sums", cells),
-            )?,
+            lanes,
+            cells: zeroed((cells + 1).saturating_mul(lanes), what("exact sums", cells))?,
             mloc: Vec::new(),
         })
     }
@@ -39,8 +47,9 @@ impl ExactSums {
             self.morsel_cells(p.cells, weighted, rows);
             return;
         }
+        let lanes = self.lanes;
         for (j, &i) in rows.idx.iter().enumerate() {
-            let e = &mut self.cells[i.min(trash) as usize * XLANES + (j & (XLANES - 1))];
+            let e = &mut self.cells[i.min(trash) as usize * lanes + (j & (lanes - 1))];
             let w = if weighted { rows.wint[j] } else { 1 };
             let x = rows.xint[j];
             // |w·x| < 2^62 is guaranteed by `exact_ok`; only the square needs i128.
@@ -87,7 +96,7 @@ impl ExactSums {
             if m.n == 0 {
                 continue;
             }
-            let e = &mut self.cells[(k / LANES) * XLANES];
+            let e = &mut self.cells[(k / LANES) * self.lanes];
             e.n += m.n;
             e.w = e.w.wrapping_add(m.w);
             e.wx = e.wx.wrapping_add(m.wx as i128);
@@ -103,7 +112,7 @@ impl ExactSums {
             if n == 0 {
                 continue;
             }
-            let e = &mut self.cells[(k / LANES) * XLANES];
+            let e = &mut self.cells[(k / LANES) * self.lanes];
             e.n += n;
             e.w = e.w.wrapping_add((m.nw & ((1u64 << PACK_SHIFT) - 1)) as i64);
             e.wx = e.wx.wrapping_add(m.wx as i128);
@@ -114,7 +123,7 @@ impl ExactSums {
     /// The exact sums of cell `c`.
     pub(crate) fn cell(&self, c: usize) -> ExactCell {
         let mut e = ExactCell::default();
-        for x in &self.cells[c * XLANES..(c + 1) * XLANES] {
+        for x in &self.cells[c * self.lanes..(c + 1) * self.lanes] {
             e.add(x);
         }
         e

@@ -86,14 +86,23 @@ impl Acc {
     pub(crate) fn new(p: &Plan) -> Result<Self> {
         let weighted = p.weight.is_some();
         let sums = match p.kernel.sums() {
-            SumsKind::Tally => CellSums::Tally(Tally::new(p.cells, weighted)?),
-            SumsKind::Moments => {
-                CellSums::Moments(Tally::new(p.cells, weighted)?, FloatMoments::new(p.cells)?)
+            SumsKind::Tally => {
+                // The fused kernels add into four lanes a cell.
+                let lanes = match p.kernel {
+                    Kernel::Counts => Tally::lanes_for(p.cells),
+                    _ => crate::core::LANES,
+                };
+                CellSums::Tally(Tally::new(p.cells, weighted, lanes)?)
             }
+            SumsKind::Moments => CellSums::Moments(
+                Tally::new(p.cells, weighted, crate::core::LANES)?,
+                FloatMoments::new(p.cells)?,
+            ),
             SumsKind::Exact => CellSums::Exact(ExactSums::new(p.cells)?),
-            SumsKind::ExactFloats => {
-                CellSums::ExactFloats(Tally::new(p.cells, false)?, ExactFloatSums::new(p.cells)?)
-            }
+            SumsKind::ExactFloats => CellSums::ExactFloats(
+                Tally::new(p.cells, false, crate::core::LANES)?,
+                ExactFloatSums::new(p.cells)?,
+            ),
         };
         Ok(Acc {
             sums,

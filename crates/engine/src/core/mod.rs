@@ -33,6 +33,11 @@ pub const DEFAULT_MAX_CELLS: usize = 1_000_000;
 /// different lanes, so an add does not wait for the previous row's store
 /// to the same address (measured: the store-to-load chain was 40% of Q3).
 pub(crate) const LANES: usize = 4;
+
+/// Largest table counted in [`LANES`] lanes a cell (512 KiB of counts a
+/// worker); beyond it the counts kernel adds into one lane a cell, whose
+/// misses are a quarter as many.
+pub(crate) const BIG_TABLE_CELLS: usize = 16 * 1024;
 /// Lanes for exact moment cells (16 measured no better than 4).
 pub(crate) const XLANES: usize = 4;
 /// Bit where a packed morsel cell keeps its record count: the low 40 bits
