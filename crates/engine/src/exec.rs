@@ -584,11 +584,8 @@ fn compact_wide_dims(ds: &Dataset, q: &Query, c: &Columns, plans: &mut [DimPlan]
             .fold(1usize, |n, p| n.saturating_mul(p.categories.len().max(1)))
     };
     let (w, x) = (c.weight.as_ref(), c.measure.as_ref());
-    let per_cell = |cells: usize| match x {
-        // The counts kernel's one lane a cell (BIG_TABLE_CELLS).
-        None if cells > crate::core::BIG_TABLE_CELLS => 8 + 8 * w.is_some() as usize,
-        _ => cell_bytes(w.is_some(), x.is_some(), exact_ok(x, w, ds.rows() as usize)),
-    };
+    let exact = exact_ok(x, w, ds.rows() as usize);
+    let per_cell = |cells: usize| cell_bytes(cells, w.is_some(), x.is_some(), exact);
     let mut wide: Vec<usize> = (0..c.dims.len())
         .filter(|&i| {
             c.specs[i].recode.is_none()
@@ -626,7 +623,7 @@ fn table_cells(q: &Query, plans: &[DimPlan], c: &Columns, rows: usize) -> Result
         return Ok(cells);
     }
     let (w, x) = (c.weight.as_ref(), c.measure.as_ref());
-    let per_cell = cell_bytes(w.is_some(), x.is_some(), exact_ok(x, w, rows))
+    let per_cell = cell_bytes(cells, w.is_some(), x.is_some(), exact_ok(x, w, rows))
         * (rayon::current_num_threads() + 1);
     Err(Error::TooManyCells {
         cells: Some(cells as u64),

@@ -3,7 +3,9 @@
 //! missing codes.
 
 use super::{fused_fits, Form, Fused, Kernel, MeansFuse};
-use crate::core::{Error, ExactCell, Moments, Result, LANES, MORSEL, PACK_SHIFT, XLANES};
+use crate::core::{
+    Error, ExactCell, Moments, Result, BIG_TABLE_CELLS, LANES, MORSEL, PACK_SHIFT, XLANES,
+};
 use crate::kernels::{fused_table, FUSED_TRASH};
 use crate::plan::{Exclusion, Mapper};
 use microtab_store::{Column, Dataset, Kind, Variable};
@@ -221,12 +223,19 @@ pub(crate) fn morsel_sums_ok(measure: Option<&Column>, weight: Option<&Column>) 
     x * w * (MORSEL as f64) < 2f64.powi(62)
 }
 
-/// Bytes a cube cell takes in each worker's accumulator (and once more
-/// in the result), for the memory estimate of a refused query.
-pub(crate) fn cell_bytes(weighted: bool, measure: bool, exact: bool) -> usize {
-    let mut b = LANES * 8 + 8;
+/// Bytes a cube cell of a table of `cells` cells takes in each worker's
+/// accumulator (and once more in the result), for the memory estimate of
+/// a refused query: the counts kernel keeps one lane a cell beyond
+/// [`BIG_TABLE_CELLS`], four below.
+pub(crate) fn cell_bytes(cells: usize, weighted: bool, measure: bool, exact: bool) -> usize {
+    let lanes = if !measure && cells > BIG_TABLE_CELLS {
+        1
+    } else {
+        LANES
+    };
+    let mut b = lanes * 8 + 8;
     if weighted {
-        b += LANES * 16 + 8;
+        b += lanes * 16 + 8;
     }
     if measure {
         b += if exact {
