@@ -460,21 +460,60 @@ impl Stored {
     }
 }
 
-/// Parses `[+-]digits[.digits]` exactly into stored units with `decimals`:
-/// the integer, or the integer below it when it has more decimals than
-/// that (`None`: not such a number, or beyond 38 digits).
+/// Parses `[+-]digits[.digits][e[+-]digits]` exactly into stored units
+/// with `decimals`: the integer, or the integer below it when the value
+/// lies strictly between two stored values. Any number of digits is exact
+/// (`0.999…95` with 40 nines is not 1). `None`: not such a number, or an
+/// integer part beyond `i128` (then the value is far outside every stored
+/// one, and its nearest double compares the same).
 fn exact_decimal(s: &str, decimals: u32) -> Option<Stored> {
-    let (m, d) = microtab_store::codec::parse_exact(s.trim())?;
-    if d <= decimals {
-        m.checked_mul(10i128.checked_pow(decimals - d)?)
-            .map(Stored::Exact)
-    } else {
-        let k = 10i128.checked_pow(d - decimals)?;
-        Some(match m.rem_euclid(k) {
-            0 => Stored::Exact(m.div_euclid(k)),
-            _ => Stored::Between(m.div_euclid(k)),
-        })
+    let s = s.trim();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (mant, exp) = match body.find(['e', 'E']) {
+        Some(i) => {
+            let e = &body[i + 1..];
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            // Beyond this the value is 0 or far beyond i128 all the same.
+            let mag = digits.parse::<i64>().unwrap_or(i64::MAX).min(1 << 40);
+            (&body[..i], if e.starts_with('-') { -mag } else { mag })
+        }
+        None => (body, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return None;
     }
+    // The digits, and the place of the point in stored units after the
+    // first `point` of them.
+    let digits = int.as_bytes().iter().chain(frac.as_bytes());
+    let point = int.len() as i64 + exp + decimals as i64;
+    let (mut m, mut rest) = (0i128, false);
+    for (i, &b) in digits.enumerate() {
+        let d = (b - b'0') as i128;
+        if (i as i64) < point {
+            m = m.checked_mul(10)?.checked_add(d)?;
+        } else if d != 0 {
+            rest = true;
+        }
+    }
+    let len = (int.len() + frac.len()) as i64;
+    if point > len && m != 0 {
+        m = m.checked_mul(10i128.checked_pow(u32::try_from(point - len).ok()?)?)?;
+    }
+    Some(match (neg, rest) {
+        (false, false) => Stored::Exact(m),
+        (false, true) => Stored::Between(m),
+        (true, false) => Stored::Exact(-m),
+        (true, true) => Stored::Between(-m - 1),
+    })
 }
 
 /// Converts a displayed value to stored units of `var`.
@@ -1019,6 +1058,38 @@ mod tests {
         bd.decimals = 2;
         let ge = p("BD >= 12345678901234.561", &bd);
         assert!(!ge.test_int(1_234_567_890_123_456) && ge.test_int(1_234_567_890_123_457));
+        // Hand-computed: however many digits a value has, it is compared
+        // exactly (a fuzz finding: 0.999…95 read as the double 1.0).
+        let mut d1 = Variable::new("D", Kind::Int, microtab_store::PhysType::I16);
+        d1.decimals = 1;
+        let nines = format!("0.{}5", "9".repeat(60));
+        for (text, hits) in [
+            (format!("D({nines})"), vec![]),
+            (format!("D = {nines}"), vec![]),
+            (format!("D < {nines}"), vec![-10, -9, 0, 9]),
+            (format!("D > {nines}"), vec![10, 11]),
+            (format!("D >= -{nines}"), vec![-9, 0, 9, 10, 11]),
+            (format!("D < -{nines}"), vec![-10]),
+            (
+                format!("D({}1)", "1.0".to_string() + &"0".repeat(50)),
+                vec![],
+            ),
+            (format!("D(1.{})", "0".repeat(50)), vec![10]),
+            ("D(25e-1)".into(), vec![]),
+            ("D(0.25E1)".into(), vec![]),
+            ("D(1e-400)".into(), vec![]),
+            ("D(-1e-400 - 1e-400)".into(), vec![0]),
+            ("D > 1e-400".into(), vec![9, 10, 11]),
+            ("D(0.09e1, 11E-1)".into(), vec![9, 11]),
+            ("D(-0.0)".into(), vec![0]),
+        ] {
+            let t = p(&text, &d1);
+            let got: Vec<i64> = [-10, -9, 0, 9, 10, 11]
+                .into_iter()
+                .filter(|&v| t.test_int(v))
+                .collect();
+            assert_eq!(got, hits, "{text}");
+        }
     }
 
     #[test]
