@@ -4,7 +4,7 @@
 
 use crate::acc::Acc;
 use crate::core::{ScanOptions, MORSEL, STEP};
-use crate::physical::Plan;
+use crate::physical::{Plan, Sieve};
 use crate::plan::Fate;
 use crate::Result;
 use microtab_io::{ReadPath, SegmentStream};
@@ -58,7 +58,7 @@ pub(crate) fn scan_mapped(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => acc.morsel(p, &views, counted(s, e, &range), s),
+                    Ok(views) => morsels.count(&mut acc, p, &views, counted(s, e, &range), s),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -89,6 +89,8 @@ pub(crate) struct Morsels<'p, 'a> {
     /// Which distinct columns each plan reads.
     reads: Vec<bool>,
     pass_reads: Vec<bool>,
+    /// The index kernels' gathering of selective filters' rows.
+    sieve: Option<Sieve<'a>>,
 }
 
 impl<'p, 'a> Morsels<'p, 'a> {
@@ -98,6 +100,7 @@ impl<'p, 'a> Morsels<'p, 'a> {
             .map(|_| plan.without_filters());
         Morsels {
             plan,
+            sieve: Sieve::of(plan, columns),
             reads: plan.reads(columns),
             pass_reads: pass.as_ref().map_or(Vec::new(), |p| p.reads(columns)),
             pass,
@@ -113,6 +116,26 @@ impl<'p, 'a> Morsels<'p, 'a> {
             Some(Fate::Skip) => None,
             Some(Fate::Pass) => self.pass.as_ref().map(|p| (p, &self.pass_reads[..])),
             _ => Some((self.plan, &self.reads[..])),
+        }
+    }
+}
+
+impl Morsels<'_, '_> {
+    /// Counts rows `r` of a morsel's views `data` by `p` (from
+    /// [`pick`](Self::pick)) into `acc`, through the sieve when `p` is the
+    /// query's plan and it has one.
+    #[inline]
+    fn count(
+        &self,
+        acc: &mut Acc,
+        p: &Plan,
+        data: &[ColumnData<'_>],
+        r: Range<usize>,
+        base: usize,
+    ) {
+        match &self.sieve {
+            Some(sv) if std::ptr::eq(p, self.plan) => acc.morsel_sieved(p, sv, data, r, base),
+            _ => acc.morsel(p, data, r, base),
         }
     }
 }
@@ -224,7 +247,7 @@ pub(crate) fn scan_inline(
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => acc.morsel(p, &data, counted(s, s + n, &range), s),
+                Ok(data) => morsels.count(&mut acc, p, &data, counted(s, s + n, &range), s),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;
@@ -308,7 +331,7 @@ pub(crate) fn scan_streamed(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match data {
-                    Ok(data) => acc.morsel(p, &data, 0..e - s, seg.start + s),
+                    Ok(data) => morsels.count(&mut acc, p, &data, 0..e - s, seg.start + s),
                     Err(err) => {
                         fail(&failed, err);
                         stream.recycle(seg);

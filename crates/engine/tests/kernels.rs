@@ -222,6 +222,15 @@ const FILTERS: &[(&str, Pred)] = &[
             .iter()
             .any(|&(a, b)| (a..=b).contains(&r.c))
     }),
+    // One byte filter: few rows pass (gathered), three ranges; a fifth
+    // passing, one range; five ranges (a code column of the kernel).
+    ("B(3,77,200-201)", |r| {
+        matches!(r.b, Some(3 | 77 | 200 | 201))
+    }),
+    ("A(5)", |r| r.a == Some(5)),
+    ("B(0-2,5,9,11,13)", |r| {
+        matches!(r.b, Some(0..=2 | 5 | 9 | 11 | 13))
+    }),
 ];
 
 #[derive(Default, Debug)]
@@ -597,6 +606,15 @@ fn every_kernel_variant_is_reached_and_matches_the_reference() {
         (c(&["A", "B"], 1, Some("WD"), Some("X")), "FusedMeans"),
         (c(&["A"], 3, Some("WD"), Some("D")), "FusedMeans"),
         (c(&["B"], 7, None, Some("X")), "FusedMeans"),
+        // One byte filter's selection, only to gather the rows passing
+        // (FILTERS 15–17; 10 passes most rows).
+        (c(&["A"], 15, None, None), "Fused"),
+        (c(&["A", "B"], 16, Some("WD"), None), "Fused"),
+        (c(&["A"], 17, Some("W"), None), "Counts"),
+        (c(&["A"], 17, Some("WD"), None), "Fused"),
+        (c(&["A"], 10, Some("WD"), None), "Fused"),
+        (c(&["A"], 15, Some("WD"), Some("X")), "FusedMeans"),
+        (c(&["B"], 16, None, Some("X")), "FusedMeans"),
     ];
     let mut seen = std::collections::BTreeSet::new();
     for (case, want) in &cases {

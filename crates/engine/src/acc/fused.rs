@@ -16,16 +16,17 @@ use microtab_store::{ColumnData, Kind};
 
 /// Most rows (in eighths of a morsel) that may pass for the means kernel
 /// to count gathered rows rather than read the selection column. Measured
-/// (instructions, 1 M-row census, `means INCTOT --by EDUC --weight PERWT`):
-/// AGE(25-64) MARST(1), about a third passing, 43.5 → 36.6 M; 44% passing
-/// (INCWAGE>20000) 51.9 → 53.8 M, so the line is at 3/8.
-const MEANS_GATHER: usize = 3;
+/// with the compaction eight rows at a time (14.1 M census, `means INCTOT
+/// --by EDUC --weight PERWT`, 2 cores, median of 5 × 5): a third passing
+/// (AGE<=30) 17.8 ms at 2/8 against 13.2 gathered; half (SEX=2) 16.8
+/// against 15.2 gathered; two thirds (AGE>30) 17.3 against 18.4 gathered.
+const MEANS_GATHER: usize = 4;
 
-/// Measured (instructions, 1 M-row census, bench/shapes.py's filters):
-/// gathering pays the counts kernel up to about a quarter passing (IND
-/// list −36%, OCC range −16%); at half it cost 7% more than one more code
-/// column in the kernel.
-const COUNTS_GATHER: usize = 2;
+/// As [`MEANS_GATHER`] for the counts kernel (`tab EDUC SEX|MARST
+/// --weight PERWT`): a fifth passing 11.2 ms at 1/8 against 7.8
+/// gathered; a third 10.9 against 9.3 gathered; half 11.8 against 11.4;
+/// two thirds 11.3 against 13.9 gathered.
+const COUNTS_GATHER: usize = 3;
 
 /// The fused kernels' per-morsel buffers (reused from morsel to morsel).
 #[derive(Default)]
@@ -38,7 +39,17 @@ pub(crate) struct Scratch {
     packed_w: Vec<u64>,
     /// Packed sums per cell lane of the means kernel.
     packed: Vec<PackedCell>,
+    /// Morsels left to count with the filter columns read by the kernel,
+    /// without the selection first ([`Fused::gather_only`]): after a morsel
+    /// where too many rows passed to gather, the next few are assumed
+    /// alike, so a filter most rows pass costs its selection once in
+    /// [`DENSE_SKIP`] + 1 morsels.
+    dense: usize,
 }
+
+/// Morsels counted without the selection after one where too many rows
+/// passed to gather them ([`Scratch::dense`]).
+const DENSE_SKIP: usize = 7;
 
 /// A morsel as a fused kernel reads it: the views by slot (the gathered
 /// rows' copies, or the columns), the rows, and the code columns.
@@ -58,13 +69,22 @@ fn with_gathered(
     max_pass_eighths: usize,
     k: impl FnOnce(&mut Scratch, View<'_, '_>) -> bool,
 ) -> bool {
+    let (p, r) = (m.p, m.r.clone());
+    if f.gather_only && s.dense > 0 {
+        s.dense -= 1;
+        return view(p, f, m.data, r, Form::Columns, &[], s, k);
+    }
     let mut sel = std::mem::take(&mut s.sel);
     let mut g = std::mem::take(&mut s.gather);
-    let (p, r) = (m.p, m.r.clone());
     let done = match gather(p, f, m.data, r.clone(), &mut sel, &mut g, max_pass_eighths) {
         Gathered::No => false,
         Gathered::Empty => true,
-        Gathered::Unfiltered => view(p, f, m.data, r, Form::Columns, &sel, s, k),
+        Gathered::Unfiltered => {
+            if f.gather_only {
+                s.dense = DENSE_SKIP;
+            }
+            view(p, f, m.data, r, Form::Columns, &sel, s, k)
+        }
         Gathered::Selection => view(p, f, m.data, r, Form::Selection, &sel, s, k),
         Gathered::Rows(d, n) => view(p, f, &d, 0..n, Form::Gathered, &sel, s, k),
     };

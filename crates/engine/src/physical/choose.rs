@@ -2,7 +2,7 @@
 //! exact or fits its lanes, read from the columns' types, ranges and
 //! missing codes.
 
-use super::{fused_fits, Form, Fused, Kernel, MeansFuse};
+use super::{fused_fits, ByteRanges, Form, Fused, Kernel, MeansFuse, MAX_BYTE_RANGES};
 use crate::core::{
     Error, ExactCell, Moments, Result, BIG_TABLE_CELLS, LANES, MORSEL, PACK_SHIFT, XLANES,
 };
@@ -128,15 +128,27 @@ pub(crate) fn exact_ok(measure: Option<&Column>, weight: Option<&Column>, rows: 
         && x * x * w * (rows.max(1) as f64) < 2f64.powi(120)
 }
 
-/// The codes a byte filter table passes, if they form one range: `(lo,
-/// hi − lo)` (a row passes when `code − lo ≤ hi − lo` in wrapping `u8`).
-pub(crate) fn byte_range(t: &[u32; 256]) -> Option<(u8, u8)> {
-    let lo = t.iter().position(|&e| e == 0)?;
-    let hi = t.iter().rposition(|&e| e == 0)?;
-    t[lo..=hi]
-        .iter()
-        .all(|&e| e == 0)
-        .then_some((lo as u8, (hi - lo) as u8))
+/// The codes a byte filter table passes, if they form at most
+/// [`MAX_BYTE_RANGES`] ranges, each `(lo, hi − lo)` (a row passes when
+/// `code − lo ≤ hi − lo` in wrapping `u8` for one of them).
+pub(crate) fn byte_ranges(t: &[u32; 256]) -> Option<ByteRanges> {
+    let mut out = ByteRanges::new();
+    let mut i = 0;
+    while i < 256 {
+        if t[i] != 0 {
+            i += 1;
+            continue;
+        }
+        let lo = i;
+        while i < 256 && t[i] == 0 {
+            i += 1;
+        }
+        if out.len() == MAX_BYTE_RANGES {
+            return None;
+        }
+        out.push((lo as u8, (i - 1 - lo) as u8));
+    }
+    Some(out)
 }
 
 /// Largest table whose exact means are summed per morsel in 64-bit cells
@@ -248,23 +260,42 @@ pub(crate) fn cell_bytes(cells: usize, weighted: bool, measure: bool, exact: boo
 }
 
 /// Whether (and how) the filters go through the selection column
-/// ([`Plan::selection`]).
-pub(crate) fn selection(filters: &[(&Column, Mapper)]) -> Option<Vec<Option<(u8, u8)>>> {
+/// ([`Fused::selection`]), and whether only to gather the passing rows
+/// ([`Fused::gather_only`]): one filter on a byte code whose passing codes
+/// are a few ranges is cheap as one more code column of the kernel, but
+/// when few rows pass, counting only them is cheaper (`freq EDUC --filter
+/// GQ!=1`, 1.2% passing: 7.6 → 5.3 ms, 14.1 M census).
+pub(crate) fn selection(filters: &[(&Column, Mapper)]) -> (Option<Vec<Option<ByteRanges>>>, bool) {
+    use microtab_store::PhysType;
+    if let [(c, Mapper::Byte(t))] = filters {
+        // Gathering needs the selection first, as ranges (which the
+        // compiler vectorizes), not looked up code by code.
+        return match (c.var().ty, byte_ranges(t)) {
+            (PhysType::U8, Some(r)) => (Some(vec![Some(r)]), true),
+            _ => (None, false),
+        };
+    }
+    (sieve_kinds(filters), false)
+}
+
+/// How each filter is evaluated into a selection (its byte ranges, or
+/// `None`: its mapper looked up), when every filter can be: byte and
+/// `u16` code tables and integer ranges.
+pub(crate) fn sieve_kinds(filters: &[(&Column, Mapper)]) -> Option<Vec<Option<ByteRanges>>> {
     use microtab_store::PhysType;
     let usable = |(c, m): &(&Column, Mapper)| match (m, c.var().ty) {
         (Mapper::Byte(_), PhysType::U8) | (Mapper::Word(_), PhysType::U16) => true,
         (Mapper::Ranges(_), ty) => !matches!(ty, PhysType::F32 | PhysType::F64),
         _ => false,
     };
-    let one_byte_table = filters.len() == 1 && matches!(filters[0].1, Mapper::Byte(_));
-    if filters.is_empty() || one_byte_table || !filters.iter().all(usable) {
+    if filters.is_empty() || !filters.iter().all(usable) {
         return None;
     }
     Some(
         filters
             .iter()
             .map(|(_, m)| match m {
-                Mapper::Byte(t) => byte_range(t),
+                Mapper::Byte(t) => byte_ranges(t),
                 _ => None,
             })
             .collect(),
@@ -305,6 +336,7 @@ impl Kernel {
         // The fused kernels' tables mark rejected codes with FUSED_TRASH.
         let fusable = !k.per_row && k.cells < FUSED_TRASH as usize;
         let fused = |x: Option<&Column>, pack: bool| -> Option<Fused> {
+            let (selection, gather_only) = selection(k.filters);
             let mut f = Fused {
                 tabs: k
                     .dims
@@ -312,14 +344,16 @@ impl Kernel {
                     .chain(k.filters)
                     .map(|(_, m)| fused_table(m))
                     .collect(),
-                selection: selection(k.filters),
+                selection,
+                gather_only,
                 pack,
                 fits: [false; 3],
             };
             f.fits = fused_fits(&f, k.dims.len(), w, x);
-            let forms = match f.selection {
-                Some(_) => [Form::Selection, Form::Gathered],
-                None => [Form::Columns, Form::Columns],
+            let forms = match (&f.selection, gather_only) {
+                (Some(_), true) => [Form::Columns, Form::Gathered],
+                (Some(_), false) => [Form::Selection, Form::Gathered],
+                (None, _) => [Form::Columns, Form::Columns],
             };
             // Morsels every row of which passes the filters (by the zone
             // maps) are counted without them: the dimensions alone.
@@ -327,6 +361,7 @@ impl Kernel {
                 let dims = Fused {
                     tabs: f.tabs[..k.dims.len()].to_vec(),
                     selection: None,
+                    gather_only: false,
                     ..f.clone()
                 };
                 fused_fits(&dims, k.dims.len(), w, x)[Form::Columns as usize]

@@ -108,6 +108,49 @@ pub(crate) enum Form {
     Gathered = 2,
 }
 
+/// The index kernels' way past a selective filter: each morsel's filters
+/// evaluated into a selection first and, when few rows pass, those rows
+/// gathered and counted by the plan without its filters (`acc`'s
+/// `morsel_sieved`). For the kernels that build a cell index per row
+/// (not the fused ones, which gather for themselves) and plans whose
+/// sums do not depend on the rows left out (no Taylor sums, no fold).
+pub(crate) struct Sieve<'a> {
+    /// The plan without its filters.
+    pub(crate) plan: Plan<'a>,
+    /// How each filter is evaluated ([`Fused::selection`]).
+    pub(crate) kinds: Vec<Option<ByteRanges>>,
+    /// The distinct columns [`Sieve::plan`] reads (those gathered).
+    pub(crate) reads: Vec<bool>,
+}
+
+impl<'a> Sieve<'a> {
+    /// The sieve of `p` over `columns` distinct columns, when it has one.
+    pub(crate) fn of(p: &Plan<'a>, columns: usize) -> Option<Sieve<'a>> {
+        let index = matches!(
+            p.kernel,
+            Kernel::Counts
+                | Kernel::Moments
+                | Kernel::Exact
+                | Kernel::ExactMorsel
+                | Kernel::ExactFloats
+        );
+        if !index || p.filters.is_empty() || p.taylor.is_some() || p.fold.is_some() {
+            return None;
+        }
+        let kinds = sieve_kinds(&p.filters)?;
+        let plan = p.without_filters();
+        let reads = plan.reads(columns);
+        Some(Sieve { plan, kinds, reads })
+    }
+}
+
+/// Most ranges of byte codes a filter's selection compares each row with
+/// ([`Fused::selection`]).
+pub(crate) const MAX_BYTE_RANGES: usize = 4;
+
+/// The byte codes a filter passes, as ranges `(lo, hi − lo)`.
+pub(crate) type ByteRanges = Vec<(u8, u8)>;
+
 /// The fused kernels' part of a plan.
 #[derive(Clone)]
 pub(crate) struct Fused {
@@ -118,9 +161,14 @@ pub(crate) struct Fused {
     /// column (0: the row passes) that the fused kernels read as one more
     /// code column: two or more filters, or any filter on a column that is
     /// not a byte code (u16 tables, integer ranges). Per filter, the byte
-    /// code range it passes `(lo, hi − lo)` when it is one, else `None`
-    /// (its mapper is looked up).
-    pub(crate) selection: Option<Vec<Option<(u8, u8)>>>,
+    /// code ranges it passes (at most [`MAX_BYTE_RANGES`], compared
+    /// branch-free) when they are so few, else `None` (its mapper is
+    /// looked up).
+    pub(crate) selection: Option<Vec<Option<ByteRanges>>>,
+    /// The selection serves only to gather the passing rows when few
+    /// pass; otherwise the kernel reads the filter columns as code
+    /// columns ([`Form::Columns`]), not the selection column.
+    pub(crate) gather_only: bool,
     /// Count and Σw share one word per cell lane (integer weights ≥ 0, a
     /// morsel's Σw < 2^40, a small table).
     pub(crate) pack: bool,
@@ -248,6 +296,7 @@ impl<'a> Plan<'a> {
             let mut f = Fused {
                 tabs: f.tabs[..nd].to_vec(),
                 selection: None,
+                gather_only: false,
                 pack: f.pack,
                 fits: [false; 3],
             };
