@@ -12,9 +12,24 @@ use microtab_store::ColumnData;
 
 /// Generic access to column values.
 pub(crate) trait Val: Copy + Send + Sync {
+    /// The values of an integer type of at most 32 bits (`None`: `i64`
+    /// and floats), whose range tests then run in 32-bit lanes.
+    const NARROW: Option<(i64, i64)> = None;
     fn i(self) -> i64;
     fn f(self) -> f64;
 }
+macro_rules! val_narrow {
+    ($($t:ty),*) => {$(
+        impl Val for $t {
+            const NARROW: Option<(i64, i64)> = Some((<$t>::MIN as i64, <$t>::MAX as i64));
+            #[inline(always)]
+            fn i(self) -> i64 { self as i64 }
+            #[inline(always)]
+            fn f(self) -> f64 { self as f64 }
+        }
+    )*};
+}
+val_narrow!(u8, i8, u16, i16, u32, i32);
 macro_rules! val_int {
     ($($t:ty),*) => {$(
         impl Val for $t {
@@ -25,7 +40,7 @@ macro_rules! val_int {
         }
     )*};
 }
-val_int!(u8, i8, u16, i16, u32, i32, i64);
+val_int!(i64);
 /// Floats as their bits (an exact key) or as `f64`.
 macro_rules! val_float {
     ($($t:ty),*) => {$(
@@ -197,6 +212,41 @@ pub(crate) fn mark_ranges<T: Val, S>(
     slots: &mut [S],
 ) {
     let vals = &vals[..slots.len()];
+    if let Some((tmin, tmax)) = T::NARROW {
+        // Each range clipped to the type's values: then `v − lo` and
+        // `hi − lo` differ from the exact ones by multiples of 2^32 only
+        // when `v < lo`, and the wrapped `v − lo` is then above `hi − lo`
+        // (in 32-bit lanes the compiler vectorizes: an INCTOT range over
+        // 14.1 M rows, 0.57 ns a row in 64 bits).
+        let r32: Vec<(u32, u32)> = r
+            .iter()
+            .map(|&(lo, hi)| (lo.max(tmin), hi.min(tmax)))
+            .filter(|(lo, hi)| lo <= hi)
+            .map(|(lo, hi)| (lo as u32, hi.wrapping_sub(lo) as u32))
+            .collect();
+        let out = |v: u32, (lo, span): (u32, u32)| v.wrapping_sub(lo) > span;
+        match r32[..] {
+            [] => slots.iter_mut().for_each(|s| mark(s, true)),
+            [a] => {
+                for (s, &v) in slots.iter_mut().zip(vals) {
+                    mark(s, out(v.i() as u32, a));
+                }
+            }
+            [a, b] => {
+                for (s, &v) in slots.iter_mut().zip(vals) {
+                    let v = v.i() as u32;
+                    mark(s, out(v, a) & out(v, b));
+                }
+            }
+            _ => {
+                for (s, &v) in slots.iter_mut().zip(vals) {
+                    let v = v.i() as u32;
+                    mark(s, r32.iter().all(|&x| out(v, x)));
+                }
+            }
+        }
+        return;
+    }
     let out =
         |v: i64, (lo, hi): (i64, i64)| (v.wrapping_sub(lo) as u64) > (hi.wrapping_sub(lo) as u64);
     match r {

@@ -231,6 +231,17 @@ const FILTERS: &[(&str, Pred)] = &[
     ("B(0-2,5,9,11,13)", |r| {
         matches!(r.b, Some(0..=2 | 5 | 9 | 11 | 13))
     }),
+    // Ranges compared in 32-bit lanes: bounds beyond the column type's
+    // values (clipped), negative bounds, three ranges.
+    ("E(-5-100000000,4000000000-9000000000)", |r| {
+        r.e <= 100_000_000
+    }),
+    ("X(-50000--2990,4990-5010,19000-99999)", |r| {
+        r.x.is_some_and(|x| {
+            x != 9999
+                && ((-50_000..=-2990).contains(&x) || (4990..=5010).contains(&x) || x >= 19_000)
+        })
+    }),
 ];
 
 #[derive(Default, Debug)]
