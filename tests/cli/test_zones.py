@@ -57,7 +57,13 @@ def sorted_ds(tmp_path_factory):
 
 
 def random_filter(rng):
-    k = rng.randrange(7)
+    k = rng.randrange(9)
+    if k >= 7:
+        # G is random in every stripe: no zone map settles it, so a morsel
+        # whose ID or YEAR range passes whole still tests G (the plan
+        # keeping only the filters its zone maps leave open).
+        a = rng.randint(1, 6)
+        return between("G", a, rng.randint(a, 6))
     edge = rng.choice([0, 1, -1, 17]) + STRIPE * rng.randint(0, 6)
     if k == 0:
         a = max(1, edge)
@@ -123,10 +129,10 @@ def check(got, exp, args):
         assert (g is None) == (v is None) and (v is None or g == approx(v)), (args, key, g, v)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_filters_on_sorted_columns_match_duckdb(sorted_ds, seed):
     ds, con = sorted_ds
-    for kind, dims, fs, weighted in queries(25, seed):
+    for kind, dims, fs, weighted in queries(30, seed):
         args = args_of(ds, kind, dims, fs, weighted)
         check(answer(run_json(*args), kind), oracle(con, kind, dims, fs, weighted), args)
 

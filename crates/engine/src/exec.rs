@@ -77,12 +77,14 @@ pub fn run_traced(
     partial_with(ds, q, opts, |p, plan| (p.finish(), plan.kernel.name()))
 }
 
-/// Each morsel's fate under the filters, from their columns' zone maps
-/// (`None` when they rule out no morsel).
-fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<Vec<Fate>> {
+/// Each morsel's fate under the filters, from their columns' zone maps,
+/// and which filters they settle for it (bit `i`: every row passes filter
+/// `i`); `None` when they rule out, pass or settle no morsel.
+fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<(Vec<Fate>, Vec<u32>)> {
     let nm = rows.div_ceil(MORSEL);
     let mut out = vec![Fate::Pass; nm];
-    for (c, p) in filters {
+    let mut settled = vec![0u32; nm];
+    for (i, (c, p)) in filters.iter().enumerate() {
         let zoned = match (p, c.zones()) {
             (Predicate::Ints(r), Some(z)) if c.var().kind != microtab_store::Kind::Float => {
                 Some(zone_fates(
@@ -96,15 +98,22 @@ fn morsel_fates(filters: &[(Column, Predicate)], rows: usize) -> Option<Vec<Fate
         };
         match zoned {
             Some(f) if f.len() == nm => {
-                for (o, f) in out.iter_mut().zip(f) {
+                for ((o, s), f) in out.iter_mut().zip(settled.iter_mut()).zip(f) {
                     *o = o.and(f);
+                    if f == Fate::Pass && i < 32 {
+                        *s |= 1 << i;
+                    }
                 }
             }
             // No zone map: every morsel is tested.
             _ => out.iter_mut().for_each(|o| *o = o.and(Fate::Scan)),
         }
     }
-    out.iter().any(|&f| f != Fate::Scan).then_some(out)
+    let useful = out
+        .iter()
+        .zip(&settled)
+        .any(|(&f, &s)| f != Fate::Scan || s != 0);
+    useful.then_some((out, settled))
 }
 
 /// Runs `q` over `ds` (or the rows [`Query::rows`] names) into a
@@ -742,14 +751,14 @@ fn physical_plan<'a>(
 fn scan(
     plan: &Plan<'_>,
     distinct: &[&Column],
-    fates: Option<&[Fate]>,
+    fates: Option<(&[Fate], &[u32])>,
     (read_path, opts): (ReadPath, &ScanOptions),
     range: std::ops::Range<usize>,
     rows: usize,
 ) -> Result<Acc> {
-    let skips = fates.is_some_and(|f| f.contains(&Fate::Skip));
+    let skips = fates.is_some_and(|(f, _)| f.contains(&Fate::Skip));
     let morsels = Morsels::new(plan, fates, distinct.len());
-    if range.is_empty() || fates.is_some_and(|f| f.iter().all(|&f| f == Fate::Skip)) {
+    if range.is_empty() || fates.is_some_and(|(f, _)| f.iter().all(|&f| f == Fate::Skip)) {
         Acc::new(plan)
     } else if read_path == ReadPath::Inline
         || ((range != (0..rows) || skips) && read_path != ReadPath::Mmap)
@@ -791,7 +800,7 @@ fn execute<R>(
         false => scan(
             &plan,
             &distinct,
-            fates.as_deref(),
+            fates.as_ref().map(|(f, s)| (&f[..], &s[..])),
             (read_path, opts),
             range,
             rows,

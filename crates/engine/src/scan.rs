@@ -39,7 +39,7 @@ pub(crate) fn scan_mapped(
                 }
             }
             for m in first..(first + STEP).min(nm) {
-                let Some((p, reads)) = morsels.pick(m) else {
+                let Some(pk) = morsels.pick(m) else {
                     continue;
                 };
                 let s = m * MORSEL;
@@ -48,7 +48,7 @@ pub(crate) fn scan_mapped(
                 let views = cols
                     .iter()
                     .zip(unpacked.iter_mut())
-                    .zip(reads)
+                    .zip(&pk.reads)
                     .map(|((c, b), &r)| {
                         if r {
                             c.rows_view(s, e - s, b)
@@ -58,7 +58,7 @@ pub(crate) fn scan_mapped(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match views {
-                    Ok(views) => morsels.count(&mut acc, p, &views, counted(s, e, &range), s),
+                    Ok(views) => pk.count(&mut acc, &views, counted(s, e, &range), s),
                     Err(err) => {
                         fail(&failed, err);
                         break 'scan;
@@ -79,63 +79,122 @@ pub(crate) fn scan_mapped(
 }
 
 /// How each morsel is counted: by the query's plan, by the plan without
-/// its filters (morsels whose every row passes them), or not at all
+/// its filters (morsels whose every row passes them), by the plan without
+/// the filters the zone maps settle for the morsel (a `SERIAL` range
+/// inside which another filter must still be tested), or not at all
 /// (morsels no row of which passes), as the filter columns' zone maps say.
 pub(crate) struct Morsels<'p, 'a> {
     plan: &'p Plan<'a>,
+    /// The query's plan, the columns it reads and its sieve.
+    full: Pick<'p, 'a>,
     /// The plan without filters, when some morsel passes whole.
-    pass: Option<Plan<'a>>,
-    fates: Option<&'p [Fate]>,
-    /// Which distinct columns each plan reads.
+    pass: Option<Pick<'p, 'a>>,
+    /// The plans without the filters settled for a morsel, by the
+    /// settled filters' mask.
+    partial: Vec<(u32, Pick<'p, 'a>)>,
+    fates: Option<(&'p [Fate], &'p [u32])>,
+}
+
+/// A plan that counts morsels, the distinct columns it reads, and the
+/// index kernels' sieve of its filters.
+struct Pick<'p, 'a> {
+    plan: PlanRef<'p, 'a>,
     reads: Vec<bool>,
-    pass_reads: Vec<bool>,
-    /// The index kernels' gathering of selective filters' rows.
     sieve: Option<Sieve<'a>>,
 }
 
+/// The query's own plan, or one made from it.
+enum PlanRef<'p, 'a> {
+    Query(&'p Plan<'a>),
+    Made(Box<Plan<'a>>),
+}
+
+impl<'a> PlanRef<'_, 'a> {
+    fn get(&self) -> &Plan<'a> {
+        match self {
+            PlanRef::Query(p) => p,
+            PlanRef::Made(p) => p,
+        }
+    }
+}
+
+impl<'p, 'a> Pick<'p, 'a> {
+    fn of(plan: PlanRef<'p, 'a>, columns: usize) -> Self {
+        let p = plan.get();
+        Pick {
+            reads: p.reads(columns),
+            sieve: Sieve::of(p, columns),
+            plan,
+        }
+    }
+}
+
+/// Most plans made for the filters zone maps settle (one per set of
+/// settled filters).
+const MAX_PARTIAL_PLANS: usize = 8;
+
 impl<'p, 'a> Morsels<'p, 'a> {
-    pub(crate) fn new(plan: &'p Plan<'a>, fates: Option<&'p [Fate]>, columns: usize) -> Self {
+    pub(crate) fn new(
+        plan: &'p Plan<'a>,
+        fates: Option<(&'p [Fate], &'p [u32])>,
+        columns: usize,
+    ) -> Self {
         let pass = fates
-            .filter(|f| f.contains(&Fate::Pass))
-            .map(|_| plan.without_filters());
+            .filter(|(f, _)| f.contains(&Fate::Pass))
+            .map(|_| Pick::of(PlanRef::Made(Box::new(plan.without_filters())), columns));
+        let mut masks: Vec<u32> = fates.map_or(Vec::new(), |(f, s)| {
+            (f.iter().zip(s))
+                .filter(|(&f, &s)| f == Fate::Scan && s != 0)
+                .map(|(_, &s)| s)
+                .collect()
+        });
+        masks.sort_unstable();
+        masks.dedup();
+        let partial = match masks.len() <= MAX_PARTIAL_PLANS {
+            true => masks
+                .into_iter()
+                .map(|m| {
+                    let p = plan.keeping_filters(|i| i >= 32 || m >> i & 1 == 0);
+                    (m, Pick::of(PlanRef::Made(Box::new(p)), columns))
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         Morsels {
             plan,
-            sieve: Sieve::of(plan, columns),
-            reads: plan.reads(columns),
-            pass_reads: pass.as_ref().map_or(Vec::new(), |p| p.reads(columns)),
+            full: Pick::of(PlanRef::Query(plan), columns),
             pass,
+            partial,
             fates,
         }
     }
 
-    /// The plan counting morsel `m` and which columns it reads (`None`:
-    /// the morsel is skipped).
+    /// The plan counting morsel `m` (`None`: the morsel is skipped).
     #[inline]
-    fn pick(&self, m: usize) -> Option<(&Plan<'a>, &[bool])> {
-        match self.fates.map(|f| f[m]) {
-            Some(Fate::Skip) => None,
-            Some(Fate::Pass) => self.pass.as_ref().map(|p| (p, &self.pass_reads[..])),
-            _ => Some((self.plan, &self.reads[..])),
+    fn pick(&self, m: usize) -> Option<&Pick<'p, 'a>> {
+        match self.fates.map(|(f, s)| (f[m], s[m])) {
+            Some((Fate::Skip, _)) => None,
+            Some((Fate::Pass, _)) => self.pass.as_ref().or(Some(&self.full)),
+            Some((Fate::Scan, s)) if s != 0 => Some(
+                self.partial
+                    .iter()
+                    .find(|(k, _)| *k == s)
+                    .map_or(&self.full, |(_, p)| p),
+            ),
+            _ => Some(&self.full),
         }
     }
 }
 
-impl Morsels<'_, '_> {
-    /// Counts rows `r` of a morsel's views `data` by `p` (from
-    /// [`pick`](Self::pick)) into `acc`, through the sieve when `p` is the
-    /// query's plan and it has one.
+impl Pick<'_, '_> {
+    /// Counts rows `r` of a morsel's views `data` into `acc`, through the
+    /// plan's sieve when it has one.
     #[inline]
-    fn count(
-        &self,
-        acc: &mut Acc,
-        p: &Plan,
-        data: &[ColumnData<'_>],
-        r: Range<usize>,
-        base: usize,
-    ) {
+    fn count(&self, acc: &mut Acc, data: &[ColumnData<'_>], r: Range<usize>, base: usize) {
+        let p = self.plan.get();
         match &self.sieve {
-            Some(sv) if std::ptr::eq(p, self.plan) => acc.morsel_sieved(p, sv, data, r, base),
-            _ => acc.morsel(p, data, r, base),
+            Some(sv) => acc.morsel_sieved(p, sv, data, r, base),
+            None => acc.morsel(p, data, r, base),
         }
     }
 }
@@ -214,9 +273,10 @@ pub(crate) fn scan_inline(
             if k >= nm {
                 break;
             }
-            let Some((p, reads)) = morsels.pick(k) else {
+            let Some(pk) = morsels.pick(k) else {
                 continue;
             };
+            let reads = &pk.reads;
             let s = k * chunk;
             let n = chunk.min(rows - s);
             for ((r, b), _) in readers
@@ -247,7 +307,7 @@ pub(crate) fn scan_inline(
                 })
                 .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
             match data {
-                Ok(data) => morsels.count(&mut acc, p, &data, counted(s, s + n, &range), s),
+                Ok(data) => pk.count(&mut acc, &data, counted(s, s + n, &range), s),
                 Err(e) => {
                     fail(&failed, e);
                     break 'scan;
@@ -313,10 +373,11 @@ pub(crate) fn scan_streamed(
             let mut s = 0;
             while s < seg.rows {
                 let e = (s + MORSEL).min(seg.rows);
-                let Some((p, reads)) = morsels.pick((seg.start + s) / MORSEL) else {
+                let Some(pk) = morsels.pick((seg.start + s) / MORSEL) else {
                     s = e;
                     continue;
                 };
+                let reads = &pk.reads;
                 let data = cols
                     .iter()
                     .zip(&seg.bufs)
@@ -331,7 +392,7 @@ pub(crate) fn scan_streamed(
                     })
                     .collect::<std::result::Result<Vec<ColumnData<'_>>, _>>();
                 match data {
-                    Ok(data) => morsels.count(&mut acc, p, &data, 0..e - s, seg.start + s),
+                    Ok(data) => pk.count(&mut acc, &data, 0..e - s, seg.start + s),
                     Err(err) => {
                         fail(&failed, err);
                         stream.recycle(seg);

@@ -291,12 +291,26 @@ impl<'a> Plan<'a> {
     /// the same accumulators (they depend on the cells, weight and measure
     /// only) and reads none of the columns used only as filters.
     pub(crate) fn without_filters(&self) -> Plan<'a> {
+        self.keeping_filters(|_| false)
+    }
+
+    /// The same query with only the filters `keep` names (by their index
+    /// in [`Plan::filters`]): the plan of morsels whose zone maps settle
+    /// the others (every row passes them).
+    pub(crate) fn keeping_filters(&self, keep: impl Fn(usize) -> bool) -> Plan<'a> {
         let nd = self.dims.len();
+        let kept: Vec<usize> = (0..self.filters.len()).filter(|&i| keep(i)).collect();
+        let filters: Vec<(&'a Column, Mapper)> =
+            kept.iter().map(|&i| self.filters[i].clone()).collect();
         let unfiltered = |f: &Fused, x: Option<&Column>| {
+            let (selection, gather_only) = selection(&filters);
             let mut f = Fused {
-                tabs: f.tabs[..nd].to_vec(),
-                selection: None,
-                gather_only: false,
+                tabs: (f.tabs[..nd].iter())
+                    .chain(kept.iter().map(|&i| &f.tabs[nd + i]))
+                    .cloned()
+                    .collect(),
+                selection,
+                gather_only,
                 pack: f.pack,
                 fits: [false; 3],
             };
@@ -317,12 +331,12 @@ impl<'a> Plan<'a> {
         Plan {
             cells: self.cells,
             dims: self.dims.clone(),
-            filters: Vec::new(),
+            filters,
             weight: self.weight.as_ref().map(|(c, e)| (*c, e.clone())),
             measure: self.measure.as_ref().map(|(c, e)| (*c, e.clone())),
             kernel,
             slots: Slots {
-                filters: Vec::new(),
+                filters: kept.iter().map(|&i| self.slots.filters[i]).collect(),
                 ..self.slots.clone()
             },
             replicates: self.replicates.clone(),
