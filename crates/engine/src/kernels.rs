@@ -113,6 +113,36 @@ pub(crate) fn apply_col(
     }
 }
 
+/// The cells of rows `r` from two code columns through their full tables
+/// (`u8` or `u16`) in one pass, written over `idx`: what [`apply_col`] of
+/// each into a zeroed `idx` gives (`combine(0, e)` is `e`), without a
+/// pass over `idx` per column. False (and `idx` untouched) for other
+/// columns.
+pub(crate) fn apply_two(
+    (da, ma): (ColumnData<'_>, &Mapper),
+    (db, mb): (ColumnData<'_>, &Mapper),
+    r: std::ops::Range<usize>,
+    idx: &mut [u32],
+) -> bool {
+    macro_rules! two {
+        ($va:expr, $ta:expr, $vb:expr, $tb:expr) => {{
+            let (va, vb) = (&$va[r.clone()], &$vb[r.clone()]);
+            for ((x, &a), &b) in idx.iter_mut().zip(va).zip(vb) {
+                *x = combine($ta[a as usize], $tb[b as usize]);
+            }
+            true
+        }};
+    }
+    use ColumnData::{U16, U8};
+    match ((da, ma), (db, mb)) {
+        ((U8(va), Mapper::Byte(ta)), (U8(vb), Mapper::Byte(tb))) => two!(va, ta, vb, tb),
+        ((U8(va), Mapper::Byte(ta)), (U16(vb), Mapper::Word(tb))) => two!(va, ta, vb, tb),
+        ((U16(va), Mapper::Word(ta)), (U8(vb), Mapper::Byte(tb))) => two!(va, ta, vb, tb),
+        ((U16(va), Mapper::Word(ta)), (U16(vb), Mapper::Word(tb))) => two!(va, ta, vb, tb),
+        _ => false,
+    }
+}
+
 pub(crate) fn apply<T: Val>(vals: &[T], m: &Mapper, idx: &mut [u32]) {
     match m {
         Mapper::Byte(_) | Mapper::Word(_) => {
