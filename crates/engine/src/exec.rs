@@ -573,9 +573,10 @@ fn dim_plans(
 /// A worker's cell sums larger than this (a quarter of the L3 cache of a
 /// 2-core EPYC slice) are worth a scan of each wide grouping variable for
 /// the values that occur (~4 ms a u16 column of 14.1 M records on 2
-/// cores): PUMA (3,601 codes) by BPL (600 codes, 60 of them used) plans
-/// 2.2 M cells, of which 216 K can fill (234 ms against 36 ms once
-/// compacted and counted in one lane, on the 14.1 M census).
+/// cores), where its column header has no value set to list them: PUMA
+/// (3,601 codes) by BPL (600 codes, 60 of them used) plans 2.2 M cells,
+/// of which 216 K can fill (234 ms against 36 ms once compacted and
+/// counted in one lane, on the 14.1 M census).
 const COMPACT_BYTES: usize = 8 << 20;
 
 /// Fewest codes of a grouping variable worth scanning for the values
@@ -583,9 +584,10 @@ const COMPACT_BYTES: usize = 8 << 20;
 const COMPACT_MIN_CODES: usize = 64;
 
 /// Replaces the plans of wide table-mapped grouping variables (not
-/// recodes) by plans of only the values that occur, widest first, while
-/// the table's cell sums would take more than [`COMPACT_BYTES`] a worker.
-/// The answer is the same: a category no record has is dropped anyway.
+/// recodes) by plans of only the values that occur, widest first: each
+/// whose column header lists them (no scan), and the others while the
+/// table's cell sums would take more than [`COMPACT_BYTES`] a worker. The
+/// answer is the same: a category no record has is dropped anyway.
 fn compact_wide_dims(ds: &Dataset, q: &Query, c: &Columns, plans: &mut [DimPlan]) -> Result<()> {
     let cells = |plans: &[DimPlan]| {
         plans
@@ -605,10 +607,10 @@ fn compact_wide_dims(ds: &Dataset, q: &Query, c: &Columns, plans: &mut [DimPlan]
     wide.sort_by_key(|&i| std::cmp::Reverse(plans[i].categories.len()));
     for i in wide {
         let n = cells(plans);
-        if n.saturating_mul(per_cell(n)) <= COMPACT_BYTES {
-            break;
-        }
         let col = &c.dims[i];
+        if n.saturating_mul(per_cell(n)) <= COMPACT_BYTES && col.header().values.is_none() {
+            continue;
+        }
         plans[i] = dim_categories(
             col,
             dict_of(ds, col.var())?,

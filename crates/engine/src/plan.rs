@@ -113,9 +113,13 @@ fn int_range(var: &Variable, limit: i64) -> Option<(i64, i64)> {
 }
 
 /// Bitmap of the values of an integer column that occur, over `lo..=hi`
-/// (one bit each; the null code lies outside), built in parallel over
-/// stretches of rows.
+/// (one bit each; the null code lies outside): the column header's value
+/// set where it has one, or else built in parallel over stretches of rows.
 fn occurring(col: &Column, lo: i64, hi: i64) -> microtab_store::Result<Vec<u64>> {
+    if let Some(bits) = col.occurring(lo, hi) {
+        // The header's value set (columns of at most 16 bits): no scan.
+        return Ok(bits);
+    }
     let span = (hi - lo) as u64;
     let words = (span >> 6) as usize + 1;
     if hi - lo >= MAX_TABLE {

@@ -54,6 +54,97 @@ pub struct ColumnHeader {
     pub zones: bool,
     /// XXH3-64 of the zone map (0 without one).
     pub zone_table: u64,
+    /// The values that occur (integer columns of at most 16 bits whose
+    /// values span at most [`VALUE_SET_SPAN`]; `None` otherwise and in
+    /// files written before it).
+    pub values: Option<ValueSet>,
+}
+
+/// Offset in the header of a value set's bitmap.
+const VALUES_AT: usize = 96;
+
+/// Most values a header's value set spans: its bitmap fills the header's
+/// bytes from [`VALUES_AT`] to the header's own checksum.
+pub const VALUE_SET_SPAN: u32 = ((HEADER_SUM_AT - VALUES_AT) / 8 * 64) as u32;
+
+/// The stored values that occur in a column, other than the type's null
+/// code, one bit each over `lo .. lo + span` (format version 4, in the
+/// header; written for integer columns of at most 16 bits): a grouping
+/// lists its categories from it without reading the values. The header's
+/// checksum covers it; `verify` checks it against the values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueSet {
+    /// The smallest value (bit 0; it occurs).
+    pub lo: i64,
+    /// Values spanned, `hi - lo + 1` (the largest, `lo + span - 1`,
+    /// occurs).
+    pub span: u32,
+    /// Bit `v - lo` of word `(v - lo) / 64` is set when `v` occurs.
+    pub bits: Vec<u64>,
+}
+
+impl ValueSet {
+    /// Whether stored value `v` occurs.
+    pub fn contains(&self, v: i64) -> bool {
+        let o = v.wrapping_sub(self.lo) as u64;
+        o < self.span as u64 && self.bits[(o >> 6) as usize] >> (o & 63) & 1 == 1
+    }
+
+    /// The set of the values marked in `seen`, one byte a value of a type of
+    /// at most 16 bits from its smallest value `base` (the null code's
+    /// byte left out), when they span at most [`VALUE_SET_SPAN`].
+    fn from_seen(seen: &[u8], base: i64, null: i64) -> Option<ValueSet> {
+        let skip = (null - base) as usize;
+        let occurs = |i: usize| i != skip && seen[i] != 0;
+        let first = (0..seen.len()).find(|&i| occurs(i))?;
+        let last = (first..seen.len()).rev().find(|&i| occurs(i))?;
+        let span = last - first + 1;
+        if span > VALUE_SET_SPAN as usize {
+            return None;
+        }
+        let mut bits = vec![0u64; span.div_ceil(64)];
+        for i in first..=last {
+            if occurs(i) {
+                let o = i - first;
+                bits[o >> 6] |= 1 << (o & 63);
+            }
+        }
+        Some(ValueSet {
+            lo: base + first as i64,
+            span: span as u32,
+            bits,
+        })
+    }
+}
+
+/// The smallest value of an integer type of at most 16 bits (the first
+/// byte of a writer's record of the values seen), or `None` for other
+/// types.
+fn seen_base(ty: PhysType) -> Option<i64> {
+    match ty {
+        PhysType::U8 | PhysType::U16 => Some(0),
+        PhysType::I8 => Some(i8::MIN as i64),
+        PhysType::I16 => Some(i16::MIN as i64),
+        _ => None,
+    }
+}
+
+/// Marks in `seen` (one byte a value from the type's smallest) the values
+/// of `plain`, little-endian values of `ty`.
+fn mark_seen(ty: PhysType, plain: &[u8], seen: &mut [u8]) {
+    match ty {
+        PhysType::U8 => plain.iter().for_each(|&x| seen[x as usize] = 1),
+        PhysType::I8 => plain
+            .iter()
+            .for_each(|&x| seen[(x as i8 as i16 + 128) as usize] = 1),
+        PhysType::U16 => plain
+            .chunks_exact(2)
+            .for_each(|c| seen[u16::from_le_bytes([c[0], c[1]]) as usize] = 1),
+        PhysType::I16 => plain
+            .chunks_exact(2)
+            .for_each(|c| seen[(i16::from_le_bytes([c[0], c[1]]) as i32 + 32768) as usize] = 1),
+        _ => {}
+    }
 }
 
 /// The values of one stripe of an integer column, as its zone map records
@@ -173,6 +264,13 @@ impl ColumnHeader {
         h[56..64].copy_from_slice(&self.stripe_table.to_le_bytes());
         h[64..72].copy_from_slice(&self.zone_table.to_le_bytes());
         h[72..76].copy_from_slice(&(self.zones as u32).to_le_bytes());
+        if let Some(v) = &self.values {
+            h[76..80].copy_from_slice(&v.span.to_le_bytes());
+            h[80..88].copy_from_slice(&v.lo.to_le_bytes());
+            for (i, w) in v.bits.iter().enumerate() {
+                h[VALUES_AT + 8 * i..VALUES_AT + 8 * i + 8].copy_from_slice(&w.to_le_bytes());
+            }
+        }
         let sum = crate::xxh3(&h[..HEADER_SUM_AT]);
         h[HEADER_SUM_AT..].copy_from_slice(&sum.to_le_bytes());
         h
@@ -225,6 +323,13 @@ impl ColumnHeader {
                 _ => return Err(corrupt("unknown zone map flag")),
             },
             zone_table: if version >= 4 { u64_at(64) } else { 0 },
+            values: match if version >= 4 { u32_at(76) } else { 0 } {
+                0 => None,
+                span => Some(
+                    decode_values(b, ty, span)
+                        .ok_or_else(|| corrupt("the header's value set is malformed"))?,
+                ),
+            },
         })
     }
 
@@ -258,6 +363,35 @@ impl ColumnHeader {
             (self.stored_len() as usize).div_ceil(self.stripe_bytes())
         }
     }
+}
+
+/// A header's value set spanning `span` values, `None` when it is not
+/// one the writer could have written (a type it is not written for, a
+/// longer span, bits past the span, or an end that does not occur).
+fn decode_values(b: &[u8], ty: PhysType, span: u32) -> Option<ValueSet> {
+    seen_base(ty)?;
+    if span > VALUE_SET_SPAN {
+        return None;
+    }
+    let words = (span as usize).div_ceil(64);
+    let bits: Vec<u64> = (0..words)
+        .map(|i| {
+            u64::from_le_bytes(
+                b[VALUES_AT + 8 * i..VALUES_AT + 8 * i + 8]
+                    .try_into()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let v = ValueSet {
+        lo: i64::from_le_bytes(b[80..88].try_into().unwrap()),
+        span,
+        bits,
+    };
+    let tail = span as usize % 64;
+    let clean = tail == 0 || v.bits[words - 1] >> tail == 0;
+    let last = v.lo.checked_add(span as i64 - 1)?;
+    (clean && v.contains(v.lo) && v.contains(last)).then_some(v)
 }
 
 /// Stored bytes of a whole stripe of a column of `ty` packed as `packing`.
@@ -343,6 +477,10 @@ pub struct ColumnWriter {
     transient: bool,
     /// The zone map so far (integer columns).
     zones: Option<ZoneBuilder>,
+    /// The values seen so far, one byte a value of the type from its
+    /// smallest (integer columns of at most 16 bits): the header's
+    /// [`ValueSet`].
+    seen: Option<Vec<u8>>,
 }
 
 /// The packing state of a [`ColumnWriter`].
@@ -421,6 +559,7 @@ impl ColumnWriter {
                 cur: ZoneBuilder::EMPTY,
                 table: Vec::new(),
             }),
+            seen: seen_base(ty).map(|_| vec![0u8; 1 << (8 * ty.width())]),
         })
     }
 
@@ -520,6 +659,20 @@ impl ColumnWriter {
     /// Adds `bytes` (`n` values) to the zone map, from `range` when given
     /// and within one stripe.
     fn update_zones(&mut self, bytes: &[u8], n: usize, range: Option<(i64, i64, bool)>) {
+        if let (Some(seen), Some(base)) = (&mut self.seen, seen_base(self.ty)) {
+            match range {
+                // One value (and perhaps the null code): two marks.
+                Some((lo, hi, nulls)) if lo >= hi => {
+                    if lo == hi {
+                        seen[(lo - base) as usize] = 1;
+                    }
+                    if nulls {
+                        seen[(self.ty.null_code() - base) as usize] = 1;
+                    }
+                }
+                _ => mark_seen(self.ty, bytes, seen),
+            }
+        }
         let Some(z) = &mut self.zones else {
             return;
         };
@@ -700,6 +853,10 @@ impl ColumnWriter {
         if let Some(z) = &zones {
             self.w.write_all(z)?;
         }
+        let values = match (&self.seen, seen_base(self.ty)) {
+            (Some(seen), Some(base)) => ValueSet::from_seen(seen, base, self.ty.null_code()),
+            _ => None,
+        };
         let header = ColumnHeader {
             version: crate::FORMAT_VERSION,
             ty: self.ty,
@@ -709,6 +866,7 @@ impl ColumnWriter {
             stripe_table: crate::xxh3(&table),
             zones: zones.is_some(),
             zone_table: zones.as_deref().map_or(0, crate::xxh3),
+            values,
         };
         self.w.write_at(0, &header.encode())?;
         let tmp = self.w.path().to_path_buf();
@@ -1064,6 +1222,20 @@ impl Column {
         if let Some(z) = &zones {
             check_range(path, var, z, false)?;
         }
+        if let Some(v) = &header.values {
+            // Its ends are the zone map's (both written from the values).
+            let (lo, hi) = zones
+                .iter()
+                .flatten()
+                .filter(|z| z.lo <= z.hi)
+                .fold((i64::MAX, i64::MIN), |(a, b), z| (a.min(z.lo), b.max(z.hi)));
+            if v.lo != lo || v.lo + v.span as i64 - 1 != hi {
+                return Err(corrupt(
+                    "the header's value set does not match the zone map (the file is damaged)"
+                        .into(),
+                ));
+            }
+        }
         Ok(Column {
             map,
             header,
@@ -1125,6 +1297,35 @@ impl Column {
     /// (`None` for float columns and files before format version 4).
     pub fn zones(&self) -> Option<&[Zone]> {
         self.zones.as_deref()
+    }
+
+    /// Which stored values in `lo..=hi` occur, one bit each (bit `v - lo`
+    /// of word `(v - lo) / 64`), from the header's value set and the zone
+    /// map, without reading the values. The type's null code counts as a
+    /// value that occurs when a stripe holds it. `None` when the file has
+    /// no value set (a type wider than 16 bits, values spanning more than
+    /// [`VALUE_SET_SPAN`], or a file written before value sets).
+    pub fn occurring(&self, lo: i64, hi: i64) -> Option<Vec<u64>> {
+        let (set, zones) = (self.header.values.as_ref()?, self.zones.as_ref()?);
+        if hi < lo {
+            return Some(Vec::new());
+        }
+        let mut bits = vec![0u64; ((hi - lo) as u64 >> 6) as usize + 1];
+        let mut mark = |v: i64| {
+            let o = (v - lo) as u64;
+            bits[(o >> 6) as usize] |= 1 << (o & 63);
+        };
+        let (a, b) = (lo.max(set.lo), hi.min(set.lo + set.span as i64 - 1));
+        for v in a..=b {
+            if set.contains(v) {
+                mark(v);
+            }
+        }
+        let null = self.header.ty.null_code();
+        if (lo..=hi).contains(&null) && zones.iter().any(|z| z.nulls) {
+            mark(null);
+        }
+        Some(bits)
     }
 
     /// The decoded header.
@@ -1345,6 +1546,28 @@ impl Column {
                         ),
                     });
                 }
+            }
+        }
+        if let (Some(set), Some(base)) = (&self.header.values, seen_base(self.header.ty)) {
+            // The value set against the values: a set missing a value
+            // would drop the records that hold it from a grouping.
+            let mut seen = vec![0u8; 1 << (8 * self.header.ty.width())];
+            let (mut buf, rows) = (Vec::new(), self.rows());
+            let mut s = 0;
+            while s < rows {
+                let n = STRIPE_ROWS.min(rows - s);
+                mark_seen(
+                    self.header.ty,
+                    self.rows_view(s, n, &mut buf)?.bytes(),
+                    &mut seen,
+                );
+                s += n;
+            }
+            if ValueSet::from_seen(&seen, base, self.header.ty.null_code()).as_ref() != Some(set) {
+                return Err(Error::Corrupt {
+                    path: self.path(),
+                    reason: "the header's value set does not match the values".into(),
+                });
             }
         }
         let got = crate::xxh3(payload);
@@ -1678,6 +1901,125 @@ mod tests {
             let e = c.verify().expect_err("forged zone map verified");
             assert!(e.to_string().contains("zone map of stripe 0"), "{e}");
         }
+    }
+
+    /// The header's value set holds the values that occur other than the
+    /// null code, as a set built here from the values; `occurring` gives
+    /// them over any range, with the null code where a stripe holds it.
+    /// Appends with and without a given range (one value, only nulls),
+    /// packed and plain; a u8, a u16 and an i16 column; no set when the
+    /// values span too much or are all null.
+    #[test]
+    fn value_set_in_header() {
+        use std::collections::BTreeSet;
+        let dir = tempfile::tempdir().unwrap();
+        let want = |v: &[Vec<u16>]| -> BTreeSet<i64> {
+            v.concat()
+                .iter()
+                .filter(|&&x| x != 65535)
+                .map(|&x| x as i64)
+                .collect()
+        };
+        let x = vec![
+            (0..5000)
+                .map(|i| 100 + (i % 3) as u16)
+                .collect::<Vec<u16>>(),
+            vec![65535; 7],
+            vec![5000, 100, 4000],
+        ];
+        let y = vec![(0..5000).map(|i| (i % 10) as u8).collect(), vec![255u8; 10]];
+        for pack in [true, false] {
+            let ds = write(dir.path(), pack, &x, &y);
+            let c = ds.column("X").unwrap();
+            c.verify().unwrap();
+            let set = c.header().values.clone().expect("a value set");
+            let w = want(&x);
+            assert_eq!((set.lo, set.span), (100, 4901));
+            for v in 0..=65535i64 {
+                assert_eq!(set.contains(v), w.contains(&v), "{v}");
+            }
+            // Over 90..=65535: the values and the null code (it occurs).
+            let bits = c.occurring(90, 65535).unwrap();
+            let got: BTreeSet<i64> = (90..=65535i64)
+                .filter(|v| bits[((v - 90) >> 6) as usize] >> ((v - 90) & 63) & 1 == 1)
+                .collect();
+            let mut w_null = w.clone();
+            w_null.insert(65535);
+            assert_eq!(got, w_null);
+            let bits = c.occurring(101, 4000).unwrap();
+            let got: Vec<i64> = (101..=4000i64)
+                .filter(|v| bits[((v - 101) >> 6) as usize] >> ((v - 101) & 63) & 1 == 1)
+                .collect();
+            assert_eq!(got, [101, 102, 4000]);
+            let c = ds.column("Y").unwrap();
+            let set = c.header().values.clone().expect("a value set");
+            assert_eq!((set.lo, set.span), (0, 10));
+            assert!((0..10).all(|v| set.contains(v)) && !set.contains(255));
+            let bits = c.occurring(0, 255).unwrap();
+            assert_eq!(bits[3] >> 63, 1, "the null code 255 occurs");
+        }
+        // Too wide a span, and only nulls: no set (a scan finds them).
+        let wide = tempfile::tempdir().unwrap();
+        let ds = write(wide.path(), true, &[vec![0, 40_000]], &[vec![255, 255]]);
+        assert_eq!(ds.column("X").unwrap().header().values, None);
+        assert_eq!(ds.column("X").unwrap().occurring(0, 40_000), None);
+        assert_eq!(ds.column("Y").unwrap().header().values, None);
+        // An i16 column, appends given their range: one value, only nulls.
+        let t = dir.path().join("i16.mtab");
+        let mut w = DatasetWriter::create(&t, false).unwrap();
+        let mut c = w.column_writer("Z", PhysType::I16).unwrap();
+        c.append_ranged(&[7i16; 300], Some((7, 7, false))).unwrap();
+        c.append_ranged(&[i16::MIN; 3], Some((i64::MAX, i64::MIN, true)))
+            .unwrap();
+        c.append(&[-300i16, -5, 7, i16::MIN]).unwrap();
+        w.add_variable(
+            c.finish(Variable::new("Z", Kind::Int, PhysType::I16))
+                .unwrap(),
+        );
+        w.commit(307).unwrap();
+        let ds = Dataset::open(&t).unwrap();
+        let c = ds.column("Z").unwrap();
+        c.verify().unwrap();
+        let set = c.header().values.clone().unwrap();
+        assert_eq!((set.lo, set.span), (-300, 308));
+        let got: Vec<i64> = (-400..400).filter(|&v| set.contains(v)).collect();
+        assert_eq!(got, [-300, -5, 7]);
+    }
+
+    /// A value set damaged with its header's checksum made to match: an
+    /// end that moved is refused when the column is opened (the zone map
+    /// disagrees), a value dropped inside is found by `verify`.
+    #[test]
+    fn forged_value_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let x = vec![vec![100u16, 101, 102, 65535, 300]];
+        let ds = write(dir.path(), false, &x, &[vec![1u8; 5]]);
+        let path = ds.column("X").unwrap().path();
+        drop(ds);
+        let good = std::fs::read(&path).unwrap();
+        let t = dir.path().join("dfalse.mtab");
+        let forge = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = good.clone();
+            edit(&mut b);
+            let hsum = crate::xxh3(&b[..super::HEADER_SUM_AT]);
+            b[super::HEADER_SUM_AT..crate::HEADER_SIZE].copy_from_slice(&hsum.to_le_bytes());
+            std::fs::write(&path, &b).unwrap();
+            Dataset::open(&t).unwrap()
+        };
+        // The set's lo moved to 99 (its bits unchanged).
+        let ds = forge(&|b| b[80..88].copy_from_slice(&99i64.to_le_bytes()));
+        let e = ds.column("X").err().expect("forged value set opened");
+        assert!(e.to_string().contains("value set"), "{e}");
+        // 101 dropped (bit 1 of the first word): opens, `verify` refuses.
+        let ds = forge(&|b| b[super::VALUES_AT] &= !2);
+        let c = ds.column("X").unwrap();
+        assert!(!c.header().values.as_ref().unwrap().contains(101));
+        let e = c.verify().expect_err("forged value set verified");
+        assert!(e.to_string().contains("value set"), "{e}");
+        // Bits past the span: malformed.
+        let ds = forge(&|b| b[super::VALUES_AT + 25] |= 2);
+        let e = ds.column("X").err().expect("malformed value set opened");
+        assert!(e.to_string().contains("value set"), "{e}");
     }
 
     /// `into_partial` hands back a plain array even while packing.

@@ -36,8 +36,8 @@ mod remedy;
 mod types;
 
 pub use column::{
-    fold_floats, Column, ColumnData, ColumnHeader, ColumnWriter, Zone, HEADER_SIZE, STRIPE_ROWS,
-    ZONE_BYTES,
+    fold_floats, Column, ColumnData, ColumnHeader, ColumnWriter, ValueSet, Zone, HEADER_SIZE,
+    STRIPE_ROWS, VALUE_SET_SPAN, ZONE_BYTES,
 };
 pub use dataset::{about_text, exchange, Dataset, DatasetWriter};
 pub use manifest::{
