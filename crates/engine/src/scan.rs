@@ -234,6 +234,7 @@ pub(crate) fn finish_scan(
     let accs = accs.into_iter().collect::<Result<Vec<Acc>>>()?;
     Ok(accs
         .into_iter()
+        .map(Acc::flush)
         .reduce(Acc::merge)
         .expect("one worker at least"))
 }

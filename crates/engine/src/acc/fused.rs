@@ -37,8 +37,11 @@ pub(crate) struct Scratch {
     gather: Gather,
     /// Packed count and Σw per cell lane of the counts kernel.
     packed_w: Vec<u64>,
-    /// Packed sums per cell lane of the means kernel.
+    /// Packed sums per cell lane of the means kernel, over the morsels
+    /// since the last fold ([`MeansFuse::fold_every`], [`flush_means`]).
     packed: Vec<PackedCell>,
+    /// Morsels added into `packed` since its last fold.
+    pending: usize,
     /// Morsels left to count with the filter columns read by the kernel,
     /// without the selection first ([`Fused::gather_only`]): after a morsel
     /// where too many rows passed to gather, the next few are assumed
@@ -230,20 +233,38 @@ pub(crate) fn means(
 ) -> bool {
     // The means kernel does more per row: gathering measured worth it
     // up to MEANS_GATHER eighths passing.
-    with_gathered(s, m, f, MEANS_GATHER, |s, v| {
-        means_with(s, e, m.p, mf.xcodes, v)
-    })
+    with_gathered(s, m, f, MEANS_GATHER, |s, v| means_with(s, e, m.p, mf, v))
+}
+
+/// Folds the means kernel's packed sums still pending into the exact
+/// cells (at the end of a worker's scan).
+pub(crate) fn flush_means(s: &mut Scratch, e: &mut ExactSums) {
+    if s.pending > 0 {
+        e.fold_packed(&s.packed);
+        s.packed.fill(PackedCell::default());
+        s.pending = 0;
+    }
 }
 
 /// [`means`] over a view of the morsel (`xc`: the analysis variable's
 /// excluded codes).
-fn means_with(s: &mut Scratch, e: &mut ExactSums, p: &Plan, xc: [i64; 2], v: View<'_, '_>) -> bool {
+fn means_with(
+    s: &mut Scratch,
+    e: &mut ExactSums,
+    p: &Plan,
+    mf: MeansFuse,
+    v: View<'_, '_>,
+) -> bool {
     let View { data, r, codes } = v;
     let (lead, cols, tabs) = codes;
     let trash = p.cells as u32;
-    s.packed.clear();
-    s.packed
-        .resize((p.cells + 1) * LANES, PackedCell::default());
+    let xc = mf.xcodes;
+    if s.packed.len() != (p.cells + 1) * LANES {
+        flush_means(s, e);
+        s.packed.clear();
+        s.packed
+            .resize((p.cells + 1) * LANES, PackedCell::default());
+    }
     let wdata = p.slots.weight.map(|k| data[k]);
     let xdata = data[p.slots.measure.expect("a means kernel has a measure")];
     as_arrays!(cols, tabs, [0, 1, 2], |c, tb| {
@@ -275,6 +296,9 @@ fn means_with(s: &mut Scratch, e: &mut ExactSums, p: &Plan, xc: [i64; 2], v: Vie
             Some(_) => return false,
         }
     });
-    e.fold_packed(&s.packed);
+    s.pending += 1;
+    if s.pending >= mf.fold_every {
+        flush_means(s, e);
+    }
     true
 }

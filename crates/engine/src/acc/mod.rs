@@ -272,6 +272,16 @@ impl Acc {
         }
     }
 
+    /// Folds what a kernel still holds back into the sums (the fused
+    /// means kernel's pending packed sums): once a worker's scan ends,
+    /// before its sums are read or merged.
+    pub(crate) fn flush(mut self) -> Acc {
+        if let CellSums::Exact(e) = &mut self.sums {
+            fused::flush_means(&mut self.fused, e);
+        }
+        self
+    }
+
     pub(crate) fn merge(mut self, o: Acc) -> Acc {
         match (&mut self.sums, o.sums) {
             (CellSums::Tally(a), CellSums::Tally(b)) => a.merge(&b),

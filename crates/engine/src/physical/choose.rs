@@ -221,7 +221,23 @@ pub(crate) fn means_fuse(measure: Option<&Column>, weight: Option<&Column>) -> O
         [a, b] => [a, b],
         _ => return None,
     };
-    Some(MeansFuse { xcodes })
+    // Morsels whose packed sums can add up before the fold: each lane's
+    // record count below 2^24 (its bits of the packed word), Σw below
+    // 2^40 and |Σw·x| below 2^62, counting every record of K morsels in
+    // one lane. Folding 4 lanes of thousands of cells every morsel cost
+    // a third of `means INCTOT --by PUMA` (docs/BENCHMARKS.md).
+    let rows = MORSEL as f64;
+    let k = [
+        2f64.powi(64 - PACK_SHIFT as i32) / rows - 1.0,
+        2f64.powi(PACK_SHIFT as i32) / (whi.max(1.0) * rows) - 1.0,
+        2f64.powi(62) / (whi.max(1.0) * xm.max(1.0) * rows) - 1.0,
+    ]
+    .into_iter()
+    .fold(f64::INFINITY, f64::min);
+    Some(MeansFuse {
+        xcodes,
+        fold_every: (k.floor() as usize).max(1),
+    })
 }
 
 /// Whether a morsel's Σw and Σw·x fit in i64 for these columns.

@@ -25,6 +25,9 @@ pub(crate) struct MeansFuse {
     /// Excluded analysis-variable codes that occur in the column (padded
     /// with a value no ≤32-bit column can hold).
     pub(crate) xcodes: [i64; 2],
+    /// Morsels whose packed sums may add up before they are folded into
+    /// the exact cells (every lane's count, Σw and Σw·x still fit).
+    pub(crate) fold_every: usize,
 }
 
 /// The kernel that counts a query's morsels, chosen once per query.
