@@ -3,6 +3,7 @@ DuckDB avg/stddev_samp; user-missing INCTOT excluded."""
 
 import json
 import math
+import os
 
 import duckdb
 import numpy as np
@@ -232,3 +233,45 @@ def test_means_kernels_vs_numpy(tmp_path, xrange, wmax):
             sel = ok & (g == gv) & (h == hv)
             groups[(gv, hv)] = wstats(x[sel].astype(float), w[sel].astype(float))
     check_means(res, groups, wstats(x[ok].astype(float), w[ok].astype(float)), weighted=True)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_fused_means_folded_across_morsels_match_exact_sums(tmp_path, threads):
+    """Weights up to 2^21 and values up to 2^20 let the fused means kernel
+    add only 15 morsels' packed sums before folding them (Σw per lane
+    below 2^40), so 123 morsels fold several times mid-scan and once at
+    each worker's end. Means, N and Σw against DuckDB's exact HUGEINT
+    sums; the SD against the same sums in Decimal."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 80
+    rng = np.random.default_rng(7)
+    n = 4_000_000
+    # Most records in one group and near the largest weight: a lane of
+    # group 1 would pass 2^40 if its sums were not folded in time.
+    g = np.where(rng.random(n) < 0.9, 1, rng.integers(2, 4, n))
+    w = rng.integers(2**21 - 2**18, 2**21, n)
+    w[:5000] = 0
+    x = rng.integers(-(2**20), 2**20 + 1, n)
+    x[5000:9000] = 2**20
+    csv_path = tmp_path / "big.csv"
+    np.savetxt(csv_path, np.column_stack([g, w, x]), fmt="%d", delimiter=",", header="G,W,X", comments="")
+    ds = tmp_path / "big.mtab"
+    run("import", csv_path, ds)
+    env = {**os.environ, "RAYON_NUM_THREADS": threads}
+    got = run_json("means", ds, "X", "--by", "G", "--weight", "W", env=env)
+    rows = duckdb.sql(
+        f"SELECT G, count(*), sum(W::HUGEINT), sum(W::HUGEINT * X), sum(W::HUGEINT * X * X) "
+        f"FROM read_csv('{csv_path}') GROUP BY G ORDER BY G"
+    ).fetchall()
+    by_value = {grp["by"][0]["value"]: grp for grp in got["groups"]}
+    assert sorted(by_value) == [1, 2, 3]
+    for key, cnt, sw, swx, swxx in rows:
+        grp = by_value[key]
+        sw, swx, swxx = Decimal(sw), Decimal(swx), Decimal(swxx)
+        mean = swx / sw
+        sd = ((swxx - swx * swx / sw) / (sw - 1)).sqrt()
+        assert grp["n"] == cnt
+        assert grp["sum_weights"] == float(sw)
+        assert grp["mean"] == pytest.approx(float(mean), rel=1e-14)
+        assert grp["sd"] == pytest.approx(float(sd), rel=1e-12)
