@@ -92,13 +92,17 @@ NUMERIC = ["AGE", "UHRSWORK", "POVERTY", "INCTOT", "INCWAGE", "SERIAL", "PERWT",
 MEASURES = ["INCTOT", "INCWAGE", "UHRSWORK", "AGE", "POVERTY", "PERWT"]
 
 
-def value_pool(con, v):
+def value_pool(con, v, seed):
     """Values of `v` to build conditions from: quantiles of its values
-    (the missing code left out) and some of its distinct values."""
-    na = f" WHERE {v} <> {NA}" if v == "INCTOT" else ""
-    qs = con.execute(f"SELECT quantile_disc({v}, [0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98]) FROM census{na}").fetchone()[0]
-    distinct = [r[0] for r in con.execute(f"SELECT DISTINCT {v} FROM census{na} USING SAMPLE 20000 ROWS LIMIT 40").fetchall()
-                if r[0] is not None]
+    (the missing code left out) and 40 of the distinct values of every
+    701st record, drawn by `seed` (the same pools, so the same shapes, for
+    the same seed and census)."""
+    na = f" AND {v} <> {NA}" if v == "INCTOT" else ""
+    qs = con.execute(f"SELECT quantile_disc({v}, [0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98]) "
+                     f"FROM census WHERE true{na}").fetchone()[0]
+    seen = [r[0] for r in con.execute(f"SELECT DISTINCT {v} FROM census WHERE rowid % 701 = 0 "
+                                      f"AND {v} IS NOT NULL{na} ORDER BY {v}").fetchall()]
+    distinct = random.Random(f"{seed}:{v}").sample(seen, min(40, len(seen)))
     return sorted(set(qs)), sorted(set(distinct))
 
 
@@ -132,7 +136,7 @@ def random_shapes(con, n, seed):
     control or not) or means by one or two variables, weighted or not,
     with one to three conditions of any form on any variable."""
     rng = random.Random(seed)
-    pools = {v: value_pool(con, v) for v in sorted(set(CODES_U8 + CODES_U16 + NUMERIC))}
+    pools = {v: value_pool(con, v, seed) for v in sorted(set(CODES_U8 + CODES_U16 + NUMERIC))}
     shapes = {}
     for i in range(n):
         kind = rng.choice(["freq", "tab", "tab", "tab3", "means", "means"])

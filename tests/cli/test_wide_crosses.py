@@ -5,6 +5,7 @@ the same CSV: counts, weight sums and means per cell, with filters, a
 control, missing values as categories, and over a catalog of parts (each
 part compacted to its own values)."""
 
+import os
 import random
 
 import duckdb
@@ -124,3 +125,71 @@ def test_wide_cross_over_parts(wide, tmp_path):
     run("split", ds, cat, "--parts", "3")
     got = answer(run_json("tab", cat, "A", "B", "--weight", "W"), "tab")
     same(got, oracle(con, ["A", "B"], [], True), "catalog")
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """400,000 records (13 morsels) over the same kind of wide cross: A 150
+    codes over 100–9000, B 300 over 1–2000 (45,000 cells, one lane a
+    cell), D 1–20 to filter by, W a weight with two decimals, F a float
+    weight, G an integer weight with the user-missing code 9999 (3%)."""
+    import numpy as np
+
+    d = tmp_path_factory.mktemp("widemany")
+    rng = np.random.default_rng(3301)
+    n = 400_000
+    a = rng.choice(np.array(random.Random(1).sample(range(100, 9001), 150)), n)
+    b = rng.choice(np.array(random.Random(2).sample(range(1, 1999), 300)), n)
+    dd = rng.integers(1, 21, n)
+    w = rng.integers(100, 999_999, n)
+    f = rng.random(n) * 10
+    g = np.where(rng.random(n) < 0.03, 9999, rng.integers(1, 501, n))
+    csv = d / "m.csv"
+    with open(csv, "w") as out:
+        out.write("A,B,D,W,F,G\n")
+        for ai, bi, di, wi, fi, gi in zip(a.tolist(), b.tolist(), dd.tolist(), w.tolist(), f.tolist(), g.tolist()):
+            out.write(f"{ai},{bi},{di},{wi // 100}.{wi % 100:02d},{fi!r},{gi}\n")
+    ds = d / "m.mtab"
+    run("import", csv, ds, "--missing", "G=9999")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE m AS SELECT * FROM read_csv(?, header=true, "
+                "types={'W': 'DECIMAL(18,2)', 'F': 'DOUBLE'})", [str(csv)])
+    return ds, con
+
+
+# Selections of the wide cross against its 45,000 cells, whose counts are
+# first listed by row and added into the cells once the rows of a worker
+# (or of two merged) pass half the cells (22,500): few in each worker and
+# merged (D=1: ~20,000 in all), few in each but many merged (D(1-2):
+# ~20,000 a worker of two), many in each (D(1-3)), and every record.
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("flt", [
+    ("D=1 A<3000", "D = 1 AND A < 3000"),
+    ("D=1", "D = 1"),
+    ("D(1-2)", "D BETWEEN 1 AND 2"),
+    ("D(1-3)", "D BETWEEN 1 AND 3"),
+    None,
+])
+@pytest.mark.parametrize("weight", [None, "W", "F", "G"])
+def test_wide_cross_few_and_many_rows_over_threads(many, threads, flt, weight):
+    """Counts and weight sums per cell, and the categories kept, against
+    DuckDB: the rows a worker lists and those it adds into its cells must
+    give one answer, merged across workers."""
+    ds, con = many
+    args = ["tab", ds, "A", "B"] + (["--weight", weight] if weight else [])
+    args += ["--filter", flt[0]] if flt else []
+    res = run_json(*args, env={**os.environ, "RAYON_NUM_THREADS": threads})
+    conds = [flt[1]] if flt else []
+    if weight == "G":
+        conds.append("G <> 9999")
+    v = f"sum({weight})::DOUBLE" if weight else "NULL"
+    sql = f"SELECT A, B, count(*), {v} FROM m"
+    if conds:
+        sql += " WHERE " + " AND ".join(conds)
+    exp = {(r[0], r[1]): (r[2], r[3]) for r in con.execute(sql + " GROUP BY ALL").fetchall()}
+    same(answer(res, "tab"), exp, args)
+    # The table keeps exactly the codes some counted record has, in order.
+    t = res["tables"][0]
+    assert [r["value"] for r in t["rows"]] == sorted({k[0] for k in exp})
+    assert [c["value"] for c in t["cols"]] == sorted({k[1] for k in exp})
+    assert sum(map(sum, t["counts"])) == sum(n for n, _ in exp.values())

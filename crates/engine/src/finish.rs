@@ -20,46 +20,49 @@ pub(crate) fn compact(s: Scanned<'_, '_>) -> crate::Result<Cube> {
     } = s;
     use crate::core::alloc::zeroed;
     let n = plan.cells;
-    let layout = Layout::new(&plans, n, |c| acc.count(c));
+    let dense = acc.take_counts(n);
+    let layout = Layout::new(&plans, &dense);
     let total = layout.total;
     let wscale = weight.map(|c| c.var().scale()).unwrap_or(1.0);
     let xscale = measure.map(|c| c.var().scale()).unwrap_or(1.0);
     let (wdec, xdec) = (sum_decimals(weight), sum_decimals(measure));
     let what = || format!("the result table of {total} cells");
-    let mut counts: Vec<u64> = zeroed(total, what)?;
     let mut weighted: Option<Vec<f64>> = weight.map(|_| zeroed(total, what)).transpose()?;
     let mut moments: Option<Vec<Moments>> = measure.map(|_| zeroed(total, what)).transpose()?;
-    for c in 0..n {
-        let count = acc.count(c);
-        if count == 0 {
-            continue;
-        }
-        let dst = layout.dst(c);
-        counts[dst] = count;
-        let (w, m) = cell_sums(
-            &acc,
-            c,
-            count,
-            (weight.is_some(), measure.is_some()),
-            (wscale, xscale),
-            (wdec, xdec),
-        );
-        if let (Some(ws), Some(w)) = (weighted.as_mut(), w) {
-            ws[dst] = w;
-        }
-        if let (Some(ms), Some(m)) = (moments.as_mut(), m) {
-            ms[dst] = m;
-        }
+    if weight.is_some() || measure.is_some() {
+        layout.each_kept(&dense, |c, dst| {
+            let (w, m) = cell_sums(
+                &acc,
+                c,
+                dense[c],
+                (weight.is_some(), measure.is_some()),
+                (wscale, xscale),
+                (wdec, xdec),
+            );
+            if let (Some(ws), Some(w)) = (weighted.as_mut(), w) {
+                ws[dst] = w;
+            }
+            if let (Some(ms), Some(m)) = (moments.as_mut(), m) {
+                ms[dst] = m;
+            }
+        });
     }
-    let replicates = rep_partial(&acc, plan, &layout, measure).map(|r| r.cells(measure.is_some()));
+    let replicates =
+        rep_partial(&acc, plan, &layout, &dense, measure).map(|r| r.cells(measure.is_some()));
+    let counted = |c: usize| dense[c] > 0;
     let taylor = match (acc.taylor.take(), &plan.taylor) {
-        (Some(t), Some(tp)) => Some(t.finish(tp, &layout, |c| acc.count(c) > 0, (wscale, xscale))),
+        (Some(t), Some(tp)) => Some(t.finish(tp, &layout, counted, (wscale, xscale))),
         _ => None,
     };
     let distribution = match (acc.dist.take(), measure) {
-        (Some(d), Some(x)) => Some(d.finish(&layout, |c| acc.count(c) > 0, wscale, x.var())),
+        (Some(d), Some(x)) => Some(d.finish(&layout, counted, wscale, x.var())),
         _ => None,
     };
+    // The planned cells' counts become the cube's.
+    let mut counts = dense;
+    if !layout.is_identity() {
+        layout.compact_in_place(&mut counts);
+    }
     Ok(Cube {
         dims: layout.dims(plans),
         counts,

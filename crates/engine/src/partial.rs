@@ -772,15 +772,15 @@ pub(crate) fn rep_partial(
     acc: &Acc,
     plan: &Plan,
     layout: &Layout,
+    counts: &[u64],
     measure: Option<&Column>,
 ) -> Option<RepPartial> {
+    let rep_sums = &acc.reps.as_ref()?.sums;
     let reps = plan.replicates.len();
     let n = plan.cells + 1;
     // The cells some row was counted in, and where they go.
-    let kept: Vec<(usize, usize)> = (0..plan.cells)
-        .filter(|&c| acc.count(c) > 0)
-        .map(|c| (c, layout.dst(c)))
-        .collect();
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    layout.each_kept(counts, |c, dst| kept.push((c, dst)));
     let (total, measured) = (layout.total, measure.is_some());
     let xr = if measured { reps } else { 0 };
     fn spread<T: Copy + Default, U>(
@@ -804,7 +804,7 @@ pub(crate) fn rep_partial(
             })
             .collect()
     }
-    let sums = match &acc.reps.as_ref()?.sums {
+    let sums = match rep_sums {
         RepSums::Int { w, wx } => RepCellSums::Int {
             w: spread(w, reps, n, total, &kept, |_, v| v as i128),
             wx: spread(wx, xr, n, total, &kept, |_, v| v),
@@ -848,7 +848,8 @@ pub(crate) fn sum_decimals(c: Option<&Column>) -> u32 {
 pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -> Partial {
     let (plans, mut acc, plan) = (s.plans, s.acc, s.plan);
     let (weight, measure) = (s.weight, s.measure);
-    let layout = Layout::new(&plans, plan.cells, |c| acc.count(c));
+    let dense = acc.take_counts(plan.cells);
+    let layout = Layout::new(&plans, &dense);
     let total = layout.total;
     let mut counts = vec![0u64; total];
     let measured = measure.is_some();
@@ -869,13 +870,8 @@ pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -
     } else {
         Sums::None
     };
-    for c in 0..plan.cells {
-        let count = acc.count(c);
-        if count == 0 {
-            continue;
-        }
-        let dst = layout.dst(c);
-        counts[dst] = count;
+    layout.each_kept(&dense, |c, dst| {
+        counts[dst] = dense[c];
         match (&mut sums, &acc.sums) {
             (Sums::None, _) => {}
             (Sums::Exact { w, wx, wxx }, CellSums::ExactFloats(_, s)) => {
@@ -901,7 +897,7 @@ pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -
             }
             _ => unreachable!("the sums are made for the kernel's"),
         }
-    }
+    });
     let summed = |c: Option<&Column>| {
         c.map(|c| Summed {
             name: c.var().name.clone(),
@@ -919,7 +915,7 @@ pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -
             categories: d.categories,
         })
         .collect();
-    let replicates = rep_partial(&acc, plan, &layout, measure);
+    let replicates = rep_partial(&acc, plan, &layout, &dense, measure);
     let taylor = match (acc.taylor.take(), &plan.taylor) {
         (Some(t), Some(tp)) => {
             let scales = (
@@ -929,7 +925,7 @@ pub(crate) fn from_acc(s: Scanned<'_, '_>, (rows, edges): (u64, &TaylorEdges)) -
             Some(t.into_partial(
                 tp,
                 &layout,
-                |c| acc.count(c) > 0,
+                |c| dense[c] > 0,
                 scales,
                 |k| edges.all_open || edges.keys.contains(k),
                 (&edges.source, &edges.values),

@@ -2085,7 +2085,7 @@ impl TaylorPartial {
         }
         // Sized as the finished table that the merged parts already hold.
         let mut acc = TaylorAcc::new(&p).expect("the Taylor sums of a merged table");
-        let layout = Layout::new(plans, cells, |c| counts[c]);
+        let layout = Layout::new(plans, counts);
         if cells == 0 || plans.iter().any(|d| d.categories.is_empty()) {
             // No record counted in any part.
             return acc.finish(&p, &layout, |_| false, (1.0, 1.0));

@@ -118,7 +118,11 @@ impl Acc {
                     Kernel::Counts => Tally::lanes_for(p.cells),
                     _ => crate::core::LANES,
                 };
-                CellSums::Tally(Tally::new(p.cells, weighted, lanes)?)
+                if lanes == 1 {
+                    CellSums::Tally(Tally::deferred(p.cells, weighted)?)
+                } else {
+                    CellSums::Tally(Tally::new(p.cells, weighted, lanes)?)
+                }
             }
             SumsKind::Moments => CellSums::Moments(
                 Tally::new(p.cells, weighted, crate::core::LANES)?,
@@ -242,6 +246,10 @@ impl Acc {
     fn kernel(&mut self, p: &Plan, data: &[ColumnData<'_>], r: std::ops::Range<usize>) {
         let m = Morsel { p, data, r };
         let rows = &mut self.rows;
+        if let (false, CellSums::Tally(t)) = (matches!(p.kernel, Kernel::Counts), &mut self.sums) {
+            // Only the counts kernel lists a deferred tally's rows.
+            t.densify();
+        }
         match (&p.kernel, &mut self.sums) {
             (Kernel::Fused(f), CellSums::Tally(t)) => {
                 if !fused::counts(&mut self.fused, t, &m, f) {
@@ -262,13 +270,15 @@ impl Acc {
         }
     }
 
-    /// Records counted in cell `c`.
-    pub(crate) fn count(&self, c: usize) -> u64 {
-        match &self.sums {
+    /// Each of the first `cells` cells' count, taken out of the
+    /// accumulator where the kernel kept one lane a cell (a wide table's
+    /// counts are not copied).
+    pub(crate) fn take_counts(&mut self, cells: usize) -> Vec<u64> {
+        match &mut self.sums {
             CellSums::Tally(t) | CellSums::Moments(t, _) | CellSums::ExactFloats(t, _) => {
-                t.count(c)
+                t.take_counts(cells)
             }
-            CellSums::Exact(e) => e.cell(c).n,
+            CellSums::Exact(e) => (0..cells).map(|c| e.cell(c).n).collect(),
         }
     }
 
@@ -284,14 +294,14 @@ impl Acc {
 
     pub(crate) fn merge(mut self, o: Acc) -> Acc {
         match (&mut self.sums, o.sums) {
-            (CellSums::Tally(a), CellSums::Tally(b)) => a.merge(&b),
+            (CellSums::Tally(a), CellSums::Tally(b)) => a.merge(b),
             (CellSums::Moments(a, m), CellSums::Moments(b, n)) => {
-                a.merge(&b);
+                a.merge(b);
                 m.merge(&n);
             }
             (CellSums::Exact(a), CellSums::Exact(b)) => a.merge(&b),
             (CellSums::ExactFloats(a, s), CellSums::ExactFloats(b, t)) => {
-                a.merge(&b);
+                a.merge(b);
                 s.merge(&t);
             }
             _ => unreachable!("accumulators of one plan"),

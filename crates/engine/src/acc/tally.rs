@@ -4,7 +4,7 @@
 
 use super::index::Rows;
 use super::morsel::{what, Morsel};
-use crate::core::alloc::zeroed;
+use crate::core::alloc::{reserved, zeroed};
 use crate::core::{Result, BIG_TABLE_CELLS, LANES};
 use crate::kernels::{accumulate_counts, accumulate_weighted, dispatch, Val, WeightSum};
 use microtab_store::Kind;
@@ -21,6 +21,46 @@ pub(crate) struct Tally {
     pub(crate) wsum: Vec<f64>,
     /// Integer weight sums (weights never missing, summed from the column).
     pub(crate) wsum_int: Vec<i64>,
+    /// While a wide table's rows are few, its counted rows listed instead
+    /// of added into its cells: `counts`, `wsum` and `wsum_int` then hold
+    /// no values yet (only their capacity, reserved up front), and
+    /// [`densify`](Self::densify) adds these in.
+    pending: Option<Pending>,
+}
+
+/// The rows a deferred [`Tally`] has counted, by cell (the trash cell's
+/// left out: nothing reads it), as its three kinds of row add them.
+#[derive(Default)]
+struct Pending {
+    /// The cells' values (the trash cell's included), and the weight
+    /// sums' (none unweighted), once added in.
+    size: (usize, usize),
+    /// Unweighted rows.
+    counts: Vec<u32>,
+    /// Rows with integer weights summed from the column.
+    int: Vec<(u32, i64)>,
+    /// Rows with float (or missing-checked) weights.
+    float: Vec<(u32, f64)>,
+}
+
+impl Pending {
+    fn len(&self) -> usize {
+        self.counts.len() + self.int.len() + self.float.len()
+    }
+
+    fn append(&mut self, o: &mut Pending) {
+        self.counts.append(&mut o.counts);
+        self.int.append(&mut o.int);
+        self.float.append(&mut o.float);
+    }
+}
+
+/// The largest number of rows a deferred tally of `cells` cells lists
+/// before it adds them into its cells: half the cells (the list then takes
+/// no more memory than the cells' counts, and adding in one pass beats
+/// clearing and merging each worker's cells).
+fn pending_cap(cells: usize) -> usize {
+    cells / 2
 }
 
 impl Tally {
@@ -46,7 +86,53 @@ impl Tally {
             counts: zeroed(per_lane, what("counts", cells))?,
             wsum: zeroed(weights, what("weight sums", cells))?,
             wsum_int: zeroed(weights, what("weight sums", cells))?,
+            pending: None,
         })
+    }
+
+    /// A tally of one lane a cell for a wide table (the counts kernel's
+    /// beyond [`BIG_TABLE_CELLS`]) that lists its rows until they are
+    /// many ([`pending_cap`]): a filter that leaves few rows of a table of
+    /// millions of cells then costs neither clearing nor merging each
+    /// worker's cells. The cells' memory is reserved here, so that a table
+    /// too large is refused before the scan.
+    pub(crate) fn deferred(cells: usize, weighted: bool) -> Result<Tally> {
+        let per_lane = cells.saturating_add(1);
+        let weights = if weighted { per_lane } else { 0 };
+        Ok(Tally {
+            lanes: 1,
+            counts: reserved(per_lane, what("counts", cells))?,
+            wsum: reserved(weights, what("weight sums", cells))?,
+            wsum_int: reserved(weights, what("weight sums", cells))?,
+            pending: Some(Pending {
+                size: (per_lane, weights),
+                ..Pending::default()
+            }),
+        })
+    }
+
+    /// Adds a deferred tally's listed rows into its cells (no-op for one
+    /// that is not deferred, or no longer).
+    pub(crate) fn densify(&mut self) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        // Within the capacity reserved by `deferred`: no allocation.
+        let (n, w) = p.size;
+        self.counts.resize(n, 0);
+        self.wsum.resize(w, 0.0);
+        self.wsum_int.resize(w, 0);
+        for &i in &p.counts {
+            self.counts[i as usize] += 1;
+        }
+        for &(i, w) in &p.int {
+            self.counts[i as usize] += 1;
+            self.wsum_int[i as usize] += w;
+        }
+        for &(i, w) in &p.float {
+            self.counts[i as usize] += 1;
+            self.wsum[i as usize] += w;
+        }
     }
 
     /// The counts kernel: rows `r` counted (and weighed) in the cells
@@ -89,6 +175,14 @@ impl Tally {
 
     /// [`morsel`](Self::morsel) into one lane a cell.
     fn morsel_one_lane(&mut self, m: &Morsel<'_, '_>, rows: &mut Rows) {
+        if let Some(pending) = self.pending.as_mut() {
+            list_rows(pending, m, rows);
+            if pending.len() <= pending_cap(pending.size.0) {
+                return;
+            }
+            // Many rows: the cells from now on.
+            return self.densify();
+        }
         let (p, data, r) = (m.p, m.data, m.r.clone());
         let trash = p.cells as u32;
         let idx = &rows.idx;
@@ -130,18 +224,39 @@ impl Tally {
         c * self.lanes..(c + 1) * self.lanes
     }
 
-    /// Records counted in cell `c`.
-    pub(crate) fn count(&self, c: usize) -> u64 {
-        self.counts[self.cell_lanes(c)].iter().sum()
-    }
-
     /// Sum of weights in cell `c` (stored units).
     pub(crate) fn wsum(&self, c: usize) -> f64 {
         let l = self.cell_lanes(c);
         self.wsum[l.clone()].iter().sum::<f64>() + self.wsum_int[l].iter().sum::<i64>() as f64
     }
 
-    pub(crate) fn merge(&mut self, o: &Tally) {
+    /// The first `cells` cells' counts (a deferred tally's listed rows
+    /// added in first): the counts themselves with one lane a cell
+    /// (leaving none), or their lanes' sums.
+    pub(crate) fn take_counts(&mut self, cells: usize) -> Vec<u64> {
+        self.densify();
+        if self.lanes == 1 {
+            let mut v = std::mem::take(&mut self.counts);
+            v.truncate(cells);
+            v
+        } else {
+            self.counts
+                .chunks_exact(self.lanes)
+                .take(cells)
+                .map(|l| l.iter().sum())
+                .collect()
+        }
+    }
+
+    pub(crate) fn merge(&mut self, mut o: Tally) {
+        if let (Some(a), Some(b)) = (self.pending.as_mut(), o.pending.as_mut()) {
+            if a.len() + b.len() <= pending_cap(a.size.0) {
+                a.append(b);
+                return;
+            }
+        }
+        self.densify();
+        o.densify();
         for (a, b) in self.counts.iter_mut().zip(&o.counts) {
             *a += b;
         }
@@ -152,6 +267,44 @@ impl Tally {
             *a += b;
         }
     }
+}
+
+/// Lists the rows of a morsel that `rows` puts in a cell (not the trash
+/// cell) in `pending`, with their weights as [`Tally::morsel`] would add
+/// them.
+fn list_rows(pending: &mut Pending, m: &Morsel<'_, '_>, rows: &mut Rows) {
+    let (p, data, r) = (m.p, m.data, m.r.clone());
+    let trash = p.cells as u32;
+    match (&p.weight, p.slots.weight) {
+        (Some((col, ex)), Some(k)) if ex.is_empty() => {
+            let idx = &rows.idx;
+            if col.var().kind == Kind::Int {
+                let out = &mut pending.int;
+                dispatch!(data[k], r, |v| list_weighted(idx, v, trash, out));
+            } else {
+                let out = &mut pending.float;
+                dispatch!(data[k], r, |v| list_weighted(idx, v, trash, out));
+            }
+        }
+        (Some(_), _) => {
+            rows.load_f64(m, true);
+            list_weighted(&rows.idx, &rows.wbuf, trash, &mut pending.float);
+        }
+        (None, _) => pending
+            .counts
+            .extend(rows.idx.iter().copied().filter(|&i| i < trash)),
+    }
+}
+
+/// The rows of `idx` in a cell below `trash`, with their weights, added
+/// to `out`.
+fn list_weighted<T: Val, S: WeightSum>(idx: &[u32], w: &[T], trash: u32, out: &mut Vec<(u32, S)>) {
+    out.extend(
+        idx.iter()
+            .zip(w)
+            .filter(|(&i, _)| i < trash)
+            .map(|(&i, &w)| (i, S::of(w))),
+    );
 }
 
 /// Counts and weight sums of the rows of `idx` (cells `trash` and beyond

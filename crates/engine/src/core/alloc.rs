@@ -55,7 +55,42 @@ pub(crate) fn zeroed<T: Zeroable>(n: usize, what: impl FnOnce() -> String) -> Re
         if p.is_null() {
             return Err(out_of_memory(bytes_of::<T>(n), what()));
         }
+        huge_pages(p as *mut u8, layout.size());
         Ok(Vec::from_raw_parts(p, n, n))
+    }
+}
+
+/// An empty vector with room for `n` values (its memory reserved, none
+/// of it written), or [`Error::OutOfMemory`] naming `what`.
+pub(crate) fn reserved<T>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    fallibly(|| out.try_reserve_exact(n)).map_err(|_| out_of_memory(bytes_of::<T>(n), what()))?;
+    huge_pages(out.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+    Ok(out)
+}
+
+/// Buffers from this size up are asked to be backed by huge pages.
+const HUGE_FROM: usize = 8 << 20;
+
+/// Asks the kernel to back the whole 2 MiB pages of a large buffer just
+/// allocated (and, fresh from the system, not yet touched) by huge pages:
+/// a wide table's cells are reached at random, row by row, and with 4 KiB
+/// pages nearly every row missed the TLB and each page faulted once.
+/// Advice only: nothing changes where the system keeps huge pages off.
+#[allow(unused_variables)]
+fn huge_pages(p: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    if len >= HUGE_FROM {
+        const HUGE: usize = 2 << 20;
+        let start = (p as usize).next_multiple_of(HUGE);
+        let end = (p as usize + len) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: the range lies within the allocation; the advice
+            // does not change its contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
     }
 }
 
