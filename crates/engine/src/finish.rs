@@ -62,6 +62,11 @@ pub(crate) fn compact(s: Scanned<'_, '_>) -> crate::Result<Cube> {
     let mut counts = dense;
     if !layout.is_identity() {
         layout.compact_in_place(&mut counts);
+        if counts.len() < counts.capacity() / 2 {
+            // Few kept cells of many planned: the cube keeps no more
+            // memory than its cells.
+            counts.shrink_to_fit();
+        }
     }
     Ok(Cube {
         dims: layout.dims(plans),

@@ -4,9 +4,10 @@
 
 use super::index::Rows;
 use super::morsel::{what, Morsel};
-use crate::core::alloc::{reserved, zeroed};
+use crate::core::alloc::{reserved, try_grow, zeroed};
 use crate::core::{Result, BIG_TABLE_CELLS, LANES};
 use crate::kernels::{accumulate_counts, accumulate_weighted, dispatch, Val, WeightSum};
+use crate::physical::Plan;
 use microtab_store::Kind;
 
 /// Per cell and lane (`cell * lanes + lane`, the trash cell last).
@@ -48,10 +49,47 @@ impl Pending {
         self.counts.len() + self.int.len() + self.float.len()
     }
 
-    fn append(&mut self, o: &mut Pending) {
+    /// Appends `o`'s rows, or returns false (both unchanged) when the
+    /// memory for them cannot be had.
+    fn append(&mut self, o: &mut Pending) -> bool {
+        if !(try_grow(&mut self.counts, o.counts.len())
+            && try_grow(&mut self.int, o.int.len())
+            && try_grow(&mut self.float, o.float.len()))
+        {
+            return false;
+        }
         self.counts.append(&mut o.counts);
         self.int.append(&mut o.int);
         self.float.append(&mut o.float);
+        true
+    }
+
+    /// Makes room for `n` more rows in the list a morsel of `p` adds to,
+    /// or returns false when the memory cannot be had (the lists are
+    /// sized by the data, so they grow fallibly).
+    fn room(&mut self, p: &Plan, n: usize) -> bool {
+        match list_of(p) {
+            List::Counts => try_grow(&mut self.counts, n),
+            List::Int => try_grow(&mut self.int, n),
+            List::Float => try_grow(&mut self.float, n),
+        }
+    }
+}
+
+/// Which of a [`Pending`]'s lists the rows of a morsel of a plan go to,
+/// as [`Tally::morsel`] adds them: no weight, integer weights summed from
+/// the column, or float (or missing-checked) weights.
+enum List {
+    Counts,
+    Int,
+    Float,
+}
+
+fn list_of(p: &Plan) -> List {
+    match (&p.weight, p.slots.weight) {
+        (Some((col, ex)), Some(_)) if ex.is_empty() && col.var().kind == Kind::Int => List::Int,
+        (Some(_), _) => List::Float,
+        (None, _) => List::Counts,
     }
 }
 
@@ -176,12 +214,17 @@ impl Tally {
     /// [`morsel`](Self::morsel) into one lane a cell.
     fn morsel_one_lane(&mut self, m: &Morsel<'_, '_>, rows: &mut Rows) {
         if let Some(pending) = self.pending.as_mut() {
-            list_rows(pending, m, rows);
-            if pending.len() <= pending_cap(pending.size.0) {
-                return;
+            if pending.room(m.p, rows.idx.len()) {
+                list_rows(pending, m, rows);
+                if pending.len() <= pending_cap(pending.size.0) {
+                    return;
+                }
+                // Many rows: the cells from now on.
+                return self.densify();
             }
-            // Many rows: the cells from now on.
-            return self.densify();
+            // No memory for a longer list: the cells (reserved up front)
+            // from this morsel on.
+            self.densify();
         }
         let (p, data, r) = (m.p, m.data, m.r.clone());
         let trash = p.cells as u32;
@@ -250,8 +293,9 @@ impl Tally {
 
     pub(crate) fn merge(&mut self, mut o: Tally) {
         if let (Some(a), Some(b)) = (self.pending.as_mut(), o.pending.as_mut()) {
-            if a.len() + b.len() <= pending_cap(a.size.0) {
-                a.append(b);
+            // Else (many rows, or no memory for the joined list) the
+            // cells, reserved up front.
+            if a.len() + b.len() <= pending_cap(a.size.0) && a.append(b) {
                 return;
             }
         }

@@ -94,6 +94,12 @@ fn huge_pages(p: *mut u8, len: usize) {
     }
 }
 
+/// Whether `v` could be given room for `n` more values (false, rather
+/// than the process ending, when the system refuses the memory).
+pub(crate) fn try_grow<T>(v: &mut Vec<T>, n: usize) -> bool {
+    fallibly(|| v.try_reserve(n)).is_ok()
+}
+
 /// `n` copies of `v`, or [`Error::OutOfMemory`] naming `what`.
 pub(crate) fn filled<T: Clone>(n: usize, v: T, what: impl FnOnce() -> String) -> Result<Vec<T>> {
     let mut out = Vec::new();
