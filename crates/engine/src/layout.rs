@@ -166,6 +166,8 @@ impl Layout {
         } else {
             self.new_shape[outer]
         };
+        // The last dimension's new indices (none without dimensions: 0).
+        let last = self.new_index.get(outer);
         each_row(&self.shape, counts.len(), |row, idx| {
             // A row whose outer categories are not all kept has no rows.
             let mut base = 0;
@@ -179,7 +181,7 @@ impl Layout {
             let start = row.start;
             for (j, &n) in counts[row].iter().enumerate() {
                 if n != 0 {
-                    let k = self.new_index.get(outer).map_or(Some(0), |x| x[j]);
+                    let k = last.map_or(Some(0), |x| x[j]);
                     f(start + j, base + k.expect("a counted category is kept"));
                 }
             }

@@ -70,8 +70,8 @@ impl Pending {
     fn room(&mut self, p: &Plan, n: usize) -> bool {
         match list_of(p) {
             List::Counts => try_grow(&mut self.counts, n),
-            List::Int => try_grow(&mut self.int, n),
-            List::Float => try_grow(&mut self.float, n),
+            List::Int(_) => try_grow(&mut self.int, n),
+            List::Float(_) => try_grow(&mut self.float, n),
         }
     }
 }
@@ -81,14 +81,20 @@ impl Pending {
 /// the column, or float (or missing-checked) weights.
 enum List {
     Counts,
-    Int,
-    Float,
+    /// From the weight column at this slot.
+    Int(usize),
+    /// From the weight column at this slot, or (`None`) through the
+    /// missing-checked float weights.
+    Float(Option<usize>),
 }
 
 fn list_of(p: &Plan) -> List {
     match (&p.weight, p.slots.weight) {
-        (Some((col, ex)), Some(_)) if ex.is_empty() && col.var().kind == Kind::Int => List::Int,
-        (Some(_), _) => List::Float,
+        (Some((col, ex)), Some(k)) if ex.is_empty() => match col.var().kind {
+            Kind::Int => List::Int(k),
+            _ => List::Float(Some(k)),
+        },
+        (Some(_), _) => List::Float(None),
         (None, _) => List::Counts,
     }
 }
@@ -319,24 +325,23 @@ impl Tally {
 fn list_rows(pending: &mut Pending, m: &Morsel<'_, '_>, rows: &mut Rows) {
     let (p, data, r) = (m.p, m.data, m.r.clone());
     let trash = p.cells as u32;
-    match (&p.weight, p.slots.weight) {
-        (Some((col, ex)), Some(k)) if ex.is_empty() => {
-            let idx = &rows.idx;
-            if col.var().kind == Kind::Int {
-                let out = &mut pending.int;
-                dispatch!(data[k], r, |v| list_weighted(idx, v, trash, out));
-            } else {
-                let out = &mut pending.float;
-                dispatch!(data[k], r, |v| list_weighted(idx, v, trash, out));
-            }
+    let idx = &rows.idx;
+    match list_of(p) {
+        List::Int(k) => {
+            let out = &mut pending.int;
+            dispatch!(data[k], r, |v| list_weighted(idx, v, trash, out));
         }
-        (Some(_), _) => {
+        List::Float(Some(k)) => {
+            let out = &mut pending.float;
+            dispatch!(data[k], r, |v| list_weighted(idx, v, trash, out));
+        }
+        List::Float(None) => {
             rows.load_f64(m, true);
             list_weighted(&rows.idx, &rows.wbuf, trash, &mut pending.float);
         }
-        (None, _) => pending
+        List::Counts => pending
             .counts
-            .extend(rows.idx.iter().copied().filter(|&i| i < trash)),
+            .extend(idx.iter().copied().filter(|&i| i < trash)),
     }
 }
 
