@@ -242,7 +242,31 @@ const FILTERS: &[(&str, Pred)] = &[
                 && ((-50_000..=-2990).contains(&x) || (4990..=5010).contains(&x) || x >= 19_000)
         })
     }),
+    // The inline scan's probes (the last PROBED): a first filter that
+    // leaves few rows (u16 codes as three ranges, or as a bitmap; a u32
+    // range), and the others evaluated at those rows only: packed codes
+    // with system-missing, a missing code, signed bytes, floats, text.
+    ("C(17,300,901) A(2-4)", |r| {
+        matches!(r.c, 17 | 300 | 901) && matches!(r.a, Some(2..=4))
+    }),
+    ("C(1,5,9,13,17,21,25-40) B(10-100) D(-10-30)", |r| {
+        matches!(r.c, 1 | 5 | 9 | 13 | 17 | 21 | 25..=40)
+            && matches!(r.b, Some(10..=100))
+            && (-10..=30).contains(&r.d)
+    }),
+    ("E(1000000-100000000) X(-100-5000)", |r| {
+        (1_000_000..=100_000_000).contains(&r.e) && r.x.is_some_and(|x| (-100..=5000).contains(&x))
+    }),
+    ("C(17,300,901) G>3.5", |r| {
+        matches!(r.c, 17 | 300 | 901) && r.g.is_some_and(|g| g > 3.5)
+    }),
+    ("B(3,77) C<600 S(north)", |r| {
+        matches!(r.b, Some(3 | 77)) && r.c < 600 && r.s == "north"
+    }),
 ];
+
+/// The last filters of [`FILTERS`], those written for the probes.
+const PROBED: usize = 5;
 
 #[derive(Default, Debug)]
 struct Cell {
@@ -544,6 +568,25 @@ fn every_kernel_matches_the_scalar_reference() {
         for (f, w) in [(0, None), (1, Some("W")), (4, Some("WD")), (2, Some("WF"))] {
             check(&ds, &recs, d, f, w, None);
             check_with(&ds, &recs, d, f, w, None, true, None);
+            tried += 2;
+        }
+    }
+    // The probes' filters with every kernel's plan (fused and index
+    // counts, a wide cross, exact and float means), over every row and
+    // over rows that start inside a morsel.
+    for f in FILTERS.len() - PROBED..FILTERS.len() {
+        for (d, w, m) in [
+            (&["A", "B"][..], None, None),
+            (&["A"], Some("WD"), None),
+            (&["C"], Some("W"), None),
+            (&["C", "B"], Some("WF"), None),
+            (&["R"], Some("WD"), None),
+            (&["A"], Some("WD"), Some("X")),
+            (&["S", "A"], None, Some("G")),
+            (&["B"], Some("WN"), Some("D")),
+        ] {
+            check(&ds, &recs, d, f, w, m);
+            check_with(&ds, &recs, d, f, w, m, false, Some(40_000..ROWS));
             tried += 2;
         }
     }

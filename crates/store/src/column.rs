@@ -1438,7 +1438,9 @@ impl Column {
         Ok(self.decode_unchecked(stored, n, buf))
     }
 
-    fn decode_unchecked<'a>(
+    /// [`decode`](Self::decode) of stored bytes already checked (by
+    /// [`check`](Self::check)).
+    pub fn decode_unchecked<'a>(
         &self,
         stored: &'a [u8],
         n: usize,
@@ -1460,6 +1462,36 @@ impl Column {
                 ColumnData::view(ty, &out[..n * w])
             }
         }
+    }
+
+    /// The values of the rows `rows` (offsets from the first row of
+    /// `stored`, stored bytes already checked as in
+    /// [`decode_unchecked`](Self::decode_unchecked)), one a row, in `buf`:
+    /// a few rows of a morsel without unpacking the rest.
+    pub fn gather_unchecked<'a>(
+        &self,
+        stored: &[u8],
+        rows: &[u32],
+        buf: &'a mut Vec<u64>,
+    ) -> ColumnData<'a> {
+        let ty = self.header.ty;
+        let w = ty.width();
+        let len = rows.len() * w;
+        if buf.len() * 8 < len {
+            buf.resize(len.div_ceil(8), 0);
+        }
+        // SAFETY: the bytes of a u64 buffer.
+        let out = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, len) };
+        match self.header.packing {
+            None => {
+                for (o, &r) in out.chunks_exact_mut(w.max(1)).zip(rows) {
+                    let r = r as usize;
+                    o.copy_from_slice(&stored[r * w..(r + 1) * w]);
+                }
+            }
+            Some(p) => pack::unpack_rows(ty, p, stored, rows, out),
+        }
+        ColumnData::view(ty, out)
     }
 
     /// The checked values of rows `start .. start + n` (`start` a multiple

@@ -195,6 +195,72 @@ fn unpack_lanes<U: Lane, const NULL: bool>(
     }
 }
 
+/// Unpacks the values of rows `rows` (offsets from the first row of
+/// `words`' first block) into `out`, one a row.
+#[inline(always)]
+fn unpack_rows_lanes<U: Lane, const NULL: bool>(
+    words: &[U],
+    bits: usize,
+    base: U,
+    null: U,
+    rows: &[u32],
+    out: &mut [U],
+) {
+    if bits == 0 {
+        out.fill(base);
+        return;
+    }
+    let l = BLOCK / U::BITS;
+    let mask = U::mask(bits);
+    for (o, &i) in out.iter_mut().zip(rows) {
+        let i = i as usize;
+        let (r, blk) = (i % BLOCK, &words[i / BLOCK * l * bits..]);
+        // Row `k·L + j` of a block: lane j, bits `k·bits ..` of it.
+        let bit = r / l * bits;
+        let (m, s, j) = (bit / U::BITS, bit % U::BITS, r % l);
+        let mut p = blk[m * l + j].shr(s);
+        if s + bits > U::BITS {
+            p = p.or(blk[(m + 1) * l + j].shl(U::BITS - s));
+        }
+        let p = p.and(mask);
+        *o = if NULL && p == mask { null } else { p.add(base) };
+    }
+}
+
+/// Unpacks the values of rows `rows` (offsets from the first row of
+/// `stored`, whole blocks of a column of type `ty`) into `out`, the
+/// little-endian bytes of `rows.len()` values.
+///
+/// # Panics
+/// If a row is beyond `stored`, `out` is not `rows.len()` values long, or
+/// a buffer is not aligned for `ty`.
+pub fn unpack_rows(ty: PhysType, p: Packing, stored: &[u8], rows: &[u32], out: &mut [u8]) {
+    assert_eq!(out.len(), rows.len() * ty.width(), "one value a row");
+    let null = p.nulls.then(|| ty.null_code());
+    let b = p.bits as usize;
+    let blocks = stored.len() / p.block_bytes().max(1);
+    assert!(
+        b == 0 || rows.iter().all(|&r| (r as usize) < blocks * BLOCK),
+        "rows beyond the packed data"
+    );
+    macro_rules! go {
+        ($u:ty) => {{
+            let (w, o) = (cast::<$u>(stored), cast_mut::<$u>(out));
+            let base = <$u>::from_i64(p.base);
+            match null {
+                Some(n) => unpack_rows_lanes::<$u, true>(w, b, base, <$u>::from_i64(n), rows, o),
+                None => unpack_rows_lanes::<$u, false>(w, b, base, 0, rows, o),
+            }
+        }};
+    }
+    match ty.width() {
+        1 => go!(u8),
+        2 => go!(u16),
+        4 => go!(u32),
+        _ => unreachable!("only 8-, 16- and 32-bit columns are packed"),
+    }
+}
+
 /// Packs whole blocks of `vals` (`vals.len()` a multiple of [`BLOCK`]) into
 /// `words` (`vals.len() / 1024 × 128 × bits` bytes).
 fn pack_lanes<U: Lane>(vals: &[U], bits: usize, base: U, null: Option<U>, words: &mut [U]) {
@@ -510,6 +576,28 @@ mod tests {
                         as_bytes(&plain, n * w),
                         "{ty:?} bits {bits} nulls {with_null}"
                     );
+                    // Rows picked out of the blocks, in any order, against
+                    // the values packed.
+                    let rows: Vec<u32> = (0..200)
+                        .map(|k| match k {
+                            0 => 0,
+                            1 => n as u32 - 1,
+                            _ => (rnd() % n as u64) as u32,
+                        })
+                        .collect();
+                    let mut some = aligned(&vec![0u8; rows.len() * w]);
+                    let so = unsafe {
+                        std::slice::from_raw_parts_mut(some.as_mut_ptr() as *mut u8, rows.len() * w)
+                    };
+                    unpack_rows(ty, p, as_bytes(&packed, p.stored_len(n)), &rows, so);
+                    for (k, &r) in rows.iter().enumerate() {
+                        let want = &vals[r as usize].to_le_bytes()[..w];
+                        assert_eq!(
+                            &so[k * w..(k + 1) * w],
+                            want,
+                            "{ty:?} bits {bits} nulls {with_null} row {r}"
+                        );
+                    }
                 }
             }
         }

@@ -2,8 +2,8 @@
 //! selection byte column, and the passing rows gathered when few pass; and
 //! the fused kernels' code columns with their tables.
 
-use crate::kernels::{dispatch, mark_ranges, FusedTab, SELECTION_TABLE};
-use crate::physical::{ByteRanges, Form, Fused, Plan};
+use crate::kernels::{apply_col, dispatch, mark_ranges, FusedTab, SELECTION_TABLE};
+use crate::physical::{FilterEval, Form, Fused, Plan};
 use crate::plan::Mapper;
 use microtab_store::ColumnData;
 
@@ -176,7 +176,7 @@ static COMPACT: [[u8; 8]; 256] = {
 };
 
 /// Rows of `sel` (one byte 0 or 1 per row) that are 1.
-fn rejected(sel: &[u8]) -> usize {
+pub(crate) fn rejected(sel: &[u8]) -> usize {
     // Add the bytes eight at a time in u64 words (at most 255 words, so no
     // byte lane overflows), then across lanes.
     let (words, tail) = sel.as_chunks::<8>();
@@ -220,7 +220,7 @@ pub(crate) fn gather<'b>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gather_rows<'b>(
     p: &Plan,
-    kinds: &[Option<ByteRanges>],
+    kinds: &[FilterEval],
     data: &[ColumnData<'_>],
     r: std::ops::Range<usize>,
     sel: &mut Vec<u8>,
@@ -231,6 +231,19 @@ pub(crate) fn gather_rows<'b>(
     if !fill_selection(p, kinds, data, r.clone(), sel) {
         return Gathered::No;
     }
+    gather_selected(data, r, sel, g, max_pass_eighths, read)
+}
+
+/// [`gather_rows`] of a selection already evaluated: `sel`, one byte a row
+/// of `r` (0: the row passes).
+pub(crate) fn gather_selected<'b>(
+    data: &[ColumnData<'_>],
+    r: std::ops::Range<usize>,
+    sel: &[u8],
+    g: &'b mut Gather,
+    max_pass_eighths: usize,
+    read: impl Fn(usize) -> bool,
+) -> Gathered<'b> {
     let n = sel.len();
     let pass = n - rejected(sel);
     if pass == 0 {
@@ -301,12 +314,24 @@ fn mark_bytes<const K: usize>(sel: &mut [u8], v: &[u8], rg: [(u8, u8); K]) {
     }
 }
 
+/// [`mark_bytes`] for `u16` codes.
+#[inline(always)]
+fn mark_words<const K: usize>(sel: &mut [u8], v: &[u16], rg: [(u16, u16); K]) {
+    for (s, &x) in sel.iter_mut().zip(v) {
+        let mut ok = false;
+        for (lo, span) in rg {
+            ok |= x.wrapping_sub(lo) <= span;
+        }
+        *s |= (!ok) as u8;
+    }
+}
+
 /// Marks in `sel` (one byte per row of `r`; 0 passes) the rows the
 /// filters reject, as `kinds` ([`Fused::selection`]) says; false when a
 /// filter's column does not fit (the index kernel counts the morsel then).
 fn fill_selection(
     p: &Plan,
-    kinds: &[Option<ByteRanges>],
+    kinds: &[FilterEval],
     data: &[ColumnData<'_>],
     r: std::ops::Range<usize>,
     sel: &mut Vec<u8>,
@@ -314,38 +339,95 @@ fn fill_selection(
     sel.clear();
     sel.resize(r.len(), 0);
     for ((k, (_, m)), &slot) in kinds.iter().zip(&p.filters).zip(&p.slots.filters) {
-        match (k, m, data[slot]) {
-            (Some(rg), _, ColumnData::U8(v)) => {
-                let v = &v[r.clone()];
-                match rg[..] {
-                    [] => sel.fill(1),
-                    [a] => mark_bytes(sel, v, [a]),
-                    [a, b] => mark_bytes(sel, v, [a, b]),
-                    [a, b, c] => mark_bytes(sel, v, [a, b, c]),
-                    [a, b, c, d] => mark_bytes(sel, v, [a, b, c, d]),
-                    _ => return false,
-                }
-            }
-            (None, Mapper::Byte(t), ColumnData::U8(v)) => {
-                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
-                    *s |= (t[x as usize] != 0) as u8;
-                }
-            }
-            (None, Mapper::Word(t), ColumnData::U16(v)) => {
-                for (s, &x) in sel.iter_mut().zip(&v[r.clone()]) {
-                    *s |= (t[x as usize] != 0) as u8;
-                }
-            }
-            (None, Mapper::Ranges(rg), d) => {
-                dispatch!(d, r.clone(), |v| mark_ranges(
-                    v,
-                    rg,
-                    |s: &mut u8, bad| *s |= bad as u8,
-                    sel
-                ))
-            }
-            _ => return false,
+        if !mark_fast(k, m, data[slot], r.clone(), sel) {
+            return false;
         }
     }
     true
+}
+
+/// Marks in `sel` (one byte per row of `r`, 0: passes) the rows filter
+/// `m` (evaluated as `k` says) rejects in `d`, through its passing codes
+/// or a byte, `u16` or ranges mapper; false (and `sel` untouched) for
+/// other mappers.
+fn mark_fast(
+    k: &FilterEval,
+    m: &Mapper,
+    d: ColumnData<'_>,
+    r: std::ops::Range<usize>,
+    sel: &mut [u8],
+) -> bool {
+    match (k, m, d) {
+        (FilterEval::Bytes(rg), _, ColumnData::U8(v)) => {
+            let v = &v[r];
+            match rg[..] {
+                [] => sel.fill(1),
+                [a] => mark_bytes(sel, v, [a]),
+                [a, b] => mark_bytes(sel, v, [a, b]),
+                [a, b, c] => mark_bytes(sel, v, [a, b, c]),
+                [a, b, c, d] => mark_bytes(sel, v, [a, b, c, d]),
+                _ => return false,
+            }
+        }
+        (FilterEval::Words(rg), _, ColumnData::U16(v)) => {
+            let v = &v[r];
+            match rg[..] {
+                [] => sel.fill(1),
+                [a] => mark_words(sel, v, [a]),
+                [a, b] => mark_words(sel, v, [a, b]),
+                [a, b, c] => mark_words(sel, v, [a, b, c]),
+                [a, b, c, d] => mark_words(sel, v, [a, b, c, d]),
+                _ => return false,
+            }
+        }
+        (FilterEval::WordBits(bits), _, ColumnData::U16(v)) => {
+            for (s, &x) in sel.iter_mut().zip(&v[r]) {
+                *s |= (!(bits[(x >> 6) as usize] >> (x & 63)) & 1) as u8;
+            }
+        }
+        (FilterEval::Mapper, Mapper::Byte(t), ColumnData::U8(v)) => {
+            for (s, &x) in sel.iter_mut().zip(&v[r]) {
+                *s |= (t[x as usize] != 0) as u8;
+            }
+        }
+        (FilterEval::Mapper, Mapper::Word(t), ColumnData::U16(v)) => {
+            for (s, &x) in sel.iter_mut().zip(&v[r]) {
+                *s |= (t[x as usize] != 0) as u8;
+            }
+        }
+        (FilterEval::Mapper, Mapper::Ranges(rg), d) => {
+            dispatch!(d, r, |v| mark_ranges(
+                v,
+                rg,
+                |s: &mut u8, bad| *s |= bad as u8,
+                sel
+            ))
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Marks in `sel` (one byte per row of `r`, 0: passes) the rows filter
+/// `m` rejects in `d`, evaluated as `k` says, or through the mapper's
+/// entries per row (`tmp`: a buffer for them) for any filter
+/// [`mark_fast`] does not take: a filter's mapper gives 0 to the values
+/// that pass and [`TRASH`](crate::plan::TRASH) to the others.
+pub(crate) fn mark_filter(
+    k: &FilterEval,
+    m: &Mapper,
+    d: ColumnData<'_>,
+    r: std::ops::Range<usize>,
+    sel: &mut [u8],
+    tmp: &mut Vec<u32>,
+) {
+    if mark_fast(k, m, d, r.clone(), sel) {
+        return;
+    }
+    tmp.clear();
+    tmp.resize(r.len(), 0);
+    apply_col(d, r, m, tmp);
+    for (s, &e) in sel.iter_mut().zip(tmp.iter()) {
+        *s |= (e != 0) as u8;
+    }
 }

@@ -24,6 +24,7 @@ mod sup;
 mod tally;
 
 pub(crate) use exact::ExactSums;
+pub(crate) use gather::{mark_filter, rejected};
 pub(crate) use index::Rows;
 pub(crate) use moments::FloatMoments;
 pub(crate) use morsel::Morsel;
@@ -169,33 +170,76 @@ impl Acc {
         r: std::ops::Range<usize>,
         base: usize,
     ) {
+        self.sieve_with(p, sv, None, data, r, base);
+    }
+
+    /// [`morsel_sieved`](Self::morsel_sieved) with the filters already
+    /// evaluated into `sel` (one byte a row of `r`, 0: the row passes).
+    /// Whether `sel` served (the passing rows were gathered, or none
+    /// passed) rather than `p` evaluating the filters again.
+    pub(crate) fn morsel_selected(
+        &mut self,
+        p: &Plan,
+        sv: &Sieve,
+        sel: &[u8],
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+        base: usize,
+    ) -> bool {
+        self.sieve_with(p, sv, Some(sel), data, r, base)
+    }
+
+    fn sieve_with(
+        &mut self,
+        p: &Plan,
+        sv: &Sieve,
+        pre: Option<&[u8]>,
+        data: &[ColumnData<'_>],
+        r: std::ops::Range<usize>,
+        base: usize,
+    ) -> bool {
         if self.sieve.dense > 0 {
             self.sieve.dense -= 1;
-            return self.morsel(p, data, r, base);
+            self.morsel(p, data, r, base);
+            return false;
         }
         let mut sel = std::mem::take(&mut self.sieve.sel);
         let mut g = std::mem::take(&mut self.sieve.gather);
         let reads = &sv.reads;
-        match gather::gather_rows(
-            p,
-            &sv.kinds,
-            data,
-            r.clone(),
-            &mut sel,
-            &mut g,
-            SIEVE_GATHER,
-            |k| reads[k],
-        ) {
-            gather::Gathered::Rows(d, n) => self.morsel(&sv.plan, &d, 0..n, base),
-            gather::Gathered::Empty => {}
+        let got = match pre {
+            Some(ps) => {
+                gather::gather_selected(data, r.clone(), ps, &mut g, SIEVE_GATHER, |k| reads[k])
+            }
+            None => gather::gather_rows(
+                p,
+                &sv.kinds,
+                data,
+                r.clone(),
+                &mut sel,
+                &mut g,
+                SIEVE_GATHER,
+                |k| reads[k],
+            ),
+        };
+        let served = match got {
+            gather::Gathered::Rows(d, n) => {
+                self.morsel(&sv.plan, &d, 0..n, base);
+                true
+            }
+            gather::Gathered::Empty => true,
             gather::Gathered::Selection => {
                 self.sieve.dense = SIEVE_DENSE_SKIP;
-                self.morsel(p, data, r, base)
+                self.morsel(p, data, r, base);
+                false
             }
-            _ => self.morsel(p, data, r, base),
-        }
+            _ => {
+                self.morsel(p, data, r, base);
+                false
+            }
+        };
         self.sieve.sel = sel;
         self.sieve.gather = g;
+        served
     }
 
     /// Counts rows `r` of `data` (the views of the distinct columns, each

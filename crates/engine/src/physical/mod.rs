@@ -121,7 +121,7 @@ pub(crate) struct Sieve<'a> {
     /// The plan without its filters.
     pub(crate) plan: Plan<'a>,
     /// How each filter is evaluated ([`Fused::selection`]).
-    pub(crate) kinds: Vec<Option<ByteRanges>>,
+    pub(crate) kinds: Vec<FilterEval>,
     /// The distinct columns [`Sieve::plan`] reads (those gathered).
     pub(crate) reads: Vec<bool>,
 }
@@ -154,6 +154,24 @@ pub(crate) const MAX_BYTE_RANGES: usize = 4;
 /// The byte codes a filter passes, as ranges `(lo, hi − lo)`.
 pub(crate) type ByteRanges = Vec<(u8, u8)>;
 
+/// How a filter is evaluated into a selection byte column (one byte a
+/// row, 0: the row passes), [`Fused::selection`] and [`Sieve::kinds`].
+#[derive(Clone)]
+pub(crate) enum FilterEval {
+    /// A byte code column: the codes that pass, as at most
+    /// [`MAX_BYTE_RANGES`] ranges `(lo, hi − lo)` compared branch-free.
+    Bytes(ByteRanges),
+    /// A `u16` code column: the codes that pass, as at most
+    /// [`MAX_BYTE_RANGES`] ranges `(lo, hi − lo)` compared branch-free.
+    Words(Vec<(u16, u16)>),
+    /// A `u16` code column: one bit a code, set for those that pass (8
+    /// KiB, which stay in L1, where the mapper's 256 KiB table does not:
+    /// PUMA's table was a quarter of a three-filter query's time).
+    WordBits(Box<[u64; 1024]>),
+    /// Through the filter's mapper.
+    Mapper,
+}
+
 /// The fused kernels' part of a plan.
 #[derive(Clone)]
 pub(crate) struct Fused {
@@ -163,11 +181,9 @@ pub(crate) struct Fused {
     /// The filters are evaluated first, per morsel, into a selection byte
     /// column (0: the row passes) that the fused kernels read as one more
     /// code column: two or more filters, or any filter on a column that is
-    /// not a byte code (u16 tables, integer ranges). Per filter, the byte
-    /// code ranges it passes (at most [`MAX_BYTE_RANGES`], compared
-    /// branch-free) when they are so few, else `None` (its mapper is
-    /// looked up).
-    pub(crate) selection: Option<Vec<Option<ByteRanges>>>,
+    /// not a byte code (u16 tables, integer ranges). Per filter, how it
+    /// is evaluated ([`FilterEval`]).
+    pub(crate) selection: Option<Vec<FilterEval>>,
     /// The selection serves only to gather the passing rows when few
     /// pass; otherwise the kernel reads the filter columns as code
     /// columns ([`Form::Columns`]), not the selection column.
