@@ -759,10 +759,12 @@ fn scan(
     rows: usize,
 ) -> Result<Acc> {
     let skips = fates.is_some_and(|(f, _)| f.contains(&Fate::Skip));
-    let morsels = Morsels::new(plan, fates, distinct.len());
     if range.is_empty() || fates.is_some_and(|(f, _)| f.iter().all(|&f| f == Fate::Skip)) {
-        Acc::new(plan)
-    } else if read_path == ReadPath::Inline
+        // No morsel to read: no plans made for them either.
+        return Acc::new(plan);
+    }
+    let morsels = Morsels::new(plan, fates, distinct.len());
+    if read_path == ReadPath::Inline
         || ((range != (0..rows) || skips) && read_path != ReadPath::Mmap)
     {
         // Streamed segments start at row 0 and hold every morsel: a part

@@ -102,17 +102,24 @@ struct Pick<'p, 'a> {
     reads: Vec<bool>,
     sieve: Option<Sieve<'a>>,
     /// How each filter is evaluated when the inline scan probes a morsel
-    /// ([`Probe`]); `None` without filters.
-    evals: Option<Vec<FilterEval>>,
+    /// ([`Probe`]); `None` without filters. Made when first asked for
+    /// ([`Pick::evals`]), as is `few`: a scan that reads no morsel of a
+    /// pick (the zone maps settle them), or reads none inline, makes
+    /// neither.
+    evals: std::sync::OnceLock<Option<Vec<FilterEval>>>,
     /// The pick's number among its [`Morsels`] (a worker's [`Probe`]
     /// keeps each pick's order of filters).
     id: usize,
-    /// The plan without filters and the distinct columns it reads, which
-    /// count the few rows a probe found passing ([`Probed::Few`]); `None`
-    /// without filters, or for sums over rows the filters leave out
-    /// (Taylor sums, folds).
-    few: Option<Box<(Plan<'a>, Vec<bool>)>>,
+    /// The plan without filters and the distinct columns it reads, when
+    /// the pick has no sieve (whose plan it would be), to count the few
+    /// rows a probe found passing ([`Pick::few`]).
+    few: std::sync::OnceLock<Option<Box<Unfiltered<'a>>>>,
+    /// The number of distinct columns.
+    columns: usize,
 }
+
+/// A plan without filters and the distinct columns it reads.
+type Unfiltered<'a> = (Plan<'a>, Vec<bool>);
 
 /// The query's own plan, or one made from it.
 enum PlanRef<'p, 'a> {
@@ -132,16 +139,14 @@ impl<'a> PlanRef<'_, 'a> {
 impl<'p, 'a> Pick<'p, 'a> {
     fn of(plan: PlanRef<'p, 'a>, columns: usize, id: usize) -> Self {
         let p = plan.get();
+        let sieve = Sieve::of(p, columns);
         Pick {
             reads: p.reads(columns),
-            sieve: Sieve::of(p, columns),
-            evals: (!p.filters.is_empty()).then(|| filter_evals(&p.filters)),
+            evals: std::sync::OnceLock::new(),
             id,
-            few: (!p.filters.is_empty() && p.taylor.is_none() && p.fold.is_none()).then(|| {
-                let u = p.without_filters();
-                let reads = u.reads(columns);
-                Box::new((u, reads))
-            }),
+            few: std::sync::OnceLock::new(),
+            columns,
+            sieve,
             plan,
         }
     }
@@ -205,7 +210,35 @@ impl<'p, 'a> Morsels<'p, 'a> {
     }
 }
 
-impl Pick<'_, '_> {
+impl<'a> Pick<'_, 'a> {
+    /// The plan without filters and the distinct columns it reads, which
+    /// count the few rows a probe found passing ([`Probed::Few`]); `None`
+    /// without filters, or for sums over rows the filters leave out
+    /// (Taylor sums, folds).
+    fn few(&self) -> Option<(&Plan<'a>, &[bool])> {
+        if let Some(sv) = &self.sieve {
+            // A sieve's plan is this plan without filters already.
+            return Some((&sv.plan, &sv.reads));
+        }
+        let p = self.plan.get();
+        let f = self.few.get_or_init(|| {
+            (!p.filters.is_empty() && p.taylor.is_none() && p.fold.is_none()).then(|| {
+                let u = p.without_filters();
+                let reads = u.reads(self.columns);
+                Box::new((u, reads))
+            })
+        });
+        f.as_deref().map(|(u, reads)| (u, &reads[..]))
+    }
+
+    /// How each filter is evaluated by a probe; `None` without filters.
+    fn evals(&self) -> Option<&[FilterEval]> {
+        let p = self.plan.get();
+        self.evals
+            .get_or_init(|| (!p.filters.is_empty()).then(|| filter_evals(&p.filters)))
+            .as_deref()
+    }
+
     /// Counts rows `r` of a morsel's views `data` into `acc`, through the
     /// plan's sieve when it has one.
     #[inline]
@@ -324,8 +357,7 @@ pub(crate) fn scan_inline(
                     break 'scan;
                 }
             };
-            if let (Probed::Few, Some(few)) = (probed, &pk.few) {
-                let (fp, freads) = &**few;
+            if let (Probed::Few, Some((fp, freads))) = (probed, pk.few()) {
                 // The few passing rows of the columns the plan without
                 // filters reads, unpacked one by one.
                 let rows = &probe.rows;
@@ -359,7 +391,7 @@ pub(crate) fn scan_inline(
                 (Probed::Passed, Some(sv)) => {
                     // A pick with a sieve has `few`: its probe's `sel`
                     // holds every filter unless it ended `Few`.
-                    debug_assert!(pk.few.is_some());
+                    debug_assert!(pk.few().is_some());
                     acc.morsel_selected(pk.plan.get(), sv, &probe.sel, data, rr, s)
                 }
                 _ => {
@@ -518,7 +550,7 @@ impl Probe {
         m: &mut Loader,
         r: Range<usize>,
     ) -> std::result::Result<Probed, microtab_store::Error> {
-        let Some(evals) = &pk.evals else {
+        let Some(evals) = pk.evals() else {
             return Ok(Probed::Skipped);
         };
         if self.pause > 0 {
@@ -556,7 +588,7 @@ impl Probe {
         let mut few = false;
         for &i in order {
             let (c, e, mapper) = (slots[i], &evals[i], &p.filters[i].1);
-            if !few && pass * FEW <= n && pk.few.is_some() {
+            if !few && pass * FEW <= n && pk.few().is_some() {
                 few = true;
                 passing_rows(&self.sel, r.start, &mut self.rows);
             }
@@ -580,7 +612,7 @@ impl Probe {
             }
         }
         Ok(match self.found(pass) {
-            Probed::Passed if pk.few.is_some() && (few || pass * FEW <= n) => {
+            Probed::Passed if pk.few().is_some() && (few || pass * FEW <= n) => {
                 if !few {
                     passing_rows(&self.sel, r.start, &mut self.rows);
                 }
